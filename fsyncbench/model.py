@@ -1,0 +1,337 @@
+"""Frozen dataclasses shared by every module; no I/O here.
+
+Units live in field names: ``_ns`` nanoseconds, ``_ms`` milliseconds, ``_bytes`` bytes,
+``_s`` seconds. Everything here converts to plain JSON with :func:`to_jsonable` and back with
+:func:`from_jsonable`; the report schema (see ``docs/report-schema.md``) is these classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+#: Path verdicts, strongest claim last. See ../shared/DESIGN.md "Vocabulary".
+NO_FLUSH = "no_flush"
+VOLATILE_CACHE = "volatile_cache"
+HONEST_FLUSH = "honest_flush"
+UNVERIFIABLE = "unverifiable"
+PATH_VERDICTS = (NO_FLUSH, VOLATILE_CACHE, UNVERIFIABLE, HONEST_FLUSH)
+
+#: Finding levels, mildest first.
+INFO = "info"
+WARNING = "warning"
+RISK = "risk"
+
+
+@dataclass(frozen=True)
+class Pragmas:
+    """One SQLite pragma combination.
+
+    ``fullfsync`` is None where the pragma has no effect (SQLite honours it on macOS only:
+    https://www.sqlite.org/pragma.html#pragma_fullfsync).
+    """
+
+    journal_mode: str
+    synchronous: str
+    fullfsync: bool | None = None
+
+    @property
+    def label(self) -> str:
+        """Short lower-case name such as ``wal/full`` or ``delete/full/fullfsync``."""
+        text = f"{self.journal_mode}/{self.synchronous}".lower()
+        if self.fullfsync is not None:
+            text += "/fullfsync" if self.fullfsync else "/no-fullfsync"
+        return text
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Statistics derived from one result's raw samples (all times in ns).
+
+    ``p50_ci_ns``/``p99_ci_ns`` are (low, high) bounds of a ``ci_level`` confidence interval
+    made by ``ci_method`` ("bootstrap" percentile resampling with ``ci_resamples`` resamples,
+    or "order-statistic" for very large sample sets).
+    """
+
+    count: int
+    min_ns: float
+    p50_ns: float
+    p90_ns: float
+    p99_ns: float
+    p999_ns: float
+    max_ns: float
+    mean_ns: float
+    stdev_ns: float
+    ops_per_s: float
+    p50_ci_ns: tuple[float, float]
+    p99_ci_ns: tuple[float, float]
+    ci_level: float = 0.95
+    ci_method: str = "bootstrap"
+    ci_resamples: int = 0
+
+
+@dataclass(frozen=True)
+class FlushDelta:
+    """Change of one disk's flush counters across a workload (``/sys/block/<disk>/stat``
+    fields 16-17, kernel >= 5.5; https://www.kernel.org/doc/html/latest/block/stat.html).
+
+    ``flushes``/``flush_time_ms`` are None when the counter is not available.
+    """
+
+    device: str
+    flushes: int | None
+    flush_time_ms: int | None
+
+
+@dataclass(frozen=True)
+class Result:
+    """One measured configuration or sync primitive with its raw samples.
+
+    ``kind``: "commit" (one journal transaction), "flush" (4 KiB write + one sync primitive)
+    or "write" (4 KiB write, no sync: the baseline). ``primitive`` names the sync call behind
+    the number (e.g. "fdatasync", "F_FULLFSYNC", "none"). ``samples_ns`` are the timed
+    operations in order, warmup excluded. ``syncs_issued`` counts sync calls this workload
+    made itself (flush kinds) and is None for commits, where SQLite issues them.
+    """
+
+    kind: str
+    name: str
+    primitive: str
+    samples_ns: tuple[int, ...]
+    summary: Summary
+    warmup: int
+    target_samples: int
+    budget_s: float
+    target_reached: bool
+    elapsed_ns: int
+    payload_bytes: int
+    requested: Pragmas | None = None
+    effective: Pragmas | None = None
+    device_flushes: tuple[FlushDelta, ...] = ()
+    syncs_issued: int | None = None
+
+
+@dataclass(frozen=True)
+class Mount:
+    """The mount holding the target, from ``/proc/self/mountinfo`` (proc(5)) or psutil."""
+
+    mount_point: str
+    fs_type: str
+    source: str
+    options: tuple[str, ...] = ()
+    super_options: tuple[str, ...] = ()
+    device_number: str | None = None
+
+
+@dataclass(frozen=True)
+class BlockDevice:
+    """A whole disk behind the target (leaf of partition -> disk and dm/md -> slaves).
+
+    Values come from ``/sys/block/<name>/`` (Documentation/ABI/stable/sysfs-block);
+    ``write_cache`` is the raw text ("write back" / "write through"); None = not known.
+    """
+
+    name: str
+    model: str | None = None
+    vendor: str | None = None
+    firmware: str | None = None
+    serial: str | None = None
+    rotational: bool | None = None
+    write_cache: str | None = None
+    fua: bool | None = None
+    transport: str | None = None
+    has_flush_counters: bool = False
+
+
+@dataclass(frozen=True)
+class Virtualization:
+    """Signs of running under a hypervisor or in a container; None = could not tell."""
+
+    hypervisor_flag: bool | None = None
+    dmi_vendor: str | None = None
+    dmi_product: str | None = None
+    detect_virt: str | None = None
+    container: str | None = None
+    kernel_hint: str | None = None
+    mac_vmm_present: bool | None = None
+
+    @property
+    def virtualized(self) -> bool | None:
+        """True when any sign points to a hypervisor, False when checked and none did."""
+        if self.hypervisor_flag or self.mac_vmm_present or self.kernel_hint:
+            return True
+        if self.detect_virt and self.detect_virt not in ("none",):
+            return True
+        if self.hypervisor_flag is False or self.mac_vmm_present is False:
+            return False
+        return None
+
+
+@dataclass(frozen=True)
+class StorageTarget:
+    """The directory measured and the storage path under it.
+
+    ``chain`` lists the block devices walked from the mount's device to the leaf disks
+    (e.g. ``("nvme0n1p2", "nvme0n1")``); ``disks`` are the leaves with their facts;
+    ``darwin`` holds parsed ``diskutil info -plist`` keys on macOS.
+    """
+
+    path: str
+    mount: Mount | None = None
+    chain: tuple[str, ...] = ()
+    disks: tuple[BlockDevice, ...] = ()
+    darwin: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Host:
+    """Facts about the machine and the target directory, recorded with every report.
+
+    Only ``hostname``, ``os_name`` (``platform.system()``: Linux, Darwin, Windows) and
+    ``target`` are required, so a report for a host not at hand can be written by hand.
+    """
+
+    hostname: str
+    os_name: str
+    target: StorageTarget
+    virtualization: Virtualization = field(default_factory=Virtualization)
+    os_release: str = ""
+    os_version: str = ""
+    machine: str = ""
+    python_version: str = ""
+    sqlite_version: str = ""
+    sqlite_library: str | None = None
+    sqlite_compile_options: tuple[str, ...] = ()
+    cpu_brand: str | None = None
+    cpu_count_logical: int | None = None
+    cpu_count_physical: int | None = None
+    memory_total_bytes: int | None = None
+    ld_preload: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the verdict engine concluded.
+
+    ``code`` is a stable kebab-case id; ``level`` is info/warning/risk; ``subject`` is the
+    result name or "path"; ``evidence`` holds the values the rule used; ``source`` cites the
+    threshold or platform fact.
+    """
+
+    code: str
+    level: str
+    subject: str
+    message: str
+    advice: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class ResultVerdict:
+    """Verdict for one result: is the storage path honest, does the pragma promise durability."""
+
+    subject: str
+    path_verdict: str
+    config_durable: bool | None
+    decided_by: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """All verdicts of a report; ``path_verdict`` is the storage path's overall verdict."""
+
+    path_verdict: str
+    decided_by: str
+    results: tuple[ResultVerdict, ...] = ()
+    findings: tuple[Finding, ...] = ()
+
+
+@dataclass(frozen=True)
+class Report:
+    """A saved run: the JSON file's top level. ``schema_version`` guards the format."""
+
+    schema_version: int
+    tool_version: str
+    kind: str
+    created_utc: str
+    command_line: tuple[str, ...]
+    host: Host
+    results: tuple[Result, ...]
+    verdict: Verdict
+    notes: tuple[str, ...] = ()
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses -> dicts, tuples -> lists, recursively (JSON-ready)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    return obj
+
+
+def from_jsonable(cls: Any, data: Any) -> Any:
+    """Rebuild ``cls`` (a dataclass or a type hint) from :func:`to_jsonable` output.
+
+    Raises ValueError naming the field when ``data`` does not fit the type.
+    """
+    return _convert(cls, data, cls.__name__ if isinstance(cls, type) else "value")
+
+
+def _convert(hint: Any, data: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return data
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(hint)
+        if data is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _convert(arg, data, where)
+            except ValueError as exc:
+                errors.append(str(exc))
+        raise ValueError(errors[0] if errors else f"{where}: unexpected null")
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected an object")
+        hints = typing.get_type_hints(hint)
+        kwargs = {}
+        for f in dataclasses.fields(hint):
+            if f.name in data:
+                kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ValueError(f"{where}: missing field {f.name!r}")
+        return hint(**kwargs)
+    if origin is tuple:
+        if not isinstance(data, list):
+            raise ValueError(f"{where}: expected a list")
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_convert(args[0], v, f"{where}[]") for v in data)
+        if len(args) != len(data):
+            raise ValueError(f"{where}: expected {len(args)} items")
+        return tuple(_convert(a, v, f"{where}[]") for a, v in zip(args, data))
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected an object")
+        _, value_hint = typing.get_args(hint)
+        return {k: _convert(value_hint, v, f"{where}.{k}") for k, v in data.items()}
+    if hint is float:
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            return float(data)
+        raise ValueError(f"{where}: expected a number")
+    if hint in (int, str, bool):
+        if isinstance(data, hint) and not (hint is int and isinstance(data, bool)):
+            return data
+        raise ValueError(f"{where}: expected {hint.__name__}")
+    raise ValueError(f"{where}: unsupported type {hint!r}")

@@ -1,0 +1,164 @@
+"""The five recorded cases of ../shared/cases/README.md, judged from facts alone."""
+
+from factories import commit, flush, host, write
+
+from fsyncbench import audit
+from fsyncbench.model import (
+    HONEST_FLUSH,
+    NO_FLUSH,
+    UNVERIFIABLE,
+    VOLATILE_CACHE,
+    BlockDevice,
+    Virtualization,
+)
+
+
+def _verdicts(v):
+    return {r.subject: r for r in v.results}
+
+
+def _codes(v, subject=None):
+    return {f.code for f in v.findings if subject is None or f.subject == subject}
+
+
+def test_e1_apple_m1_fsync_volatile_fullfsync_honest():
+    h = host(
+        os_name="Darwin", fs_type="apfs",
+        disks=(BlockDevice("disk0", model="APPLE SSD AP0512Q", rotational=False),),
+        virt=Virtualization(mac_vmm_present=False),
+        darwin={"BusProtocol": "Apple Fabric", "Internal": True, "SolidState": True},
+    )
+    results = [write(2_000), flush("fsync", 40_000), flush("F_FULLFSYNC", 18_000_000)]
+    v = audit.judge(h, results)
+    by = _verdicts(v)
+    assert by["write+fsync"].path_verdict == VOLATILE_CACHE
+    assert by["write+fsync"].decided_by == "macos-fsync-stops-at-cache"
+    assert by["write+F_FULLFSYNC"].path_verdict == HONEST_FLUSH
+    assert v.path_verdict == HONEST_FLUSH
+    gap = next(f for f in v.findings if f.code == "macos-fsync-stops-at-cache").evidence
+    assert gap["fullfsync_ratio"] == 450
+
+
+def test_e2_consumer_nvme_bare_metal_honest():
+    h = host(fs_type="xfs", disks=(BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB",
+             rotational=False, write_cache="write back", fua=True),))
+    results = [write(3_000), flush("fdatasync", 1_600_000), flush("fsync", 5_600_000)]
+    v = audit.judge(h, results)
+    assert v.path_verdict == HONEST_FLUSH
+    assert v.decided_by == "flush-latency-plausible"
+    assert _verdicts(v)["write+fsync"].path_verdict == HONEST_FLUSH
+
+
+def test_e3_commit_not_waiting_for_its_syncs_on_an_honest_disk():
+    h = host(disks=(BlockDevice("sda", model="ST2000DM008", rotational=True,
+             write_cache="write back", fua=False),))
+    results = [flush("fdatasync", 14_500_000), commit("WAL", "FULL", 400_000)]
+    v = audit.judge(h, results)
+    assert v.path_verdict == HONEST_FLUSH
+    by = _verdicts(v)
+    assert by["wal/full"].path_verdict == NO_FLUSH
+    assert by["wal/full"].decided_by == "commit-not-waiting-for-sync"
+    ev = next(f for f in v.findings if f.code == "commit-not-waiting-for-sync").evidence
+    assert round(1 / ev["ratio"]) == 36
+
+
+def test_e4_tmpfs_no_flush():
+    h = host(fs_type="tmpfs")
+    results = [flush("fdatasync", 500), commit("DELETE", "FULL", 84_000),
+               commit("DELETE", "OFF", 83_000)]
+    v = audit.judge(h, results)
+    assert v.path_verdict == NO_FLUSH
+    assert v.decided_by == "no-flush-filesystem"
+    assert _verdicts(v)["delete/full"].path_verdict == NO_FLUSH
+    assert "sync-costs-nothing" in _codes(v, "delete/full")
+
+
+def test_e5_firecracker_unverifiable_and_wal_normal_not_durable():
+    h = host(
+        disks=(BlockDevice("vda", rotational=True, write_cache="write back", fua=False,
+                           transport="virtio", has_flush_counters=True),),
+        virt=Virtualization(hypervisor_flag=True),
+    )
+    results = [
+        flush("fdatasync", 200_000, flushes=500, syncs=500, device="vda"),
+        commit("DELETE", "FULL", 1_000_000),
+        commit("WAL", "FULL", 270_000),
+        commit("WAL", "NORMAL", 19_000),
+    ]
+    v = audit.judge(h, results)
+    assert v.path_verdict == UNVERIFIABLE
+    assert v.decided_by == "virtualized-storage"
+    finding = next(f for f in v.findings if f.code == "virtualized-storage")
+    assert finding.evidence["flushes_per_sync"] == 1.0
+    by = _verdicts(v)
+    assert by["wal/normal"].config_durable is False
+    assert by["wal/full"].config_durable is True
+    assert by["delete/full"].config_durable is True
+    assert "config-not-durable" in _codes(v, "wal/normal")
+
+
+def test_flushes_dropped_above_write_back_disk_is_no_flush():
+    """Counters: 1000 fdatasyncs, 0 device flushes on a write-back disk (eatmydata-like)."""
+    h = host(disks=(BlockDevice("sda", rotational=False, write_cache="write back",
+                                has_flush_counters=True),))
+    v = audit.judge(h, [flush("fdatasync", 60_000, flushes=0, syncs=1000)])
+    assert v.path_verdict == NO_FLUSH
+    assert v.decided_by == "flushes-dropped"
+
+
+def test_write_through_disk_without_flushes_is_not_called_dropped():
+    h = host(disks=(BlockDevice("sda", rotational=False, write_cache="write through",
+                                has_flush_counters=True),))
+    v = audit.judge(h, [flush("fdatasync", 60_000, flushes=0, syncs=1000)])
+    assert v.path_verdict == HONEST_FLUSH
+
+
+def test_fast_flush_on_bare_metal_ssd_is_volatile_cache():
+    h = host(disks=(BlockDevice("sda", rotational=False, write_cache="write back"),))
+    v = audit.judge(h, [flush("fdatasync", 3_000)])
+    assert v.path_verdict == VOLATILE_CACHE
+    assert v.decided_by == "flush-below-device-floor"
+
+
+def test_fast_flush_in_vm_is_unverifiable_not_volatile():
+    h = host(disks=(BlockDevice("vda", rotational=True, write_cache="write back"),),
+             virt=Virtualization(hypervisor_flag=True))
+    assert audit.judge(h, [flush("fdatasync", 3_000)]).path_verdict == UNVERIFIABLE
+
+
+def test_eatmydata_preload_is_no_flush():
+    h = host(disks=(BlockDevice("sda", rotational=False),),
+             ld_preload="/usr/lib/x86_64-linux-gnu/libeatmydata.so")
+    v = audit.judge(h, [flush("fdatasync", 400_000)])
+    assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "sync-disabled-by-preload")
+
+
+def test_config_durability_rules():
+    h = host(disks=(BlockDevice("sda", rotational=False),))
+    cases = {
+        ("DELETE", "OFF"): False, ("DELETE", "NORMAL"): True, ("DELETE", "FULL"): True,
+        ("WAL", "NORMAL"): False, ("WAL", "FULL"): True, ("MEMORY", "FULL"): False,
+    }
+    results = [commit(m, s, 2_000_000) for m, s in cases]
+    by = _verdicts(audit.judge(h, results))
+    for (m, s), durable in cases.items():
+        assert by[f"{m}/{s}".lower()].config_durable is durable, (m, s)
+
+
+def test_macos_without_fullfsync_not_durable_and_apple_barrier_not_durable():
+    h = host(os_name="Darwin", fs_type="apfs", darwin={"BusProtocol": "Apple Fabric"})
+    results = [
+        commit("WAL", "FULL", 40_000, primitive="fsync", fullfsync=False),
+        commit("WAL", "FULL", 3_000_000, primitive="F_FULLFSYNC", fullfsync=True),
+    ]
+    by = _verdicts(audit.judge(h, results))
+    assert by["wal/full/no-fullfsync"].config_durable is False
+    assert by["wal/full/fullfsync"].config_durable is True
+    barrier = commit("WAL", "FULL", 3_000_000, primitive="F_BARRIERFSYNC", fullfsync=True)
+    assert _verdicts(audit.judge(h, [barrier]))["wal/full/fullfsync"].config_durable is False
+
+
+def test_slow_median_and_tail_findings():
+    h = host(disks=(BlockDevice("sda", rotational=True),))
+    v = audit.judge(h, [flush("fsync", 60_000_000)])
+    assert {"slow-median", "p99-above-10ms"} <= _codes(v)
