@@ -94,7 +94,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         payload_bytes=args.payload_bytes,
         primitives=not args.no_primitives,
     )
-    out_dir = store.prepare_output_dir(args.output)
+    store.check_output_dir(args.output)
     host = _collect_host(target)
     progress = _Progress(quiet=args.quiet)
     try:
@@ -109,7 +109,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         raise FsyncbenchError(f"{exc} (while measuring {progress.label}; working directory removed)")
     progress.close()
     report = runner.build_report("run", host, results, ["fsyncbench", *argv])
-    paths = _save(report, out_dir)
+    paths = _save(report, store.prepare_output_dir(args.output))
     print(render.render_text(report), end="")
     print("Report written: " + ", ".join(str(p) for p in paths))
     return EXIT_OK
@@ -167,7 +167,7 @@ class _Progress:
             from tqdm import tqdm
 
             self._bar = tqdm(total=total, unit="config", file=sys.stderr, disable=None,
-                             bar_format="{l_bar}{bar}| {n:.1f}/{total} [{elapsed}<{remaining}] {postfix}")
+                             bar_format="{l_bar}{bar}| {n:.1f}/{total} workloads [{elapsed}<{remaining}]{postfix}")
         frac = min(1.0, max(done / target, elapsed_ns / budget_ns))
         self._bar.n = index + frac
         self._bar.set_postfix_str(f"{label} {done}/{target}", refresh=True)

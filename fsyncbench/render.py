@@ -85,8 +85,9 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
         ("Python", host.python_version),
         ("SQLite", f"{host.sqlite_version} ({host.sqlite_library or 'library path unknown'})"),
         ("target", t.path),
-        ("filesystem", f"{m.fs_type} on {m.mount_point} from {m.source} "
-                       f"({','.join(m.options + m.super_options)})" if m else "unknown"),
+        ("filesystem", f"{m.fs_type} on {m.mount_point} from {m.source}" if m else "unknown"),
+        ("mount options", f"{','.join(m.options)}; superblock {','.join(m.super_options) or '-'}"
+         if m else "unknown"),
         ("device chain", " -> ".join(t.chain) if t.chain else "no block device"),
     ]
     for d in t.disks:

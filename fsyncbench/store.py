@@ -98,18 +98,28 @@ def _fsync_dir(directory: Path) -> None:
         os.close(dfd)
 
 
+def check_output_dir(directory: Path) -> Path:
+    """Check, without creating anything, that reports can be written to ``directory``: it
+    is a writable directory, or its nearest existing ancestor is. Raises FsyncbenchError."""
+    probe = directory
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if not probe.is_dir():
+        raise FsyncbenchError(f"output {directory} is not a directory ({probe} is a file)")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise FsyncbenchError(f"output directory {directory} is not writable")
+    return directory
+
+
 def prepare_output_dir(directory: Path) -> Path:
-    """Create ``directory`` if needed and check it is writable. Raises FsyncbenchError."""
+    """Create ``directory`` (and parents) if needed. Raises FsyncbenchError."""
+    check_output_dir(directory)
     try:
         directory.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:
-        raise FsyncbenchError(f"output {directory} exists and is not a directory")
     except OSError as exc:
         raise FsyncbenchError(f"cannot create output directory {directory}: {exc.strerror}")
-    if not directory.is_dir():
-        raise FsyncbenchError(f"output {directory} is not a directory")
-    if not os.access(directory, os.W_OK | os.X_OK):
-        raise FsyncbenchError(f"output directory {directory} is not writable")
     return directory
 
 

@@ -213,13 +213,16 @@ def sqlite_sync_primitive(os_name: str, pragmas: Pragmas, apple_system_sqlite: b
     synchronous=OFF syncs nothing; on Linux unixSync uses fdatasync (strace of SQLite 3.40
     here shows only fdatasync calls); on macOS fullfsync=ON uses F_FULLFSYNC, except Apple's
     system SQLite, which uses F_BARRIERFSYNC; otherwise fsync; Windows: FlushFileBuffers.
+    WAL with synchronous=NORMAL syncs only when it checkpoints, not at each commit.
     """
     if pragmas.synchronous == "OFF":
         return "none"
     if os_name == "Darwin":
-        if pragmas.fullfsync:
-            return "F_BARRIERFSYNC" if apple_system_sqlite else "F_FULLFSYNC"
-        return "fsync"
-    if os_name == "Windows":
-        return "FlushFileBuffers"
-    return "fdatasync"
+        name = ("F_BARRIERFSYNC" if apple_system_sqlite else "F_FULLFSYNC") if pragmas.fullfsync else "fsync"
+    elif os_name == "Windows":
+        name = "FlushFileBuffers"
+    else:
+        name = "fdatasync"
+    if pragmas.journal_mode == "WAL" and pragmas.synchronous == "NORMAL":
+        return f"{name} (checkpoints only)"  # https://www.sqlite.org/pragma.html#pragma_synchronous
+    return name

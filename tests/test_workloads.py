@@ -93,3 +93,8 @@ def test_scratch_dir_in_unwritable_place_is_a_clear_error():
     with pytest.raises(FsyncbenchError, match="cannot create a working directory"):
         with workloads.scratch_dir(Path("/proc")):
             pass
+
+
+def test_wal_normal_names_checkpoint_only_syncs():
+    p = Pragmas("WAL", "NORMAL")
+    assert workloads.sqlite_sync_primitive("Linux", p, False) == "fdatasync (checkpoints only)"

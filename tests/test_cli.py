@@ -1,0 +1,215 @@
+"""The CLI end to end through real subprocesses: real directories, real SQLite, real signals."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fsyncbench import store
+
+QUICK = ["--samples", "30", "--budget-seconds", "5", "--warmup", "2", "--quiet"]
+
+
+def fsb(*args, cwd=None, timeout=300):
+    return subprocess.run(
+        [sys.executable, "-m", "fsyncbench", *map(str, args)],
+        capture_output=True, text=True, cwd=cwd, timeout=timeout,
+    )
+
+
+def assert_usage_error(proc, line):
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [f"fsyncbench: error: {line}"]
+    assert "Traceback" not in proc.stderr
+
+
+def leftovers(directory: Path):
+    return [p.name for p in directory.iterdir() if p.name.startswith(".fsyncbench-")]
+
+
+@pytest.fixture(scope="module")
+def disk_run(tmp_path_factory):
+    """One real run on the ext4 disk (tmp_path lives there on this machine)."""
+    target = tmp_path_factory.mktemp("target")
+    (target / "users-file.txt").write_text("untouched")
+    out = tmp_path_factory.mktemp("out")
+    proc = fsb("run", target, "--output", out, *QUICK)
+    return target, out, proc
+
+
+def test_run_measures_nine_configs_and_primitives(disk_run):
+    target, out, proc = disk_run
+    assert proc.returncode == 0, proc.stderr
+    for mode in ("delete", "truncate", "wal"):
+        for sync in ("off", "normal", "full"):
+            assert f"{mode}/{sync}" in proc.stdout
+    for name in ("write (no sync)", "write+fsync", "write+fdatasync"):
+        assert name in proc.stdout
+    assert "p50" in proc.stdout and "p99" in proc.stdout and "Path verdict:" in proc.stdout
+    assert leftovers(target) == []
+    assert [p.name for p in target.iterdir()] == ["users-file.txt"]
+    assert (target / "users-file.txt").read_text() == "untouched"
+
+
+def test_run_writes_json_and_markdown_reports(disk_run):
+    _target, out, proc = disk_run
+    jsons = list(out.glob("*.json"))
+    mds = list(out.glob("*.md"))
+    assert len(jsons) == 1 and len(mds) == 1
+    assert str(jsons[0]) in proc.stdout
+    report = store.load_report(jsons[0])
+    assert report.schema_version == store.SCHEMA_VERSION
+    commits = [r for r in report.results if r.kind == "commit"]
+    assert len(commits) == 9
+    for r in report.results:
+        assert len(r.samples_ns) == r.summary.count == 30
+        assert r.summary.p50_ci_ns[0] <= r.summary.p50_ns <= r.summary.p50_ci_ns[1]
+    for r in commits:
+        assert r.requested == r.effective
+    assert report.command_line[:2] == ("fsyncbench", "run")
+    assert "Storage path verdict" in mds[0].read_text()
+
+
+def test_run_records_device_flush_counters(disk_run):
+    """On this VM's disk each timed fdatasync reaches the virtio disk as a flush."""
+    _target, out, _proc = disk_run
+    report = store.load_report(next(out.glob("*.json")))
+    if not report.host.target.disks or not report.host.target.disks[0].has_flush_counters:
+        pytest.skip("no device flush counters on this machine")
+    fdatasync = next(r for r in report.results if r.primitive == "fdatasync" and r.kind == "flush")
+    assert fdatasync.syncs_issued == 30
+    assert min(d.flushes for d in fdatasync.device_flushes) >= 30
+
+
+def test_show_renders_all_formats(disk_run):
+    _target, out, _proc = disk_run
+    path = next(out.glob("*.json"))
+    text = fsb("show", path)
+    assert text.returncode == 0 and "Path verdict:" in text.stdout
+    md = fsb("show", path, "--format", "markdown")
+    assert md.returncode == 0 and md.stdout.startswith("# fsyncbench run")
+    js = fsb("show", path, "--format", "json")
+    assert json.loads(js.stdout) == json.loads(path.read_text())
+
+
+def test_run_on_tmpfs_is_no_flush(tmp_path):
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no /dev/shm")
+    proc = fsb("run", shm, "--output", tmp_path, "--journal-mode", "delete,wal",
+               "--synchronous", "off,full", *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    assert "Path verdict: no_flush" in proc.stdout
+    report = store.load_report(next(tmp_path.glob("*.json")))
+    assert report.verdict.path_verdict == "no_flush"
+    assert report.host.target.mount.fs_type == "tmpfs"
+    assert leftovers(shm) == []
+
+
+def test_host_command(tmp_path):
+    proc = fsb("host", tmp_path)
+    assert proc.returncode == 0 and "filesystem" in proc.stdout
+    data = json.loads(fsb("host", tmp_path, "--json").stdout)
+    assert data["target"]["path"] == str(tmp_path)
+
+
+def test_missing_dir(tmp_path):
+    assert_usage_error(fsb("run", tmp_path / "nope"), f"directory {tmp_path / 'nope'} does not exist")
+
+
+def test_dir_is_a_file(tmp_path):
+    f = tmp_path / "f"
+    f.write_text("")
+    assert_usage_error(fsb("run", f), f"{f} is not a directory")
+
+
+def test_dir_not_writable(tmp_path):
+    proc = fsb("run", "/proc", "--output", tmp_path, *QUICK)
+    assert proc.returncode == 2
+    assert len(proc.stderr.splitlines()) == 1
+    assert proc.stderr.startswith("fsyncbench: error: cannot create a working directory in /proc")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("option,value,line", [
+    ("--journal-mode", "delete,bogus",
+     "invalid journal_mode BOGUS: allowed values are delete, truncate, persist, memory, wal, off"),
+    ("--synchronous", "fast", "invalid synchronous FAST: allowed values are off, normal, full, extra"),
+    ("--fullfsync", "maybe", "invalid fullfsync maybe: allowed values are on, off"),
+    ("--samples", "0", "--samples must be at least 1, got 0"),
+    ("--budget-seconds", "-1", "--budget-seconds must be positive, got -1"),
+    ("--warmup", "-3", "--warmup must be 0 or more, got -3"),
+    ("--payload-bytes", "0", "--payload-bytes must be at least 1, got 0"),
+    ("--samples", "many", "argument --samples: invalid int value: 'many' (see fsyncbench run --help)"),
+])
+def test_bad_values(tmp_path, option, value, line):
+    assert_usage_error(fsb("run", tmp_path, option, value, "--output", tmp_path / "out"), line)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unwritable_output(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("")
+    proc = fsb("run", tmp_path, "--output", f / "reports", *QUICK)
+    assert_usage_error(proc, f"output {f / 'reports'} is not a directory ({f} is a file)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_show_missing_corrupt_and_newer(tmp_path):
+    missing = tmp_path / "none.json"
+    assert_usage_error(fsb("show", missing), f"report {missing} does not exist")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{oops")
+    assert fsb("show", bad).stderr.startswith(f"fsyncbench: error: {bad} is not valid JSON")
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps({"schema_version": store.SCHEMA_VERSION + 1}))
+    proc = fsb("show", newer)
+    assert proc.returncode == 2 and proc.stderr.rstrip().endswith("upgrade fsyncbench")
+
+
+def test_ctrl_c_cleans_up_and_says_where(tmp_path):
+    out = tmp_path / "out"
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fsyncbench", "run", str(target), "--output", str(out),
+         "--samples", "100000000", "--budget-seconds", "60", "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not leftovers(target) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _stdout, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 2
+    assert stderr.startswith("fsyncbench: interrupted while measuring write")
+    assert len(stderr.splitlines()) == 1
+    assert leftovers(target) == []
+    assert not out.exists()
+
+
+def test_disk_full_mid_run(tmp_path):
+    """A real 256 KiB tmpfs fills up mid-run: ENOSPC named, nothing left behind."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True
+    ).returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        proc = fsb("run", mnt, "--output", tmp_path / "out", "--journal-mode", "delete",
+                   "--synchronous", "off", "--samples", "5000", "--payload-bytes", "4096",
+                   "--no-primitives", "--quiet")
+        assert proc.returncode == 2
+        assert len(proc.stderr.splitlines()) == 1
+        assert "no space left on the device (ENOSPC)" in proc.stderr
+        assert list(mnt.iterdir()) == []
+        assert not (tmp_path / "out").exists()
+    finally:
+        subprocess.run(["umount", str(mnt)])
