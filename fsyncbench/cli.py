@@ -58,6 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
     host.add_argument("dir", nargs="?", default=".", type=Path)
     host.add_argument("--json", action="store_true", help="print JSON")
 
+    crash = sub.add_parser("crash", help="the kill matrix: what a step journal buys an agent that is SIGKILLed")
+    crash.add_argument("dir", nargs="?", default=".", type=Path,
+                       help="directory for the journal and outside-world databases (default: .)")
+    crash.add_argument("--journal-mode", default="wal", help="journal_mode of the step journal (default wal)")
+    crash.add_argument("--synchronous", default="full", help="synchronous of the step journal (default full)")
+    crash.add_argument("--model-call-ms", type=float, default=1000.0,
+                       help="assumed duration of one model call, to compare the journal against (default 1000)")
+    crash.add_argument("--json", action="store_true", help="print the figures as JSON")
+
     show = sub.add_parser("show", help="render a saved report")
     show.add_argument("report", type=Path)
     show.add_argument("--format", choices=("text", "markdown", "json"), default="text")
@@ -139,6 +148,29 @@ def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
     return EXIT_OK
 
 
+def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
+    from fsyncbench import crash
+
+    target = runner.check_target(args.dir)
+    mode = runner.parse_choices(args.journal_mode, crash.JOURNAL_MODES, "journal_mode")
+    sync = runner.parse_choices(args.synchronous, crash.SYNCHRONOUS, "synchronous")
+    if len(mode) != 1 or len(sync) != 1:
+        raise FsyncbenchError("crash takes one journal_mode and one synchronous value")
+    if not args.model_call_ms > 0:
+        raise FsyncbenchError(f"--model-call-ms must be positive, got {args.model_call_ms:g}")
+    try:
+        outcome = crash.run_crash_experiment(target, mode[0], sync[0])
+    except KeyboardInterrupt:
+        print("fsyncbench: interrupted during the kill matrix; working directory removed",
+              file=sys.stderr)
+        return EXIT_ERROR
+    if args.json:
+        print(json.dumps(render.crash_jsonable(outcome, args.model_call_ms), indent=1))
+    else:
+        print(render.render_crash(outcome, args.model_call_ms), end="")
+    return EXIT_OK
+
+
 def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
     report = store.load_report(args.report)
     if args.format == "json":
@@ -177,4 +209,4 @@ class _Progress:
             self._bar.close()
 
 
-_COMMANDS = {"run": cmd_run, "host": cmd_host, "show": cmd_show}
+_COMMANDS = {"run": cmd_run, "host": cmd_host, "crash": cmd_crash, "show": cmd_show}

@@ -1065,3 +1065,24 @@ def reordered_steps_after_crash(
         message=msg.get("message", "") if stopped else "",
         restart_effects=made,
     )
+
+
+@dataclass(frozen=True)
+class CrashExperiment:
+    """What ``fsyncbench crash`` shows: the kill matrix and the two hazards."""
+
+    matrix: KillMatrix
+    replay: ReplayResult
+    reorder: ReorderResult
+
+
+def run_crash_experiment(
+    workdir: Path, journal_mode: str = "WAL", synchronous: str = "FULL"
+) -> CrashExperiment:
+    """The kill matrix, then replay of a completed run and a reordered restart, all under
+    ``workdir`` with the given journal pragmas. Errors as :func:`run_kill_matrix`."""
+    return CrashExperiment(
+        matrix=run_kill_matrix(workdir, journal_mode, synchronous),
+        replay=replay_completed_run(workdir, journal_mode, synchronous),
+        reorder=reordered_steps_after_crash(workdir, journal_mode, synchronous),
+    )

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from fsyncbench.model import Finding, Host, Report, Result
+from fsyncbench.model import Finding, Host, Report, Result, to_jsonable
 
 _LEVEL_MARK = {"risk": "RISK", "warning": "WARN", "info": "info"}
 
@@ -174,3 +174,63 @@ def methodology(report: Report) -> str:
             + (f" ({any_r.summary.ci_resamples} resamples)." if any_r.summary.ci_resamples else ".")
         )
     return " ".join(parts)
+
+
+def crash_jsonable(outcome, model_call_ms: float) -> dict:
+    """The crash experiment as JSON-ready data: the table rows, journal commit latency
+    summary (ns) against the assumed model-call time, the hazards, and the raw matrix."""
+    from fsyncbench import crash, stats
+
+    m = outcome.matrix
+    s = stats.summarize(m.journal_commit_ns)
+    return {
+        "table": [
+            {"policy": r.label, "kills": len(r.kills),
+             "kills_causing_duplicates": r.kills_causing_duplicates,
+             "worst_duplicates": r.worst_duplicates,
+             "mean_extra_tokens": round(r.mean_extra_tokens),
+             "worst_extra_tokens": r.worst_extra_tokens,
+             "worst_extra_pct": round(r.worst_extra_pct)}
+            for r in m.rows
+        ],
+        "journal_commit": {
+            "primitive_config": m.effective.label,
+            "count": s.count, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
+            "p50_ci_ns": s.p50_ci_ns, "p99_ci_ns": s.p99_ci_ns,
+            "model_call_ms_assumed": model_call_ms,
+            "p99_share_of_model_call": s.p99_ns / (model_call_ms * 1e6),
+        },
+        "kills": m.kill_count,
+        "elapsed_ns": m.elapsed_ns,
+        "replay": to_jsonable(outcome.replay),
+        "reorder": to_jsonable(outcome.reorder),
+        "matrix": to_jsonable(m),
+    }
+
+
+def render_crash(outcome, model_call_ms: float) -> str:
+    """The kill-matrix table, the journal's commit cost beside a model call, the hazards."""
+    from fsyncbench import crash, stats
+
+    m = outcome.matrix
+    s = stats.summarize(m.journal_commit_ns)
+    rows = crash.kill_matrix_rows(m)
+    out = [
+        f"Kill matrix: {m.kill_count} real SIGKILLs of a 10-step agent "
+        f"(journal {m.effective.label}, SQLite {m.sqlite_version}), {m.elapsed_ns / 1e9:.2f} s",
+        "",
+        tabulate(rows, headers="keys", tablefmt="github", disable_numparse=True),
+        "",
+        f"Journal commit (BEGIN; INSERT step; COMMIT, {m.effective.label}): "
+        f"p50 {fmt_ns(s.p50_ns)}, p99 {fmt_ns(s.p99_ns)} over {s.count} commits; "
+        f"an assumed {model_call_ms:g} ms model call is {model_call_ms * 1e6 / s.p99_ns:,.0f}x "
+        f"the p99 commit ({100 * s.p99_ns / (model_call_ms * 1e6):.2f} % overhead per step).",
+        "",
+        f"Replay of a completed run: {outcome.replay.replay_effects} effects, "
+        f"{outcome.replay.replay_tokens} tokens, {outcome.replay.replay_steps_replayed} of "
+        f"{outcome.replay.steps_recorded} steps answered from the journal.",
+        f"Reordered code after a crash: "
+        + (f"stopped: {outcome.reorder.message}" if outcome.reorder.stopped
+           else "did NOT stop (non-determinism went undetected)"),
+    ]
+    return "\n".join(out) + "\n"

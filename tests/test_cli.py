@@ -213,3 +213,43 @@ def test_disk_full_mid_run(tmp_path):
         assert not (tmp_path / "out").exists()
     finally:
         subprocess.run(["umount", str(mnt)])
+
+
+PUBLISHED = [
+    ("no persistence", 20, 3, 17967, 37000, 100),
+    ("checkpoint per turn", 6, 1, 6167, 10400, 28),
+    ("step journal", 3, 1, 1233, 10400, 28),
+    ("journal + idempotency keys", 0, 0, 1233, 10400, 28),
+]
+
+
+def test_crash_json_gives_the_published_table(tmp_path):
+    proc = fsb("crash", tmp_path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    got = [(r["policy"], r["kills_causing_duplicates"], r["worst_duplicates"],
+            r["mean_extra_tokens"], r["worst_extra_tokens"], r["worst_extra_pct"])
+           for r in data["table"]]
+    assert got == PUBLISHED
+    assert data["kills"] == 120
+    assert data["replay"]["replay_effects"] == 0
+    assert data["reorder"]["stopped"] is True
+    assert data["journal_commit"]["count"] > 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_crash_text_table(tmp_path):
+    proc = fsb("crash", tmp_path, "--synchronous", "normal")
+    assert proc.returncode == 0, proc.stderr
+    assert "| step journal               | 3" in proc.stdout
+    assert "37,000 (+100 %)" in proc.stdout and "6,167" in proc.stdout
+    assert "journal wal/normal" in proc.stdout
+    assert "stopped: non-determinism at step 4" in proc.stdout
+
+
+def test_crash_bad_values(tmp_path):
+    assert_usage_error(fsb("crash", tmp_path, "--journal-mode", "nope"),
+                       "invalid journal_mode NOPE: allowed values are delete, truncate, persist, memory, wal, off")
+    assert_usage_error(fsb("crash", tmp_path, "--synchronous", "full,off"),
+                       "crash takes one journal_mode and one synchronous value")
+    assert_usage_error(fsb("crash", tmp_path / "missing"), f"directory {tmp_path / 'missing'} does not exist")
