@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fsyncbench import crash  # noqa: E402
 from fsyncbench.stats import summarize  # noqa: E402
+from tabulate import tabulate  # noqa: E402
 
 
 def main() -> int:
@@ -40,14 +41,8 @@ def main() -> int:
             f"({summary.count} commits, {matrix.effective.label})"
         )
     assert matrix is not None
-    rows = crash.kill_matrix_rows(matrix)
-    headers = list(rows[0])
-    widths = [max(len(h), *(len(str(r[h])) for r in rows)) for h in headers]
     print()
-    print(" | ".join(h.ljust(w) for h, w in zip(headers, widths)))
-    print("-+-".join("-" * w for w in widths))
-    for row in rows:
-        print(" | ".join(str(row[h]).ljust(w) for h, w in zip(headers, widths)))
+    print(tabulate(crash.kill_matrix_rows(matrix), headers="keys", tablefmt="github"))
     return 0
 
 
