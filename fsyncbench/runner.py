@@ -117,7 +117,8 @@ def run_plan(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> 
     fresh scratch directory of ``plan.target``. Raises FsyncbenchError on I/O errors;
     KeyboardInterrupt propagates after the scratch directory is removed."""
     disks = [d.name for d in host.target.disks if d.has_flush_counters]
-    apple_sqlite = bool(host.sqlite_library and host.sqlite_library.startswith("/usr/lib/"))
+    # Apple's system SQLite (/usr/lib/libsqlite3.dylib) maps fullfsync to F_BARRIERFSYNC.
+    apple_sqlite = host.os_name == "Darwin" and (host.sqlite_library or "").startswith("/usr/lib/")
     prims = sync_primitives() if plan.primitives else ()
     total = len(prims) + len(plan.configs)
     results: list[Result] = []
