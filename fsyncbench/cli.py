@@ -142,9 +142,7 @@ def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
     if args.json:
         print(json.dumps(to_jsonable(host), indent=1))
     else:
-        from tabulate import tabulate
-
-        print(tabulate(render.host_lines(host), tablefmt="plain"))
+        print(render.render_host(host), end="")
     return EXIT_OK
 
 

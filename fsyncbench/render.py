@@ -106,6 +106,11 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
     return lines
 
 
+def render_host(host: Host) -> str:
+    """The host record as aligned ``field value`` lines."""
+    return tabulate(host_lines(host), tablefmt="plain") + "\n"
+
+
 def _yn(value: bool | None) -> str:
     return "?" if value is None else ("yes" if value else "no")
 
@@ -118,7 +123,7 @@ def finding_line(f: Finding) -> str:
 def render_text(report: Report) -> str:
     """The terminal report: host summary, results table, verdict and findings."""
     out = [f"fsyncbench {report.tool_version} {report.kind} report, {report.created_utc}", ""]
-    out.append(tabulate(host_lines(report.host), tablefmt="plain"))
+    out.append(render_host(report.host).rstrip("\n"))
     out += ["", results_table(report, "simple"), ""]
     out.append(f"Path verdict: {report.verdict.path_verdict} (decided by {report.verdict.decided_by})")
     for f in report.verdict.findings:
