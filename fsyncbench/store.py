@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 
@@ -23,7 +24,10 @@ SCHEMA_VERSION = 1
 
 def report_to_json(report: Report) -> str:
     """The report as indented JSON text."""
-    return json.dumps(to_jsonable(report), indent=1, sort_keys=False) + "\n"
+    try:
+        return json.dumps(to_jsonable(report), indent=1, allow_nan=False) + "\n"
+    except ValueError:
+        raise FsyncbenchError("the report holds a NaN or infinite number and cannot be saved as JSON")
 
 
 def report_from_json(text: str, source: str = "report") -> Report:
@@ -32,7 +36,9 @@ def report_from_json(text: str, source: str = "report") -> Report:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FsyncbenchError(f"{source} is not valid JSON ({exc.msg} at line {exc.lineno})")
+        raise FsyncbenchError(f"{source} is not valid JSON ({exc.msg}, line {exc.lineno})")
+    except RecursionError:
+        raise FsyncbenchError(f"{source} is not a valid fsyncbench report (nested too deeply)")
     if not isinstance(data, dict) or "schema_version" not in data:
         raise FsyncbenchError(f"{source} is not an fsyncbench report (no schema_version)")
     version = data["schema_version"]
@@ -49,9 +55,19 @@ def report_from_json(text: str, source: str = "report") -> Report:
         raise FsyncbenchError(f"{source} is not a valid fsyncbench report: {exc}")
 
 
+#: Largest report file read (bytes): a million raw samples take about 10 MB of JSON.
+MAX_REPORT_BYTES = 1 << 30
+
+
 def load_report(path: Path) -> Report:
-    """Read and parse a report file; errors as in :func:`report_from_json`."""
+    """Read and parse a report file (a regular file of at most MAX_REPORT_BYTES); errors
+    as in :func:`report_from_json`."""
     try:
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):
+            raise FsyncbenchError(f"report {path} is not a regular file")
+        if st.st_size > MAX_REPORT_BYTES:
+            raise FsyncbenchError(f"report {path} is larger than {MAX_REPORT_BYTES >> 20} MiB")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FsyncbenchError(f"report {path} does not exist")
@@ -62,12 +78,16 @@ def load_report(path: Path) -> Report:
 
 def write_durably(path: Path, text: str) -> None:
     """Atomically and durably replace ``path`` with ``text`` (temp, fsync, rename, dir
-    fsync). The temp file is removed on any error. Raises FsyncbenchError."""
+    fsync). The file gets mode 0666 less the umask (mkstemp's 0600 would hide a report meant
+    for sharing); characters that cannot be encoded (undecodable file names) are written as
+    backslash escapes. The temp file is removed on any error. Raises FsyncbenchError."""
     directory = path.parent
     fd, tmp = None, None
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, 0o666 & ~_umask())
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fd = None
             fh.write(text)
             fh.flush()
@@ -87,6 +107,37 @@ def write_durably(path: Path, text: str) -> None:
                 pass
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def claim_name(directory: Path, base: str, suffixes: tuple[str, ...]) -> Path:
+    """Reserve ``directory/<stem><suffix>`` for every suffix, where stem is ``base`` or
+    ``base-2``, ``base-3``…: the first stem whose files could all be created exclusively
+    (O_EXCL), so two runs finishing in the same second never overwrite each other. Returns
+    ``directory/stem`` (no suffix); the placeholders are replaced by :func:`write_durably`.
+    Raises FsyncbenchError."""
+    for n in range(1, 10_000):
+        stem = base if n == 1 else f"{base}-{n}"
+        made = []
+        try:
+            for suffix in suffixes:
+                target = directory / f"{stem}{suffix}"
+                os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666))
+                made.append(target)
+            return directory / stem
+        except FileExistsError:
+            for target in made:
+                target.unlink(missing_ok=True)
+        except OSError as exc:
+            for target in made:
+                target.unlink(missing_ok=True)
+            raise FsyncbenchError(f"cannot write to {directory}: {exc.strerror or exc}")
+    raise FsyncbenchError(f"too many reports named {base}* in {directory}")
+
+
 def _fsync_dir(directory: Path) -> None:
     """fsync a directory so a rename in it is durable (not possible on Windows)."""
     if os.name == "nt":
@@ -99,17 +150,24 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def check_output_dir(directory: Path) -> Path:
-    """Check, without creating anything, that reports can be written to ``directory``: it
-    is a writable directory, or its nearest existing ancestor is. Raises FsyncbenchError."""
+    """Check, before measuring, that reports can be written to ``directory``: it is a
+    directory, or its nearest existing ancestor is, and a file can really be created there
+    (an unnamed temporary file, so nothing appears; root passes permission checks even on
+    /proc, hence the real attempt). Raises FsyncbenchError."""
     probe = directory
     while not probe.exists():
+        if probe.is_symlink():
+            raise FsyncbenchError(f"output {directory}: {probe} is a dangling symbolic link")
         if probe.parent == probe:
             break
         probe = probe.parent
     if not probe.is_dir():
         raise FsyncbenchError(f"output {directory} is not a directory ({probe} is a file)")
-    if not os.access(probe, os.W_OK | os.X_OK):
-        raise FsyncbenchError(f"output directory {directory} is not writable")
+    try:
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise FsyncbenchError(f"output directory {directory} is not writable ({exc.strerror or exc})")
     return directory
 
 

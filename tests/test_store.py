@@ -1,5 +1,6 @@
 import json
 import os
+from pathlib import Path
 
 import pytest
 from factories import commit, flush, host
@@ -68,3 +69,47 @@ def test_output_dir_under_a_file_is_refused(tmp_path):
         store.prepare_output_dir(f / "sub")
     with pytest.raises(FsyncbenchError, match="not a directory"):
         store.prepare_output_dir(f)
+
+
+def test_claim_name_never_reuses_a_taken_stem(tmp_path):
+    first = store.claim_name(tmp_path, "host-1", (".json", ".md"))
+    second = store.claim_name(tmp_path, "host-1", (".json", ".md"))
+    (tmp_path / "host-1-3.md").write_text("someone else's")
+    third = store.claim_name(tmp_path, "host-1", (".json", ".md"))
+    assert [first.name, second.name, third.name] == ["host-1", "host-1-2", "host-1-4"]
+    assert (tmp_path / "host-1-3.md").read_text() == "someone else's"
+    assert not (tmp_path / "host-1-3.json").exists()
+
+
+def test_reports_are_readable_by_others(tmp_path):
+    old = os.umask(0o022)
+    try:
+        store.write_durably(tmp_path / "r.md", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.md").stat().st_mode & 0o777 == 0o644
+
+
+def test_undecodable_characters_are_escaped_not_fatal(tmp_path):
+    store.write_durably(tmp_path / "r.md", "dir bad\udcffname")
+    assert (tmp_path / "r.md").read_text() == "dir bad\\udcffname"
+
+
+def test_special_and_deeply_nested_files_refused(tmp_path):
+    with pytest.raises(FsyncbenchError, match="not a regular file"):
+        store.load_report(Path("/dev/null"))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(FsyncbenchError, match="nested too deeply"):
+        store.load_report(deep)
+
+
+def test_output_check_refuses_proc_and_dangling_links(tmp_path):
+    with pytest.raises(FsyncbenchError, match="not writable"):
+        store.check_output_dir(Path("/proc/newdir"))
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(FsyncbenchError, match="dangling symbolic link"):
+        store.check_output_dir(dangling / "reports")
+    assert store.check_output_dir(tmp_path / "new" / "dir") == tmp_path / "new" / "dir"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling"]
