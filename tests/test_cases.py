@@ -93,7 +93,7 @@ def test_e5_firecracker_unverifiable_and_wal_normal_not_durable():
     by = _verdicts(v)
     assert by["wal/normal"].config_durable is False
     assert by["wal/full"].config_durable is True
-    assert by["delete/full"].config_durable is True
+    assert by["delete/full"].config_durable is False  # unlink not synced below EXTRA
     assert "config-not-durable" in _codes(v, "wal/normal")
 
 
@@ -136,7 +136,9 @@ def test_eatmydata_preload_is_no_flush():
 def test_config_durability_rules():
     h = host(disks=(BlockDevice("sda", rotational=False),))
     cases = {
-        ("DELETE", "OFF"): False, ("DELETE", "NORMAL"): True, ("DELETE", "FULL"): True,
+        ("DELETE", "OFF"): False, ("DELETE", "NORMAL"): False, ("DELETE", "FULL"): False,
+        ("DELETE", "EXTRA"): True, ("TRUNCATE", "NORMAL"): False, ("TRUNCATE", "FULL"): True,
+        ("PERSIST", "NORMAL"): True, ("WAL", "EXTRA"): True,
         ("WAL", "NORMAL"): False, ("WAL", "FULL"): True, ("MEMORY", "FULL"): False,
     }
     results = [commit(m, s, 2_000_000) for m, s in cases]
@@ -162,3 +164,71 @@ def test_slow_median_and_tail_findings():
     h = host(disks=(BlockDevice("sda", rotational=True),))
     v = audit.judge(h, [flush("fsync", 60_000_000)])
     assert {"slow-median", "p99-above-10ms"} <= _codes(v)
+
+
+# --------------------------------------------------------------------------- with audit evidence
+# The same cases with what `fsyncbench audit` adds: the verdicts stand, and where the new
+# evidence is a stronger signal it is the one that decides or corroborates.
+
+from fsyncbench.model import (  # noqa: E402
+    DirtySweep,
+    Evidence,
+    Pragmas,
+    SweepPoint,
+    SyncTrace,
+    SyscallComparison,
+)
+
+
+def _trace(mode, sync, s, commits=20):
+    return SyncTrace(Pragmas(mode, sync), commits, {"fdatasync": s * commits} if s else {})
+
+
+def test_e3_with_traced_syncs_per_commit():
+    h = host(disks=(BlockDevice("sda", model="ST2000DM008", rotational=True,
+             write_cache="write back", fua=False),))
+    ev = Evidence(sync_traces=(_trace("WAL", "FULL", 1),))
+    v = audit.judge(h, [flush("fdatasync", 14_500_000), commit("WAL", "FULL", 400_000)], ev)
+    f = next(f for f in v.findings if f.code == "commit-not-waiting-for-sync")
+    assert f.evidence["syncs_traced"] is True and f.evidence["syncs_per_commit"] == 1
+    assert _verdicts(v)["wal/full"].decided_by == "commit-not-waiting-for-sync"
+
+
+def test_e4_tmpfs_sweep_corroborates_the_filesystem_fact():
+    h = host(fs_type="tmpfs")
+    sweep = DirtySweep("fdatasync", 1_400.0, None, 0.7,
+                       (SweepPoint(4096, 1_300), SweepPoint(64 << 20, 1_500)))
+    ev = Evidence(dirty_sweep=sweep,
+                  syscall_comparisons=(SyscallComparison("fdatasync", 75, "x86_64", 200, 2_200, 3_900),))
+    v = audit.judge(h, [flush("fdatasync", 500), commit("DELETE", "FULL", 84_000),
+                        commit("DELETE", "OFF", 83_000)], ev)
+    assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "no-flush-filesystem")
+    assert "sync-bandwidth-impossible" in _codes(v)
+    assert "libc-sync-interposed" not in _codes(v)  # raw and libc agree: nothing interposed
+
+
+def test_e5_with_full_audit_evidence_stays_unverifiable():
+    h = host(
+        disks=(BlockDevice("vda", rotational=True, write_cache="write back", fua=False,
+                           transport="virtio", has_flush_counters=True),),
+        virt=Virtualization(hypervisor_flag=True),
+    )
+    ev = Evidence(
+        sync_traces=(_trace("DELETE", "FULL", 4), _trace("WAL", "FULL", 1), _trace("WAL", "NORMAL", 0)),
+        syscall_comparisons=(SyscallComparison("fdatasync", 75, "x86_64", 500, 200_000, 205_000, 510, 505),),
+        dirty_sweep=DirtySweep("fdatasync", 250_000.0, 900e6, 0.999,
+                               (SweepPoint(4096, 250_000), SweepPoint(64 << 20, 75_000_000))),
+    )
+    results = [
+        flush("fdatasync", 200_000, flushes=500, syncs=500, device="vda"),
+        commit("DELETE", "FULL", 1_000_000),
+        commit("WAL", "FULL", 270_000),
+        commit("WAL", "NORMAL", 19_000),
+    ]
+    v = audit.judge(h, results, ev)
+    assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "virtualized-storage")
+    codes = _codes(v)
+    assert not {"commit-not-waiting-for-sync", "libc-sync-interposed",
+                "sync-bandwidth-impossible", "commit-issues-no-sync"} & codes
+    assert {"syncs-per-commit", "libc-vs-syscall", "sync-size-fit"} <= codes
+    assert _verdicts(v)["wal/normal"].config_durable is False

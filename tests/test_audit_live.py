@@ -1,0 +1,202 @@
+"""`fsyncbench audit` end to end on this machine (Firecracker VM, ext4 on virtio /dev/vda,
+tmpfs /dev/shm; eatmydata and strace from .ci/run). No durations are asserted: the verdicts
+and the deciding findings are, and each would change if its evidence changed."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fsyncbench import cli, store
+
+FAST = ["--samples", "60", "--compare-syncs", "120", "--sweep-repeats", "2",
+        "--trace-commits", "5", "--quiet"]
+LINUX = sys.platform.startswith("linux")
+REPORTS = Path(__file__).parent / "fixtures" / "reports"
+
+
+def fsb(*args, prefix=(), timeout=300):
+    return subprocess.run([*prefix, sys.executable, "-m", "fsyncbench", *map(str, args)],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def audit_json(*args, prefix=()):
+    proc = fsb("audit", *args, "--json", *FAST, prefix=prefix)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def codes(report):
+    return {f["code"] for f in report["verdict"]["findings"]}
+
+
+def leftovers(directory: Path):
+    return [p.name for p in directory.iterdir() if p.name.startswith(".fsyncbench-")]
+
+
+def _has_counters(report) -> bool:
+    disks = report["host"]["target"]["disks"]
+    return bool(disks) and all(d["has_flush_counters"] for d in disks)
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
+def test_dev_shm_is_no_flush():
+    report = audit_json("/dev/shm", "--no-trace")
+    v = report["verdict"]
+    assert v["path_verdict"] == "no_flush"
+    assert v["decided_by"] == "no-flush-filesystem"
+    assert "flush-counters-unavailable" in codes(report)
+    ev = report["evidence"]
+    assert "no block device" in ev["unavailable"]["flush_counters"]
+    assert ev["dirty_sweep"]["bandwidth_bytes_per_s"] is None or \
+        ev["dirty_sweep"]["bandwidth_bytes_per_s"] > 16e9  # data never left RAM
+    assert leftovers(Path("/dev/shm")) == []
+
+
+@pytest.fixture(scope="module")
+def disk_audit(tmp_path_factory):
+    """One audit of a directory on this machine's disk, written with --output."""
+    target = tmp_path_factory.mktemp("audit-target")
+    (target / "keep.txt").write_text("untouched")
+    out = tmp_path_factory.mktemp("audit-out")
+    proc = fsb("audit", target, "--output", out, *FAST)
+    return target, out, proc
+
+
+def test_disk_is_unverifiable_in_this_vm_with_counter_evidence(disk_audit):
+    target, out, proc = disk_audit
+    assert proc.returncode == 0, proc.stderr
+    report = store.load_report(next(out.glob("*.json")))
+    if not report.host.virtualization.virtualized:
+        pytest.skip("not a virtual machine")
+    assert report.verdict.path_verdict == "unverifiable"
+    assert report.verdict.decided_by == "virtualized-storage"
+    assert "Path verdict: unverifiable (decided by virtualized-storage)" in proc.stdout
+    if not all(d.has_flush_counters for d in report.host.target.disks):
+        pytest.skip("no device flush counters here")
+    fdatasync = next(r for r in report.results if r.name == "write+fdatasync")
+    least = min(d.flushes for d in fdatasync.device_flushes)
+    assert least >= 0.5 * fdatasync.syncs_issued  # the syncs reached the virtual disk
+    deciding = next(f for f in report.verdict.findings if f.code == "virtualized-storage"
+                    and f.subject == "write+fdatasync")
+    assert deciding.evidence["flushes_per_sync"] >= 0.5
+    assert "Device flush counters" in proc.stdout
+    c = next(c for c in report.evidence.syscall_comparisons if c.primitive == "fdatasync")
+    assert c.syscall_flushes >= 0.5 * c.syncs and c.libc_flushes >= 0.5 * c.syncs
+    assert [p.name for p in target.iterdir()] == ["keep.txt"]
+
+
+def test_disk_audit_records_syncs_per_commit_and_sweep(disk_audit):
+    _target, out, _proc = disk_audit
+    report = store.load_report(next(out.glob("*.json")))
+    ev = report.evidence
+    if "sync_traces" in ev.unavailable:
+        pytest.skip(f"no syscall trace here: {ev.unavailable['sync_traces']}")
+    s = {t.pragmas.label: t.syncs_per_commit for t in ev.sync_traces}
+    assert len(s) == 16
+    assert s["delete/off"] == 0 and s["wal/normal"] == 0
+    assert s["delete/full"] >= 3 and s["wal/full"] >= 1
+    assert ev.dirty_sweep.bandwidth_bytes_per_s is not None
+    assert ev.dirty_sweep.bandwidth_bytes_per_s < 16e9
+    assert ev.dirty_sweep.flush_cost_ns > 0
+    assert "second-fd-sync-honoured" in {f.code for f in report.verdict.findings}
+
+
+def test_from_reproduces_the_audit_verdict(disk_audit):
+    _target, out, _proc = disk_audit
+    path = next(out.glob("*.json"))
+    saved = store.load_report(path)
+    again = json.loads(fsb("audit", "--from", path, "--json").stdout)
+    assert again["verdict"]["path_verdict"] == saved.verdict.path_verdict
+    assert again["verdict"]["decided_by"] == saved.verdict.decided_by
+    assert [r["decided_by"] for r in again["verdict"]["results"]] == \
+        [r.decided_by for r in saved.verdict.results]
+    text = fsb("audit", "--from", path)
+    assert text.returncode == 0 and "re-derived" not in text.stdout
+
+
+def test_from_reproduces_a_run_report(tmp_path):
+    out = tmp_path / "out"
+    run = fsb("run", tmp_path, "--output", out, "--journal-mode", "wal", "--synchronous",
+              "off,full", "--samples", "20", "--warmup", "2", "--quiet")
+    assert run.returncode == 0, run.stderr
+    path = next(out.glob("*.json"))
+    saved = store.load_report(path)
+    assert saved.evidence is None
+    again = json.loads(fsb("audit", "--from", path, "--json").stdout)
+    assert (again["verdict"]["path_verdict"], again["verdict"]["decided_by"]) == (
+        saved.verdict.path_verdict, saved.verdict.decided_by)
+
+
+@pytest.mark.skipif(not LINUX or shutil.which("eatmydata") is None,
+                    reason="needs eatmydata (apt-get install eatmydata; .ci/run does)")
+def test_eatmydata_is_no_flush_by_measurement_not_by_name(tmp_path):
+    report = audit_json(tmp_path, prefix=("eatmydata",))
+    assert "eatmydata" in (report["host"]["ld_preload"] or "")
+    v = report["verdict"]
+    assert v["path_verdict"] == "no_flush"
+    # decided by the counters or the libc-vs-syscall comparison, never the name alone
+    assert v["decided_by"] in ("flushes-dropped", "libc-sync-interposed")
+    assert "sync-disabled-by-preload" not in codes(report)
+    assert "libc-sync-interposed" in codes(report)
+    c = next(c for c in report["evidence"]["syscall_comparisons"] if c["primitive"] == "fdatasync")
+    assert c["syscall_p50_ns"] > 10 * c["libc_p50_ns"]
+    if _has_counters(report):
+        assert c["libc_flushes"] < 0.1 * c["syncs"] <= c["syscall_flushes"]
+    assert any("libeatmydata" in p for p in report["evidence"]["environment"]["preloaded_libraries"])
+    traces = report["evidence"]["sync_traces"]
+    if traces:
+        full = {(t["ld_preload"] is not None): t for t in traces
+                if t["pragmas"]["journal_mode"] == "DELETE" and t["pragmas"]["synchronous"] == "FULL"}
+        assert sum(full[True]["syscalls"].values()) == 0 < sum(full[False]["syscalls"].values())
+        by = {r["subject"]: r for r in v["results"]}
+        assert by["delete/full"]["decided_by"] == "commit-syncs-intercepted"
+
+
+def test_public_case_from_the_command_line():
+    proc = fsb("audit", "--from", REPORTS / "zfs-on-debian-sync-disabled.json")
+    assert proc.returncode == 0
+    assert "Path verdict: no_flush (decided by zfs-sync-disabled)" in proc.stdout
+
+
+def _usage_error(capsys, argv, text):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("fsyncbench: error: ") and text in err
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    d = str(tmp_path)
+    _usage_error(capsys, ["audit", str(tmp_path / "nope")], "does not exist")
+    _usage_error(capsys, ["audit", "--from", str(tmp_path / "none.json")], "does not exist")
+    _usage_error(capsys, ["audit", d, "--from", str(REPORTS / "aws-ebs-nvme.json")], "not both")
+    _usage_error(capsys, ["audit", d, "--samples", "0"], "--samples must be at least 1")
+    _usage_error(capsys, ["audit", d, "--sweep-repeats", "0"], "--sweep-repeats")
+    _usage_error(capsys, ["audit", d, "--samples", "x"], "invalid int value")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema_version": 1, "host": {}}')
+    _usage_error(capsys, ["audit", "--from", str(bad)], "not a valid fsyncbench report")
+    newer = tmp_path / "newer.json"
+    newer.write_text(json.dumps({"schema_version": store.SCHEMA_VERSION + 1}))
+    _usage_error(capsys, ["audit", "--from", str(newer)], "upgrade fsyncbench")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.json", "newer.json"]
+    proc = fsb("audit", tmp_path / "nope")  # and through a real process
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+
+
+def test_unwritable_target_is_one_line(tmp_path):
+    if os.geteuid() == 0:
+        proc = fsb("audit", "/proc", "--quiet")
+    else:  # pragma: no cover - CI runs as root
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o500)
+        proc = fsb("audit", ro, "--quiet")
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+    assert "cannot create a working directory" in proc.stderr
