@@ -1,17 +1,36 @@
-"""The timing loop: warmup, then time each operation with ``time.perf_counter_ns``.
+"""The timing loop: warmup, then time each operation with ``time.perf_counter_ns``, with
+an optional adaptive stop on the precision of p99.
 
 Only the workload's ``run(args)`` call is inside the timed region; argument building
 (``prepare``), progress reporting and the stop checks are outside it. Raw samples are
 returned untouched; statistics are derived elsewhere (``stats``).
+
+Adaptive stop (``ci_target_pct`` set): once ``min_samples`` samples exist, and then every
+time the sample count has grown by :data:`CHECK_GROWTH` (at least :data:`CHECK_MIN_STEP`
+samples), the loop computes the distribution-free 95 % order-statistic CI of p99
+(:func:`fsyncbench.stats.p99_ci_halfwidth_pct`, O(n), outside the timed region) and stops
+when the CI lies within +-``ci_target_pct`` % of p99 at :data:`CONFIRM_CHECKS` consecutive
+checks (one lucky narrow interval does not end sampling). After each check one untimed
+operation re-warms the caches the check evicted. Otherwise it stops at ``max_samples`` or
+when the phase's time budget runs out.
+
+A :class:`Sampler` can be run in several phases (``run`` called again with a new budget):
+the runner interleaves configurations in short slices, round-robin, so each one's samples
+spread over the whole run and slow drifts or periodic stalls of the storage hit every
+configuration alike. Samples of all phases form one sample set; with ``min_phases`` the
+CI target ends sampling only once the samples come from that many phases.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from fsyncbench import stats
 
 #: How often (ns) the progress callback may be called: often enough for a live ETA, rare
 #: enough to cost nothing next to a sync.
@@ -21,18 +40,54 @@ PROGRESS_INTERVAL_NS = 100_000_000
 #: not spend its budget warming up.
 WARMUP_BUDGET_SHARE = 0.1
 
+#: Adaptive stop: check the p99 CI each time the sample count has grown by this factor ...
+CHECK_GROWTH = 1.05
+#: ... and by at least this many samples (a check costs O(n), about 5 ns per sample).
+CHECK_MIN_STEP = 50
+#: Consecutive checks that must meet the CI target before sampling stops.
+CONFIRM_CHECKS = 2
+#: Untimed warmup operations when a sampler resumes in a later phase (caches of the
+#: workload run before it were just in use; two operations bring this one's back).
+RESUME_WARMUP = 2
+
+#: Hard cap of samples per configuration in adaptive mode (8 bytes each while measuring).
+MAX_SAMPLES = 1_000_000
+
+#: Why sampling stopped.
+STOP_CI_TARGET = "ci-target"   # the p99 CI met the target
+STOP_SAMPLES = "samples"       # the fixed (or maximum) sample count was reached
+STOP_BUDGET = "budget"         # the time budget ran out first
+
 
 class Workload(Protocol):
     def prepare(self, i: int) -> Any: ...
     def run(self, args: Any) -> None: ...
 
 
+class EmptyOp:
+    """The empty operation: timing it measures the timing loop itself (the tool's floor)."""
+
+    def prepare(self, i: int) -> None:
+        return None
+
+    def run(self, _args: None) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
 @dataclass(frozen=True)
 class Measurement:
     """Raw samples (ns, in order) of one workload and how the loop stopped.
 
-    ``target_reached`` is False when the time budget ran out before ``target_samples``.
-    ``elapsed_ns`` is wall time of the timed phase (warmup excluded).
+    ``target_samples`` is the fixed sample count, or in adaptive mode the minimum;
+    ``target_reached`` is False when the time budget ran out before it. ``elapsed_ns`` is
+    wall time of the timed phases (warmup excluded); ``warmup`` counts every untimed
+    operation (initial warmup, re-warm after checks, warmup of later phases).
+    ``ci_target_pct`` is None for a fixed sample count; ``p99_ci_halfwidth_pct`` is the
+    half-width at the last check (None: never checked). ``stop_reason`` is one of
+    ``ci-target``, ``samples``, ``budget``; ``phases`` counts ``Sampler.run`` calls.
     """
 
     samples_ns: tuple[int, ...]
@@ -41,10 +96,165 @@ class Measurement:
     budget_s: float
     target_reached: bool
     elapsed_ns: int
+    ci_target_pct: float | None = None
+    p99_ci_halfwidth_pct: float | None = None
+    stop_reason: str = STOP_SAMPLES
+    phases: int = 1
 
 
 #: progress(done_samples, target_samples, elapsed_ns, budget_ns)
 Progress = Callable[[int, int, int, int], None]
+
+
+class Sampler:
+    """Samples one workload, possibly over several phases (see the module docstring).
+
+    Fixed mode (``ci_target_pct`` None): stop at ``max_samples``. Adaptive mode: stop when
+    the p99 CI meets ``ci_target_pct`` (never before ``min_samples``) or at ``max_samples``.
+    Either way a phase also ends when its budget runs out (at least one sample per phase).
+    """
+
+    def __init__(
+        self,
+        workload: Workload,
+        *,
+        max_samples: int,
+        min_samples: int | None = None,
+        ci_target_pct: float | None = None,
+        warmup: int = 0,
+        min_phases: int = 1,
+    ) -> None:
+        min_samples = max_samples if min_samples is None else min_samples
+        if max_samples < 1 or min_samples < 1 or warmup < 0:
+            raise ValueError("max_samples >= 1, min_samples >= 1 and warmup >= 0 are required")
+        if ci_target_pct is not None and not ci_target_pct > 0:
+            raise ValueError("ci_target_pct must be positive")
+        self.workload = workload
+        self.max_samples = max_samples
+        self.min_samples = min(min_samples, max_samples)
+        self.ci_target_pct = ci_target_pct
+        self.warmup = warmup
+        self.min_phases = min_phases
+        self.samples = array("q")
+        self.untimed = 0
+        self.elapsed_ns = 0
+        self.budget_s = 0.0
+        self.phases = 0
+        self.halfwidth_pct: float | None = None
+        self.stop_reason = STOP_SAMPLES
+        self._met_streak = 0
+        self._next_check = self.min_samples if ci_target_pct is not None else math.inf
+
+    @property
+    def done(self) -> bool:
+        """True when more phases would add nothing: the sample cap is reached, or the CI
+        target is met and the samples come from at least ``min_phases`` phases (a target met
+        earlier only ends the phase, so the samples spread over time)."""
+        return len(self.samples) >= self.max_samples or (
+            self.stop_reason == STOP_CI_TARGET and self.phases >= self.min_phases)
+
+    @property
+    def mean_ns(self) -> float:
+        """Mean wall time per sample so far, checks and re-warms included (0 before any)."""
+        return self.elapsed_ns / len(self.samples) if self.samples else 0.0
+
+    def run(self, budget_s: float, progress: Progress | None = None) -> str:
+        """One phase of at most ``budget_s`` seconds; returns (and keeps) the stop reason.
+
+        The first phase runs ``warmup`` untimed operations, later ones
+        :data:`RESUME_WARMUP`; warmup stops early at :data:`WARMUP_BUDGET_SHARE` of the
+        budget. Exceptions from the workload propagate unchanged.
+        """
+        if not budget_s > 0:
+            raise ValueError("budget_s must be positive")
+        clock = time.perf_counter_ns
+        budget_ns = max(1, int(budget_s * 1e9))
+        prepare, run = self.workload.prepare, self.workload.run
+        warmup = self.warmup if self.phases == 0 else min(self.warmup, RESUME_WARMUP)
+        self.phases += 1
+        self.budget_s += budget_s
+        start = clock()
+        for _ in range(warmup):
+            if clock() - start >= budget_ns * WARMUP_BUDGET_SHARE:
+                break
+            self._untimed_op()
+
+        append = self.samples.append
+        report_target = self.max_samples if self.ci_target_pct is None else self.min_samples
+        start = clock()
+        deadline = start + budget_ns
+        next_report = start
+        i = len(self.samples)
+        t1 = start
+        reason = STOP_BUDGET
+        while True:
+            limit = min(self.max_samples, self._next_check)
+            while i < limit and t1 < deadline:
+                args = prepare(i)
+                t0 = clock()
+                run(args)
+                t1 = clock()
+                append(t1 - t0)
+                i += 1
+                if progress is not None and t1 >= next_report:
+                    progress(i, report_target, t1 - start, budget_ns)
+                    next_report = t1 + PROGRESS_INTERVAL_NS
+            if i >= self.max_samples:
+                reason = STOP_SAMPLES
+                break
+            if t1 >= deadline:
+                break
+            if self._check():  # i reached the next check point
+                reason = STOP_CI_TARGET
+                break
+            self._untimed_op()
+            t1 = clock()
+        self.elapsed_ns += t1 - start
+        if self.ci_target_pct is not None and reason != STOP_CI_TARGET:
+            self.halfwidth_pct = stats.p99_ci_halfwidth_pct(self.samples)  # where it ended
+        if progress is not None:
+            progress(i, report_target, t1 - start, budget_ns)
+        self.stop_reason = reason
+        return reason
+
+    def _untimed_op(self) -> None:
+        self.untimed += 1
+        self.workload.run(self.workload.prepare(-self.untimed))
+
+    def _check(self) -> bool:
+        """Compute the p99 CI half-width; True when the target is met often enough."""
+        n = len(self.samples)
+        self.halfwidth_pct = stats.p99_ci_halfwidth_pct(self.samples)
+        self._next_check = max(n + CHECK_MIN_STEP, math.ceil(n * CHECK_GROWTH))
+        assert self.ci_target_pct is not None
+        if self.halfwidth_pct <= self.ci_target_pct:
+            self._met_streak += 1
+        else:
+            self._met_streak = 0
+        return self._met_streak >= CONFIRM_CHECKS
+
+    def measurement(self, release: bool = False) -> Measurement:
+        """The samples and stop facts so far, as a frozen record. ``release``: also drop
+        the sampler's own copy of the samples (the record's tuple is then the only one;
+        no further phase may run)."""
+        n = len(self.samples)
+        target = self.max_samples if self.ci_target_pct is None else self.min_samples
+        samples = tuple(self.samples)
+        if release:
+            self.samples = array("q")
+            self.max_samples = 0  # done: a later run() would take nothing
+        return Measurement(
+            samples_ns=samples,
+            warmup=self.untimed,
+            target_samples=target,
+            budget_s=self.budget_s,
+            target_reached=n >= target,
+            elapsed_ns=self.elapsed_ns,
+            ci_target_pct=self.ci_target_pct,
+            p99_ci_halfwidth_pct=self.halfwidth_pct,
+            stop_reason=self.stop_reason,
+            phases=self.phases,
+        )
 
 
 def measure(
@@ -53,44 +263,19 @@ def measure(
     budget_s: float,
     warmup: int,
     progress: Progress | None = None,
+    *,
+    ci_target_pct: float | None = None,
+    min_samples: int | None = None,
 ) -> Measurement:
     """Run ``warmup`` untimed operations, then time operations until ``target_samples``
     are collected or ``budget_s`` seconds of wall time have passed (at least one sample
-    is always taken). Exceptions from the workload propagate unchanged.
+    is always taken). With ``ci_target_pct`` the loop also stops once the p99 CI is
+    within +-``ci_target_pct`` % (adaptive stop, never before ``min_samples``), and
+    ``target_samples`` is the maximum. Exceptions from the workload propagate unchanged.
     """
     if target_samples < 1 or budget_s <= 0 or warmup < 0:
         raise ValueError("target_samples >= 1, budget_s > 0 and warmup >= 0 are required")
-    clock = time.perf_counter_ns
-    budget_ns = int(budget_s * 1e9)
-    start = clock()
-    done_warmup = 0
-    while done_warmup < warmup and clock() - start < budget_ns * WARMUP_BUDGET_SHARE:
-        workload.run(workload.prepare(-1 - done_warmup))
-        done_warmup += 1
-
-    samples = array("q")
-    prepare, run, append = workload.prepare, workload.run, samples.append
-    start = clock()
-    next_report = start
-    i = 0
-    t1 = start
-    while i < target_samples and t1 - start < budget_ns:
-        args = prepare(i)
-        t0 = clock()
-        run(args)
-        t1 = clock()
-        append(t1 - t0)
-        i += 1
-        if progress is not None and t1 >= next_report:
-            progress(i, target_samples, t1 - start, budget_ns)
-            next_report = t1 + PROGRESS_INTERVAL_NS
-    if progress is not None:
-        progress(i, target_samples, t1 - start, budget_ns)
-    return Measurement(
-        samples_ns=tuple(samples),
-        warmup=done_warmup,
-        target_samples=target_samples,
-        budget_s=budget_s,
-        target_reached=i >= target_samples,
-        elapsed_ns=t1 - start,
-    )
+    sampler = Sampler(workload, max_samples=target_samples, min_samples=min_samples,
+                      ci_target_pct=ci_target_pct, warmup=warmup)
+    sampler.run(budget_s, progress)
+    return sampler.measurement()
