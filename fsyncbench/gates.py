@@ -1,0 +1,113 @@
+"""CI gates over a report: pure functions, the CLI turns failures into exit code 1.
+
+- ``--max-p99 10ms``: a configuration's p99 is above the limit. etcd's hardware guide asks
+  for p99 WAL fdatasync below 10 ms (https://etcd.io/docs/v3.5/op-guide/hardware/); users
+  pick their own number.
+- ``--fail-on volatile_cache,no_flush``: a configuration's path verdict is one of these.
+- ``--config wal/full,write+fdatasync``: which results the gates look at (default: every
+  result except the no-sync write baseline, which never syncs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.model import PATH_VERDICTS, Report, Result
+
+_UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|μs|ms|s)\s*$", re.IGNORECASE)
+
+
+def parse_duration(text: str, option: str = "duration") -> int:
+    """``"10ms"`` -> 10_000_000 ns. Units ns, us (or µs), ms, s; a unit is required.
+    Raises FsyncbenchError naming ``option``."""
+    m = _DURATION.match(text or "")
+    if not m:
+        raise FsyncbenchError(
+            f"invalid {option} {text!r}: give a number with a unit, e.g. 10ms, 500us, 2s"
+        )
+    unit = m.group(2).lower()
+    ns = float(m.group(1)) * _UNITS_NS[unit]
+    if ns <= 0:
+        raise FsyncbenchError(f"invalid {option} {text!r}: must be more than zero")
+    return int(round(ns))
+
+
+def parse_verdicts(text: str) -> tuple[str, ...]:
+    """``"volatile_cache,no_flush"`` -> the path verdicts; dashes are accepted for
+    underscores. Raises FsyncbenchError listing the allowed values."""
+    values = tuple(v.strip().lower().replace("-", "_") for v in (text or "").split(",") if v.strip())
+    bad = [v for v in values if v not in PATH_VERDICTS]
+    if bad or not values:
+        raise FsyncbenchError(
+            f"invalid --fail-on {', '.join(bad) or repr(text)}: allowed values are "
+            f"{', '.join(PATH_VERDICTS)}"
+        )
+    return tuple(dict.fromkeys(values))
+
+
+def parse_names(values: Sequence[str] | None) -> tuple[str, ...]:
+    """``--config`` values (each may be a comma list) -> names, in order, without repeats."""
+    names = [n.strip() for v in values or () for n in v.split(",") if n.strip()]
+    return tuple(dict.fromkeys(names))
+
+
+def check_names(names: Sequence[str], known: Sequence[str], where: str = "this report has") -> None:
+    """Every name must be one of ``known`` (case-insensitive). Raises FsyncbenchError."""
+    lower = {k.lower() for k in known}
+    bad = [n for n in names if n.lower() not in lower]
+    if bad:
+        raise FsyncbenchError(
+            f"unknown configuration {', '.join(bad)}: {where} {', '.join(known) or 'none'}"
+        )
+
+
+def select(report: Report, names: Sequence[str] = ()) -> list[Result]:
+    """The results the gates look at: those named (case-insensitive; FsyncbenchError for an
+    unknown name), or every result except the no-sync write baseline."""
+    if not names:
+        return [r for r in report.results if r.kind != "write"]
+    check_names(names, [r.name for r in report.results])
+    wanted = {n.lower() for n in names}
+    return [r for r in report.results if r.name.lower() in wanted]
+
+
+@dataclass(frozen=True)
+class GateFailure:
+    """``subject`` (a configuration) failed ``gate`` (``max-p99`` or ``fail-on``)."""
+
+    subject: str
+    gate: str
+    message: str
+
+
+def check(
+    report: Report,
+    max_p99_ns: int | None = None,
+    fail_on: Sequence[str] = (),
+    names: Sequence[str] = (),
+) -> list[GateFailure]:
+    """Every gate failure of ``report``, in result order."""
+    from fsyncbench.render import fmt_ns  # formatting only; render has no gate logic
+
+    verdicts = {v.subject: v for v in report.verdict.results}
+    failures = []
+    for r in select(report, names):
+        s = r.summary
+        if max_p99_ns is not None and s.p99_ns > max_p99_ns:
+            failures.append(GateFailure(
+                r.name, "max-p99",
+                f"{r.name}: p99 {fmt_ns(s.p99_ns)} (95% CI {fmt_ns(s.p99_ci_ns[0])}-"
+                f"{fmt_ns(s.p99_ci_ns[1])}, n={s.count}) is above --max-p99 {fmt_ns(max_p99_ns)}",
+            ))
+        v = verdicts.get(r.name)
+        if fail_on and v is not None and v.path_verdict in fail_on:
+            failures.append(GateFailure(
+                r.name, "fail-on",
+                f"{r.name}: path verdict {v.path_verdict} (decided by {v.decided_by}) is in "
+                f"--fail-on {','.join(fail_on)}",
+            ))
+    return failures
