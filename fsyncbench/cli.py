@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -43,16 +44,32 @@ def build_parser() -> argparse.ArgumentParser:
                      "(default: delete,truncate,wal)")
     run.add_argument("--synchronous", help="comma list: off,normal,full,extra (default: off,normal,full)")
     run.add_argument("--fullfsync", help="comma list: on,off (default on macOS: off,on; elsewhere not set)")
-    run.add_argument("--samples", type=int, default=1000,
-                     help="samples per configuration (default 1000)")
+    run.add_argument("--samples", type=int, metavar="N",
+                     help="take exactly N samples per configuration instead of sampling "
+                     "until the p99 CI target is met (default: adaptive)")
+    run.add_argument("--ci-target-pct", type=float, metavar="PCT",
+                     help="sample each configuration until the 95%% CI of its p99 is within "
+                     f"+-PCT %% of p99 (default {runner.DEFAULT_CI_TARGET_PCT:g})")
+    run.add_argument("--min-samples", type=int, metavar="N",
+                     help="fewest samples before the CI target may stop a configuration "
+                     f"(default {runner.DEFAULT_MIN_SAMPLES})")
     run.add_argument("--budget-seconds", type=float, default=10.0,
-                     help="time budget per configuration in seconds (default 10)")
+                     help="most time one configuration may take, in seconds (default 10)")
+    run.add_argument("--run-budget-seconds", type=float, metavar="S",
+                     help="time all configurations share, in seconds; time one does not need "
+                     "goes to those whose CI is still too wide (default "
+                     f"{runner.DEFAULT_RUN_BUDGET_S:g} when adaptive, none with --samples)")
     run.add_argument("--warmup", type=int, default=50, help="untimed warmup operations (default 50)")
     run.add_argument("--payload-bytes", type=int, default=512,
                      help="size of each step's JSON output (default 512)")
     run.add_argument("--no-primitives", action="store_true",
                      help="skip the raw write+sync primitive measurements")
     run.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    run.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text",
+                     help="text/markdown/json: what to print (JSON and Markdown files are always "
+                     "written); html: also write a self-contained <report>.html with plots")
+    _add_sharing_options(run)
+    _add_gate_options(run)
 
     host = sub.add_parser("host", help="print the host record for DIR without measuring")
     host.add_argument("dir", nargs="?", default=".", type=Path)
@@ -67,10 +84,114 @@ def build_parser() -> argparse.ArgumentParser:
                        help="assumed duration of one model call, to compare the journal against (default 1000)")
     crash.add_argument("--json", action="store_true", help="print the figures as JSON")
 
+    aud = sub.add_parser("audit", help="the fsync auditor: evidence that a flush really reaches "
+                         "stable media, and a verdict per storage path and sync primitive")
+    aud.add_argument("dir", nargs="?", type=Path,
+                     help="directory on the storage to audit (default: current directory)")
+    aud.add_argument("--from", dest="from_report", type=Path, metavar="REPORT",
+                     help="re-derive the verdict of a saved report (run or audit) from its "
+                     "recorded facts; measures nothing")
+    aud.add_argument("--json", action="store_true", help="print the report JSON on stdout")
+    aud.add_argument("--output", "-o", type=Path,
+                     help="also write the JSON and Markdown report into this directory")
+    aud.add_argument("--samples", type=int, default=200,
+                     help="samples per flush primitive and commit configuration (default 200)")
+    aud.add_argument("--budget-seconds", type=float, default=5.0,
+                     help="most time one of those may take, in seconds (default 5)")
+    aud.add_argument("--compare-syncs", type=int, default=200,
+                     help="syncs per side of libc vs raw syscall and of the second-descriptor "
+                     "check (default 200)")
+    aud.add_argument("--sweep-repeats", type=int, default=3,
+                     help="syncs per size of the dirty-size sweep (default 3)")
+    aud.add_argument("--sweep-max-mib", type=int, default=64,
+                     help="largest dirty size of the sweep in MiB (default 64)")
+    aud.add_argument("--trace-commits", type=int, default=20,
+                     help="commits traced with strace per pragma combination (default 20)")
+    aud.add_argument("--no-trace", action="store_true", help="do not trace syncs per commit")
+    aud.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    _add_sharing_options(aud)
+    _add_gate_options(aud)
+
     show = sub.add_parser("show", help="render a saved report")
     show.add_argument("report", type=Path)
-    show.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    show.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text")
+    show.add_argument("--output", "-o", type=Path,
+                      help="write the rendered report to this file (durably) instead of stdout")
+    _add_sharing_options(show)
+    _add_gate_options(show)
+
+    cmp_ = sub.add_parser("compare", help="compare reports: two side by side with significance, "
+                          "or several as a fleet table")
+    cmp_.add_argument("reports", nargs="+", type=Path, help="two or more report JSON files")
+    cmp_.add_argument("--config", action="append", metavar="NAME",
+                      help="configuration to sort a fleet by (default wal/full), or the "
+                      "configurations the regression check looks at (comma list)")
+    cmp_.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
+                      help="exit 1 when a configuration's p99 is more than PCT %% worse than in "
+                      "the first report, and significantly so")
+    cmp_.add_argument("--format", choices=("text", "markdown"), default="text")
+
+    pc = sub.add_parser("powercut", help="power-pull test (diskchecker method): a second machine "
+                        "records each acknowledged commit; after the reboot verify finds lost ones")
+    pcs = pc.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    pcl = pcs.add_parser("listen", help="on the second machine: durably record what writers report")
+    pcl.add_argument("--bind", default="127.0.0.1",
+                     help="address to listen on (default 127.0.0.1; give this machine's LAN "
+                     "address for a two-machine test)")
+    pcl.add_argument("--port", type=int, default=5400, help="TCP port (default 5400; 0: any free one)")
+    pcl.add_argument("--state", type=Path, default=Path("fsyncbench-powercut-listener.db"),
+                     help="the durable record, an SQLite file; a restarted listener continues it "
+                     "(default ./fsyncbench-powercut-listener.db)")
+    pcw = pcs.add_parser("write", help="on the machine under test: commit journal rows, report "
+                         "each to the listener after COMMIT returned; pull the power meanwhile")
+    pcw.add_argument("dir", nargs="?", default=".", type=Path,
+                     help="directory on the storage to test (default .); the journal is kept in "
+                     "DIR/.fsyncbench-powercut/<run id>/ for verify (delete it when done)")
+    pcw.add_argument("--to", required=True, metavar="HOST:PORT", help="the listener")
+    pcw.add_argument("--journal-mode", default="wal",
+                     help="delete, truncate, persist, memory, wal or off (default wal)")
+    pcw.add_argument("--synchronous", default="full", help="off, normal, full or extra (default full)")
+    pcw.add_argument("--fullfsync", help="on or off (macOS only; default on there, unset elsewhere)")
+    pcw.add_argument("--payload-bytes", type=int, default=512,
+                     help="size of each step's JSON output (default 512)")
+    pcw.add_argument("--max-commits", type=int, metavar="N",
+                     help="stop cleanly after N commits (default: until Ctrl-C or the power goes)")
+    pcv = pcs.add_parser("verify", help="after the reboot: is every acknowledged commit in the journal?")
+    pcv.add_argument("dir", nargs="?", default=".", type=Path,
+                     help="the DIR given to write (default .); its .fsyncbench-powercut/ holds the run")
+    pcv.add_argument("--from", dest="listener", required=True, metavar="HOST:PORT", help="the listener")
+    pcv.add_argument("--run-id", help="the run to check (default: the newest in DIR)")
+    pcv.add_argument("--output", "-o", type=Path, default=Path("reports"),
+                     help="where to write the JSON report (default ./reports)")
     return parser
+
+
+def _add_sharing_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--redact", action="store_true",
+                   help="remove hostname, serial numbers and user paths from every output")
+    p.add_argument("--csv", type=Path, metavar="FILE",
+                   help="also write the raw samples as CSV (configuration, primitive, kind, index, ns)")
+
+
+def _add_gate_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-p99", metavar="DURATION",
+                   help="exit 1 when a configuration's p99 is above DURATION (e.g. 10ms, 500us)")
+    p.add_argument("--fail-on", metavar="VERDICTS",
+                   help="exit 1 when a configuration's path verdict is one of these (comma list "
+                   "of no_flush, volatile_cache, unverifiable, honest_flush)")
+    p.add_argument("--config", action="append", metavar="NAME",
+                   help="configurations the gates look at (comma list or repeated; default: "
+                   "all but the no-sync write baseline)")
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text.strip().rstrip("%"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid percentage {text!r}: give a number such as 20")
+    if value < 0 or value != value:
+        raise argparse.ArgumentTypeError(f"invalid percentage {text!r}: must be 0 or more")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +214,12 @@ def _collect_host(target: Path):
 
 
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
+    gate = _GateArgs.parse(args)
     target = runner.check_target(args.dir)
+    if args.samples is not None and (args.ci_target_pct is not None or args.min_samples is not None):
+        raise FsyncbenchError("--samples fixes the sample count; it cannot be combined with "
+                              "--ci-target-pct or --min-samples")
+    adaptive = args.samples is None
     plan = runner.RunPlan(
         target=target,
         configs=runner.build_configs(args.journal_mode, args.synchronous, args.fullfsync),
@@ -102,11 +228,21 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         warmup=args.warmup,
         payload_bytes=args.payload_bytes,
         primitives=not args.no_primitives,
+        ci_target_pct=runner.DEFAULT_CI_TARGET_PCT if args.ci_target_pct is None else args.ci_target_pct,
+        min_samples=runner.DEFAULT_MIN_SAMPLES if args.min_samples is None else args.min_samples,
+        run_budget_s=args.run_budget_seconds if args.run_budget_seconds is not None
+        else (runner.DEFAULT_RUN_BUDGET_S if adaptive else None),
     )
+    if gate.names:
+        from fsyncbench import gates
+
+        gates.check_names(gate.names, runner.result_names(plan))
     store.check_output_dir(args.output)
+    _check_file_dir(args.csv)
     host = _collect_host(target)
     progress = _Progress(quiet=args.quiet)
     try:
+        floors = runner.measure_floors(plan)
         results = runner.run_plan(plan, host, progress)
     except KeyboardInterrupt:
         progress.close()
@@ -117,14 +253,85 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         progress.close()
         raise FsyncbenchError(f"{exc} (while measuring {progress.label}; working directory removed)")
     progress.close()
-    report = runner.build_report("run", host, results, ["fsyncbench", *argv])
-    paths = _save(report, store.prepare_output_dir(args.output))
-    print(render.render_text(report), end="")
-    print("Report written: " + ", ".join(str(p) for p in paths))
-    return EXIT_OK
+    report = _maybe_redact(runner.build_report("run", host, results, ["fsyncbench", *argv], floors), args)
+    paths = _save(report, store.prepare_output_dir(args.output), html=args.format == "html")
+    if args.csv:
+        store.write_durably(args.csv, render.render_csv(report))
+        paths.append(args.csv)
+    machine = args.format == "json"
+    print(_render(report, "text" if args.format == "html" else args.format), end="")
+    print("Report written: " + ", ".join(str(p) for p in paths), file=sys.stderr if machine else sys.stdout)
+    return gate.apply(report, to_stderr=machine)
 
 
-def _save(report: Report, out_dir: Path) -> list[Path]:
+def _maybe_redact(report: Report, args: argparse.Namespace) -> Report:
+    """The report as ``--redact`` asks (the hook for every subcommand that writes reports)."""
+    if getattr(args, "redact", False):
+        from fsyncbench import redact
+
+        return redact.redact_report(report)
+    return report
+
+
+def _render(report: Report, fmt: str) -> str:
+    if fmt == "json":
+        return store.report_to_json(report)
+    if fmt == "markdown":
+        return render.render_markdown(report)
+    if fmt == "html":
+        from fsyncbench import render_html
+
+        return render_html.render_html(report)
+    return render.render_text(report)
+
+
+def _check_file_dir(path: Path | None) -> None:
+    """A file to be written later must have an existing, writable directory (checked before
+    measuring, so a typo does not waste the run). Raises FsyncbenchError."""
+    if path is None:
+        return
+    parent = path.parent
+    if path.is_dir():
+        raise FsyncbenchError(f"{path} is a directory, not a file")
+    if not parent.is_dir():
+        raise FsyncbenchError(f"cannot write {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise FsyncbenchError(f"cannot write {path}: directory {parent} is not writable")
+
+
+class _GateArgs:
+    """--max-p99 / --fail-on / --config, parsed before any work is done."""
+
+    def __init__(self, max_p99_ns, fail_on, names) -> None:
+        self.max_p99_ns, self.fail_on, self.names = max_p99_ns, fail_on, names
+
+    @classmethod
+    def parse(cls, args: argparse.Namespace) -> "_GateArgs":
+        from fsyncbench import gates
+
+        max_p99 = gates.parse_duration(args.max_p99, "--max-p99") if args.max_p99 is not None else None
+        fail_on = gates.parse_verdicts(args.fail_on) if args.fail_on is not None else ()
+        return cls(max_p99, fail_on, gates.parse_names(args.config))
+
+    def apply(self, report: Report, to_stderr: bool = False) -> int:
+        """Print each failure and return EXIT_RISK, or EXIT_OK when none failed."""
+        if self.max_p99_ns is None and not self.fail_on:
+            return EXIT_OK
+        from fsyncbench import gates
+
+        failures = gates.check(report, self.max_p99_ns, self.fail_on, self.names)
+        out = sys.stderr if to_stderr else sys.stdout
+        checked = len(gates.select(report, self.names))
+        if not failures:
+            print(f"Gates passed ({checked} configurations checked).", file=out)
+            return EXIT_OK
+        for f in failures:
+            print(f"GATE FAILED [{f.gate}] {f.message}", file=out)
+        print(f"{len(failures)} gate failure(s) in {checked} configurations checked: exit 1.", file=out)
+        return EXIT_RISK
+
+
+def _save(report: Report, out_dir: Path, html: bool = False) -> list[Path]:
     base = store.report_basename(report)
     stem, n = base, 1
     while (out_dir / f"{stem}.json").exists():
@@ -133,7 +340,11 @@ def _save(report: Report, out_dir: Path) -> list[Path]:
     json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"
     store.write_durably(json_path, store.report_to_json(report))
     store.write_durably(md_path, render.render_markdown(report))
-    return [json_path, md_path]
+    paths = [json_path, md_path]
+    if html:
+        paths.append(out_dir / f"{stem}.html")
+        store.write_durably(paths[-1], _render(report, "html"))
+    return paths
 
 
 def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
@@ -169,14 +380,156 @@ def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
     return EXIT_OK
 
 
-def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
-    report = store.load_report(args.report)
-    if args.format == "json":
-        print(store.report_to_json(report), end="")
-    elif args.format == "markdown":
-        print(render.render_markdown(report), end="")
+def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
+    from fsyncbench import audit, evidence
+
+    gate = _GateArgs.parse(args)
+    _check_file_dir(args.csv)
+    if args.from_report is not None:
+        if args.dir is not None:
+            raise FsyncbenchError("give a directory to audit or --from REPORT, not both")
+        report = audit.rejudge(store.load_report(args.from_report))
     else:
-        print(render.render_text(report), end="")
+        target = runner.check_target(args.dir if args.dir is not None else Path("."))
+        if args.samples < 1:
+            raise FsyncbenchError(f"--samples must be at least 1, got {args.samples}")
+        plan = runner.RunPlan(target=target, configs=evidence.TIMED_CONFIGS, samples=args.samples,
+                              budget_s=args.budget_seconds, warmup=10, run_budget_s=None)
+        ev_plan = evidence.EvidencePlan(
+            compare_syncs=args.compare_syncs, sweep_repeats=args.sweep_repeats,
+            sweep_max_bytes=args.sweep_max_mib << 20, trace_commits=args.trace_commits,
+            trace=not args.no_trace)
+        if args.output is not None:
+            store.check_output_dir(args.output)
+        host = _collect_host(target)
+        progress = _Progress(quiet=args.quiet)
+        try:
+            results = runner.run_plan(plan, host, progress)
+            progress.label = "audit evidence"
+            ev = evidence.collect(target, host, ev_plan)
+        except KeyboardInterrupt:
+            progress.close()
+            print(f"fsyncbench: interrupted while measuring {progress.label or 'setup'}; "
+                  "working directory removed, no report written", file=sys.stderr)
+            return EXIT_ERROR
+        except FsyncbenchError as exc:
+            progress.close()
+            raise FsyncbenchError(f"{exc} (while measuring {progress.label}; working directory removed)")
+        progress.close()
+        report = runner.build_report("audit", host, results, ["fsyncbench", *argv], evidence=ev)
+    report = _maybe_redact(report, args)
+    if args.csv:
+        store.write_durably(args.csv, render.render_csv(report))
+    if args.output is not None:
+        paths = _save(report, store.prepare_output_dir(args.output))
+    print(store.report_to_json(report) if args.json else render.render_audit(report), end="")
+    if args.output is not None:
+        print("Report written: " + ", ".join(str(p) for p in paths),
+              file=sys.stderr if args.json else sys.stdout)
+    return gate.apply(report, to_stderr=args.json)
+
+
+def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
+    gate = _GateArgs.parse(args)
+    _check_file_dir(args.output)
+    _check_file_dir(args.csv)
+    report = _maybe_redact(store.load_report(args.report), args)
+    if gate.names:
+        from fsyncbench import gates
+
+        gates.check_names(gate.names, [r.name for r in report.results])
+    text = _render(report, args.format)
+    if args.output:
+        store.write_durably(args.output, text)
+    else:
+        print(text, end="")
+    if args.csv:
+        store.write_durably(args.csv, render.render_csv(report))
+    return gate.apply(report, to_stderr=not args.output and args.format in ("json", "html"))
+
+
+def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
+    from fsyncbench import compare, gates
+
+    if len(args.reports) < 2:
+        raise FsyncbenchError("compare needs at least two reports")
+    names = [p.name for p in args.reports]
+    labels = names if len(set(names)) == len(names) else [str(p) for p in args.reports]
+    reports = [store.load_report(p) for p in args.reports]
+    compare.check_comparable(reports, labels)
+    wanted = gates.parse_names(args.config)
+    common = compare.common_names(reports)
+    if wanted:
+        gates.check_names(wanted, common, "every report has")
+    tablefmt = "github" if args.format == "markdown" else "simple"
+    pairs = []
+    if len(reports) == 2:
+        pair = compare.compare_pair(reports[0], reports[1])
+        pairs.append((labels[1], pair))
+        print(render.render_compare(reports[0], reports[1], pair, labels, tablefmt), end="")
+    else:
+        if len(wanted) > 1:
+            raise FsyncbenchError("a fleet is sorted by one configuration: give one --config")
+        config = compare.fleet_config(reports, wanted[0] if wanted else None)
+        print(render.render_fleet(compare.fleet(reports, labels, config), config, tablefmt), end="")
+        if args.fail_on_regression is not None:
+            pairs += [(label, compare.compare_pair(reports[0], rep))
+                      for rep, label in zip(reports[1:], labels[1:])]
+    if args.fail_on_regression is None:
+        return EXIT_OK
+    found = []
+    for label, pair in pairs:
+        found += compare.regressions(pair, args.fail_on_regression, labels[0], label, wanted)
+    print()
+    if not found:
+        print(f"No p99 regression above {args.fail_on_regression:g} % against {labels[0]}.")
+        return EXIT_OK
+    for r in found:
+        q = r.p99
+        print(f"REGRESSION {r.name}: p99 {render.fmt_ns(q.a_ns)} in {r.baseline} -> "
+              f"{render.fmt_ns(q.b_ns)} in {r.candidate} ({q.change_pct:+.0f} %, ratio 95% CI "
+              f"{q.ratio_ci[0]:.2f}-{q.ratio_ci[1]:.2f}), above --fail-on-regression {r.limit_pct:g} %")
+    return EXIT_RISK
+
+
+def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
+    from fsyncbench import powercut
+    from fsyncbench.model import Pragmas
+    from fsyncbench.workloads import JOURNAL_MODES, SYNCHRONOUS
+
+    tty = sys.stderr.isatty()
+
+    def log(line: str) -> None:
+        print(("\r\033[K" if tty else "") + line, file=sys.stderr, flush=True)
+
+    if args.action == "listen":
+        powercut.listen(args.bind, args.port, args.state, log)
+        return EXIT_OK
+    if args.action == "verify":
+        address = powercut.parse_address(args.listener, "--from")
+        outcome = powercut.verify(address, runner.check_target(args.dir), args.run_id,
+                                  args.output, ["fsyncbench", *argv])
+        print(outcome.text, end="")
+        print(f"Report written: {outcome.path}")
+        return EXIT_RISK if outcome.failed else EXIT_OK
+    address = powercut.parse_address(args.to, "--to")
+    target = runner.check_target(args.dir)
+    mode = runner.parse_choices(args.journal_mode, JOURNAL_MODES, "journal_mode")
+    sync = runner.parse_choices(args.synchronous, SYNCHRONOUS, "synchronous")
+    full = (runner.parse_fullfsync(args.fullfsync) if args.fullfsync
+            else (True,) if sys.platform == "darwin" else (None,))
+    if len(mode) != 1 or len(sync) != 1 or len(full) != 1:
+        raise FsyncbenchError("powercut write takes one journal_mode, synchronous and fullfsync value")
+
+    def status(s) -> None:
+        line = powercut.format_status(s)
+        print("\r\033[K" + line if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+
+    summary = powercut.write(address, target, Pragmas(mode[0], sync[0], full[0]),
+                             args.payload_bytes, args.max_commits, status, log)
+    if tty:
+        print(file=sys.stderr)
+    print(powercut.format_summary(summary))
     return EXIT_OK
 
 
@@ -198,7 +551,8 @@ class _Progress:
 
             self._bar = tqdm(total=total, unit="config", file=sys.stderr, disable=None,
                              bar_format="{l_bar}{bar}| {n:.1f}/{total} workloads [{elapsed}<{remaining}]{postfix}")
-        frac = min(1.0, max(done / target, elapsed_ns / budget_ns))
+        # budget_ns 0: a run-budgeted run, where index already is the time spent, in workloads
+        frac = min(1.0, max(done / target, elapsed_ns / budget_ns)) if budget_ns else 0.0
         self._bar.n = index + frac
         self._bar.set_postfix_str(f"{label} {done}/{target}", refresh=True)
 
@@ -207,4 +561,5 @@ class _Progress:
             self._bar.close()
 
 
-_COMMANDS = {"run": cmd_run, "host": cmd_host, "crash": cmd_crash, "show": cmd_show}
+_COMMANDS = {"run": cmd_run, "host": cmd_host, "crash": cmd_crash, "show": cmd_show,
+             "compare": cmd_compare, "audit": cmd_audit, "powercut": cmd_powercut}

@@ -53,7 +53,9 @@ class Summary:
 
     ``p50_ci_ns``/``p99_ci_ns`` are (low, high) bounds of a ``ci_level`` confidence interval
     made by ``ci_method`` ("bootstrap" percentile resampling with ``ci_resamples`` resamples,
-    or "order-statistic" for very large sample sets).
+    or "order-statistic" for larger sample sets). ``p99_ci_halfwidth_pct`` is the larger
+    distance from p99 to a bound of its CI in % of p99 (None in reports written before it
+    existed: derive it from ``p99_ci_ns``).
     """
 
     count: int
@@ -71,6 +73,7 @@ class Summary:
     ci_level: float = 0.95
     ci_method: str = "bootstrap"
     ci_resamples: int = 0
+    p99_ci_halfwidth_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,17 @@ class Result:
     or "write" (4 KiB write, no sync: the baseline). ``primitive`` names the sync call behind
     the number (e.g. "fdatasync", "F_FULLFSYNC", "none"). ``samples_ns`` are the timed
     operations in order, warmup excluded. ``syncs_issued`` counts sync calls this workload
-    made itself (flush kinds) and is None for commits, where SQLite issues them.
+    made itself (flush kinds) while the device flush counters were watched (timed and warmup
+    calls alike, so ``device_flushes`` / ``syncs_issued`` is flushes per sync) and is None for
+    commits, where SQLite issues them.
+
+    Adaptive sampling: ``ci_target_pct`` is the precision asked for (sample until the 95 %
+    CI of p99 is within +-that % of p99; None = a fixed sample count, ``target_samples``);
+    ``ci_target_met`` says whether the reported CI met it; ``stop_reason`` is "ci-target",
+    "samples" or "budget"; ``phases`` counts the separate sampling phases the samples were
+    taken in (a configuration short of its target gets a later phase when time is left).
+    In adaptive mode ``target_samples`` is the minimum sample count. Kind "floor" results
+    (``Report.floors``) measure the tool itself, not the storage.
     """
 
     kind: str
@@ -112,6 +125,10 @@ class Result:
     effective: Pragmas | None = None
     device_flushes: tuple[FlushDelta, ...] = ()
     syncs_issued: int | None = None
+    ci_target_pct: float | None = None
+    ci_target_met: bool | None = None
+    stop_reason: str | None = None
+    phases: int = 1
 
 
 @dataclass(frozen=True)
@@ -252,7 +269,14 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Report:
-    """A saved run: the JSON file's top level. ``schema_version`` guards the format."""
+    """A saved run: the JSON file's top level. ``schema_version`` guards the format.
+
+    ``evidence`` holds what ``fsyncbench audit`` measured beyond the results (None in reports
+    written by ``run`` or by fsyncbench versions before the audit; schema 1 either way).
+    ``floors`` are the tool's own floor measurements (kind "floor": the empty timing loop,
+    an in-memory commit, an in-memory write); results within 2x of theirs are labelled "at
+    the tool's floor" (``stats.at_tool_floor``). Empty in older reports.
+    """
 
     schema_version: int
     tool_version: str
@@ -263,6 +287,8 @@ class Report:
     results: tuple[Result, ...]
     verdict: Verdict
     notes: tuple[str, ...] = ()
+    evidence: Evidence | None = None
+    floors: tuple[Result, ...] = ()
 
 
 def to_jsonable(obj: Any) -> Any:
@@ -335,3 +361,124 @@ def _convert(hint: Any, data: Any, where: str) -> Any:
             return data
         raise ValueError(f"{where}: expected {hint.__name__}")
     raise ValueError(f"{where}: unsupported type {hint!r}")
+
+
+# --------------------------------------------------------------------------- audit evidence
+# What `fsyncbench audit` measures beyond the results; see docs/report-schema.md. Every class
+# here can be written by hand (only the fields without defaults are required).
+
+
+@dataclass(frozen=True)
+class SyncTrace:
+    """Sync system calls observed (strace, in a child process) while one pragma combination
+    committed ``commits`` transactions: ``syscalls`` maps a call name (fsync, fdatasync,
+    sync_file_range, syncfs, sync, msync) to its count over all those commits.
+
+    ``ld_preload`` is the LD_PRELOAD the traced child ran with (None: unset). A trace run
+    with the caller's LD_PRELOAD shows what reaches the kernel; one without it shows what
+    SQLite itself asks for.
+    """
+
+    pragmas: Pragmas
+    commits: int
+    syscalls: dict[str, int]
+    ld_preload: str | None = None
+    method: str = "strace"
+
+    @property
+    def syncs_per_commit(self) -> float:
+        """Sync calls per commit (S)."""
+        return sum(self.syscalls.values()) / self.commits if self.commits else 0.0
+
+
+@dataclass(frozen=True)
+class SyscallComparison:
+    """The libc wrapper (``os.fdatasync``/``os.fsync``) against the raw system call
+    (``syscall(SYS_fdatasync, fd)`` through ctypes) after identical 4 KiB writes, timed in
+    interleaved blocks of ``syncs`` calls per side in total.
+
+    ``*_flushes`` are device flushes counted during each side's blocks on the least-flushed
+    leaf disk (None: no counter). ``syscall_number`` is the number used on ``machine``.
+    """
+
+    primitive: str
+    syscall_number: int | None
+    machine: str
+    syncs: int
+    libc_p50_ns: float
+    syscall_p50_ns: float
+    libc_flushes: int | None = None
+    syscall_flushes: int | None = None
+    libc_samples_ns: tuple[int, ...] = ()
+    syscall_samples_ns: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One sync after writing ``dirty_bytes`` bytes: the sync's own latency."""
+
+    dirty_bytes: int
+    latency_ns: int
+
+
+@dataclass(frozen=True)
+class DirtySweep:
+    """Sync latency against dirty bytes (4 KiB ... 64 MiB) and its least-squares fit
+    latency = ``flush_cost_ns`` + bytes / ``bandwidth_bytes_per_s``.
+
+    ``bandwidth_bytes_per_s`` is None when latency did not grow with the bytes written
+    (slope <= 0: nothing was written anywhere); ``r_squared`` is the fit's R^2.
+    """
+
+    primitive: str
+    flush_cost_ns: float
+    bandwidth_bytes_per_s: float | None
+    r_squared: float | None = None
+    points: tuple[SweepPoint, ...] = ()
+
+
+@dataclass(frozen=True)
+class SecondFdCheck:
+    """A write through one file descriptor, then a sync on a second descriptor of the same
+    file (pg_test_fsync's "Test if fsync on non-write file descriptor is honored"), against
+    write and sync on the same descriptor; ``syncs`` calls per side."""
+
+    primitive: str
+    syncs: int
+    same_fd_p50_ns: float
+    second_fd_p50_ns: float
+    same_fd_flushes: int | None = None
+    second_fd_flushes: int | None = None
+
+
+@dataclass(frozen=True)
+class EnvironmentFacts:
+    """Environment facts the audit adds to the host record.
+
+    ``ld_so_preload``: entries of ``/etc/ld.so.preload`` (preloaded into every process);
+    ``preloaded_libraries``: libraries mapped into the measuring process (``/proc/self/maps``)
+    that LD_PRELOAD or ld.so.preload named, or whose name is a known sync-disabling library;
+    ``zfs_sync``: the ``sync`` property of the ZFS dataset holding the target
+    (standard/always/disabled); ``strace``: the strace binary used (None: not found).
+    """
+
+    ld_so_preload: tuple[str, ...] = ()
+    preloaded_libraries: tuple[str, ...] = ()
+    zfs_sync: str | None = None
+    strace: str | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything ``fsyncbench audit`` measured beyond the flush and commit results.
+
+    ``unavailable`` maps an evidence name (sync_traces, syscall_comparisons, dirty_sweep,
+    second_fd, flush_counters) to the reason it is missing.
+    """
+
+    sync_traces: tuple[SyncTrace, ...] = ()
+    syscall_comparisons: tuple[SyscallComparison, ...] = ()
+    dirty_sweep: DirtySweep | None = None
+    second_fd: SecondFdCheck | None = None
+    environment: EnvironmentFacts = field(default_factory=EnvironmentFacts)
+    unavailable: dict[str, str] = field(default_factory=dict)

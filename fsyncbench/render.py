@@ -35,6 +35,8 @@ def _fmt_bytes(n: int | None) -> str:
 def results_table(report: Report, tablefmt: str) -> str:
     """One row per result: what was timed, the sync primitive, n, p50/p99 with 95 % CIs,
     p90, p99.9, max, ops/s, the path verdict and whether the pragma is durable."""
+    from fsyncbench import stats
+
     verdicts = {v.subject: v for v in report.verdict.results}
     rows = []
     for r in report.results:
@@ -42,15 +44,45 @@ def results_table(report: Report, tablefmt: str) -> str:
         v = verdicts.get(r.name)
         durable = "-" if v is None or v.config_durable is None else ("yes" if v.config_durable else "NO")
         count = f"{s.count}" + ("" if r.target_reached else f" (<{r.target_samples})")
+        label = _result_label(r)
+        if stats.at_tool_floor(r, report.floors):
+            label += " (at the tool's floor)"
         rows.append([
-            r.kind, _result_label(r), r.primitive, count,
+            r.kind, label, r.primitive, count,
             fmt_ns(s.p50_ns), _fmt_ci(s.p50_ci_ns), fmt_ns(s.p90_ns),
-            fmt_ns(s.p99_ns), _fmt_ci(s.p99_ci_ns), fmt_ns(s.p999_ns), fmt_ns(s.max_ns),
-            f"{s.ops_per_s:,.0f}", v.path_verdict if v else "-", durable,
+            fmt_ns(s.p99_ns), _fmt_ci(s.p99_ci_ns), p99_precision(r), fmt_ns(s.p999_ns),
+            fmt_ns(s.max_ns), f"{s.ops_per_s:,.0f}", v.path_verdict if v else "-", durable,
         ])
     headers = ["kind", "configuration", "sync primitive", "n", "p50", "p50 95% CI", "p90",
-               "p99", "p99 95% CI", "p99.9", "max", "ops/s", "path verdict", "durable config"]
+               "p99", "p99 95% CI", "p99 +-", "p99.9", "max", "ops/s", "path verdict",
+               "durable config"]
     return tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True)
+
+
+def p99_precision(r: Result) -> str:
+    """``+-4.2%``: how far p99's 95 % CI reaches from p99; ``(not met)`` when the run's CI
+    target was not reached."""
+    from fsyncbench import stats
+
+    s = r.summary
+    half = s.p99_ci_halfwidth_pct
+    if half is None:  # reports written before the field existed
+        half = stats.ci_halfwidth_pct(s.p99_ns, s.p99_ci_ns)
+    if half is None:
+        return "-"
+    return f"+-{half:.1f}%" + (" (not met)" if r.ci_target_met is False else "")
+
+
+def floor_line(report: Report) -> str:
+    """The tool's floor measurements and what "at the tool's floor" means ("" if none)."""
+    from fsyncbench import stats
+
+    if not report.floors:
+        return ""
+    parts = ", ".join(f"{f.name} {fmt_ns(f.summary.p50_ns)}" for f in report.floors)
+    return (f"Tool floor (p50): {parts}. A result within {stats.FLOOR_FACTOR:g}x of the floor "
+            "for its kind is marked \"at the tool's floor\": it measures Python and SQLite, "
+            "not the storage.")
 
 
 def _result_label(r: Result) -> str:
@@ -125,6 +157,10 @@ def render_text(report: Report) -> str:
     out = [f"fsyncbench {report.tool_version} {report.kind} report, {report.created_utc}", ""]
     out.append(render_host(report.host).rstrip("\n"))
     out += ["", results_table(report, "simple"), ""]
+    if report.floors:
+        out += [floor_line(report), ""]
+    if report.evidence is not None:
+        out += evidence_lines(report) + [""]
     out.append(f"Path verdict: {report.verdict.path_verdict} (decided by {report.verdict.decided_by})")
     for f in report.verdict.findings:
         out.append("  " + finding_line(f))
@@ -133,18 +169,62 @@ def render_text(report: Report) -> str:
     return "\n".join(out) + "\n"
 
 
+#: One sentence per path verdict, for readers who have not seen the vocabulary.
+VERDICT_MEANING = {
+    "no_flush": "Syncs never reach stable storage here.",
+    "volatile_cache": "Syncs return once data sits in a volatile cache.",
+    "unverifiable": "Nothing visible from here can tell whether flushes are honoured.",
+    "honest_flush": "Facts and timings are consistent with stable media.",
+}
+
+
+def durability_line(report: Report) -> str:
+    """Which configurations promise power-loss durability of each commit, which do not."""
+    yes = [v.subject for v in report.verdict.results if v.config_durable is True]
+    no = [v.subject for v in report.verdict.results if v.config_durable is False]
+    if not yes and not no:
+        return ""
+    return (f"Pragmas that promise a durable commit: {', '.join(yes) or 'none'}. "
+            f"Not durable by design: {', '.join(no) or 'none'}.")
+
+
+def flush_counter_lines(report: Report) -> list[str]:
+    """``name: N device flushes on disk for M syncs (R per sync)`` per result with counters."""
+    out = []
+    for r in report.results:
+        for d in r.device_flushes:
+            if d.flushes is None:
+                continue
+            per = (f" for {r.syncs_issued} syncs ({d.flushes / r.syncs_issued:.2f} per sync)"
+                   if r.syncs_issued else
+                   f" over {r.summary.count} operations ({d.flushes / max(r.summary.count, 1):.2f} each)")
+            out.append(f"{r.name}: {d.flushes} device flushes on {d.device}{per}")
+    return out
+
+
 def render_markdown(report: Report) -> str:
     """The Markdown report: verdict first, then results, host and methodology."""
     v = report.verdict
     out = [
         f"# fsyncbench {report.kind}: {report.host.hostname}, {report.created_utc}",
         "",
-        f"**Storage path verdict: `{v.path_verdict}`** (decided by `{v.decided_by}`).",
+        f"**Storage path verdict: `{v.path_verdict}`** (decided by `{v.decided_by}`). "
+        + VERDICT_MEANING.get(v.path_verdict, ""),
         "",
     ]
+    durable = durability_line(report)
+    if durable:
+        out += [durable, ""]
     for f in v.findings:
         out.append(f"- **{f.level}** `{f.code}` ({f.subject}): {f.message} *{f.advice}*")
     out += ["", "## Results", "", results_table(report, "github"), ""]
+    if report.floors:
+        out += [floor_line(report), ""]
+    counters = flush_counter_lines(report)
+    if report.evidence is not None:
+        out += ["## Audit evidence", "", "```"] + evidence_lines(report)[1:] + ["```", ""]
+    elif counters:
+        out += ["## Device flush counters", ""] + [f"- {c}" for c in counters] + [""]
     out += ["## Host", "", tabulate(host_lines(report.host), headers=["field", "value"],
                                     tablefmt="github"), ""]
     out += ["## Method", "", methodology(report), ""]
@@ -170,14 +250,37 @@ def methodology(report: Report) -> str:
             "Raw primitives overwrite 4 KiB at offset 0 of one preallocated file and then "
             "call the named sync primitive (queue depth 1); `none` is the write alone."
         )
-    if any_r is not None:
+    if any_r is not None and any_r.ci_target_pct is not None:
+        from fsyncbench import measure
+
+        counts = sorted({r.summary.count for r in report.results})
+        methods = " and ".join(sorted({r.summary.ci_method for r in report.results}))
+        parts.append(
+            "Warmup operations are not counted. Each configuration was sampled until the 95 % "
+            f"confidence interval of its p99 lay within +-{any_r.ci_target_pct:g} % of p99 "
+            f"(checked outside the timed region from {any_r.target_samples} samples on, every "
+            f"{(measure.CHECK_GROWTH - 1) * 100:.0f} % more samples, met at "
+            f"{measure.CONFIRM_CHECKS} checks in a row, over at least 3 slices) or its time "
+            "budget ran out. Configurations were measured round-robin in short slices, so each "
+            "one's samples spread over the whole run, with the filesystem synced (untimed) "
+            "between slices; time one did not need went to those still short of the target. "
+            f"They got {counts[0]}-{counts[-1]} samples. Percentiles use numpy's linear method "
+            "on the raw samples (kept in the JSON); the 95 % intervals of p50 and p99 are "
+            f"{methods} intervals (order-statistic: distribution-free, exact binomial ranks, "
+            "used above 1,000 samples)."
+        )
+    elif any_r is not None:
+        counts = sorted({r.summary.count for r in report.results})
+        got = (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}")
         parts.append(
             f"Warmup operations are not counted; each configuration aimed at "
-            f"{any_r.target_samples} samples within {any_r.budget_s:g} s. Percentiles use "
+            f"{any_r.target_samples} samples within {any_r.budget_s:g} s and got {got}. Percentiles use "
             f"numpy's linear method on the raw samples (kept in the JSON); 95 % confidence "
             f"intervals for p50 and p99 are {any_r.summary.ci_method} intervals"
             + (f" ({any_r.summary.ci_resamples} resamples)." if any_r.summary.ci_resamples else ".")
         )
+    if report.floors:
+        parts.append(floor_line(report))
     return " ".join(parts)
 
 
@@ -238,4 +341,236 @@ def render_crash(outcome, model_call_ms: float) -> str:
         + (f"stopped: {outcome.reorder.message}" if outcome.reorder.stopped
            else "did NOT stop (non-determinism went undetected)"),
     ]
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------- CSV export
+
+
+def render_csv(report: Report) -> str:
+    """Raw samples, one row per timed operation: configuration, primitive, kind, index, ns."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["configuration", "primitive", "kind", "index", "ns"])
+    for r in report.results:
+        for i, ns in enumerate(r.samples_ns):
+            w.writerow([r.name, r.primitive, r.kind, i, ns])
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def _ratio(q) -> str:
+    if q.ratio is None:
+        return "-"
+    text = f"{_fmt_ratio(q.ratio)}x"
+    if q.ratio_ci is not None:
+        text += f" [{_fmt_ratio(q.ratio_ci[0])}, {_fmt_ratio(q.ratio_ci[1])}]"
+    return text
+
+
+def _fmt_ratio(x: float) -> str:
+    return f"{x:.2f}" if 0.1 <= x < 100 else f"{x:.2g}"
+
+
+def _significance(q) -> str:
+    if q.significant is None:
+        return "n/a (no raw samples)"
+    if not q.significant:
+        return "no"
+    return "yes, slower" if q.ratio > 1 else "yes, faster"
+
+
+def host_differences(a: Report, b: Report) -> list[tuple[str, str, str]]:
+    """(field, A, B) for every host-summary line that differs, report facts first."""
+    rows = []
+    for label, va, vb in (("created", a.created_utc, b.created_utc),
+                          ("fsyncbench", a.tool_version, b.tool_version)):
+        if va != vb:
+            rows.append((label, va, vb))
+    la, lb = dict(host_lines(a.host)), dict(host_lines(b.host))
+    for key in list(la) + [k for k in lb if k not in la]:
+        if la.get(key) != lb.get(key):
+            rows.append((key, la.get(key, "-"), lb.get(key, "-")))
+    if a.verdict.path_verdict != b.verdict.path_verdict:
+        rows.append(("path verdict", a.verdict.path_verdict, b.verdict.path_verdict))
+    return rows
+
+
+def render_compare(a: Report, b: Report, pair, labels: Sequence[str], tablefmt: str = "simple") -> str:
+    """Two reports: host differences first, then p50 and p99 of each configuration side by
+    side with CIs, the ratio B/A with its bootstrap CI, significance and the rank test."""
+    la, lb = labels
+    out = [f"A = {la} ({a.host.hostname}, {a.created_utc})",
+           f"B = {lb} ({b.host.hostname}, {b.created_utc})", ""]
+    diffs = host_differences(a, b)
+    if diffs:
+        out += ["Host differences:", tabulate(diffs, headers=["field", "A", "B"],
+                                              tablefmt=tablefmt, disable_numparse=True), ""]
+    else:
+        out += ["Host differences: none in the host summary (same host, same storage).", ""]
+    rows = []
+    for c in pair.configs:
+        for q in (c.p50, c.p99):
+            first = q is c.p50
+            rank = ""
+            if first and c.rank is not None:
+                rank = f"p={c.rank.p_value:.2g}, P(B>A)={c.rank.prob_b_slower:.2f}"
+            rows.append([
+                c.name if first else "", f"p{q.percentile:g}",
+                f"{c.n_a}/{c.n_b}" if first else "",
+                f"{fmt_ns(q.a_ns)} {_fmt_ci(q.a_ci_ns)}", f"{fmt_ns(q.b_ns)} {_fmt_ci(q.b_ci_ns)}",
+                _ratio(q), _significance(q), rank,
+            ])
+    conf = f"{pair.confidence * 100:g}%"
+    out.append(tabulate(rows, headers=["configuration", "stat", "n A/B", f"A [{conf} CI]",
+                                       f"B [{conf} CI]", f"B/A [{conf} CI]", "significant",
+                                       "rank test"],
+                        tablefmt=tablefmt, disable_numparse=True))
+    out += ["", f"Significant: the {conf} bootstrap CI of the ratio B/A ({pair.resamples} "
+            f"resamples of each report's raw samples, seed {pair.seed}) excludes 1. Rank test: "
+            "two-sided Mann-Whitney U on all samples; P(B>A) is the chance a random B "
+            "operation is slower than a random A one (0.5 = no shift)."]
+    if pair.only_a:
+        out.append(f"Only in A: {', '.join(pair.only_a)}")
+    if pair.only_b:
+        out.append(f"Only in B: {', '.join(pair.only_b)}")
+    return "\n".join(out) + "\n"
+
+
+def render_fleet(rows, config: str, tablefmt: str = "simple") -> str:
+    """N reports: one row per host, fastest p99 of ``config`` first, with its verdicts."""
+    table = []
+    for i, row in enumerate(rows, start=1):
+        h = row.report.host
+        m = h.target.mount
+        s = row.result.summary
+        disk = ", ".join(filter(None, (d.model or d.name for d in h.target.disks))) or "-"
+        virt = h.virtualization.virtualized
+        durable = "-" if row.config_durable is None else ("yes" if row.config_durable else "NO")
+        table.append([
+            i, row.label, h.hostname, f"{h.os_name} {h.os_release}".strip(),
+            m.fs_type if m else "?", disk, "yes" if virt else ("no" if virt is False else "?"),
+            s.count, fmt_ns(s.p50_ns), fmt_ns(s.p99_ns), _fmt_ci(s.p99_ci_ns),
+            row.config_verdict or "-", durable, row.path_verdict,
+        ])
+    header = (f"Fleet: {len(rows)} reports sorted by p99 of {config} (fastest first)")
+    return header + "\n\n" + tabulate(
+        table, headers=["#", "report", "host", "OS", "fs", "disk", "VM", "n", "p50", "p99",
+                        "p99 95% CI", f"{config} verdict", "durable config", "path verdict"],
+        tablefmt=tablefmt, disable_numparse=True) + "\n"
+
+
+# --------------------------------------------------------------------------- audit evidence
+
+
+def _fmt_bw(bps: float | None) -> str:
+    if bps is None:
+        return "unbounded (no growth with size)"
+    return f"{bps / 1e9:,.2f} GB/s" if bps >= 1e9 else f"{bps / 1e6:,.0f} MB/s"
+
+
+def _fmt_size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def evidence_lines(report: Report) -> list[str]:
+    """The audit's evidence as text lines (empty when the report has none): device flush
+    counters, syncs per commit per configuration, libc vs raw syscall, the dirty-size sweep
+    fit, the second-descriptor check, environment facts, and what was not collected."""
+    ev = report.evidence
+    if ev is None:
+        return []
+    out = ["Evidence"]
+    counters = flush_counter_lines(report)
+    if counters:
+        out.append("  Device flush counters (/sys/block/<disk>/stat fields 16-17):")
+        out += [f"    {c}" for c in counters]
+    for c in ev.syscall_comparisons:
+        gap = c.syscall_p50_ns / max(c.libc_p50_ns, 1.0)
+        flushes = ("" if c.libc_flushes is None and c.syscall_flushes is None else
+                   f"; device flushes {c.libc_flushes} vs {c.syscall_flushes}")
+        out.append(f"  libc vs raw syscall: {c.primitive} libc p50 {fmt_ns(c.libc_p50_ns)}, "
+                   f"syscall({c.syscall_number}) on {c.machine} p50 {fmt_ns(c.syscall_p50_ns)} "
+                   f"(raw/libc {gap:.2f}) over {c.syncs} calls each{flushes}")
+    if ev.sync_traces:
+        per_op = {r.name: r for r in report.results if r.kind == "commit"}
+        rows = []
+        for t in ev.sync_traces:
+            r = per_op.get(t.pragmas.label)
+            flushes = None
+            if r is not None and r.device_flushes and all(d.flushes is not None for d in r.device_flushes):
+                flushes = min(d.flushes for d in r.device_flushes) / max(r.summary.count, 1)
+            rows.append([t.pragmas.label, t.ld_preload or "-", f"{t.syncs_per_commit:g}",
+                         ", ".join(f"{k} {v}" for k, v in t.syscalls.items()) or "-",
+                         "-" if r is None else fmt_ns(r.summary.p50_ns),
+                         "-" if flushes is None else f"{flushes:.2f}"])
+        out.append(f"  Syncs per commit (strace, {ev.sync_traces[0].commits} commits each):")
+        table = tabulate(rows, headers=["config", "LD_PRELOAD", "S", "syscalls", "commit p50",
+                                        "device flushes/commit"],
+                         tablefmt="simple", disable_numparse=True)
+        out += ["    " + line for line in table.splitlines()]
+    if ev.dirty_sweep is not None:
+        s = ev.dirty_sweep
+        sizes = sorted({p.dirty_bytes for p in s.points})
+        span = f" ({_fmt_size(sizes[0])} ... {_fmt_size(sizes[-1])}, {len(s.points)} syncs)" if sizes else ""
+        r2 = "" if s.r_squared is None else f", R^2 {s.r_squared:.3f}"
+        out.append(f"  Dirty-size sweep{span}: {s.primitive} latency ~ {fmt_ns(s.flush_cost_ns)} "
+                   f"flush cost + bytes at {_fmt_bw(s.bandwidth_bytes_per_s)}{r2}")
+    if ev.second_fd is not None:
+        c = ev.second_fd
+        flushes = ("" if c.same_fd_flushes is None else
+                   f"; device flushes {c.same_fd_flushes} vs {c.second_fd_flushes}")
+        out.append(f"  Second descriptor: {c.primitive} on the writing fd p50 {fmt_ns(c.same_fd_p50_ns)}, "
+                   f"on a second fd p50 {fmt_ns(c.second_fd_p50_ns)} over {c.syncs} calls each{flushes}")
+    env = ev.environment
+    out.append("  Environment: LD_PRELOAD " + (report.host.ld_preload or "-")
+               + "; /etc/ld.so.preload " + (", ".join(env.ld_so_preload) or "-")
+               + "; preloaded libraries mapped " + (", ".join(env.preloaded_libraries) or "-")
+               + (f"; zfs sync={env.zfs_sync}" if env.zfs_sync else "")
+               + f"; strace {env.strace or 'not found'}")
+    for name, why in ev.unavailable.items():
+        out.append(f"  Not collected: {name}: {why}")
+    return out
+
+
+def verdict_lines(report: Report) -> list[str]:
+    """One line per storage path and sync primitive (and per commit configuration): the
+    verdict, the finding that decided it, and whether the pragma promises durability."""
+    rows = []
+    for v in report.verdict.results:
+        durable = "-" if v.config_durable is None else ("yes" if v.config_durable else "NO")
+        rows.append([v.subject, v.path_verdict, v.decided_by, durable])
+    table = tabulate(rows, headers=["subject", "verdict", "decided by", "durable config"],
+                     tablefmt="simple", disable_numparse=True)
+    return ["Verdicts per sync primitive and configuration"] + ["  " + l for l in table.splitlines()]
+
+
+def render_audit(report: Report) -> str:
+    """The terminal audit report: host, results, evidence, per-primitive verdicts, the path
+    verdict with its deciding finding, and every finding."""
+    v = report.verdict
+    out = [f"fsyncbench {report.tool_version} {report.kind} report, {report.created_utc}", ""]
+    out.append(render_host(report.host).rstrip("\n"))
+    if report.results:
+        out += ["", results_table(report, "simple")]
+    ev = evidence_lines(report)
+    if ev:
+        out += [""] + ev
+    out += [""] + verdict_lines(report) + [""]
+    out.append(f"Path verdict: {v.path_verdict} (decided by {v.decided_by}). "
+               + VERDICT_MEANING.get(v.path_verdict, ""))
+    deciding = next((f for f in v.findings if f.code == v.decided_by), None)
+    if deciding is not None:
+        out.append("  " + finding_line(deciding))
+    out.append("Findings:")
+    for f in v.findings:
+        if f is not deciding:
+            out.append("  " + finding_line(f))
+    for note in report.notes:
+        out.append(f"Note: {note}")
     return "\n".join(out) + "\n"

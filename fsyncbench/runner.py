@@ -3,16 +3,19 @@ counters read around it, summarise, judge, and assemble the report."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import math
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from fsyncbench import __version__, audit, host as hostmod, stats
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import measure
-from fsyncbench.model import Host, Pragmas, Report, Result
+from fsyncbench.measure import MAX_SAMPLES, EmptyOp, Sampler
+from fsyncbench.model import Evidence, FlushDelta, Host, Pragmas, Report, Result
 from fsyncbench.store import SCHEMA_VERSION
 from fsyncbench.workloads import (
     BLOCK_BYTES,
@@ -20,8 +23,10 @@ from fsyncbench.workloads import (
     SYNCHRONOUS,
     FlushWorkload,
     JournalCommit,
+    MemoryFileWrite,
     SyncPrimitive,
     scratch_dir,
+    settle,
     sqlite_sync_primitive,
     sync_primitives,
 )
@@ -76,27 +81,83 @@ def build_configs(
     return tuple(Pragmas(m, s, f) for m in modes for s in syncs for f in fulls)
 
 
+#: Default time (s) all workloads of an adaptive run share: with the floors, setup and the
+#: summaries a default run on a 2-core VM takes about 30 s.
+DEFAULT_RUN_BUDGET_S = 25.0
+#: Default precision target: the 95 % CI of p99 within +-10 % of p99.
+DEFAULT_CI_TARGET_PCT = 10.0
+#: Default minimum samples per workload before the adaptive stop may end it: below about
+#: 1,000 samples the binomial behind p99's order-statistic CI is too skewed to trust
+#: (n x 0.99 x 0.01 < 10) and the run checks a CI it cannot yet compute well.
+DEFAULT_MIN_SAMPLES = 1000
+#: Configurations are measured round-robin in slices of at most this many seconds, so each
+#: one's samples spread over the whole run: the storage's slow drifts and periodic stalls
+#: (this VM's disk has 15-25 ms stalls that come and go within seconds) reach every
+#: configuration alike instead of whichever one happened to run at the time.
+SLICE_S = 0.25
+#: No slice is shorter than this (s), whatever the run budget says.
+MIN_SLICE_S = 0.05
+#: The CI target ends a configuration only once its samples come from this many slices.
+MIN_PHASES = 3
+#: Time budget (s) of each floor measurement (they stop far earlier on their CI target).
+FLOOR_BUDGET_S = 1.0
+
+
 @dataclass(frozen=True)
 class RunPlan:
-    """What to measure: ``samples`` per configuration within ``budget_s`` seconds each."""
+    """What to measure.
+
+    Adaptive (``samples`` None, the default): sample each workload until the 95 % CI of its
+    p99 is within +-``ci_target_pct`` % of p99 (never before ``min_samples``, at most
+    ``max_samples``), the workloads sharing ``run_budget_s`` seconds (None: no shared
+    budget) and none using more than ``budget_s`` seconds. Fixed: exactly ``samples`` per
+    workload unless its ``budget_s`` (or its share of ``run_budget_s``, when set) runs out.
+    """
 
     target: Path
     configs: tuple[Pragmas, ...]
-    samples: int = 1000
+    samples: int | None = None
     budget_s: float = 10.0
     warmup: int = 50
     payload_bytes: int = 512
     primitives: bool = True
+    ci_target_pct: float = DEFAULT_CI_TARGET_PCT
+    min_samples: int = DEFAULT_MIN_SAMPLES
+    max_samples: int = MAX_SAMPLES
+    run_budget_s: float | None = DEFAULT_RUN_BUDGET_S
 
     def __post_init__(self) -> None:
-        if self.samples < 1:
+        if self.samples is not None and self.samples < 1:
             raise FsyncbenchError(f"--samples must be at least 1, got {self.samples}")
         if not self.budget_s > 0:
             raise FsyncbenchError(f"--budget-seconds must be positive, got {self.budget_s:g}")
+        if self.run_budget_s is not None and not self.run_budget_s > 0:
+            raise FsyncbenchError(f"--run-budget-seconds must be positive, got {self.run_budget_s:g}")
+        if not self.ci_target_pct > 0:
+            raise FsyncbenchError(f"--ci-target-pct must be positive, got {self.ci_target_pct:g}")
+        if self.min_samples < 1:
+            raise FsyncbenchError(f"--min-samples must be at least 1, got {self.min_samples}")
+        if self.max_samples < self.min_samples:
+            raise FsyncbenchError(f"--max-samples ({self.max_samples}) must be at least "
+                                  f"--min-samples ({self.min_samples})")
         if self.warmup < 0:
             raise FsyncbenchError(f"--warmup must be 0 or more, got {self.warmup}")
         if self.payload_bytes < 1:
             raise FsyncbenchError(f"--payload-bytes must be at least 1, got {self.payload_bytes}")
+
+    @property
+    def adaptive(self) -> bool:
+        """True when sampling stops on the p99 CI target rather than a fixed count."""
+        return self.samples is None
+
+    def sampler(self, workload) -> Sampler:
+        """A :class:`Sampler` of ``workload`` with this plan's stop rule."""
+        if self.adaptive:
+            return Sampler(workload, max_samples=self.max_samples, min_samples=self.min_samples,
+                           ci_target_pct=self.ci_target_pct, warmup=self.warmup,
+                           min_phases=MIN_PHASES)
+        assert self.samples is not None
+        return Sampler(workload, max_samples=self.samples, warmup=self.warmup)
 
 
 #: progress(label, index, total, done, target, elapsed_ns, budget_ns)
@@ -113,92 +174,248 @@ def check_target(target: Path) -> Path:
 
 
 def run_plan(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> tuple[Result, ...]:
-    """Measure every raw primitive (first) and every configuration of ``plan`` inside a
-    fresh scratch directory of ``plan.target``. Raises FsyncbenchError on I/O errors;
-    KeyboardInterrupt propagates after the scratch directory is removed."""
+    """Measure every raw primitive and every configuration of ``plan`` inside a fresh
+    scratch directory of ``plan.target``; results in that order. Raises FsyncbenchError on
+    I/O errors; KeyboardInterrupt propagates after the scratch directory is removed.
+
+    All workloads are opened first, then sampled round-robin in slices (:data:`SLICE_S`):
+    each slice gets at most its fair share of what is left of ``plan.run_budget_s``, and
+    a workload leaves the rotation when it is done (CI target met over at least
+    :data:`MIN_PHASES` slices, or its sample count reached) or has used ``plan.budget_s``.
+    Time one workload does not need goes to the others; after :data:`MIN_PHASES` rounds
+    only the workloads that can still reach the target in the time left are given slices
+    (:func:`_within_reach`). The device flush counters are read
+    around every slice and summed; after each slice the target filesystem is settled
+    (:func:`fsyncbench.workloads.settle`, untimed, outside the counter window).
+    """
     disks = [d.name for d in host.target.disks if d.has_flush_counters]
     # Apple's system SQLite (/usr/lib/libsqlite3.dylib) maps fullfsync to F_BARRIERFSYNC.
     apple_sqlite = host.os_name == "Darwin" and (host.sqlite_library or "").startswith("/usr/lib/")
     prims = sync_primitives() if plan.primitives else ()
-    total = len(prims) + len(plan.configs)
-    results: list[Result] = []
-    with scratch_dir(plan.target) as work:
-        for i, prim in enumerate(prims):
-            cb = _bind(progress, f"write+{prim.name}" if prim.call else "write", i, total)
-            results.append(_measure_primitive(plan, work, prim, disks, cb))
-        for j, pragmas in enumerate(plan.configs, start=len(prims)):
-            cb = _bind(progress, pragmas.label, j, total)
+    start = time.monotonic()
+    deadline = None if plan.run_budget_s is None else start + plan.run_budget_s
+    with scratch_dir(plan.target) as work, contextlib.ExitStack() as stack:
+        jobs: list[_Job] = []
+        for prim in prims:
+            jobs.append(_primitive_job(plan, work, prim, disks))
+            stack.callback(jobs[-1].close)
+        for pragmas in plan.configs:
             primitive = sqlite_sync_primitive(host.os_name, pragmas, apple_sqlite)
-            results.append(_measure_commit(plan, work, pragmas, primitive, disks, cb))
-    return tuple(results)
+            jobs.append(_commit_job(plan, work, pragmas, primitive, disks))
+            stack.callback(jobs[-1].close)
+        rounds = 0
+        while True:
+            active = [j for j in jobs if not j.finished(plan.budget_s)]
+            if not active:
+                break
+            if plan.adaptive and deadline is not None and rounds >= MIN_PHASES:
+                active = _within_reach(active, deadline - time.monotonic(), plan.ci_target_pct)
+            rounds += 1
+            for k, job in enumerate(active):
+                now = time.monotonic()
+                if deadline is not None and now >= deadline and job.sampler.phases:
+                    continue  # out of time: only workloads never sampled still get a slice
+                slice_s = min(SLICE_S, plan.budget_s - job.sampler.elapsed_ns / 1e9)
+                if deadline is not None:
+                    slice_s = min(slice_s, (deadline - now) / (len(active) - k))
+                job.phase(max(MIN_SLICE_S, slice_s), _bind(progress, job.label, jobs.index(job),
+                                                            len(jobs), start, deadline))
+                settle(work)  # the next slice does not pay for this one's dirty data
+                if job.finished(plan.budget_s):
+                    job.close()
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+        for job in jobs:
+            job.close()
+        return tuple(job.result() for job in jobs)
 
 
-def _bind(progress: RunProgress | None, label: str, index: int, total: int):
+def _within_reach(active: list[_Job], remaining_s: float, target_pct: float) -> list[_Job]:
+    """The workloads to give the next round: once every workload has had its first
+    :data:`MIN_PHASES` slices, those whose estimated time to the CI target fits, together,
+    in the time left (cheapest first), so a hopeless one (say a p99 straddling a 1 % tail
+    of checkpoint stalls) does not starve several that are nearly there. When none fits,
+    all of them."""
+    chosen, need_total = [], 0.0
+    for need, job in sorted(((j.seconds_to_target(target_pct), j) for j in active),
+                            key=lambda t: t[0]):
+        if need_total + need <= remaining_s:
+            chosen.append(job)
+            need_total += need
+    return [j for j in active if j in chosen] or active
+
+
+class _Job:
+    """One workload being sampled: its sampler, the flush counters summed over its phases,
+    and how to turn it into a Result."""
+
+    def __init__(self, label: str, workload, sampler: Sampler, disks: Sequence[str], fields: dict) -> None:
+        self.label = label
+        self.workload = workload
+        self.sampler = sampler
+        self.disks = disks
+        self.fields = fields
+        self.deltas: dict[str, FlushDelta] = {}
+        self.syncs = 0
+        self.closed = False
+
+    def phase(self, budget_s: float, cb) -> None:
+        before = hostmod.read_flush_counters(self.disks)
+        syncs_before = getattr(self.workload, "syncs", 0)
+        self.sampler.run(budget_s, cb)
+        after = hostmod.read_flush_counters(self.disks)
+        # warmup and re-warm syncs fall inside the counter window too, so count them all
+        self.syncs += getattr(self.workload, "syncs", 0) - syncs_before
+        for d in hostmod.flush_deltas(before, after):
+            old = self.deltas.get(d.device)
+            self.deltas[d.device] = d if old is None else FlushDelta(
+                d.device, _add(old.flushes, d.flushes), _add(old.flush_time_ms, d.flush_time_ms))
+
+    def seconds_to_target(self, target_pct: float) -> float:
+        """Estimated extra sampling time to the CI target (CI width ~ 1/sqrt(n), plus 15 %
+        for the confirming check and the check interval); inf before any estimate."""
+        s = self.sampler
+        h = s.halfwidth_pct
+        if h is None or not math.isfinite(h) or not s.samples:
+            return math.inf
+        needed = max(len(s.samples) * (h / target_pct) ** 2 * 1.15, s.min_samples)
+        return max(0.0, needed - len(s.samples)) * s.mean_ns / 1e9
+
+    def finished(self, budget_s: float) -> bool:
+        """Done sampling, or out of its own time budget."""
+        return self.sampler.done or self.sampler.elapsed_ns >= budget_s * 1e9
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.workload.close()
+
+    def result(self) -> Result:
+        m = self.sampler.measurement(release=True)
+        fields = dict(self.fields)
+        if fields.get("syncs_issued") is not None:
+            fields["syncs_issued"] = self.syncs
+        if fields.get("kind") == "commit":
+            fields["effective"] = self.workload.effective
+        return _result(m, tuple(self.deltas.values()), **fields)
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
+
+
+def _primitive_job(plan: RunPlan, work: Path, prim: SyncPrimitive, disks) -> _Job:
+    workload = FlushWorkload(work, prim)
+    return _Job(f"write+{prim.name}" if prim.call else "write", workload, plan.sampler(workload), disks, dict(
+        kind="flush" if prim.call else "write",
+        name=f"write+{prim.name}" if prim.call else "write (no sync)",
+        primitive=prim.name,
+        payload_bytes=BLOCK_BYTES,
+        syncs_issued=0,
+    ))
+
+
+def _commit_job(plan: RunPlan, work: Path, pragmas: Pragmas, primitive: str, disks) -> _Job:
+    workload = JournalCommit(work, pragmas, plan.payload_bytes)
+    return _Job(pragmas.label, workload, plan.sampler(workload), disks, dict(
+        kind="commit",
+        name=pragmas.label,
+        primitive=primitive,
+        payload_bytes=plan.payload_bytes,
+        requested=pragmas,
+    ))
+
+
+def measure_floors(plan: RunPlan) -> tuple[Result, ...]:
+    """The tool's floor (kind "floor"; names in :data:`fsyncbench.stats.FLOOR_APPLIES_TO`):
+    the empty timing loop, the same commit on an in-memory database, and the 4 KiB write on
+    an in-memory file (Linux), each with the plan's stop rule within
+    :data:`FLOOR_BUDGET_S`. Nothing is written under the target."""
+    floors = []
+    makers = [(stats.FLOOR_LOOP, EmptyOp, 0),
+              (stats.FLOOR_COMMIT, lambda: JournalCommit(None, Pragmas("MEMORY", "OFF"), plan.payload_bytes),
+               plan.payload_bytes)]
+    if MemoryFileWrite.available():
+        makers.append((stats.FLOOR_WRITE, MemoryFileWrite, BLOCK_BYTES))
+    for name, make, payload in makers:
+        workload = make()
+        try:
+            sampler = plan.sampler(workload)
+            sampler.run(FLOOR_BUDGET_S)
+        finally:
+            workload.close()
+        floors.append(_result(sampler.measurement(), (), kind="floor", name=name, primitive="none",
+                              payload_bytes=payload))
+    return tuple(floors)
+
+
+def result_names(plan: RunPlan) -> tuple[str, ...]:
+    """The names the results of ``plan`` will have, in measuring order (to check a
+    ``--config`` before measuring)."""
+    prims = sync_primitives() if plan.primitives else ()
+    return (*(f"write+{p.name}" if p.call else "write (no sync)" for p in prims),
+            *(p.label for p in plan.configs))
+
+
+def _bind(progress: RunProgress | None, label: str, index: int, total: int,
+          start: float, deadline: float | None):
+    """The sampler's progress callback for one slice, as a RunProgress call.
+
+    With a run budget the bar follows the clock: ``index`` is the share of the run budget
+    spent, in workloads (a float), and ``budget_ns`` is 0 (nothing to add within a unit)."""
     if progress is None:
         return None
-    return lambda done, target, elapsed, budget: progress(label, index, total, done, target, elapsed, budget)
+    if deadline is None:
+        return lambda done, target, elapsed, budget: progress(label, index, total, done, target, elapsed, budget)
 
-
-def _run_workload(plan: RunPlan, workload, disks: Sequence[str], cb):
-    """Measure ``workload`` with the disks' flush counters read right around the timed
-    phase; returns (Measurement, flush deltas). Closes the workload."""
-    try:
-        before = hostmod.read_flush_counters(disks)
-        m = measure(workload, plan.samples, plan.budget_s, plan.warmup, cb)
-        after = hostmod.read_flush_counters(disks)
-    finally:
-        workload.close()
-    return m, hostmod.flush_deltas(before, after)
+    def report(done: int, target: int, _elapsed: int, _budget: int) -> None:
+        spent = (time.monotonic() - start) / (deadline - start)
+        progress(label, min(total - 0.01, spent * total), total, done, target, 0, 0)
+    return report
 
 
 def _result(m, deltas, **fields) -> Result:
+    summary = stats.summarize(m.samples_ns)
+    half = summary.p99_ci_halfwidth_pct
     return Result(
         samples_ns=m.samples_ns,
-        summary=stats.summarize(m.samples_ns),
+        summary=summary,
         warmup=m.warmup,
         target_samples=m.target_samples,
         budget_s=m.budget_s,
         target_reached=m.target_reached,
         elapsed_ns=m.elapsed_ns,
         device_flushes=deltas,
+        ci_target_pct=m.ci_target_pct,
+        # below the minimum sample count a narrow CI is not trusted (p99's upper bound may
+        # not even exist), so the target counts as met only with the minimum reached
+        ci_target_met=None if m.ci_target_pct is None else (
+            m.target_reached and half is not None and half <= m.ci_target_pct),
+        stop_reason=m.stop_reason,
+        phases=m.phases,
         **fields,
     )
 
 
-def _measure_primitive(plan: RunPlan, work: Path, prim: SyncPrimitive, disks, cb) -> Result:
-    m, deltas = _run_workload(plan, FlushWorkload(work, prim), disks, cb)
-    return _result(
-        m, deltas,
-        kind="flush" if prim.call else "write",
-        name=f"write+{prim.name}" if prim.call else "write (no sync)",
-        primitive=prim.name,
-        payload_bytes=BLOCK_BYTES,
-        # warmup syncs happen before the counters are read, so only timed ones count
-        syncs_issued=len(m.samples_ns) if prim.call else 0,
-    )
-
-
-def _measure_commit(plan: RunPlan, work: Path, pragmas: Pragmas, primitive: str, disks, cb) -> Result:
-    workload = JournalCommit(work, pragmas, plan.payload_bytes)
-    m, deltas = _run_workload(plan, workload, disks, cb)
-    return _result(
-        m, deltas,
-        kind="commit",
-        name=pragmas.label,
-        primitive=primitive,
-        payload_bytes=plan.payload_bytes,
-        requested=pragmas,
-        effective=workload.effective,
-    )
-
-
-def build_report(kind: str, host: Host, results: Sequence[Result], command_line: Sequence[str]) -> Report:
-    """Assemble a report; the verdict is derived here from host and results."""
+def build_report(kind: str, host: Host, results: Sequence[Result], command_line: Sequence[str],
+                 floors: Sequence[Result] = (), evidence: Evidence | None = None) -> Report:
+    """Assemble a report; the verdict is derived here from host, results and ``evidence``
+    (what ``fsyncbench audit`` measured, :mod:`fsyncbench.evidence`). ``floors``
+    (:func:`measure_floors`) are recorded as they are."""
     notes = []
     short = [r.name for r in results if not r.target_reached]
     if short:
         notes.append(
             "the sample target was not reached within the time budget for: " + ", ".join(short)
+        )
+    wide = [r for r in results if r.ci_target_met is False]
+    if wide:
+        notes.append(
+            f"the p99 CI target (+-{wide[0].ci_target_pct:g} %) was NOT met within the time "
+            "budget for: " + ", ".join(
+                f"{r.name} (+-{r.summary.p99_ci_halfwidth_pct:.1f} %, n={r.summary.count})" for r in wide)
+            + "; give them more time (--budget-seconds, --run-budget-seconds) or accept a "
+            "wider --ci-target-pct"
         )
     changed = [f"{r.requested.label} ran as {r.effective.label}" for r in results
                if r.requested and r.effective and r.requested != r.effective]
@@ -213,6 +430,8 @@ def build_report(kind: str, host: Host, results: Sequence[Result], command_line:
         command_line=tuple(command_line),
         host=host,
         results=tuple(results),
-        verdict=audit.judge(host, results),
+        verdict=audit.judge(host, results, evidence),
         notes=tuple(notes),
+        evidence=evidence,
+        floors=tuple(floors),
     )
