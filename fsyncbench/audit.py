@@ -599,8 +599,9 @@ def rule_virtualized(f: Facts, r: Result | None):
         "virtualized-storage", WARNING, _subject(r),
         f"This is a virtual machine: {_primitive(f, r)} reaches the virtual disk{reached}, but "
         "whether the host persists it cannot be seen from inside.",
-        "Check the hypervisor's disk cache mode (e.g. QEMU cache=none/directsync, "
-        "Firecracker cache_type=Writeback) or run fsyncbench on the host.",
+        "Check the hypervisor's disk cache mode: QEMU cache=unsafe and Firecracker's "
+        "default cache_type Unsafe acknowledge guest flushes without syncing; QEMU's other "
+        "modes and Firecracker Writeback pass them to the host. Or run fsyncbench on the host.",
         {
             "hypervisor_flag": virt.hypervisor_flag,
             "dmi_vendor": virt.dmi_vendor,

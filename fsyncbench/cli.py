@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from fsyncbench import __version__, render, runner, store
@@ -17,6 +19,13 @@ from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Report, to_jsonable
 
 EXIT_OK, EXIT_RISK, EXIT_ERROR = 0, 1, 2
+
+
+def _path(text: str) -> Path:
+    """argparse type for paths: an empty string is an error, not the current directory."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    return Path(text)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -36,9 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     run = sub.add_parser("run", help="measure journal-commit latency per SQLite pragma combination")
-    run.add_argument("dir", nargs="?", default=".", type=Path,
+    run.add_argument("dir", nargs="?", default=".", type=_path,
                      help="directory on the storage to test (default: current directory)")
-    run.add_argument("--output", "-o", type=Path, default=Path("reports"),
+    run.add_argument("--output", "-o", type=_path, default=Path("reports"),
                      help="where to write the JSON and Markdown report (default: ./reports)")
     run.add_argument("--journal-mode", help="comma list: delete,truncate,persist,memory,wal,off "
                      "(default: delete,truncate,wal)")
@@ -72,11 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gate_options(run)
 
     host = sub.add_parser("host", help="print the host record for DIR without measuring")
-    host.add_argument("dir", nargs="?", default=".", type=Path)
+    host.add_argument("dir", nargs="?", default=".", type=_path)
     host.add_argument("--json", action="store_true", help="print JSON")
 
     crash = sub.add_parser("crash", help="the kill matrix: what a step journal buys an agent that is SIGKILLed")
-    crash.add_argument("dir", nargs="?", default=".", type=Path,
+    crash.add_argument("dir", nargs="?", default=".", type=_path,
                        help="directory for the journal and outside-world databases (default: .)")
     crash.add_argument("--journal-mode", default="wal", help="journal_mode of the step journal (default wal)")
     crash.add_argument("--synchronous", default="full", help="synchronous of the step journal (default full)")
@@ -86,13 +95,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     aud = sub.add_parser("audit", help="the fsync auditor: evidence that a flush really reaches "
                          "stable media, and a verdict per storage path and sync primitive")
-    aud.add_argument("dir", nargs="?", type=Path,
+    aud.add_argument("dir", nargs="?", type=_path,
                      help="directory on the storage to audit (default: current directory)")
-    aud.add_argument("--from", dest="from_report", type=Path, metavar="REPORT",
+    aud.add_argument("--from", dest="from_report", type=_path, metavar="REPORT",
                      help="re-derive the verdict of a saved report (run or audit) from its "
                      "recorded facts; measures nothing")
     aud.add_argument("--json", action="store_true", help="print the report JSON on stdout")
-    aud.add_argument("--output", "-o", type=Path,
+    aud.add_argument("--output", "-o", type=_path,
                      help="also write the JSON and Markdown report into this directory")
     aud.add_argument("--samples", type=int, default=200,
                      help="samples per flush primitive and commit configuration (default 200)")
@@ -113,16 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_gate_options(aud)
 
     show = sub.add_parser("show", help="render a saved report")
-    show.add_argument("report", type=Path)
+    show.add_argument("report", type=_path)
     show.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text")
-    show.add_argument("--output", "-o", type=Path,
+    show.add_argument("--output", "-o", type=_path,
                       help="write the rendered report to this file (durably) instead of stdout")
     _add_sharing_options(show)
     _add_gate_options(show)
 
     cmp_ = sub.add_parser("compare", help="compare reports: two side by side with significance, "
                           "or several as a fleet table")
-    cmp_.add_argument("reports", nargs="+", type=Path, help="two or more report JSON files")
+    cmp_.add_argument("reports", nargs="+", type=_path, help="two or more report JSON files")
     cmp_.add_argument("--config", action="append", metavar="NAME",
                       help="configuration to sort a fleet by (default wal/full), or the "
                       "configurations the regression check looks at (comma list)")
@@ -139,12 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="address to listen on (default 127.0.0.1; give this machine's LAN "
                      "address for a two-machine test)")
     pcl.add_argument("--port", type=int, default=5400, help="TCP port (default 5400; 0: any free one)")
-    pcl.add_argument("--state", type=Path, default=Path("fsyncbench-powercut-listener.db"),
+    pcl.add_argument("--state", type=_path, default=Path("fsyncbench-powercut-listener.db"),
                      help="the durable record, an SQLite file; a restarted listener continues it "
                      "(default ./fsyncbench-powercut-listener.db)")
     pcw = pcs.add_parser("write", help="on the machine under test: commit journal rows, report "
                          "each to the listener after COMMIT returned; pull the power meanwhile")
-    pcw.add_argument("dir", nargs="?", default=".", type=Path,
+    pcw.add_argument("dir", nargs="?", default=".", type=_path,
                      help="directory on the storage to test (default .); the journal is kept in "
                      "DIR/.fsyncbench-powercut/<run id>/ for verify (delete it when done)")
     pcw.add_argument("--to", required=True, metavar="HOST:PORT", help="the listener")
@@ -157,11 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
     pcw.add_argument("--max-commits", type=int, metavar="N",
                      help="stop cleanly after N commits (default: until Ctrl-C or the power goes)")
     pcv = pcs.add_parser("verify", help="after the reboot: is every acknowledged commit in the journal?")
-    pcv.add_argument("dir", nargs="?", default=".", type=Path,
+    pcv.add_argument("dir", nargs="?", default=".", type=_path,
                      help="the DIR given to write (default .); its .fsyncbench-powercut/ holds the run")
     pcv.add_argument("--from", dest="listener", required=True, metavar="HOST:PORT", help="the listener")
     pcv.add_argument("--run-id", help="the run to check (default: the newest in DIR)")
-    pcv.add_argument("--output", "-o", type=Path, default=Path("reports"),
+    pcv.add_argument("--output", "-o", type=_path, default=Path("reports"),
                      help="where to write the JSON report (default ./reports)")
     return parser
 
@@ -169,7 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_sharing_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--redact", action="store_true",
                    help="remove hostname, serial numbers and user paths from every output")
-    p.add_argument("--csv", type=Path, metavar="FILE",
+    p.add_argument("--csv", type=_path, metavar="FILE",
                    help="also write the raw samples as CSV (configuration, primitive, kind, index, ns)")
 
 
@@ -194,8 +203,14 @@ def _percent(text: str) -> float:
     return value
 
 
+def _terminate(_signum, _frame) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
+    if hasattr(signal, "SIGTERM") and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)  # timeout(1), CI cancels, systemctl stop
     try:
         args = build_parser().parse_args(args_list)
         return _COMMANDS[args.command](args, args_list)
@@ -251,15 +266,17 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         return EXIT_ERROR
     except FsyncbenchError as exc:
         progress.close()
-        raise FsyncbenchError(f"{exc} (while measuring {progress.label}; working directory removed)")
+        if progress.label:
+            raise FsyncbenchError(f"{exc} (while measuring {progress.label}; working directory removed)")
+        raise
     progress.close()
     report = _maybe_redact(runner.build_report("run", host, results, ["fsyncbench", *argv], floors), args)
+    machine = args.format == "json"
+    print(_render(report, "text" if args.format == "html" else args.format), end="", flush=True)
     paths = _save(report, store.prepare_output_dir(args.output), html=args.format == "html")
     if args.csv:
         store.write_durably(args.csv, render.render_csv(report))
         paths.append(args.csv)
-    machine = args.format == "json"
-    print(_render(report, "text" if args.format == "html" else args.format), end="")
     print("Report written: " + ", ".join(str(p) for p in paths), file=sys.stderr if machine else sys.stdout)
     return gate.apply(report, to_stderr=machine)
 
@@ -332,18 +349,20 @@ class _GateArgs:
 
 
 def _save(report: Report, out_dir: Path, html: bool = False) -> list[Path]:
-    base = store.report_basename(report)
-    stem, n = base, 1
-    while (out_dir / f"{stem}.json").exists():
-        n += 1
-        stem = f"{base}-{n}"
-    json_path, md_path = out_dir / f"{stem}.json", out_dir / f"{stem}.md"
-    store.write_durably(json_path, store.report_to_json(report))
-    store.write_durably(md_path, render.render_markdown(report))
-    paths = [json_path, md_path]
-    if html:
-        paths.append(out_dir / f"{stem}.html")
-        store.write_durably(paths[-1], _render(report, "html"))
+    """Write ``<host>-<time>.json`` and ``.md`` (and ``.html``) under a name no other run
+    holds; on any failure (or Ctrl-C) none of them is left behind."""
+    suffixes = (".json", ".md") + ((".html",) if html else ())
+    stem = store.claim_name(out_dir, store.report_basename(report), suffixes)
+    paths = [stem.with_name(stem.name + suffix) for suffix in suffixes]
+    texts = {".json": lambda: store.report_to_json(report), ".md": lambda: render.render_markdown(report),
+             ".html": lambda: _render(report, "html")}
+    try:
+        for path, suffix in zip(paths, suffixes):
+            store.write_durably(path, texts[suffix]())
+    except BaseException:
+        for path in paths:
+            path.unlink(missing_ok=True)
+        raise
     return paths
 
 
@@ -365,8 +384,8 @@ def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
     sync = runner.parse_choices(args.synchronous, crash.SYNCHRONOUS, "synchronous")
     if len(mode) != 1 or len(sync) != 1:
         raise FsyncbenchError("crash takes one journal_mode and one synchronous value")
-    if not args.model_call_ms > 0:
-        raise FsyncbenchError(f"--model-call-ms must be positive, got {args.model_call_ms:g}")
+    if not 0.001 <= args.model_call_ms <= 3_600_000:
+        raise FsyncbenchError(f"--model-call-ms must be between 0.001 and 3600000, got {args.model_call_ms:g}")
     try:
         outcome = crash.run_crash_experiment(target, mode[0], sync[0])
     except KeyboardInterrupt:

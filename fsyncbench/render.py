@@ -51,7 +51,7 @@ def results_table(report: Report, tablefmt: str) -> str:
             r.kind, label, r.primitive, count,
             fmt_ns(s.p50_ns), _fmt_ci(s.p50_ci_ns), fmt_ns(s.p90_ns),
             fmt_ns(s.p99_ns), _fmt_ci(s.p99_ci_ns), p99_precision(r), fmt_ns(s.p999_ns),
-            fmt_ns(s.max_ns), f"{s.ops_per_s:,.0f}", v.path_verdict if v else "-", durable,
+            fmt_ns(s.max_ns), f"{s.ops_per_s:,.0f}", v.path_verdict if v and r.primitive != "none" else "-", durable,
         ])
     headers = ["kind", "configuration", "sync primitive", "n", "p50", "p50 95% CI", "p90",
                "p99", "p99 95% CI", "p99 +-", "p99.9", "max", "ops/s", "path verdict",
@@ -109,7 +109,7 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
         "kern.hv_vmm_present=1" if v.mac_vmm_present else "",
     ) if s]
     lines = [
-        ("host", host.hostname),
+        ("hostname", host.hostname),
         ("OS", f"{host.os_name} {host.os_release} ({host.machine})"),
         ("CPU", f"{host.cpu_brand or '?'}, {host.cpu_count_logical or '?'} logical / "
                 f"{host.cpu_count_physical or '?'} physical cores"),
@@ -124,7 +124,8 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
     ]
     for d in t.disks:
         lines.append((f"disk {d.name}", ", ".join([
-            f"model {d.model or '?'}",
+            f"model {d.model or '?'}" + (f" (vendor {d.vendor})" if d.vendor else ""),
+            f"transport {d.transport or '?'}",
             f"rotational {_yn(d.rotational)}",
             f"write_cache {d.write_cache or '?'}",
             f"FUA {_yn(d.fua)}",
@@ -225,8 +226,8 @@ def render_markdown(report: Report) -> str:
         out += ["## Audit evidence", "", "```"] + evidence_lines(report)[1:] + ["```", ""]
     elif counters:
         out += ["## Device flush counters", ""] + [f"- {c}" for c in counters] + [""]
-    out += ["## Host", "", tabulate(host_lines(report.host), headers=["field", "value"],
-                                    tablefmt="github"), ""]
+    host_rows = [(k, v.replace("|", "\\|")) for k, v in host_lines(report.host)]
+    out += ["## Host", "", tabulate(host_rows, headers=["field", "value"], tablefmt="github"), ""]
     out += ["## Method", "", methodology(report), ""]
     for note in report.notes:
         out.append(f"> Note: {note}")
@@ -331,8 +332,8 @@ def render_crash(outcome, model_call_ms: float) -> str:
         "",
         f"Journal commit (BEGIN; INSERT step; COMMIT, {m.effective.label}): "
         f"p50 {fmt_ns(s.p50_ns)}, p99 {fmt_ns(s.p99_ns)} over {s.count} commits; "
-        f"an assumed {model_call_ms:g} ms model call is {model_call_ms * 1e6 / s.p99_ns:,.0f}x "
-        f"the p99 commit ({100 * s.p99_ns / (model_call_ms * 1e6):.2f} % overhead per step).",
+        f"against an assumed {model_call_ms:g} ms model call per step, the p99 commit adds "
+        f"{100 * s.p99_ns / (model_call_ms * 1e6):.3g} % (set --model-call-ms to your model's latency).",
         "",
         f"Replay of a completed run: {outcome.replay.replay_effects} effects, "
         f"{outcome.replay.replay_tokens} tokens, {outcome.replay.replay_steps_replayed} of "

@@ -40,8 +40,9 @@ FULLFSYNC_VALUES = {"on": True, "off": False, "1": True, "0": False, "true": Tru
 def parse_choices(text: str, allowed: Sequence[str], what: str) -> tuple[str, ...]:
     """``"delete,wal"`` -> ``("DELETE", "WAL")``, checked against ``allowed``.
     Raises FsyncbenchError listing the allowed values."""
-    values = tuple(v.strip().upper() for v in text.split(",") if v.strip())
-    bad = [v for v in values if v not in allowed]
+    given = [v.strip() for v in text.split(",") if v.strip()]
+    values = tuple(v.upper() for v in given)
+    bad = [g for g, v in zip(given, values) if v not in allowed]
     if bad or not values:
         raise FsyncbenchError(
             f"invalid {what} {', '.join(bad) or repr(text)}: allowed values are "
@@ -72,9 +73,9 @@ def build_configs(
     Defaults: DELETE, TRUNCATE, WAL x OFF, NORMAL, FULL; on macOS each with fullfsync OFF
     and ON (SQLite honours fullfsync only there: https://www.sqlite.org/pragma.html).
     """
-    modes = parse_choices(journal_modes, JOURNAL_MODES, "journal_mode") if journal_modes else DEFAULT_JOURNAL_MODES
-    syncs = parse_choices(synchronous, SYNCHRONOUS, "synchronous") if synchronous else DEFAULT_SYNCHRONOUS
-    if fullfsync:
+    modes = DEFAULT_JOURNAL_MODES if journal_modes is None else parse_choices(journal_modes, JOURNAL_MODES, "journal_mode")
+    syncs = DEFAULT_SYNCHRONOUS if synchronous is None else parse_choices(synchronous, SYNCHRONOUS, "synchronous")
+    if fullfsync is not None:
         fulls: tuple[bool | None, ...] = parse_fullfsync(fullfsync)
     else:
         fulls = (False, True) if platform == "darwin" else (None,)
@@ -103,6 +104,13 @@ MIN_PHASES = 3
 FLOOR_BUDGET_S = 1.0
 
 
+#: Upper bounds of user-set sizes: a day per configuration; a 64 MiB step output (SQLite's
+#: default SQLITE_MAX_LENGTH is 1e9 bytes, https://www.sqlite.org/limits.html, but a
+#: journal step that large is no longer a commit-latency benchmark).
+MAX_BUDGET_S = 86_400.0
+MAX_PAYLOAD_BYTES = 64 << 20
+
+
 @dataclass(frozen=True)
 class RunPlan:
     """What to measure.
@@ -129,11 +137,11 @@ class RunPlan:
     def __post_init__(self) -> None:
         if self.samples is not None and self.samples < 1:
             raise FsyncbenchError(f"--samples must be at least 1, got {self.samples}")
-        if not self.budget_s > 0:
-            raise FsyncbenchError(f"--budget-seconds must be positive, got {self.budget_s:g}")
-        if self.run_budget_s is not None and not self.run_budget_s > 0:
-            raise FsyncbenchError(f"--run-budget-seconds must be positive, got {self.run_budget_s:g}")
-        if not self.ci_target_pct > 0:
+        if not 0 < self.budget_s <= MAX_BUDGET_S:
+            raise FsyncbenchError(f"--budget-seconds must be positive and at most {MAX_BUDGET_S:g}, got {self.budget_s:g}")
+        if self.run_budget_s is not None and not 0 < self.run_budget_s <= MAX_BUDGET_S:
+            raise FsyncbenchError(f"--run-budget-seconds must be positive and at most {MAX_BUDGET_S:g}, got {self.run_budget_s:g}")
+        if not 0 < self.ci_target_pct < 100:
             raise FsyncbenchError(f"--ci-target-pct must be positive, got {self.ci_target_pct:g}")
         if self.min_samples < 1:
             raise FsyncbenchError(f"--min-samples must be at least 1, got {self.min_samples}")
@@ -142,8 +150,8 @@ class RunPlan:
                                   f"--min-samples ({self.min_samples})")
         if self.warmup < 0:
             raise FsyncbenchError(f"--warmup must be 0 or more, got {self.warmup}")
-        if self.payload_bytes < 1:
-            raise FsyncbenchError(f"--payload-bytes must be at least 1, got {self.payload_bytes}")
+        if not 1 <= self.payload_bytes <= MAX_PAYLOAD_BYTES:
+            raise FsyncbenchError(f"--payload-bytes must be between 1 and {MAX_PAYLOAD_BYTES}, got {self.payload_bytes}")
 
     @property
     def adaptive(self) -> bool:
@@ -421,6 +429,9 @@ def build_report(kind: str, host: Host, results: Sequence[Result], command_line:
                if r.requested and r.effective and r.requested != r.effective]
     if changed:
         notes.append("SQLite did not apply every pragma: " + "; ".join(changed))
+    if host.os_name != "Darwin" and any(r.requested and r.requested.fullfsync is not None for r in results):
+        notes.append("fullfsync has no effect outside macOS (https://www.sqlite.org/pragma.html"
+                     "#pragma_fullfsync): the fullfsync rows differ only by noise")
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
     return Report(
         schema_version=SCHEMA_VERSION,

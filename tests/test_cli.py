@@ -140,18 +140,34 @@ def test_dir_not_writable(tmp_path):
 
 @pytest.mark.parametrize("option,value,line", [
     ("--journal-mode", "delete,bogus",
-     "invalid journal_mode BOGUS: allowed values are delete, truncate, persist, memory, wal, off"),
-    ("--synchronous", "fast", "invalid synchronous FAST: allowed values are off, normal, full, extra"),
+     "invalid journal_mode bogus: allowed values are delete, truncate, persist, memory, wal, off"),
+    ("--synchronous", "fast", "invalid synchronous fast: allowed values are off, normal, full, extra"),
     ("--fullfsync", "maybe", "invalid fullfsync maybe: allowed values are on, off"),
     ("--samples", "0", "--samples must be at least 1, got 0"),
-    ("--budget-seconds", "-1", "--budget-seconds must be positive, got -1"),
+    ("--budget-seconds", "-1", "--budget-seconds must be positive and at most 86400, got -1"),
     ("--warmup", "-3", "--warmup must be 0 or more, got -3"),
-    ("--payload-bytes", "0", "--payload-bytes must be at least 1, got 0"),
+    ("--payload-bytes", "0", "--payload-bytes must be between 1 and 67108864, got 0"),
+    ("--payload-bytes", "3000000000", "--payload-bytes must be between 1 and 67108864, got 3000000000"),
+    ("--budget-seconds", "inf", "--budget-seconds must be positive and at most 86400, got inf"),
+    ("--budget-seconds", "nan", "--budget-seconds must be positive and at most 86400, got nan"),
+    ("--journal-mode", "", "invalid journal_mode '': allowed values are delete, truncate, persist, memory, wal, off"),
     ("--samples", "many", "argument --samples: invalid int value: 'many' (see fsyncbench run --help)"),
 ])
 def test_bad_values(tmp_path, option, value, line):
     assert_usage_error(fsb("run", tmp_path, option, value, "--output", tmp_path / "out"), line)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_empty_output_path_is_refused(tmp_path):
+    assert_usage_error(fsb("run", tmp_path, "-o", ""),
+                       "argument --output/-o: empty path (see fsyncbench run --help)")
+
+
+def test_output_under_proc_is_refused_before_measuring(tmp_path):
+    proc = fsb("run", tmp_path, "-o", "/proc/reports", *QUICK)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
+    assert "output directory /proc/reports is not writable" in proc.stderr
+    assert proc.stdout == "" and list(tmp_path.iterdir()) == []
 
 
 def test_unwritable_output(tmp_path):
@@ -174,7 +190,8 @@ def test_show_missing_corrupt_and_newer(tmp_path):
     assert proc.returncode == 2 and proc.stderr.rstrip().endswith("upgrade fsyncbench")
 
 
-def test_ctrl_c_cleans_up_and_says_where(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_and_sigterm_clean_up_and_say_where(tmp_path, signum):
     out = tmp_path / "out"
     target = tmp_path / "t"
     target.mkdir()
@@ -187,7 +204,7 @@ def test_ctrl_c_cleans_up_and_says_where(tmp_path):
     while not leftovers(target) and time.monotonic() < deadline:
         time.sleep(0.05)
     time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     _stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 2
     assert stderr.startswith("fsyncbench: interrupted while measuring write")
@@ -251,7 +268,7 @@ def test_crash_text_table(tmp_path):
 
 def test_crash_bad_values(tmp_path):
     assert_usage_error(fsb("crash", tmp_path, "--journal-mode", "nope"),
-                       "invalid journal_mode NOPE: allowed values are delete, truncate, persist, memory, wal, off")
+                       "invalid journal_mode nope: allowed values are delete, truncate, persist, memory, wal, off")
     assert_usage_error(fsb("crash", tmp_path, "--synchronous", "full,off"),
                        "crash takes one journal_mode and one synchronous value")
     assert_usage_error(fsb("crash", tmp_path / "missing"), f"directory {tmp_path / 'missing'} does not exist")
