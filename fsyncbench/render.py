@@ -288,7 +288,7 @@ def methodology(report: Report) -> str:
 def crash_jsonable(outcome, model_call_ms: float) -> dict:
     """The crash experiment as JSON-ready data: the table rows, journal commit latency
     summary (ns) against the assumed model-call time, the hazards, and the raw matrix."""
-    from fsyncbench import crash, stats
+    from fsyncbench import stats
 
     m = outcome.matrix
     s = stats.summarize(m.journal_commit_ns)
@@ -338,7 +338,7 @@ def render_crash(outcome, model_call_ms: float) -> str:
         f"Replay of a completed run: {outcome.replay.replay_effects} effects, "
         f"{outcome.replay.replay_tokens} tokens, {outcome.replay.replay_steps_replayed} of "
         f"{outcome.replay.steps_recorded} steps answered from the journal.",
-        f"Reordered code after a crash: "
+        "Reordered code after a crash: "
         + (f"stopped: {outcome.reorder.message}" if outcome.reorder.stopped
            else "did NOT stop (non-determinism went undetected)"),
     ]

@@ -132,7 +132,7 @@ def write_durably(path: Path, text: str) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
         tmp = None
-        _fsync_dir(directory)
+        fsync_dir(directory)
     except OSError as exc:
         raise FsyncbenchError(f"cannot write {path}: {exc.strerror or exc}")
     finally:
@@ -176,8 +176,9 @@ def claim_name(directory: Path, base: str, suffixes: tuple[str, ...]) -> Path:
     raise FsyncbenchError(f"too many reports named {base}* in {directory}")
 
 
-def _fsync_dir(directory: Path) -> None:
-    """fsync a directory so a rename in it is durable (not possible on Windows)."""
+def fsync_dir(directory: Path) -> None:
+    """fsync a directory so a rename or a new entry in it is durable (not possible on
+    Windows). Raises OSError."""
     if os.name == "nt":
         return
     dfd = os.open(directory, os.O_RDONLY)

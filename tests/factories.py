@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from fsyncbench import stats
 from fsyncbench.model import (
-    BlockDevice,
     FlushDelta,
     Host,
     Mount,

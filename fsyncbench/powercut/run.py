@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -117,17 +116,6 @@ def find_runs(target: Path) -> list[tuple[Path, RunRecord | None]]:
         found.append((rec.started_utc if rec else "", d, rec))
     found.sort(key=lambda t: (t[0], t[1].stat().st_mtime))
     return [(d, rec) for _key, d, rec in found]
-
-
-def fsync_dir(directory: Path) -> None:
-    """fsync a directory so entries made in it are durable (not on Windows)."""
-    if os.name == "nt":
-        return
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def boot_id() -> str | None:

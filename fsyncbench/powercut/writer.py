@@ -32,13 +32,13 @@ from fsyncbench.powercut.run import (
     RUN_VERSION,
     RunRecord,
     boot_id,
-    fsync_dir,
     install_stop_handlers,
     make_row,
     powercut_root,
     restore_handlers,
     save_run,
 )
+from fsyncbench.store import fsync_dir
 from fsyncbench.workloads import JournalCommit, sqlite_sync_primitive
 
 #: Ping the listener when nothing was reported for this long (listener.IDLE_TIMEOUT_S is 120).
