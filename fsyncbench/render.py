@@ -8,6 +8,10 @@ from tabulate import tabulate
 
 from fsyncbench.model import Finding, Host, Report, Result, to_jsonable
 
+#: Fewest samples for which p99.9 is printed: with fewer it is within a sample or two of the
+#: maximum (the 99.9th percentile needs 1,000 samples to have one above it).
+P999_MIN_SAMPLES = 1000
+
 _LEVEL_MARK = {"risk": "RISK", "warning": "WARN", "info": "info"}
 
 
@@ -50,7 +54,7 @@ def results_table(report: Report, tablefmt: str) -> str:
         rows.append([
             r.kind, label, r.primitive, count,
             fmt_ns(s.p50_ns), _fmt_ci(s.p50_ci_ns), fmt_ns(s.p90_ns),
-            fmt_ns(s.p99_ns), _fmt_ci(s.p99_ci_ns), p99_precision(r), fmt_ns(s.p999_ns),
+            fmt_ns(s.p99_ns), _fmt_ci(s.p99_ci_ns), p99_precision(r), fmt_ns(s.p999_ns) if s.count >= P999_MIN_SAMPLES else "-",
             fmt_ns(s.max_ns), f"{s.ops_per_s:,.0f}", v.path_verdict if v and r.primitive != "none" else "-", durable,
         ])
     headers = ["kind", "configuration", "sync primitive", "n", "p50", "p50 95% CI", "p90",
@@ -280,6 +284,12 @@ def methodology(report: Report) -> str:
             f"intervals for p50 and p99 are {any_r.summary.ci_method} intervals"
             + (f" ({any_r.summary.ci_resamples} resamples)." if any_r.summary.ci_resamples else ".")
         )
+    if report.results:
+        parts.append(
+            "ops/s is 1e9 / mean operation time, the rate of one writer at queue depth 1; "
+            f"p99.9 is shown only from {P999_MIN_SAMPLES:,} samples on (below that it is "
+            "little more than the maximum)."
+        )
     if report.floors:
         parts.append(floor_line(report))
     return " ".join(parts)
@@ -338,6 +348,8 @@ def render_crash(outcome, model_call_ms: float) -> str:
         f"Replay of a completed run: {outcome.replay.replay_effects} effects, "
         f"{outcome.replay.replay_tokens} tokens, {outcome.replay.replay_steps_replayed} of "
         f"{outcome.replay.steps_recorded} steps answered from the journal.",
+        "SIGKILL is process death, not power loss: the page cache survives it, so these "
+        "counts do not depend on synchronous (fsyncbench powercut tests a real power cut).",
         "Reordered code after a crash: "
         + (f"stopped: {outcome.reorder.message}" if outcome.reorder.stopped
            else "did NOT stop (non-determinism went undetected)"),
