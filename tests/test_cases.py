@@ -232,3 +232,15 @@ def test_e5_with_full_audit_evidence_stays_unverifiable():
                 "sync-bandwidth-impossible", "commit-issues-no-sync"} & codes
     assert {"syncs-per-commit", "libc-vs-syscall", "sync-size-fit"} <= codes
     assert _verdicts(v)["wal/normal"].config_durable is False
+
+
+def test_sync_costs_nothing_floor_scales_with_traced_syncs_per_commit():
+    """truncate/full issues 5 syncs: 20 us over truncate/off cannot include 5 real flushes
+    (each >= 10 us), while one untraced sync's floor alone would let it pass."""
+    h = host(fs_type="tmpfs")
+    results = [commit("TRUNCATE", "FULL", 110_000), commit("TRUNCATE", "OFF", 90_000)]
+    untraced = audit.judge(h, results)
+    assert "sync-costs-nothing" not in _codes(untraced, "truncate/full")
+    traced = audit.judge(h, results, Evidence(sync_traces=(_trace("TRUNCATE", "FULL", 5),)))
+    finding = next(f for f in traced.findings if f.code == "sync-costs-nothing")
+    assert finding.evidence["floor_ns"] == 50_000 and finding.evidence["syncs_per_commit"] == 5
