@@ -180,15 +180,9 @@ def compare_libc_syscall(
     libc_call = getattr(os, primitive, None)
     if raw is None or libc_call is None:
         return None
-    libc_w = FlushWorkload(directory, SyncPrimitive(primitive, libc_call))
-    raw_w = FlushWorkload(directory, raw)
-    try:
-        (libc_s, libc_f), (raw_s, raw_f) = _blocks(
-            (libc_w, raw_w), plan.compare_syncs, plan.compare_blocks, disks, counters,
-            plan.budget_s)
-    finally:
-        libc_w.close()
-        raw_w.close()
+    (libc_s, libc_f), (raw_s, raw_f) = _paired(
+        lambda: FlushWorkload(directory, SyncPrimitive(primitive, libc_call)),
+        lambda: FlushWorkload(directory, raw), plan, disks, counters)
     return SyscallComparison(
         primitive=primitive, syscall_number=syscall_number(primitive, machine),
         machine=machine, syncs=min(len(libc_s), len(raw_s)),
@@ -196,6 +190,21 @@ def compare_libc_syscall(
         libc_flushes=libc_f, syscall_flushes=raw_f,
         libc_samples_ns=tuple(libc_s), syscall_samples_ns=tuple(raw_s),
     )
+
+
+def _paired(make_a, make_b, plan: EvidencePlan, disks: Sequence[str], counters: Counters):
+    """Open two workloads, time them in interleaved blocks with counters (:func:`_blocks`)
+    and close both; returns ((samples_a, flushes_a), (samples_b, flushes_b))."""
+    a = make_a()
+    try:
+        b = make_b()
+        try:
+            return _blocks((a, b), plan.compare_syncs, plan.compare_blocks, disks, counters,
+                           plan.budget_s)
+        finally:
+            b.close()
+    finally:
+        a.close()
 
 
 # --------------------------------------------------------------------------- 5. second fd
@@ -207,17 +216,10 @@ def second_fd_check(
 ) -> SecondFdCheck:
     """Write through one descriptor and ``primitive`` on a second one, against write and
     sync on the same descriptor, interleaved blocks with counters (pg_test_fsync's check)."""
-    call = getattr(os, primitive)
-    prim = SyncPrimitive(primitive, call)
-    same = FlushWorkload(directory, prim)
-    second = SecondFdFlush(directory, prim)
-    try:
-        (same_s, same_f), (second_s, second_f) = _blocks(
-            (same, second), plan.compare_syncs, plan.compare_blocks, disks, counters,
-            plan.budget_s)
-    finally:
-        same.close()
-        second.close()
+    prim = SyncPrimitive(primitive, getattr(os, primitive))
+    (same_s, same_f), (second_s, second_f) = _paired(
+        lambda: FlushWorkload(directory, prim), lambda: SecondFdFlush(directory, prim),
+        plan, disks, counters)
     return SecondFdCheck(
         primitive=primitive, syncs=min(len(same_s), len(second_s)),
         same_fd_p50_ns=_p50(same_s), second_fd_p50_ns=_p50(second_s),

@@ -129,19 +129,29 @@ class FlushWorkload:
 
     With ``primitive.call`` None this is the write-only baseline. The file is written and
     fsynced once at open so every timed operation is an overwrite of allocated blocks.
+    Raises FsyncbenchError on OS errors (ENOSPC named as such).
     """
+
+    #: File name prefix and the operation's name in error messages (subclasses change them).
+    FILE_PREFIX = "flush"
+    WHAT = ""
 
     def __init__(self, directory: Path, primitive: SyncPrimitive) -> None:
         self.primitive = primitive
         self.syncs = 0
         self._buf = os.urandom(BLOCK_BYTES)
-        path = directory / f"flush-{primitive.name}.dat"
+        path = directory / f"{self.FILE_PREFIX}-{primitive.name}.dat"
         try:
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
             _pwrite(self._fd, self._buf)
             os.fsync(self._fd)
+            self._sync_fd = self._open_sync_fd(path)
         except OSError as exc:
             raise _io_error(exc, f"preparing {path.name}") from None
+
+    def _open_sync_fd(self, _path: Path) -> int:
+        """The descriptor the sync primitive is called on: the writing one."""
+        return self._fd
 
     def prepare(self, i: int) -> None:
         return None
@@ -150,12 +160,14 @@ class FlushWorkload:
         try:
             _pwrite(self._fd, self._buf)
             if self.primitive.call is not None:
-                self.primitive.call(self._fd)
+                self.primitive.call(self._sync_fd)
                 self.syncs += 1
         except OSError as exc:
-            raise _io_error(exc, f"write+{self.primitive.name}") from None
+            raise _io_error(exc, f"write+{self.primitive.name}{self.WHAT}") from None
 
     def close(self) -> None:
+        if self._sync_fd != self._fd:
+            os.close(self._sync_fd)
         os.close(self._fd)
 
 
@@ -340,41 +352,22 @@ def raw_syscall_primitive(name: str, machine: str | None = None) -> SyncPrimitiv
     return SyncPrimitive(f"{name}-syscall", call)
 
 
-class SecondFdFlush:
+class SecondFdFlush(FlushWorkload):
     """4 KiB overwrite through one descriptor, then the sync primitive on a *second*
     descriptor of the same file (pg_test_fsync, "Test if fsync on non-write file descriptor
     is honored": https://www.postgresql.org/docs/current/pgtestfsync.html). Linux syncs the
     inode whatever descriptor is used (fsync(2)); a layer that tracks dirty data per
     descriptor (some FUSE and network filesystems) does not."""
 
+    FILE_PREFIX = "second-fd"
+    WHAT = " on a second descriptor"
+
     def __init__(self, directory: Path, primitive: SyncPrimitive) -> None:
         assert primitive.call is not None
-        self.primitive = primitive
-        self.syncs = 0
-        self._buf = os.urandom(BLOCK_BYTES)
-        path = directory / f"second-fd-{primitive.name}.dat"
-        try:
-            self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-            _pwrite(self._fd, self._buf)
-            os.fsync(self._fd)
-            self._sync_fd = os.open(path, os.O_RDWR)
-        except OSError as exc:
-            raise _io_error(exc, f"preparing {path.name}") from None
+        super().__init__(directory, primitive)
 
-    def prepare(self, i: int) -> None:
-        return None
-
-    def run(self, _args: None) -> None:
-        try:
-            _pwrite(self._fd, self._buf)
-            self.primitive.call(self._sync_fd)  # type: ignore[misc]
-            self.syncs += 1
-        except OSError as exc:
-            raise _io_error(exc, f"write+{self.primitive.name} on a second descriptor") from None
-
-    def close(self) -> None:
-        os.close(self._sync_fd)
-        os.close(self._fd)
+    def _open_sync_fd(self, path: Path) -> int:
+        return os.open(path, os.O_RDWR)
 
 
 def dirty_sweep(
