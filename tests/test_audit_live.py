@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from clitools import fsb, leftovers
 
 from fsyncbench import cli, store
 
@@ -19,11 +19,6 @@ FAST = ["--samples", "60", "--compare-syncs", "120", "--sweep-repeats", "2",
         "--trace-commits", "5", "--quiet"]
 LINUX = sys.platform.startswith("linux")
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
-
-
-def fsb(*args, prefix=(), timeout=300):
-    return subprocess.run([*prefix, sys.executable, "-m", "fsyncbench", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def audit_json(*args, prefix=()):
@@ -34,10 +29,6 @@ def audit_json(*args, prefix=()):
 
 def codes(report):
     return {f["code"] for f in report["verdict"]["findings"]}
-
-
-def leftovers(directory: Path):
-    return [p.name for p in directory.iterdir() if p.name.startswith(".fsyncbench-")]
 
 
 def _has_counters(report) -> bool:

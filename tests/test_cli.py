@@ -9,27 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+from clitools import assert_usage_error, fsb, leftovers
 
 from fsyncbench import store
 
 QUICK = ["--samples", "30", "--budget-seconds", "5", "--warmup", "2", "--quiet"]
-
-
-def fsb(*args, cwd=None, timeout=300):
-    return subprocess.run(
-        [sys.executable, "-m", "fsyncbench", *map(str, args)],
-        capture_output=True, text=True, cwd=cwd, timeout=timeout,
-    )
-
-
-def assert_usage_error(proc, line):
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.splitlines() == [f"fsyncbench: error: {line}"]
-    assert "Traceback" not in proc.stderr
-
-
-def leftovers(directory: Path):
-    return [p.name for p in directory.iterdir() if p.name.startswith(".fsyncbench-")]
 
 
 @pytest.fixture(scope="module")

@@ -2,21 +2,14 @@
 
 import dataclasses
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import sampled
+from clitools import fsb
 
 from fsyncbench import compare, store
 from fsyncbench.errors import FsyncbenchError
-
-
-def fsb(*args):
-    return subprocess.run([sys.executable, "-m", "fsyncbench", *map(str, args)],
-                          capture_output=True, text=True, timeout=120)
-
 
 # --------------------------------------------------------------------------- statistics
 

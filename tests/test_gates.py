@@ -1,21 +1,15 @@
 """Gates: duration and verdict parsing, the pure checks, and exit code 1 from the CLI."""
 
-import subprocess
-import sys
 
 import pytest
 import sampled
+from clitools import fsb
 from factories import host
 
 from fsyncbench import gates
 from fsyncbench.errors import FsyncbenchError
 
 QUICK = ["--samples", "30", "--budget-seconds", "5", "--warmup", "2", "--quiet"]
-
-
-def fsb(*args):
-    return subprocess.run([sys.executable, "-m", "fsyncbench", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
 
 
 @pytest.mark.parametrize("text,ns", [

@@ -6,12 +6,11 @@ against recorded numbers, and real runs are only checked for what they record.
 
 import dataclasses
 import json
-import subprocess
-import sys
 from array import array
 
 import numpy as np
 import pytest
+from clitools import fsb
 from factories import _result, commit, flush, host, write
 
 from fsyncbench import measure, render, runner, stats, store, workloads
@@ -248,11 +247,6 @@ def test_measure_floors_records_each_floor(tmp_path):
 
 
 # --------------------------------------------------------------------------- end to end
-
-
-def fsb(*args):
-    return subprocess.run([sys.executable, "-m", "fsyncbench", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
 
 
 def test_adaptive_run_records_precision_and_floors(tmp_path):

@@ -16,13 +16,21 @@ import sys
 import time
 from pathlib import Path
 
+import clitools
 import pytest
-
 from factories import host as fake_host
+
 from fsyncbench import store
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.model import HONEST_FLUSH, NO_FLUSH, UNVERIFIABLE, VOLATILE_CACHE, Pragmas
-from fsyncbench.powercut import protocol, ranges as R
+from fsyncbench.model import (
+    HONEST_FLUSH,
+    NO_FLUSH,
+    UNVERIFIABLE,
+    VOLATILE_CACHE,
+    Pragmas,
+)
+from fsyncbench.powercut import protocol
+from fsyncbench.powercut import ranges as R
 from fsyncbench.powercut.listener import MAX_CONNECTIONS
 from fsyncbench.powercut.protocol import MAX_LINE_BYTES, ProtocolError, decode, encode
 from fsyncbench.powercut.run import POWERCUT_DIRNAME, make_row
@@ -45,8 +53,7 @@ def _env():
 
 
 def fsb(*args, timeout=120):
-    return subprocess.run([sys.executable, "-m", "fsyncbench", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, env=_env())
+    return clitools.fsb(*args, timeout=timeout, env=_env())
 
 
 def spawn(*args, log: Path, stdout=subprocess.DEVNULL):

@@ -4,11 +4,10 @@ import dataclasses
 import json
 import re
 import socket
-import subprocess
-import sys
 
 import pytest
 import sampled
+from clitools import fsb
 from factories import host
 
 from fsyncbench import compare, redact, store
@@ -16,11 +15,6 @@ from fsyncbench.model import BlockDevice, Mount
 
 QUICK = ["--samples", "30", "--budget-seconds", "5", "--warmup", "2", "--quiet"]
 HOSTNAME = socket.gethostname()
-
-
-def fsb(*args):
-    return subprocess.run([sys.executable, "-m", "fsyncbench", *map(str, args)],
-                          capture_output=True, text=True, timeout=300)
 
 
 def has_name(text: str, name: str) -> bool:
