@@ -271,8 +271,8 @@ def methodology(report: Report) -> str:
             "between slices; time one did not need went to those still short of the target. "
             f"They got {counts[0]}-{counts[-1]} samples. Percentiles use numpy's linear method "
             "on the raw samples (kept in the JSON); the 95 % intervals of p50 and p99 are "
-            f"{methods} intervals (order-statistic: distribution-free, exact binomial ranks, "
-            "used above 1,000 samples)."
+            f"{methods} intervals (order-statistic intervals, distribution-free from exact "
+            "binomial ranks, are used above 1,000 samples; percentile-bootstrap ones below)."
         )
     elif any_r is not None:
         counts = sorted({r.summary.count for r in report.results})
