@@ -33,16 +33,29 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from fsyncbench.judge import devices, stack
+from fsyncbench.judge.devices import CLOUD_BLOCK_MODELS, DeviceClass, device_class
+from fsyncbench.layers import (
+    NETWORK_FILESYSTEMS,
+    NO_BARRIER_OPTIONS,
+    RAM_FILESYSTEMS,
+    mount_options,
+)
 from fsyncbench.model import (
     HONEST_FLUSH,
+    INFERRED,
     INFO,
+    MEASURED,
+    NO_STRENGTH,
     NO_FLUSH,
     RISK,
     UNVERIFIABLE,
     VOLATILE_CACHE,
     WARNING,
+    BlockDevice,
     Evidence,
     Finding,
+    FlushDelta,
     Host,
     Pragmas,
     Report,
@@ -64,7 +77,7 @@ APPLE_BARRIER_DOC = (
     "drive (https://developer.apple.com/documentation/xcode/reducing-disk-writes)"
 )
 KERNEL_STAT_DOC = "https://www.kernel.org/doc/html/latest/block/stat.html (fields 16-17)"
-DESIGN_BANDS = "../shared/DESIGN.md, signal 7 (latency bands by device class)"
+DESIGN_BANDS = devices.DESIGN_BANDS
 ETCD_GATE_DOC = (
     "etcd hardware guide: p99 of WAL fdatasync should stay below 10 ms "
     "(https://etcd.io/docs/v3.5/op-guide/hardware/)"
@@ -88,9 +101,24 @@ BARRIER_DOC = (
     "a volatile write cache risks data loss on power failure"
 )
 FIRECRACKER_DOC = (
-    "Firecracker docs, block device caching "
+    "Firecracker docs, block device caching: with the default cache_type Unsafe 'the device "
+    "will not advertise the VirtIO flush feature'; with Writeback a flush 'will perform an "
+    "fsync syscall on the backing block file' "
     "(https://github.com/firecracker-microvm/firecracker/blob/main/docs/api_requests/"
     "block-caching.md)"
+)
+VIRTUALBOX_DOC = (
+    "VirtualBox manual, 'Responding to Guest IDE/SATA Flush Requests': 'Normally these "
+    "requests are ignored for improved performance' (https://www.virtualbox.org/manual/"
+    "ch12.html); src/VBox/Devices/Storage/DrvVD.cpp: IgnoreFlush defaults to true"
+)
+RAM_STACK_DOC = (
+    "drivers/block/loop.c lo_req_flush: a flush becomes vfs_fsync() of the backing file; "
+    "Documentation/filesystems/tmpfs.rst; Documentation/admin-guide/blockdev/zram.rst"
+)
+BLOCK_FLUSH_DOC = (
+    "block/blk-core.c submit_bio_noacct: a flush sent to a device without a write-back cache "
+    "is completed at once, never passed down"
 )
 CLOUD_BLOCK_DOC = (
     "AWS: EBS volumes are network block storage replicated within an Availability Zone "
@@ -109,35 +137,18 @@ PG_TEST_FSYNC_DOC = (
     "(https://www.postgresql.org/docs/current/pgtestfsync.html)"
 )
 
-#: Filesystems with no block device behind them: a sync never reaches stable media.
-#: tmpfs/ramfs: Documentation/filesystems/tmpfs.rst ("everything is in virtual memory").
-NO_FLUSH_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
-
-#: Filesystems whose sync is forwarded to a server or a user-space daemon: nfs(5), cifs,
-#: 9p, virtiofs, FUSE. Whether that side persists it cannot be seen from here.
-NETWORK_FILESYSTEMS = frozenset({
-    "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "virtiofs", "ceph", "glusterfs",
-    "lustre", "afs", "vboxsf", "prl_fs", "vmhgfs",
-})
+#: Filesystems with no block device behind them (fsyncbench.layers.RAM_FILESYSTEMS).
+NO_FLUSH_FILESYSTEMS = RAM_FILESYSTEMS
 
 #: Names of libraries that turn sync calls into no-ops: libeatmydata (eatmydata(1)),
 #: libnosync (Fedora "nosync"), disable-fsync.so (BigLinux's /etc/ld.so.preload recipe,
 #: https://biglinux.blogspot.com/2021/08/disable-fsync-explicacao-de-uso-no.html).
 SYNC_DISABLING_LIBS = ("libeatmydata", "eatmydata", "libnosync", "disable-fsync", "nosync.so")
 
-#: Mount options that stop the filesystem from sending cache flushes (ext4/ext3 barrier=0,
-#: nobarrier; f2fs fsync_mode=nobarrier; xfs nobarrier before Linux 4.19).
-NO_BARRIER_OPTIONS = frozenset({"nobarrier", "barrier=0", "fsync_mode=nobarrier"})
-
-#: Model strings of cloud network block storage whose provider documents durable,
-#: replicated writes (CLOUD_BLOCK_DOC): AWS EBS on Nitro NVMe, GCP Persistent Disk (SCSI
-#: model "PersistentDisk", NVMe model "nvme_card-pd").
-CLOUD_BLOCK_MODELS = ("amazon elastic block store", "persistentdisk", "nvme_card-pd")
-
 #: Least time (ns) one sync that reaches any real block device adds (DESIGN_BANDS: "anything
 #: with real block I/O ~ 10 us"). Two commits differing only in their syncs must differ by
 #: at least this much if those syncs reach a device.
-REAL_IO_FLOOR_NS = 10_000
+REAL_IO_FLOOR_NS = devices.REAL_IO_FLOOR_NS
 
 #: A commit issuing S >= 1 syncs cannot take less than this share of S x one flush measured
 #: on the same directory (E3 in ../shared/cases: 0.4 ms commits on a 14.5 ms flush disk).
@@ -184,40 +195,16 @@ class Facts:
     evidence: Evidence | None = None
 
 
-@dataclass(frozen=True)
-class DeviceClass:
-    """What kind of storage the facts say this is, and its honest-flush floor (ns)."""
-
-    name: str
-    floor_ns: int
-    source: str
-
-
-def device_class(host: Host, primitive: str) -> DeviceClass:
-    """Device class of the target's storage for ``primitive`` and its floor, from
-    DESIGN_BANDS: spinning disk 2 ms; Apple SSD with F_FULLFSYNC 1 ms; network block
-    storage 100 us; SSD 15 us (a datacenter SSD with PLP, the fastest honest SSD: we
-    cannot see PLP, so the lowest floor of the class is used); any block device 10 us."""
-    target = host.target
-    darwin = target.darwin or {}
-    if darwin.get("BusProtocol") == "Apple Fabric" and primitive == "F_FULLFSYNC":
-        return DeviceClass("Apple internal SSD (F_FULLFSYNC)", 1_000_000, DESIGN_BANDS)
-    disks = target.disks
-    models = _models(host)
-    if any(s in models for s in CLOUD_BLOCK_MODELS) or "msft virtual disk" in models:
-        return DeviceClass("network block storage", 100_000, DESIGN_BANDS)
-    if disks and all(d.rotational for d in disks) and not host.virtualization.virtualized:
-        return DeviceClass("spinning disk", 2_000_000, DESIGN_BANDS)
-    if disks and all(d.rotational is False for d in disks):
-        return DeviceClass("SSD", 15_000, DESIGN_BANDS)
-    return DeviceClass("block device", REAL_IO_FLOOR_NS, DESIGN_BANDS)
-
-
 # --------------------------------------------------------------------------- fact helpers
 
 
 def _models(host: Host) -> str:
-    return " ".join(f"{d.vendor or ''} {d.model or ''}" for d in host.target.disks).lower()
+    return " ".join(f"{d.vendor or ''} {d.model or ''}" for d in _media_disks(host)).lower()
+
+
+def _media_disks(host: Host) -> list[BlockDevice]:
+    """Block devices holding the bytes (from the recorded stack, else the recorded disks)."""
+    return [layer.device for layer in stack.media(host.target) if layer.device is not None]
 
 
 def _flush_results(results: Sequence[Result]) -> list[Result]:
@@ -234,36 +221,60 @@ def _commit(results: Sequence[Result], like: Pragmas, sync: str) -> Result | Non
     return None
 
 
-def _least_flushes(result: Result) -> int | None:
-    """Flushes on the least-flushed leaf disk (with md/dm each sync flushes every leaf);
-    None when any leaf lacks a counter or none was read."""
-    counts = [d.flushes for d in result.device_flushes]
+def _media_deltas(result: Result, host: Host | None = None) -> list[FlushDelta]:
+    """The counter deltas of the devices that hold the bytes. A report that recorded deltas
+    of other layers (a loop device, dm) names its media in the stack; counts on a layer
+    that holds nothing prove nothing. Without a stack every recorded delta counts."""
+    deltas = list(result.device_flushes)
+    if host is None:
+        return deltas
+    names = set(stack.media_devices(host.target))
+    if not host.target.layers:
+        return deltas
+    return [d for d in deltas if d.device in names]
+
+
+def _least(deltas: Sequence[FlushDelta], attr: str = "flushes") -> int | None:
+    """The least count of ``attr`` over ``deltas`` (with md/dm each sync flushes every leaf);
+    None when any lacks it or there are none."""
+    counts = [getattr(d, attr) for d in deltas]
     if not counts or any(c is None for c in counts):
         return None
     return min(counts)  # type: ignore[type-var]
 
 
-def _counter_ratio(result: Result | None) -> float | None:
-    """Device flushes per sync issued (least-flushed leaf); None if not measurable."""
+def _least_flushes(result: Result, host: Host | None = None) -> int | None:
+    """Flushes on the least-flushed disk holding the bytes (see :func:`_media_deltas`)."""
+    return _least(_media_deltas(result, host))
+
+
+def _counter_ratio(result: Result | None, host: Host | None = None) -> float | None:
+    """Device flushes per sync issued on the media; None if not measurable."""
     if result is None or not result.syncs_issued or result.syncs_issued < COUNTER_MIN_SYNCS:
         return None
-    least = _least_flushes(result)
+    least = _least_flushes(result, host)
     return None if least is None else least / result.syncs_issued
 
 
-def _flush_ms_per_flush(result: Result) -> float | None:
-    """Kernel-accounted ms per flush (stat field 17 / field 16) on the first leaf."""
-    for d in result.device_flushes:
+def _per_sync(result: Result, device: str | None, attr: str) -> float | None:
+    """``attr`` (flushes or writes) per sync issued on block device ``device``."""
+    if device is None or not result.syncs_issued or result.syncs_issued < COUNTER_MIN_SYNCS:
+        return None
+    delta = next((d for d in result.device_flushes if d.device == device), None)
+    value = None if delta is None else getattr(delta, attr)
+    return None if value is None else value / result.syncs_issued
+
+
+def _flush_ms_per_flush(result: Result, host: Host | None = None) -> float | None:
+    """Kernel-accounted ms per flush (stat field 17 / field 16) on the first medium."""
+    for d in _media_deltas(result, host):
         if d.flushes and d.flush_time_ms is not None:
             return round(d.flush_time_ms / d.flushes, 4)
     return None
 
 
 def _write_back(host: Host) -> bool | None:
-    caches = [d.write_cache for d in host.target.disks if d.write_cache]
-    if not caches:
-        return None
-    return any("back" in c for c in caches)
+    return stack.write_back_media(host.target)
 
 
 def _us(ns: float) -> str:
@@ -288,8 +299,7 @@ def _ratio(flushes: int | None, syncs: int) -> float | None:
 
 
 def _mount_options(host: Host) -> set[str]:
-    m = host.target.mount
-    return set() if m is None else {o.strip().lower() for o in (*m.options, *m.super_options)}
+    return mount_options(host.target.mount)
 
 
 def _preload_names(f: Facts) -> list[str]:
@@ -322,17 +332,29 @@ def _primitive(f: Facts, r: Result | None) -> str:
     return "FlushFileBuffers" if f.host.os_name == "Windows" else "fdatasync"
 
 
+def _all_ram(host: Host) -> bool:
+    """True when every medium holding the bytes is RAM (device classes do not apply)."""
+    media = stack.media(host.target)
+    return bool(media) and all(layer.volatile is True for layer in media)
+
+
+def _chain(f: Facts) -> str:
+    return stack.chain_text(f.host.target)
+
+
 # --------------------------------------------------------------------------- path rules
 # Each path rule looks at one flush primitive (r; None = the path with nothing measured)
-# and returns (verdict, deciding finding) or None. Strongest signal first.
+# and returns (verdict, deciding finding) or None. Strongest signal first. Every finding a
+# path rule returns carries its strength: how the verdict it points to is known.
 
 PathRule = Callable[[Facts, "Result | None"], "tuple[str, Finding] | None"]
 
 
 def rule_no_flush_filesystem(f: Facts, r: Result | None):
-    """tmpfs/ramfs hold data in RAM (tmpfs.rst); overlay mounted ``volatile`` omits every
-    sync to the upper layer (OVERLAY_VOLATILE_DOC); ZFS ``sync=disabled`` disregards sync
-    requests (ZFS_SYNC_DOC). Filesystem facts: nothing below can contradict them."""
+    """tmpfs/ramfs hold data in RAM (tmpfs.rst); overlay mounted ``volatile`` (any spelling,
+    :func:`fsyncbench.layers.overlay_volatile`) omits every sync to the upper layer
+    (OVERLAY_VOLATILE_DOC); ZFS ``sync=disabled`` disregards sync requests (ZFS_SYNC_DOC).
+    Filesystem facts, measured: nothing below can contradict them."""
     mount = f.host.target.mount
     prim = _primitive(f, r)
     if mount is None:
@@ -344,16 +366,20 @@ def rule_no_flush_filesystem(f: Facts, r: Result | None):
             "never reaches a block device.",
             "Benchmark the directory your journal will really live on.",
             {"fs_type": mount.fs_type, "mount_point": mount.mount_point},
-            "Linux Documentation/filesystems/tmpfs.rst",
+            "Linux Documentation/filesystems/tmpfs.rst", MEASURED,
         )
-    if mount.fs_type == "overlay" and "volatile" in _mount_options(f.host):
+    overlays = stack.volatile_overlays(f.host.target)
+    if overlays:
         return NO_FLUSH, Finding(
             "overlay-volatile", RISK, _subject(r),
-            f"The target is an overlay mounted with 'volatile': {prim} is not passed to "
-            "the upper filesystem.",
-            "Remove the 'volatile' option (or keep the journal outside the overlay).",
-            {"fs_type": mount.fs_type, "options": sorted(_mount_options(f.host))},
-            OVERLAY_VOLATILE_DOC,
+            f"The storage stack has an overlay mounted volatile ({_chain(f)}): {prim} is not "
+            "passed to its upper filesystem.",
+            "Remove the 'volatile' (fsync=volatile) option, or keep the journal outside the "
+            "overlay.",
+            {"overlays": [o.name for o in overlays],
+             "options": sorted({opt for o in overlays for opt in o.options}),
+             "chain": _chain(f)},
+            OVERLAY_VOLATILE_DOC, MEASURED,
         )
     zfs_sync = f.evidence.environment.zfs_sync if f.evidence else None
     if mount.fs_type == "zfs" and (zfs_sync or "").lower() == "disabled":
@@ -363,32 +389,143 @@ def rule_no_flush_filesystem(f: Facts, r: Result | None):
             "data reaches disk only with the next transaction group.",
             f"zfs set sync=standard {mount.source} (add a SLOG device if sync writes are slow).",
             {"fs_type": "zfs", "dataset": mount.source, "zfs_sync": zfs_sync},
-            ZFS_SYNC_DOC,
+            ZFS_SYNC_DOC, MEASURED,
         )
     return None
+
+
+def rule_ram_media(f: Facts, r: Result | None):
+    """The bytes end in RAM at the bottom of the stack: a loop device whose backing file
+    is on tmpfs, a filesystem on zram or brd (``ram*``), null_blk. Flushes may be counted
+    on the layers above; nothing below them is stable (fsyncbench.layers: loop turns a flush
+    into an fsync of its backing file, which tmpfs has nothing to do for). Stack facts,
+    measured."""
+    ram = stack.ram_media(f.host.target)
+    if not ram:
+        return None
+    chain = _chain(f)
+    return NO_FLUSH, Finding(
+        "ram-backed-storage", RISK, _subject(r),
+        f"The bytes end in RAM: {chain}. {_primitive(f, r)} is passed down the stack, but "
+        "the layer that holds the data is memory, lost with the power.",
+        "Benchmark the directory your journal will really live on (a filesystem on a real "
+        "disk, not on a loop file in tmpfs or a RAM block device).",
+        {"chain": chain, "ram_layers": [layer.name for layer in ram],
+         "kinds": [layer.kind for layer in ram]},
+        RAM_STACK_DOC, MEASURED,
+    )
+
+
+def _not_sent_cause(f: Facts) -> tuple[str, str, dict]:
+    """(code, cause, evidence) for syncs whose data reached a block device without a flush:
+    a nobarrier filesystem in the stack, a block layer claiming no write-back cache over a
+    disk that has one, or an unknown layer."""
+    target = f.host.target
+    nobarrier = stack.no_barrier_filesystems(target)
+    if nobarrier:
+        names = ", ".join(f"{layer.fs_type} {layer.name} "
+                          f"({', '.join(sorted(set(layer.options) & NO_BARRIER_OPTIONS))})"
+                          for layer in nobarrier)
+        return ("barriers-disabled", f"the filesystem {names} is mounted without barriers",
+                {"mount_options": sorted({o for layer in nobarrier for o in layer.options})})
+    media = set(stack.media_devices(target))
+    through = [layer for layer in stack.block_devices(target)
+               if layer.name not in media and layer.device is not None
+               and (layer.device.write_cache or "").strip() == "write through"]
+    if through and _write_back(f.host):
+        names = ", ".join(layer.name for layer in through)
+        return ("flushes-stripped", f"{names} claims a write-through cache, so the block layer "
+                "completes flushes there without passing them to the write-back disk below",
+                {"write_through_layers": [layer.name for layer in through]})
+    return ("flushes-not-sent", "a layer above the disk sends no flush", {})
 
 
 def rule_flush_counters(f: Facts, r: Result | None):
-    """N syncs reaching a disk with a write-back cache must send ~N cache flushes; fewer
-    than DROPPED_FLUSH_RATIO per sync means a layer above the device drops them
-    (KERNEL_STAT_DOC). A write-through disk needs no flushes, so it is not judged here."""
-    ratio = _counter_ratio(r)
-    if ratio is None or r is None or f.host.target.mount is None:
+    """Counters on the layers that hold the bytes (KERNEL_STAT_DOC). N syncs reaching a disk
+    with a write-back cache must send ~N cache flushes; fewer than DROPPED_FLUSH_RATIO per
+    sync means they are lost on the way, whatever an intermediate layer claims. The write
+    counters tell the two ways (DESIGN.md, "no_flush vs volatile_cache"):
+
+    - nothing was written at sync time on the first block layer (< DROPPED_FLUSH_RATIO
+      writes per sync): the sync was dropped above the block layer -> ``no_flush``
+      (``flushes-dropped``: eatmydata, a no-op sync);
+    - data was written but no flush followed -> ``volatile_cache``, naming the cause
+      (:func:`_not_sent_cause`: a nobarrier mount, a write-through layer stripping flushes);
+      when the first block layer got flushes and the media did not, the layers between
+      stripped them (``flushes-stripped``).
+
+    Reports without write counters fall back to ``no_flush`` unless a nobarrier mount names
+    the cause. Measured."""
+    host = f.host
+    ratio = _counter_ratio(r, host)
+    if ratio is None or r is None or host.target.mount is None:
         return None
-    if ratio < DROPPED_FLUSH_RATIO and _write_back(f.host):
-        return NO_FLUSH, Finding(
-            "flushes-dropped", RISK, r.name,
-            f"{r.syncs_issued} {r.primitive} calls reached the disk as "
-            f"{_least_flushes(r)} cache flushes although its write-back cache needs them: "
-            "something above the device drops them.",
-            "Look for eatmydata, nobarrier/barrier=0 mounts or a no-op sync layer.",
-            {"syncs_issued": r.syncs_issued,
-             "device_flushes": {d.device: d.flushes for d in r.device_flushes},
-             "flushes_per_sync": round(ratio, 3),
-             "write_cache": [d.write_cache for d in f.host.target.disks]},
-            KERNEL_STAT_DOC,
+    if ratio >= DROPPED_FLUSH_RATIO or not _write_back(host):
+        return None
+    top = stack.top_block_device(host.target)
+    media = stack.media_devices(host.target)
+    top_flushes = _per_sync(r, top, "flushes") if top not in media else None
+    top_writes = _per_sync(r, top, "writes")
+    media_writes = None
+    least_writes = _least(_media_deltas(r, host), "writes")
+    if least_writes is not None and r.syncs_issued:
+        media_writes = least_writes / r.syncs_issued
+    evidence = {"syncs_issued": r.syncs_issued,
+                "device_flushes": {d.device: d.flushes for d in r.device_flushes},
+                "device_writes": {d.device: d.writes for d in r.device_flushes},
+                "flushes_per_sync": round(ratio, 3), "chain": _chain(f),
+                "write_cache": [d.write_cache for d in _media_disks(host)]}
+    written = top_writes if top_writes is not None else media_writes
+    if top_flushes is not None and top_flushes >= REACHED_FLUSH_RATIO:
+        code, cause, extra = _not_sent_cause(f)
+        if code == "flushes-not-sent":
+            code, cause = "flushes-stripped", (f"{top} received {top_flushes:.2f} flushes per sync "
+                                               "but the disk holding the bytes got none")
+        evidence.update(extra)
+        return VOLATILE_CACHE, Finding(
+            code, RISK, r.name,
+            f"{r.syncs_issued} {r.primitive} calls reached the disk as {_least_flushes(r, host)} "
+            f"cache flushes although its write-back cache needs them: {cause} ({_chain(f)}).",
+            "Fix the layer that loses the flushes, or keep the journal on storage without it.",
+            evidence, KERNEL_STAT_DOC + "; " + BLOCK_FLUSH_DOC, MEASURED,
         )
-    return None
+    if written is None:
+        code, cause, extra = _not_sent_cause(f)
+        if code == "barriers-disabled":
+            evidence.update(extra)
+            return VOLATILE_CACHE, Finding(
+                code, RISK, r.name,
+                f"{r.syncs_issued} {r.primitive} calls reached the disk as "
+                f"{_least_flushes(r, host)} cache flushes: {cause}, so data goes to the "
+                "drive's volatile write cache and is never flushed.",
+                "Remount without nobarrier/barrier=0 unless the cache is battery- or "
+                "capacitor-backed.",
+                evidence, KERNEL_STAT_DOC + "; " + BARRIER_DOC, MEASURED,
+            )
+    elif written >= REACHED_FLUSH_RATIO:
+        code, cause, extra = _not_sent_cause(f)
+        evidence.update(extra, writes_per_sync=round(written, 3))
+        return VOLATILE_CACHE, Finding(
+            code, RISK, r.name,
+            f"{r.syncs_issued} {r.primitive} calls wrote {written:.2f} requests per sync to "
+            f"{top or 'the disk'} but sent {_least_flushes(r, host)} cache flushes to the "
+            f"write-back disk: {cause}. The data sits in a volatile cache ({_chain(f)}).",
+            "Remount without nobarrier/barrier=0 (or fix the layer named) unless the cache is "
+            "battery- or capacitor-backed.",
+            evidence, KERNEL_STAT_DOC + "; " + BARRIER_DOC, MEASURED,
+        )
+    if written is not None:
+        evidence["writes_per_sync"] = round(written, 3)
+    return NO_FLUSH, Finding(
+        "flushes-dropped", RISK, r.name,
+        f"{r.syncs_issued} {r.primitive} calls reached the disk as "
+        f"{_least_flushes(r, host)} cache flushes although its write-back cache needs them"
+        + ("" if written is None else
+           f", and wrote {written:.2f} requests per sync: nothing is written at sync time")
+        + ": something above the block layer drops the syncs.",
+        "Look for eatmydata, an LD_PRELOAD library or a no-op sync layer.",
+        evidence, KERNEL_STAT_DOC, MEASURED,
+    )
 
 
 def rule_libc_interposed(f: Facts, r: Result | None):
@@ -397,7 +534,8 @@ def rule_libc_interposed(f: Facts, r: Result | None):
     they decide: the libc blocks sent < DROPPED_FLUSH_RATIO flushes per call while the raw
     blocks sent >= REACHED_FLUSH_RATIO. Without counters, time decides only in the shape
     interposition has: a libc call faster than any real I/O (REAL_IO_FLOOR_NS) against a raw
-    call INTERPOSED_RATIO times slower (a noisy disk shifts both, never below the floor)."""
+    call INTERPOSED_RATIO times slower (a noisy disk shifts both, never below the floor).
+    Measured."""
     c = _comparison(f, _primitive(f, r))
     if c is None:
         return None
@@ -428,12 +566,12 @@ def rule_libc_interposed(f: Facts, r: Result | None):
          "libc_flushes": c.libc_flushes, "syscall_flushes": c.syscall_flushes,
          "ratio": round(c.syscall_p50_ns / max(c.libc_p50_ns, 1.0), 1),
          "ld_preload": f.host.ld_preload, "sync_disabling_libraries": libs},
-        EATMYDATA_DOC,
+        EATMYDATA_DOC, MEASURED,
     )
 
 
 def _sweep_ceiling(f: Facts) -> float:
-    return MAX_LINK_BANDWIDTH * max(1, len(f.host.target.disks))
+    return MAX_LINK_BANDWIDTH * max(1, len(_media_disks(f.host)))
 
 
 def rule_sweep_bandwidth(f: Facts, r: Result | None):
@@ -441,7 +579,8 @@ def rule_sweep_bandwidth(f: Facts, r: Result | None):
     the fastest rate the leaf disks' links carry (MAX_LINK_BANDWIDTH each, PCIE_DOC) takes at
     least bytes / ceiling; a median sync faster than that means the data never left RAM.
     This bound only needs the largest size's latency, so noise (which only adds time) cannot
-    fake it. A hand-written sweep without points is judged on its fitted bandwidth."""
+    fake it. A hand-written sweep without points is judged on its fitted bandwidth.
+    Measured."""
     sweep = f.evidence.dirty_sweep if f.evidence else None
     if sweep is None or sweep.primitive != _primitive(f, r):
         return None
@@ -473,18 +612,19 @@ def rule_sweep_bandwidth(f: Facts, r: Result | None):
         "carry: the data never left RAM.",
         "Find the layer that acknowledges syncs from memory (eatmydata, a no-op sync, a RAM "
         "disk) and audit the real storage path.",
-        evidence, PCIE_DOC,
+        evidence, PCIE_DOC, MEASURED,
     )
 
 
 def rule_sync_disabling_preload(f: Facts, r: Result | None):
     """A sync-disabling library (SYNC_DISABLING_LIBS) named in LD_PRELOAD, /etc/ld.so.preload
     or the mapped libraries. A name alone is weaker than a measurement, so this decides only
-    where neither a libc-vs-syscall comparison nor a flush counter covers the primitive."""
+    where neither a libc-vs-syscall comparison nor a flush counter covers the primitive.
+    Inferred (identity)."""
     libs = _sync_disabling(_preload_names(f))
     if not libs:
         return None
-    if _comparison(f, _primitive(f, r)) is not None or _counter_ratio(r) is not None:
+    if _comparison(f, _primitive(f, r)) is not None or _counter_ratio(r, f.host) is not None:
         return None
     return NO_FLUSH, Finding(
         "sync-disabled-by-preload", RISK, _subject(r),
@@ -493,39 +633,42 @@ def rule_sync_disabling_preload(f: Facts, r: Result | None):
         "Run without eatmydata (unset LD_PRELOAD, clear /etc/ld.so.preload) to measure real "
         "flushes.",
         {"ld_preload": f.host.ld_preload, "libraries": libs},
-        EATMYDATA_DOC,
+        EATMYDATA_DOC, INFERRED,
     )
 
 
 def rule_barriers_disabled(f: Facts, r: Result | None):
-    """``nobarrier``/``barrier=0`` stop the filesystem from sending cache flushes: on a
+    """``nobarrier``/``barrier=0`` on any filesystem of the stack (the target's, or the one
+    holding a loop device's backing file) stop it from sending cache flushes: on a
     write-back (or unknown) cache a sync ends in the drive's volatile cache (BARRIER_DOC).
-    Counters that still show flushes reaching the device (a kernel that ignores the option,
-    as xfs since Linux 4.19) overrule the option."""
-    opts = _mount_options(f.host) & NO_BARRIER_OPTIONS
-    if not opts or _write_back(f.host) is False:
+    Counters that still show flushes reaching the media (a kernel that ignores the option,
+    as xfs since Linux 4.19) overrule the option. A mount fact, measured."""
+    layers = stack.no_barrier_filesystems(f.host.target)
+    if not layers or _write_back(f.host) is False:
         return None
-    ratio = _counter_ratio(r)
+    ratio = _counter_ratio(r, f.host)
     if ratio is not None and ratio >= REACHED_FLUSH_RATIO:
         return None
-    mount = f.host.target.mount
+    opts = sorted({o for layer in layers for o in layer.options} & NO_BARRIER_OPTIONS)
+    names = ", ".join(f"{layer.fs_type} {layer.name}" for layer in layers)
     return VOLATILE_CACHE, Finding(
         "barriers-disabled", RISK, _subject(r),
-        f"{mount.fs_type if mount else 'The filesystem'} is mounted with "
-        f"{', '.join(sorted(opts))}: {_primitive(f, r)} writes data to the drive but never "
-        "asks it to flush its volatile write cache.",
+        f"{names} is mounted with {', '.join(opts)}: {_primitive(f, r)} writes data to the "
+        "drive but never asks it to flush its volatile write cache.",
         "Remount without nobarrier/barrier=0 unless the cache is battery- or "
         "capacitor-backed.",
-        {"mount_options": sorted(_mount_options(f.host)),
-         "write_cache": [d.write_cache for d in f.host.target.disks],
+        {"mount_options": sorted({o for layer in layers for o in layer.options}),
+         "filesystems": [layer.name for layer in layers], "chain": _chain(f),
+         "write_cache": [d.write_cache for d in _media_disks(f.host)],
          "flushes_per_sync": None if ratio is None else round(ratio, 3)},
-        BARRIER_DOC,
+        BARRIER_DOC, MEASURED,
     )
 
 
 def rule_macos_plain_fsync(f: Facts, r: Result | None):
     """On macOS plain fsync and F_BARRIERFSYNC return once data reaches the drive, whose
-    cache is volatile (APPLE_FSYNC_DOC, APPLE_BARRIER_DOC); only F_FULLFSYNC flushes it."""
+    cache is volatile (APPLE_FSYNC_DOC, APPLE_BARRIER_DOC); only F_FULLFSYNC flushes it.
+    Platform semantics, inferred."""
     if r is None or f.host.os_name != "Darwin" or r.primitive not in ("fsync", "F_BARRIERFSYNC"):
         return None
     full = next((x for x in _flush_results(f.results) if x.primitive == "F_FULLFSYNC"), None)
@@ -537,89 +680,171 @@ def rule_macos_plain_fsync(f: Facts, r: Result | None):
         {"primitive": r.primitive, "p50_ns": r.summary.p50_ns,
          "fullfsync_ratio": None if full is None
          else round(full.summary.p50_ns / r.summary.p50_ns)},
-        APPLE_FSYNC_DOC if r.primitive == "fsync" else APPLE_BARRIER_DOC,
+        APPLE_FSYNC_DOC if r.primitive == "fsync" else APPLE_BARRIER_DOC, INFERRED,
+    )
+
+
+def _virtualbox(host: Host) -> list[str]:
+    """The signs naming VirtualBox: DMI vendor/product, disk model (VIRTUALBOX_DOC)."""
+    v = host.virtualization
+    signs = []
+    if (v.dmi_vendor or "").strip().lower() == "innotek gmbh":
+        signs.append(f"DMI sys_vendor {v.dmi_vendor}")
+    if (v.dmi_product or "").strip().lower() == "virtualbox":
+        signs.append(f"DMI product_name {v.dmi_product}")
+    if (v.detect_virt or "").strip().lower() == "oracle":
+        signs.append("systemd-detect-virt oracle")
+    for d in _media_disks(host):
+        if "vbox harddisk" in f"{d.vendor or ''} {d.model or ''}".lower():
+            signs.append(f"disk {d.name} model {d.model}")
+    return signs
+
+
+def rule_hypervisor_ignores_flush(f: Facts, r: Result | None):
+    """A hypervisor whose documented default acknowledges guest flushes without flushing:
+    VirtualBox ignores flush requests of IDE/SATA disks unless ``IgnoreFlush`` is set to 0
+    (VIRTUALBOX_DOC). The setting lives on the host and cannot be read from the guest, so
+    this is the default's consequence, inferred; counters in the guest only show that the
+    guest sent the flushes."""
+    signs = _virtualbox(f.host)
+    if not signs:
+        return None
+    return VOLATILE_CACHE, Finding(
+        "hypervisor-ignores-flush", RISK, _subject(r),
+        f"This is a VirtualBox guest ({'; '.join(signs)}): by default VirtualBox ignores the "
+        f"guest's flush requests, so {_primitive(f, r)} ends in the host's cache.",
+        "On the host: VBoxManage setextradata VM-name "
+        "\"VBoxInternal/Devices/ahci/0/LUN#0/Config/IgnoreFlush\" 0 (piix3ide for IDE disks; "
+        "the VM log then lacks 'Flushes will be ignored'), or run fsyncbench on the host.",
+        {"signs": signs, "flushes_per_sync": _counter_ratio(r, f.host)},
+        VIRTUALBOX_DOC, INFERRED,
     )
 
 
 def rule_cloud_block_storage(f: Facts, r: Result | None):
     """A disk whose model names a cloud block service that documents durable, replicated
     writes (CLOUD_BLOCK_MODELS, CLOUD_BLOCK_DOC). Its identity answers what a guest cannot
-    see of a generic virtual disk; a p50 below any real I/O (REAL_IO_FLOOR_NS) withholds it."""
+    see of a generic virtual disk; a p50 below any real I/O (REAL_IO_FLOOR_NS) withholds it.
+    Identity, inferred."""
     models = _models(f.host)
     hit = next((m for m in CLOUD_BLOCK_MODELS if m in models), None)
-    if hit is None or not f.host.target.disks:
+    disks = _media_disks(f.host)
+    if hit is None or not disks:
         return None
     if not all(any(m in f"{d.vendor or ''} {d.model or ''}".lower() for m in CLOUD_BLOCK_MODELS)
-               for d in f.host.target.disks):
+               for d in disks):
         return None
     if r is not None and r.summary.p50_ns < REAL_IO_FLOOR_NS:
         return None
     return HONEST_FLUSH, Finding(
         "cloud-block-storage", INFO, _subject(r),
-        f"The target sits on {', '.join(sorted({d.model or '?' for d in f.host.target.disks}))}, "
+        f"The target sits on {', '.join(sorted({d.model or '?' for d in disks}))}, "
         "network block storage whose provider acknowledges a write only once it is stored "
         "redundantly.",
         "Mind the volume's IOPS/latency limits; a local instance-store disk would not be "
         "durable across instance stop.",
-        {"models": [d.model for d in f.host.target.disks],
-         "write_cache": [d.write_cache for d in f.host.target.disks],
+        {"models": [d.model for d in disks],
+         "write_cache": [d.write_cache for d in disks],
          "p50_ns": None if r is None else r.summary.p50_ns},
-        CLOUD_BLOCK_DOC,
+        CLOUD_BLOCK_DOC, INFERRED,
     )
 
 
 def rule_network_filesystem(f: Facts, r: Result | None):
-    """NFS, SMB, 9p, virtiofs, FUSE: the sync is forwarded to a server or daemon whose own
-    storage path cannot be seen from this machine (nfs(5) 'sync'; fuse(4) FSYNC)."""
-    mount = f.host.target.mount
-    if mount is None:
+    """A layer of the stack forwards the flush to a daemon or server whose storage cannot be
+    seen from here: NFS, SMB, 9p, virtiofs, FUSE (which daemon: the mount source and
+    subtype), nbd, rbd, iSCSI, NVMe over fabrics (fsyncbench.layers). Stack facts, measured;
+    what the far side does is unverifiable."""
+    forwarding = stack.forwarding_layers(f.host.target)
+    if not forwarding:
         return None
-    fs = mount.fs_type
-    if fs not in NETWORK_FILESYSTEMS and not fs.startswith("fuse"):
-        return None
+    first = forwarding[0]
+    what = (f"{first.fs_type} ({first.source})" if first.fs_type else
+            f"the network block device {first.name}")
     return UNVERIFIABLE, Finding(
         "network-filesystem", WARNING, _subject(r),
-        f"The target is on {fs} ({mount.source}): {_primitive(f, r)} is forwarded to a server "
-        "or daemon whose storage cannot be seen from here.",
+        f"The target's storage goes through {what} ({_chain(f)}): {_primitive(f, r)} is "
+        "forwarded to a server or daemon whose storage cannot be seen from here.",
         "Run fsyncbench audit where the data is stored, or keep the journal on local storage.",
-        {"fs_type": fs, "source": mount.source},
-        "nfs(5); Linux Documentation/filesystems/fuse.rst",
+        {"fs_type": first.fs_type, "source": first.source, "layer": first.name,
+         "kind": first.kind, "chain": _chain(f)},
+        "nfs(5); Linux Documentation/filesystems/fuse.rst; "
+        "Documentation/admin-guide/blockdev/nbd.rst", MEASURED,
     )
 
 
 def rule_virtualized(f: Facts, r: Result | None):
     """Inside a VM the guest sees only that flushes reach the virtual disk; the host's
-    cache mode decides the rest (FIRECRACKER_DOC, ../shared/cases E5)."""
+    cache mode decides the rest (FIRECRACKER_DOC, ../shared/cases E5). A virtual disk that
+    reports "write through" gets no flush from the guest at all: the host either writes
+    through (QEMU cache=writethrough/directsync) or never flushes (Firecracker's default
+    Unsafe, QEMU cache=unsafe), which the guest cannot tell apart. The VM is a measured
+    fact; the verdict says what cannot be measured from inside."""
     virt = f.host.virtualization
-    if not virt.virtualized:
+    if not virt.virtualized or _all_ram(f.host):
         return None
-    ratio = _counter_ratio(r)
+    ratio = _counter_ratio(r, f.host)
     reached = "" if ratio is None else f" ({ratio:.2f} device flushes per sync)"
+    through = [layer.name for layer in stack.media(f.host.target)
+               if layer.kind == "virtual-disk" and layer.device is not None
+               and (layer.device.write_cache or "").strip() == "write through"]
+    text = (f"This is a virtual machine: {_primitive(f, r)} reaches the virtual disk{reached}, "
+            "but whether the host persists it cannot be seen from inside.")
+    if through:
+        text = (f"This is a virtual machine whose disk {', '.join(through)} reports a "
+                "write-through cache: the guest sends it no flush, and whether the host "
+                "writes through or keeps the data in its page cache cannot be seen from inside.")
     return UNVERIFIABLE, Finding(
-        "virtualized-storage", WARNING, _subject(r),
-        f"This is a virtual machine: {_primitive(f, r)} reaches the virtual disk{reached}, but "
-        "whether the host persists it cannot be seen from inside.",
-        "Check the hypervisor's disk cache mode: QEMU cache=unsafe and Firecracker's "
-        "default cache_type Unsafe acknowledge guest flushes without syncing; QEMU's other "
-        "modes and Firecracker Writeback pass them to the host. Or run fsyncbench on the host.",
+        "virtualized-storage", WARNING, _subject(r), text,
+        "Check the hypervisor's disk cache mode: Firecracker's default cache_type Unsafe "
+        "advertises no flush and never syncs on the host, Writeback fsyncs the backing file "
+        "on every guest flush; QEMU cache=unsafe ignores flushes, its other modes honour "
+        "them. Or run fsyncbench on the host (or pull the plug: fsyncbench powercut).",
         {
             "hypervisor_flag": virt.hypervisor_flag,
             "dmi_vendor": virt.dmi_vendor,
             "detect_virt": virt.detect_virt,
             "kernel_hint": virt.kernel_hint,
+            "write_through_disks": through,
             "flushes_per_sync": None if ratio is None else round(ratio, 3),
-            "flush_ms_per_flush": None if r is None else _flush_ms_per_flush(r),
+            "flush_ms_per_flush": None if r is None else _flush_ms_per_flush(r, f.host),
             "p50_ns": None if r is None else r.summary.p50_ns,
         },
-        FIRECRACKER_DOC,
+        FIRECRACKER_DOC, MEASURED,
+    )
+
+
+def rule_stack_not_followed(f: Facts, r: Result | None):
+    """The walk could not reach the layer holding the bytes (a relative overlay upper
+    directory, a loop device whose backing file was not recorded, a filesystem whose
+    devices were not found): counters and latencies cannot be tied to any medium. Comes
+    before the bare-metal rules, which need to know the medium."""
+    target = f.host.target
+    if not target.layers and not any(d.transport == "loop" for d in target.disks):
+        return None
+    stuck = stack.unfollowed(target)
+    if not stuck or stack.media(target):
+        return None
+    notes = [f"{stack.label(layer)}: {layer.note}" if layer.note else stack.label(layer)
+             for layer in stuck]
+    return UNVERIFIABLE, Finding(
+        "stack-not-followed", WARNING, _subject(r),
+        f"The storage under the target could not be followed to the medium holding the "
+        f"bytes ({_chain(f)}; {'; '.join(notes)}): nothing measured here can be tied to it.",
+        "Run fsyncbench on the directory that holds the data, or with absolute overlay "
+        "paths; `fsyncbench host DIR` shows the stack.",
+        {"chain": _chain(f), "stopped_at": [layer.name for layer in stuck]},
+        "fsyncbench.host._stack", MEASURED,
     )
 
 
 def rule_flushes_reach_device(f: Facts, r: Result | None):
-    """Bare metal, a write-back disk, at least REACHED_FLUSH_RATIO device flushes per sync
-    and a p50 at or above the device-class floor: the sync makes the drive flush and the
-    drive takes the time a flush costs (KERNEL_STAT_DOC, DESIGN_BANDS)."""
-    ratio = _counter_ratio(r)
+    """Bare metal, a write-back disk holding the bytes, at least REACHED_FLUSH_RATIO device
+    flushes per sync counted on it (measured), and a p50 at or above the device-class floor
+    (fsyncbench.judge.devices): the sync makes the drive flush and the drive takes the time
+    a flush costs. Whether the drive honours the flush is inferred from that time, so the
+    verdict is inferred (KERNEL_STAT_DOC, DESIGN_BANDS)."""
+    ratio = _counter_ratio(r, f.host)
     if r is None or ratio is None or ratio < REACHED_FLUSH_RATIO or not _write_back(f.host):
         return None
     if f.host.virtualization.virtualized is not False:
@@ -629,54 +854,65 @@ def rule_flushes_reach_device(f: Facts, r: Result | None):
         return None  # flushes sent, answered too fast: the floor rule speaks
     return HONEST_FLUSH, Finding(
         "flushes-reach-device", INFO, r.name,
-        f"Each {r.primitive} sent {ratio:.2f} cache flushes to the disk and took "
-        f"{r.summary.p50_ns / 1e3:.1f} us (p50), as a {cls.name} writing to stable media does.",
-        "A power-pull test is the only proof beyond this.",
-        {"flushes_per_sync": round(ratio, 3), "flush_ms_per_flush": _flush_ms_per_flush(r),
-         "p50_ns": r.summary.p50_ns, "device_class": cls.name, "floor_ns": cls.floor_ns},
-        KERNEL_STAT_DOC + "; " + cls.source,
+        f"Each {r.primitive} sent {ratio:.2f} cache flushes to the disk holding the bytes "
+        f"(measured) and took {r.summary.p50_ns / 1e3:.1f} us (p50), as a {cls.name} writing "
+        "to stable media does (inferred from that time: not proven).",
+        "A power-pull test (fsyncbench powercut) is the only proof beyond this.",
+        {"flushes_per_sync": round(ratio, 3), "flush_ms_per_flush": _flush_ms_per_flush(r, f.host),
+         "p50_ns": r.summary.p50_ns, "device_class": cls.name, "floor_ns": cls.floor_ns,
+         "fast_flush_allowed_by": cls.plp or None},
+        KERNEL_STAT_DOC + "; " + cls.source, INFERRED,
     )
 
 
 def rule_latency_floor(f: Facts, r: Result | None):
-    """Latency against the device-class floor (DESIGN_BANDS), the weakest signal: below the
-    floor the device acknowledges from cache; above it nothing stronger said otherwise."""
+    """Latency against the device-class floor (fsyncbench.judge.devices), the weakest
+    signal: below the floor the device acknowledges from cache (a write-back SSD without
+    known power-loss protection below 150 µs, anything below 10 µs); above it nothing
+    stronger said otherwise. Inferred either way."""
     host = f.host
-    if r is None or (not host.target.disks and not host.target.darwin):
+    if r is None or (not _media_disks(host) and not host.target.darwin) or _all_ram(host):
         return None
     cls = device_class(host, r.primitive)
     p50 = r.summary.p50_ns
     evidence = {"p50_ns": p50, "device_class": cls.name, "floor_ns": cls.floor_ns,
-                "flushes_per_sync": _counter_ratio(r)}
+                "flushes_per_sync": _counter_ratio(r, host),
+                "fast_flush_allowed_by": cls.plp or None}
     if p50 < cls.floor_ns:
         return VOLATILE_CACHE, Finding(
             "flush-below-device-floor", RISK, r.name,
             f"{r.primitive} p50 {p50 / 1e3:.1f} us is below the {cls.floor_ns / 1e3:.0f} us "
-            f"an honest flush takes on a {cls.name}: the device acknowledges from cache.",
-            "Check the drive's write cache and power-loss protection; run `fsyncbench audit`.",
-            evidence, cls.source,
+            f"an honest flush takes on a {cls.name}: the device acknowledges from its cache.",
+            "Check the drive's write cache and power-loss protection (nvme id-ctrl: vwc; "
+            "the vendor's data sheet); if the drive has power-loss protection, say so with "
+            "--assume plp. Run `fsyncbench audit`, or pull the plug (fsyncbench powercut).",
+            evidence, cls.source, INFERRED,
         )
     return HONEST_FLUSH, Finding(
         "flush-latency-plausible", INFO, r.name,
         f"{r.primitive} p50 {p50 / 1e3:.1f} us is consistent with a {cls.name} writing "
-        "to stable media, and no stronger signal says otherwise.",
-        "Latency alone cannot prove durability; a power-pull test can.",
-        evidence, cls.source,
+        "to stable media, and no stronger signal says otherwise: inferred from latency "
+        "only, not proven.",
+        "Latency alone cannot prove durability; a power-pull test (fsyncbench powercut) can.",
+        evidence, cls.source, INFERRED,
     )
 
 
 #: Path rules, strongest signal first; the first that returns a verdict decides.
 PATH_RULES: tuple[PathRule, ...] = (
     rule_no_flush_filesystem,
+    rule_ram_media,
     rule_flush_counters,
     rule_libc_interposed,
     rule_sweep_bandwidth,
     rule_sync_disabling_preload,
     rule_barriers_disabled,
     rule_macos_plain_fsync,
+    rule_hypervisor_ignores_flush,
     rule_cloud_block_storage,
     rule_network_filesystem,
     rule_virtualized,
+    rule_stack_not_followed,
     rule_flushes_reach_device,
     rule_latency_floor,
 )
@@ -685,25 +921,34 @@ PATH_RULES: tuple[PathRule, ...] = (
 def judge_primitive(host: Host, r: Result | None, results: Sequence[Result],
                     evidence: Evidence | None = None) -> tuple[str, str, Finding | None]:
     """(path verdict, deciding finding code, its finding) for one flush result, or for the
-    path itself (``r`` None) when no primitive was measured."""
+    path itself (``r`` None) when no primitive was measured. The finding carries its
+    strength, ``points_to`` the verdict and ``stance`` "decides"."""
     facts = Facts(host, tuple(results), evidence)
     for rule in PATH_RULES:
         hit = rule(facts, r)
         if hit:
-            return hit[0], hit[1].code, hit[1]
+            finding = dataclasses.replace(hit[1], points_to=hit[0], stance="decides")
+            return hit[0], finding.code, finding
     return UNVERIFIABLE, "no-evidence", None
 
 
-def corroborating(f: Facts, r: Result | None, verdict: str, code: str) -> list[Finding]:
-    """Findings of the weaker rules that reach the same verdict as the deciding one, so a
-    report shows every signal that agrees (e.g. counters decide, libc vs syscall and the
-    sweep agree). Rules that reach another verdict stay silent: they did not decide."""
+def weaker_signals(f: Facts, r: Result | None, verdict: str, code: str) -> list[Finding]:
+    """Findings of the rules after the deciding one, each marked with the verdict it points
+    to and whether it ``agrees`` or ``disagrees`` with ``verdict``: a report shows every
+    signal, the disagreeing ones too (a fast latency under a VM verdict, counters that look
+    honest above a RAM-backed loop device). Rules before the deciding one found nothing."""
     out = []
     for rule in PATH_RULES:
         hit = rule(f, r)
-        if hit and hit[0] == verdict and hit[1].code != code:
-            out.append(hit[1])
+        if hit and hit[1].code != code:
+            stance = "agrees" if hit[0] == verdict else "disagrees"
+            out.append(dataclasses.replace(hit[1], points_to=hit[0], stance=stance))
     return out
+
+
+def corroborating(f: Facts, r: Result | None, verdict: str, code: str) -> list[Finding]:
+    """The weaker signals that reach the same verdict as the deciding one."""
+    return [x for x in weaker_signals(f, r, verdict, code) if x.stance == "agrees"]
 
 
 # --------------------------------------------------------------------------- commit rules
@@ -997,14 +1242,36 @@ def _second_fd_finding(c) -> Finding:
 
 
 def _counter_findings(f: Facts) -> list[Finding]:
+    """The counters as findings: per result, flushes on the disks holding the bytes (the
+    least-flushed one), and what layers that hold nothing counted (never taken as proof).
+    Counters are device-wide: other processes' I/O on the same disk adds to them."""
     host = f.host
+    media = _media_disks(host)
     why = (f.evidence.unavailable.get("flush_counters") if f.evidence else None)
-    if why is None and host.os_name == "Linux" and host.target.disks \
-            and not any(d.has_flush_counters for d in host.target.disks):
+    if why is None and host.os_name == "Linux" and media \
+            and not any(d.has_flush_counters for d in media):
         why = ("no flush fields in /sys/block/"
-               f"{','.join(d.name for d in host.target.disks)}/stat (kernel < 5.5?)")
+               f"{','.join(d.name for d in media)}/stat (kernel < 5.5?)")
+    out: list[Finding] = []
+    media_names = {d.name for d in media}
+    above: dict[str, dict[str, int | None]] = {}
+    for r in f.results:
+        for d in r.device_flushes:
+            if host.target.layers and d.device not in media_names and d.flushes is not None:
+                above.setdefault(r.name, {})[d.device] = d.flushes
+    if above:
+        out.append(Finding(
+            "flushes-counted-above-media", INFO, "path",
+            "Flushes counted on layers that hold no bytes ("
+            + "; ".join(f"{name}: " + ", ".join(f"{dev} {n}" for dev, n in devs.items())
+                        for name, devs in above.items())
+            + f"): they show what the filesystem sent, not what reached stable media "
+            f"({_chain(f)}).",
+            "Only counts on the disk holding the bytes say whether flushes reach it.",
+            {"per_result": above, "chain": _chain(f)}, KERNEL_STAT_DOC,
+        ))
     if why is not None:
-        return [Finding(
+        return out + [Finding(
             "flush-counters-unavailable", INFO, "path",
             f"Device flush counter not available: {why}.",
             "Without counters the verdict rests on weaker signals; Linux >= 5.5 has them.",
@@ -1012,7 +1279,7 @@ def _counter_findings(f: Facts) -> list[Finding]:
         )]
     rows = {}
     for r in f.results:
-        least = _least_flushes(r)
+        least = _least_flushes(r, host)
         if least is None or not r.device_flushes:
             continue
         rows[r.name] = {
@@ -1020,19 +1287,21 @@ def _counter_findings(f: Facts) -> list[Finding]:
             "syncs_issued": r.syncs_issued,
             "flushes_per_sync": None if not r.syncs_issued else round(least / r.syncs_issued, 3),
             "flushes_per_op": round(least / max(r.summary.count, 1), 3),
-            "flush_ms_per_flush": _flush_ms_per_flush(r),
+            "flush_ms_per_flush": _flush_ms_per_flush(r, host),
         }
     if not rows:
-        return []
+        return out
     text = "; ".join(
         f"{name} {v['device_flushes']} flushes"
         + (f" for {v['syncs_issued']} syncs" if v["syncs_issued"] else f" ({v['flushes_per_op']}/op)")
         for name, v in rows.items())
-    return [Finding(
+    return out + [Finding(
         "device-flush-counters", INFO, "path",
-        f"Device flushes counted around each workload: {text}.",
+        f"Device flushes counted on {', '.join(sorted(media_names)) or 'the disk'} around each "
+        f"workload: {text}. The counters are device-wide: other processes' I/O on the same "
+        "disk adds to them.",
         "On an honest path every sync sends at least one flush to a write-back disk.",
-        {"per_result": rows, "disks": [d.name for d in host.target.disks]}, KERNEL_STAT_DOC,
+        {"per_result": rows, "disks": sorted(media_names)}, KERNEL_STAT_DOC,
     )]
 
 
@@ -1040,45 +1309,55 @@ def _counter_findings(f: Facts) -> list[Finding]:
 
 
 def _overall_primitive(flushes: Sequence[Result]) -> Result | None:
-    """The primitive a durable journal would rely on (MAIN_PRIMITIVES order)."""
+    """The primitive a durable journal would rely on (MAIN_PRIMITIVES order); a report
+    whose flush results carry other names (FreeBSD ``DIOCGFLUSH``, a hand-written
+    ``O_DSYNC`` write) falls back to its first syncing flush result."""
     for name in MAIN_PRIMITIVES:
         for r in flushes:
             if r.primitive == name:
                 return r
-    return None
+    return next((r for r in flushes if r.primitive != "none"), None)
+
+
+def _strength(finding: Finding | None) -> str:
+    return finding.strength if finding is not None and finding.strength else NO_STRENGTH
 
 
 def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = None) -> Verdict:
     """The verdict of a report: pure function of ``host``, ``results`` (summaries, syncs
-    issued, device flush deltas; raw samples are not needed) and ``evidence``."""
+    issued, device flush deltas; raw samples are not needed) and ``evidence``.
+
+    Every path verdict names its deciding finding and its strength (measured, inferred; see
+    :data:`fsyncbench.model.STRENGTHS`); for the primitive the journal relies on, every
+    weaker signal follows, marked as agreeing or disagreeing (:func:`weaker_signals`)."""
     facts = Facts(host, tuple(results), evidence)
     findings: list[Finding] = []
     verdicts: list[ResultVerdict] = []
-    by_primitive: dict[str, tuple[str, str]] = {}
+    by_primitive: dict[str, tuple[str, str, str]] = {}
     flushes = _flush_results(results)
     main = _overall_primitive(flushes)
     # The primitive the journal relies on first: its deciding finding leads the list.
     for r in sorted(flushes, key=lambda x: x is not main):
         verdict, code, finding = judge_primitive(host, r, results, evidence)
-        by_primitive.setdefault(r.primitive, (verdict, code))
-        verdicts.append(ResultVerdict(r.name, verdict, None, code))
+        by_primitive.setdefault(r.primitive, (verdict, code, _strength(finding)))
+        verdicts.append(ResultVerdict(r.name, verdict, None, code, _strength(finding)))
         if finding:
             findings.append(finding)
         if r is main:
-            findings.extend(corroborating(facts, r, verdict, code))
+            findings.extend(weaker_signals(facts, r, verdict, code))
         findings.extend(slowness(r))
 
     if main is None:  # no raw primitive measured: a syncing commit (S >= 1 syncs) stands in
         main = next((r for r in results if r.kind == "commit" and r.primitive != "none"), None)
         verdict, code, finding = judge_primitive(host, main, results, evidence)
         if main is not None:
-            by_primitive[main.primitive] = (verdict, code)
+            by_primitive[main.primitive] = (verdict, code, _strength(finding))
         if finding:
             findings.append(finding)
-            findings.extend(corroborating(facts, main, verdict, code))
-        path_verdict, path_code = verdict, code
+            findings.extend(weaker_signals(facts, main, verdict, code))
+        path = (verdict, code, _strength(finding))
     else:
-        path_verdict, path_code = by_primitive[main.primitive]
+        path = by_primitive[main.primitive]
 
     for r in results:
         if r.kind != "commit":
@@ -1086,20 +1365,21 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
         durable, finding = config_durability(host, r)
         if finding:
             findings.append(finding)
-        verdict, code = by_primitive.get(r.primitive) or by_primitive.get(
-            _base_primitive(r.primitive), (path_verdict, path_code))
+        verdict, code, strength = by_primitive.get(r.primitive) or by_primitive.get(
+            _base_primitive(r.primitive), path)
         for rule in COMMIT_RULES:
             hit = rule(facts, r)
             if hit:
-                findings.append(hit)
-                verdict, code = NO_FLUSH, hit.code
+                findings.append(dataclasses.replace(hit, strength=MEASURED, points_to=NO_FLUSH,
+                                                    stance="decides"))
+                verdict, code, strength = NO_FLUSH, hit.code, MEASURED
                 break
         findings.extend(slowness(r))
-        verdicts.append(ResultVerdict(r.name, verdict, durable, code))
+        verdicts.append(ResultVerdict(r.name, verdict, durable, code, strength))
     findings.extend(evidence_findings(facts))
     order = {r.name: i for i, r in enumerate(results)}
     verdicts.sort(key=lambda v: order.get(v.subject, len(order)))
-    return Verdict(path_verdict, path_code, tuple(verdicts), tuple(findings))
+    return Verdict(path[0], path[1], tuple(verdicts), tuple(findings), path[2])
 
 
 def rejudge(report: Report) -> Report:

@@ -88,7 +88,7 @@ SYNC_SYSCALLS = ("fsync", "fdatasync", "sync_file_range", "sync_file_range2", "s
 STRACE_TIMEOUT_S = 120.0
 ZFS_TIMEOUT_S = 5.0
 
-Counters = Callable[[Sequence[str]], Mapping[str, tuple[int | None, int | None]]]
+Counters = Callable[[Sequence[str]], Mapping[str, tuple[int | None, ...]]]
 Runner = Callable[[list[str]], "tuple[int, bytes] | None"]
 
 
@@ -133,7 +133,7 @@ def counter_reason(host: Host) -> str | None:
     if host.target.mount is None:
         return "the mount holding the target is unknown"
     if not host.target.disks:
-        return f"no block device behind the target ({host.target.mount.fs_type})"
+        return f"no block device holds the bytes under the target ({host.target.mount.fs_type})"
     missing = [d.name for d in host.target.disks if not d.has_flush_counters]
     if missing:
         return (f"/sys/block/{','.join(missing)}/stat has no flush fields 16-17 "

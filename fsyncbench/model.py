@@ -20,6 +20,16 @@ HONEST_FLUSH = "honest_flush"
 UNVERIFIABLE = "unverifiable"
 PATH_VERDICTS = (NO_FLUSH, VOLATILE_CACHE, UNVERIFIABLE, HONEST_FLUSH)
 
+#: How a path verdict was established (../shared/DESIGN.md, "verdict strength"), strongest
+#: first: a power cut lost acknowledged commits; measured facts (filesystem and stack facts,
+#: device flush/write counters, libc vs raw syscall, the dirty-size sweep); inferred from
+#: identity, platform semantics or latency bands; "none" when nothing decided.
+PROVEN = "proven"
+MEASURED = "measured"
+INFERRED = "inferred"
+NO_STRENGTH = "none"
+STRENGTHS = (PROVEN, MEASURED, INFERRED, NO_STRENGTH)
+
 #: Finding levels, mildest first.
 INFO = "info"
 WARNING = "warning"
@@ -81,12 +91,15 @@ class FlushDelta:
     """Change of one disk's flush counters across a workload (``/sys/block/<disk>/stat``
     fields 16-17, kernel >= 5.5; https://www.kernel.org/doc/html/latest/block/stat.html).
 
-    ``flushes``/``flush_time_ms`` are None when the counter is not available.
+    ``flushes``/``flush_time_ms`` are None when the counter is not available. ``writes`` is
+    the change of stat field 5 (write I/Os completed): whether the data reached this device
+    at all while the syncs ran (None: not read, as in reports written before it existed).
     """
 
     device: str
     flushes: int | None
     flush_time_ms: int | None
+    writes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -133,7 +146,11 @@ class Result:
 
 @dataclass(frozen=True)
 class Mount:
-    """The mount holding the target, from ``/proc/self/mountinfo`` (proc(5)) or psutil."""
+    """The mount holding the target, from ``/proc/self/mountinfo`` (proc(5)) or psutil.
+
+    ``root`` is the directory of the filesystem mounted here (mountinfo field 4): "/"
+    unless this is a bind mount of a subdirectory; None when not known (psutil).
+    """
 
     mount_point: str
     fs_type: str
@@ -141,11 +158,12 @@ class Mount:
     options: tuple[str, ...] = ()
     super_options: tuple[str, ...] = ()
     device_number: str | None = None
+    root: str | None = None
 
 
 @dataclass(frozen=True)
 class BlockDevice:
-    """A whole disk behind the target (leaf of partition -> disk and dm/md -> slaves).
+    """A block device behind the target (a layer of the stack, or a disk at its bottom).
 
     Values come from ``/sys/block/<name>/`` (Documentation/ABI/stable/sysfs-block);
     ``write_cache`` is the raw text ("write back" / "write through"); None = not known.
@@ -187,13 +205,59 @@ class Virtualization:
         return None
 
 
+#: What a storage layer does with a flush (``StorageLayer.flush``).
+FLUSH_PASSES_DOWN = "passes-down"            # partition, dm, md, a filesystem, overlay upper dir
+FLUSH_FSYNCS_BACKING_FILE = "fsyncs-backing-file"  # loop: the flush becomes vfs_fsync(backing)
+FLUSH_DROPPED = "dropped"                    # overlay volatile, a nobarrier/barrier=0 filesystem
+FLUSH_NOTHING_TO_FLUSH = "nothing-to-flush"  # RAM holds the bytes: tmpfs, ramfs, zram, brd
+FLUSH_FORWARDED = "forwarded"                # FUSE daemon, network filesystem, network disk
+FLUSH_TO_HOST = "to-host"                    # a virtual disk: the hypervisor gets the flush
+FLUSH_TO_DEVICE = "to-device"                # a physical disk: its cache gets a flush command
+FLUSH_UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class StorageLayer:
+    """One layer of the storage stack from the target directory down to the media.
+
+    ``kind``: ``filesystem``, ``overlay``, ``fuse``, ``network-fs``, ``loop``, ``dm``, ``md``,
+    ``partition``, ``disk``, ``virtual-disk``, ``ram-disk``, ``network-disk``, ``pmem``.
+    ``name`` identifies it (a mount point for filesystems, a kernel name for block devices,
+    the backing file for a loop device's file). ``flush`` is one of the ``FLUSH_*`` values.
+    ``depth`` is 0 for the top; a layer's children follow it with depth + 1 (a walk in
+    order, so md/dm with several slaves give several subtrees). ``holds_bytes`` marks the
+    media at the bottom: ``volatile`` True for RAM, False for a disk's stable media (its
+    write cache is in ``device.write_cache``), None where it cannot be seen (a server, a
+    hypervisor). ``note`` says what could not be followed (a relative overlay upper dir, a
+    deleted backing file, a ZFS pool). Source of each fact: fsyncbench.host._stack.
+    """
+
+    kind: str
+    name: str
+    flush: str = FLUSH_UNKNOWN
+    depth: int = 0
+    holds_bytes: bool = False
+    volatile: bool | None = None
+    fs_type: str | None = None
+    options: tuple[str, ...] = ()
+    source: str | None = None
+    device: BlockDevice | None = None
+    note: str = ""
+
+
 @dataclass(frozen=True)
 class StorageTarget:
     """The directory measured and the storage path under it.
 
-    ``chain`` lists the block devices walked from the mount's device to the leaf disks
-    (e.g. ``("nvme0n1p2", "nvme0n1")``); ``disks`` are the leaves with their facts;
-    ``darwin`` holds parsed ``diskutil info -plist`` keys on macOS.
+    ``chain`` lists the block devices walked from the mount's device down (e.g.
+    ``("nvme0n1p2", "nvme0n1")``, ``("loop0", "vda")`` for a loop device whose backing file
+    lives on vda); ``disks`` are the block devices at the bottom that hold the bytes (not a
+    loop device: its backing file's storage is followed instead); ``layers`` the whole
+    stack from the target's filesystem to the media (empty in reports written before it
+    existed: the engine then derives a short stack from ``mount`` and ``disks``);
+    ``darwin`` holds parsed ``diskutil info -plist`` keys on macOS. ``declared`` holds
+    facts the user stated that the machine cannot show (``"plp"``: the drive has power-loss
+    protection), recorded as user-declared.
     """
 
     path: str
@@ -201,6 +265,8 @@ class StorageTarget:
     chain: tuple[str, ...] = ()
     disks: tuple[BlockDevice, ...] = ()
     darwin: dict[str, Any] | None = None
+    layers: tuple[StorageLayer, ...] = ()
+    declared: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -235,7 +301,10 @@ class Finding:
 
     ``code`` is a stable kebab-case id; ``level`` is info/warning/risk; ``subject`` is the
     result name or "path"; ``evidence`` holds the values the rule used; ``source`` cites the
-    threshold or platform fact.
+    threshold or platform fact. Path-rule findings also say how they know (``strength``,
+    one of ``STRENGTHS``), which path verdict they point to (``points_to``) and their
+    ``stance`` towards the verdict given: ``decides``, ``agrees`` or ``disagrees`` (a
+    weaker signal pointing elsewhere, shown, never hidden); "" for other findings.
     """
 
     code: str
@@ -245,26 +314,36 @@ class Finding:
     advice: str
     evidence: dict[str, Any] = field(default_factory=dict)
     source: str = ""
+    strength: str = ""
+    points_to: str | None = None
+    stance: str = ""
 
 
 @dataclass(frozen=True)
 class ResultVerdict:
-    """Verdict for one result: is the storage path honest, does the pragma promise durability."""
+    """Verdict for one result: is the storage path honest, does the pragma promise durability.
+
+    ``strength`` says how the path verdict was established (``STRENGTHS``; "" in reports
+    written before it existed).
+    """
 
     subject: str
     path_verdict: str
     config_durable: bool | None
     decided_by: str
+    strength: str = ""
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """All verdicts of a report; ``path_verdict`` is the storage path's overall verdict."""
+    """All verdicts of a report; ``path_verdict`` is the storage path's overall verdict and
+    ``strength`` how it was established (``STRENGTHS``; "" in older reports)."""
 
     path_verdict: str
     decided_by: str
     results: tuple[ResultVerdict, ...] = ()
     findings: tuple[Finding, ...] = ()
+    strength: str = ""
 
 
 @dataclass(frozen=True)

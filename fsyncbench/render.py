@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
+from fsyncbench.judge import stack
 from fsyncbench.model import Finding, Host, Report, Result, to_jsonable
 
 #: Fewest samples for which p99.9 is printed: with fewer it is within a sample or two of the
@@ -55,7 +56,7 @@ def results_table(report: Report, tablefmt: str) -> str:
             r.kind, label, r.primitive, count,
             fmt_ns(s.p50_ns), _fmt_ci(s.p50_ci_ns), fmt_ns(s.p90_ns),
             fmt_ns(s.p99_ns), _fmt_ci(s.p99_ci_ns), p99_precision(r), fmt_ns(s.p999_ns) if s.count >= P999_MIN_SAMPLES else "-",
-            fmt_ns(s.max_ns), f"{s.ops_per_s:,.0f}", v.path_verdict if v and r.primitive != "none" else "-", durable,
+            fmt_ns(s.max_ns), f"{s.ops_per_s:,.0f}", _verdict_cell(v) if v and r.primitive != "none" else "-", durable,
         ])
     headers = ["kind", "configuration", "sync primitive", "n", "p50", "p50 95% CI", "p90",
                "p99", "p99 95% CI", "p99 +-", "p99.9", "max", "ops/s", "path verdict",
@@ -124,8 +125,14 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
         ("filesystem", f"{m.fs_type} on {m.mount_point} from {m.source}" if m else "unknown"),
         ("mount options", f"{','.join(m.options)}; superblock {','.join(m.super_options) or '-'}"
          if m else "unknown"),
+        ("storage stack", stack.chain_text(t)),
         ("device chain", " -> ".join(t.chain) if t.chain else "no block device"),
     ]
+    for layer in t.layers:
+        lines.append(("  " * layer.depth + "- " + stack.label(layer),
+                      f"{layer.kind}, flush {layer.flush}" + (f"; {layer.note}" if layer.note else "")))
+    if t.declared:
+        lines.append(("user-declared", ", ".join(t.declared) + " (stated with --assume, not verified)"))
     for d in t.disks:
         lines.append((f"disk {d.name}", ", ".join([
             f"model {d.model or '?'}" + (f" (vendor {d.vendor})" if d.vendor else ""),
@@ -152,9 +159,38 @@ def _yn(value: bool | None) -> str:
     return "?" if value is None else ("yes" if value else "no")
 
 
+#: How each verdict strength reads in a sentence (fsyncbench.model.STRENGTHS).
+STRENGTH_MEANING = {
+    "proven": "proven by a power cut",
+    "measured": "measured",
+    "inferred": "inferred, not measured",
+    "none": "nothing decided it",
+}
+
+
+def verdict_phrase(path_verdict: str, strength: str, decided_by: str) -> str:
+    """``honest_flush, inferred, not measured (decided by flush-latency-plausible)``; the
+    strength is left out for reports written before it was recorded."""
+    how = STRENGTH_MEANING.get(strength, strength)
+    return f"{path_verdict}" + (f", {how}" if how else "") + f" (decided by {decided_by})"
+
+
+def stance_tag(f: Finding) -> str:
+    """``[decides: no_flush, measured]``, ``[disagrees: honest_flush, inferred]``; "" for
+    findings that are not path signals."""
+    if not f.stance:
+        return ""
+    return f" [{f.stance}: {f.points_to or '?'}, {f.strength or '?'}]"
+
+
 def finding_line(f: Finding) -> str:
-    """``[RISK] code (subject): message Advice: ...``"""
-    return f"[{_LEVEL_MARK.get(f.level, f.level)}] {f.code} ({f.subject}): {f.message} Advice: {f.advice}"
+    """``[RISK] code (subject) [stance: verdict, strength]: message Advice: ...``"""
+    return (f"[{_LEVEL_MARK.get(f.level, f.level)}] {f.code} ({f.subject}){stance_tag(f)}: "
+            f"{f.message} Advice: {f.advice}")
+
+
+def _verdict_cell(v) -> str:
+    return v.path_verdict + (f" ({v.strength})" if v.strength else "")
 
 
 def render_text(report: Report) -> str:
@@ -166,7 +202,8 @@ def render_text(report: Report) -> str:
         out += [floor_line(report), ""]
     if report.evidence is not None:
         out += evidence_lines(report) + [""]
-    out.append(f"Path verdict: {report.verdict.path_verdict} (decided by {report.verdict.decided_by})")
+    v = report.verdict
+    out.append("Path verdict: " + verdict_phrase(v.path_verdict, v.strength, v.decided_by))
     for f in report.verdict.findings:
         out.append("  " + finding_line(f))
     for note in report.notes:
@@ -213,15 +250,16 @@ def render_markdown(report: Report) -> str:
     out = [
         f"# fsyncbench {report.kind}: {report.host.hostname}, {report.created_utc}",
         "",
-        f"**Storage path verdict: `{v.path_verdict}`** (decided by `{v.decided_by}`). "
-        + VERDICT_MEANING.get(v.path_verdict, ""),
+        f"**Storage path verdict: `{v.path_verdict}`**"
+        + (f", {STRENGTH_MEANING.get(v.strength, v.strength)}" if v.strength else "")
+        + f" (decided by `{v.decided_by}`). " + VERDICT_MEANING.get(v.path_verdict, ""),
         "",
     ]
     durable = durability_line(report)
     if durable:
         out += [durable, ""]
     for f in v.findings:
-        out.append(f"- **{f.level}** `{f.code}` ({f.subject}): {f.message} *{f.advice}*")
+        out.append(f"- **{f.level}** `{f.code}` ({f.subject}){stance_tag(f)}: {f.message} *{f.advice}*")
     out += ["", "## Results", "", results_table(report, "github"), ""]
     if report.floors:
         out += [floor_line(report), ""]
@@ -557,8 +595,8 @@ def verdict_lines(report: Report) -> list[str]:
     rows = []
     for v in report.verdict.results:
         durable = "-" if v.config_durable is None else ("yes" if v.config_durable else "NO")
-        rows.append([v.subject, v.path_verdict, v.decided_by, durable])
-    table = tabulate(rows, headers=["subject", "verdict", "decided by", "durable config"],
+        rows.append([v.subject, v.path_verdict, v.strength or "-", v.decided_by, durable])
+    table = tabulate(rows, headers=["subject", "verdict", "strength", "decided by", "durable config"],
                      tablefmt="simple", disable_numparse=True)
     return ["Verdicts per sync primitive and configuration"] + ["  " + l for l in table.splitlines()]
 
@@ -575,8 +613,8 @@ def render_audit(report: Report) -> str:
     if ev:
         out += [""] + ev
     out += [""] + verdict_lines(report) + [""]
-    out.append(f"Path verdict: {v.path_verdict} (decided by {v.decided_by}). "
-               + VERDICT_MEANING.get(v.path_verdict, ""))
+    out.append("Path verdict: " + verdict_phrase(v.path_verdict, v.strength, v.decided_by)
+               + ". " + VERDICT_MEANING.get(v.path_verdict, ""))
     deciding = next((f for f in v.findings if f.code == v.decided_by), None)
     if deciding is not None:
         out.append("  " + finding_line(deciding))

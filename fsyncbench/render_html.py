@@ -20,7 +20,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from fsyncbench.model import Report, Result
-from fsyncbench.render import VERDICT_MEANING, durability_line, fmt_ns, host_lines, methodology
+from fsyncbench.render import (
+    STRENGTH_MEANING,
+    VERDICT_MEANING,
+    durability_line,
+    fmt_ns,
+    host_lines,
+    methodology,
+    stance_tag,
+)
 
 #: Most points drawn per CDF line: evenly spaced quantiles plus every point of the top tail.
 CDF_MAX_POINTS = 2000
@@ -72,7 +80,10 @@ def render_html(report: Report) -> str:
         f"{report.schema_version}, target {e(report.host.target.path)}</p>",
         f'<div class="verdict" style="border-color:{color}">'
         f'<div>Storage path verdict</div><div class="big" style="color:{color}">'
-        f"{e(v.path_verdict)}</div><div>{e(meaning)} Decided by <code>{e(v.decided_by)}</code>.</div></div>",
+        f"{e(v.path_verdict)}</div>"
+        + (f"<div><strong>{e(STRENGTH_MEANING.get(v.strength, v.strength))}</strong></div>"
+           if v.strength else "")
+        + f"<div>{e(meaning)} Decided by <code>{e(v.decided_by)}</code>.</div></div>",
         f"<p>{html.escape(durability_line(report))}</p>",
         _config_verdicts(report),
         "<h2>Findings and evidence</h2>",
@@ -122,11 +133,12 @@ def _config_verdicts(report: Report) -> str:
         durable = "-" if rv.config_durable is None else ("yes" if rv.config_durable else
                                                          '<span class="no">NO</span>')
         rows.append(f"<tr><td>{e(rv.subject)}</td><td>{e(rv.path_verdict)}</td>"
+                    f"<td>{e(rv.strength or '-')}</td>"
                     f"<td>{durable}</td><td>{e(rv.decided_by)}</td></tr>")
     if not rows:
         return ""
-    return ("<table><tr><th>configuration</th><th>path verdict</th><th>durable config</th>"
-            "<th>decided by</th></tr>" + "".join(rows) + "</table>")
+    return ("<table><tr><th>configuration</th><th>path verdict</th><th>strength</th>"
+            "<th>durable config</th><th>decided by</th></tr>" + "".join(rows) + "</table>")
 
 
 def _findings(report: Report) -> str:
@@ -144,7 +156,8 @@ def _findings(report: Report) -> str:
             for k, v in f.evidence.items() if k not in short)
         out.append(
             f'<div class="finding"><span class="{e(f.level)}">{e(f.level.upper())}</span> '
-            f"<code>{e(f.code)}</code> ({e(f.subject)}): {e(f.message)} <em>{e(f.advice)}</em>"
+            f"<code>{e(f.code)}</code> ({e(f.subject)}){e(stance_tag(f))}: {e(f.message)} "
+            f"<em>{e(f.advice)}</em>"
             + (f'<div class="ev">Evidence: {e(ev)}</div>' if ev else "")
             + folded
             + (f'<div class="src">Source: {e(f.source)}</div>' if f.source else "")

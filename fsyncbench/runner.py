@@ -196,7 +196,7 @@ def run_plan(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> 
     around every slice and summed; after each slice the target filesystem is settled
     (:func:`fsyncbench.workloads.settle`, untimed, outside the counter window).
     """
-    disks = [d.name for d in host.target.disks if d.has_flush_counters]
+    disks = hostmod.counter_devices(host.target)
     # Apple's system SQLite (/usr/lib/libsqlite3.dylib) maps fullfsync to F_BARRIERFSYNC.
     apple_sqlite = host.os_name == "Darwin" and (host.sqlite_library or "").startswith("/usr/lib/")
     prims = sync_primitives() if plan.primitives else ()

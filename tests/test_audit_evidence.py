@@ -256,7 +256,7 @@ def test_partition_counters_come_from_the_whole_disk(fake):
     h = _host_from(fake, "/data")
     assert h.target.chain == ("sda1", "sda")
     assert read_flush_counters([d.name for d in h.target.disks], root=str(fake.root)) == {
-        "sda": (606, 257)}
+        "sda": (606, 257, 3221)}
 
 
 # --------------------------------------------------------------------------- second descriptor

@@ -68,7 +68,8 @@ def test_disk_is_unverifiable_in_this_vm_with_counter_evidence(disk_audit):
         pytest.skip("not a virtual machine")
     assert report.verdict.path_verdict == "unverifiable"
     assert report.verdict.decided_by == "virtualized-storage"
-    assert "Path verdict: unverifiable (decided by virtualized-storage)" in proc.stdout
+    assert "Path verdict: unverifiable, measured (decided by virtualized-storage)" in proc.stdout
+    assert report.verdict.strength == "measured"
     if not all(d.has_flush_counters for d in report.host.target.disks):
         pytest.skip("no device flush counters here")
     fdatasync = next(r for r in report.results if r.name == "write+fdatasync")
@@ -153,7 +154,7 @@ def test_eatmydata_is_no_flush_by_measurement_not_by_name(tmp_path):
 def test_public_case_from_the_command_line():
     proc = fsb("audit", "--from", REPORTS / "zfs-on-debian-sync-disabled.json")
     assert proc.returncode == 0
-    assert "Path verdict: no_flush (decided by zfs-sync-disabled)" in proc.stdout
+    assert "Path verdict: no_flush, measured (decided by zfs-sync-disabled)" in proc.stdout
 
 
 def _usage_error(capsys, argv, text):

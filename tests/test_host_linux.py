@@ -162,6 +162,7 @@ def test_mountinfo_line_with_optional_fields_and_escaped_space() -> None:
         options=("rw", "noatime"),
         super_options=("rw", "errors=continue"),
         device_number="98:0",
+        root="/mnt1",
     )
 
 
@@ -332,7 +333,8 @@ def test_old_kernel_stat_has_no_flush_counters(fake: FakeRoot) -> None:
     fake.mountinfo(line("8:0", "/", "ext4", "/dev/sda"))
     (disk,) = _linux.storage_target("/", str(fake.root)).disks
     assert disk.has_flush_counters is False
-    assert read_flush_counters(["sda"], root=str(fake.root)) == {"sda": (None, None)}
+    # field 5 (write I/Os) predates the flush fields
+    assert read_flush_counters(["sda"], root=str(fake.root)) == {"sda": (None, None, 6785)}
 
 
 # --------------------------------------------------------------------------- counters
@@ -340,20 +342,23 @@ def test_old_kernel_stat_has_no_flush_counters(fake: FakeRoot) -> None:
 
 def test_read_flush_counters_fields_16_and_17(fake: FakeRoot) -> None:
     fake.sata_disk("sda", "8:0", 0)
-    assert read_flush_counters(["sda"], root=str(fake.root)) == {"sda": (606, 257)}
+    # (flushes: field 16, flush ms: field 17, write I/Os: field 5)
+    assert read_flush_counters(["sda"], root=str(fake.root)) == {"sda": (606, 257, 3221)}
 
 
 def test_read_flush_counters_never_raises(fake: FakeRoot) -> None:
     fake.sata_disk("sda", "8:0", 0, stat="1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 x 17\n")
     got = read_flush_counters(["sda", "missing", "../sda", ""], root=str(fake.root))
-    assert got == {"sda": (None, None), "missing": (None, None), "../sda": (None, None), "": (None, None)}
+    none = (None, None, None)
+    assert got == {"sda": none, "missing": none, "../sda": none, "": none}
 
 
 def test_parse_stat_counts_fields() -> None:
-    assert _counters.parse_stat(STAT_17) == (606, 257)
-    assert _counters.parse_stat(STAT_17.strip() + " 0 0\n") == (606, 257)  # future fields
-    assert _counters.parse_stat(STAT_11) == (None, None)
-    assert _counters.parse_stat(None) == (None, None)
+    assert _counters.parse_stat(STAT_17) == (606, 257, 3221)
+    assert _counters.parse_stat(STAT_17.strip() + " 0 0\n") == (606, 257, 3221)  # future fields
+    assert _counters.parse_stat(STAT_11) == (None, None, 6785)
+    assert _counters.parse_stat("1 2 3") == (None, None, None)
+    assert _counters.parse_stat(None) == (None, None, None)
 
 
 def test_flush_deltas() -> None:
@@ -366,6 +371,8 @@ def test_flush_deltas() -> None:
         FlushDelta("vda", None, None),  # no "before" reading
     )
     assert flush_deltas({}, {}) == ()
+    # triples carry the write I/Os (stat field 5); pairs leave them None
+    assert flush_deltas({"vda": (1, 1, 10)}, {"vda": (3, 2, 17)}) == (FlushDelta("vda", 2, 1, 7),)
 
 
 # --------------------------------------------------------------------------- virtualization

@@ -6,6 +6,7 @@ Public API:
 - :func:`read_flush_counters` — per-disk Linux flush counters, cheap enough to read right
   before and after every timed workload.
 - :func:`flush_deltas` — the :class:`fsyncbench.model.FlushDelta` between two readings.
+- :func:`counter_devices` — the block devices of a target's stack whose counters to read.
 
 Platform code lives in ``_linux`` (procfs/sysfs, every reader takes a ``root`` so tests
 use a fake tree), ``_darwin`` (diskutil, sysctl, dyld) and ``_other`` (psutil only).
@@ -15,12 +16,25 @@ from __future__ import annotations
 
 import sys
 
-from fsyncbench.model import Host
+from fsyncbench.model import Host, StorageTarget
 
 from ._common import PlatformFacts, base_facts
 from ._counters import flush_deltas, read_flush_counters
 
-__all__ = ["collect_host", "read_flush_counters", "flush_deltas"]
+__all__ = ["collect_host", "read_flush_counters", "flush_deltas", "counter_devices"]
+
+
+def counter_devices(target: StorageTarget) -> list[str]:
+    """Kernel names of the block devices of ``target``'s stack that have flush counters,
+    top first: the first block layer (what the filesystem sent) down to the disks holding
+    the bytes (what reached them). Partitions are left out (their disk counts). Without a
+    recorded stack: the recorded disks."""
+    names = [layer.name for layer in target.layers
+             if layer.device is not None and layer.kind != "partition"
+             and layer.device.has_flush_counters]
+    if not target.layers:
+        names = [d.name for d in target.disks if d.has_flush_counters]
+    return list(dict.fromkeys(names))
 
 
 def _platform_facts(target: str, platform: str) -> PlatformFacts:

@@ -3,7 +3,10 @@
 Source: https://www.kernel.org/doc/html/latest/block/stat.html — the stat file holds 17
 decimal fields since Linux 5.5 (11 before 4.18, 15 from 4.18 with the discard fields);
 field 16 is "flush I/Os" (requests completed) and field 17 "flush ticks" (milliseconds
-spent on them). Partitions do not count flushes of their own: read the whole disk.
+spent on them); field 5 is "write I/Os" (requests completed). Partitions do not count flushes
+of their own: read the whole disk. Every layer of a block stack has its own counters (a loop
+device counts the flushes it turns into fsyncs of its backing file; the disk under that file
+counts what reached it), so they are read on each block layer and judged on the media.
 """
 
 from __future__ import annotations
@@ -16,29 +19,37 @@ from fsyncbench.model import FlushDelta
 from ._common import under_root
 
 #: 1-based positions in the stat file (see the module docstring).
+WRITE_IOS_FIELD = 5
 FLUSH_IOS_FIELD = 16
 FLUSH_TICKS_FIELD = 17
 
-Counters = tuple[int | None, int | None]
+#: (flushes completed, ms spent flushing, write I/Os completed); the write count may be
+#: missing (None) from counters recorded or faked as a pair.
+Counters = tuple[int | None, ...]
 
 
-def parse_stat(text: str | None) -> Counters:
-    """(flushes completed, ms spent flushing) from the text of a ``stat`` file.
+def parse_stat(text: str | None) -> tuple[int | None, int | None, int | None]:
+    """(flushes completed, ms spent flushing, write I/Os completed) from a ``stat`` text.
 
-    Fewer than 17 fields (kernel < 5.5), non-numeric fields or no text -> (None, None).
+    Fewer than 17 fields (kernel < 5.5) give None for the flush fields; non-numeric fields
+    or no text give None for all three.
     """
     fields = (text or "").split()
-    if len(fields) < FLUSH_TICKS_FIELD:
-        return None, None
     try:
-        return int(fields[FLUSH_IOS_FIELD - 1]), int(fields[FLUSH_TICKS_FIELD - 1])
+        writes = int(fields[WRITE_IOS_FIELD - 1]) if len(fields) >= WRITE_IOS_FIELD else None
     except ValueError:
-        return None, None
+        return None, None, None
+    if len(fields) < FLUSH_TICKS_FIELD:
+        return None, None, writes
+    try:
+        return int(fields[FLUSH_IOS_FIELD - 1]), int(fields[FLUSH_TICKS_FIELD - 1]), writes
+    except ValueError:
+        return None, None, None
 
 
 def stat_has_flush_counters(text: str | None) -> bool:
     """True when a ``stat`` file's text carries the flush fields (kernel >= 5.5)."""
-    return parse_stat(text) != (None, None)
+    return parse_stat(text)[:2] != (None, None)
 
 
 def _valid_disk_name(name: str) -> bool:
@@ -48,21 +59,22 @@ def _valid_disk_name(name: str) -> bool:
 def read_flush_counters(disks: Sequence[str], root: str = "/") -> dict[str, Counters]:
     """Current flush counters of whole disks.
 
-    ``disks``: kernel names such as ``"vda"``, ``"nvme0n1"`` (leaves of
-    :class:`fsyncbench.model.StorageTarget`). Returns ``{disk: (flushes, flush_ms)}`` where
-    ``flushes`` counts flush requests completed and ``flush_ms`` is the total time spent on
-    them in milliseconds, both since boot, from ``<root>/sys/block/<disk>/stat`` fields 16
-    and 17 (https://www.kernel.org/doc/html/latest/block/stat.html, kernel >= 5.5).
+    ``disks``: kernel names such as ``"vda"``, ``"nvme0n1"``, ``"loop0"`` (block layers of
+    :class:`fsyncbench.model.StorageTarget`). Returns ``{disk: (flushes, flush_ms, writes)}``
+    where ``flushes`` counts flush requests completed, ``flush_ms`` is the total time spent
+    on them in milliseconds and ``writes`` counts write requests completed, all since boot,
+    from ``<root>/sys/block/<disk>/stat`` fields 16, 17 and 5
+    (https://www.kernel.org/doc/html/latest/block/stat.html, flush fields: kernel >= 5.5).
 
     Never raises: a missing or unreadable file, an old kernel (fewer fields), a name that is
-    not a plain disk name, or a non-Linux system give ``(None, None)`` for that disk. Cost:
+    not a plain disk name, or a non-Linux system give None in place of what is missing. Cost:
     one small read per disk, no subprocess — cheap enough to call around every workload.
     """
     result: dict[str, Counters] = {}
     skip = root == "/" and not sys.platform.startswith("linux")
     for disk in disks:
         if skip or not _valid_disk_name(disk):
-            result[disk] = (None, None)
+            result[disk] = (None, None, None)
             continue
         try:
             with open(under_root(root, f"/sys/block/{disk}/stat"), "rb") as handle:
@@ -81,15 +93,15 @@ def flush_deltas(
     One :class:`FlushDelta` per disk named in either snapshot (order: ``before``'s, then new
     ones from ``after``). A value is None when either side lacks it or when it went down
     (counters only grow; a drop means the device was replaced or the counter wrapped).
+    Snapshots may hold pairs (no write count) or triples.
     """
     names = list(before) + [name for name in after if name not in before]
     deltas = []
     for name in names:
-        old = before.get(name, (None, None))
-        new = after.get(name, (None, None))
-        deltas.append(
-            FlushDelta(device=name, flushes=_diff(old[0], new[0]), flush_time_ms=_diff(old[1], new[1]))
-        )
+        old = tuple(before.get(name, ())) + (None, None, None)
+        new = tuple(after.get(name, ())) + (None, None, None)
+        deltas.append(FlushDelta(device=name, flushes=_diff(old[0], new[0]),
+                                 flush_time_ms=_diff(old[1], new[1]), writes=_diff(old[2], new[2])))
     return tuple(deltas)
 
 

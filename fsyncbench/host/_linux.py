@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from fsyncbench.model import StorageTarget
 
-from . import _mountinfo, _sysblock, _virt
+from . import _mountinfo, _stack, _virt
 from ._common import PlatformFacts, sqlite_extension_file, under_root
 
 
@@ -45,17 +45,23 @@ def sqlite_library(root: str = "/") -> str | None:
 
 
 def storage_target(target: str, root: str = "/") -> StorageTarget:
-    """Mount, device chain and leaf disks under ``target``.
+    """Mount, storage stack, block device chain and the disks holding the bytes under
+    ``target``.
 
     ``target`` is resolved with :func:`os.path.realpath` (it need not exist); the mount is
-    the longest component-wise prefix in ``<root>/proc/self/mountinfo``, the disks come from
-    ``<root>/sys`` (:mod:`fsyncbench.host._sysblock`). No mount table or no block device
-    (tmpfs, overlay, nfs) gives empty ``chain``/``disks``. Never raises on missing files.
+    the longest component-wise prefix in ``<root>/proc/self/mountinfo``; the stack is
+    followed through overlay upper directories, partitions, dm/md slaves and loop backing
+    files down to the media (:mod:`fsyncbench.host._stack`). ``chain`` names every block
+    device on the way, ``disks`` the block devices at the bottom (a loop device is never
+    one: its backing file's storage is). No mount table gives no layers; a stack ending in
+    tmpfs gives no disks. Never raises on missing files.
     """
     path = os.path.realpath(target)
-    mount = _mountinfo.find_mount(path, _mountinfo.read_mountinfo(root))
-    chain, disks = _sysblock.resolve_disks(root, mount)
-    return StorageTarget(path=path, mount=mount, chain=chain, disks=disks)
+    mount, layers = _stack.walk(path, _mountinfo.read_mountinfo(root), root)
+    blocks = _stack.block_layers(layers)
+    chain = tuple(dict.fromkeys(layer.name for layer in blocks))
+    disks = tuple(layer.device for layer in blocks if layer.holds_bytes and layer.device is not None)
+    return StorageTarget(path=path, mount=mount, chain=chain, disks=disks, layers=layers)
 
 
 def collect(

@@ -44,6 +44,7 @@ def parse_line(line: str) -> Mount | None:
         options=tuple(fields[5].split(",")),
         super_options=tuple(o for o in fields[sep + 3].split(",") if o) if len(fields) > sep + 3 else (),
         device_number=fields[2],
+        root=unescape(fields[3]),
     )
 
 

@@ -100,6 +100,17 @@ def _dm_by_name(root: str, name: str) -> str | None:
     return None
 
 
+def slaves(directory: str) -> list[str]:
+    """Resolved sysfs directories of the devices a stacked device (dm, md) is built on:
+    the entries of its ``slaves/`` in name order; [] for anything else."""
+    slaves_dir = os.path.join(directory, "slaves")
+    try:
+        names = sorted(os.listdir(slaves_dir))
+    except OSError:
+        return []
+    return [os.path.realpath(os.path.join(slaves_dir, n)) for n in names]
+
+
 def walk(root: str, start_dir: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(chain, leaves) from a resolved sysfs device directory.
 

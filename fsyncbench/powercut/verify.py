@@ -21,10 +21,14 @@ from typing import Any
 
 from fsyncbench import __version__, audit, store
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.judge import stack
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFO,
+    MEASURED,
     NO_FLUSH,
+    NO_STRENGTH,
+    PROVEN,
     RISK,
     UNVERIFIABLE,
     VOLATILE_CACHE,
@@ -101,6 +105,7 @@ class Judgement:
     holes: tuple[tuple[int, int], ...]
     unacknowledged: int
     findings: tuple[Finding, ...]
+    strength: str = NO_STRENGTH
 
 
 @dataclass(frozen=True)
@@ -211,6 +216,8 @@ def _drops_syncs(host: Host) -> str | None:
     mount = host.target.mount
     if mount and mount.fs_type in audit.NO_FLUSH_FILESYSTEMS:
         return f"the journal was on {mount.fs_type}, which keeps data in RAM"
+    if stack.ram_media(host.target):
+        return f"the journal's bytes ended in RAM ({stack.chain_text(host.target)})"
     preload = host.ld_preload or ""
     if any(lib in preload for lib in audit.SYNC_DISABLING_LIBS):
         return f"the writer ran with LD_PRELOAD={preload}, which turns syncs into no-ops"
@@ -313,7 +320,10 @@ def judge(f: PowercutFacts) -> Judgement:
                 "Check what else writes to or restores this directory.", {}, "",
             ))
         findings = (*failures, *context)
-        return Judgement("fail", verdict, code, durable, tuple(lost), tuple(holes), unacked, findings)
+        # a loss after a reboot proves the path lies; without one it is a measured loss only
+        strength = PROVEN if durable and f.rebooted is not False else MEASURED
+        return Judgement("fail", verdict, code, durable, tuple(lost), tuple(holes), unacked,
+                         findings, strength)
 
     if not n_acked:
         finding = Finding(
@@ -341,8 +351,9 @@ def judge(f: PowercutFacts) -> Judgement:
         verdict, code = UNVERIFIABLE, "powercut-no-reboot"
     else:
         verdict, code = HONEST_FLUSH, survived.code
+    # one survived power cut is a measurement, not proof: a lying cache may have drained
     return Judgement("pass", verdict, code, durable, (), tuple(holes), unacked,
-                     (survived, *context))
+                     (survived, *context), MEASURED)
 
 
 def _evidence(f: PowercutFacts, lost, holes, unacked: int) -> dict[str, Any]:
@@ -464,8 +475,8 @@ def _report(f: PowercutFacts, jm: Judgement, host: Host, command_line: list[str]
         results=(),
         verdict=Verdict(jm.path_verdict, jm.decided_by,
                         (ResultVerdict(f.config.label, jm.path_verdict, jm.config_durable,
-                                       jm.decided_by),),
-                        jm.findings),
+                                       jm.decided_by, jm.strength),),
+                        jm.findings, jm.strength),
         notes=(f"powercut {jm.outcome}: run {f.run_id} ({f.config.label}) from writer host "
                f"{info['host']}, started {info['started_utc']}; listener {f.listener} last "
                f"heard from it {info['last_seen_utc']}", *notes),
@@ -486,7 +497,7 @@ def save_report(report: Report, out_dir: Path) -> Path:
 
 def render_verify(f: PowercutFacts, jm: Judgement, info: dict[str, Any], notes: list[str]) -> str:
     """The verify result as text: facts, lost sequence numbers, result, verdict, findings."""
-    from fsyncbench.render import finding_line
+    from fsyncbench.render import finding_line, verdict_phrase
 
     j = f.journal
     n_acked = R.count(list(f.acknowledged))
@@ -527,8 +538,8 @@ def render_verify(f: PowercutFacts, jm: Judgement, info: dict[str, Any], notes: 
     out += [f"  {k.ljust(width)}  {v}" for k, v in rows]
     out.append("")
     out.append(_headline(jm, n_acked))
-    out.append(f"Path verdict: {jm.path_verdict} for {f.config.label} "
-               f"(decided by {jm.decided_by})")
+    out.append(f"Path verdict for {f.config.label}: "
+               + verdict_phrase(jm.path_verdict, jm.strength, jm.decided_by))
     for finding in jm.findings:
         out.append("  " + finding_line(finding))
     for note in notes:
