@@ -14,7 +14,7 @@ import sys
 import threading
 from pathlib import Path
 
-from fsyncbench import __version__, render, runner, store
+from fsyncbench import __version__, render, runner, store, workloads
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Report, to_jsonable
 
@@ -77,12 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text",
                      help="text/markdown/json: what to print (JSON and Markdown files are always "
                      "written); html: also write a self-contained <report>.html with plots")
+    _add_assume_option(run)
     _add_sharing_options(run)
     _add_gate_options(run)
 
     host = sub.add_parser("host", help="print the host record for DIR without measuring")
     host.add_argument("dir", nargs="?", default=".", type=_path)
     host.add_argument("--json", action="store_true", help="print JSON")
+    _add_assume_option(host)
 
     crash = sub.add_parser("crash", help="the kill matrix: what a step journal buys an agent that is SIGKILLed")
     crash.add_argument("dir", nargs="?", default=".", type=_path,
@@ -118,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="commits traced with strace per pragma combination (default 20)")
     aud.add_argument("--no-trace", action="store_true", help="do not trace syncs per commit")
     aud.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    _add_assume_option(aud)
     _add_sharing_options(aud)
     _add_gate_options(aud)
 
@@ -182,6 +185,29 @@ def _add_sharing_options(p: argparse.ArgumentParser) -> None:
                    help="also write the raw samples as CSV (configuration, primitive, kind, index, ns)")
 
 
+#: Facts about the storage a user may state that no machine can show (``--assume``).
+ASSUMABLE = {"plp": "the drive holding the bytes has power-loss protection"}
+
+
+def _add_assume_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--assume", action="append", choices=sorted(ASSUMABLE), metavar="FACT",
+                   help="state a fact the machine cannot show, recorded in the report as "
+                   "user-declared: plp = the drive has power-loss protection, so a fast flush "
+                   "on its write-back cache is plausible (repeatable)")
+
+
+def _declare(host, args: argparse.Namespace):
+    """``host`` with the ``--assume`` facts recorded in its target (``declared``)."""
+    facts = tuple(dict.fromkeys(getattr(args, "assume", None) or ()))
+    if not facts:
+        return host
+    import dataclasses
+
+    target = dataclasses.replace(host.target, declared=tuple(
+        dict.fromkeys((*host.target.declared, *facts))))
+    return dataclasses.replace(host, target=target)
+
+
 def _add_gate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-p99", metavar="DURATION",
                    help="exit 1 when a configuration's p99 is above DURATION (e.g. 10ms, 500us)")
@@ -220,6 +246,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("fsyncbench: interrupted; nothing was written", file=sys.stderr)
         return EXIT_ERROR
+    except OSError as exc:  # an I/O error no layer above named: still one line, exit 2
+        where = f": {exc.filename}" if exc.filename else ""
+        print(f"fsyncbench: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_ERROR
 
 
 def _collect_host(target: Path):
@@ -254,7 +284,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         gates.check_names(gate.names, runner.result_names(plan))
     store.check_output_dir(args.output)
     _check_file_dir(args.csv)
-    host = _collect_host(target)
+    host = _declare(_collect_host(target), args)
     progress = _Progress(quiet=args.quiet)
     try:
         floors = runner.measure_floors(plan)
@@ -262,13 +292,12 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     except KeyboardInterrupt:
         progress.close()
         print(f"fsyncbench: interrupted while measuring {progress.label or 'setup'}; "
-              f"working directory removed, no report written", file=sys.stderr)
+              f"{workloads.scratch_cleanup()}, no report written", file=sys.stderr)
         return EXIT_ERROR
     except FsyncbenchError as exc:
         progress.close()
-        if progress.label:
-            raise FsyncbenchError(f"{exc} (while measuring {progress.label}; working directory removed)")
-        raise
+        raise FsyncbenchError(f"{exc} (while measuring {progress.label or 'setup'}; "
+                              f"{workloads.scratch_cleanup()})")
     progress.close()
     report = _maybe_redact(runner.build_report("run", host, results, ["fsyncbench", *argv], floors), args)
     machine = args.format == "json"
@@ -368,7 +397,7 @@ def _save(report: Report, out_dir: Path, html: bool = False) -> list[Path]:
 
 def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
     target = runner.check_target(args.dir)
-    host = _collect_host(target)
+    host = _declare(_collect_host(target), args)
     if args.json:
         print(json.dumps(to_jsonable(host), indent=1))
     else:
@@ -407,7 +436,12 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
     if args.from_report is not None:
         if args.dir is not None:
             raise FsyncbenchError("give a directory to audit or --from REPORT, not both")
-        report = audit.rejudge(store.load_report(args.from_report))
+        loaded = store.load_report(args.from_report)
+        if args.assume:
+            import dataclasses
+
+            loaded = dataclasses.replace(loaded, host=_declare(loaded.host, args))
+        report = audit.rejudge(loaded)
     else:
         target = runner.check_target(args.dir if args.dir is not None else Path("."))
         if args.samples < 1:
@@ -420,7 +454,7 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
             trace=not args.no_trace)
         if args.output is not None:
             store.check_output_dir(args.output)
-        host = _collect_host(target)
+        host = _declare(_collect_host(target), args)
         progress = _Progress(quiet=args.quiet)
         try:
             results = runner.run_plan(plan, host, progress)
@@ -429,11 +463,12 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
         except KeyboardInterrupt:
             progress.close()
             print(f"fsyncbench: interrupted while measuring {progress.label or 'setup'}; "
-                  "working directory removed, no report written", file=sys.stderr)
+                  f"{workloads.scratch_cleanup()}, no report written", file=sys.stderr)
             return EXIT_ERROR
         except FsyncbenchError as exc:
             progress.close()
-            raise FsyncbenchError(f"{exc} (while measuring {progress.label}; working directory removed)")
+            raise FsyncbenchError(f"{exc} (while measuring {progress.label or 'setup'}; "
+                                  f"{workloads.scratch_cleanup()})")
         progress.close()
         report = runner.build_report("audit", host, results, ["fsyncbench", *argv], evidence=ev)
     report = _maybe_redact(report, args)

@@ -129,7 +129,7 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
         ("device chain", " -> ".join(t.chain) if t.chain else "no block device"),
     ]
     for layer in t.layers:
-        lines.append(("  " * layer.depth + "- " + stack.label(layer),
+        lines.append(("layer " + ". " * layer.depth + stack.label(layer),
                       f"{layer.kind}, flush {layer.flush}" + (f"; {layer.note}" if layer.note else "")))
     if t.declared:
         lines.append(("user-declared", ", ".join(t.declared) + " (stated with --assume, not verified)"))

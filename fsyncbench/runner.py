@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
+import os
+import stat
 import math
 import sys
 import time
@@ -172,13 +175,30 @@ class RunPlan:
 RunProgress = Callable[[str, int, int, int, int, int, int], None]
 
 
+#: errno values of a mount that cannot be read: a FUSE daemon gone (ENOTCONN), a network
+#: filesystem's server gone (ESTALE, EHOSTDOWN...), a failing device (EIO).
+_DEAD_MOUNT_ERRNOS = {errno.ENOTCONN, errno.ESTALE, errno.EIO, errno.EHOSTDOWN,
+                      errno.EHOSTUNREACH, errno.ETIMEDOUT}
+
+
 def check_target(target: Path) -> Path:
-    """Resolve DIR and check it is an existing, writable directory (FsyncbenchError)."""
-    if not target.exists():
+    """Resolve DIR and check it is an existing directory. Raises FsyncbenchError (one line)
+    when it is missing, not a directory, or cannot be read at all (a dead FUSE mount:
+    ENOTCONN; a stale NFS handle: ESTALE; EIO)."""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
         raise FsyncbenchError(f"directory {target} does not exist")
-    if not target.is_dir():
+    except OSError as exc:
+        hint = (" (a FUSE daemon that died, a network filesystem whose server is gone, or a "
+                "failing disk: check the mount)") if exc.errno in _DEAD_MOUNT_ERRNOS else ""
+        raise FsyncbenchError(f"cannot read {target}: {exc.strerror}{hint}")
+    if not stat.S_ISDIR(st.st_mode):
         raise FsyncbenchError(f"{target} is not a directory")
-    return target.resolve()
+    try:
+        return target.resolve()
+    except OSError as exc:
+        raise FsyncbenchError(f"cannot resolve {target}: {exc.strerror}")
 
 
 def run_plan(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> tuple[Result, ...]:

@@ -59,15 +59,43 @@ def _io_error(exc: BaseException, what: str) -> FsyncbenchError:
 @contextlib.contextmanager
 def scratch_dir(target: Path) -> Iterator[Path]:
     """A fresh ``.fsyncbench-*`` subdirectory of ``target``, removed on exit (also on error
-    and KeyboardInterrupt). Raises FsyncbenchError if it cannot be made."""
+    and KeyboardInterrupt). Raises FsyncbenchError if it cannot be made. Every directory
+    made is recorded with whether its removal worked (:func:`scratch_cleanup`), so an error
+    message can say what is true."""
     try:
         path = Path(tempfile.mkdtemp(prefix=".fsyncbench-", dir=target))
     except OSError as exc:
         raise FsyncbenchError(f"cannot create a working directory in {target}: {exc.strerror}")
+    _SCRATCH[path] = False
     try:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+        _SCRATCH[path] = not os.path.lexists(path) if _reachable(path.parent) else False
+
+
+#: Working directories made by this process -> removed (True) or still there/unknown.
+_SCRATCH: dict[Path, bool] = {}
+
+
+def _reachable(directory: Path) -> bool:
+    try:
+        os.stat(directory)
+    except OSError:
+        return False
+    return True
+
+
+def scratch_cleanup() -> str:
+    """What became of the working directories this process made, as a phrase for messages:
+    "no working directory was made", "working directory removed", or "could not remove
+    <paths>" (a dead mount, a renamed target, a permission change)."""
+    if not _SCRATCH:
+        return "no working directory was made"
+    left = [str(p) for p, removed in _SCRATCH.items() if not removed]
+    if not left:
+        return "working directory removed"
+    return "could not remove " + ", ".join(left)
 
 
 def settle(directory: Path) -> None:
