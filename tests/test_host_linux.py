@@ -110,6 +110,23 @@ class FakeRoot:
         self._register(name, directory, dev, whole=True)
         return directory
 
+    def virtual(self, name: str, dev: str, *, write_cache: str = "write back",
+                backing_file: str | None = None, stat: str = STAT_17) -> Path:
+        """A device under ``sys/devices/virtual/block`` (loop, zram, nbd, brd ``ram*``);
+        ``backing_file`` makes it a bound loop device (``loop/backing_file``)."""
+        directory = self.devices / "virtual" / "block" / name
+        (directory / "queue").mkdir(parents=True)
+        (directory / "dev").write_text(dev + "\n")
+        (directory / "stat").write_text(stat)
+        (directory / "queue" / "write_cache").write_text(write_cache + "\n")
+        (directory / "queue" / "rotational").write_text("0\n")
+        (directory / "slaves").mkdir()
+        if backing_file is not None:
+            (directory / "loop").mkdir()
+            (directory / "loop" / "backing_file").write_text(backing_file + "\n")
+        self._register(name, directory, dev, whole=True)
+        return directory
+
     def mountinfo(self, *lines: str) -> None:
         self.write("proc/self/mountinfo", "".join(line + "\n" for line in lines))
 
@@ -144,8 +161,10 @@ def fake(tmp_path: Path) -> FakeRoot:
     return FakeRoot(tmp_path / "root")
 
 
-def line(dev: str, mount_point: str, fs_type: str, source: str, mount_id: int = 30) -> str:
-    return f"{mount_id} 1 {dev} / {mount_point} rw,relatime shared:1 - {fs_type} {source} rw"
+def line(dev: str, mount_point: str, fs_type: str, source: str, mount_id: int = 30,
+         super_options: str = "rw", root: str = "/", options: str = "rw,relatime") -> str:
+    return (f"{mount_id} 1 {dev} {root} {mount_point} {options} shared:1 - {fs_type} {source} "
+            f"{super_options}")
 
 
 # --------------------------------------------------------------------------- mountinfo

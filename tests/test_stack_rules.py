@@ -1,0 +1,252 @@
+"""The verdict engine over recorded storage stacks: counters judged on the medium holding the
+bytes, RAM at the bottom, flushes dropped vs data left in a volatile cache (with the cause
+named), device knowledge for fast flushes, verdict strength and disagreeing evidence. Recorded
+facts only; the stacks themselves are built for real in test_real_stacks.py."""
+
+from __future__ import annotations
+
+from factories import flush
+from factories import host as simple_host
+
+from fsyncbench import audit, render
+from fsyncbench.layers import disk_layer, filesystem_layer
+from fsyncbench.model import (
+    FLUSH_FSYNCS_BACKING_FILE,
+    HONEST_FLUSH,
+    INFERRED,
+    MEASURED,
+    NO_FLUSH,
+    UNVERIFIABLE,
+    VOLATILE_CACHE,
+    BlockDevice,
+    FlushDelta,
+    Host,
+    Mount,
+    StorageLayer,
+    StorageTarget,
+    Virtualization,
+)
+
+BARE = Virtualization(hypervisor_flag=False)
+VM = Virtualization(hypervisor_flag=True)
+VDA = BlockDevice("vda", rotational=True, write_cache="write back", transport="virtio",
+                  has_flush_counters=True)
+LOOP0 = BlockDevice("loop0", rotational=False, write_cache="write back", transport="loop",
+                    has_flush_counters=True)
+
+
+def stacked(layers, virt=BARE, declared=()) -> Host:
+    disks = tuple(layer.device for layer in layers if layer.holds_bytes and layer.device)
+    top = next(layer for layer in layers if layer.fs_type)
+    mount = Mount(top.name, top.fs_type, top.source or "/dev/x", top.options)
+    return Host(hostname="h", os_name="Linux", virtualization=virt,
+                target=StorageTarget(path=top.name, mount=mount, layers=tuple(layers),
+                                     disks=disks, chain=tuple(layer.name for layer in layers
+                                                              if layer.device),
+                                     declared=tuple(declared)))
+
+
+def fs(mount_point, fs_type="ext4", source="/dev/x", options=("rw",), depth=0):
+    return filesystem_layer(Mount(mount_point, fs_type, source, tuple(options)), depth)
+
+
+def loop(name="loop0", depth=1, device=LOOP0):
+    return StorageLayer("loop", name, FLUSH_FSYNCS_BACKING_FILE, depth, device=device,
+                        note="backing file /img")
+
+
+def counted(p50_ns, deltas, syncs=1000, primitive="fdatasync"):
+    r = flush(primitive, p50_ns, syncs=syncs)
+    return r.__class__(**{**r.__dict__, "device_flushes": tuple(deltas)})
+
+
+def deciding(v):
+    return next(f for f in v.findings if f.code == v.decided_by and f.stance == "decides")
+
+
+def test_loop_on_tmpfs_is_no_flush_and_its_loop_counters_prove_nothing():
+    h = stacked([fs("/mnt/img"), loop(), fs("/dev/shm", "tmpfs", "tmpfs", depth=2)], virt=VM)
+    r = counted(40_000, [FlushDelta("loop0", 1000, 20, 2000)])
+    v = audit.judge(h, [r])
+    assert (v.path_verdict, v.decided_by, v.strength) == (NO_FLUSH, "ram-backed-storage", MEASURED)
+    assert "ext4 /mnt/img → loop0 → tmpfs /dev/shm (RAM)" in deciding(v).message
+    above = next(f for f in v.findings if f.code == "flushes-counted-above-media")
+    assert above.evidence["per_result"] == {"write+fdatasync": {"loop0": 1000}}
+    # the same counters with the loop device taken as the disk would have said honest
+    assert "flushes-reach-device" not in {f.code for f in v.findings}
+
+
+def test_zram_is_no_flush_even_though_it_claims_write_through():
+    zram = BlockDevice("zram0", rotational=False, write_cache="write through", transport="zram",
+                       has_flush_counters=True)
+    h = stacked([fs("/z", source="/dev/zram0"), disk_layer(zram, 1)], virt=VM)
+    v = audit.judge(h, [counted(13_000, [FlushDelta("zram0", 0, 0, 1000)])])
+    assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "ram-backed-storage")
+    # RAM media: no device-class or VM signal is offered as disagreeing evidence
+    assert {f.code for f in v.findings if f.stance == "disagrees"} == set()
+
+
+def test_flushes_lost_between_a_layer_that_got_them_and_the_disk_are_volatile_cache():
+    """loop0 received a flush per sync, the disk holding its backing file none: the layers
+    between stripped them, whatever they claim; the data reached the disk (writes)."""
+    h = stacked([fs("/mnt"), loop(), fs("/", depth=2), disk_layer(VDA, 3)])
+    r = counted(40_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("vda", 0, 0, 1000)])
+    v = audit.judge(h, [r])
+    assert (v.path_verdict, v.decided_by, v.strength) == (VOLATILE_CACHE, "flushes-stripped", MEASURED)
+    assert "loop0 received 1.00 flushes per sync" in deciding(v).message
+
+
+def test_write_through_layer_over_a_write_back_disk_strips_flushes():
+    """A layer claiming no write-back cache gets no flush from the block layer (blk-core
+    submit_bio_noacct), so none reaches the write-back disk below: 0 flushes on the real
+    leaf is dropped whatever the intermediate layer's 'write through' says."""
+    nbd_like = BlockDevice("dm-0", write_cache="write through", has_flush_counters=True)
+    sda = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
+    dm = StorageLayer("dm", "dm-0", "passes-down", 1, device=nbd_like)
+    h = stacked([fs("/data", source="/dev/dm-0"), dm, disk_layer(sda, 2)])
+    r = counted(40_000, [FlushDelta("dm-0", 0, 0, 1000), FlushDelta("sda", 0, 0, 1000)])
+    v = audit.judge(h, [r])
+    assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "flushes-stripped")
+    assert "dm-0 claims a write-through cache" in deciding(v).message
+
+
+def test_nobarrier_names_the_mount_option_and_is_volatile_cache_not_no_flush():
+    sda = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
+    h = stacked([fs("/data", options=("rw", "nobarrier")), disk_layer(sda, 1)])
+    # data written (1 write per sync), no flush sent
+    v = audit.judge(h, [counted(40_000, [FlushDelta("sda", 0, 0, 1000)])])
+    assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
+    assert "nobarrier" in deciding(v).message
+    # the same without write counters (an older report): the option still names the cause
+    v2 = audit.judge(h, [counted(40_000, [FlushDelta("sda", 0, 0)])])
+    assert (v2.path_verdict, v2.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
+
+
+def test_nobarrier_on_the_filesystem_holding_a_loop_backing_file_is_found():
+    h = stacked([fs("/mnt"), loop(), fs("/", options=("rw", "barrier=0"), depth=2),
+                 disk_layer(VDA, 3)])
+    r = counted(40_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("vda", 0, 0, 1000)])
+    v = audit.judge(h, [r])
+    assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
+
+
+def test_nothing_written_at_sync_time_is_no_flush():
+    sda = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
+    h = stacked([fs("/data"), disk_layer(sda, 1)])
+    v = audit.judge(h, [counted(2_000, [FlushDelta("sda", 0, 0, 3)])])
+    assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "flushes-dropped")
+    assert deciding(v).evidence["writes_per_sync"] == 0.003
+
+
+def test_a_writes_only_disk_with_no_flush_cause_is_volatile_cache_flushes_not_sent():
+    sda = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
+    h = stacked([fs("/data"), disk_layer(sda, 1)])
+    v = audit.judge(h, [counted(40_000, [FlushDelta("sda", 0, 0, 1000)])])
+    assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "flushes-not-sent")
+
+
+def test_apple_m1_nvme_with_deferred_flushes_is_volatile_cache_by_device_floor():
+    """Bare metal, Asahi's apple-nvme deferring flushes: 83 µs per write+flush on a
+    write-back consumer NVMe without power-loss protection (a flush to NAND there takes
+    17-18 ms, Jens Axboe's 'defer cache flushes' commit)."""
+    nvme = BlockDevice("nvme0n1", model="APPLE SSD AP0512Q", rotational=False,
+                       write_cache="write back", transport="nvme", has_flush_counters=True)
+    h = stacked([fs("/", source="/dev/nvme0n1p5"), disk_layer(nvme, 1)])
+    v = audit.judge(h, [counted(83_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
+    assert (v.path_verdict, v.decided_by, v.strength) == (
+        VOLATILE_CACHE, "flush-below-device-floor", INFERRED)
+    assert deciding(v).evidence["floor_ns"] == 150_000
+    assert "power-loss protection" in deciding(v).evidence["device_class"]
+
+
+def test_fast_flush_is_plausible_on_a_plp_family_a_write_through_drive_or_when_declared():
+    def judge(model, cache, declared=()):
+        d = BlockDevice("nvme0n1", model=model, rotational=False, write_cache=cache,
+                        has_flush_counters=True)
+        h = stacked([fs("/"), disk_layer(d, 1)], declared=declared)
+        return audit.judge(h, [counted(30_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
+
+    plp = judge("SAMSUNG MZQL2960HCJR-00A07", "write back")  # PM9A3
+    assert (plp.path_verdict, plp.decided_by, plp.strength) == (
+        HONEST_FLUSH, "flushes-reach-device", INFERRED)
+    assert "PM9A3" in deciding(plp).evidence["fast_flush_allowed_by"]
+    consumer = judge("Samsung SSD 990 PRO 2TB", "write back")
+    assert consumer.path_verdict == VOLATILE_CACHE
+    declared = judge("Samsung SSD 990 PRO 2TB", "write back", declared=("plp",))
+    assert declared.path_verdict == HONEST_FLUSH
+    assert "declared by the user" in deciding(declared).evidence["fast_flush_allowed_by"]
+    no_vwc = judge("Samsung SSD 990 PRO 2TB", "write through")
+    assert no_vwc.path_verdict != VOLATILE_CACHE
+
+
+def test_virtualbox_guest_is_volatile_cache_inferred_from_the_default():
+    vbox = BlockDevice("sda", vendor="ATA", model="VBOX HARDDISK", rotational=True,
+                       write_cache="write back", has_flush_counters=True)
+    virt = Virtualization(hypervisor_flag=True, dmi_vendor="innotek GmbH", dmi_product="VirtualBox")
+    h = stacked([fs("/"), disk_layer(vbox, 1)], virt=virt)
+    v = audit.judge(h, [counted(900_000, [FlushDelta("sda", 1000, 100, 1000)])])
+    assert (v.path_verdict, v.decided_by, v.strength) == (
+        VOLATILE_CACHE, "hypervisor-ignores-flush", INFERRED)
+    assert "IgnoreFlush" in deciding(v).advice
+    # the generic VM rule (the host's cache mode cannot be seen) points elsewhere: shown
+    assert any(f.code == "virtualized-storage" and f.stance == "disagrees" for f in v.findings)
+
+
+def test_only_non_standard_primitive_names_still_decide_the_path():
+    """FreeBSD diskinfo -S flushes with ioctl(DIOCGFLUSH) (diskinfo.c slogbench)."""
+    h = simple_host(disks=(BlockDevice("ada0", rotational=True, write_cache="write back"),),
+                    virt=BARE)
+    v = audit.judge(h, [flush("DIOCGFLUSH", 8_000_000)])
+    assert v.decided_by != "no-evidence"
+    assert (v.path_verdict, v.decided_by) == (HONEST_FLUSH, "flush-latency-plausible")
+
+
+def test_latency_only_honest_says_so_in_every_rendering():
+    h = simple_host(disks=(BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB",
+                                       rotational=False, write_cache="write back"),), virt=BARE)
+    from fsyncbench import runner
+
+    v = audit.judge(h, [flush("fdatasync", 1_600_000)])
+    assert (v.path_verdict, v.strength) == (HONEST_FLUSH, INFERRED)
+    assert "inferred from latency only" in deciding(v).message
+    report = runner.build_report("run", h, [flush("fdatasync", 1_600_000)], ["fsyncbench"])
+    assert "honest_flush, inferred, not measured (decided by flush-latency-plausible)" in \
+        render.render_text(report)
+    assert "`honest_flush`**, inferred, not measured" in render.render_markdown(report)
+    from fsyncbench import render_html
+
+    assert "inferred, not measured" in render_html.render_html(report)
+
+
+def test_weaker_disagreeing_signal_is_shown_not_hidden():
+    h = simple_host(disks=(BlockDevice("vda", rotational=True, write_cache="write back",
+                                       transport="virtio"),), virt=VM)
+    v = audit.judge(h, [flush("fdatasync", 300_000)])
+    assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "virtualized-storage")
+    other = next(f for f in v.findings if f.code == "flush-latency-plausible")
+    assert (other.stance, other.points_to, other.strength) == ("disagrees", HONEST_FLUSH, INFERRED)
+    assert "[disagrees: honest_flush, inferred]" in render.finding_line(other)
+
+
+def test_an_old_report_whose_walk_stopped_at_a_loop_device_is_not_trusted():
+    """Before stacks were recorded the walk ended at loop0 and called it the disk; its
+    counters then looked like flushes reaching a bare-metal disk."""
+    h = simple_host(disks=(LOOP0,), virt=BARE)
+    v = audit.judge(h, [counted(40_000, [FlushDelta("loop0", 1000, 20)])])
+    assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "stack-not-followed")
+
+
+def test_counters_are_read_on_the_disk_holding_the_bytes_not_the_loop_device():
+    """Bare metal, a loop file on an SSD: loop0 counts what the inner filesystem sent (1 per
+    sync), the SSD what reached it (1.5: the outer ext4's journal adds a pre-flush)."""
+    sda = BlockDevice("sda", model="Samsung SSD 990 PRO 2TB", rotational=False,
+                      write_cache="write back", has_flush_counters=True)
+    h = stacked([fs("/mnt"), loop(), fs("/", depth=2), disk_layer(sda, 3)])
+    r = counted(1_600_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("sda", 1500, 900, 2000)])
+    v = audit.judge(h, [r])
+    assert (v.path_verdict, v.decided_by) == (HONEST_FLUSH, "flushes-reach-device")
+    assert deciding(v).evidence["flushes_per_sync"] == 1.5
+    assert deciding(v).evidence["flush_ms_per_flush"] == 0.6
+    counters = next(f for f in v.findings if f.code == "device-flush-counters")
+    assert counters.evidence["per_result"]["write+fdatasync"]["device_flushes"] == 1500
+    assert counters.evidence["disks"] == ["sda"]
