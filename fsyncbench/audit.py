@@ -338,6 +338,11 @@ def _all_ram(host: Host) -> bool:
     return bool(media) and all(layer.volatile is True for layer in media)
 
 
+def _a(noun: str) -> str:
+    """``noun`` with its indefinite article (``an SSD``, ``a spinning disk``)."""
+    return ("an " if noun[:1].lower() in "aeio" or noun.startswith("SSD") else "a ") + noun
+
+
 def _chain(f: Facts) -> str:
     return stack.chain_text(f.host.target)
 
@@ -855,7 +860,7 @@ def rule_flushes_reach_device(f: Facts, r: Result | None):
     return HONEST_FLUSH, Finding(
         "flushes-reach-device", INFO, r.name,
         f"Each {r.primitive} sent {ratio:.2f} cache flushes to the disk holding the bytes "
-        f"(measured) and took {r.summary.p50_ns / 1e3:.1f} us (p50), as a {cls.name} writing "
+        f"(measured) and took {r.summary.p50_ns / 1e3:.1f} us (p50), as {_a(cls.name)} writing "
         "to stable media does (inferred from that time: not proven).",
         "A power-pull test (fsyncbench powercut) is the only proof beyond this.",
         {"flushes_per_sync": round(ratio, 3), "flush_ms_per_flush": _flush_ms_per_flush(r, f.host),
@@ -882,7 +887,7 @@ def rule_latency_floor(f: Facts, r: Result | None):
         return VOLATILE_CACHE, Finding(
             "flush-below-device-floor", RISK, r.name,
             f"{r.primitive} p50 {p50 / 1e3:.1f} us is below the {cls.floor_ns / 1e3:.0f} us "
-            f"an honest flush takes on a {cls.name}: the device acknowledges from its cache.",
+            f"an honest flush takes on {_a(cls.name)}: the device acknowledges from its cache.",
             "Check the drive's write cache and power-loss protection (nvme id-ctrl: vwc; "
             "the vendor's data sheet); if the drive has power-loss protection, say so with "
             "--assume plp. Run `fsyncbench audit`, or pull the plug (fsyncbench powercut).",
@@ -890,7 +895,7 @@ def rule_latency_floor(f: Facts, r: Result | None):
         )
     return HONEST_FLUSH, Finding(
         "flush-latency-plausible", INFO, r.name,
-        f"{r.primitive} p50 {p50 / 1e3:.1f} us is consistent with a {cls.name} writing "
+        f"{r.primitive} p50 {p50 / 1e3:.1f} us is consistent with {_a(cls.name)} writing "
         "to stable media, and no stronger signal says otherwise: inferred from latency "
         "only, not proven.",
         "Latency alone cannot prove durability; a power-pull test (fsyncbench powercut) can.",
