@@ -764,11 +764,13 @@ def rule_network_filesystem(f: Facts, r: Result | None):
     if not forwarding:
         return None
     first = forwarding[0]
-    what = (f"{first.fs_type} ({first.source})" if first.fs_type else
-            f"the network block device {first.name}")
+    kind = {"fuse": "the FUSE filesystem", "network-fs": "the network filesystem"}.get(
+        first.kind, "the network block device")
+    what = (f"{kind} {first.name} (type {first.fs_type}, source {first.source})"
+            if first.fs_type else f"{kind} {first.name}")
     return UNVERIFIABLE, Finding(
         "network-filesystem", WARNING, _subject(r),
-        f"The target's storage goes through {what} ({_chain(f)}): {_primitive(f, r)} is "
+        f"The target's storage goes through {what}: {_primitive(f, r)} is "
         "forwarded to a server or daemon whose storage cannot be seen from here.",
         "Run fsyncbench audit where the data is stored, or keep the journal on local storage.",
         {"fs_type": first.fs_type, "source": first.source, "layer": first.name,

@@ -459,7 +459,11 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
         try:
             results = runner.run_plan(plan, host, progress)
             progress.label = "audit evidence"
-            ev = evidence.collect(target, host, ev_plan)
+
+            def step(name: str, _index: int, _total: int) -> None:
+                progress.label = f"audit evidence ({name})"
+
+            ev = evidence.collect(target, host, ev_plan, progress=step)
         except KeyboardInterrupt:
             progress.close()
             print(f"fsyncbench: interrupted while measuring {progress.label or 'setup'}; "

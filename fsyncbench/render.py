@@ -233,14 +233,18 @@ def durability_line(report: Report) -> str:
 def flush_counter_lines(report: Report) -> list[str]:
     """``name: N device flushes on disk for M syncs (R per sync)`` per result with counters."""
     out = []
+    target = report.host.target
+    media = set(stack.media_devices(target)) if target.layers else None
     for r in report.results:
         for d in r.device_flushes:
             if d.flushes is None:
                 continue
+            where = d.device if media is None or d.device in media else f"{d.device} (holds no bytes)"
             per = (f" for {r.syncs_issued} syncs ({d.flushes / r.syncs_issued:.2f} per sync)"
                    if r.syncs_issued else
                    f" over {r.summary.count} operations ({d.flushes / max(r.summary.count, 1):.2f} each)")
-            out.append(f"{r.name}: {d.flushes} device flushes on {d.device}{per}")
+            writes = "" if d.writes is None else f", {d.writes} writes"
+            out.append(f"{r.name}: {d.flushes} device flushes{writes} on {where}{per}")
     return out
 
 

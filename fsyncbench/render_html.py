@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from fsyncbench.judge import stack
 from fsyncbench.model import Report, Result
 from fsyncbench.render import (
     STRENGTH_MEANING,
@@ -201,13 +202,16 @@ def _ci(ci: Sequence[float]) -> str:
 def _flush_table(report: Report) -> str:
     e = html.escape
     rows = []
+    target = report.host.target
+    media = set(stack.media_devices(target)) if target.layers else None
     for r in report.results:
         for d in r.device_flushes:
+            disk = d.device if media is None or d.device in media else f"{d.device} (holds no bytes)"
             per_op = "-" if d.flushes is None or not r.summary.count else f"{d.flushes / r.summary.count:.2f}"
             per_sync = ("-" if d.flushes is None or not r.syncs_issued
                         else f"{d.flushes / r.syncs_issued:.2f}")
             rows.append(
-                f"<tr><td>{e(r.name)}</td><td>{e(r.primitive)}</td><td>{e(d.device)}</td>"
+                f"<tr><td>{e(r.name)}</td><td>{e(r.primitive)}</td><td>{e(disk)}</td>"
                 f'<td class="num">{"-" if r.syncs_issued is None else r.syncs_issued}</td>'
                 f'<td class="num">{"n/a" if d.flushes is None else d.flushes}</td>'
                 f'<td class="num">{"n/a" if d.flush_time_ms is None else d.flush_time_ms}</td>'
