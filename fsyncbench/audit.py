@@ -481,53 +481,36 @@ def rule_flush_counters(f: Facts, r: Result | None):
                 "flushes_per_sync": round(ratio, 3), "chain": _chain(f),
                 "write_cache": [d.write_cache for d in _media_disks(host)]}
     written = top_writes if top_writes is not None else media_writes
-    if top_flushes is not None and top_flushes >= REACHED_FLUSH_RATIO:
-        code, cause, extra = _not_sent_cause(f)
-        if code == "flushes-not-sent":
-            code, cause = "flushes-stripped", (f"{top} received {top_flushes:.2f} flushes per sync "
-                                               "but the disk holding the bytes got none")
+    if written is not None:
+        evidence["writes_per_sync"] = round(written, 3)
+    stripped = top_flushes is not None and top_flushes >= REACHED_FLUSH_RATIO
+    code, cause, extra = _not_sent_cause(f)
+    if stripped or (written is not None and written >= REACHED_FLUSH_RATIO) or (
+            written is None and code == "barriers-disabled"):
+        if stripped and code == "flushes-not-sent":
+            code, cause = "flushes-stripped", (f"{top} received {top_flushes:.2f} flushes per "
+                                               "sync but the disk holding the bytes got none")
         evidence.update(extra)
         return VOLATILE_CACHE, Finding(
             code, RISK, r.name,
-            f"{r.syncs_issued} {r.primitive} calls reached the disk as {_least_flushes(r, host)} "
-            f"cache flushes although its write-back cache needs them: {cause} ({_chain(f)}).",
-            "Fix the layer that loses the flushes, or keep the journal on storage without it.",
-            evidence, KERNEL_STAT_DOC + "; " + BLOCK_FLUSH_DOC, MEASURED,
+            f"{r.syncs_issued} {r.primitive} calls reached the write-back disk holding the bytes "
+            f"as {_least_flushes(r, host)} cache flushes"
+            + ("" if written is None else f" after writing {written:.2f} requests per sync to "
+               f"{top or 'the disk'}")
+            + f": {cause}. The data sits in a volatile cache ({_chain(f)}).",
+            "Remount without nobarrier/barrier=0, or fix or remove the layer named, unless the "
+            "cache is battery- or capacitor-backed.",
+            evidence, KERNEL_STAT_DOC + "; " + (BARRIER_DOC if code == "barriers-disabled"
+                                                else BLOCK_FLUSH_DOC), MEASURED,
         )
-    if written is None:
-        code, cause, extra = _not_sent_cause(f)
-        if code == "barriers-disabled":
-            evidence.update(extra)
-            return VOLATILE_CACHE, Finding(
-                code, RISK, r.name,
-                f"{r.syncs_issued} {r.primitive} calls reached the disk as "
-                f"{_least_flushes(r, host)} cache flushes: {cause}, so data goes to the "
-                "drive's volatile write cache and is never flushed.",
-                "Remount without nobarrier/barrier=0 unless the cache is battery- or "
-                "capacitor-backed.",
-                evidence, KERNEL_STAT_DOC + "; " + BARRIER_DOC, MEASURED,
-            )
-    elif written >= REACHED_FLUSH_RATIO:
-        code, cause, extra = _not_sent_cause(f)
-        evidence.update(extra, writes_per_sync=round(written, 3))
-        return VOLATILE_CACHE, Finding(
-            code, RISK, r.name,
-            f"{r.syncs_issued} {r.primitive} calls wrote {written:.2f} requests per sync to "
-            f"{top or 'the disk'} but sent {_least_flushes(r, host)} cache flushes to the "
-            f"write-back disk: {cause}. The data sits in a volatile cache ({_chain(f)}).",
-            "Remount without nobarrier/barrier=0 (or fix the layer named) unless the cache is "
-            "battery- or capacitor-backed.",
-            evidence, KERNEL_STAT_DOC + "; " + BARRIER_DOC, MEASURED,
-        )
-    if written is not None:
-        evidence["writes_per_sync"] = round(written, 3)
+    nothing_written = written is not None and written < DROPPED_FLUSH_RATIO
     return NO_FLUSH, Finding(
         "flushes-dropped", RISK, r.name,
         f"{r.syncs_issued} {r.primitive} calls reached the disk as "
         f"{_least_flushes(r, host)} cache flushes although its write-back cache needs them"
-        + ("" if written is None else
-           f", and wrote {written:.2f} requests per sync: nothing is written at sync time")
-        + ": something above the block layer drops the syncs.",
+        + ("" if written is None else f", with {written:.2f} writes per sync")
+        + (": nothing is written at sync time, so" if nothing_written else ":")
+        + " something above the block layer drops the syncs.",
         "Look for eatmydata, an LD_PRELOAD library or a no-op sync layer.",
         evidence, KERNEL_STAT_DOC, MEASURED,
     )
