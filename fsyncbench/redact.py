@@ -2,9 +2,10 @@
 user paths, still a valid report of the same schema (so ``compare`` works on it).
 
 Removed: the hostname (also wherever it appears inside another value, e.g. a mount source
-or a finding), disk serial numbers, the target path, user paths (under /home, /Users,
-/root, /var/home or $HOME) anywhere in the host record, network mount sources (they name
-a server), and every path in the recorded command line. Measurements, verdicts and the
+or a finding), disk serial numbers (of every layer of the storage stack too), the target
+path, user paths (under /home, /Users, /root, /var/home or $HOME) anywhere in the host
+record, network mount sources (they name a server; also those of FUSE and network layers
+of the stack, wherever a finding quotes them), and every path in the recorded command line. Measurements, verdicts and the
 facts that explain them (filesystem, mount options, device model, cache mode) stay.
 
 Every format is rendered from the redacted report, so text, Markdown, JSON, HTML and CSV
@@ -60,6 +61,16 @@ def redact_report(report: Report, home: str | None = None) -> Report:
     disks = tuple(
         dataclasses.replace(d, serial=REDACTED if d.serial else d.serial) for d in target.disks
     )
+    layers = tuple(
+        dataclasses.replace(
+            layer,
+            name=_path_or_redacted(layer.name, home),
+            source=None if layer.source is None else _source(layer.source, home),
+            device=None if layer.device is None else dataclasses.replace(
+                layer.device, serial=REDACTED if layer.device.serial else layer.device.serial),
+        )
+        for layer in target.layers
+    )
     darwin = target.darwin
     if darwin is not None:
         darwin = {k: (_path_or_redacted(v, home) if isinstance(v, str) else v)
@@ -67,7 +78,8 @@ def redact_report(report: Report, home: str | None = None) -> Report:
     new_host = dataclasses.replace(
         host,
         hostname=REDACTED_HOST,
-        target=dataclasses.replace(target, path=REDACTED, mount=mount, disks=disks, darwin=darwin),
+        target=dataclasses.replace(target, path=REDACTED, mount=mount, disks=disks, darwin=darwin,
+                                   layers=layers),
     )
     redacted = dataclasses.replace(
         report, host=new_host, command_line=redact_command_line(report.command_line, home)
@@ -145,7 +157,12 @@ def _source(text: str, home: str) -> str:
 def _secrets(report: Report, home: str) -> list[str]:
     """Literal strings to remove from every value, longest first."""
     values = {report.host.target.path}
-    values.update(d.serial for d in report.host.target.disks if d.serial and len(d.serial) >= 4)
+    devices = [*report.host.target.disks,
+               *(layer.device for layer in report.host.target.layers if layer.device is not None)]
+    values.update(d.serial for d in devices if d.serial and len(d.serial) >= 4)
+    # network sources of forwarding layers (server:/export) wherever they are quoted
+    values.update(layer.source for layer in report.host.target.layers
+                  if layer.source and _source(layer.source, home) == REDACTED)
     if home and home not in ("/", ""):
         values.add(home)
     return sorted((v for v in values if v and v not in ("/", ".")), key=len, reverse=True)

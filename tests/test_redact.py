@@ -148,3 +148,25 @@ def test_audit_redact(real_run):
         proc = fsb("audit", "--from", report, "--redact", *extra)
         assert proc.returncode == 0, proc.stderr
         assert not has_name(proc.stdout, HOSTNAME)
+
+
+def test_redaction_reaches_every_layer_of_the_storage_stack():
+    """A FUSE layer's network source and the serial of a disk under a loop device's backing
+    file are as identifying as the target's own; the verdict quotes the source."""
+    from fsyncbench import audit
+    from fsyncbench.model import StorageLayer
+
+    ssd = BlockDevice("sdb", model="Samsung SSD 870", rotational=False, serial="S5Y1NX0R777777",
+                      write_cache="write back", has_flush_counters=True)
+    layers = (StorageLayer("fuse", "/mnt/remote", "forwarded", 0, fs_type="fuse.sshfs",
+                           source="deploy@db-primary.internal:/srv"),
+              StorageLayer("disk", "sdb", "to-device", 1, holds_bytes=True, volatile=False,
+                           device=ssd))
+    rep = personal_report()
+    h = dataclasses.replace(rep.host, target=dataclasses.replace(rep.host.target, layers=layers))
+    rep = dataclasses.replace(rep, host=h, verdict=audit.judge(h, rep.results))
+    assert "db-primary.internal" in store.report_to_json(rep)  # the finding quotes it
+    text = store.report_to_json(redact.redact_report(rep, home="/home/alice"))
+    for secret in ("db-primary", "deploy@", "S5Y1NX0R777777"):
+        assert secret not in text, secret
+    assert "fuse.sshfs" in text and "Samsung SSD 870" in text  # the facts stay
