@@ -10,21 +10,27 @@ Signals are weighed strongest first (../shared/DESIGN.md, "Signals"). A storage 
 primitive get the verdict of the first path rule in :data:`PATH_RULES` that returns one, and
 ``decided_by`` names that rule's finding code:
 
-1. what the filesystem is (tmpfs, overlay ``volatile``, ZFS ``sync=disabled``);
-2. the device flush counters around the workload;
+1. what the filesystem and the storage stack are (tmpfs, overlay ``volatile`` in any layer,
+   ZFS ``sync=disabled``, RAM at the bottom of the stack: :mod:`fsyncbench.judge.stack`);
+2. the device flush and write counters, judged on the disks holding the bytes (no_flush
+   when nothing was written at sync time, volatile_cache when data was written but not
+   flushed, with the cause named);
 3. libc wrapper vs raw system call (interposition), measured;
 4. the dirty-size sweep (a bandwidth no storage bus delivers);
 5. a sync-disabling library named in LD_PRELOAD or /etc/ld.so.preload — only where no
    measured signal above covers the primitive;
-6. mount options that drop cache flushes (``nobarrier``, ``barrier=0``);
-7. platform semantics (macOS fsync), identified cloud block storage, network filesystems,
-   virtualization;
-8. flushes counted on bare metal, then latency against device-class floors.
+6. mount options that drop cache flushes (``nobarrier``, ``barrier=0``) on any filesystem
+   of the stack;
+7. platform semantics (macOS fsync), hypervisor defaults (VirtualBox), identified cloud
+   block storage, layers forwarding the flush (network filesystems, FUSE, network disks),
+   virtualization, a stack that could not be followed;
+8. flushes counted on bare metal, then latency against device-class floors
+   (:mod:`fsyncbench.judge.devices`: power-loss protection and write cache decide the floor).
 
-Latency never decides against a stronger signal: the latency rules come last, and a latency
-below the floor only ever withholds ``honest_flush``. Slowness and tails are separate
-findings; so are config durability and the commit checks (syncs per commit, FULL vs OFF,
-commit vs S x flush).
+Every verdict carries its strength (measured, inferred; ``proven`` only from a power cut) and
+the weaker signals that agree or disagree with it. Latency never decides against a stronger
+signal: the latency rules come last. Slowness and tails are separate findings; so are config
+durability and the commit checks (syncs per commit, FULL vs OFF, commit vs S x flush).
 """
 
 from __future__ import annotations
@@ -34,13 +40,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from fsyncbench.judge import devices, stack
-from fsyncbench.judge.devices import CLOUD_BLOCK_MODELS, DeviceClass, device_class
-from fsyncbench.layers import (
-    NETWORK_FILESYSTEMS,
-    NO_BARRIER_OPTIONS,
-    RAM_FILESYSTEMS,
-    mount_options,
-)
+from fsyncbench.judge.devices import CLOUD_BLOCK_MODELS, device_class
+from fsyncbench.layers import NO_BARRIER_OPTIONS, RAM_FILESYSTEMS
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFERRED,
@@ -296,10 +297,6 @@ def _ratio(flushes: int | None, syncs: int) -> float | None:
     if flushes is None or syncs < COUNTER_MIN_SYNCS:
         return None
     return flushes / syncs
-
-
-def _mount_options(host: Host) -> set[str]:
-    return mount_options(host.target.mount)
 
 
 def _preload_names(f: Facts) -> list[str]:
