@@ -223,16 +223,14 @@ def _commit(results: Sequence[Result], like: Pragmas, sync: str) -> Result | Non
 
 
 def _media_deltas(result: Result, host: Host | None = None) -> list[FlushDelta]:
-    """The counter deltas of the devices that hold the bytes. A report that recorded deltas
-    of other layers (a loop device, dm) names its media in the stack; counts on a layer
-    that holds nothing prove nothing. Without a stack every recorded delta counts."""
+    """The counter deltas of the devices that hold the bytes: deltas of block devices the
+    stack knows to hold nothing (a loop device, dm, md, a partition) are left out, since
+    counts there prove nothing about the media; any other recorded delta counts."""
     deltas = list(result.device_flushes)
     if host is None:
         return deltas
-    names = set(stack.media_devices(host.target))
-    if not host.target.layers:
-        return deltas
-    return [d for d in deltas if d.device in names]
+    skip = stack.non_media_devices(host.target)
+    return [d for d in deltas if d.device not in skip]
 
 
 def _least(deltas: Sequence[FlushDelta], attr: str = "flushes") -> int | None:
@@ -255,6 +253,36 @@ def _counter_ratio(result: Result | None, host: Host | None = None) -> float | N
         return None
     least = _least_flushes(result, host)
     return None if least is None else least / result.syncs_issued
+
+
+def _background_flushes(f: Facts, result: Result) -> float | None:
+    """Flushes other I/O is expected to have added to ``result``'s media counts: the rate
+    the no-sync ``write`` baseline saw on the same disks (flushes per ns of its counter
+    window: it sends none itself) times ``result``'s window. The counters are device-wide
+    (Documentation/block/stat.rst), so another process's fsyncs land in them too. None
+    without a baseline with counters."""
+    base = next((x for x in f.results if x.kind == "write"), None)
+    if base is None or not base.elapsed_ns or not result.elapsed_ns:
+        return None
+    least = _least(_media_deltas(base, f.host))
+    if least is None:
+        return None
+    return least / base.elapsed_ns * result.elapsed_ns
+
+
+def _reached_ratio(f: Facts, result: Result | None) -> float | None:
+    """Media flushes per sync with the background of other I/O taken out; None when the
+    counter cannot say (not measured, or the background alone could explain half of the
+    flushes per sync: then no count of "reached" is trusted)."""
+    ratio = _counter_ratio(result, f.host)
+    if ratio is None or result is None or not result.syncs_issued:
+        return None
+    background = _background_flushes(f, result)
+    if background is None:
+        return ratio
+    if background >= REACHED_FLUSH_RATIO * result.syncs_issued:
+        return None
+    return max(0.0, ratio - background / result.syncs_issued)
 
 
 def _per_sync(result: Result, device: str | None, attr: str) -> float | None:
@@ -430,6 +458,14 @@ def _not_sent_cause(f: Facts) -> tuple[str, str, dict]:
                           for layer in nobarrier)
         return ("barriers-disabled", f"the filesystem {names} is mounted without barriers",
                 {"mount_options": sorted({o for layer in nobarrier for o in layer.options})})
+    c = _comparison(f, "fdatasync") or _comparison(f, "fsync")
+    libs = _sync_disabling(_preload_names(f)) or _preload_names(f)
+    if c is not None and _interposed(c)[0]:
+        return ("preload-skips-flush",
+                f"the libc sync call is interposed ({', '.join(libs) or 'a preloaded library'}): "
+                f"it sent {c.libc_flushes} device flushes for {c.syncs} calls where the raw "
+                f"system call sent {c.syscall_flushes}",
+                {"ld_preload": f.host.ld_preload, "libraries": libs})
     media = set(stack.media_devices(target))
     through = [layer for layer in stack.block_devices(target)
                if layer.name not in media and layer.device is not None
@@ -459,14 +495,23 @@ def rule_flush_counters(f: Facts, r: Result | None):
     Reports without write counters fall back to ``no_flush`` unless a nobarrier mount names
     the cause. Measured."""
     host = f.host
+    if r is None or host.target.mount is None:
+        return None
     ratio = _counter_ratio(r, host)
-    if ratio is None or r is None or host.target.mount is None:
-        return None
-    if ratio >= DROPPED_FLUSH_RATIO or not _write_back(host):
-        return None
-    top = stack.top_block_device(host.target)
+    top_layer = stack.top_block_layer(host.target)
+    top = None if top_layer is None else top_layer.name
     media = stack.media_devices(host.target)
     top_flushes = _per_sync(r, top, "flushes") if top not in media else None
+    # a layer under the filesystem that nothing else uses (a loop device, dm) sees only what
+    # the filesystem sent: 0 flushes there is a measurement no other process can disturb
+    top_write_back = (top_layer is not None and top_layer.device is not None
+                      and "back" in (top_layer.device.write_cache or ""))
+    not_sent = top_flushes is not None and top_flushes < DROPPED_FLUSH_RATIO and top_write_back
+    lost = ratio is not None and ratio < DROPPED_FLUSH_RATIO and bool(_write_back(host))
+    if not (not_sent or lost):
+        return None
+    if ratio is None:
+        ratio = top_flushes if top_flushes is not None else 0.0
     top_writes = _per_sync(r, top, "writes")
     media_writes = None
     least_writes = _least(_media_deltas(r, host), "writes")
@@ -480,6 +525,8 @@ def rule_flush_counters(f: Facts, r: Result | None):
     written = top_writes if top_writes is not None else media_writes
     if written is not None:
         evidence["writes_per_sync"] = round(written, 3)
+    if not_sent:
+        evidence["first_block_device_flushes_per_sync"] = round(top_flushes, 3)
     stripped = top_flushes is not None and top_flushes >= REACHED_FLUSH_RATIO
     code, cause, extra = _not_sent_cause(f)
     if stripped or (written is not None and written >= REACHED_FLUSH_RATIO) or (
@@ -490,8 +537,11 @@ def rule_flush_counters(f: Facts, r: Result | None):
         evidence.update(extra)
         return VOLATILE_CACHE, Finding(
             code, RISK, r.name,
-            f"{r.syncs_issued} {r.primitive} calls reached the write-back disk holding the bytes "
-            f"as {_least_flushes(r, host)} cache flushes"
+            (f"{r.syncs_issued} {r.primitive} calls sent {top_flushes:.2f} flushes per sync "
+             f"to {top}, the first block device under the filesystem"
+             if not_sent else
+             f"{r.syncs_issued} {r.primitive} calls reached the write-back disk holding the "
+             f"bytes as {_least_flushes(r, host)} cache flushes")
             + ("" if written is None else f" after writing {written:.2f} requests per sync to "
                f"{top or 'the disk'}")
             + f": {cause}. The data sits in a volatile cache ({_chain(f)}).",
@@ -503,8 +553,10 @@ def rule_flush_counters(f: Facts, r: Result | None):
     nothing_written = written is not None and written < DROPPED_FLUSH_RATIO
     return NO_FLUSH, Finding(
         "flushes-dropped", RISK, r.name,
-        f"{r.syncs_issued} {r.primitive} calls reached the disk as "
-        f"{_least_flushes(r, host)} cache flushes although its write-back cache needs them"
+        (f"{r.syncs_issued} {r.primitive} calls sent {top_flushes:.2f} flushes per sync to "
+         f"{top}, the first block device under the filesystem" if not_sent else
+         f"{r.syncs_issued} {r.primitive} calls reached the disk as "
+         f"{_least_flushes(r, host)} cache flushes although its write-back cache needs them")
         + ("" if written is None else f", with {written:.2f} writes per sync")
         + (": nothing is written at sync time, so" if nothing_written else ":")
         + " something above the block layer drops the syncs.",
@@ -513,29 +565,39 @@ def rule_flush_counters(f: Facts, r: Result | None):
     )
 
 
-def rule_libc_interposed(f: Facts, r: Result | None):
-    """The libc wrapper against ``syscall(SYS_fdatasync)`` after identical writes (EATMYDATA_DOC;
-    the measurement: fsyncbench.evidence.compare_libc_syscall). With counters on both sides
-    they decide: the libc blocks sent < DROPPED_FLUSH_RATIO flushes per call while the raw
-    blocks sent >= REACHED_FLUSH_RATIO. Without counters, time decides only in the shape
-    interposition has: a libc call faster than any real I/O (REAL_IO_FLOOR_NS) against a raw
-    call INTERPOSED_RATIO times slower (a noisy disk shifts both, never below the floor).
-    Measured."""
-    c = _comparison(f, _primitive(f, r))
-    if c is None:
-        return None
+def _interposed(c) -> tuple[bool, bool]:
+    """(interposed, decided by counters) for one libc-vs-syscall comparison. With counters
+    on both sides: the raw call sends >= REACHED_FLUSH_RATIO flushes per call and at least
+    that many more than the libc call; the two sides ran in interleaved blocks, so other
+    I/O adds to both alike and cancels in the difference. Without counters: a libc call
+    faster than any real I/O against a raw call INTERPOSED_RATIO times slower."""
     libc_ratio = _ratio(c.libc_flushes, c.syncs)
     raw_ratio = _ratio(c.syscall_flushes, c.syncs)
     if libc_ratio is not None and raw_ratio is not None:
-        by_counter = libc_ratio < DROPPED_FLUSH_RATIO and raw_ratio >= REACHED_FLUSH_RATIO
-        by_time = False
-    else:
-        by_counter = False
-        by_time = (c.libc_p50_ns < REAL_IO_FLOOR_NS <= c.syscall_p50_ns
-                   and c.libc_p50_ns * INTERPOSED_RATIO <= c.syscall_p50_ns)
-    if not (by_time or by_counter):
+        hit = raw_ratio >= REACHED_FLUSH_RATIO and raw_ratio - libc_ratio >= REACHED_FLUSH_RATIO
+        return hit, True
+    hit = (c.libc_p50_ns < REAL_IO_FLOOR_NS <= c.syscall_p50_ns
+           and c.libc_p50_ns * INTERPOSED_RATIO <= c.syscall_p50_ns)
+    return hit, False
+
+
+def rule_libc_interposed(f: Facts, r: Result | None):
+    """The libc wrapper against ``syscall(SYS_fdatasync)`` after identical writes (EATMYDATA_DOC;
+    the measurement: fsyncbench.evidence.compare_libc_syscall). With counters on both sides
+    they decide: the raw blocks sent >= REACHED_FLUSH_RATIO flushes per call more than the
+    libc blocks (:func:`_interposed`). Without counters, time
+    decides only in the shape interposition has: a libc call faster than any real I/O
+    (REAL_IO_FLOOR_NS) against a raw call INTERPOSED_RATIO times slower (a noisy disk shifts
+    both, never below the floor). Measured."""
+    c = _comparison(f, _primitive(f, r))
+    if c is None:
         return None
-    libs = _sync_disabling(_preload_names(f))
+    interposed, by_counter = _interposed(c)
+    if not interposed:
+        return None
+    libc_ratio = _ratio(c.libc_flushes, c.syncs)
+    raw_ratio = _ratio(c.syscall_flushes, c.syncs)
+    libs = _sync_disabling(_preload_names(f)) or _preload_names(f)
     return NO_FLUSH, Finding(
         "libc-sync-interposed", RISK, _subject(r),
         f"libc {c.primitive} returns in {c.libc_p50_ns / 1e3:.1f} us but the raw system call "
@@ -601,6 +663,33 @@ def rule_sweep_bandwidth(f: Facts, r: Result | None):
     )
 
 
+def rule_flush_costs_nothing(f: Facts, r: Result | None):
+    """A write+sync no slower than the same 4 KiB write without a sync, measured in the same
+    run and directory, waits for no device: a sync that reaches any real block device adds
+    at least REAL_IO_FLOOR_NS (DESIGN_BANDS). A comparison of two timings against a band:
+    inferred. Covers every primitive, where the sweep and the libc comparison cover one."""
+    if r is None or r.kind != "flush":
+        return None
+    base = next((x for x in f.results if x.kind == "write"), None)
+    if base is None:
+        return None
+    gap = r.summary.p50_ns - base.summary.p50_ns
+    if gap >= REAL_IO_FLOOR_NS:
+        return None
+    return NO_FLUSH, Finding(
+        "flush-costs-nothing", RISK, r.name,
+        f"write+{r.primitive} p50 {_us(r.summary.p50_ns)} is "
+        + (f"only {_us(gap)} more than" if gap > 0 else "no slower than")
+        + f" the same write without a sync ({_us(base.summary.p50_ns)}): the {r.primitive} "
+        "reaches no device.",
+        "Find the layer that acknowledges syncs from memory (tmpfs, eatmydata, an overlay "
+        "mounted volatile) and audit the real storage path.",
+        {"p50_ns": r.summary.p50_ns, "write_p50_ns": base.summary.p50_ns, "gap_ns": gap,
+         "floor_ns": REAL_IO_FLOOR_NS},
+        DESIGN_BANDS, INFERRED,
+    )
+
+
 def rule_sync_disabling_preload(f: Facts, r: Result | None):
     """A sync-disabling library (SYNC_DISABLING_LIBS) named in LD_PRELOAD, /etc/ld.so.preload
     or the mapped libraries. A name alone is weaker than a measurement, so this decides only
@@ -624,15 +713,20 @@ def rule_sync_disabling_preload(f: Facts, r: Result | None):
 
 def rule_barriers_disabled(f: Facts, r: Result | None):
     """``nobarrier``/``barrier=0`` on any filesystem of the stack (the target's, or the one
-    holding a loop device's backing file) stop it from sending cache flushes: on a
-    write-back (or unknown) cache a sync ends in the drive's volatile cache (BARRIER_DOC).
-    Counters that still show flushes reaching the media (a kernel that ignores the option,
-    as xfs since Linux 4.19) overrule the option. A mount fact, measured."""
-    layers = stack.no_barrier_filesystems(f.host.target)
-    if not layers or _write_back(f.host) is False:
+    holding a loop device's backing file) stop it from sending cache flushes: when the block
+    device right below it has a write-back (or unknown) cache, a sync ends in that volatile
+    cache (BARRIER_DOC). Counters that still show flushes reaching the disk the filesystem
+    sits on directly (a kernel that ignores the option, as xfs since Linux 4.19) overrule
+    the option. A mount fact, measured."""
+    # the cache that matters is the one right below each such filesystem: a loop device's
+    # (the host page cache) is volatile whatever the disk under its backing file reports
+    layers = [layer for layer in stack.no_barrier_filesystems(f.host.target)
+              if "through" not in (stack.cache_below(f.host.target, layer) or "")]
+    if not layers:
         return None
-    ratio = _counter_ratio(r, f.host)
-    if ratio is not None and ratio >= REACHED_FLUSH_RATIO:
+    ratio = _reached_ratio(f, r)
+    if ratio is not None and ratio >= REACHED_FLUSH_RATIO and \
+            stack.top_block_device(f.host.target) in stack.media_devices(f.host.target):
         return None
     opts = sorted({o for layer in layers for o in layer.options} & NO_BARRIER_OPTIONS)
     names = ", ".join(f"{layer.fs_type} {layer.name}" for layer in layers)
@@ -770,13 +864,23 @@ def rule_virtualized(f: Facts, r: Result | None):
     virt = f.host.virtualization
     if not virt.virtualized or _all_ram(f.host):
         return None
-    ratio = _counter_ratio(r, f.host)
-    reached = "" if ratio is None else f" ({ratio:.2f} device flushes per sync)"
-    through = [layer.name for layer in stack.media(f.host.target)
-               if layer.kind == "virtual-disk" and layer.device is not None
+    ratio = _reached_ratio(f, r) if r is not None else None
+    raw = _counter_ratio(r, f.host)
+    virtual = [layer for layer in stack.media(f.host.target) if layer.kind == "virtual-disk"]
+    through = [layer.name for layer in virtual if layer.device is not None
                and (layer.device.write_cache or "").strip() == "write through"]
-    text = (f"This is a virtual machine: {_primitive(f, r)} reaches the virtual disk{reached}, "
-            "but whether the host persists it cannot be seen from inside.")
+    where = "the virtual disk" if virtual else "whatever this stack ends in"
+    if ratio is not None and ratio >= REACHED_FLUSH_RATIO:
+        seen = f"{_primitive(f, r)} reaches {where} ({ratio:.2f} device flushes per sync)"
+    elif raw is not None and raw >= REACHED_FLUSH_RATIO:
+        seen = (f"{_primitive(f, r)} was followed by {raw:.2f} device flushes per sync, but "
+                "other I/O on the disk could explain them")
+    elif raw is not None:
+        seen = f"only {raw:.2f} device flushes per sync arrived for {_primitive(f, r)}"
+    else:
+        seen = f"{_primitive(f, r)} goes to {where}"
+    text = (f"This is a virtual machine: {seen}, and whether the host persists what it gets "
+            "cannot be seen from inside.")
     if through:
         text = (f"This is a virtual machine whose disk {', '.join(through)} reports a "
                 "write-through cache: the guest sends it no flush, and whether the host "
@@ -807,9 +911,9 @@ def rule_stack_not_followed(f: Facts, r: Result | None):
     devices were not found): counters and latencies cannot be tied to any medium. Comes
     before the bare-metal rules, which need to know the medium."""
     target = f.host.target
-    if not target.layers and not any(d.transport == "loop" for d in target.disks):
-        return None
     stuck = stack.unfollowed(target)
+    if not target.layers:  # a derived stack: only a recorded block device left dangling counts
+        stuck = [layer for layer in stuck if layer.device is not None]
     if not stuck or stack.media(target):
         return None
     notes = [f"{stack.label(layer)}: {layer.note}" if layer.note else stack.label(layer)
@@ -827,11 +931,12 @@ def rule_stack_not_followed(f: Facts, r: Result | None):
 
 def rule_flushes_reach_device(f: Facts, r: Result | None):
     """Bare metal, a write-back disk holding the bytes, at least REACHED_FLUSH_RATIO device
-    flushes per sync counted on it (measured), and a p50 at or above the device-class floor
+    flushes per sync counted on it beyond what other I/O explains (:func:`_reached_ratio`;
+    measured), and a p50 at or above the device-class floor
     (fsyncbench.judge.devices): the sync makes the drive flush and the drive takes the time
     a flush costs. Whether the drive honours the flush is inferred from that time, so the
     verdict is inferred (KERNEL_STAT_DOC, DESIGN_BANDS)."""
-    ratio = _counter_ratio(r, f.host)
+    ratio = _reached_ratio(f, r)
     if r is None or ratio is None or ratio < REACHED_FLUSH_RATIO or not _write_back(f.host):
         return None
     if f.host.virtualization.virtualized is not False:
@@ -869,17 +974,17 @@ def rule_latency_floor(f: Facts, r: Result | None):
         return VOLATILE_CACHE, Finding(
             "flush-below-device-floor", RISK, r.name,
             f"{r.primitive} p50 {p50 / 1e3:.1f} us is below the {cls.floor_ns / 1e3:.0f} us "
-            f"an honest flush takes on {_a(cls.name)}: the device acknowledges from its cache.",
+            f"a flush to stable media takes on {_a(cls.name)}: something acknowledges it from "
+            "a cache.",
             "Check the drive's write cache and power-loss protection (nvme id-ctrl: vwc; "
             "the vendor's data sheet); if the drive has power-loss protection, say so with "
-            "--assume plp. Run `fsyncbench audit`, or pull the plug (fsyncbench powercut).",
+            "--assume plp. A power pull (fsyncbench powercut) settles it.",
             evidence, cls.source, INFERRED,
         )
     return HONEST_FLUSH, Finding(
         "flush-latency-plausible", INFO, r.name,
         f"{r.primitive} p50 {p50 / 1e3:.1f} us is consistent with {_a(cls.name)} writing "
-        "to stable media, and no stronger signal says otherwise: inferred from latency "
-        "only, not proven.",
+        "to stable media: inferred from latency only, not proven.",
         "Latency alone cannot prove durability; a power-pull test (fsyncbench powercut) can.",
         evidence, cls.source, INFERRED,
     )
@@ -894,12 +999,13 @@ PATH_RULES: tuple[PathRule, ...] = (
     rule_sweep_bandwidth,
     rule_sync_disabling_preload,
     rule_barriers_disabled,
+    rule_flush_costs_nothing,
     rule_macos_plain_fsync,
     rule_hypervisor_ignores_flush,
     rule_cloud_block_storage,
     rule_network_filesystem,
-    rule_virtualized,
     rule_stack_not_followed,
+    rule_virtualized,
     rule_flushes_reach_device,
     rule_latency_floor,
 )
@@ -1054,8 +1160,9 @@ def rule_full_equals_off(f: Facts, r: Result) -> Finding | None:
         return None
     return Finding(
         "sync-costs-nothing", RISK, r.name,
-        f"{r.name} commits take {r.summary.p50_ns / 1e3:.1f} us, only {gap / 1e3:.1f} us more "
-        f"than {off.name}: its syncs reach no device.",
+        f"{r.name} commits take {r.summary.p50_ns / 1e3:.1f} us, "
+        + (f"only {gap / 1e3:.1f} us more than" if gap > 0 else "no slower than")
+        + f" {off.name}: its syncs reach no device.",
         "The filesystem or a library drops syncs; benchmark a directory on real storage.",
         {"p50_ns": r.summary.p50_ns, "off_p50_ns": off.summary.p50_ns, "gap_ns": gap,
          "floor_ns": floor, "syncs_per_commit": issued},
@@ -1115,6 +1222,15 @@ def rule_commit_faster_than_sync(f: Facts, r: Result) -> Finding | None:
 
 
 COMMIT_RULES = (rule_commit_issues_no_sync, rule_full_equals_off, rule_commit_faster_than_sync)
+
+#: How each commit rule knows: traced system calls are measured; timing comparisons against
+#: a band (REAL_IO_FLOOR_NS, COMMIT_VS_FLUSH_MIN_RATIO) are inferred.
+COMMIT_RULE_STRENGTH = {
+    "commit-issues-no-sync": MEASURED,
+    "commit-syncs-intercepted": MEASURED,
+    "sync-costs-nothing": INFERRED,
+    "commit-not-waiting-for-sync": INFERRED,
+}
 
 
 def slowness(r: Result) -> list[Finding]:
@@ -1357,13 +1473,25 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
         for rule in COMMIT_RULES:
             hit = rule(facts, r)
             if hit:
-                findings.append(dataclasses.replace(hit, strength=MEASURED, points_to=NO_FLUSH,
-                                                    stance="decides"))
-                verdict, code, strength = NO_FLUSH, hit.code, MEASURED
+                hit_strength = COMMIT_RULE_STRENGTH[hit.code]
+                if verdict == NO_FLUSH and strength == MEASURED:  # a stronger signal decided
+                    findings.append(dataclasses.replace(
+                        hit, strength=hit_strength, points_to=NO_FLUSH, stance="agrees"))
+                else:
+                    findings.append(dataclasses.replace(
+                        hit, strength=hit_strength, points_to=NO_FLUSH, stance="decides"))
+                    verdict, code, strength = NO_FLUSH, hit.code, hit_strength
                 break
         findings.extend(slowness(r))
         verdicts.append(ResultVerdict(r.name, verdict, durable, code, strength))
     findings.extend(evidence_findings(facts))
+    unknown = sorted(devices.declared_facts(host) - set(devices.DECLARABLE))
+    if unknown:
+        findings.append(Finding(
+            "unknown-declaration", WARNING, "path",
+            f"Declared facts not understood and ignored: {', '.join(unknown)}.",
+            "Declare only " + ", ".join(f"'{k}' ({v})" for k, v in devices.DECLARABLE.items())
+            + ".", {"declared": list(host.target.declared)}, "docs/report-schema.md"))
     order = {r.name: i for i, r in enumerate(results)}
     verdicts.sort(key=lambda v: order.get(v.subject, len(order)))
     return Verdict(path[0], path[1], tuple(verdicts), tuple(findings), path[2])

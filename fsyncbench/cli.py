@@ -185,12 +185,10 @@ def _add_sharing_options(p: argparse.ArgumentParser) -> None:
                    help="also write the raw samples as CSV (configuration, primitive, kind, index, ns)")
 
 
-#: Facts about the storage a user may state that no machine can show (``--assume``).
-ASSUMABLE = {"plp": "the drive holding the bytes has power-loss protection"}
-
-
 def _add_assume_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--assume", action="append", choices=sorted(ASSUMABLE), metavar="FACT",
+    from fsyncbench.judge.devices import DECLARABLE
+
+    p.add_argument("--assume", action="append", choices=sorted(DECLARABLE), metavar="FACT",
                    help="state a fact the machine cannot show, recorded in the report as "
                    "user-declared: plp = the drive has power-loss protection, so a fast flush "
                    "on its write-back cache is plausible (repeatable)")

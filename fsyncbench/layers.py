@@ -144,12 +144,35 @@ def disk_layer(device: BlockDevice, depth: int = 0, note: str = "") -> StorageLa
                         note=note)
 
 
-def derived_layers(mount: Mount | None, disks: tuple[BlockDevice, ...]) -> tuple[StorageLayer, ...]:
+def _chain_layer(name: str, depth: int) -> StorageLayer:
+    """A block device named in a recorded ``chain`` but not among its disks, by name."""
+    device = BlockDevice(name, transport="loop" if name.startswith("loop") else None)
+    if name.startswith("loop"):
+        return StorageLayer("loop", name, FLUSH_UNKNOWN, depth, device=device,
+                            note="backing file not recorded: the storage below is unknown")
+    kind = "dm" if name.startswith("dm-") else "md" if name.startswith("md") else "partition"
+    return StorageLayer(kind, name, FLUSH_PASSES_DOWN, depth, device=device)
+
+
+def derived_layers(mount: Mount | None, disks: tuple[BlockDevice, ...],
+                   chain: tuple[str, ...] = ()) -> tuple[StorageLayer, ...]:
     """A short stack for a report that recorded no ``layers`` (written before they existed,
-    or by hand): the mount's filesystem, then each recorded disk as its media."""
+    or by hand): the mount's filesystem, the block devices of ``chain`` that are not disks
+    (a loop device, dm, md, a partition: by name), then each recorded disk as its media. A
+    loop device among the disks (the walk of older versions stopped there) holds nothing."""
+    disk_names = {d.name for d in disks}
+    middle = [name for name in chain if name not in disk_names]
     if mount is None:
-        return tuple(disk_layer(d, 0) for d in disks)
-    top = filesystem_layer(mount, 0)
-    if top.kind == "filesystem-ram":
-        return (top,)
-    return (top,) + tuple(disk_layer(d, 1) for d in disks)
+        top: tuple[StorageLayer, ...] = ()
+    else:
+        fs = filesystem_layer(mount, 0)
+        if fs.kind == "filesystem-ram":
+            return (fs,)
+        top = (fs,)
+    depth = len(top)
+    out = list(top)
+    for name in middle:
+        out.append(_chain_layer(name, depth))
+        depth += 1
+    out += [disk_layer(d, depth) for d in disks]
+    return tuple(out)

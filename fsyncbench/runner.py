@@ -297,7 +297,8 @@ class _Job:
         for d in hostmod.flush_deltas(before, after):
             old = self.deltas.get(d.device)
             self.deltas[d.device] = d if old is None else FlushDelta(
-                d.device, _add(old.flushes, d.flushes), _add(old.flush_time_ms, d.flush_time_ms))
+                d.device, _add(old.flushes, d.flushes), _add(old.flush_time_ms, d.flush_time_ms),
+                _add(old.writes, d.writes))
 
     def seconds_to_target(self, target_pct: float) -> float:
         """Estimated extra sampling time to the CI target (CI width ~ 1/sqrt(n), plus 15 %

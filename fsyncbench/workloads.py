@@ -71,19 +71,23 @@ def scratch_dir(target: Path) -> Iterator[Path]:
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
-        _SCRATCH[path] = not os.path.lexists(path) if _reachable(path.parent) else False
+        _SCRATCH[path] = _gone(path)
 
 
 #: Working directories made by this process -> removed (True) or still there/unknown.
 _SCRATCH: dict[Path, bool] = {}
 
 
-def _reachable(directory: Path) -> bool:
+def _gone(path: Path) -> bool:
+    """True only when the kernel says ``path`` does not exist (ENOENT); any other error (a
+    dead FUSE mount: ENOTCONN, EIO) means it may well still be there."""
     try:
-        os.stat(directory)
+        os.lstat(path)
+    except FileNotFoundError:
+        return True
     except OSError:
         return False
-    return True
+    return False
 
 
 def scratch_cleanup() -> str:

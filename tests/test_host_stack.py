@@ -198,3 +198,41 @@ def test_nobarrier_filesystem_drops_flushes(fake):
     t = target(fake, "/")
     assert t.layers[0].flush == FLUSH_DROPPED
     assert stack.chain_text(t) == "ext4 / (nobarrier) → sda"
+
+
+def test_a_loop_device_on_a_block_device_follows_the_device_not_devtmpfs(fake):
+    """losetup /dev/loop2: the backing 'file' is a device node on devtmpfs; the bytes are
+    wherever loop2 keeps them, not in RAM."""
+    sda = fake.sata_disk("sda", "8:0", 0)
+    fake.virtual("loop2", "7:2", backing_file="/srv/disk.img")
+    fake.virtual("loop3", "7:3", backing_file="/dev/loop2")
+    fake.mountinfo(line("0:5", "/dev", "devtmpfs", "udev", 10),
+                   line("8:0", "/", "ext4", "/dev/sda", 20),
+                   line("7:3", "/mnt", "ext4", "/dev/loop3", 40))
+    t = target(fake, "/mnt")
+    assert [layer.name for layer in t.layers] == ["/mnt", "loop3", "loop2", "/", "sda"]
+    assert stack.ram_media(t) == []
+    assert [d.name for d in t.disks] == [sda.name]
+
+
+def test_a_loop_device_claiming_write_through_drops_flushes(fake):
+    fake.sata_disk("sda", "8:0", 0)
+    fake.virtual("loop0", "7:0", write_cache="write through", backing_file="/img")
+    fake.mountinfo(line("8:0", "/", "ext4", "/dev/sda", 20),
+                   line("7:0", "/mnt", "ext4", "/dev/loop0", 40))
+    loop = target(fake, "/mnt").layers[1]
+    assert loop.flush == FLUSH_DROPPED and "write-through" in loop.note
+
+
+def test_btrfs_spanning_several_devices_lists_them_all(fake):
+    """Documentation/ABI/testing/sysfs-fs-btrfs: /sys/fs/btrfs/<fsid>/devices/ links every
+    member; a raid0 across a disk and a RAM-backed loop keeps half of each file in RAM."""
+    sda = fake.sata_disk("sda", "8:0", 0)
+    zram = fake.virtual("zram0", "253:0", write_cache="write through")
+    devices = fake.root / "sys" / "fs" / "btrfs" / "0f0e-fsid" / "devices"
+    fake.link(devices / "sda", sda)
+    fake.link(devices / "zram0", zram)
+    fake.mountinfo(line("0:40", "/pool", "btrfs", "/dev/sda", 30))
+    t = target(fake, "/pool")
+    assert [layer.name for layer in t.layers] == ["/pool", "sda", "zram0"]
+    assert [layer.name for layer in stack.ram_media(t)] == ["zram0"]

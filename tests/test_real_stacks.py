@@ -244,3 +244,38 @@ def test_an_innocuously_named_preload_stub_is_caught_by_measurement(tmp_path):
     assert v["decided_by"] in ("flushes-dropped", "libc-sync-interposed")
     codes = {f["code"] for f in v["findings"]}
     assert "libc-sync-interposed" in codes and "sync-disabled-by-preload" not in codes
+
+
+@needs_root
+@pytest.mark.skipif(not _have("losetup", "mkfs.ext4"), reason="needs losetup and mkfs.ext4")
+def test_a_loop_device_on_a_loop_device_is_followed_as_a_device(stack, tmp_path):
+    """losetup on a block device node: its 'file' lives on devtmpfs, its bytes do not."""
+    inner = stack.loop(tmp_path / "disk.img")
+    outer = sh("losetup", "-f", "--show", inner)
+    stack.undo.append(["losetup", "-d", outer])
+    mnt = stack.ext4(outer, tmp_path / "mnt")
+    target = json.loads(fsb("host", mnt, "--json").stdout)["target"]
+    names = [x["name"] for x in target["layers"]]
+    assert names[1:3] == [Path(outer).name, Path(inner).name]
+    assert not any(x["kind"] == "filesystem-ram" for x in target["layers"])
+    assert target["disks"]  # followed through the inner loop's backing file to the disk
+
+
+@needs_root
+@pytest.mark.skipif(not _have("losetup", "mkfs.ext4", "unshare"),
+                    reason="needs losetup, mkfs.ext4 and unshare")
+def test_a_loop_backing_file_in_another_mount_namespace_is_not_followed(stack, tmp_path):
+    """The backing file's tmpfs exists only in the namespace that made the loop device: its
+    path here names another file (or none), so the walk stops and says so."""
+    private = tmp_path / "private"
+    private.mkdir()
+    dev = sh("unshare", "-m", "sh", "-c",
+             f"mount --make-rprivate / && mount -t tmpfs tmpfs {private} && "
+             f"truncate -s 64M {private}/img && losetup -f --show {private}/img")
+    stack.undo.append(["losetup", "-d", dev])
+    mnt = stack.ext4(dev, tmp_path / "mnt")
+    report = audit(mnt, "--no-trace")
+    v = report["verdict"]
+    assert (v["path_verdict"], v["decided_by"]) == ("unverifiable", "stack-not-followed")
+    loop = report["host"]["target"]["layers"][1]
+    assert "not mounted in this mount namespace" in loop["note"]

@@ -250,3 +250,131 @@ def test_counters_are_read_on_the_disk_holding_the_bytes_not_the_loop_device():
     counters = next(f for f in v.findings if f.code == "device-flush-counters")
     assert counters.evidence["per_result"]["write+fdatasync"]["device_flushes"] == 1500
     assert counters.evidence["disks"] == ["sda"]
+
+
+def _baseline(flushes_on, elapsed_ns, device="vda"):
+    """The no-sync write baseline with ``flushes_on`` flushes of other I/O in its window."""
+    from factories import write
+
+    w = write(3_000)
+    return w.__class__(**{**w.__dict__, "elapsed_ns": elapsed_ns,
+                          "device_flushes": (FlushDelta(device, flushes_on, 0, 0),)})
+
+
+def _timed(r, elapsed_ns):
+    return r.__class__(**{**r.__dict__, "elapsed_ns": elapsed_ns})
+
+
+def test_other_io_on_the_disk_cannot_fake_flushes_reaching_it():
+    """Counters are device-wide: two other processes fsyncing on the same SSD add ~0.9
+    flushes per sync. The no-sync baseline saw the same rate, so the counts are not taken as
+    flushes reaching the disk, and the verdict falls back to what latency can say."""
+    ssd = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
+    h = stacked([fs("/data"), disk_layer(ssd, 1)])
+    r = _timed(counted(200_000, [FlushDelta("sda", 900, 0, 1000)]), 1_000_000_000)
+    quiet = audit.judge(h, [r])
+    assert quiet.decided_by == "flushes-reach-device"
+    noisy = audit.judge(h, [_baseline(450, 500_000_000, "sda"), r])
+    assert noisy.decided_by != "flushes-reach-device"
+
+
+def test_zero_flushes_on_the_loop_device_under_a_nobarrier_filesystem_beats_disk_noise():
+    """The loop device under the filesystem sees only what the filesystem sent: 0 flushes
+    there is measured whatever other processes make the disk below count."""
+    h = stacked([fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2),
+                 disk_layer(VDA, 3)], virt=VM)
+    r = counted(40_000, [FlushDelta("loop0", 0, 0, 1000), FlushDelta("vda", 900, 50, 1900)])
+    v = audit.judge(h, [r])
+    assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
+    assert deciding(v).evidence["first_block_device_flushes_per_sync"] == 0.0
+
+
+def test_nobarrier_over_a_loop_device_is_volatile_even_on_a_write_through_disk():
+    """The cache right below the nobarrier filesystem is the loop device's (the host page
+    cache), whatever the disk under the backing file reports."""
+    wt = BlockDevice("sda", rotational=False, write_cache="write through", has_flush_counters=True)
+    h = stacked([fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2),
+                 disk_layer(wt, 3)])
+    v = audit.judge(h, [counted(20_000, [FlushDelta("loop0", 0, 0, 1000),
+                                         FlushDelta("sda", 0, 0, 0)])])
+    assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
+    v2 = audit.judge(h, [flush("fdatasync", 20_000)])  # no counters at all
+    assert (v2.path_verdict, v2.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
+
+
+def test_an_interposer_that_writes_without_flushing_is_named():
+    """fsync replaced by sync_file_range in LD_PRELOAD: the data is written, never flushed;
+    the libc-vs-syscall blocks (interleaved, so other I/O cancels) name the library even
+    when background flushes keep the libc side above 0.1 per call."""
+    from fsyncbench.model import Evidence, SyscallComparison
+
+    ssd = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
+    h = stacked([fs("/data"), disk_layer(ssd, 1)])
+    import dataclasses
+
+    h = dataclasses.replace(h, ld_preload="/opt/lib/libcompat.so")
+    c = SyscallComparison("fdatasync", 75, "x86_64", 200, 198_000, 769_000,
+                          libc_flushes=61, syscall_flushes=242)
+    r = counted(198_000, [FlushDelta("sda", 20, 0, 1000)])
+    v = audit.judge(h, [r], Evidence(syscall_comparisons=(c,)))
+    assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "preload-skips-flush")
+    assert "/opt/lib/libcompat.so" in deciding(v).message
+    assert any(f.code == "libc-sync-interposed" for f in v.findings)
+
+
+def test_sync_file_range_is_not_a_durable_sync_per_commit():
+    from fsyncbench.model import Pragmas, SyncTrace
+
+    t = SyncTrace(Pragmas("DELETE", "FULL"), 20, {"sync_file_range": 80, "fdatasync": 0})
+    assert t.syncs_per_commit == 0
+    assert SyncTrace(Pragmas("WAL", "FULL"), 20, {"fdatasync": 20}).syncs_per_commit == 1
+
+
+def test_a_legacy_report_naming_a_loop_in_its_chain_is_read_with_that_loop():
+    """No recorded layers, chain (loop2,) and no disks: the loop-on-tmpfs report of an older
+    version. Its loop2 counts are not media counts and the stack is not followed."""
+    from fsyncbench.model import Host, Mount, StorageTarget
+
+    h = Host("h", "Linux", StorageTarget("/mnt", Mount("/mnt", "ext4", "/dev/loop2"),
+                                         chain=("loop2",)), virtualization=VM)
+    v = audit.judge(h, [counted(40_000, [FlushDelta("loop2", 1000, 20, 2000)])])
+    assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "stack-not-followed")
+    assert "1.00 device flushes" not in " ".join(f.message for f in v.findings
+                                                   if f.code == "virtualized-storage")
+
+
+def test_a_commit_rule_agrees_with_a_stronger_no_flush_instead_of_replacing_it():
+    from factories import commit
+
+    h = stacked([fs("/mnt/img"), loop(), fs("/dev/shm", "tmpfs", "tmpfs", depth=2)], virt=VM)
+    results = [flush("fdatasync", 40_000), commit("DELETE", "OFF", 80_000),
+               commit("DELETE", "FULL", 82_000)]
+    v = audit.judge(h, results)
+    row = next(x for x in v.results if x.subject == "delete/full")
+    assert (row.path_verdict, row.decided_by, row.strength) == (
+        NO_FLUSH, "ram-backed-storage", MEASURED)
+    agree = next(f for f in v.findings if f.code == "sync-costs-nothing")
+    assert (agree.stance, agree.strength) == ("agrees", INFERRED)
+    assert "no slower than" not in agree.message  # 2 us slower: "only 2.0 us more"
+
+
+def test_a_flush_no_slower_than_the_plain_write_reaches_no_device():
+    from factories import write
+
+    h = simple_host(disks=(BlockDevice("vda", rotational=True, write_cache="write back",
+                                       transport="virtio"),), virt=VM)
+    v = audit.judge(h, [write(3_000), flush("fsync", 3_500), flush("fdatasync", 120_000)])
+    by = {x.subject: x for x in v.results}
+    assert (by["write+fsync"].path_verdict, by["write+fsync"].decided_by,
+            by["write+fsync"].strength) == (NO_FLUSH, "flush-costs-nothing", INFERRED)
+    assert by["write+fdatasync"].path_verdict == UNVERIFIABLE
+
+
+def test_declarations_are_normalised_and_unknown_ones_reported():
+    d = BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB", rotational=False,
+                    write_cache="write back", has_flush_counters=True)
+    h = stacked([fs("/"), disk_layer(d, 1)], declared=("PLP", "nonsense"))
+    v = audit.judge(h, [counted(30_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
+    assert v.path_verdict == HONEST_FLUSH
+    unknown = next(f for f in v.findings if f.code == "unknown-declaration")
+    assert "nonsense" in unknown.message and "PLP" not in unknown.message

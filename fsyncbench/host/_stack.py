@@ -23,9 +23,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
+import struct
 
 from fsyncbench.layers import disk_layer, filesystem_layer, overlay_upperdir
 from fsyncbench.model import (
+    FLUSH_DROPPED,
     FLUSH_FSYNCS_BACKING_FILE,
     FLUSH_PASSES_DOWN,
     Mount,
@@ -71,8 +74,31 @@ class _Walk:
             self._annotate(layer, f"no block device found for {mount.source or mount.fs_type}"
                            + ("; the pool's devices are not followed" if mount.fs_type == "zfs" else ""))
             return mount
-        self.block(start, depth + 1)
+        for device_dir in self._filesystem_devices(mount, start):
+            self.block(device_dir, depth + 1)
         return mount
+
+    def _filesystem_devices(self, mount: Mount, start: str) -> list[str]:
+        """Every block device a filesystem spans: btrfs lists its members in
+        ``/sys/fs/btrfs/<fsid>/devices/`` (Documentation/ABI/testing/sysfs-fs-btrfs); any
+        other filesystem has the one device it is mounted from."""
+        if mount.fs_type != "btrfs":
+            return [start]
+        base = os.path.join(self.root, "sys", "fs", "btrfs")
+        name = os.path.basename(start)
+        try:
+            fsids = sorted(os.listdir(base))
+        except OSError:
+            return [start]
+        for fsid in fsids:
+            devices = os.path.join(base, fsid, "devices")
+            try:
+                members = sorted(os.listdir(devices))
+            except OSError:
+                continue
+            if name in members:
+                return [os.path.realpath(os.path.join(devices, m)) for m in members]
+        return [start]
 
     def _overlay(self, mount: Mount, layer: StorageLayer, depth: int) -> None:
         upper = overlay_upperdir(mount)
@@ -119,14 +145,95 @@ class _Walk:
         self.layers.append(disk_layer(device, depth))
 
     def _loop(self, name: str, device, backing: str, depth: int) -> None:
-        note = f"backing file {backing}"
         path = backing[: -len(_DELETED)] if backing.endswith(_DELETED) else backing
-        if path != backing:
-            note += " (deleted: still open by the loop device)"
-        self.layers.append(StorageLayer("loop", name, FLUSH_FSYNCS_BACKING_FILE, depth,
-                                        device=device, note=note))
-        if path.startswith("/"):
+        note = f"backing file {path}" + (" (deleted: still open by the loop device)"
+                                         if path != backing else "")
+        flush = FLUSH_FSYNCS_BACKING_FILE
+        if (device.write_cache or "").strip() == "write through":
+            flush = FLUSH_DROPPED
+            note += ("; claims a write-through cache, so the block layer completes flushes "
+                     "without passing them to it (no fsync of the backing file)")
+        layer = StorageLayer("loop", name, flush, depth, device=device, note=note)
+        self.layers.append(layer)
+        if not path.startswith("/"):
+            self._annotate(layer, "not an absolute path: not followed")
+            return
+        blockdev = self._block_device_node(path)
+        if blockdev is not None:  # losetup on a block device: follow the device itself
+            self.block(blockdev, depth + 1)
+            return
+        identity = _loop_identity(name) if self.root == "/" else None
+        if identity is None:
+            if self.root == "/" and not os.path.exists(path):
+                self._annotate(layer, "the backing file is not found from this mount namespace: "
+                               "not followed")
+                return
             self.path(os.path.normpath(path), depth + 1, note=f"holds {path}")
+            return
+        dev, ino = identity
+        if _same_file(path, dev, ino):
+            self.path(os.path.normpath(path), depth + 1, note=f"holds {path}")
+            return
+        mount = next((m for m in reversed(self.mounts) if m.device_number == dev), None)
+        if mount is None:
+            self._annotate(layer, f"the backing file's filesystem (device {dev}) is not mounted "
+                           "in this mount namespace: not followed")
+            return
+        self.path(mount.mount_point, depth + 1,
+                  note=f"holds the backing file (device {dev}, inode {ino}; not at {path} here)")
+
+    def _block_device_node(self, path: str) -> str | None:
+        """Resolved sysfs directory when ``path`` is a block device node, else None."""
+        if self.root == "/":
+            try:
+                st = os.stat(path)
+            except OSError:
+                return None
+            if not stat.S_ISBLK(st.st_mode):
+                return None
+            link = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+            return os.path.realpath(link) if os.path.isdir(link) else None
+        if not path.startswith("/dev/"):
+            return None
+        directory = os.path.join(self.root, "sys", "class", "block", os.path.basename(path))
+        return os.path.realpath(directory) if os.path.isdir(directory) else None
+
+
+#: LOOP_GET_STATUS64 (include/uapi/linux/loop.h): fills struct loop_info64, whose first two
+#: fields are lo_device and lo_inode (u64 each) of the backing file; 232 bytes in all.
+_LOOP_GET_STATUS64 = 0x4C05
+_LOOP_INFO64_SIZE = 232
+
+
+def _loop_identity(name: str) -> tuple[str, int] | None:
+    """("major:minor", inode) of loop device ``name``'s backing file from the kernel
+    (LOOP_GET_STATUS64 on /dev/<name>); None without permission or on other errors. The
+    kernel encodes lo_device with new_encode_dev (include/linux/kdev_t.h)."""
+    try:
+        import fcntl
+
+        fd = os.open(f"/dev/{name}", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ImportError):
+        return None
+    try:
+        buf = bytearray(_LOOP_INFO64_SIZE)
+        fcntl.ioctl(fd, _LOOP_GET_STATUS64, buf)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    device, inode = struct.unpack_from("=QQ", buf)
+    major = (device & 0xFFF00) >> 8
+    minor = (device & 0xFF) | ((device >> 12) & 0xFFF00)
+    return f"{major}:{minor}", inode
+
+
+def _same_file(path: str, dev: str, ino: int) -> bool:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}" == dev and st.st_ino == ino
 
 
 def walk(path: str, mounts: list[Mount], root: str = "/") -> tuple[Mount | None, tuple[StorageLayer, ...]]:

@@ -79,6 +79,15 @@ PLP_MODELS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: Every fact a user may declare (``StorageTarget.declared``), with its meaning.
+DECLARABLE = {DECLARED_PLP: "the drive holding the bytes has power-loss protection"}
+
+
+def declared_facts(host: Host) -> set[str]:
+    """The user's declarations, normalised (lower case, trimmed)."""
+    return {d.strip().lower() for d in host.target.declared}
+
+
 @dataclass(frozen=True)
 class DeviceClass:
     """What kind of storage the facts say this is, and its honest-flush floor (ns).
@@ -110,7 +119,7 @@ def plp_source(model: str) -> str | None:
 
 def _fast_flush_allowed(host: Host, disks) -> str:
     """Why these SSDs may acknowledge a flush without programming NAND, or ""."""
-    if DECLARED_PLP in host.target.declared:
+    if DECLARED_PLP in declared_facts(host):
         return "power-loss protection declared by the user (--assume plp), not verified"
     if disks and all((d.write_cache or "").strip() == "write through" for d in disks):
         return ("the disk reports no volatile write cache (queue/write_cache 'write through'; "

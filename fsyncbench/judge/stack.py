@@ -19,7 +19,7 @@ from fsyncbench.model import (
 
 def layers(target: StorageTarget) -> tuple[StorageLayer, ...]:
     """Every layer from the target's filesystem to the media, in walk order."""
-    return target.layers or derived_layers(target.mount, target.disks)
+    return target.layers or derived_layers(target.mount, target.disks, target.chain)
 
 
 def media(target: StorageTarget) -> list[StorageLayer]:
@@ -40,7 +40,20 @@ def media_devices(target: StorageTarget) -> list[str]:
 def top_block_device(target: StorageTarget) -> str | None:
     """The first block device under the target's filesystem: the one the filesystem sends
     its writes and flushes to (None: no block device)."""
-    return next((layer.name for layer in layers(target) if layer.device is not None), None)
+    layer = top_block_layer(target)
+    return None if layer is None else layer.name
+
+
+def top_block_layer(target: StorageTarget) -> StorageLayer | None:
+    """The first block-device layer under the target's filesystem (None: none)."""
+    return next((layer for layer in layers(target) if layer.device is not None), None)
+
+
+def non_media_devices(target: StorageTarget) -> set[str]:
+    """Names of block devices in the stack that hold no bytes (loop, dm, md, partitions):
+    counts on them show what was sent, never what reached stable media."""
+    return {layer.name for layer in layers(target) if layer.device is not None
+            and not layer.holds_bytes}
 
 
 def block_devices(target: StorageTarget) -> list[StorageLayer]:
@@ -72,6 +85,19 @@ def write_back_media(target: StorageTarget) -> bool | None:
     if not caches:
         return None
     return any("back" in c for c in caches)
+
+
+def cache_below(target: StorageTarget, above: StorageLayer) -> str | None:
+    """The ``write_cache`` text of the first block device below layer ``above`` (the one a
+    filesystem sends its flushes to); None when there is none or it is not known."""
+    all_layers = layers(target)
+    start = all_layers.index(above)
+    for layer in all_layers[start + 1:]:
+        if layer.depth <= above.depth:
+            break
+        if layer.device is not None and layer.kind != "partition":
+            return layer.device.write_cache
+    return None
 
 
 def unfollowed(target: StorageTarget) -> list[StorageLayer]:
