@@ -1485,6 +1485,17 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
         findings.extend(slowness(r))
         verdicts.append(ResultVerdict(r.name, verdict, durable, code, strength))
     findings.extend(evidence_findings(facts))
+    split = {v.subject: (v.path_verdict, v.decided_by) for v in verdicts
+             if v.config_durable is None and v.subject != "path"}
+    if len({verdict for verdict, _ in split.values()}) > 1:
+        findings.append(Finding(
+            "primitives-disagree", WARNING, "path",
+            "The sync primitives on this one path got different verdicts: "
+            + "; ".join(f"{name} {verdict} ({code})" for name, (verdict, code) in split.items())
+            + ". Where one is decided only by latency near a floor, the line between them is "
+            "not sharp; where a measurement covers one primitive only, the other lacks it.",
+            "Read each verdict's strength; the path verdict is the one of the primitive the "
+            "journal uses.", {"verdicts": {k: v[0] for k, v in split.items()}}, DESIGN_BANDS))
     unknown = sorted(devices.declared_facts(host) - set(devices.DECLARABLE))
     if unknown:
         findings.append(Finding(

@@ -378,3 +378,18 @@ def test_declarations_are_normalised_and_unknown_ones_reported():
     assert v.path_verdict == HONEST_FLUSH
     unknown = next(f for f in v.findings if f.code == "unknown-declaration")
     assert "nonsense" in unknown.message and "PLP" not in unknown.message
+
+
+def test_primitives_on_either_side_of_a_floor_are_called_out():
+    """8 % apart, one each side of the 150 µs consumer-SSD floor: the report says the two
+    primitives of one path disagree instead of leaving the contradiction silent."""
+    d = BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB", rotational=False,
+                    write_cache="write back")
+    h = simple_host(disks=(d,), virt=BARE)
+    v = audit.judge(h, [flush("fdatasync", 140_700), flush("fsync", 152_200)])
+    by = {x.subject: x.path_verdict for x in v.results}
+    assert by == {"write+fdatasync": VOLATILE_CACHE, "write+fsync": HONEST_FLUSH}
+    split = next(f for f in v.findings if f.code == "primitives-disagree")
+    assert split.evidence["verdicts"] == by
+    one = audit.judge(h, [flush("fdatasync", 140_700)])
+    assert "primitives-disagree" not in {f.code for f in one.findings}
