@@ -542,7 +542,7 @@ def rule_flush_counters(f: Facts, r: Result | None):
              if not_sent else
              f"{r.syncs_issued} {r.primitive} calls reached the write-back disk holding the "
              f"bytes as {_least_flushes(r, host)} cache flushes")
-            + ("" if written is None else f" after writing {written:.2f} requests per sync to "
+            + ("" if written is None else f", after writing {written:.2f} requests per sync to "
                f"{top or 'the disk'}")
             + f": {cause}. The data sits in a volatile cache ({_chain(f)}).",
             "Remount without nobarrier/barrier=0, or fix or remove the layer named, unless the "
