@@ -653,3 +653,29 @@ def test_silent_writer_times_out_and_leaves_its_last_seq_in_the_log(tmp_path):
         stop.set()
         thread.join(timeout=DEADLINE_S)
         state.close()
+
+
+def test_judge_says_how_it_knows():
+    """A loss after a reboot is proof; one survived cut is a measurement, never proof."""
+    lost = _journal(present=[(1, 90)])
+    assert judge(_facts(journal=lost)).strength == "proven"
+    assert judge(_facts(journal=lost, rebooted=False)).strength == "measured"
+    assert judge(_facts()).strength == "measured"
+    assert judge(_facts(acked=())).strength == "none"
+
+
+def test_a_writer_whose_stack_ends_in_ram_lost_to_no_flush():
+    """ext4 on a loop device backed by tmpfs: the writer host's recorded stack says so."""
+    import dataclasses
+
+    from fsyncbench.model import StorageLayer
+
+    h = fake_host()
+    layers = (StorageLayer("filesystem", "/data", "passes-down", 0, fs_type="ext4"),
+              StorageLayer("loop", "loop0", "fsyncs-backing-file", 1),
+              StorageLayer("filesystem-ram", "/dev/shm", "nothing-to-flush", 2, True, True,
+                           fs_type="tmpfs"))
+    h = dataclasses.replace(h, target=dataclasses.replace(h.target, layers=layers))
+    jm = judge(_facts(journal=_journal(present=[(1, 90)]), host=h))
+    assert (jm.outcome, jm.path_verdict) == ("fail", NO_FLUSH)
+    assert "ended in RAM" in jm.findings[0].message
