@@ -357,6 +357,19 @@ def _primitive(f: Facts, r: Result | None) -> str:
     return "FlushFileBuffers" if f.host.os_name == "Windows" else "fdatasync"
 
 
+def _power_protected_media(host: Host) -> str:
+    """Why the write cache of every disk holding the bytes survives a power loss ("" when
+    not known to): a drive family documented with power-loss protection, or the user's
+    declaration (fsyncbench.judge.devices)."""
+    disks = _media_disks(host)
+    if not disks:
+        return ""
+    if devices.DECLARED_PLP in devices.declared_facts(host):
+        return "power-loss protection declared by the user (--assume plp), not verified"
+    sources = [devices.plp_source(f"{d.vendor or ''} {d.model or ''}") for d in disks]
+    return str(sources[0]) if all(sources) else ""
+
+
 def _all_ram(host: Host) -> bool:
     """True when every medium holding the bytes is RAM (device classes do not apply)."""
     media = stack.media(host.target)
@@ -426,7 +439,9 @@ def rule_no_flush_filesystem(f: Facts, r: Result | None):
 
 def rule_ram_media(f: Facts, r: Result | None):
     """The bytes end in RAM at the bottom of the stack: a loop device whose backing file
-    is on tmpfs, a filesystem on zram or brd (``ram*``), null_blk. Flushes may be counted
+    is on tmpfs, a filesystem on zram or brd (``ram*``), null_blk. When only some of the
+    media are RAM (a btrfs or md array across both), the redundancy profile decides and is
+    not read: unverifiable, with the risk named. Flushes may be counted
     on the layers above; nothing below them is stable (fsyncbench.layers: loop turns a flush
     into an fsync of its backing file, which tmpfs has nothing to do for). Stack facts,
     measured."""
@@ -434,6 +449,20 @@ def rule_ram_media(f: Facts, r: Result | None):
     if not ram:
         return None
     chain = _chain(f)
+    stable = [layer for layer in stack.media(f.host.target) if layer.volatile is not True]
+    if stable:
+        return UNVERIFIABLE, Finding(
+            "part-ram-backed-storage", RISK, _subject(r),
+            f"Part of the storage holding the bytes is RAM "
+            f"({', '.join(layer.name for layer in ram)}) and part is not "
+            f"({', '.join(layer.name for layer in stable)}): {chain}. Whether an acknowledged "
+            "commit survives a power loss depends on the redundancy profile (a mirror keeps "
+            "it on the other device, a stripe or single copy loses it).",
+            "Keep RAM devices out of a journal's filesystem.",
+            {"chain": chain, "ram_layers": [layer.name for layer in ram],
+             "stable_layers": [layer.name for layer in stable]},
+            RAM_STACK_DOC, MEASURED,
+        )
     return NO_FLUSH, Finding(
         "ram-backed-storage", RISK, _subject(r),
         f"The bytes end in RAM: {chain}. {_primitive(f, r)} is passed down the stack, but "
@@ -459,7 +488,7 @@ def _not_sent_cause(f: Facts) -> tuple[str, str, dict]:
         return ("barriers-disabled", f"the filesystem {names} is mounted without barriers",
                 {"mount_options": sorted({o for layer in nobarrier for o in layer.options})})
     c = _comparison(f, "fdatasync") or _comparison(f, "fsync")
-    libs = _sync_disabling(_preload_names(f)) or _preload_names(f)
+    libs = list(dict.fromkeys(_sync_disabling(_preload_names(f)) or _preload_names(f)))
     if c is not None and _interposed(c)[0]:
         return ("preload-skips-flush",
                 f"the libc sync call is interposed ({', '.join(libs) or 'a preloaded library'}): "
@@ -476,6 +505,19 @@ def _not_sent_cause(f: Facts) -> tuple[str, str, dict]:
                 "completes flushes there without passing them to the write-back disk below",
                 {"write_through_layers": [layer.name for layer in through]})
     return ("flushes-not-sent", "a layer above the disk sends no flush", {})
+
+
+#: What to do about each cause of data written but never flushed.
+NOT_SENT_ADVICE = {
+    "barriers-disabled": "Remount without nobarrier/barrier=0 unless the cache below is "
+                         "battery- or capacitor-backed (then say so with --assume plp).",
+    "flushes-stripped": "Fix the layer named (its write-cache setting: queue/write_cache), or "
+                        "keep the journal on storage without it.",
+    "preload-skips-flush": "Unset LD_PRELOAD / clear /etc/ld.so.preload of the library named "
+                           "and audit again.",
+    "flushes-not-sent": "Find the layer that writes without flushing (mount options, "
+                        "LD_PRELOAD, the driver's write-cache setting) and audit again.",
+}
 
 
 def rule_flush_counters(f: Facts, r: Result | None):
@@ -507,11 +549,17 @@ def rule_flush_counters(f: Facts, r: Result | None):
     top_write_back = (top_layer is not None and top_layer.device is not None
                       and "back" in (top_layer.device.write_cache or ""))
     not_sent = top_flushes is not None and top_flushes < DROPPED_FLUSH_RATIO and top_write_back
-    lost = ratio is not None and ratio < DROPPED_FLUSH_RATIO and bool(_write_back(host))
+    # other processes' flushes on the same disk only add: take the background out first
+    background = _background_flushes(f, r)
+    net = ratio if ratio is None or background is None or not r.syncs_issued else max(
+        0.0, ratio - background / r.syncs_issued)
+    lost = net is not None and net < DROPPED_FLUSH_RATIO and bool(_write_back(host))
     if not (not_sent or lost):
         return None
     if ratio is None:
         ratio = top_flushes if top_flushes is not None else 0.0
+    if lost and not not_sent and _power_protected_media(host):
+        return None  # written into a cache with power-loss protection: no flush needed
     top_writes = _per_sync(r, top, "writes")
     media_writes = None
     least_writes = _least(_media_deltas(r, host), "writes")
@@ -545,8 +593,7 @@ def rule_flush_counters(f: Facts, r: Result | None):
             + ("" if written is None else f", after writing {written:.2f} requests per sync to "
                f"{top or 'the disk'}")
             + f": {cause}. The data sits in a volatile cache ({_chain(f)}).",
-            "Remount without nobarrier/barrier=0, or fix or remove the layer named, unless the "
-            "cache is battery- or capacitor-backed.",
+            NOT_SENT_ADVICE.get(code, NOT_SENT_ADVICE["flushes-not-sent"]),
             evidence, KERNEL_STAT_DOC + "; " + (BARRIER_DOC if code == "barriers-disabled"
                                                 else BLOCK_FLUSH_DOC), MEASURED,
         )
@@ -597,14 +644,20 @@ def rule_libc_interposed(f: Facts, r: Result | None):
         return None
     libc_ratio = _ratio(c.libc_flushes, c.syncs)
     raw_ratio = _ratio(c.syscall_flushes, c.syncs)
-    libs = _sync_disabling(_preload_names(f)) or _preload_names(f)
-    return NO_FLUSH, Finding(
+    libs = list(dict.fromkeys(_sync_disabling(_preload_names(f)) or _preload_names(f)))
+    # an interposer that still writes the data (sync_file_range) leaves it in a volatile
+    # cache; one that skips the sync entirely writes nothing at sync time
+    written = None if r is None else (
+        _per_sync(r, stack.top_block_device(f.host.target), "writes"))
+    keeps_writing = written is not None and written >= REACHED_FLUSH_RATIO
+    return (VOLATILE_CACHE if keeps_writing else NO_FLUSH), Finding(
         "libc-sync-interposed", RISK, _subject(r),
         f"libc {c.primitive} returns in {c.libc_p50_ns / 1e3:.1f} us but the raw system call "
         f"takes {c.syscall_p50_ns / 1e3:.1f} us"
         + (f" and sends {raw_ratio:.2f} device flushes per call against {libc_ratio:.2f}"
            if by_counter else "")
-        + ": a library interposes the libc call and skips the sync.",
+        + (": a library interposes the libc call; it writes the data but sends no flush."
+           if keeps_writing else ": a library interposes the libc call and skips the sync."),
         "Unset LD_PRELOAD / clear /etc/ld.so.preload of "
         + (", ".join(libs) if libs else "the interposing library") + " and audit again.",
         {"primitive": c.primitive, "libc_p50_ns": c.libc_p50_ns,
@@ -715,13 +768,18 @@ def rule_barriers_disabled(f: Facts, r: Result | None):
     """``nobarrier``/``barrier=0`` on any filesystem of the stack (the target's, or the one
     holding a loop device's backing file) stop it from sending cache flushes: when the block
     device right below it has a write-back (or unknown) cache, a sync ends in that volatile
-    cache (BARRIER_DOC). Counters that still show flushes reaching the disk the filesystem
+    cache (BARRIER_DOC) — unless that device is a disk whose cache has power-loss protection
+    (known family or declared), the case the option exists for; a loop device's cache (the
+    page cache) never has it. Counters that still show flushes reaching the disk the filesystem
     sits on directly (a kernel that ignores the option, as xfs since Linux 4.19) overrule
     the option. A mount fact, measured."""
     # the cache that matters is the one right below each such filesystem: a loop device's
     # (the host page cache) is volatile whatever the disk under its backing file reports
+    media = set(stack.media_devices(f.host.target))
+    protected = _power_protected_media(f.host)
     layers = [layer for layer in stack.no_barrier_filesystems(f.host.target)
-              if "through" not in (stack.cache_below(f.host.target, layer) or "")]
+              if "through" not in (stack.cache_below(f.host.target, layer) or "")
+              and not (protected and stack.device_below(f.host.target, layer) in media)]
     if not layers:
         return None
     ratio = _reached_ratio(f, r)
@@ -1474,9 +1532,11 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
             hit = rule(facts, r)
             if hit:
                 hit_strength = COMMIT_RULE_STRENGTH[hit.code]
-                if verdict == NO_FLUSH and strength == MEASURED:  # a stronger signal decided
+                if verdict in (NO_FLUSH, VOLATILE_CACHE) and strength == MEASURED:
+                    # a measured signal already found the risk: keep it, show this one too
                     findings.append(dataclasses.replace(
-                        hit, strength=hit_strength, points_to=NO_FLUSH, stance="agrees"))
+                        hit, strength=hit_strength, points_to=NO_FLUSH,
+                        stance="agrees" if verdict == NO_FLUSH else "disagrees"))
                 else:
                     findings.append(dataclasses.replace(
                         hit, strength=hit_strength, points_to=NO_FLUSH, stance="decides"))

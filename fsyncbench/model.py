@@ -8,6 +8,8 @@ Units live in field names: ``_ns`` nanoseconds, ``_ms`` milliseconds, ``_bytes``
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import types
 import typing
 from dataclasses import dataclass, field
@@ -381,6 +383,26 @@ def to_jsonable(obj: Any) -> Any:
     return obj
 
 
+#: Largest integer a report may hold (a 64-bit counter); larger ones are refused on load.
+MAX_JSON_INT = 2**63
+
+#: Field names that are counts or durations and cannot be negative (on load).
+_NON_NEGATIVE = re.compile(r"(_ns|_ms|_bytes|_s)$|^(count|flushes|writes|syncs_issued|syncs|"
+                           r"commits|samples_ns\[\]|warmup|target_samples|elapsed_ns|"
+                           r"libc_flushes|syscall_flushes|same_fd_flushes|second_fd_flushes)$")
+
+
+#: Fitted values that may fall below zero (a least-squares intercept).
+_MAY_BE_NEGATIVE = frozenset({"flush_cost_ns"})
+
+
+def _check_sign(where: str, value: float) -> None:
+    """Refuse a negative count or duration (the last component of ``where`` names it)."""
+    name = where.rsplit(".", 1)[-1]
+    if value < 0 and _NON_NEGATIVE.search(name) and name not in _MAY_BE_NEGATIVE:
+        raise ValueError(f"{where}: negative {name}")
+
+
 def from_jsonable(cls: Any, data: Any) -> Any:
     """Rebuild ``cls`` (a dataclass or a type hint) from :func:`to_jsonable` output.
 
@@ -433,10 +455,20 @@ def _convert(hint: Any, data: Any, where: str) -> Any:
         return {k: _convert(value_hint, v, f"{where}.{k}") for k, v in data.items()}
     if hint is float:
         if isinstance(data, (int, float)) and not isinstance(data, bool):
-            return float(data)
+            if isinstance(data, int) and abs(data) > MAX_JSON_INT:
+                raise ValueError(f"{where}: number out of range")
+            value = float(data)
+            if not math.isfinite(value):
+                raise ValueError(f"{where}: not a finite number")
+            _check_sign(where, value)
+            return value
         raise ValueError(f"{where}: expected a number")
     if hint in (int, str, bool):
         if isinstance(data, hint) and not (hint is int and isinstance(data, bool)):
+            if hint is int:
+                if abs(data) > MAX_JSON_INT:
+                    raise ValueError(f"{where}: number out of range")
+                _check_sign(where, data)
             return data
         raise ValueError(f"{where}: expected {hint.__name__}")
     raise ValueError(f"{where}: unsupported type {hint!r}")

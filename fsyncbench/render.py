@@ -132,7 +132,7 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
         lines.append(("layer " + ". " * layer.depth + stack.label(layer),
                       f"{layer.kind}, flush {layer.flush}" + (f"; {layer.note}" if layer.note else "")))
     if t.declared:
-        lines.append(("user-declared", ", ".join(t.declared) + " (stated with --assume, not verified)"))
+        lines.append(("user-declared", ", ".join(t.declared) + " (user-declared, not verified)"))
     for d in t.disks:
         lines.append((f"disk {d.name}", ", ".join([
             f"model {d.model or '?'}" + (f" (vendor {d.vendor})" if d.vendor else ""),

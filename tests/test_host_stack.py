@@ -236,3 +236,19 @@ def test_btrfs_spanning_several_devices_lists_them_all(fake):
     t = target(fake, "/pool")
     assert [layer.name for layer in t.layers] == ["/pool", "sda", "zram0"]
     assert [layer.name for layer in stack.ram_media(t)] == ["zram0"]
+
+
+def test_a_chain_deeper_than_the_limit_says_where_it_stopped(fake):
+    from fsyncbench.host import _stack
+
+    lines = [line("0:25", "/dev/shm", "tmpfs", "tmpfs", 20)]
+    backing = "/dev/shm/img"
+    for i in range(_stack.MAX_DEPTH + 2):
+        fake.virtual(f"loop{i}", f"7:{i}", backing_file=backing)
+        backing = f"/dev/loop{i}"
+    top = _stack.MAX_DEPTH + 1
+    lines.append(line(f"7:{top}", "/deep", "ext4", f"/dev/loop{top}", 40))
+    fake.mountinfo(*lines)
+    t = target(fake, "/deep")
+    assert "more than 16 layers deep" in t.layers[-1].note
+    assert stack.ram_media(t) == []

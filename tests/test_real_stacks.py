@@ -279,3 +279,19 @@ def test_a_loop_backing_file_in_another_mount_namespace_is_not_followed(stack, t
     assert (v["path_verdict"], v["decided_by"]) == ("unverifiable", "stack-not-followed")
     loop = report["host"]["target"]["layers"][1]
     assert "not mounted in this mount namespace" in loop["note"]
+
+
+@needs_root
+@pytest.mark.skipif(not _have("losetup", "mkfs.ext4"), reason="needs losetup and mkfs.ext4")
+def test_a_backing_tmpfs_covered_by_another_mount_is_still_found(stack, tmp_path):
+    """The loop's tmpfs is shadowed by a bind mount of a disk directory: its path now leads
+    to the disk, the loop's own record (device, inode) to the covered tmpfs."""
+    shadow = tmp_path / "shadow"
+    stack.mount("fsbshadow", shadow, "size=128M", fs_type="tmpfs")
+    dev = stack.loop(shadow / "img")
+    mnt = stack.ext4(dev, tmp_path / "mnt")
+    cover = tmp_path / "cover"
+    cover.mkdir()
+    stack.mount(str(cover), shadow, "bind")
+    target = json.loads(fsb("host", mnt, "--json").stdout)["target"]
+    assert [x["kind"] for x in target["layers"]] == ["filesystem", "loop", "filesystem-ram"]

@@ -393,3 +393,58 @@ def test_primitives_on_either_side_of_a_floor_are_called_out():
     assert split.evidence["verdicts"] == by
     one = audit.judge(h, [flush("fdatasync", 140_700)])
     assert "primitives-disagree" not in {f.code for f in one.findings}
+
+
+def test_a_stack_partly_on_ram_is_a_named_risk_not_a_certain_loss():
+    """btrfs raid1 over a zram device and a disk keeps a copy on the disk; raid0 does not.
+    The profile is not read, so the verdict says what is known and no more."""
+    zram = BlockDevice("zram0", write_cache="write through", transport="zram")
+    ssd = BlockDevice("sda", rotational=False, write_cache="write back")
+    h = stacked([fs("/pool", "btrfs"), disk_layer(ssd, 1), disk_layer(zram, 1)])
+    v = audit.judge(h, [flush("fdatasync", 900_000)])
+    assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "part-ram-backed-storage")
+    assert deciding(v).level == "risk" and "zram0" in deciding(v).message
+
+
+def test_nobarrier_directly_on_a_power_protected_disk_is_not_a_risk_but_on_a_loop_it_is():
+    plp = BlockDevice("sda", model="INTEL SSDSC2KB96", rotational=False,
+                      write_cache="write back", has_flush_counters=True)
+    on_disk = stacked([fs("/data", options=("rw", "nobarrier")), disk_layer(plp, 1)])
+    r = counted(30_000, [FlushDelta("sda", 0, 0, 1000)])
+    v = audit.judge(on_disk, [r])
+    assert v.path_verdict == HONEST_FLUSH and "barriers-disabled" not in {
+        f.code for f in v.findings}
+    on_loop = stacked([fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2),
+                       disk_layer(plp, 3)])
+    v2 = audit.judge(on_loop, [counted(30_000, [FlushDelta("loop0", 0, 0, 1000),
+                                                FlushDelta("sda", 0, 0, 0)])])
+    assert (v2.path_verdict, v2.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
+
+
+def test_an_interposer_that_still_writes_agrees_and_keeps_commit_rows_volatile():
+    import dataclasses
+
+    from factories import commit
+
+    from fsyncbench.model import Evidence, Pragmas, SyncTrace, SyscallComparison
+
+    ssd = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
+    h = dataclasses.replace(stacked([fs("/data"), disk_layer(ssd, 1)]),
+                            ld_preload="/opt/lib/libcompat.so")
+    c = SyscallComparison("fdatasync", 75, "x86_64", 200, 198_000, 769_000,
+                          libc_flushes=0, syscall_flushes=205)
+    traces = (SyncTrace(Pragmas("WAL", "FULL"), 20, {"sync_file_range": 20},
+                        ld_preload="/opt/lib/libcompat.so"),
+              SyncTrace(Pragmas("WAL", "FULL"), 20, {"fdatasync": 20}))
+    r = counted(198_000, [FlushDelta("sda", 0, 0, 1000)])
+    v = audit.judge(h, [r, commit("WAL", "FULL", 400_000)], Evidence(syscall_comparisons=(c,),
+                                                                     sync_traces=traces))
+    assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "preload-skips-flush")
+    libc = next(f for f in v.findings if f.code == "libc-sync-interposed")
+    assert (libc.points_to, libc.stance) == (VOLATILE_CACHE, "agrees")
+    assert deciding(v).message.count("libcompat.so") == 1
+    assert "LD_PRELOAD" in deciding(v).advice
+    row = next(x for x in v.results if x.subject == "wal/full")
+    assert (row.path_verdict, row.decided_by) == (VOLATILE_CACHE, "preload-skips-flush")
+    intercepted = next(f for f in v.findings if f.code == "commit-syncs-intercepted")
+    assert intercepted.stance == "disagrees"

@@ -113,3 +113,24 @@ def test_output_check_refuses_proc_and_dangling_links(tmp_path):
         store.check_output_dir(dangling / "reports")
     assert store.check_output_dir(tmp_path / "new" / "dir") == tmp_path / "new" / "dir"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling"]
+
+
+@pytest.mark.parametrize("path,value,msg", [
+    (("results", 0, "syncs_issued"), 10**400, "number out of range"),
+    (("results", 0, "summary", "p50_ns"), float("nan"), "not a finite number"),
+    (("results", 0, "summary", "p50_ns"), -5.0, "negative p50_ns"),
+    (("results", 0, "device_flushes", 0, "flushes"), -300, "negative flushes"),
+])
+def test_numbers_a_report_cannot_hold_are_refused(tmp_path, path, value, msg):
+    """A hand-edited report with a 400-digit count, a NaN or a negative duration would be
+    judged with confidence (NaN fails every comparison): refused on load, one line."""
+    data = json.loads(store.report_to_json(_report()))
+    data["results"][0]["device_flushes"] = [{"device": "sda", "flushes": 1, "flush_time_ms": 0}]
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(FsyncbenchError, match=msg):
+        store.load_report(bad)

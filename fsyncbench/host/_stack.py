@@ -58,25 +58,38 @@ class _Walk:
     def path(self, path: str, depth: int, note: str = "") -> Mount | None:
         """Layers under a file or directory ``path``; returns the mount holding it."""
         mount = _mountinfo.find_mount(path, self.mounts)
-        if mount is None or depth > MAX_DEPTH:
-            return mount
+        if mount is not None:
+            self.filesystem(mount, depth, note)
+        return mount
+
+    def filesystem(self, mount: Mount, depth: int, note: str = "") -> None:
+        """Layers from mounted filesystem ``mount`` down (given as found: a mount covered by
+        another one is never looked up again by its path)."""
+        if depth > MAX_DEPTH:
+            self._cut(depth)
+            return
         layer = filesystem_layer(mount, depth, note)
         self.layers.append(layer)
         if layer.kind == "filesystem-ram":
-            return mount
+            return
         if layer.kind == "overlay":
             self._overlay(mount, layer, depth)
-            return mount
+            return
         if layer.kind in ("fuse", "network-fs") and mount.fs_type != "fuseblk":
-            return mount
+            return
         start = _sysblock.device_dir(self.root, mount)
         if start is None:
             self._annotate(layer, f"no block device found for {mount.source or mount.fs_type}"
                            + ("; the pool's devices are not followed" if mount.fs_type == "zfs" else ""))
-            return mount
+            return
         for device_dir in self._filesystem_devices(mount, start):
             self.block(device_dir, depth + 1)
-        return mount
+
+    def _cut(self, depth: int) -> None:
+        """Say on the last layer that the walk stopped at :data:`MAX_DEPTH`."""
+        if self.layers:
+            self._annotate(self.layers[-1], f"the walk stopped here: more than {MAX_DEPTH} "
+                           "layers deep")
 
     def _filesystem_devices(self, mount: Mount, start: str) -> list[str]:
         """Every block device a filesystem spans: btrfs lists its members in
@@ -120,7 +133,10 @@ class _Walk:
     def block(self, directory: str, depth: int) -> None:
         """Layers from the resolved sysfs directory of a block device down."""
         name = os.path.basename(directory)
-        if not name or name in self.seen or depth > MAX_DEPTH:
+        if depth > MAX_DEPTH:
+            self._cut(depth)
+            return
+        if not name or name in self.seen:
             return
         self.seen.add(name)
         device = _sysblock.block_device(self.root, name)
@@ -179,8 +195,9 @@ class _Walk:
             self._annotate(layer, f"the backing file's filesystem (device {dev}) is not mounted "
                            "in this mount namespace: not followed")
             return
-        self.path(mount.mount_point, depth + 1,
-                  note=f"holds the backing file (device {dev}, inode {ino}; not at {path} here)")
+        # the filesystem itself, even where another mount covers its mount point
+        self.filesystem(mount, depth + 1,
+                        note=f"holds the backing file (device {dev}, inode {ino}; not at {path} here)")
 
     def _block_device_node(self, path: str) -> str | None:
         """Resolved sysfs directory when ``path`` is a block device node, else None."""

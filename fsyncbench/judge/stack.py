@@ -87,17 +87,28 @@ def write_back_media(target: StorageTarget) -> bool | None:
     return any("back" in c for c in caches)
 
 
-def cache_below(target: StorageTarget, above: StorageLayer) -> str | None:
-    """The ``write_cache`` text of the first block device below layer ``above`` (the one a
-    filesystem sends its flushes to); None when there is none or it is not known."""
+def block_below(target: StorageTarget, above: StorageLayer) -> StorageLayer | None:
+    """The first block device below layer ``above`` (partitions skipped: their disk's
+    cache is the one that counts), i.e. where ``above`` sends its writes and flushes."""
     all_layers = layers(target)
-    start = all_layers.index(above)
-    for layer in all_layers[start + 1:]:
+    for layer in all_layers[all_layers.index(above) + 1:]:
         if layer.depth <= above.depth:
             break
         if layer.device is not None and layer.kind != "partition":
-            return layer.device.write_cache
+            return layer
     return None
+
+
+def cache_below(target: StorageTarget, above: StorageLayer) -> str | None:
+    """The ``write_cache`` text of :func:`block_below` (None when none or not known)."""
+    layer = block_below(target, above)
+    return None if layer is None or layer.device is None else layer.device.write_cache
+
+
+def device_below(target: StorageTarget, above: StorageLayer) -> str | None:
+    """The name of :func:`block_below` (None when there is none)."""
+    layer = block_below(target, above)
+    return None if layer is None else layer.name
 
 
 def unfollowed(target: StorageTarget) -> list[StorageLayer]:
