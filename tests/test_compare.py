@@ -66,6 +66,8 @@ def test_regression_needs_size_and_significance():
     pair = compare.compare_pair(a, sampled.report(1.5, seed=100))
     names = {r.name for r in compare.regressions(pair, 20, "A", "B")}
     assert "wal/full" in names and "write (no sync)" not in names  # baseline is skipped
+    assert "wal/off" not in names  # no sync: not what a durability gate is about
+    assert [r.name for r in compare.regressions(pair, 20, "A", "B", ["wal/off"])] == ["wal/off"]
     assert compare.regressions(pair, 200, "A", "B") == []
     assert [r.name for r in compare.regressions(pair, 20, "A", "B", ["wal/full"])] == ["wal/full"]
     faster = compare.compare_pair(a, sampled.report(0.5, seed=100))
