@@ -233,8 +233,12 @@ def _terminate(_signum, _frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
-    if hasattr(signal, "SIGTERM") and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, _terminate)  # timeout(1), CI cancels, systemctl stop
+    if threading.current_thread() is threading.main_thread():
+        # timeout(1), CI cancels, systemctl stop; a closed terminal or dropped SSH (SIGHUP);
+        # Ctrl-\ (SIGQUIT): all end the run the way Ctrl-C does, removing the scratch dir
+        for name in ("SIGTERM", "SIGHUP", "SIGQUIT"):
+            if hasattr(signal, name):
+                signal.signal(getattr(signal, name), _terminate)
     try:
         args = build_parser().parse_args(args_list)
         return _COMMANDS[args.command](args, args_list)
@@ -299,11 +303,12 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     progress.close()
     report = _maybe_redact(runner.build_report("run", host, results, ["fsyncbench", *argv], floors), args)
     machine = args.format == "json"
-    print(_render(report, "text" if args.format == "html" else args.format), end="", flush=True)
+    # saved first: a closed pipe or a full stdout must not lose the measurement
     paths = _save(report, store.prepare_output_dir(args.output), html=args.format == "html")
     if args.csv:
         store.write_durably(args.csv, render.render_csv(report))
         paths.append(args.csv)
+    print(_render(report, "text" if args.format == "html" else args.format), end="", flush=True)
     print("Report written: " + ", ".join(str(p) for p in paths), file=sys.stderr if machine else sys.stdout)
     return gate.apply(report, to_stderr=machine)
 
@@ -373,6 +378,14 @@ class _GateArgs:
             print(f"GATE FAILED [{f.gate}] {f.message}", file=out)
         print(f"{len(failures)} gate failure(s) in {checked} configurations checked: exit 1.", file=out)
         return EXIT_RISK
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """True when ``a`` and ``b`` name the same existing file (or the same path)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def _save(report: Report, out_dir: Path, html: bool = False) -> list[Path]:
@@ -489,6 +502,9 @@ def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
     gate = _GateArgs.parse(args)
     _check_file_dir(args.output)
     _check_file_dir(args.csv)
+    for out in (args.output, args.csv):
+        if out is not None and _same_file(out, args.report):
+            raise FsyncbenchError(f"{out} is the report being shown: give another output file")
     report = _maybe_redact(store.load_report(args.report), args)
     if gate.names:
         from fsyncbench import gates

@@ -75,6 +75,8 @@ def report_from_json(text: str, source: str = "report") -> Report:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FsyncbenchError(f"{source} is not valid JSON ({exc.msg}, line {exc.lineno})")
+    except ValueError as exc:  # e.g. an integer longer than Python's 4,300-digit limit
+        raise FsyncbenchError(f"{source} is not a valid fsyncbench report ({exc})")
     except RecursionError:
         raise FsyncbenchError(f"{source} is not a valid fsyncbench report (nested too deeply)")
     if not isinstance(data, dict) or "schema_version" not in data:
@@ -222,6 +224,13 @@ def prepare_output_dir(directory: Path) -> Path:
 
 def report_basename(report: Report) -> str:
     """``<host>-<UTC timestamp>`` with characters unsafe in file names replaced."""
-    host = re.sub(r"[^A-Za-z0-9._-]+", "_", report.host.hostname) or "host"
-    stamp = report.created_utc.replace(":", "").replace("-", "")
-    return f"{host}-{stamp}"
+    return f"{_name_part(report.host.hostname, 'host')}-" \
+        f"{_name_part(report.created_utc.replace(':', '').replace('-', ''), 'time')}"
+
+
+def _name_part(text: str, fallback: str) -> str:
+    """``text`` made safe as part of one file name: only letters, digits, ``.``, ``_`` and
+    ``-`` (``/`` and ``..`` from a crafted report cannot leave the output directory), no
+    leading dot, at most 100 characters."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).lstrip(".")[:100]
+    return cleaned or fallback

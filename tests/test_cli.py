@@ -174,7 +174,7 @@ def test_show_missing_corrupt_and_newer(tmp_path):
     assert proc.returncode == 2 and proc.stderr.rstrip().endswith("upgrade fsyncbench")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_ctrl_c_and_sigterm_clean_up_and_say_where(tmp_path, signum):
     out = tmp_path / "out"
     target = tmp_path / "t"
@@ -256,3 +256,48 @@ def test_crash_bad_values(tmp_path):
     assert_usage_error(fsb("crash", tmp_path, "--synchronous", "full,off"),
                        "crash takes one journal_mode and one synchronous value")
     assert_usage_error(fsb("crash", tmp_path / "missing"), f"directory {tmp_path / 'missing'} does not exist")
+
+
+def test_show_refuses_to_overwrite_the_report_it_shows(disk_run):
+    _target, out, _proc = disk_run
+    path = next(out.glob("*.json"))
+    before = path.read_bytes()
+    for option in ("-o", "--csv"):
+        proc = fsb("show", path, option, path)
+        assert proc.returncode == 2 and "is the report being shown" in proc.stderr
+    assert path.read_bytes() == before
+
+
+def test_names_from_report_content_stay_in_the_output_directory(disk_run, tmp_path):
+    """created_utc and hostname end up in file names: a crafted report cannot climb out."""
+    _target, out, _proc = disk_run
+    data = json.loads(next(out.glob("*.json")).read_text())
+    data["created_utc"] = "x/../../K19escaped"
+    data["host"]["hostname"] = "../evil"
+    crafted = tmp_path / "crafted.json"
+    crafted.write_text(json.dumps(data))
+    dest = tmp_path / "deep" / "O"
+    proc = fsb("audit", "--from", crafted, "--output", dest)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.parent for p in tmp_path.rglob("*K19escaped*")) == [dest, dest]
+
+
+def test_a_report_with_a_5000_digit_number_is_one_line(tmp_path):
+    bad = tmp_path / "big.json"
+    bad.write_text('{"schema_version": ' + "9" * 5000 + "}")
+    for argv in (("show", bad), ("audit", "--from", bad), ("compare", bad, bad)):
+        proc = fsb(*argv)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+def test_run_with_stdout_on_a_full_device_keeps_its_report(tmp_path):
+    out = tmp_path / "out"
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "fsyncbench", "run", str(tmp_path),
+                               "--output", str(out), "--journal-mode", "wal",
+                               "--synchronous", "full", *QUICK],
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+    assert len(list(out.glob("*.json"))) == 1  # saved before printing
