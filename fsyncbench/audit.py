@@ -1097,11 +1097,6 @@ def weaker_signals(f: Facts, r: Result | None, verdict: str, code: str) -> list[
     return out
 
 
-def corroborating(f: Facts, r: Result | None, verdict: str, code: str) -> list[Finding]:
-    """The weaker signals that reach the same verdict as the deciding one."""
-    return [x for x in weaker_signals(f, r, verdict, code) if x.stance == "agrees"]
-
-
 # --------------------------------------------------------------------------- commit rules
 
 

@@ -114,7 +114,7 @@ def main() -> int:
           f"{100 * covered / max(checks, 1):.1f} %  (target >= 90 %)")
     print(f"compare 'significant': {significant}/{stats_compared} = "
           f"{100 * significant / max(stats_compared, 1):.1f} % of statistics  (target <= 5 %)")
-    print(f"wall time per run: " + ", ".join(f"{w:.1f} s" for w in walls) + "  (target <= 30 s)")
+    print("wall time per run: " + ", ".join(f"{w:.1f} s" for w in walls) + "  (target <= 30 s)")
     return 0
 
 

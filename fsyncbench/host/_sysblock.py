@@ -1,4 +1,5 @@
-"""From a mount to the whole disks behind it, through ``/sys``.
+"""Block-device facts from ``/sys``: the device under a mount, stacked devices' slaves, and each
+device's attributes (the walk that uses them is :mod:`fsyncbench.host._stack`).
 
 Kernel sources of every fact here:
 
@@ -111,41 +112,6 @@ def slaves(directory: str) -> list[str]:
     return [os.path.realpath(os.path.join(slaves_dir, n)) for n in names]
 
 
-def walk(root: str, start_dir: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(chain, leaves) from a resolved sysfs device directory.
-
-    ``chain`` lists every device visited, depth first (``("dm-0", "nvme0n1p3",
-    "nvme0n1")``); ``leaves`` the whole disks at the bottom (no partition, no slaves).
-    A partition leads to its parent directory (the disk); a stacked device to each entry
-    of ``slaves/`` in name order. Cycles are cut.
-    """
-    chain: list[str] = []
-    leaves: list[str] = []
-    seen: set[str] = set()
-
-    def visit(directory: str) -> None:
-        name = os.path.basename(directory)
-        if not name or name in seen:
-            return
-        seen.add(name)
-        chain.append(name)
-        if os.path.exists(os.path.join(directory, "partition")):
-            visit(os.path.dirname(directory))
-            return
-        slaves_dir = os.path.join(directory, "slaves")
-        try:
-            slaves = sorted(os.listdir(slaves_dir))
-        except OSError:
-            slaves = []
-        if not slaves:
-            leaves.append(name)
-        for slave in slaves:
-            visit(os.path.realpath(os.path.join(slaves_dir, slave)))
-
-    visit(start_dir)
-    return tuple(chain), tuple(leaves)
-
-
 def disk_dir(root: str, name: str) -> str:
     """Sysfs directory of whole disk ``name`` (``/sys/block/<name>``, else class/block)."""
     path = under_root(root, f"/sys/block/{name}")
@@ -201,16 +167,3 @@ def block_device(root: str, name: str) -> BlockDevice:
         transport=infer_transport(name, _sysfs_relative(root, base)),
         has_flush_counters=stat_has_flush_counters(attr("stat")),
     )
-
-
-def resolve_disks(
-    root: str, mount: Mount | None
-) -> tuple[tuple[str, ...], tuple[BlockDevice, ...]]:
-    """(chain, leaf disks with facts) behind ``mount``; ((), ()) when it has no block device."""
-    if mount is None:
-        return (), ()
-    start = device_dir(root, mount)
-    if start is None:
-        return (), ()
-    chain, leaves = walk(root, start)
-    return chain, tuple(block_device(root, leaf) for leaf in leaves)
