@@ -565,6 +565,8 @@ def rule_flush_counters(f: Facts, r: Result | None):
     least_writes = _least(_media_deltas(r, host), "writes")
     if least_writes is not None and r.syncs_issued:
         media_writes = least_writes / r.syncs_issued
+    if _fua_may_carry(r, host, top_writes if top_writes is not None else media_writes):
+        return None  # written with FUA: durable without a cache flush, uncounted as one
     evidence = {"syncs_issued": r.syncs_issued,
                 "device_flushes": {d.device: d.flushes for d in r.device_flushes},
                 "device_writes": {d.device: d.writes for d in r.device_flushes},
@@ -610,6 +612,25 @@ def rule_flush_counters(f: Facts, r: Result | None):
         "Look for eatmydata, an LD_PRELOAD library or a no-op sync layer.",
         evidence, KERNEL_STAT_DOC, MEASURED,
     )
+
+
+#: Sync writes the kernel may send as FUA writes (write-through for that one request, no
+#: cache flush): O_DSYNC/O_SYNC writes (open(2)); the block layer only sends FUA to a device
+#: that declares it (queue/fua = 1), else it emulates it with a flush after the write
+#: (https://www.kernel.org/doc/html/latest/block/writeback_cache_control.html).
+FUA_PRIMITIVES = frozenset({"O_DSYNC", "O_SYNC"})
+
+
+def _fua_may_carry(r: Result, host: Host, writes_per_sync: float | None) -> bool:
+    """True when ``r``'s syncs may have reached the media as FUA writes rather than cache
+    flushes: a sync-write primitive, writes reaching the disk at least once per sync, and
+    a media disk that declares FUA. The flush counter then cannot tell (a FUA write counts
+    as a write); writes_per_sync None (not read) cannot rule it out either."""
+    if r.primitive not in FUA_PRIMITIVES:
+        return False
+    if not any(d.fua for d in _media_disks(host)):
+        return False
+    return writes_per_sync is None or writes_per_sync >= REACHED_FLUSH_RATIO
 
 
 def _interposed(c) -> tuple[bool, bool]:
@@ -803,10 +824,11 @@ def rule_barriers_disabled(f: Facts, r: Result | None):
 
 
 def rule_macos_plain_fsync(f: Facts, r: Result | None):
-    """On macOS plain fsync and F_BARRIERFSYNC return once data reaches the drive, whose
-    cache is volatile (APPLE_FSYNC_DOC, APPLE_BARRIER_DOC); only F_FULLFSYNC flushes it.
-    Platform semantics, inferred."""
-    if r is None or f.host.os_name != "Darwin" or r.primitive not in ("fsync", "F_BARRIERFSYNC"):
+    """On macOS plain fsync, F_BARRIERFSYNC and O_DSYNC/O_SYNC writes return once data
+    reaches the drive, whose cache is volatile (APPLE_FSYNC_DOC, APPLE_BARRIER_DOC: only
+    F_FULLFSYNC asks the drive to flush). Platform semantics, inferred."""
+    if r is None or f.host.os_name != "Darwin" or r.primitive not in (
+            "fsync", "F_BARRIERFSYNC", "O_DSYNC", "O_SYNC"):
         return None
     full = next((x for x in _flush_results(f.results) if x.primitive == "F_FULLFSYNC"), None)
     return VOLATILE_CACHE, Finding(

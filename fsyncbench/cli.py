@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="time all configurations share, in seconds; time one does not need "
                      "goes to those whose CI is still too wide (default "
                      f"{runner.DEFAULT_RUN_BUDGET_S:g} when adaptive, none with --samples)")
+    run.add_argument("--rounds", type=int, default=runner.DEFAULT_ROUNDS, metavar="N",
+                     help="repeat the whole measurement N times, each round with fresh files "
+                     "and an equal share of the time; the report shows each round's p99 and "
+                     "widens the intervals where rounds disagree more than slices "
+                     f"(default {runner.DEFAULT_ROUNDS})")
     run.add_argument("--warmup", type=int, default=50, help="untimed warmup operations (default 50)")
     run.add_argument("--payload-bytes", type=int, default=512,
                      help="size of each step's JSON output (default 512)")
@@ -279,6 +284,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         min_samples=runner.DEFAULT_MIN_SAMPLES if args.min_samples is None else args.min_samples,
         run_budget_s=args.run_budget_seconds if args.run_budget_seconds is not None
         else (runner.DEFAULT_RUN_BUDGET_S if adaptive else None),
+        rounds=args.rounds,
     )
     if gate.names:
         from fsyncbench import gates
@@ -560,7 +566,8 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
         q = r.p99
         print(f"REGRESSION {r.name}: p99 {render.fmt_ns(q.a_ns)} in {r.baseline} -> "
               f"{render.fmt_ns(q.b_ns)} in {r.candidate} ({q.change_pct:+.0f} %, ratio 95% CI "
-              f"{q.ratio_ci[0]:.2f}-{q.ratio_ci[1]:.2f}), above --fail-on-regression {r.limit_pct:g} %")
+              f"[{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}], {compare.ADJUSTMENT}-adjusted p "
+              f"{q.p_adjusted:.2g}), above --fail-on-regression {r.limit_pct:g} %")
     return EXIT_RISK
 
 

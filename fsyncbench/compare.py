@@ -1,38 +1,42 @@
-"""Comparing reports (numpy only): two runs side by side with significance, or a fleet.
+"""Comparing reports: two runs side by side with calibrated significance, or a fleet.
 
-Two reports A and B are compared configuration by configuration on their raw samples:
+Two reports A and B are compared configuration by configuration:
 
-- p50 and p99 of each, with their percentile-bootstrap CIs, and the ratio B/A with a
-  bootstrap CI of that ratio (A and B resampled independently). The difference is called
-  *significant* when the ratio's CI excludes 1.
-- A Mann-Whitney rank test over the whole distributions (normal approximation with tie
-  correction and continuity correction; Mann & Whitney 1947, Lehmann "Nonparametrics",
-  1975, ch. 1), and the common-language effect size P(B > A) (McGraw & Wong 1992).
+- p50 and p99 of each with the interval the report itself shows
+  (:func:`fsyncbench.stats.quantile_interval`, recomputed from the raw samples and slices
+  by the same deterministic function, so it is the report's own), and the ratio B/A with
+  its interval. Both rest on the jackknife standard errors of log(percentile) over each
+  run's slices, which allow for samples that move together in time: the difference of the
+  logs over the combined standard error is a Welch t statistic (Welch-Satterthwaite degrees
+  of freedom; Welch 1947, Biometrika 34:28-35).
+- The p-values of every statistic compared at once are adjusted by Holm's step-down method
+  (Holm 1979, "A simple sequentially rejective multiple test procedure", Scand. J. Statist.
+  6:65-70), which keeps the chance of calling *any* of them significant between two runs of
+  an unchanged machine at 5 %. A difference is *significant* when its adjusted p-value is
+  below 1 - confidence.
+- The common-language effect size P(B > A) (McGraw & Wong 1992) from the Mann-Whitney U
+  statistic, as a description only: its p-value would assume independent samples.
 
-Everything is seeded, so the same two reports always give the same answer.
-
-The bootstrap of a percentile does not materialise resamples. The k-th order statistic of
-n draws with replacement from the sorted sample x is x[ceil(n * U_(k)) - 1], where U_(k) is
-the k-th order statistic of n uniforms, which is Beta(k, n + 1 - k); the next one is
-U_(k) + (1 - U_(k)) * Beta(1, n - k). numpy's "linear" percentile interpolates between
-those two, so the bootstrap distribution is drawn exactly in O(resamples) whatever n is
-(the same distribution as resampling, without its O(n * resamples) cost).
+Reports of schema 1 have no slice boundaries, so no interval valid for dependent samples
+can be computed from them: their statistics are shown, but not called significant.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from fsyncbench import stats
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.model import Report, Result
+from fsyncbench.model import Interval, Report, Result
 
-#: Bootstrap draws for the CIs of a ratio of percentiles (Efron & Tibshirani 1993, ch. 13).
-RESAMPLES = 4000
 CONFIDENCE = 0.95
+#: The multiple-comparison adjustment, named in the output.
+ADJUSTMENT = "Holm"
 #: The configuration a fleet table is sorted by when none is named: the durable WAL setup
 #: an agent journal would use.
 DEFAULT_FLEET_CONFIG = "wal/full"
@@ -40,18 +44,27 @@ DEFAULT_FLEET_CONFIG = "wal/full"
 
 @dataclass(frozen=True)
 class QuantileComparison:
-    """One percentile of A and B with their CIs, and the ratio B/A with its CI.
+    """One percentile of A and B with their intervals, and the ratio B/A with its interval.
 
-    ``significant`` is None when either side has no raw samples (hand-written report)."""
+    ``p_value`` is the two-sided Welch t test of log(B) - log(A); ``p_adjusted`` the same
+    after the Holm adjustment over every statistic of the comparison; ``significant``
+    whether ``p_adjusted`` is below 1 - confidence. They are None, with ``reason`` saying
+    why, when a side has no interval valid for dependent samples (no raw samples, no
+    slices, too few of them)."""
 
     percentile: float
     a_ns: float
-    a_ci_ns: tuple[float, float]
+    a_ci_ns: tuple[float, float] | None
     b_ns: float
-    b_ci_ns: tuple[float, float]
+    b_ci_ns: tuple[float, float] | None
     ratio: float | None
     ratio_ci: tuple[float, float] | None
     significant: bool | None
+    a_interval: Interval | None = None
+    b_interval: Interval | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    reason: str | None = None
 
     @property
     def change_pct(self) -> float | None:
@@ -94,8 +107,7 @@ class PairComparison:
     only_a: tuple[str, ...]
     only_b: tuple[str, ...]
     confidence: float
-    resamples: int
-    seed: int
+    adjustment: str = ADJUSTMENT
 
 
 @dataclass(frozen=True)
@@ -125,18 +137,12 @@ class FleetRow:
 
 
 def check_comparable(reports: Sequence[Report], labels: Sequence[str]) -> None:
-    """Refuse reports that cannot be compared, with one line: different schema versions,
-    different report kinds, or the same configuration measured with a different workload
+    """Refuse reports that cannot be compared, with one line: different report kinds, or the same configuration measured with a different workload
     (kind or payload size). Raises FsyncbenchError."""
     if len(reports) < 2:
         raise FsyncbenchError("compare needs at least two reports")
     first, first_label = reports[0], labels[0]
     for rep, label in zip(reports[1:], labels[1:]):
-        if rep.schema_version != first.schema_version:
-            raise FsyncbenchError(
-                f"{first_label} is report schema {first.schema_version} but {label} is schema "
-                f"{rep.schema_version}: compare reports of one schema version (re-run the older one)"
-            )
         if rep.kind != first.kind:
             raise FsyncbenchError(
                 f"{first_label} is a {first.kind!r} report but {label} is a {rep.kind!r} report: "
@@ -164,70 +170,84 @@ def check_comparable(reports: Sequence[Report], labels: Sequence[str]) -> None:
 # --------------------------------------------------------------------------- statistics
 
 
-def bootstrap_percentile(
-    data: Sequence[float], percentile: float, resamples: int, rng: np.random.Generator
-) -> np.ndarray:
-    """``resamples`` draws from the bootstrap distribution of the ``percentile`` (numpy
-    "linear" method) of ``data``; exact in distribution, O(resamples) (module docstring)."""
-    x = np.sort(np.asarray(data, dtype=np.float64))
-    n = x.size
-    if n == 0:
-        raise ValueError("no samples")
-    if n == 1:
-        return np.full(resamples, x[0])
-    h = (n - 1) * percentile / 100.0
-    k = int(math.floor(h))
-    frac = h - k
-    u1 = rng.beta(k + 1, n - k, size=resamples)
-    lo = np.clip(np.ceil(n * u1).astype(np.int64) - 1, 0, n - 1)
-    if frac == 0.0 or k + 1 >= n:
-        return x[lo]
-    u2 = u1 + (1.0 - u1) * rng.beta(1, n - k - 1, size=resamples)
-    hi = np.clip(np.ceil(n * u2).astype(np.int64) - 1, 0, n - 1)
-    return x[lo] + frac * (x[hi] - x[lo])
+def result_interval(r: Result, percentile: float, confidence: float = CONFIDENCE) -> Interval:
+    """The interval of ``percentile`` (50 or 99) of ``r`` the report shows: recomputed from
+    the raw samples and slices (the same function and data give the same numbers), or, for
+    a report without raw samples, the summary's own."""
+    if r.samples_ns:
+        return stats.quantile_interval(r.samples_ns, r.slice_counts, percentile, confidence,
+                                       r.slice_rounds)
+    s = r.summary
+    stored = s.p50_interval if percentile == 50 else s.p99_interval
+    if stored is not None:
+        return stored
+    value = s.p50_ns if percentile == 50 else s.p99_ns
+    ci = s.p50_ci_ns if percentile == 50 else s.p99_ci_ns
+    return Interval(value, ci[0] if ci else None, ci[1] if ci else None, None, 0, 0,
+                    s.ci_method, None if ci else "no raw samples")
 
 
-def _interval(draws: np.ndarray, confidence: float) -> tuple[float, float]:
-    alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(draws, [alpha, 1.0 - alpha])
-    return float(lo), float(hi)
+def compare_quantile(a: Result, b: Result, percentile: float,
+                     confidence: float = CONFIDENCE) -> QuantileComparison:
+    """``percentile`` of A and B with their intervals, the ratio B/A with its interval and
+    the unadjusted p-value of the Welch t test on the log scale (module docstring).
+    ``significant`` and ``p_adjusted`` are filled in by :func:`compare_pair`."""
+    ia, ib = result_interval(a, percentile, confidence), result_interval(b, percentile, confidence)
+    pa, pb = ia.estimate_ns, ib.estimate_ns
+    ratio = pb / pa if pa > 0 else None
+    base = dict(percentile=percentile, a_ns=pa, a_ci_ns=ia.bounds, b_ns=pb, b_ci_ns=ib.bounds,
+                ratio=ratio, a_interval=ia, b_interval=ib)
+    why = _no_test_reason(ia, "A") or _no_test_reason(ib, "B")
+    if why or ratio is None or pb <= 0:
+        return QuantileComparison(**base, ratio_ci=None, significant=None,
+                                  reason=why or "a percentile of zero")
+    assert ia.se_log is not None and ib.se_log is not None
+    va, vb = ia.se_log ** 2, ib.se_log ** 2
+    se = math.sqrt(va + vb)
+    d = math.log(ratio)
+    if se == 0:
+        p = 1.0 if d == 0 else 0.0
+        ratio_ci = (ratio, ratio)
+    else:
+        df = (va + vb) ** 2 / ((va ** 2 / ia.df if va else 0.0) + (vb ** 2 / ib.df if vb else 0.0))
+        t = stats.t_quantile(df, 0.5 + confidence / 2.0)
+        ratio_ci = (math.exp(d - t * se), math.exp(d + t * se))
+        p = stats.t_two_sided_p(d / se, df)
+    return QuantileComparison(**base, ratio_ci=ratio_ci, significant=None, p_value=p)
 
 
-def compare_quantile(
-    a: Result, b: Result, percentile: float, confidence: float, resamples: int,
-    rng: np.random.Generator,
-) -> QuantileComparison:
-    """``percentile`` of A and B with CIs and the bootstrap CI of the ratio B/A. Without raw
-    samples on either side, the summaries' values are used and significance is None."""
-    if not a.samples_ns or not b.samples_ns:
-        pa, pb = _summary_value(a, percentile), _summary_value(b, percentile)
-        return QuantileComparison(
-            percentile, pa, _summary_ci(a, percentile), pb, _summary_ci(b, percentile),
-            pb / pa if pa else None, None, None,
-        )
-    da = np.asarray(a.samples_ns, dtype=np.float64)
-    db = np.asarray(b.samples_ns, dtype=np.float64)
-    pa = float(np.percentile(da, percentile))
-    pb = float(np.percentile(db, percentile))
-    ba = bootstrap_percentile(da, percentile, resamples, rng)
-    bb = bootstrap_percentile(db, percentile, resamples, rng)
-    if pa <= 0 or np.any(ba <= 0):
-        return QuantileComparison(percentile, pa, _interval(ba, confidence), pb,
-                                  _interval(bb, confidence), None, None, None)
-    ratio_ci = _interval(bb / ba, confidence)
-    significant = ratio_ci[0] > 1.0 or ratio_ci[1] < 1.0
-    return QuantileComparison(
-        percentile, pa, _interval(ba, confidence), pb, _interval(bb, confidence),
-        pb / pa, ratio_ci, bool(significant),
-    )
+def _no_test_reason(iv: Interval, side: str) -> str | None:
+    """Why ``iv`` cannot enter a test (None: it can)."""
+    if iv.se_log is not None and iv.df > 0:
+        return None
+    if iv.method == stats.METHOD_INDEPENDENT or not iv.blocks:
+        return f"{side} has no slices (schema 1 report or no raw samples)"
+    return f"{side}: {iv.reason or 'no interval'}"
 
 
-def _summary_value(r: Result, percentile: float) -> float:
-    return r.summary.p50_ns if percentile == 50 else r.summary.p99_ns
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm-adjusted p-values, in the order given (Holm 1979): the i-th smallest of m is
+    multiplied by (m - i), made monotone, capped at 1. Rejecting where the adjusted value is
+    below alpha keeps the family-wise error rate at alpha."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    out = [1.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        out[i] = running
+    return out
 
 
-def _summary_ci(r: Result, percentile: float) -> tuple[float, float]:
-    return r.summary.p50_ci_ns if percentile == 50 else r.summary.p99_ci_ns
+def _adjust(comparisons: Sequence[QuantileComparison], confidence: float) -> list[QuantileComparison]:
+    """``comparisons`` with Holm-adjusted p-values and significance over those that have a
+    p-value (the others unchanged)."""
+    tested = [i for i, q in enumerate(comparisons) if q.p_value is not None]
+    adjusted = holm([comparisons[i].p_value for i in tested])  # type: ignore[misc]
+    out = list(comparisons)
+    for i, p in zip(tested, adjusted):
+        out[i] = dataclasses.replace(out[i], p_adjusted=p, significant=p < 1.0 - confidence)
+    return out
 
 
 def rank_test(a: Sequence[float], b: Sequence[float]) -> RankTest | None:
@@ -256,26 +276,24 @@ def rank_test(a: Sequence[float], b: Sequence[float]) -> RankTest | None:
     return RankTest(u_b, z, min(1.0, p), u_b / (n1 * n2))
 
 
-def compare_pair(
-    a: Report, b: Report, confidence: float = CONFIDENCE, resamples: int = RESAMPLES,
-    seed: int = 0,
-) -> PairComparison:
-    """Compare every configuration present in both reports (call
-    :func:`check_comparable` first)."""
-    rng = np.random.default_rng(seed)
+def compare_pair(a: Report, b: Report, confidence: float = CONFIDENCE) -> PairComparison:
+    """Compare every configuration present in both reports, p50 and p99, with the
+    p-values Holm-adjusted over all of them (call :func:`check_comparable` first).
+    Deterministic: the same two reports always give the same answer."""
     theirs = {r.name: r for r in b.results}
     va = {v.subject: v.path_verdict for v in a.verdict.results}
     vb = {v.subject: v.path_verdict for v in b.verdict.results}
+    pairs = [(ra, theirs[ra.name]) for ra in a.results if ra.name in theirs]
+    flat = []
+    for ra, rb in pairs:
+        flat += [compare_quantile(ra, rb, 50, confidence), compare_quantile(ra, rb, 99, confidence)]
+    flat = _adjust(flat, confidence)
     rows = []
-    for ra in a.results:
-        rb = theirs.get(ra.name)
-        if rb is None:
-            continue
+    for k, (ra, rb) in enumerate(pairs):
         rows.append(ConfigComparison(
             name=ra.name, kind=ra.kind, primitive_a=ra.primitive, primitive_b=rb.primitive,
             n_a=ra.summary.count, n_b=rb.summary.count,
-            p50=compare_quantile(ra, rb, 50, confidence, resamples, rng),
-            p99=compare_quantile(ra, rb, 99, confidence, resamples, rng),
+            p50=flat[2 * k], p99=flat[2 * k + 1],
             rank=rank_test(ra.samples_ns, rb.samples_ns),
             verdict_a=va.get(ra.name), verdict_b=vb.get(ra.name),
         ))
@@ -284,7 +302,7 @@ def compare_pair(
         configs=tuple(rows),
         only_a=tuple(r.name for r in a.results if r.name not in theirs),
         only_b=tuple(r.name for r in b.results if r.name not in mine),
-        confidence=confidence, resamples=resamples, seed=seed,
+        confidence=confidence,
     )
 
 
@@ -293,19 +311,24 @@ def regressions(
     names: Sequence[str] | None = None,
 ) -> list[Regression]:
     """Configurations whose p99 is more than ``limit_pct`` % worse in B than in A *and*
-    significantly so (the ratio's CI lies above 1). ``names`` limits the check; by default
-    every compared configuration that syncs: the no-sync write baseline and commits at
-    synchronous=OFF (primitive "none") measure Python and the page cache, not the storage
-    a durability gate is about, so they are checked only when named."""
+    significantly so: the ratio's interval lies above 1 and the Holm-adjusted p-value, over
+    the p99s this check looks at, is below 1 - confidence. ``names`` limits the check; by
+    default every compared configuration that syncs: the no-sync write baseline and
+    commits at synchronous=OFF (primitive "none") measure Python and the page cache, not the
+    storage a durability gate is about, so they are checked only when named."""
     wanted = {n.lower() for n in names} if names else None
-    out = []
+    checked = []
     for c in pair.configs:
         if wanted is not None and c.name.lower() not in wanted:
             continue
         if wanted is None and (c.kind == "write" or "none" in (c.primitive_a, c.primitive_b)):
             continue
-        q = c.p99
-        if q.significant and q.ratio is not None and q.change_pct > limit_pct and q.ratio_ci[0] > 1.0:
+        checked.append(c)
+    adjusted = _adjust([c.p99 for c in checked], pair.confidence)
+    out = []
+    for c, q in zip(checked, adjusted):
+        if (q.significant and q.ratio is not None and q.change_pct > limit_pct
+                and q.ratio_ci is not None and q.ratio_ci[0] > 1.0):
             out.append(Regression(c.name, baseline, candidate, q, limit_pct))
     return out
 

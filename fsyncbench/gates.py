@@ -91,7 +91,7 @@ def check(
     names: Sequence[str] = (),
 ) -> list[GateFailure]:
     """Every gate failure of ``report``, in result order."""
-    from fsyncbench.render import fmt_ns  # formatting only; render has no gate logic
+    from fsyncbench.report.fmt import fmt_interval, fmt_ns
 
     verdicts = {v.subject: v for v in report.verdict.results}
     failures = []
@@ -100,8 +100,8 @@ def check(
         if max_p99_ns is not None and s.p99_ns > max_p99_ns:
             failures.append(GateFailure(
                 r.name, "max-p99",
-                f"{r.name}: p99 {fmt_ns(s.p99_ns)} (95% CI {fmt_ns(s.p99_ci_ns[0])}-"
-                f"{fmt_ns(s.p99_ci_ns[1])}, n={s.count}) is above --max-p99 {fmt_ns(max_p99_ns)}",
+                f"{r.name}: p99 {fmt_ns(s.p99_ns)} (95% CI {fmt_interval(s.p99_ci_ns, s.p99_interval)}, "
+                f"n={s.count}) is above --max-p99 {fmt_ns(max_p99_ns)}",
             ))
         v = verdicts.get(r.name)
         if fail_on and v is not None and v.path_verdict in fail_on:

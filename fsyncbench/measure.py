@@ -5,25 +5,22 @@ Only the workload's ``run(args)`` call is inside the timed region; argument buil
 (``prepare``), progress reporting and the stop checks are outside it. Raw samples are
 returned untouched; statistics are derived elsewhere (``stats``).
 
-Adaptive stop (``ci_target_pct`` set): once ``min_samples`` samples exist, and then every
-time the sample count has grown by :data:`CHECK_GROWTH` (at least :data:`CHECK_MIN_STEP`
-samples), the loop computes the distribution-free 95 % order-statistic CI of p99
-(:func:`fsyncbench.stats.p99_ci_halfwidth_pct`, O(n), outside the timed region) and stops
-when the CI lies within +-``ci_target_pct`` % of p99 at :data:`CONFIRM_CHECKS` consecutive
-checks (one lucky narrow interval does not end sampling). After each check one untimed
-operation re-warms the caches the check evicted. Otherwise it stops at ``max_samples`` or
-when the phase's time budget runs out.
+Adaptive stop (``ci_target_pct`` set): after each phase (see below) the loop computes the
+95 % interval of p99 the report will show (:func:`fsyncbench.stats.quantile_interval`,
+over the phases as blocks, outside the timed region) and ends sampling when it lies within
++-``ci_target_pct`` % of p99 at :data:`CONFIRM_CHECKS` consecutive checks (one lucky narrow
+interval does not end sampling), never before ``min_samples`` samples and ``min_phases``
+phases. Otherwise it stops at ``max_samples``; each phase ends when its budget runs out.
 
-A :class:`Sampler` can be run in several phases (``run`` called again with a new budget):
-the runner interleaves configurations in short slices, round-robin, so each one's samples
-spread over the whole run and slow drifts or periodic stalls of the storage hit every
-configuration alike. Samples of all phases form one sample set; with ``min_phases`` the
-CI target ends sampling only once the samples come from that many phases.
+A :class:`Sampler` is run in several phases (``run`` called again with a new budget): the
+runner interleaves configurations in short slices, round-robin, so each one's samples
+spread over the whole run, slow drifts or periodic stalls of the storage hit every
+configuration alike, and one configuration's slices lie a rotation apart: the blocks whose
+spread is the interval. The sample count of every phase is kept (``slice_counts``).
 """
 
 from __future__ import annotations
 
-import math
 import time
 from array import array
 from collections.abc import Callable
@@ -40,14 +37,11 @@ PROGRESS_INTERVAL_NS = 100_000_000
 #: not spend its budget warming up.
 WARMUP_BUDGET_SHARE = 0.1
 
-#: Adaptive stop: check the p99 CI each time the sample count has grown by this factor ...
-CHECK_GROWTH = 1.05
-#: ... and by at least this many samples (a check costs O(n), about 5 ns per sample).
-CHECK_MIN_STEP = 50
 #: Consecutive checks that must meet the CI target before sampling stops.
 CONFIRM_CHECKS = 2
-#: Untimed warmup operations when a sampler resumes in a later phase (caches of the
-#: workload run before it were just in use; two operations bring this one's back).
+#: Untimed warmup operations when a sampler resumes in a later phase of the same round
+#: (caches of the workload run before it were just in use; two operations bring this
+#: one's back).
 RESUME_WARMUP = 2
 
 #: Hard cap of samples per configuration in adaptive mode (8 bytes each while measuring).
@@ -86,8 +80,10 @@ class Measurement:
     wall time of the timed phases (warmup excluded); ``warmup`` counts every untimed
     operation (initial warmup, re-warm after checks, warmup of later phases).
     ``ci_target_pct`` is None for a fixed sample count; ``p99_ci_halfwidth_pct`` is the
-    half-width at the last check (None: never checked). ``stop_reason`` is one of
-    ``ci-target``, ``samples``, ``budget``; ``phases`` counts ``Sampler.run`` calls.
+    half-width at the last check (None: never checked, or no interval yet). ``stop_reason``
+    is one of ``ci-target``, ``samples``, ``budget``; ``phases`` counts ``Sampler.run``
+    calls, ``slice_counts`` the samples each took (in order) and ``slice_rounds`` the round
+    of each (empty for one round; rounds are merged by :mod:`fsyncbench.rounds`).
     """
 
     samples_ns: tuple[int, ...]
@@ -100,6 +96,8 @@ class Measurement:
     p99_ci_halfwidth_pct: float | None = None
     stop_reason: str = STOP_SAMPLES
     phases: int = 1
+    slice_counts: tuple[int, ...] = ()
+    slice_rounds: tuple[int, ...] = ()
 
 
 #: progress(done_samples, target_samples, elapsed_ns, budget_ns)
@@ -107,11 +105,12 @@ Progress = Callable[[int, int, int, int], None]
 
 
 class Sampler:
-    """Samples one workload, possibly over several phases (see the module docstring).
+    """Samples one workload over one or more phases (module docstring).
 
     Fixed mode (``ci_target_pct`` None): stop at ``max_samples``. Adaptive mode: stop when
-    the p99 CI meets ``ci_target_pct`` (never before ``min_samples``) or at ``max_samples``.
-    Either way a phase also ends when its budget runs out (at least one sample per phase).
+    the p99 interval meets ``ci_target_pct`` (never before ``min_samples`` samples and
+    ``min_phases`` phases) or at ``max_samples``. Either way a phase ends when its budget
+    runs out (at least one sample per phase).
     """
 
     def __init__(
@@ -136,6 +135,7 @@ class Sampler:
         self.warmup = warmup
         self.min_phases = min_phases
         self.samples = array("q")
+        self.slice_counts: list[int] = []
         self.untimed = 0
         self.elapsed_ns = 0
         self.budget_s = 0.0
@@ -143,19 +143,23 @@ class Sampler:
         self.halfwidth_pct: float | None = None
         self.stop_reason = STOP_SAMPLES
         self._met_streak = 0
-        self._next_check = self.min_samples if ci_target_pct is not None else math.inf
+
+    @property
+    def target_met(self) -> bool:
+        """The p99 interval met the CI target at the last :data:`CONFIRM_CHECKS` checks,
+        with at least ``min_samples`` samples from at least ``min_phases`` phases."""
+        return (self._met_streak >= CONFIRM_CHECKS and len(self.samples) >= self.min_samples
+                and self.phases >= self.min_phases)
 
     @property
     def done(self) -> bool:
         """True when more phases would add nothing: the sample cap is reached, or the CI
-        target is met and the samples come from at least ``min_phases`` phases (a target met
-        earlier only ends the phase, so the samples spread over time)."""
-        return len(self.samples) >= self.max_samples or (
-            self.stop_reason == STOP_CI_TARGET and self.phases >= self.min_phases)
+        target is met."""
+        return len(self.samples) >= self.max_samples or self.target_met
 
     @property
     def mean_ns(self) -> float:
-        """Mean wall time per sample so far, checks and re-warms included (0 before any)."""
+        """Mean wall time per sample so far, checks included (0 before any)."""
         return self.elapsed_ns / len(self.samples) if self.samples else 0.0
 
     def run(self, budget_s: float, progress: Progress | None = None) -> str:
@@ -181,57 +185,49 @@ class Sampler:
 
         append = self.samples.append
         report_target = self.max_samples if self.ci_target_pct is None else self.min_samples
+        first = i = len(self.samples)
+        limit = self.max_samples
         start = clock()
         deadline = start + budget_ns
         next_report = start
-        i = len(self.samples)
         t1 = start
-        reason = STOP_BUDGET
-        while True:
-            limit = min(self.max_samples, self._next_check)
-            while i < limit and t1 < deadline:
-                args = prepare(i)
-                t0 = clock()
-                run(args)
-                t1 = clock()
-                append(t1 - t0)
-                i += 1
-                if progress is not None and t1 >= next_report:
-                    progress(i, report_target, t1 - start, budget_ns)
-                    next_report = t1 + PROGRESS_INTERVAL_NS
-            if i >= self.max_samples:
-                reason = STOP_SAMPLES
-                break
-            if t1 >= deadline:
-                break
-            if self._check():  # i reached the next check point
-                reason = STOP_CI_TARGET
-                break
-            self._untimed_op()
+        while i < limit and t1 < deadline:
+            args = prepare(i)
+            t0 = clock()
+            run(args)
             t1 = clock()
+            append(t1 - t0)
+            i += 1
+            if progress is not None and t1 >= next_report:
+                progress(i, report_target, t1 - start, budget_ns)
+                next_report = t1 + PROGRESS_INTERVAL_NS
         self.elapsed_ns += t1 - start
-        if self.ci_target_pct is not None and reason != STOP_CI_TARGET:
-            self.halfwidth_pct = stats.p99_ci_halfwidth_pct(self.samples)  # where it ended
+        self.slice_counts.append(i - first)
+        if self.ci_target_pct is not None:
+            self._check()
         if progress is not None:
             progress(i, report_target, t1 - start, budget_ns)
-        self.stop_reason = reason
-        return reason
+        if i >= self.max_samples:
+            self.stop_reason = STOP_SAMPLES
+        elif self.target_met:
+            self.stop_reason = STOP_CI_TARGET
+        else:
+            self.stop_reason = STOP_BUDGET
+        return self.stop_reason
 
     def _untimed_op(self) -> None:
         self.untimed += 1
         self.workload.run(self.workload.prepare(-self.untimed))
 
-    def _check(self) -> bool:
-        """Compute the p99 CI half-width; True when the target is met often enough."""
-        n = len(self.samples)
-        self.halfwidth_pct = stats.p99_ci_halfwidth_pct(self.samples)
-        self._next_check = max(n + CHECK_MIN_STEP, math.ceil(n * CHECK_GROWTH))
+    def _check(self) -> None:
+        """The p99 interval's half-width over all phases so far (None while there is no
+        interval), and whether it met the target."""
+        self.halfwidth_pct = stats.p99_ci_halfwidth_pct(self.samples, self.slice_counts)
         assert self.ci_target_pct is not None
-        if self.halfwidth_pct <= self.ci_target_pct:
+        if self.halfwidth_pct is not None and self.halfwidth_pct <= self.ci_target_pct:
             self._met_streak += 1
         else:
             self._met_streak = 0
-        return self._met_streak >= CONFIRM_CHECKS
 
     def measurement(self, release: bool = False) -> Measurement:
         """The samples and stop facts so far, as a frozen record. ``release``: also drop
@@ -254,6 +250,7 @@ class Sampler:
             p99_ci_halfwidth_pct=self.halfwidth_pct,
             stop_reason=self.stop_reason,
             phases=self.phases,
+            slice_counts=tuple(self.slice_counts),
         )
 
 
@@ -263,19 +260,13 @@ def measure(
     budget_s: float,
     warmup: int,
     progress: Progress | None = None,
-    *,
-    ci_target_pct: float | None = None,
-    min_samples: int | None = None,
 ) -> Measurement:
     """Run ``warmup`` untimed operations, then time operations until ``target_samples``
     are collected or ``budget_s`` seconds of wall time have passed (at least one sample
-    is always taken). With ``ci_target_pct`` the loop also stops once the p99 CI is
-    within +-``ci_target_pct`` % (adaptive stop, never before ``min_samples``), and
-    ``target_samples`` is the maximum. Exceptions from the workload propagate unchanged.
-    """
+    is always taken): one phase of a fixed-count :class:`Sampler`. Exceptions from the
+    workload propagate unchanged."""
     if target_samples < 1 or budget_s <= 0 or warmup < 0:
         raise ValueError("target_samples >= 1, budget_s > 0 and warmup >= 0 are required")
-    sampler = Sampler(workload, max_samples=target_samples, min_samples=min_samples,
-                      ci_target_pct=ci_target_pct, warmup=warmup)
+    sampler = Sampler(workload, max_samples=target_samples, warmup=warmup)
     sampler.run(budget_s, progress)
     return sampler.measurement()

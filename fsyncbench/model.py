@@ -60,14 +60,45 @@ class Pragmas:
 
 
 @dataclass(frozen=True)
+class Interval:
+    """A confidence interval of one percentile, or the reason there is none
+    (:func:`fsyncbench.stats.quantile_interval` makes them).
+
+    ``estimate_ns`` is the percentile of all samples; ``low_ns``/``high_ns`` the bounds
+    (None, with ``reason`` saying why, when the data cannot support an interval);
+    ``se_log`` the standard error of log(estimate) and ``df`` its degrees of freedom, which
+    tests between runs use; ``blocks`` how many independent blocks (slices or rounds) it
+    rests on; ``method`` names how it was computed ("block-jackknife",
+    "round-jackknife", or "order-statistic", which assumes independent samples).
+    """
+
+    estimate_ns: float
+    low_ns: float | None
+    high_ns: float | None
+    se_log: float | None
+    df: float
+    blocks: int
+    method: str
+    reason: str | None = None
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """(low, high) in ns, None when there is no interval."""
+        return None if self.low_ns is None or self.high_ns is None else (self.low_ns, self.high_ns)
+
+
+@dataclass(frozen=True)
 class Summary:
     """Statistics derived from one result's raw samples (all times in ns).
 
-    ``p50_ci_ns``/``p99_ci_ns`` are (low, high) bounds of a ``ci_level`` confidence interval
-    made by ``ci_method`` ("bootstrap" percentile resampling with ``ci_resamples`` resamples,
-    or "order-statistic" for larger sample sets). ``p99_ci_halfwidth_pct`` is the larger
-    distance from p99 to a bound of its CI in % of p99 (None in reports written before it
-    existed: derive it from ``p99_ci_ns``).
+    ``p50_ci_ns``/``p99_ci_ns`` are the (low, high) bounds of a ``ci_level`` confidence
+    interval, None where the samples cannot support one (``p50_interval``/``p99_interval``
+    say why, and how each was made). ``ci_method`` names p99's method: "block-jackknife"
+    or "round-jackknife" (valid for samples that move together in time, schema 2), or in
+    schema 1 reports "bootstrap"/"order-statistic", which assume independent samples.
+    ``p99_ci_halfwidth_pct`` is the larger distance from p99 to a bound of its CI in % of
+    p99 (None without an interval). ``round_p50_ns``/``round_p99_ns`` are each round's own
+    p50/p99 when the run had several rounds (``run --rounds``): the run-to-run spread.
     """
 
     count: int
@@ -80,12 +111,16 @@ class Summary:
     mean_ns: float
     stdev_ns: float
     ops_per_s: float
-    p50_ci_ns: tuple[float, float]
-    p99_ci_ns: tuple[float, float]
+    p50_ci_ns: tuple[float, float] | None
+    p99_ci_ns: tuple[float, float] | None
     ci_level: float = 0.95
     ci_method: str = "bootstrap"
     ci_resamples: int = 0
     p99_ci_halfwidth_pct: float | None = None
+    p50_interval: Interval | None = None
+    p99_interval: Interval | None = None
+    round_p50_ns: tuple[float, ...] = ()
+    round_p99_ns: tuple[float, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,6 +156,9 @@ class Result:
     ``ci_target_met`` says whether the reported CI met it; ``stop_reason`` is "ci-target",
     "samples" or "budget"; ``phases`` counts the separate sampling phases the samples were
     taken in (a configuration short of its target gets a later phase when time is left).
+    ``slice_counts`` are the sample counts of those phases in time order (they add up to
+    the sample count) and ``slice_rounds`` the round of each (``run --rounds``); both are
+    empty in schema 1 reports, whose intervals therefore assume independent samples.
     In adaptive mode ``target_samples`` is the minimum sample count. Kind "floor" results
     (``Report.floors``) measure the tool itself, not the storage.
     """
@@ -144,6 +182,8 @@ class Result:
     ci_target_met: bool | None = None
     stop_reason: str | None = None
     phases: int = 1
+    slice_counts: tuple[int, ...] = ()
+    slice_rounds: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -388,7 +428,8 @@ MAX_JSON_INT = 2**63
 
 #: Field names that are counts or durations and cannot be negative (on load).
 _NON_NEGATIVE = re.compile(r"(_ns|_ms|_bytes|_s)$|^(count|flushes|writes|syncs_issued|syncs|"
-                           r"commits|samples_ns\[\]|warmup|target_samples|elapsed_ns|"
+                           r"commits|samples_ns\[\]|slice_counts\[\]|slice_rounds\[\]|blocks|df|"
+                           r"warmup|target_samples|elapsed_ns|"
                            r"libc_flushes|syscall_flushes|same_fd_flushes|second_fd_flushes)$")
 
 
@@ -444,6 +485,13 @@ def _convert(hint: Any, data: Any, where: str) -> Any:
             raise ValueError(f"{where}: expected a list")
         args = typing.get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:
+            if args[0] is int and all(type(v) is int for v in data):
+                # a million raw samples: the same checks as below, at C speed
+                if data and max(-min(data), max(data)) > MAX_JSON_INT:
+                    raise ValueError(f"{where}[]: number out of range")
+                if data:
+                    _check_sign(f"{where}[]", min(data))
+                return tuple(data)
             return tuple(_convert(args[0], v, f"{where}[]") for v in data)
         if len(args) != len(data):
             raise ValueError(f"{where}: expected {len(args)} items")

@@ -8,29 +8,13 @@ from tabulate import tabulate
 
 from fsyncbench.judge import stack
 from fsyncbench.model import Finding, Host, Report, Result, to_jsonable
+from fsyncbench.report.fmt import fmt_interval, fmt_ns, fmt_precision, fmt_spread
 
 #: Fewest samples for which p99.9 is printed: with fewer it is within a sample or two of the
 #: maximum (the 99.9th percentile needs 1,000 samples to have one above it).
 P999_MIN_SAMPLES = 1000
 
 _LEVEL_MARK = {"risk": "RISK", "warning": "WARN", "info": "info"}
-
-
-def fmt_ns(ns: float | None) -> str:
-    """A duration with a readable unit: ``850 ns``, ``41.8 us``, ``3.02 ms``, ``1.20 s``."""
-    if ns is None:
-        return "-"
-    if ns < 1_000:
-        return f"{ns:.0f} ns"
-    if ns < 1_000_000:
-        return f"{ns / 1e3:.3g} us" if ns < 100_000 else f"{ns / 1e3:.0f} us"
-    if ns < 1_000_000_000:
-        return f"{ns / 1e6:.3g} ms" if ns < 100_000_000 else f"{ns / 1e6:.0f} ms"
-    return f"{ns / 1e9:.2f} s"
-
-
-def _fmt_ci(ci: Sequence[float]) -> str:
-    return f"[{fmt_ns(ci[0])}, {fmt_ns(ci[1])}]"
 
 
 def _fmt_bytes(n: int | None) -> str:
@@ -43,6 +27,7 @@ def results_table(report: Report, tablefmt: str) -> str:
     from fsyncbench import stats
 
     verdicts = {v.subject: v for v in report.verdict.results}
+    rounds = any(r.summary.round_p99_ns for r in report.results)
     rows = []
     for r in report.results:
         s = r.summary
@@ -54,28 +39,25 @@ def results_table(report: Report, tablefmt: str) -> str:
             label += " (at the tool's floor)"
         rows.append([
             r.kind, label, r.primitive, count,
-            fmt_ns(s.p50_ns), _fmt_ci(s.p50_ci_ns), fmt_ns(s.p90_ns),
-            fmt_ns(s.p99_ns), _fmt_ci(s.p99_ci_ns), p99_precision(r), fmt_ns(s.p999_ns) if s.count >= P999_MIN_SAMPLES else "-",
+            fmt_ns(s.p50_ns), fmt_interval(s.p50_ci_ns, s.p50_interval), fmt_ns(s.p90_ns),
+            fmt_ns(s.p99_ns), fmt_interval(s.p99_ci_ns, s.p99_interval), p99_precision(r),
+            *([fmt_spread(s.round_p99_ns)] if rounds else []),
+            fmt_ns(s.p999_ns) if s.count >= P999_MIN_SAMPLES else "-",
             fmt_ns(s.max_ns), f"{s.ops_per_s:,.0f}", _verdict_cell(v) if v and r.primitive != "none" else "-", durable,
         ])
     headers = ["kind", "configuration", "sync primitive", "n", "p50", "p50 95% CI", "p90",
-               "p99", "p99 95% CI", "p99 +-", "p99.9", "max", "ops/s", "path verdict",
-               "durable config"]
+               "p99", "p99 95% CI", "p99 +-", *(["p99 of each round"] if rounds else []),
+               "p99.9", "max", "ops/s", "path verdict", "durable config"]
     return tabulate(rows, headers=headers, tablefmt=tablefmt, disable_numparse=True)
 
 
 def p99_precision(r: Result) -> str:
-    """``+-4.2%``: how far p99's 95 % CI reaches from p99; ``(not met)`` when the run's CI
-    target was not reached."""
-    from fsyncbench import stats
-
+    """``+-4.2%`` (or ``+25.1/-16.3%`` when lopsided): how far p99's 95 % interval reaches
+    from p99, rounded up (:func:`fsyncbench.report.fmt.fmt_precision`); ``(not met)`` when
+    the run's CI target was not reached."""
     s = r.summary
-    half = s.p99_ci_halfwidth_pct
-    if half is None:  # reports written before the field existed
-        half = stats.ci_halfwidth_pct(s.p99_ns, s.p99_ci_ns)
-    if half is None:
-        return "-"
-    return f"+-{half:.1f}%" + (" (not met)" if r.ci_target_met is False else "")
+    text = fmt_precision(s.p99_ns, s.p99_ci_ns) if s.p99_ci_ns else "none"
+    return text + (" (not met)" if r.ci_target_met is False else "")
 
 
 def floor_line(report: Report) -> str:
@@ -298,34 +280,30 @@ def methodology(report: Report) -> str:
             "call the named sync primitive (queue depth 1); `none` is the write alone."
         )
     if any_r is not None and any_r.ci_target_pct is not None:
-        from fsyncbench import measure
+        from fsyncbench import measure, runner
 
         counts = sorted({r.summary.count for r in report.results})
-        methods = " and ".join(sorted({r.summary.ci_method for r in report.results}))
         parts.append(
             "Warmup operations are not counted. Each configuration was sampled until the 95 % "
-            f"confidence interval of its p99 lay within +-{any_r.ci_target_pct:g} % of p99 "
-            f"(checked outside the timed region from {any_r.target_samples} samples on, every "
-            f"{(measure.CHECK_GROWTH - 1) * 100:.0f} % more samples, met at "
-            f"{measure.CONFIRM_CHECKS} checks in a row, over at least 3 slices) or its time "
-            "budget ran out. Configurations were measured round-robin in short slices, so each "
-            "one's samples spread over the whole run, with the filesystem synced (untimed) "
-            "between slices; time one did not need went to those still short of the target. "
-            f"They got {counts[0]}-{counts[-1]} samples. Percentiles use numpy's linear method "
-            "on the raw samples (kept in the JSON); the 95 % intervals of p50 and p99 are "
-            f"{methods} intervals (order-statistic intervals, distribution-free from exact "
-            "binomial ranks, are used above 1,000 samples; percentile-bootstrap ones below)."
+            f"interval of its p99 (below) lay within +-{any_r.ci_target_pct:g} % of p99, "
+            f"checked outside the timed region after every slice and met at "
+            f"{measure.CONFIRM_CHECKS} checks in a row, with at least {any_r.target_samples} "
+            f"samples from at least {runner.MIN_PHASES} slices, or its time budget ran out. "
+            "Configurations were measured round-robin in short slices, so each one's samples "
+            "spread over the whole run, with the filesystem synced (untimed) between slices; "
+            "time one did not need went to those still short of the target. "
+            f"They got {counts[0]}-{counts[-1]} samples."
         )
     elif any_r is not None:
         counts = sorted({r.summary.count for r in report.results})
         got = (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}")
         parts.append(
             f"Warmup operations are not counted; each configuration aimed at "
-            f"{any_r.target_samples} samples within {any_r.budget_s:g} s and got {got}. Percentiles use "
-            f"numpy's linear method on the raw samples (kept in the JSON); 95 % confidence "
-            f"intervals for p50 and p99 are {any_r.summary.ci_method} intervals"
-            + (f" ({any_r.summary.ci_resamples} resamples)." if any_r.summary.ci_resamples else ".")
+            f"{any_r.target_samples} samples within {any_r.budget_s:g} s and got {got}."
         )
+    if any_r is not None:
+        parts.append("Percentiles use numpy's linear method on the raw samples (kept in the JSON). "
+                     + interval_method_text(report.results))
     if report.results:
         parts.append(
             "ops/s is 1e9 / mean operation time, the rate of one writer at queue depth 1; "
@@ -335,6 +313,41 @@ def methodology(report: Report) -> str:
     if report.floors:
         parts.append(floor_line(report))
     return " ".join(parts)
+
+
+def interval_method_text(results: Sequence[Result]) -> str:
+    """How the report's 95 % intervals were made, and what they do not cover."""
+    from fsyncbench import stats
+
+    methods = {r.summary.ci_method for r in results}
+    if methods & {stats.METHOD_BLOCKS, stats.METHOD_ROUNDS}:
+        slices = sorted(len(r.slice_counts) for r in results if r.slice_counts)
+        rounds = max((len(r.summary.round_p99_ns) for r in results), default=0)
+        text = (
+            "Samples close in time move together (stalls and write-back come in bursts), so "
+            "the 95 % intervals of p50 and p99 rest on the slices, not on single samples: "
+            f"each configuration's {slices[0]}-{slices[-1]} slices lay a rotation of the "
+            "others apart, and the interval is the delete-a-slice jackknife of log(percentile) "
+            "with Student's t on slices - 1 degrees of freedom (Kuensch 1989; Busing et al. "
+            "1999): as wide as the slices disagree, and wider up than down. No interval is "
+            f"given from fewer than {stats.MIN_BLOCKS} slices or fewer than "
+            f"{stats.MIN_TAIL_SAMPLES} samples beyond the percentile (\"none\")."
+        )
+        if rounds:
+            text += (f" The run had {rounds} rounds, each with fresh files and its own warmup; "
+                     "each round's p99 is shown, and where the rounds disagree more than the "
+                     "slices, the interval is the jackknife over rounds.")
+        else:
+            text += (" One round: variation between separate runs (new files, another process, "
+                     "minutes later) is seen only as far as it shows within this run; "
+                     "--rounds N repeats the measurement to expose it.")
+        return text
+    if methods:
+        return ("The intervals in this report (" + " and ".join(sorted(methods)) + ", report "
+                "schema 1) assume independent samples; samples close in time move together, "
+                "so they are narrower than the spread from run to run. Re-run with a current "
+                "fsyncbench for intervals that allow for it.")
+    return ""
 
 
 def crash_jsonable(outcome, model_call_ms: float) -> dict:
@@ -403,17 +416,30 @@ def render_crash(outcome, model_call_ms: float) -> str:
 
 
 def render_csv(report: Report) -> str:
-    """Raw samples, one row per timed operation: configuration, primitive, kind, index, ns."""
+    """Raw samples, one row per timed operation in time order: configuration, primitive,
+    kind, index, ns, and the slice (0-based, per configuration) and round (0-based) it was
+    taken in (empty for schema 1 reports, which did not record them)."""
     import csv
     import io
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["configuration", "primitive", "kind", "index", "ns"])
+    w.writerow(["configuration", "primitive", "kind", "index", "ns", "slice", "round"])
     for r in report.results:
+        where = _slice_of_each(r)
         for i, ns in enumerate(r.samples_ns):
-            w.writerow([r.name, r.primitive, r.kind, i, ns])
+            s, rnd = where[i] if where else ("", "")
+            w.writerow([r.name, r.primitive, r.kind, i, ns, s, rnd])
     return buf.getvalue()
+
+
+def _slice_of_each(r: Result) -> list[tuple[int, int]]:
+    """(slice, round) of every sample of ``r``; [] when the slices are not recorded or do not
+    add up to the samples."""
+    if not r.slice_counts or sum(r.slice_counts) != len(r.samples_ns):
+        return []
+    rounds = r.slice_rounds or (0,) * len(r.slice_counts)
+    return [(k, rnd) for k, (c, rnd) in enumerate(zip(r.slice_counts, rounds)) for _ in range(c)]
 
 
 # --------------------------------------------------------------------------- compare
@@ -434,7 +460,7 @@ def _fmt_ratio(x: float) -> str:
 
 def _significance(q) -> str:
     if q.significant is None:
-        return "n/a (no raw samples)"
+        return "cannot tell"
     if not q.significant:
         return "no"
     return "yes, slower" if q.ratio > 1 else "yes, faster"
@@ -458,7 +484,8 @@ def host_differences(a: Report, b: Report) -> list[tuple[str, str, str]]:
 
 def render_compare(a: Report, b: Report, pair, labels: Sequence[str], tablefmt: str = "simple") -> str:
     """Two reports: host differences first, then p50 and p99 of each configuration side by
-    side with CIs, the ratio B/A with its bootstrap CI, significance and the rank test."""
+    side with their intervals, the ratio B/A with its interval, the Holm-adjusted p-value,
+    significance and P(B>A)."""
     la, lb = labels
     out = [f"A = {la} ({a.host.hostname}, {a.created_utc})",
            f"B = {lb} ({b.host.hostname}, {b.created_utc})", ""]
@@ -472,24 +499,31 @@ def render_compare(a: Report, b: Report, pair, labels: Sequence[str], tablefmt: 
     for c in pair.configs:
         for q in (c.p50, c.p99):
             first = q is c.p50
-            rank = ""
-            if first and c.rank is not None:
-                rank = f"p={c.rank.p_value:.2g}, P(B>A)={c.rank.prob_b_slower:.2f}"
             rows.append([
                 c.name if first else "", f"p{q.percentile:g}",
                 f"{c.n_a}/{c.n_b}" if first else "",
-                f"{fmt_ns(q.a_ns)} {_fmt_ci(q.a_ci_ns)}", f"{fmt_ns(q.b_ns)} {_fmt_ci(q.b_ci_ns)}",
-                _ratio(q), _significance(q), rank,
+                f"{fmt_ns(q.a_ns)} {fmt_interval(q.a_ci_ns, q.a_interval)}",
+                f"{fmt_ns(q.b_ns)} {fmt_interval(q.b_ci_ns, q.b_interval)}",
+                _ratio(q), "-" if q.p_adjusted is None else f"{q.p_adjusted:.2g}",
+                _significance(q),
+                f"{c.rank.prob_b_slower:.2f}" if first and c.rank is not None else "",
             ])
     conf = f"{pair.confidence * 100:g}%"
     out.append(tabulate(rows, headers=["configuration", "stat", "n A/B", f"A [{conf} CI]",
-                                       f"B [{conf} CI]", f"B/A [{conf} CI]", "significant",
-                                       "rank test"],
+                                       f"B [{conf} CI]", f"B/A [{conf} CI]",
+                                       f"p ({pair.adjustment})", "significant", "P(B>A)"],
                         tablefmt=tablefmt, disable_numparse=True))
-    out += ["", f"Significant: the {conf} bootstrap CI of the ratio B/A ({pair.resamples} "
-            f"resamples of each report's raw samples, seed {pair.seed}) excludes 1. Rank test: "
-            "two-sided Mann-Whitney U on all samples; P(B>A) is the chance a random B "
-            "operation is slower than a random A one (0.5 = no shift)."]
+    tested = sum(1 for c in pair.configs for q in (c.p50, c.p99) if q.p_value is not None)
+    out += ["", f"Intervals are each report's own (jackknife over its slices, which allows for "
+            f"samples that move together in time). Significant: the {pair.adjustment}-adjusted "
+            f"p-value over all {tested} statistics tested is below {1 - pair.confidence:.2g} "
+            f"(Welch t test of log B - log A), so two runs of an unchanged machine show a "
+            f"significant difference anywhere in this table at most {100 * (1 - pair.confidence):g} % "
+            "of the time. P(B>A): the chance a random B operation is slower than a random A one "
+            "(0.5 = no shift); a description, not a test."]
+    untested = sorted({q.reason for c in pair.configs for q in (c.p50, c.p99) if q.reason})
+    if untested:
+        out.append("Not tested: " + "; ".join(untested) + ".")
     if pair.only_a:
         out.append(f"Only in A: {', '.join(pair.only_a)}")
     if pair.only_b:
@@ -510,7 +544,7 @@ def render_fleet(rows, config: str, tablefmt: str = "simple") -> str:
         table.append([
             i, row.label, h.hostname, f"{h.os_name} {h.os_release}".strip(),
             m.fs_type if m else "?", disk, "yes" if virt else ("no" if virt is False else "?"),
-            s.count, fmt_ns(s.p50_ns), fmt_ns(s.p99_ns), _fmt_ci(s.p99_ci_ns),
+            s.count, fmt_ns(s.p50_ns), fmt_ns(s.p99_ns), fmt_interval(s.p99_ci_ns, s.p99_interval),
             row.config_verdict or "-", durable, row.path_verdict,
         ])
     header = (f"Fleet: {len(rows)} reports sorted by p99 of {config} (fastest first)")

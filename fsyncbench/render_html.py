@@ -21,6 +21,7 @@ import numpy as np
 
 from fsyncbench.judge import stack
 from fsyncbench.model import Report, Result
+from fsyncbench.report.fmt import fmt_interval
 from fsyncbench.render import (
     STRENGTH_MEANING,
     VERDICT_MEANING,
@@ -186,17 +187,14 @@ def _results_table(report: Report) -> str:
             "yes" if v.config_durable else '<span class="no">NO</span>')
         count = f"{s.count}" + ("" if r.target_reached else f" (&lt;{r.target_samples})")
         cells = [e(r.kind), e(r.name), e(r.primitive)]
-        nums = [count, fmt_ns(s.p50_ns), _ci(s.p50_ci_ns), fmt_ns(s.p99_ns), _ci(s.p99_ci_ns),
+        nums = [count, fmt_ns(s.p50_ns), fmt_interval(s.p50_ci_ns, s.p50_interval),
+                fmt_ns(s.p99_ns), fmt_interval(s.p99_ci_ns, s.p99_interval),
                 fmt_ns(s.p999_ns), fmt_ns(s.max_ns), f"{s.ops_per_s:,.0f}"]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells)
                     + "".join(f'<td class="num">{c}</td>' for c in nums)
                     + f"<td>{e(v.path_verdict) if v else '-'}</td><td>{durable}</td></tr>")
     return ("<table><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"
             + "".join(rows) + "</table>")
-
-
-def _ci(ci: Sequence[float]) -> str:
-    return f"{fmt_ns(ci[0])} – {fmt_ns(ci[1])}"
 
 
 def _flush_table(report: Report) -> str:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import errno
+import math
 import os
 import stat
-import math
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +19,7 @@ from fsyncbench import __version__, audit, host as hostmod, stats
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import MAX_SAMPLES, EmptyOp, Sampler
 from fsyncbench.model import Evidence, FlushDelta, Host, Pragmas, Report, Result
+from fsyncbench.report.fmt import fmt_precision
 from fsyncbench.store import SCHEMA_VERSION
 from fsyncbench.workloads import (
     BLOCK_BYTES,
@@ -85,9 +86,10 @@ def build_configs(
     return tuple(Pragmas(m, s, f) for m in modes for s in syncs for f in fulls)
 
 
-#: Default time (s) all workloads of an adaptive run share: with the floors, setup and the
-#: summaries a default run on a 2-core VM takes about 30 s.
-DEFAULT_RUN_BUDGET_S = 25.0
+#: Default time (s) all workloads of an adaptive run share: with the host record, the floors,
+#: three worker processes' start and warmup and the summaries a default run on a 2-core VM
+#: takes about 30 s.
+DEFAULT_RUN_BUDGET_S = 20.0
 #: Default precision target: the 95 % CI of p99 within +-10 % of p99.
 DEFAULT_CI_TARGET_PCT = 10.0
 #: Default minimum samples per workload before the adaptive stop may end it: below about
@@ -101,10 +103,17 @@ DEFAULT_MIN_SAMPLES = 1000
 SLICE_S = 0.25
 #: No slice is shorter than this (s), whatever the run budget says.
 MIN_SLICE_S = 0.05
-#: The CI target ends a configuration only once its samples come from this many slices.
-MIN_PHASES = 3
+#: The CI target ends a configuration only once its samples come from this many slices:
+#: the fewest an interval is computed from (:data:`fsyncbench.stats.MIN_BLOCKS`).
+MIN_PHASES = stats.MIN_BLOCKS
+#: Rounds of a default run.
+DEFAULT_ROUNDS = 3
+#: Most rounds (``--rounds``) one run may have.
+MAX_ROUNDS = 1000
 #: Time budget (s) of each floor measurement (they stop far earlier on their CI target).
-FLOOR_BUDGET_S = 1.0
+FLOOR_BUDGET_S = 0.5
+#: Slice (s) of the floor measurements.
+FLOOR_SLICE_S = 0.05
 
 
 #: Upper bounds of user-set sizes: a day per configuration; a 64 MiB step output (SQLite's
@@ -123,6 +132,11 @@ class RunPlan:
     ``max_samples``), the workloads sharing ``run_budget_s`` seconds (None: no shared
     budget) and none using more than ``budget_s`` seconds. Fixed: exactly ``samples`` per
     workload unless its ``budget_s`` (or its share of ``run_budget_s``, when set) runs out.
+
+    ``rounds`` repeats the whole measurement that many times, one round after the other,
+    each with fresh files and its own warmup, and each with an equal share of the budgets
+    (and, with ``samples``, of the sample count): every configuration is sampled in every
+    round, and the report shows each round's p50/p99 beside the figures.
     """
 
     target: Path
@@ -136,8 +150,11 @@ class RunPlan:
     min_samples: int = DEFAULT_MIN_SAMPLES
     max_samples: int = MAX_SAMPLES
     run_budget_s: float | None = DEFAULT_RUN_BUDGET_S
+    rounds: int = 1
 
     def __post_init__(self) -> None:
+        if not 1 <= self.rounds <= MAX_ROUNDS:
+            raise FsyncbenchError(f"--rounds must be between 1 and {MAX_ROUNDS}, got {self.rounds}")
         if self.samples is not None and self.samples < 1:
             raise FsyncbenchError(f"--samples must be at least 1, got {self.samples}")
         if not 0 < self.budget_s <= MAX_BUDGET_S:
@@ -202,18 +219,29 @@ def check_target(target: Path) -> Path:
 
 
 def run_plan(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> tuple[Result, ...]:
-    """Measure every raw primitive and every configuration of ``plan`` inside a fresh
-    scratch directory of ``plan.target``; results in that order. Raises FsyncbenchError on
-    I/O errors; KeyboardInterrupt propagates after the scratch directory is removed.
+    """Measure every raw primitive and every configuration of ``plan``; results in that
+    order. One round runs here, several each in a process of its own
+    (:func:`fsyncbench.rounds.run_rounds`). Raises FsyncbenchError on I/O errors;
+    KeyboardInterrupt propagates after the scratch directory is removed."""
+    if plan.rounds > 1:
+        from fsyncbench import rounds
+
+        return rounds.run_rounds(plan, host, progress)
+    return run_round(plan, host, progress)
+
+
+def run_round(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> tuple[Result, ...]:
+    """One round of ``plan`` in this process, inside a fresh scratch directory of
+    ``plan.target``.
 
     All workloads are opened first, then sampled round-robin in slices (:data:`SLICE_S`):
     each slice gets at most its fair share of what is left of ``plan.run_budget_s``, and
     a workload leaves the rotation when it is done (CI target met over at least
     :data:`MIN_PHASES` slices, or its sample count reached) or has used ``plan.budget_s``.
-    Time one workload does not need goes to the others; after :data:`MIN_PHASES` rounds
+    Time one workload does not need goes to the others; after :data:`MIN_PHASES` rotations
     only the workloads that can still reach the target in the time left are given slices
-    (:func:`_within_reach`). The device flush counters are read
-    around every slice and summed; after each slice the target filesystem is settled
+    (:func:`_within_reach`). The device flush counters are read around every slice and
+    summed; after each slice the target filesystem is settled
     (:func:`fsyncbench.workloads.settle`, untimed, outside the counter window).
     """
     disks = hostmod.counter_devices(host.target)
@@ -225,37 +253,42 @@ def run_plan(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> 
     with scratch_dir(plan.target) as work, contextlib.ExitStack() as stack:
         jobs: list[_Job] = []
         for prim in prims:
-            jobs.append(_primitive_job(plan, work, prim, disks))
-            stack.callback(jobs[-1].close)
+            jobs.append(_primitive_job(plan, FlushWorkload(work, prim), prim, disks))
+            stack.callback(jobs[-1].workload.close)
         for pragmas in plan.configs:
             primitive = sqlite_sync_primitive(host.os_name, pragmas, apple_sqlite)
-            jobs.append(_commit_job(plan, work, pragmas, primitive, disks))
-            stack.callback(jobs[-1].close)
-        rounds = 0
-        while True:
-            active = [j for j in jobs if not j.finished(plan.budget_s)]
-            if not active:
-                break
-            if plan.adaptive and deadline is not None and rounds >= MIN_PHASES:
-                active = _within_reach(active, deadline - time.monotonic(), plan.ci_target_pct)
-            rounds += 1
-            for k, job in enumerate(active):
-                now = time.monotonic()
-                if deadline is not None and now >= deadline and job.sampler.phases:
-                    continue  # out of time: only workloads never sampled still get a slice
-                slice_s = min(SLICE_S, plan.budget_s - job.sampler.elapsed_ns / 1e9)
-                if deadline is not None:
-                    slice_s = min(slice_s, (deadline - now) / (len(active) - k))
-                job.phase(max(MIN_SLICE_S, slice_s), _bind(progress, job.label, jobs.index(job),
-                                                            len(jobs), start, deadline))
-                settle(work)  # the next slice does not pay for this one's dirty data
-                if job.finished(plan.budget_s):
-                    job.close()
-            if deadline is not None and time.monotonic() >= deadline:
-                break
-        for job in jobs:
-            job.close()
+            jobs.append(_commit_job(plan, JournalCommit(work, pragmas, plan.payload_bytes),
+                                    pragmas, primitive, disks))
+            stack.callback(jobs[-1].workload.close)
+        _sample_round(plan, jobs, work, start, deadline, progress)
         return tuple(job.result() for job in jobs)
+
+
+def _sample_round(plan: RunPlan, jobs: list[_Job], work: Path, start: float,
+                  deadline: float | None, progress: RunProgress | None) -> None:
+    """The slices of :func:`run_round`: round-robin until every job is done, out of
+    ``plan.budget_s``, or ``deadline`` (monotonic seconds) has passed."""
+    budget_s = plan.budget_s
+    rotations = 0
+    while True:
+        active = [j for j in jobs if not j.finished(budget_s)]
+        if not active:
+            break
+        if plan.adaptive and deadline is not None and rotations >= MIN_PHASES:
+            active = _within_reach(active, deadline - time.monotonic(), plan.ci_target_pct)
+        rotations += 1
+        for k, job in enumerate(active):
+            now = time.monotonic()
+            if deadline is not None and now >= deadline and job.sampler.phases:
+                continue  # out of time: only workloads never sampled still get a slice
+            slice_s = min(SLICE_S, budget_s - job.sampler.elapsed_ns / 1e9)
+            if deadline is not None:
+                slice_s = min(slice_s, (deadline - now) / (len(active) - k))
+            job.phase(max(MIN_SLICE_S, slice_s), _bind(progress, job.label, jobs.index(job),
+                                                        len(jobs), start, deadline))
+            settle(work)  # the next slice does not pay for this one's dirty data
+        if deadline is not None and time.monotonic() >= deadline:
+            break
 
 
 def _within_reach(active: list[_Job], remaining_s: float, target_pct: float) -> list[_Job]:
@@ -285,7 +318,6 @@ class _Job:
         self.fields = fields
         self.deltas: dict[str, FlushDelta] = {}
         self.syncs = 0
-        self.closed = False
 
     def phase(self, budget_s: float, cb) -> None:
         before = hostmod.read_flush_counters(self.disks)
@@ -311,13 +343,8 @@ class _Job:
         return max(0.0, needed - len(s.samples)) * s.mean_ns / 1e9
 
     def finished(self, budget_s: float) -> bool:
-        """Done sampling, or out of its own time budget."""
+        """Done sampling, or out of its time budget."""
         return self.sampler.done or self.sampler.elapsed_ns >= budget_s * 1e9
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.workload.close()
 
     def result(self) -> Result:
         m = self.sampler.measurement(release=True)
@@ -326,26 +353,25 @@ class _Job:
             fields["syncs_issued"] = self.syncs
         if fields.get("kind") == "commit":
             fields["effective"] = self.workload.effective
-        return _result(m, tuple(self.deltas.values()), **fields)
+        return result_from(m, tuple(self.deltas.values()), **fields)
 
 
 def _add(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a + b
 
 
-def _primitive_job(plan: RunPlan, work: Path, prim: SyncPrimitive, disks) -> _Job:
-    workload = FlushWorkload(work, prim)
-    return _Job(f"write+{prim.name}" if prim.call else "write", workload, plan.sampler(workload), disks, dict(
-        kind="flush" if prim.call else "write",
-        name=f"write+{prim.name}" if prim.call else "write (no sync)",
+def _primitive_job(plan: RunPlan, workload: FlushWorkload, prim: SyncPrimitive, disks) -> _Job:
+    return _Job(prim.result_name, workload, plan.sampler(workload), disks, dict(
+        kind="flush" if prim.syncs else "write",
+        name=prim.result_name,
         primitive=prim.name,
         payload_bytes=BLOCK_BYTES,
         syncs_issued=0,
     ))
 
 
-def _commit_job(plan: RunPlan, work: Path, pragmas: Pragmas, primitive: str, disks) -> _Job:
-    workload = JournalCommit(work, pragmas, plan.payload_bytes)
+def _commit_job(plan: RunPlan, workload: JournalCommit, pragmas: Pragmas, primitive: str,
+                disks) -> _Job:
     return _Job(pragmas.label, workload, plan.sampler(workload), disks, dict(
         kind="commit",
         name=pragmas.label,
@@ -359,7 +385,8 @@ def measure_floors(plan: RunPlan) -> tuple[Result, ...]:
     """The tool's floor (kind "floor"; names in :data:`fsyncbench.stats.FLOOR_APPLIES_TO`):
     the empty timing loop, the same commit on an in-memory database, and the 4 KiB write on
     an in-memory file (Linux), each with the plan's stop rule within
-    :data:`FLOOR_BUDGET_S`. Nothing is written under the target."""
+    :data:`FLOOR_BUDGET_S`, in slices of :data:`FLOOR_SLICE_S` (the blocks of their
+    intervals). Nothing is written under the target."""
     floors = []
     makers = [(stats.FLOOR_LOOP, EmptyOp, 0),
               (stats.FLOOR_COMMIT, lambda: JournalCommit(None, Pragmas("MEMORY", "OFF"), plan.payload_bytes),
@@ -370,10 +397,11 @@ def measure_floors(plan: RunPlan) -> tuple[Result, ...]:
         workload = make()
         try:
             sampler = plan.sampler(workload)
-            sampler.run(FLOOR_BUDGET_S)
+            while not sampler.done and sampler.elapsed_ns < FLOOR_BUDGET_S * 1e9:
+                sampler.run(FLOOR_SLICE_S)
         finally:
             workload.close()
-        floors.append(_result(sampler.measurement(), (), kind="floor", name=name, primitive="none",
+        floors.append(result_from(sampler.measurement(), (), kind="floor", name=name, primitive="none",
                               payload_bytes=payload))
     return tuple(floors)
 
@@ -382,7 +410,7 @@ def result_names(plan: RunPlan) -> tuple[str, ...]:
     """The names the results of ``plan`` will have, in measuring order (to check a
     ``--config`` before measuring)."""
     prims = sync_primitives() if plan.primitives else ()
-    return (*(f"write+{p.name}" if p.call else "write (no sync)" for p in prims),
+    return (*(p.result_name for p in prims),
             *(p.label for p in plan.configs))
 
 
@@ -403,8 +431,11 @@ def _bind(progress: RunProgress | None, label: str, index: int, total: int,
     return report
 
 
-def _result(m, deltas, **fields) -> Result:
-    summary = stats.summarize(m.samples_ns)
+def result_from(m, deltas, **fields) -> Result:
+    """A Result from a :class:`fsyncbench.measure.Measurement`, the summed flush counter
+    changes and the remaining fields; the summary and the CI-target check are derived from
+    the samples and slices here."""
+    summary = stats.summarize(m.samples_ns, m.slice_counts, m.slice_rounds)
     half = summary.p99_ci_halfwidth_pct
     return Result(
         samples_ns=m.samples_ns,
@@ -416,14 +447,21 @@ def _result(m, deltas, **fields) -> Result:
         elapsed_ns=m.elapsed_ns,
         device_flushes=deltas,
         ci_target_pct=m.ci_target_pct,
-        # below the minimum sample count a narrow CI is not trusted (p99's upper bound may
-        # not even exist), so the target counts as met only with the minimum reached
+        # the same interval the adaptive stop checked; below the minimum sample count the
+        # target counts as not met
         ci_target_met=None if m.ci_target_pct is None else (
             m.target_reached and half is not None and half <= m.ci_target_pct),
         stop_reason=m.stop_reason,
         phases=m.phases,
+        slice_counts=m.slice_counts,
+        slice_rounds=m.slice_rounds,
         **fields,
     )
+
+
+def _why(r: Result) -> str:
+    iv = r.summary.p99_interval
+    return iv.reason if iv is not None and iv.reason else "no interval"
 
 
 def build_report(kind: str, host: Host, results: Sequence[Result], command_line: Sequence[str],
@@ -442,7 +480,8 @@ def build_report(kind: str, host: Host, results: Sequence[Result], command_line:
         notes.append(
             f"the p99 CI target (+-{wide[0].ci_target_pct:g} %) was NOT met within the time "
             "budget for: " + ", ".join(
-                f"{r.name} (+-{r.summary.p99_ci_halfwidth_pct:.1f} %, n={r.summary.count})" for r in wide)
+                f"{r.name} ({fmt_precision(r.summary.p99_ns, r.summary.p99_ci_ns)}, n={r.summary.count})"
+                if r.summary.p99_ci_ns else f"{r.name} ({_why(r)})" for r in wide)
             + "; give them more time (--budget-seconds, --run-budget-seconds) or accept a "
             "wider --ci-target-pct"
         )

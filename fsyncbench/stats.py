@@ -1,5 +1,6 @@
-"""Statistics over raw samples (numpy only): percentiles, ops/s, confidence intervals, the
-precision check of the adaptive stop, and the "at the tool's floor" comparison.
+"""Statistics over raw samples (numpy; Student's t from scipy.special): percentiles, ops/s,
+confidence intervals valid for samples that move together in time, the precision check of
+the adaptive stop, and the "at the tool's floor" comparison.
 
 Summaries are always derived from the raw samples kept in each result; nothing here
 measures or rounds for display.
@@ -12,21 +13,9 @@ import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from scipy.special import stdtr, stdtrit
 
-from fsyncbench.model import Result, Summary
-
-#: Bootstrap resamples for the percentile CIs (Efron & Tibshirani, "An Introduction to the
-#: Bootstrap", 1993, ch. 13: 1,000-2,000 resamples suffice for percentile intervals).
-BOOTSTRAP_RESAMPLES = 2000
-
-#: Above this many samples the distribution-free order-statistic interval is used instead
-#: of the bootstrap (Hahn & Meeker, "Statistical Intervals", 1991, sec. 5.2: CI of a
-#: quantile from binomial order statistics). It is exact for any continuous distribution,
-#: costs O(n) instead of O(n x resamples) (a 20,000-sample bootstrap takes over a second),
-#: and it is the interval the adaptive stop checks, so the reported CI is the one that
-#: stopped sampling. Below about 400 samples the p99 interval has no upper order statistic
-#: at 95 %, so small sample sets keep the bootstrap.
-BOOTSTRAP_MAX_SAMPLES = 1_000
+from fsyncbench.model import Interval, Result, Summary
 
 #: A result whose p50 is within this factor of the applicable floor's p50 is "at the
 #: tool's floor": it measures the tool (Python, SQLite's CPU work), not the storage.
@@ -48,35 +37,32 @@ PERCENTILE_METHOD = "linear"
 
 
 def summarize(
-    samples_ns: Sequence[int], confidence: float = 0.95, seed: int = 0
+    samples_ns: Sequence[int],
+    slice_counts: Sequence[int] = (),
+    slice_rounds: Sequence[int] = (),
+    confidence: float = 0.95,
 ) -> Summary:
-    """Summary of ``samples_ns`` (operation times in ns, at least one).
+    """Summary of ``samples_ns`` (operation times in ns, in time order, at least one).
 
     ``ops_per_s`` is samples per second of summed operation time (1e9 / mean), i.e. the
-    rate at queue depth 1. CIs are for p50 and p99 at ``confidence``; ``seed`` makes the
-    bootstrap repeatable. Raises ValueError on an empty sample set.
+    rate at queue depth 1. The p50 and p99 intervals come from :func:`quantile_interval`
+    over ``slice_counts``/``slice_rounds`` (see there; without slices they assume
+    independent samples and say so). With several rounds each round's p50 and p99 are
+    kept too. Raises ValueError on an empty sample set or slice counts that do not add up.
     """
-    # one sorted float copy serves everything (a million samples: 8 MB and no other large
-    # temporary, so summarising stays cheap next to the samples' own tuple)
     data = np.array(samples_ns, dtype=np.float64)
     if data.size == 0:
         raise ValueError("no samples to summarize")
+    p50_iv = quantile_interval(data, slice_counts, 50, confidence, slice_rounds)
+    p99_iv = quantile_interval(data, slice_counts, 99, confidence, slice_rounds)
+    round_p50 = round_percentiles(data, slice_counts, slice_rounds, 50)
+    round_p99 = round_percentiles(data, slice_counts, slice_rounds, 99)
+    # one sorted copy serves the rest (a million samples: 8 MB)
     data.sort()
     n = int(data.size)
     lowest, highest = float(data[0]), float(data[-1])
     mean = float(data.mean())
     stdev = _stdev(data, mean)
-    if n <= BOOTSTRAP_MAX_SAMPLES:
-        (p50_ci, p99_ci), method, resamples = (
-            bootstrap_ci(data, (50, 99), confidence, BOOTSTRAP_RESAMPLES, seed),
-            "bootstrap",
-            BOOTSTRAP_RESAMPLES,
-        )
-    else:  # the data are sorted: the interval's order statistics are plain indexes
-        p50_ci, p99_ci = ((float(data[lo]), float(data[hi])) for lo, hi in (
-            quantile_ci_ranks(n, 0.50, confidence), quantile_ci_ranks(n, 0.99, confidence)))
-        method, resamples = "order-statistic", 0
-    # last, as it may reorder the array in place (no copy)
     p50, p90, p99, p999 = np.percentile(data, [50, 90, 99, 99.9], method=PERCENTILE_METHOD,
                                         overwrite_input=True)
     return Summary(
@@ -90,12 +76,16 @@ def summarize(
         mean_ns=mean,
         stdev_ns=stdev,
         ops_per_s=1e9 / mean if mean > 0 else float("inf"),
-        p50_ci_ns=p50_ci,
-        p99_ci_ns=p99_ci,
+        p50_ci_ns=p50_iv.bounds,
+        p99_ci_ns=p99_iv.bounds,
         ci_level=confidence,
-        ci_method=method,
-        ci_resamples=resamples,
-        p99_ci_halfwidth_pct=ci_halfwidth_pct(float(p99), p99_ci),
+        ci_method=p99_iv.method,
+        ci_resamples=0,
+        p99_ci_halfwidth_pct=None if p99_iv.bounds is None else ci_halfwidth_pct(float(p99), p99_iv.bounds),
+        p50_interval=p50_iv,
+        p99_interval=p99_iv,
+        round_p50_ns=round_p50,
+        round_p99_ns=round_p99,
     )
 
 
@@ -106,46 +96,6 @@ def _stdev(data: np.ndarray, mean: float, chunk: int = 65_536) -> float:
         return 0.0
     squares = sum(float(np.sum(np.square(data[i:i + chunk] - mean))) for i in range(0, n, chunk))
     return math.sqrt(squares / (n - 1))
-
-
-def bootstrap_ci(
-    data: np.ndarray,
-    percentiles: Sequence[float],
-    confidence: float = 0.95,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = 0,
-) -> list[tuple[float, float]]:
-    """Percentile-bootstrap CIs, one (low, high) pair per entry of ``percentiles``.
-
-    Resamples ``data`` with replacement ``resamples`` times (in chunks, so memory stays at
-    about 16 MB whatever the sample count). Same unit as ``data``.
-    """
-    rng = np.random.default_rng(seed)
-    n = data.size
-    chunk = max(1, 2_000_000 // max(n, 1))
-    estimates = []
-    done = 0
-    while done < resamples:
-        take = min(chunk, resamples - done)
-        idx = rng.integers(0, n, size=(take, n))
-        estimates.append(np.percentile(data[idx], percentiles, axis=1, method=PERCENTILE_METHOD))
-        done += take
-    est = np.concatenate(estimates, axis=1)
-    alpha = (1.0 - confidence) / 2.0
-    lows = np.quantile(est, alpha, axis=1)
-    highs = np.quantile(est, 1.0 - alpha, axis=1)
-    return [(float(lo), float(hi)) for lo, hi in zip(lows, highs)]
-
-
-def order_statistic_ci(
-    data: np.ndarray, percentile: float, confidence: float = 0.95
-) -> tuple[float, float]:
-    """Distribution-free CI of one percentile from order statistics (exact binomial ranks,
-    :func:`quantile_ci_ranks`; Hahn & Meeker 1991, sec. 5.2). Same unit as ``data``."""
-    data = np.asarray(data)
-    lo, hi = quantile_ci_ranks(int(data.size), percentile / 100.0, confidence)
-    ordered = np.partition(data, (lo, hi))
-    return float(ordered[lo]), float(ordered[hi])
 
 
 @functools.lru_cache(maxsize=256)
@@ -177,6 +127,216 @@ def quantile_ci_ranks(n: int, q: float, confidence: float = 0.95) -> tuple[int, 
     return min(lo, n - 1), min(hi, n - 1)
 
 
+# --------------------------------------------------------------------------- intervals
+#
+# Samples close in time move together (storage stalls, background write-back and
+# neighbours on a shared host come in bursts of milliseconds to seconds), so an interval
+# that treats every sample as independent is several times too narrow. The runner measures
+# every configuration in short slices, round-robin, so one configuration's consecutive
+# slices lie a whole rotation of the other configurations apart: the slices are the blocks
+# whose spread shows the real uncertainty.
+
+#: Fewest blocks (slices, or rounds) from which an interval is given: with fewer, the
+#: spread between them is too poorly known to state one (t with 3 degrees of freedom
+#: already has a 97.5 % quantile of 3.18).
+MIN_BLOCKS = 5
+#: Fewest effective blocks holding samples beyond the percentile (see
+#: :func:`_jackknife_interval`) for an interval: with the whole tail in one burst, how far
+#: it moves from run to run cannot be estimated.
+MIN_TAIL_BLOCKS = 2
+#: Fewest rounds (``run --rounds``) from which the jackknife over rounds is computed too
+#: (t on 2 degrees of freedom: wide, as three runs can only show so much).
+MIN_ROUNDS = 3
+#: Fewest samples beyond a percentile (n x (1 - q), or n x q for low percentiles) for an
+#: interval of it: a p99 from fewer than 1,000 samples is one of its ten largest values,
+#: and how far those move from run to run cannot be estimated from inside the run.
+MIN_TAIL_SAMPLES = 10
+
+#: Method names (``Summary.ci_method``).
+METHOD_BLOCKS = "block-jackknife"          # over the slices of one run (module text)
+METHOD_ROUNDS = "round-jackknife"          # over the rounds, where wider than the slices'
+METHOD_INDEPENDENT = "order-statistic"     # schema 1 reports: assumes independent samples
+
+
+def percentile_label(percentile: float) -> str:
+    """50 -> "p50", 99.9 -> "p99.9"."""
+    return f"p{percentile:g}"
+
+
+def quantile_interval(
+    samples_ns: Sequence[int] | np.ndarray,
+    slice_counts: Sequence[int],
+    percentile: float,
+    confidence: float = 0.95,
+    slice_rounds: Sequence[int] = (),
+) -> Interval:
+    """The ``confidence`` interval of ``percentile`` of ``samples_ns`` (ns, in time order),
+    valid for dependent samples: the one function behind every interval fsyncbench shows
+    (reports, the adaptive stop, ``compare``).
+
+    ``slice_counts`` are the sample counts of the consecutive slices the samples were taken
+    in (summing to the sample count); ``slice_rounds`` the round of each slice (empty: one
+    round). Method: the delete-a-group jackknife over slices (Kuensch 1989, "The jackknife
+    and the bootstrap for general stationary observations", Ann. Statist. 17(3):1217-1241;
+    unequal group sizes as in Busing, Meijer & van der Leeden 1999, "Delete-m jackknife for
+    unequal m", Statistics and Computing 9:3-8), on the log of the percentile, with a
+    Student t quantile on blocks - 1 degrees of freedom, so the interval is
+    estimate x exp(+-t x SE): positive and asymmetric, as ratios of latencies are. Deleting
+    whole blocks makes the jackknife consistent for percentiles, which the delete-one
+    jackknife is not (Shao & Wu 1989, Ann. Statist. 17(3):1176-1197). With at least
+    :data:`MIN_ROUNDS` rounds the same jackknife over rounds is computed too and the wider
+    of the two is given (rounds also differ by fresh files, their own process and warmup).
+
+    No interval (``reason`` set) with fewer than :data:`MIN_BLOCKS` slices or fewer than
+    :data:`MIN_TAIL_SAMPLES` samples beyond the percentile. Without ``slice_counts`` (a
+    schema 1 report) the order-statistic interval of :func:`quantile_ci_ranks` is given,
+    named :data:`METHOD_INDEPENDENT`: it assumes independent samples. Raises ValueError on
+    an empty sample set, counts that do not add up, or a percentile outside (0, 100).
+    """
+    x = np.asarray(samples_ns, dtype=np.float64)
+    n = int(x.size)
+    if n == 0:
+        raise ValueError("no samples")
+    if not 0 < percentile < 100:
+        raise ValueError("the percentile must lie strictly between 0 and 100")
+    q = percentile / 100.0
+    estimate = float(np.percentile(x, percentile, method=PERCENTILE_METHOD))
+    label = percentile_label(percentile)
+    if len(slice_counts) == 0:
+        lo, hi = quantile_ci_ranks(n, q, confidence)
+        part = np.partition(x, (lo, hi))
+        return Interval(estimate, float(part[lo]), float(part[hi]), None, 0, 0, METHOD_INDEPENDENT)
+    counts = np.asarray(slice_counts, dtype=np.int64)
+    if counts.sum() != n or np.any(counts < 0):
+        raise ValueError(f"slice counts add up to {int(counts.sum())}, not the {n} samples")
+    counts = counts[counts > 0]
+    tail = n * min(q, 1.0 - q)
+    if tail < MIN_TAIL_SAMPLES:
+        need = math.ceil(MIN_TAIL_SAMPLES / min(q, 1.0 - q))
+        return Interval(estimate, None, None, None, 0, int(counts.size), METHOD_BLOCKS,
+                        f"n={n} too small for a {label} interval (needs {need})")
+    if counts.size < MIN_BLOCKS:
+        return Interval(estimate, None, None, None, 0, int(counts.size), METHOD_BLOCKS,
+                        f"{counts.size} slice(s): too few for a {label} interval "
+                        f"(needs {MIN_BLOCKS})")
+    best = _jackknife_interval(x, counts, q, estimate, confidence, METHOD_BLOCKS)
+    if len(slice_rounds):
+        rounds = np.asarray(slice_rounds, dtype=np.int64)
+        if rounds.size != len(slice_counts):
+            raise ValueError("one round per slice is required")
+        per_round = np.bincount(rounds, weights=np.asarray(slice_counts, dtype=np.float64))
+        per_round = per_round[per_round > 0].astype(np.int64)
+        if per_round.size >= MIN_ROUNDS:
+            by_round = _jackknife_interval(x, per_round, q, estimate, confidence, METHOD_ROUNDS)
+            # the wider of the two; the tail in one round only (no interval) is the widest
+            if best.bounds is not None and (by_round.bounds is None or (
+                    by_round.high_ns / by_round.low_ns > best.high_ns / best.low_ns)):
+                best = by_round
+    return best
+
+
+def _jackknife_interval(x: np.ndarray, counts: np.ndarray, q: float, estimate: float,
+                        confidence: float, method: str) -> Interval:
+    """The delete-a-group jackknife interval of the ``q`` quantile on the log scale, the
+    groups being consecutive runs of ``counts`` samples of ``x`` (see
+    :func:`quantile_interval`).
+
+    Degrees of freedom: a tail percentile is informed only by the blocks that hold samples
+    at or beyond it, so t uses the effective number of blocks, Kish's (sum w)^2 / sum w^2
+    (Kish 1965, "Survey Sampling", sec. 11.7) over each block's count of such samples, less
+    one (a fractional df); with equal shares that is blocks - 1. Below
+    :data:`MIN_TAIL_BLOCKS` effective blocks (the whole tail in one burst) there is no
+    interval."""
+    b = int(counts.size)
+    n = int(x.size)
+    ids = np.repeat(np.arange(b), counts)
+    beyond = np.bincount(ids, weights=(x >= estimate) if q >= 0.5 else (x <= estimate),
+                         minlength=b)
+    total = float(beyond.sum())
+    effective = total * total / float(np.sum(beyond * beyond)) if total > 0 else 0.0
+    df = min(b - 1.0, effective - 1.0)
+    if effective < MIN_TAIL_BLOCKS:
+        return Interval(estimate, None, None, None, max(df, 0.0), b, method,
+                        f"the samples beyond {percentile_label(100 * q)} lie in too few "
+                        f"{'slices' if method == METHOD_BLOCKS else 'rounds'} "
+                        f"({effective:.1f} effective) for an interval")
+    dropped = leave_one_block_out(x, counts, q)
+    if estimate <= 0 or np.any(dropped <= 0):  # a clock too coarse to time the operation
+        return Interval(estimate, None, None, None, df, b, method,
+                        "the timer could not resolve the operation (zero times)")
+    theta = math.log(estimate)
+    theta_j = np.log(dropped)
+    h = n / counts.astype(np.float64)
+    pseudo = h * theta - (h - 1.0) * theta_j
+    theta_jack = b * theta - float(np.sum((1.0 - counts / n) * theta_j))
+    var = float(np.sum((pseudo - theta_jack) ** 2 / (h - 1.0))) / b
+    se = math.sqrt(max(var, 0.0))
+    t = float(stdtrit(df, 0.5 + confidence / 2.0))
+    return Interval(estimate, estimate * math.exp(-t * se), estimate * math.exp(t * se),
+                    se, df, b, method)
+
+
+def leave_one_block_out(x: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:
+    """The ``q`` quantile (numpy "linear") of ``x`` without each block in turn: one value
+    per entry of ``counts`` (consecutive blocks of ``x``; every count positive, at least
+    two blocks).
+
+    Deleting m values moves any order statistic by at most m ranks, so only a window of
+    the sorted sample around the quantile is needed: one O(n) partition and, per block,
+    O(window) work, instead of sorting n values once per block.
+    """
+    n = int(x.size)
+    b = int(counts.size)
+    ids = np.repeat(np.arange(b), counts)
+    n_j = n - counts
+    h = (n_j - 1) * q
+    k = np.floor(h).astype(np.int64)
+    frac = h - k
+    lo = int(k.min())
+    hi = int(min(n - 1, int((k + 1 + counts).max())))
+    order = np.argpartition(x, (lo, hi)) if hi > lo else np.argsort(x, kind="stable")
+    below = np.bincount(ids[order[:lo]], minlength=b)
+    window = order[lo:hi + 1]
+    window = window[np.argsort(x[window], kind="stable")]
+    wx, wb = x[window], ids[window]
+    out = np.empty(b)
+    for j in range(b):
+        kept = wx[wb != j]
+        first_rank = lo - int(below[j])  # rank, among the kept values, of kept[0]
+        i = int(k[j]) - first_rank
+        i1 = min(i + 1, kept.size - 1, int(n_j[j]) - 1 - first_rank)
+        out[j] = kept[i] + frac[j] * (kept[i1] - kept[i])
+    return out
+
+
+def round_percentiles(samples_ns: Sequence[int] | np.ndarray, slice_counts: Sequence[int],
+                      slice_rounds: Sequence[int], percentile: float) -> tuple[float, ...]:
+    """``percentile`` (ns) of each round's samples, in round order: the between-round
+    spread shown beside a figure. Empty with fewer than two rounds."""
+    if len(slice_rounds) == 0 or len(set(slice_rounds)) < 2:
+        return ()
+    x = np.asarray(samples_ns, dtype=np.float64)
+    ends = np.cumsum(slice_counts)
+    starts = ends - np.asarray(slice_counts)
+    out = []
+    for r in sorted(set(slice_rounds)):
+        parts = [x[s:e] for s, e, rr in zip(starts, ends, slice_rounds) if rr == r]
+        joined = np.concatenate(parts) if parts else np.empty(0)
+        if joined.size:
+            out.append(float(np.percentile(joined, percentile, method=PERCENTILE_METHOD)))
+    return tuple(out)
+
+
+def t_quantile(df: float, p: float) -> float:
+    """The p quantile of Student's t with ``df`` degrees of freedom (scipy.special)."""
+    return float(stdtrit(df, p))
+
+
+def t_two_sided_p(t: float, df: float) -> float:
+    """Two-sided p-value of a t statistic with ``df`` degrees of freedom."""
+    return float(2.0 * stdtr(df, -abs(t)))
+
+
 def ci_halfwidth_pct(estimate: float, ci: Sequence[float]) -> float | None:
     """The larger distance from ``estimate`` to either CI bound, in % of ``estimate``
     ("p99 is known to within +-x %"). None when the estimate is not positive."""
@@ -185,25 +345,14 @@ def ci_halfwidth_pct(estimate: float, ci: Sequence[float]) -> float | None:
     return 100.0 * max(estimate - ci[0], ci[1] - estimate) / estimate
 
 
-def p99_ci_halfwidth_pct(samples: Iterable[int] | np.ndarray, confidence: float = 0.95) -> float:
-    """Half-width (% of p99) of the order-statistic CI of p99: the adaptive stop's check.
-
-    One O(n) partition; p99 uses numpy's linear method like :func:`summarize`, so above
-    :data:`BOOTSTRAP_MAX_SAMPLES` the value equals ``summarize(...).p99_ci_halfwidth_pct``.
-    ``samples`` may be an ``array('q')`` (it is copied, so the caller can keep appending).
-    """
-    data = np.array(samples, dtype=np.float64)
-    n = int(data.size)
-    if n == 0:
-        raise ValueError("no samples")
-    lo, hi = quantile_ci_ranks(n, 0.99, confidence)
-    pos = (n - 1) * 0.99
-    k = int(math.floor(pos))
-    k_next = min(k + 1, n - 1)
-    part = np.partition(data, sorted({lo, hi, k, k_next}))
-    p99 = part[k] + (pos - k) * (part[k_next] - part[k])
-    half = ci_halfwidth_pct(float(p99), (float(part[lo]), float(part[hi])))
-    return math.inf if half is None else half
+def p99_ci_halfwidth_pct(samples_ns: Iterable[int] | np.ndarray, slice_counts: Sequence[int],
+                         slice_rounds: Sequence[int] = (), confidence: float = 0.95) -> float | None:
+    """The adaptive stop's check: the larger distance from p99 to a bound of its interval
+    (:func:`quantile_interval`, the interval the report shows), in % of p99; None while
+    the samples support no interval. ``samples_ns`` may be an ``array('q')``."""
+    data = np.array(samples_ns, dtype=np.float64)
+    iv = quantile_interval(data, slice_counts, 99, confidence, slice_rounds)
+    return None if iv.bounds is None else ci_halfwidth_pct(iv.estimate_ns, iv.bounds)
 
 
 def tool_floor(result: Result, floors: Sequence[Result]) -> Result | None:

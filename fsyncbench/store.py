@@ -20,7 +20,10 @@ from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Report, from_jsonable, to_jsonable
 
 #: Version of the report format written by this fsyncbench. Loading a newer one is refused.
-SCHEMA_VERSION = 1
+#: 2: slice boundaries and rounds per result, intervals valid for dependent samples
+#: (``Interval``); 1: intervals that assume independent samples (still read: their
+#: ``ci_method`` is "bootstrap" or "order-statistic" and renderers say what that means).
+SCHEMA_VERSION = 2
 
 
 def report_to_json(report: Report) -> str:
@@ -82,7 +85,7 @@ def report_from_json(text: str, source: str = "report") -> Report:
     if not isinstance(data, dict) or "schema_version" not in data:
         raise FsyncbenchError(f"{source} is not an fsyncbench report (no schema_version)")
     version = data["schema_version"]
-    if not isinstance(version, int):
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise FsyncbenchError(f"{source} has an invalid schema_version {version!r}")
     if version > SCHEMA_VERSION:
         raise FsyncbenchError(

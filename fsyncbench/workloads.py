@@ -127,18 +127,37 @@ def settle(directory: Path) -> None:
 
 @dataclass(frozen=True)
 class SyncPrimitive:
-    """A raw sync primitive: its name and the call made on a file descriptor."""
+    """A raw sync primitive: its name and the call made on a file descriptor after each
+    write, or ``open_flags`` that make every write synchronous itself (O_DSYNC, O_SYNC:
+    open(2); pg_test_fsync's open_datasync and open_sync). Neither: the no-sync baseline."""
 
     name: str
     call: Callable[[int], Any] | None
+    open_flags: int = 0
+
+    @property
+    def syncs(self) -> bool:
+        """True when each operation is a sync (a call after the write, or a sync write)."""
+        return self.call is not None or bool(self.open_flags)
+
+    @property
+    def result_name(self) -> str:
+        """The result's name: ``write+fsync``, ``write (O_DSYNC)``, ``write (no sync)``."""
+        if self.call is not None:
+            return f"write+{self.name}"
+        return f"write ({self.name})" if self.open_flags else "write (no sync)"
 
 
 def sync_primitives(platform: str = sys.platform) -> tuple[SyncPrimitive, ...]:
     """The raw primitives available on ``platform``, the no-sync baseline first.
 
-    Linux: fsync, fdatasync. macOS: fsync (stops at the drive's cache on Apple SSDs),
-    F_BARRIERFSYNC, F_FULLFSYNC (fcntl(2) man page, macOS). Windows: os.fsync is
-    ``_commit`` -> FlushFileBuffers (CPython docs for os.fsync).
+    Linux: fsync, fdatasync, and writes on a descriptor opened with O_DSYNC and with O_SYNC
+    (open(2): each write returns once the data, and with O_SYNC the metadata, is durable as
+    after fdatasync/fsync; the kernel may send it as a FUA write instead of a cache flush).
+    macOS: fsync (stops at the drive's cache on Apple SSDs), F_BARRIERFSYNC, F_FULLFSYNC
+    (fcntl(2) man page, macOS), O_DSYNC and O_SYNC (which, like fsync, do not flush the
+    drive's cache there). Windows: os.fsync is ``_commit`` -> FlushFileBuffers (CPython docs
+    for os.fsync).
     """
     prims = [SyncPrimitive("none", None)]
     if platform == "win32":
@@ -146,6 +165,10 @@ def sync_primitives(platform: str = sys.platform) -> tuple[SyncPrimitive, ...]:
     prims.append(SyncPrimitive("fsync", os.fsync))
     if hasattr(os, "fdatasync"):
         prims.append(SyncPrimitive("fdatasync", os.fdatasync))
+    flags = {name: getattr(os, name, 0) for name in ("O_DSYNC", "O_SYNC")}
+    for name, flag in flags.items():
+        if flag and (name == "O_DSYNC" or flag != flags["O_DSYNC"]):
+            prims.append(SyncPrimitive(name, None, flag))
     if platform == "darwin":
         import fcntl
 
@@ -178,6 +201,7 @@ class FlushWorkload:
             _pwrite(self._fd, self._buf)
             os.fsync(self._fd)
             self._sync_fd = self._open_sync_fd(path)
+            self._write_fd = self._open_write_fd(path)
         except OSError as exc:
             raise _io_error(exc, f"preparing {path.name}") from None
 
@@ -185,21 +209,29 @@ class FlushWorkload:
         """The descriptor the sync primitive is called on: the writing one."""
         return self._fd
 
+    def _open_write_fd(self, path: Path) -> int:
+        """The descriptor timed writes go to: the file opened again with the primitive's
+        open flags (O_DSYNC, O_SYNC), or the one it was prepared through."""
+        if not self.primitive.open_flags:
+            return self._fd
+        return os.open(path, os.O_RDWR | self.primitive.open_flags | getattr(os, "O_BINARY", 0))
+
     def prepare(self, i: int) -> None:
         return None
 
     def run(self, _args: None) -> None:
         try:
-            _pwrite(self._fd, self._buf)
+            _pwrite(self._write_fd, self._buf)
             if self.primitive.call is not None:
                 self.primitive.call(self._sync_fd)
+            if self.primitive.syncs:
                 self.syncs += 1
         except OSError as exc:
-            raise _io_error(exc, f"write+{self.primitive.name}{self.WHAT}") from None
+            raise _io_error(exc, f"{self.primitive.result_name}{self.WHAT}") from None
 
     def close(self) -> None:
-        if self._sync_fd != self._fd:
-            os.close(self._sync_fd)
+        for fd in {self._write_fd, self._sync_fd} - {self._fd}:
+            os.close(fd)
         os.close(self._fd)
 
 

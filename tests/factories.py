@@ -49,8 +49,18 @@ def summary_at(p50_ns: float, spread: float = 1.5) -> Summary:
     )
 
 
+def even_slices(n: int, slices: int = 10) -> tuple[int, ...]:
+    """``n`` samples cut into ``slices`` consecutive slices of (nearly) equal size."""
+    slices = max(1, min(slices, n))
+    return tuple(n * (i + 1) // slices - n * i // slices for i in range(slices))
+
+
 def _result(kind, name, primitive, p50_ns, samples=None, **kw) -> Result:
-    summary = stats.summarize(samples) if samples else summary_at(p50_ns)
+    if samples:
+        kw.setdefault("slice_counts", even_slices(len(samples)))
+        summary = stats.summarize(samples, kw["slice_counts"], kw.get("slice_rounds", ()))
+    else:
+        summary = summary_at(p50_ns)
     return Result(
         kind=kind, name=name, primitive=primitive, samples_ns=tuple(samples or ()),
         summary=summary, warmup=0, target_samples=1000, budget_s=10.0, target_reached=True,

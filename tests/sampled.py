@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import numpy as np
-from factories import host
+from factories import even_slices, host
 
 from fsyncbench import runner, stats, store
 from fsyncbench.model import FlushDelta, Pragmas, Report, Result
@@ -22,9 +22,10 @@ def samples(median_ns: float, n: int = 400, seed: int = 0, sigma: float = 0.35) 
 def result(kind: str, name: str, primitive: str, median_ns: float, n: int = 400, seed: int = 0,
            payload_bytes: int | None = None, **kw) -> Result:
     data = samples(median_ns, n, seed)
+    kw.setdefault("slice_counts", even_slices(n))
     return Result(
         kind=kind, name=name, primitive=primitive, samples_ns=data,
-        summary=stats.summarize(data), warmup=0, target_samples=n, budget_s=10.0,
+        summary=stats.summarize(data, kw["slice_counts"], kw.get("slice_rounds", ())), warmup=0, target_samples=n, budget_s=10.0,
         target_reached=True, elapsed_ns=sum(data),
         payload_bytes=payload_bytes if payload_bytes is not None else (512 if kind == "commit" else 4096),
         **kw,
@@ -43,7 +44,7 @@ def flush(primitive: str, median_ns: float, seed: int = 0, n: int = 400, flushes
                   device_flushes=deltas, syncs_issued=n)
 
 
-def report(scale: float = 1.0, seed: int = 0, the_host=None, n: int = 400,
+def report(scale: float = 1.0, seed: int = 0, the_host=None, n: int = 2000,
            payload_bytes: int = 512, command_line=("fsyncbench", "run", "/data")) -> Report:
     """A run on an ext4 SSD: write baseline, fdatasync, and three WAL commits; every time
     multiplied by ``scale``."""

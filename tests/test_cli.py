@@ -52,7 +52,9 @@ def test_run_writes_json_and_markdown_reports(disk_run):
     assert len(commits) == 9
     for r in report.results:
         assert len(r.samples_ns) == r.summary.count == 30
-        assert r.summary.p50_ci_ns[0] <= r.summary.p50_ns <= r.summary.p50_ci_ns[1]
+        ci = r.summary.p50_ci_ns  # 30 samples in 3 rounds of one slice: too few for one
+        assert ci is None or ci[0] <= r.summary.p50_ns <= ci[1]
+        assert r.slice_rounds == (0, 1, 2) and r.slice_counts == (10, 10, 10)
     for r in commits:
         assert r.requested == r.effective
     assert report.command_line[:2] == ("fsyncbench", "run")
@@ -66,10 +68,11 @@ def test_run_records_device_flush_counters(disk_run):
     if not report.host.target.disks or not report.host.target.disks[0].has_flush_counters:
         pytest.skip("no device flush counters on this machine")
     fdatasync = next(r for r in report.results if r.primitive == "fdatasync" and r.kind == "flush")
-    # the counters are read around the whole phase, warmup included, so its syncs count too
-    assert fdatasync.warmup == 2
-    assert fdatasync.syncs_issued == 30 + 2
-    assert min(d.flushes for d in fdatasync.device_flushes) >= 32
+    # the counters are read around the whole phase, warmup included, so its syncs count
+    # too; each of the 3 rounds (processes) warms up on its own
+    assert fdatasync.warmup == 3 * 2
+    assert fdatasync.syncs_issued == 30 + 3 * 2
+    assert min(d.flushes for d in fdatasync.device_flushes) >= 36
 
 
 def test_show_renders_all_formats(disk_run):
@@ -174,27 +177,47 @@ def test_show_missing_corrupt_and_newer(tmp_path):
     assert proc.returncode == 2 and proc.stderr.rstrip().endswith("upgrade fsyncbench")
 
 
+def _workers_of(target) -> list:
+    """Live worker processes (``python -m fsyncbench.rounds``) working under ``target``."""
+    import psutil
+
+    found = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or ())
+        if "fsyncbench.rounds" in cmd and str(target) in cmd:
+            found.append(p)
+    return found
+
+
+@pytest.mark.parametrize("rounds", ["1", "3"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
-def test_ctrl_c_and_sigterm_clean_up_and_say_where(tmp_path, signum):
+def test_ctrl_c_and_sigterm_clean_up_and_say_where(tmp_path, signum, rounds):
+    """The signal goes to fsyncbench alone (not its process group): with rounds, the worker
+    it started must be stopped and waited for, and nothing left behind."""
     out = tmp_path / "out"
     target = tmp_path / "t"
     target.mkdir()
     proc = subprocess.Popen(
         [sys.executable, "-m", "fsyncbench", "run", str(target), "--output", str(out),
-         "--samples", "100000000", "--budget-seconds", "60", "--quiet"],
+         "--samples", "100000000", "--budget-seconds", "60", "--quiet", "--rounds", rounds],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
+    def measuring() -> bool:  # a scratch directory; with rounds, the worker's inside it
+        inner = [d for d in target.glob(".fsyncbench-*/.fsyncbench-*")]
+        return bool(leftovers(target)) and (rounds == "1" or bool(inner))
+
     deadline = time.monotonic() + 60
-    while not leftovers(target) and time.monotonic() < deadline:
+    while time.monotonic() < deadline and not measuring():
         time.sleep(0.05)
     time.sleep(0.5)
     proc.send_signal(signum)
     _stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 2
-    assert stderr.startswith("fsyncbench: interrupted while measuring write")
+    assert stderr.startswith("fsyncbench: interrupted while measuring write"), stderr
     assert len(stderr.splitlines()) == 1
     assert leftovers(target) == []
     assert not out.exists()
+    assert _workers_of(target) == []
 
 
 def test_disk_full_mid_run(tmp_path):

@@ -67,23 +67,25 @@ def test_fixed_count_times_only_run_and_numbers_operations(clock):
     assert m.ci_target_pct is None and m.phases == 1
 
 
-def test_adaptive_stop_at_min_samples_plus_one_confirming_check(clock):
-    # identical samples: the p99 CI has zero width, so the first two checks both meet it
+def test_adaptive_stop_needs_an_interval_and_a_confirming_check(clock):
+    # identical samples: the p99 interval has zero width as soon as there is one, i.e.
+    # from MIN_BLOCKS slices; it must be met at two checks in a row
     w = ScriptedWorkload(clock, [1000] * 10**5)
     s = _sampler(w, min_samples=1000, ci_target_pct=10)
-    assert s.run(budget_s=100) == measure.STOP_CI_TARGET
+    reasons = [s.run(budget_s=300e-6) for _ in range(stats.MIN_BLOCKS + 1)]
+    assert reasons == [measure.STOP_BUDGET] * stats.MIN_BLOCKS + [measure.STOP_CI_TARGET]
     m = s.measurement()
-    assert len(m.samples_ns) == 1050  # checks at 1000 and at 1000 * CHECK_GROWTH
+    assert m.slice_counts == (300,) * (stats.MIN_BLOCKS + 1)
     assert m.p99_ci_halfwidth_pct == 0.0 and m.target_reached and s.done
-    # one untimed re-warm operation after the first check, numbered like warmup
-    assert m.warmup == 1 and -1 in w.prepared
+    assert m.slice_rounds == ()  # one round
 
 
 def test_adaptive_stop_never_before_min_samples(clock):
     w = ScriptedWorkload(clock, [1000] * 10**5)
     s = _sampler(w, min_samples=5000, ci_target_pct=50)
-    s.run(budget_s=100)
-    assert len(s.samples) >= 5000
+    while not s.done:
+        s.run(budget_s=300e-6)
+    assert len(s.samples) >= 5000 and s.stop_reason == measure.STOP_CI_TARGET
 
 
 def test_wide_tail_runs_to_the_budget_and_records_its_precision(clock):
@@ -91,16 +93,17 @@ def test_wide_tail_runs_to_the_budget_and_records_its_precision(clock):
     durations = (rng.pareto(1.1, 10**6) * 1e5 + 1e4).astype(int)
     w = ScriptedWorkload(clock, durations)
     s = _sampler(w, min_samples=1000, ci_target_pct=0.5)
-    assert s.run(budget_s=2.0) == measure.STOP_BUDGET
+    for _ in range(8):
+        assert s.run(budget_s=0.25) == measure.STOP_BUDGET
     m = s.measurement()
     assert m.p99_ci_halfwidth_pct > 0.5 and not s.done
-    assert m.p99_ci_halfwidth_pct == pytest.approx(stats.p99_ci_halfwidth_pct(m.samples_ns))
+    assert m.p99_ci_halfwidth_pct == pytest.approx(
+        stats.p99_ci_halfwidth_pct(m.samples_ns, m.slice_counts))
     # nothing but run() was timed: the samples are the scripted durations in order, minus
-    # one untimed re-warm operation after each check
+    # the untimed warmup operations of later phases
     used = list(durations[: len(m.samples_ns) + m.warmup])
     it = iter(used)
     assert all(any(x == d for d in it) for x in m.samples_ns)
-    assert m.warmup >= 1
 
 
 def test_sample_cap_ends_adaptive_sampling(clock):
@@ -113,12 +116,12 @@ def test_sample_cap_ends_adaptive_sampling(clock):
 
 def test_min_phases_spreads_samples_before_the_target_may_stop(clock):
     w = ScriptedWorkload(clock, [1000] * 10**5)
-    s = _sampler(w, min_samples=1000, ci_target_pct=10, min_phases=3)
-    for phase in range(1, 4):
-        assert s.run(budget_s=100) == measure.STOP_CI_TARGET
-        assert s.done is (phase == 3)
+    s = _sampler(w, min_samples=1000, ci_target_pct=10, min_phases=8, warmup=3)
+    for phase in range(1, 9):
+        s.run(budget_s=300e-6)
+        assert s.done is (phase == 8)
     m = s.measurement()
-    assert m.phases == 3 and m.stop_reason == "ci-target"
+    assert m.phases == 8 and m.stop_reason == "ci-target"
     # timed indexes continue across phases; untimed ones stay negative and distinct
     timed = [i for i in w.prepared if i >= 0]
     assert timed == list(range(len(m.samples_ns)))
@@ -145,7 +148,7 @@ def test_resumed_journal_commits_keep_unique_step_numbers(tmp_path):
 def test_check_copies_the_live_sample_array():
     """The check must not hold a view of the array the loop keeps appending to."""
     samples = array("q", range(1, 2001))
-    stats.p99_ci_halfwidth_pct(samples)
+    stats.p99_ci_halfwidth_pct(samples, [400] * 5)
     samples.append(5)  # would raise BufferError if a view were still exported
 
 
@@ -225,10 +228,11 @@ def test_unmet_ci_target_is_said_in_notes_and_table():
     r = commit("WAL", "FULL", 260_000)
     wide = dataclasses.replace(
         r, ci_target_pct=10.0, ci_target_met=False, stop_reason="budget",
-        summary=dataclasses.replace(r.summary, p99_ci_halfwidth_pct=23.5))
+        summary=dataclasses.replace(r.summary, p99_ci_halfwidth_pct=23.5, p99_ci_ns=(
+            r.summary.p99_ns * 0.8, r.summary.p99_ns * 1.235)))
     met = dataclasses.replace(commit("WAL", "NORMAL", 30_000), ci_target_pct=10.0, ci_target_met=True)
     report = _report([wide, met])
-    assert any("NOT met" in n and "wal/full (+-23.5 %" in n for n in report.notes)
+    assert any("NOT met" in n and "wal/full (+-23.5%, n=1000)" in n for n in report.notes)
     assert "wal/normal" not in " ".join(report.notes)
     text = render.render_text(report)
     assert "+-23.5% (not met)" in text
@@ -259,8 +263,9 @@ def test_adaptive_run_records_precision_and_floors(tmp_path):
     assert [f.name for f in report.floors][:2] == [stats.FLOOR_LOOP, stats.FLOOR_COMMIT]
     for r in report.results:
         assert r.ci_target_pct == 25.0 and isinstance(r.ci_target_met, bool)
-        assert r.summary.p99_ci_halfwidth_pct is not None
-        assert r.ci_target_met == (r.summary.p99_ci_halfwidth_pct <= 25.0)
+        half = r.summary.p99_ci_halfwidth_pct  # None: no interval ("n too small", ...)
+        assert r.ci_target_met == (half is not None and half <= 25.0 and r.target_reached)
+        assert len(set(r.slice_rounds)) == 3 and len(r.summary.round_p99_ns) == 3
         assert r.stop_reason in ("ci-target", "samples", "budget") and r.phases >= 1
         assert r.target_samples == 200
     assert "p99 +-" in proc.stdout and "Tool floor (p50)" in proc.stdout

@@ -116,7 +116,7 @@ def test_run_redact_leaves_no_hostname_in_any_format(real_run, tmp_path):
     report = store.load_report(next(out.glob("*.json")))
     assert report.host.target.path == "[redacted]"
     assert "<svg" in next(out.glob("*.html")).read_text()
-    assert csv.read_text().startswith("configuration,primitive,kind,index,ns\n")
+    assert csv.read_text().startswith("configuration,primitive,kind,index,ns,slice,round\n")
 
 
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json", "html"])

@@ -448,3 +448,33 @@ def test_an_interposer_that_still_writes_agrees_and_keeps_commit_rows_volatile()
     assert (row.path_verdict, row.decided_by) == (VOLATILE_CACHE, "preload-skips-flush")
     intercepted = next(f for f in v.findings if f.code == "commit-syncs-intercepted")
     assert intercepted.stance == "disagrees"
+
+
+def _o_dsync(p50_ns, deltas, syncs=1000, primitive="O_DSYNC"):
+    r = counted(p50_ns, deltas, syncs, primitive)
+    return r.__class__(**{**r.__dict__, "name": f"write ({primitive})", "primitive": primitive})
+
+
+def test_o_dsync_writes_without_flushes_on_a_fua_disk_are_not_called_lost():
+    """A disk that declares FUA may take an O_DSYNC write write-through, with no cache flush
+    counted: 0 flushes with the writes arriving is no evidence of loss there."""
+    fua = BlockDevice("nvme0n1", rotational=False, write_cache="write back", fua=True,
+                      has_flush_counters=True)
+    h = stacked([fs("/data"), disk_layer(fua, 1)])
+    v = audit.judge(h, [_o_dsync(400_000, [FlushDelta("nvme0n1", 0, 0, 1000)])])
+    assert v.path_verdict not in (VOLATILE_CACHE, NO_FLUSH)
+    assert v.decided_by not in ("flushes-not-sent", "flushes-dropped")
+
+
+def test_o_dsync_writes_without_flushes_on_a_disk_without_fua_are_flushes_not_sent():
+    nofua = BlockDevice("sda", rotational=False, write_cache="write back", fua=False,
+                        has_flush_counters=True)
+    h = stacked([fs("/data"), disk_layer(nofua, 1)])
+    v = audit.judge(h, [_o_dsync(40_000, [FlushDelta("sda", 0, 0, 1000)])])
+    assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "flushes-not-sent")
+    # the same write with nothing reaching the disk is dropped, FUA or not
+    fua = BlockDevice("nvme0n1", rotational=False, write_cache="write back", fua=True,
+                      has_flush_counters=True)
+    h2 = stacked([fs("/data"), disk_layer(fua, 1)])
+    v2 = audit.judge(h2, [_o_dsync(2_000, [FlushDelta("nvme0n1", 0, 0, 2)])])
+    assert (v2.path_verdict, v2.decided_by) == (NO_FLUSH, "flushes-dropped")

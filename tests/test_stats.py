@@ -2,50 +2,188 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.signal import lfilter
 
 from fsyncbench import stats
 
 
 def test_summary_matches_numpy_on_known_samples():
-    samples = list(range(1, 1001))  # 1..1000 ns
-    s = stats.summarize(samples)
+    samples = list(np.random.default_rng(0).permutation(np.arange(1, 1001)))  # 1..1000 ns
+    s = stats.summarize(samples, [100] * 10)
     assert s.count == 1000
     assert s.min_ns == 1 and s.max_ns == 1000
     assert s.p50_ns == pytest.approx(np.percentile(samples, 50))
     assert s.p99_ns == pytest.approx(990.01)
     assert s.mean_ns == pytest.approx(500.5)
     assert s.ops_per_s == pytest.approx(1e9 / 500.5)
-    assert s.ci_method == "bootstrap"
+    assert s.ci_method == stats.METHOD_BLOCKS
+    assert s.p99_interval.blocks == 10 and 5 < s.p99_interval.df <= 9  # tail in most slices
+    assert s.p50_ci_ns == s.p50_interval.bounds and s.p99_ci_ns == s.p99_interval.bounds
 
 
-def test_bootstrap_ci_contains_estimate_and_is_repeatable():
+def test_intervals_are_deterministic_and_contain_the_estimate():
     rng = np.random.default_rng(1)
-    samples = rng.lognormal(11, 0.5, 2000).astype(int)
-    a, b = stats.summarize(samples), stats.summarize(samples)
-    assert a.p50_ci_ns == b.p50_ci_ns
+    samples = rng.lognormal(11, 0.5, 20_000).astype(int)
+    a, b = stats.summarize(samples, [1000] * 20), stats.summarize(samples, [1000] * 20)
+    assert a == b
     assert a.p50_ci_ns[0] <= a.p50_ns <= a.p50_ci_ns[1]
     assert a.p99_ci_ns[0] <= a.p99_ns <= a.p99_ci_ns[1]
     assert a.p50_ci_ns[1] - a.p50_ci_ns[0] < a.p99_ci_ns[1] - a.p99_ci_ns[0]
 
 
-def test_large_sample_sets_use_order_statistic_ci():
-    samples = np.arange(100_000)
-    s = stats.summarize(samples)
-    assert s.ci_method == "order-statistic"
+def test_without_slices_the_interval_assumes_independence_and_says_so():
+    s = stats.summarize(np.arange(1, 100_001))
+    assert s.ci_method == stats.METHOD_INDEPENDENT == "order-statistic"
     assert s.p99_ci_ns[0] < s.p99_ns < s.p99_ci_ns[1]
+    assert s.p99_interval.se_log is None  # nothing to test between runs with
 
 
-def test_empty_samples_rejected():
+def test_empty_samples_and_counts_that_do_not_add_up_are_rejected():
     with pytest.raises(ValueError):
         stats.summarize([])
+    with pytest.raises(ValueError, match="add up"):
+        stats.summarize(list(range(100)), [50, 40])
+
+
+def test_too_few_slices_or_samples_give_no_interval_and_say_why():
+    few_slices = stats.quantile_interval(np.arange(1, 4001), [1000] * 4, 99)
+    assert few_slices.bounds is None and few_slices.blocks == 4
+    assert few_slices.reason == "4 slice(s): too few for a p99 interval (needs 5)"
+    small = stats.quantile_interval(np.arange(1, 601), [60] * 10, 99)
+    assert small.bounds is None
+    assert small.reason == "n=600 too small for a p99 interval (needs 1000)"
+    # the same 600 samples do support a p50 interval
+    assert stats.quantile_interval(np.arange(1, 601), [60] * 10, 50).bounds is not None
+    s = stats.summarize(np.arange(1, 601), [60] * 10)
+    assert s.p99_ci_ns is None and s.p99_ci_halfwidth_pct is None and s.p50_ci_ns is not None
+
+
+def test_a_tail_held_by_one_slice_gives_no_interval():
+    """A trend (or one stall): every sample beyond p99 sits in the last slice, so how far
+    p99 moves from run to run cannot be seen."""
+    iv = stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 99)
+    assert iv.bounds is None and "too few slices (1.0 effective)" in iv.reason
+    assert stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 50).bounds is not None
+
+
+def test_one_sample_is_no_interval():
+    s = stats.summarize([106_000], [1])
+    assert s.p50_ci_ns is None and s.p99_ci_ns is None
+    assert s.p99_ns == 106_000
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=10**9), min_size=1, max_size=300))
-def test_percentiles_are_ordered(samples):
-    s = stats.summarize(samples)
+@given(st.lists(st.integers(min_value=1, max_value=10**9), min_size=1, max_size=300),
+       st.integers(min_value=1, max_value=12))
+def test_percentiles_are_ordered(samples, slices):
+    counts = [len(samples) // slices] * slices
+    counts[-1] += len(samples) - sum(counts)
+    s = stats.summarize(samples, counts)
     assert s.min_ns <= s.p50_ns <= s.p90_ns <= s.p99_ns <= s.p999_ns <= s.max_ns
-    assert s.p50_ci_ns[0] <= s.p50_ci_ns[1]
+    if s.p50_ci_ns is not None:
+        assert 0 < s.p50_ci_ns[0] <= s.p50_ns <= s.p50_ci_ns[1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=40), min_size=2, max_size=10),
+       st.sampled_from([0.01, 0.5, 0.9, 0.99, 0.999]), st.booleans(), st.integers(0, 2**31))
+def test_leave_one_block_out_equals_recomputing_without_the_block(counts, q, ties, seed):
+    rng = np.random.default_rng(seed)
+    n = sum(counts)
+    x = rng.integers(0, 5, n).astype(float) if ties else rng.exponential(size=n)
+    got = stats.leave_one_block_out(x, np.array(counts), q)
+    ends = np.cumsum(counts)
+    want = [np.percentile(np.delete(x, np.arange(e - c, e)), 100 * q) for c, e in zip(counts, ends)]
+    assert np.allclose(got, want)
+
+
+# --------------------------------------------------------------------------- dependent samples
+
+
+def _ar1_latencies(rng, n, phi, burn=5000):
+    """Latencies whose log follows an AR(1) with coefficient ``phi``: neighbours move
+    together, for about 1 / (1 - phi) samples."""
+    e = rng.normal(size=n + burn) * np.sqrt(1 - phi**2) * 0.5
+    z = lfilter([1.0], [1.0, -phi], e)[burn:]
+    return np.exp(5 + z + rng.exponential(size=n) * 0.3)
+
+
+def _stall_latencies(rng, n, stay=50, share=0.03):
+    """A two-state process: normal operation, and stalls 10x slower lasting ``stay``
+    samples on average, ``share`` of the time; p99 falls among the stalls."""
+    p_leave = 1.0 / stay
+    p_enter = p_leave * share / (1 - share)
+    k = int(3 * n * p_enter) + 10  # more sojourns of each state than n samples can hold
+    lengths = np.empty(2 * k, dtype=np.int64)
+    lengths[0::2] = rng.geometric(p_enter, k)  # normal
+    lengths[1::2] = rng.geometric(p_leave, k)  # stalled
+    flags = np.tile([False, True], k)
+    state = np.repeat(flags, lengths)[rng.integers(0, 1000):][:n]
+    base = rng.lognormal(0, 0.2, n) * 100.0
+    return np.where(state, base * 10, base)
+
+
+def _coverage(make, truth, pct, slices=20, per_slice=1000, runs=200, seed=3):
+    """Share of simulated runs whose block interval / independent interval holds ``truth``
+    (runs without a block interval are left out; they must be rare)."""
+    rng = np.random.default_rng(seed)
+    block = independent = given = 0
+    for _ in range(runs):
+        x = make(rng, slices * per_slice)
+        iv = stats.quantile_interval(x, [per_slice] * slices, pct)
+        if iv.bounds is not None:
+            given += 1
+            block += iv.low_ns <= truth <= iv.high_ns
+        ind = stats.quantile_interval(x, (), pct)
+        independent += ind.low_ns <= truth <= ind.high_ns
+    assert given >= 0.9 * runs
+    return block / given, independent / runs
+
+
+@pytest.mark.parametrize("pct", [50, 99])
+def test_block_interval_covers_near_95_percent_on_an_ar1_series(pct):
+    """Known answer: the percentile of a very long series. The block interval covers it
+    about as often as it says; the interval that assumes independence far less often."""
+    make = lambda rng, n: _ar1_latencies(rng, n, phi=0.99)  # noqa: E731
+    truth = np.percentile(make(np.random.default_rng(99), 2_000_000), pct)
+    block, independent = _coverage(make, truth, pct)
+    assert block >= 0.88
+    assert independent <= 0.6
+
+
+def test_block_interval_covers_the_p99_of_a_stall_process():
+    truth = np.percentile(_stall_latencies(np.random.default_rng(98), 2_000_000), 99)
+    block, independent = _coverage(_stall_latencies, truth, 99, runs=150)
+    assert block >= 0.85
+    assert independent <= 0.6
+
+
+def test_rounds_that_disagree_widen_the_interval_to_their_spread():
+    rng = np.random.default_rng(4)
+    rounds = 6
+    parts, counts, slice_rounds = [], [], []
+    for r in range(rounds):
+        shift = 1.0 + 0.3 * (r % 3)  # each round's level differs (new files, another time)
+        for _ in range(4):
+            parts.append(rng.exponential(size=500) * 100 * shift)
+            counts.append(500)
+            slice_rounds.append(r)
+    x = np.concatenate(parts)
+    by_slices = stats.quantile_interval(x, counts, 50)
+    with_rounds = stats.quantile_interval(x, counts, 50, slice_rounds=slice_rounds)
+    assert with_rounds.method == stats.METHOD_ROUNDS and with_rounds.blocks == rounds
+    assert with_rounds.high_ns - with_rounds.low_ns > by_slices.high_ns - by_slices.low_ns
+    spread = stats.round_percentiles(x, counts, slice_rounds, 50)
+    assert len(spread) == rounds and max(spread) / min(spread) > 1.4
+
+
+def test_fewer_rounds_than_blocks_keep_the_slice_interval():
+    x = np.arange(1, 10_001, dtype=float)
+    counts, slice_rounds = [1000] * 10, [0] * 5 + [1] * 5
+    iv = stats.quantile_interval(x, counts, 50, slice_rounds=slice_rounds)
+    assert iv.method == stats.METHOD_BLOCKS and iv.blocks == 10
+    assert stats.round_percentiles(x, counts, slice_rounds, 50) == (
+        np.percentile(x[:5000], 50), np.percentile(x[5000:], 50))
 
 
 # --------------------------------------------------------------------------- order-statistic CIs
@@ -68,38 +206,15 @@ def test_quantile_ci_ranks_match_the_exact_binomial(n, q):
     assert stats.quantile_ci_ranks(n, q) == _exact_ranks(n, q)
 
 
-def test_order_statistic_ci_covers_the_true_p99():
-    """Seeded simulation: 95 % intervals from 1,200 samples of Exp(1) contain the true p99
-    (ln 100) in at least 94 % of 2,000 data sets."""
-    rng = np.random.default_rng(11)
-    true_p99 = np.log(100.0)
-    hits = 0
-    for _ in range(2000):
-        lo, hi = stats.order_statistic_ci(rng.exponential(size=1200), 99)
-        hits += lo <= true_p99 <= hi
-    assert hits / 2000 >= 0.94
-
-
-def test_small_samples_clamp_the_missing_p99_bound_to_the_maximum():
-    data = np.arange(1, 101, dtype=float)
-    lo, hi = stats.order_statistic_ci(data, 99)
-    assert hi == 100 and lo < 100
-
-
-def test_p99_halfwidth_check_equals_the_summary_above_the_bootstrap_limit():
+def test_p99_halfwidth_check_is_the_summary_interval():
     rng = np.random.default_rng(5)
     samples = rng.lognormal(11, 0.7, 5000).astype(int)
-    s = stats.summarize(samples)
-    assert s.ci_method == "order-statistic"
-    assert stats.p99_ci_halfwidth_pct(samples) == pytest.approx(s.p99_ci_halfwidth_pct)
+    counts = [500] * 10
+    s = stats.summarize(samples, counts)
+    assert stats.p99_ci_halfwidth_pct(samples, counts) == pytest.approx(s.p99_ci_halfwidth_pct)
     assert s.p99_ci_halfwidth_pct == pytest.approx(
         100 * max(s.p99_ns - s.p99_ci_ns[0], s.p99_ci_ns[1] - s.p99_ns) / s.p99_ns)
-
-
-def test_small_sample_sets_keep_the_bootstrap():
-    s = stats.summarize(list(range(1, 501)))
-    assert s.ci_method == "bootstrap" and s.ci_resamples == stats.BOOTSTRAP_RESAMPLES
-    assert s.p99_ci_halfwidth_pct is not None
+    assert stats.p99_ci_halfwidth_pct(samples, [2500, 2500]) is None
 
 
 def test_ci_halfwidth_pct():

@@ -60,11 +60,34 @@ def test_flush_workload_counts_syncs_and_overwrites_4k(tmp_path):
     assert (tmp_path / "flush-fsync.dat").stat().st_size == 4096
 
 
+@pytest.mark.skipif(not hasattr(os, "O_DSYNC"), reason="no O_DSYNC on this platform")
+@pytest.mark.parametrize("name", ["O_DSYNC", "O_SYNC"])
+def test_sync_write_primitives_open_the_file_with_their_flag(tmp_path, name):
+    """pg_test_fsync's open_datasync/open_sync: every write is a sync write, counted as a
+    sync, on a descriptor opened with the flag (the kernel reports it back)."""
+    import fcntl
+
+    prim = next(p for p in workloads.sync_primitives() if p.name == name)
+    assert prim.call is None and prim.syncs and prim.result_name == f"write ({name})"
+    w = workloads.FlushWorkload(tmp_path, prim)
+    try:
+        flags = fcntl.fcntl(w._write_fd, fcntl.F_GETFL)
+        assert flags & getattr(os, name) == getattr(os, name)
+        assert not fcntl.fcntl(w._fd, fcntl.F_GETFL) & os.O_DSYNC  # preparing was not sync
+        m = measure.measure(w, target_samples=10, budget_s=30, warmup=2)
+    finally:
+        w.close()
+    assert w.syncs == 12 and len(m.samples_ns) == 10
+    assert (tmp_path / f"flush-{name}.dat").stat().st_size == 4096
+
+
 def test_linux_primitives_named(monkeypatch):
     names = [p.name for p in workloads.sync_primitives("linux")]
     assert names[:2] == ["none", "fsync"]
     if hasattr(os, "fdatasync"):
         assert "fdatasync" in names
+    if hasattr(os, "O_DSYNC"):
+        assert names[-2:] == ["O_DSYNC", "O_SYNC"]
     assert [p.name for p in workloads.sync_primitives("win32")] == ["none", "FlushFileBuffers"]
 
 

@@ -1,0 +1,226 @@
+"""Rounds: the whole measurement repeated, each round in a process of its own.
+
+Two runs of the same configuration on an unchanged machine differ by more than one run's
+samples can show: each run has its own files (placed elsewhere on the disk), its own
+process (memory layout, hash seed) and its own stretch of the storage's slow drifts. Like
+pyperf's worker processes (https://pyperf.readthedocs.io/en/latest/run_benchmark.html:
+"spawn multiple worker processes"), ``run --rounds N`` runs N rounds one after the other,
+each a fresh ``python -m fsyncbench.rounds`` worker measuring every configuration on fresh
+files with its own warmup and an equal share of the budgets. The samples of all rounds
+form one result per configuration, its slices tagged with their round, so the interval
+(:func:`fsyncbench.stats.quantile_interval`) widens where the rounds disagree and each
+round's p50/p99 is kept beside the figures.
+
+Worker protocol: the parent writes the round's plan and the host record as JSON into its
+scratch directory and starts ``python -m fsyncbench.rounds REQUEST RESULT``; the worker
+prints one progress line per update on stdout (``label<TAB>index<TAB>total<TAB>done<TAB>
+target``), writes its results as JSON to RESULT and exits 0, or prints one line on stderr
+and exits 2 (3 when interrupted). An interrupted parent terminates its worker and waits
+for it before removing the scratch directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure import STOP_CI_TARGET, Measurement
+from fsyncbench.model import FlushDelta, Host, Pragmas, Result, from_jsonable, to_jsonable
+
+#: Seconds an interrupted worker gets to clean up after SIGTERM before it is killed.
+TERMINATE_GRACE_S = 10.0
+#: Worker exit code after an interrupt (SIGINT, SIGTERM).
+EXIT_INTERRUPTED = 3
+
+
+def round_plan(plan, k: int, target: Path):
+    """The plan of round ``k`` (0-based) of ``plan``: one round in ``target`` with an equal
+    share of the run budget, of each configuration's budget, of the fixed sample count
+    (shares add up to ``plan.samples``) and of the minimum sample count."""
+    r = plan.rounds
+
+    def share(total: int) -> int:
+        return max(1, total * (k + 1) // r - total * k // r)
+
+    minimum = share(plan.min_samples)
+    return dataclasses.replace(
+        plan, target=target, rounds=1, samples=None if plan.samples is None else share(plan.samples),
+        budget_s=plan.budget_s / r,
+        run_budget_s=None if plan.run_budget_s is None else plan.run_budget_s / r,
+        min_samples=minimum, max_samples=max(minimum, share(plan.max_samples)))
+
+
+def run_rounds(plan, host: Host, progress=None) -> tuple[Result, ...]:
+    """Run ``plan.rounds`` rounds of ``plan`` (a :class:`fsyncbench.runner.RunPlan`), each in
+    a worker process, one after the other, inside one scratch directory of ``plan.target``;
+    the merged results (:func:`merge_rounds`). Raises FsyncbenchError when a worker fails
+    (with its message); KeyboardInterrupt propagates after the worker and the scratch
+    directory are gone."""
+    from fsyncbench.workloads import scratch_dir
+
+    start = time.monotonic()
+    rounds = []
+    with scratch_dir(plan.target) as work:
+        for k in range(plan.rounds):
+            sub = round_plan(plan, k, work)
+            request, result = work / f"round-{k + 1}-request.json", work / f"round-{k + 1}-results.json"
+            request.write_text(json.dumps({"plan": _plan_jsonable(sub), "host": to_jsonable(host)}))
+            rounds.append(_run_worker(request, result, k, plan.rounds, progress, start))
+    return merge_rounds(rounds)
+
+
+def _run_worker(request: Path, result: Path, k: int, total_rounds: int, progress,
+                start: float) -> tuple[Result, ...]:
+    proc = subprocess.Popen([sys.executable, "-m", "fsyncbench.rounds", str(request), str(result)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            parts = line.rstrip("\n").split("\t")
+            if progress is None or len(parts) != 5:
+                continue
+            label, index, total, done, target = parts
+            n = float(total)
+            progress(f"{label} (round {k + 1}/{total_rounds})",
+                     min(n - 0.01, (k * n + float(index)) / total_rounds), int(n), int(done),
+                     int(target), 0, 0)
+        proc.wait()
+    finally:
+        if proc.poll() is None:  # interrupted: the worker cleans up its files on SIGTERM
+            proc.terminate()
+            try:
+                proc.wait(TERMINATE_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    err = proc.stderr.read().strip() if proc.stderr else ""
+    if proc.returncode == EXIT_INTERRUPTED:
+        raise KeyboardInterrupt
+    if proc.returncode != 0:
+        last = err.splitlines()[-1] if err else f"exit status {proc.returncode}"
+        raise FsyncbenchError(f"round {k + 1} failed: {last.removeprefix('fsyncbench: ')}")
+    try:
+        data = json.loads(result.read_text())
+        return tuple(from_jsonable(Result, r) for r in data)
+    except (OSError, ValueError) as exc:
+        raise FsyncbenchError(f"round {k + 1} left no readable results ({exc})")
+
+
+def _plan_jsonable(plan) -> dict:
+    data = {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
+    data["target"] = str(plan.target)
+    data["configs"] = to_jsonable(plan.configs)
+    return data
+
+
+def _plan_from_jsonable(data: dict):
+    from fsyncbench.runner import RunPlan
+
+    data = dict(data)
+    data["target"] = Path(data["target"])
+    data["configs"] = tuple(from_jsonable(Pragmas, c) for c in data["configs"])
+    return RunPlan(**data)
+
+
+def merge_rounds(rounds: Sequence[Sequence[Result]]) -> tuple[Result, ...]:
+    """One result per configuration from the same configuration's result in every round
+    (same order in each): samples and slices joined in round order, each slice tagged
+    with its round, counters and counts summed, the summary and the CI-target check made
+    anew from all samples. Raises FsyncbenchError when the rounds measured different
+    configurations."""
+    from fsyncbench import runner
+
+    first = rounds[0]
+    if any([r.name for r in rr] != [r.name for r in first] for rr in rounds):
+        raise FsyncbenchError("the rounds measured different configurations")
+    merged = []
+    for i, head in enumerate(first):
+        parts = [rr[i] for rr in rounds]
+        samples = tuple(x for p in parts for x in p.samples_ns)
+        slice_counts = tuple(c for p in parts for c in p.slice_counts)
+        slice_rounds = tuple(k for k, p in enumerate(parts) for _ in p.slice_counts)
+        target = sum(p.target_samples for p in parts)
+        m = Measurement(
+            samples_ns=samples, warmup=sum(p.warmup for p in parts), target_samples=target,
+            budget_s=sum(p.budget_s for p in parts), target_reached=len(samples) >= target,
+            elapsed_ns=sum(p.elapsed_ns for p in parts), ci_target_pct=head.ci_target_pct,
+            stop_reason=parts[-1].stop_reason or STOP_CI_TARGET,
+            phases=sum(p.phases for p in parts), slice_counts=slice_counts,
+            slice_rounds=slice_rounds)
+        syncs = None if any(p.syncs_issued is None for p in parts) else sum(
+            p.syncs_issued or 0 for p in parts)
+        result = runner.result_from(
+            m, _sum_deltas(parts), kind=head.kind, name=head.name, primitive=head.primitive,
+            payload_bytes=head.payload_bytes, requested=head.requested, effective=head.effective,
+            syncs_issued=syncs)
+        if result.ci_target_met:
+            result = dataclasses.replace(result, stop_reason=STOP_CI_TARGET)
+        elif result.stop_reason == STOP_CI_TARGET:  # each round met it alone, all together not
+            result = dataclasses.replace(result, stop_reason="budget")
+        merged.append(result)
+    return tuple(merged)
+
+
+def _sum_deltas(parts: Sequence[Result]) -> tuple[FlushDelta, ...]:
+    """Flush counter changes summed per device over the rounds (None stays None)."""
+    def add(a, b):
+        return None if a is None or b is None else a + b
+
+    total: dict[str, FlushDelta] = {}
+    for p in parts:
+        for d in p.device_flushes:
+            old = total.get(d.device)
+            total[d.device] = d if old is None else FlushDelta(
+                d.device, add(old.flushes, d.flushes), add(old.flush_time_ms, d.flush_time_ms),
+                add(old.writes, d.writes))
+    return tuple(total.values())
+
+
+# --------------------------------------------------------------------------- the worker
+
+
+def _interrupted(_signum, _frame) -> None:
+    raise KeyboardInterrupt
+
+
+def worker_main(argv: Sequence[str]) -> int:
+    """``python -m fsyncbench.rounds REQUEST RESULT``: one round (module docstring)."""
+    from fsyncbench import runner
+
+    signal.signal(signal.SIGTERM, _interrupted)
+    if len(argv) != 2:
+        print("fsyncbench: usage: python -m fsyncbench.rounds REQUEST RESULT", file=sys.stderr)
+        return 2
+    request, result = Path(argv[0]), Path(argv[1])
+
+    def report(label, index, total, done, target, _elapsed, _budget) -> None:
+        print(f"{label}\t{index}\t{total}\t{done}\t{target}", flush=True)
+
+    try:
+        data = json.loads(request.read_text())
+        plan = _plan_from_jsonable(data["plan"])
+        host = from_jsonable(Host, data["host"])
+        results = runner.run_round(plan, host, report)
+        result.write_text(json.dumps(to_jsonable(results)))
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the parent is gone
+        return EXIT_INTERRUPTED
+    except FsyncbenchError as exc:
+        print(f"fsyncbench: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"fsyncbench: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(worker_main(sys.argv[1:]))
