@@ -295,8 +295,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     host = _declare(_collect_host(target), args)
     progress = _Progress(quiet=args.quiet)
     try:
-        floors = runner.measure_floors(plan)
-        results = runner.run_plan(plan, host, progress)
+        results, floors = runner.run_with_floors(plan, host, progress)
     except KeyboardInterrupt:
         progress.close()
         print(f"fsyncbench: interrupted while measuring {progress.label or 'setup'}; "
@@ -562,12 +561,16 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
     if not found:
         print(f"No p99 regression above {args.fail_on_regression:g} % against {labels[0]}.")
         return EXIT_OK
+    for label, pair in pairs:
+        moved = render.floor_moved_line(pair)
+        if moved and any(r.candidate == label for r in found):
+            print(f"{label}: {moved}")
     for r in found:
         q = r.p99
         print(f"REGRESSION {r.name}: p99 {render.fmt_ns(q.a_ns)} in {r.baseline} -> "
               f"{render.fmt_ns(q.b_ns)} in {r.candidate} ({q.change_pct:+.0f} %, ratio 95% CI "
-              f"[{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}], {compare.ADJUSTMENT}-adjusted p "
-              f"{q.p_adjusted:.2g}), above --fail-on-regression {r.limit_pct:g} %")
+              f"[{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}]), more than --fail-on-regression "
+              f"{r.limit_pct:g} % worse ({compare.ADJUSTMENT}-adjusted one-sided p {r.p_adjusted:.2g})")
     return EXIT_RISK
 
 

@@ -107,7 +107,9 @@ Progress = Callable[[int, int, int, int], None]
 class Sampler:
     """Samples one workload over one or more phases (module docstring).
 
-    Fixed mode (``ci_target_pct`` None): stop at ``max_samples``. Adaptive mode: stop when
+    Fixed mode (``ci_target_pct`` None): stop at ``max_samples``, taking at most
+    ``max_samples / min_phases`` (rounded up) in one phase, so the samples come from at
+    least ``min_phases`` phases (the blocks of their intervals). Adaptive mode: stop when
     the p99 interval meets ``ci_target_pct`` (never before ``min_samples`` samples and
     ``min_phases`` phases) or at ``max_samples``. Either way a phase ends when its budget
     runs out (at least one sample per phase).
@@ -187,6 +189,8 @@ class Sampler:
         report_target = self.max_samples if self.ci_target_pct is None else self.min_samples
         first = i = len(self.samples)
         limit = self.max_samples
+        if self.ci_target_pct is None:  # a fixed count is spread over min_phases phases
+            limit = min(limit, first + -(-self.max_samples // self.min_phases))
         start = clock()
         deadline = start + budget_ns
         next_report = start

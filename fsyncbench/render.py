@@ -445,6 +445,19 @@ def _slice_of_each(r: Result) -> list[tuple[int, int]]:
 # --------------------------------------------------------------------------- compare
 
 
+def floor_moved_line(pair) -> str:
+    """What to say when the tool's own floor moved between the two runs ("" if it did not)."""
+    moved = pair.floor_moved
+    if not moved:
+        return ""
+    parts = ", ".join(f"{name} p50 {fmt_ns(q.a_ns)} -> {fmt_ns(q.b_ns)} ({q.ratio:.2f}x)"
+                      for name, q in moved)
+    return ("The machine itself changed between the runs: the tool's floor (CPU-only work, no "
+            f"storage) moved significantly: {parts}. A slower or busier CPU (a shared host, "
+            "frequency scaling) moves every figure, so differences above may be the "
+            "machine's, not the storage's.")
+
+
 def _ratio(q) -> str:
     if q.ratio is None:
         return "-"
@@ -524,6 +537,9 @@ def render_compare(a: Report, b: Report, pair, labels: Sequence[str], tablefmt: 
     untested = sorted({q.reason for c in pair.configs for q in (c.p50, c.p99) if q.reason})
     if untested:
         out.append("Not tested: " + "; ".join(untested) + ".")
+    moved = floor_moved_line(pair)
+    if moved:
+        out += ["", moved]
     if pair.only_a:
         out.append(f"Only in A: {', '.join(pair.only_a)}")
     if pair.only_b:

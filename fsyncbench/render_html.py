@@ -21,7 +21,7 @@ import numpy as np
 
 from fsyncbench.judge import stack
 from fsyncbench.model import Report, Result
-from fsyncbench.report.fmt import fmt_interval
+from fsyncbench.report.fmt import fmt_interval, fmt_spread
 from fsyncbench.render import (
     STRENGTH_MEANING,
     VERDICT_MEANING,
@@ -29,6 +29,7 @@ from fsyncbench.render import (
     fmt_ns,
     host_lines,
     methodology,
+    p99_precision,
     stance_tag,
 )
 
@@ -177,8 +178,10 @@ def _ev(value) -> str:
 def _results_table(report: Report) -> str:
     e = html.escape
     verdicts = {v.subject: v for v in report.verdict.results}
+    rounds = any(r.summary.round_p99_ns for r in report.results)
     head = ["kind", "configuration", "sync primitive", "n", "p50", "p50 95% CI", "p99",
-            "p99 95% CI", "p99.9", "max", "ops/s", "path verdict", "durable config"]
+            "p99 95% CI", "p99 +-", *(["p99 of each round"] if rounds else []), "p99.9", "max",
+            "ops/s", "path verdict", "durable config"]
     rows = []
     for r in report.results:
         s = r.summary
@@ -188,7 +191,8 @@ def _results_table(report: Report) -> str:
         count = f"{s.count}" + ("" if r.target_reached else f" (&lt;{r.target_samples})")
         cells = [e(r.kind), e(r.name), e(r.primitive)]
         nums = [count, fmt_ns(s.p50_ns), fmt_interval(s.p50_ci_ns, s.p50_interval),
-                fmt_ns(s.p99_ns), fmt_interval(s.p99_ci_ns, s.p99_interval),
+                fmt_ns(s.p99_ns), fmt_interval(s.p99_ci_ns, s.p99_interval), e(p99_precision(r)),
+                *([e(fmt_spread(s.round_p99_ns))] if rounds else []),
                 fmt_ns(s.p999_ns), fmt_ns(s.max_ns), f"{s.ops_per_s:,.0f}"]
         rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells)
                     + "".join(f'<td class="num">{c}</td>' for c in nums)

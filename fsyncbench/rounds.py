@@ -57,27 +57,34 @@ def round_plan(plan, k: int, target: Path):
         min_samples=minimum, max_samples=max(minimum, share(plan.max_samples)))
 
 
-def run_rounds(plan, host: Host, progress=None) -> tuple[Result, ...]:
+def run_rounds(plan, host: Host, progress=None,
+               floors: bool = True) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
     """Run ``plan.rounds`` rounds of ``plan`` (a :class:`fsyncbench.runner.RunPlan`), each in
     a worker process, one after the other, inside one scratch directory of ``plan.target``;
-    the merged results (:func:`merge_rounds`). Raises FsyncbenchError when a worker fails
-    (with its message); KeyboardInterrupt propagates after the worker and the scratch
-    directory are gone."""
+    the merged results and (``floors``) the merged floors, each worker having measured its
+    share (:func:`merge_rounds`). Raises FsyncbenchError when a worker fails (with its
+    message); KeyboardInterrupt propagates after the worker and the scratch directory are
+    gone."""
+    from fsyncbench.runner import FLOOR_BUDGET_S
     from fsyncbench.workloads import scratch_dir
 
     start = time.monotonic()
-    rounds = []
+    results, floor_sets = [], []
     with scratch_dir(plan.target) as work:
         for k in range(plan.rounds):
             sub = round_plan(plan, k, work)
             request, result = work / f"round-{k + 1}-request.json", work / f"round-{k + 1}-results.json"
-            request.write_text(json.dumps({"plan": _plan_jsonable(sub), "host": to_jsonable(host)}))
-            rounds.append(_run_worker(request, result, k, plan.rounds, progress, start))
-    return merge_rounds(rounds)
+            request.write_text(json.dumps({
+                "plan": _plan_jsonable(sub), "host": to_jsonable(host),
+                "floor_budget_s": FLOOR_BUDGET_S / plan.rounds if floors else 0.0}))
+            got, got_floors = _run_worker(request, result, k, plan.rounds, progress, start)
+            results.append(got)
+            floor_sets.append(got_floors)
+    return merge_rounds(results), (merge_rounds(floor_sets) if floors else ())
 
 
 def _run_worker(request: Path, result: Path, k: int, total_rounds: int, progress,
-                start: float) -> tuple[Result, ...]:
+                start: float) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
     proc = subprocess.Popen([sys.executable, "-m", "fsyncbench.rounds", str(request), str(result)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -108,8 +115,9 @@ def _run_worker(request: Path, result: Path, k: int, total_rounds: int, progress
         raise FsyncbenchError(f"round {k + 1} failed: {last.removeprefix('fsyncbench: ')}")
     try:
         data = json.loads(result.read_text())
-        return tuple(from_jsonable(Result, r) for r in data)
-    except (OSError, ValueError) as exc:
+        return (tuple(from_jsonable(Result, r) for r in data["results"]),
+                tuple(from_jsonable(Result, r) for r in data["floors"]))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise FsyncbenchError(f"round {k + 1} left no readable results ({exc})")
 
 
@@ -137,6 +145,8 @@ def merge_rounds(rounds: Sequence[Sequence[Result]]) -> tuple[Result, ...]:
     configurations."""
     from fsyncbench import runner
 
+    if not rounds or not rounds[0]:
+        return ()
     first = rounds[0]
     if any([r.name for r in rr] != [r.name for r in first] for rr in rounds):
         raise FsyncbenchError("the rounds measured different configurations")
@@ -207,8 +217,10 @@ def worker_main(argv: Sequence[str]) -> int:
         data = json.loads(request.read_text())
         plan = _plan_from_jsonable(data["plan"])
         host = from_jsonable(Host, data["host"])
+        budget = float(data.get("floor_budget_s", 0.0))
+        floors = runner.measure_floors(plan, budget) if budget > 0 else ()
         results = runner.run_round(plan, host, report)
-        result.write_text(json.dumps(to_jsonable(results)))
+        result.write_text(json.dumps({"results": to_jsonable(results), "floors": to_jsonable(floors)}))
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # the parent is gone

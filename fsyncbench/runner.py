@@ -89,17 +89,19 @@ def build_configs(
 #: Default time (s) all workloads of an adaptive run share: with the host record, the floors,
 #: three worker processes' start and warmup and the summaries a default run on a 2-core VM
 #: takes about 30 s.
-DEFAULT_RUN_BUDGET_S = 20.0
+DEFAULT_RUN_BUDGET_S = 19.0
 #: Default precision target: the 95 % CI of p99 within +-10 % of p99.
 DEFAULT_CI_TARGET_PCT = 10.0
-#: Default minimum samples per workload before the adaptive stop may end it: below about
-#: 1,000 samples the binomial behind p99's order-statistic CI is too skewed to trust
-#: (n x 0.99 x 0.01 < 10) and the run checks a CI it cannot yet compute well.
+#: Default minimum samples per workload before the adaptive stop may end it: below 1,000
+#: samples a p99 has fewer than 10 samples beyond it and gets no interval at all
+#: (:data:`fsyncbench.stats.MIN_TAIL_SAMPLES`).
 DEFAULT_MIN_SAMPLES = 1000
 #: Configurations are measured round-robin in slices of at most this many seconds, so each
 #: one's samples spread over the whole run: the storage's slow drifts and periodic stalls
 #: (this VM's disk has 15-25 ms stalls that come and go within seconds) reach every
-#: configuration alike instead of whichever one happened to run at the time.
+#: configuration alike instead of whichever one happened to run at the time. One
+#: configuration's slices are the blocks its intervals rest on, a rotation of the others
+#: apart: short slices give more of them.
 SLICE_S = 0.25
 #: No slice is shorter than this (s), whatever the run budget says.
 MIN_SLICE_S = 0.05
@@ -185,7 +187,8 @@ class RunPlan:
                            ci_target_pct=self.ci_target_pct, warmup=self.warmup,
                            min_phases=MIN_PHASES)
         assert self.samples is not None
-        return Sampler(workload, max_samples=self.samples, warmup=self.warmup)
+        return Sampler(workload, max_samples=self.samples, warmup=self.warmup,
+                       min_phases=MIN_PHASES)
 
 
 #: progress(label, index, total, done, target, elapsed_ns, budget_ns)
@@ -223,11 +226,21 @@ def run_plan(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> 
     order. One round runs here, several each in a process of its own
     (:func:`fsyncbench.rounds.run_rounds`). Raises FsyncbenchError on I/O errors;
     KeyboardInterrupt propagates after the scratch directory is removed."""
+    return run_with_floors(plan, host, progress, floors=False)[0]
+
+
+def run_with_floors(plan: RunPlan, host: Host, progress: RunProgress | None = None,
+                    floors: bool = True) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
+    """(results, the tool's floors) of ``plan``: with several rounds each worker measures
+    its share of the floors too (:func:`measure_floors`), so the floors' intervals see the
+    same process-to-process variation as the results; with one round, here. ``floors``
+    False: none. Errors as in :func:`run_plan`."""
     if plan.rounds > 1:
         from fsyncbench import rounds
 
-        return rounds.run_rounds(plan, host, progress)
-    return run_round(plan, host, progress)
+        return rounds.run_rounds(plan, host, progress, floors)
+    measured = measure_floors(plan) if floors else ()
+    return run_round(plan, host, progress), measured
 
 
 def run_round(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> tuple[Result, ...]:
@@ -381,12 +394,12 @@ def _commit_job(plan: RunPlan, workload: JournalCommit, pragmas: Pragmas, primit
     ))
 
 
-def measure_floors(plan: RunPlan) -> tuple[Result, ...]:
+def measure_floors(plan: RunPlan, budget_s: float = FLOOR_BUDGET_S) -> tuple[Result, ...]:
     """The tool's floor (kind "floor"; names in :data:`fsyncbench.stats.FLOOR_APPLIES_TO`):
     the empty timing loop, the same commit on an in-memory database, and the 4 KiB write on
-    an in-memory file (Linux), each with the plan's stop rule within
-    :data:`FLOOR_BUDGET_S`, in slices of :data:`FLOOR_SLICE_S` (the blocks of their
-    intervals). Nothing is written under the target."""
+    an in-memory file (Linux), each with the plan's stop rule within ``budget_s`` seconds,
+    in slices of :data:`FLOOR_SLICE_S` (the blocks of their intervals). Nothing is written
+    under the target."""
     floors = []
     makers = [(stats.FLOOR_LOOP, EmptyOp, 0),
               (stats.FLOOR_COMMIT, lambda: JournalCommit(None, Pragmas("MEMORY", "OFF"), plan.payload_bytes),
@@ -397,7 +410,7 @@ def measure_floors(plan: RunPlan) -> tuple[Result, ...]:
         workload = make()
         try:
             sampler = plan.sampler(workload)
-            while not sampler.done and sampler.elapsed_ns < FLOOR_BUDGET_S * 1e9:
+            while not sampler.done and sampler.elapsed_ns < budget_s * 1e9:
                 sampler.run(FLOOR_SLICE_S)
         finally:
             workload.close()

@@ -337,6 +337,11 @@ def t_two_sided_p(t: float, df: float) -> float:
     return float(2.0 * stdtr(df, -abs(t)))
 
 
+def t_one_sided_p(t: float, df: float) -> float:
+    """P(T >= t) for Student's t with ``df`` degrees of freedom (inf: the normal)."""
+    return float(stdtr(df, -t))
+
+
 def ci_halfwidth_pct(estimate: float, ci: Sequence[float]) -> float | None:
     """The larger distance from ``estimate`` to either CI bound, in % of ``estimate``
     ("p99 is known to within +-x %"). None when the estimate is not positive."""

@@ -66,3 +66,14 @@ def test_every_rendering_shows_the_same_interval(tmp_path):
     out = fsb("compare", path, other).stdout
     row = next(ln for ln in out.splitlines() if ln.lstrip().startswith("p99") and cell in ln)
     assert cell in row
+
+
+def test_schema_1_reports_say_their_intervals_assume_independence():
+    from pathlib import Path
+
+    fixture = next(p for p in sorted(Path(__file__).parent.glob("fixtures/reports/*.json"))
+                   if json.loads(p.read_text())["schema_version"] == 1
+                   and json.loads(p.read_text())["results"])
+    proc = fsb("show", fixture, "--format", "markdown")
+    assert proc.returncode == 0, proc.stderr
+    assert "report schema 1) assume independent samples" in proc.stdout

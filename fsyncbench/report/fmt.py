@@ -46,6 +46,8 @@ def short_reason(iv: Interval | None) -> str:
         return ""
     if iv.reason.startswith("n="):
         return "n too small"
+    if "lie in too few" in iv.reason:
+        return "tail in too few " + ("rounds" if "rounds" in iv.reason else "slices")
     if "slice" in iv.reason:
         return f"{iv.blocks} slice{'s' if iv.blocks != 1 else ''}"
     return "no interval"
