@@ -177,7 +177,7 @@ def test_cli_fail_on_regression_exits_1_with_the_reason(two_runs):
     a, b = two_runs
     proc = fsb("compare", a, b, "--fail-on-regression", "20")
     assert proc.returncode == 1, proc.stderr
-    assert "REGRESSION wal/full: p99" in proc.stdout and "above --fail-on-regression 20 %" in proc.stdout
+    assert "REGRESSION wal/full: p99" in proc.stdout and "more than --fail-on-regression 20 % worse" in proc.stdout
     # B against itself: nothing got worse
     same = fsb("compare", b, b, "--fail-on-regression", "20")
     assert same.returncode == 0 and "No p99 regression above 20 %" in same.stdout
