@@ -187,7 +187,8 @@ def _add_sharing_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--redact", action="store_true",
                    help="remove hostname, serial numbers and user paths from every output")
     p.add_argument("--csv", type=_path, metavar="FILE",
-                   help="also write the raw samples as CSV (configuration, primitive, kind, index, ns)")
+                   help="also write the raw samples as CSV (configuration, primitive, kind, index, "
+                   "ns, slice, round); an existing FILE is replaced, as fio and hyperfine do")
 
 
 def _add_assume_option(p: argparse.ArgumentParser) -> None:
@@ -265,6 +266,15 @@ def _collect_host(target: Path):
     return collect_host(str(target))
 
 
+def _sweep(target: Path) -> None:
+    """Just before measuring: remove the working directories dead runs left in ``target``
+    (SIGKILL, a power cut) and say on stderr what was found."""
+    from fsyncbench import scratch
+
+    for message in scratch.sweep_leftovers(target):
+        print(f"fsyncbench: note: {message}", file=sys.stderr)
+
+
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     gate = _GateArgs.parse(args)
     target = runner.check_target(args.dir)
@@ -294,6 +304,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     _check_file_dir(args.csv)
     host = _declare(_collect_host(target), args)
     progress = _Progress(quiet=args.quiet)
+    _sweep(target)
     try:
         results, floors = runner.run_with_floors(plan, host, progress)
     except KeyboardInterrupt:
@@ -309,10 +320,8 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     report = _maybe_redact(runner.build_report("run", host, results, ["fsyncbench", *argv], floors), args)
     machine = args.format == "json"
     # saved first: a closed pipe or a full stdout must not lose the measurement
-    paths = _save(report, store.prepare_output_dir(args.output), html=args.format == "html")
-    if args.csv:
-        store.write_durably(args.csv, render.render_csv(report))
-        paths.append(args.csv)
+    paths = _save(report, store.prepare_output_dir(args.output), html=args.format == "html",
+                  csv=args.csv)
     print(_render(report, "text" if args.format == "html" else args.format), end="", flush=True)
     print("Report written: " + ", ".join(str(p) for p in paths), file=sys.stderr if machine else sys.stdout)
     return gate.apply(report, to_stderr=machine)
@@ -393,22 +402,33 @@ def _same_file(a: Path, b: Path) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def _save(report: Report, out_dir: Path, html: bool = False) -> list[Path]:
+def _save(report: Report, out_dir: Path | None, html: bool = False,
+          csv: Path | None = None) -> list[Path]:
     """Write ``<host>-<time>.json`` and ``.md`` (and ``.html``) under a name no other run
-    holds; on any failure (or Ctrl-C) none of them is left behind."""
-    suffixes = (".json", ".md") + ((".html",) if html else ())
-    stem = store.claim_name(out_dir, store.report_basename(report), suffixes)
-    paths = [stem.with_name(stem.name + suffix) for suffix in suffixes]
+    holds in ``out_dir`` (None: no report files), then the raw samples to ``csv`` (replaced
+    if it exists, like fio's and hyperfine's output files). All or nothing: on any failure
+    (or Ctrl-C) the report files written so far are removed again."""
+    suffixes = (".json", ".md") + ((".html",) if html else ()) if out_dir is not None else ()
+    paths: list[Path] = []
+    if out_dir is not None:
+        stem = store.claim_name(out_dir, store.report_basename(report), suffixes)
+        paths = [stem.with_name(stem.name + suffix) for suffix in suffixes]
     texts = {".json": lambda: store.report_to_json(report), ".md": lambda: render.render_markdown(report),
              ".html": lambda: _render(report, "html")}
+    written: list[Path] = []
     try:
         for path, suffix in zip(paths, suffixes):
             store.write_durably(path, texts[suffix]())
+            written.append(path)
+        if csv is not None:
+            store.write_durably(csv, render.render_csv(report))
     except BaseException:
-        for path in paths:
+        for path in written:
+            path.unlink(missing_ok=True)
+        for path in paths:  # a name claimed but not yet written
             path.unlink(missing_ok=True)
         raise
-    return paths
+    return paths + ([csv] if csv is not None else [])
 
 
 def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
@@ -431,6 +451,7 @@ def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
         raise FsyncbenchError("crash takes one journal_mode and one synchronous value")
     if not 0.001 <= args.model_call_ms <= 3_600_000:
         raise FsyncbenchError(f"--model-call-ms must be between 0.001 and 3600000, got {args.model_call_ms:g}")
+    _sweep(target)
     try:
         outcome = crash.run_crash_experiment(target, mode[0], sync[0])
     except KeyboardInterrupt:
@@ -472,6 +493,7 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
             store.check_output_dir(args.output)
         host = _declare(_collect_host(target), args)
         progress = _Progress(quiet=args.quiet)
+        _sweep(target)
         try:
             results = runner.run_plan(plan, host, progress)
             progress.label = "audit evidence"
@@ -492,12 +514,10 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
         progress.close()
         report = runner.build_report("audit", host, results, ["fsyncbench", *argv], evidence=ev)
     report = _maybe_redact(report, args)
-    if args.csv:
-        store.write_durably(args.csv, render.render_csv(report))
-    if args.output is not None:
-        paths = _save(report, store.prepare_output_dir(args.output))
+    paths = _save(report, None if args.output is None else store.prepare_output_dir(args.output),
+                  csv=args.csv)
     print(store.report_to_json(report) if args.json else render.render_audit(report), end="")
-    if args.output is not None:
+    if paths:
         print("Report written: " + ", ".join(str(p) for p in paths),
               file=sys.stderr if args.json else sys.stdout)
     return gate.apply(report, to_stderr=args.json)
@@ -516,12 +536,17 @@ def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
 
         gates.check_names(gate.names, [r.name for r in report.results])
     text = _render(report, args.format)
+    if args.csv:  # first: a failure leaves nothing half-done
+        store.write_durably(args.csv, render.render_csv(report))
     if args.output:
-        store.write_durably(args.output, text)
+        try:
+            store.write_durably(args.output, text)
+        except BaseException:
+            if args.csv:
+                args.csv.unlink(missing_ok=True)
+            raise
     else:
         print(text, end="")
-    if args.csv:
-        store.write_durably(args.csv, render.render_csv(report))
     return gate.apply(report, to_stderr=not args.output and args.format in ("json", "html"))
 
 

@@ -1,7 +1,7 @@
 """The I/O patterns: a step-journal commit and raw sync primitives.
 
-This is the only module that writes under the user's target directory, and it writes only
-inside a fresh subdirectory made by :func:`scratch_dir`, which it removes afterwards.
+Workloads write under the user's target directory only inside a fresh subdirectory made by
+:func:`fsyncbench.scratch.scratch_dir`, which is removed afterwards.
 Each workload has ``prepare(i)`` (untimed: builds the i-th operation's arguments) and
 ``run(args)`` (the timed operation), so the timing loop in ``measure`` wraps only ``run``.
 """
@@ -13,18 +13,18 @@ import errno
 import hashlib
 import json
 import os
-import shutil
 import sqlite3
 import sys
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Pragmas
+from fsyncbench.scratch import scratch_cleanup, scratch_dir  # noqa: F401  (their home is scratch)
 
 #: Allowed values, from https://www.sqlite.org/pragma.html#pragma_journal_mode and
 #: #pragma_synchronous. SQLite silently ignores unknown values, so they are checked here.
@@ -54,52 +54,6 @@ def _io_error(exc: BaseException, what: str) -> FsyncbenchError:
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "disk is full" in text:
         return FsyncbenchError(f"{what}: no space left on the device (ENOSPC)")
     return FsyncbenchError(f"{what}: {text}")
-
-
-@contextlib.contextmanager
-def scratch_dir(target: Path) -> Iterator[Path]:
-    """A fresh ``.fsyncbench-*`` subdirectory of ``target``, removed on exit (also on error
-    and KeyboardInterrupt). Raises FsyncbenchError if it cannot be made. Every directory
-    made is recorded with whether its removal worked (:func:`scratch_cleanup`), so an error
-    message can say what is true."""
-    try:
-        path = Path(tempfile.mkdtemp(prefix=".fsyncbench-", dir=target))
-    except OSError as exc:
-        raise FsyncbenchError(f"cannot create a working directory in {target}: {exc.strerror}")
-    _SCRATCH[path] = False
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-        _SCRATCH[path] = _gone(path)
-
-
-#: Working directories made by this process -> removed (True) or still there/unknown.
-_SCRATCH: dict[Path, bool] = {}
-
-
-def _gone(path: Path) -> bool:
-    """True only when the kernel says ``path`` does not exist (ENOENT); any other error (a
-    dead FUSE mount: ENOTCONN, EIO) means it may well still be there."""
-    try:
-        os.lstat(path)
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
-def scratch_cleanup() -> str:
-    """What became of the working directories this process made, as a phrase for messages:
-    "no working directory was made", "working directory removed", or "could not remove
-    <paths>" (a dead mount, a renamed target, a permission change)."""
-    if not _SCRATCH:
-        return "no working directory was made"
-    left = [str(p) for p, removed in _SCRATCH.items() if not removed]
-    if not left:
-        return "working directory removed"
-    return "could not remove " + ", ".join(left)
 
 
 def settle(directory: Path) -> None:

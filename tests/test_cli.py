@@ -325,3 +325,27 @@ def test_run_with_stdout_on_a_full_device_keeps_its_report(tmp_path):
                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert len(list(out.glob("*.json"))) == 1  # saved before printing
+
+
+def test_a_failing_csv_leaves_no_reports_behind(tmp_path):
+    """Outputs are all or nothing: the CSV on a full (real, tiny) tmpfs fails after the JSON
+    and Markdown were written, and those are removed again."""
+    small = tmp_path / "small"
+    small.mkdir()
+    if os.geteuid() != 0 or subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True
+    ).returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    try:
+        (small / "filler").write_bytes(b"\0" * 60_000)
+        out = tmp_path / "out"
+        proc = fsb("run", tmp_path, "--output", out, "--samples", "3000", "--rounds", "1",
+                   "--no-primitives", "--journal-mode", "wal", "--synchronous", "off", "--quiet",
+                   "--csv", small / "samples.csv")
+        assert proc.returncode == 2, proc.stderr
+        assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
+        assert f"cannot write {small / 'samples.csv'}" in proc.stderr
+        assert list(out.glob("*")) == [] and not (small / "samples.csv").exists()
+        assert sorted(p.name for p in small.iterdir()) == ["filler"]
+    finally:
+        subprocess.run(["umount", str(small)], capture_output=True)
