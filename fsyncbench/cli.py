@@ -237,7 +237,64 @@ def _terminate(_signum, _frame) -> None:
     raise KeyboardInterrupt
 
 
+class _Stdout:
+    """sys.stdout for a command: a reader that went away (``| head``: EPIPE) is the
+    conventional silent end of the output, not an error, so later writes are dropped
+    (``closed_by_reader`` tells the gates to report on stderr instead); any other write
+    error (a full device: ENOSPC, EIO) is one line and exit 2."""
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+        self.closed_by_reader = False
+
+    def write(self, text: str) -> int:
+        if self.closed_by_reader:
+            return len(text)
+        try:
+            return self._inner.write(text)
+        except BrokenPipeError:
+            self._reader_gone()
+            return len(text)
+        except OSError as exc:
+            raise FsyncbenchError(f"cannot write to standard output: {exc.strerror or exc}")
+
+    def flush(self) -> None:
+        if self.closed_by_reader:
+            return
+        try:
+            self._inner.flush()
+        except BrokenPipeError:
+            self._reader_gone()
+        except OSError as exc:
+            raise FsyncbenchError(f"cannot write to standard output: {exc.strerror or exc}")
+
+    def _reader_gone(self) -> None:
+        self.closed_by_reader = True
+        try:  # the interpreter's own flush at exit must not fail on the closed pipe either
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._inner.fileno())
+            os.close(devnull)
+        except (OSError, ValueError):
+            pass
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    stdout = sys.stdout
+    sys.stdout = _Stdout(stdout)
+    try:
+        return _main(argv)
+    finally:
+        try:
+            sys.stdout.flush()
+        except FsyncbenchError:
+            pass
+        sys.stdout = stdout
+
+
+def _main(argv: list[str] | None) -> int:
     args_list = sys.argv[1:] if argv is None else argv
     if threading.current_thread() is threading.main_thread():
         # timeout(1), CI cancels, systemctl stop; a closed terminal or dropped SSH (SIGHUP);
@@ -383,7 +440,8 @@ class _GateArgs:
         from fsyncbench import gates
 
         failures = gates.check(report, self.max_p99_ns, self.fail_on, self.names)
-        out = sys.stderr if to_stderr else sys.stdout
+        # the gate's verdict must reach someone: stderr when stdout's reader has gone
+        out = sys.stderr if to_stderr or getattr(sys.stdout, "closed_by_reader", False) else sys.stdout
         checked = len(gates.select(report, self.names))
         if not failures:
             print(f"Gates passed ({checked} configurations checked).", file=out)

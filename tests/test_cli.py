@@ -349,3 +349,34 @@ def test_a_failing_csv_leaves_no_reports_behind(tmp_path):
         assert sorted(p.name for p in small.iterdir()) == ["filler"]
     finally:
         subprocess.run(["umount", str(small)], capture_output=True)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_reader_that_goes_away_is_no_error_and_the_gate_still_speaks(tmp_path, fmt):
+    """``fsyncbench show R --max-p99 1ns | head -1``: the closed pipe is the conventional
+    silent end of the output; the gate's exit 1 and its lines (on stderr) survive."""
+    import sampled
+
+    path = sampled.save(sampled.report(1.0, seed=0, n=20_000), tmp_path / "r.json")
+    proc = subprocess.Popen([sys.executable, "-m", "fsyncbench", "show", str(path), "--format", fmt,
+                             "--max-p99", "1ns", "--csv", str(tmp_path / "s.csv")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # the reader is gone before a byte is read
+    stderr = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert proc.returncode == 1, stderr
+    assert "Traceback" not in stderr and "Broken pipe" not in stderr
+    assert "GATE FAILED [max-p99] wal/full" in stderr
+    assert (tmp_path / "s.csv").exists()
+
+
+def test_a_full_stdout_is_one_line_and_exit_2(tmp_path):
+    import sampled
+
+    path = sampled.save(sampled.report(1.0, seed=0), tmp_path / "r.json")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "fsyncbench", "show", str(path)],
+                              stdout=full, stderr=subprocess.PIPE, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "fsyncbench: error: cannot write to standard output: No space left on device"]

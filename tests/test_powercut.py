@@ -679,3 +679,24 @@ def test_a_writer_whose_stack_ends_in_ram_lost_to_no_flush():
     jm = judge(_facts(journal=_journal(present=[(1, 90)]), host=h))
     assert (jm.outcome, jm.path_verdict) == ("fail", NO_FLUSH)
     assert "ended in RAM" in jm.findings[0].message
+
+
+def test_a_listener_that_cannot_bind_leaves_no_state_file(tmp_path):
+    """Port in use (a real socket holds it) or an address not on this host: one line, exit 2,
+    and the state database it would have used is not left behind; an existing one is kept."""
+    import socket as _socket
+
+    holder = _socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        state = tmp_path / "state.db"
+        proc = fsb("powercut", "listen", "--port", port, "--state", state)
+        assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert list(tmp_path.iterdir()) == []
+        foreign = fsb("powercut", "listen", "--bind", "192.0.2.1", "--port", "0", "--state", state)
+        assert foreign.returncode == 2 and list(tmp_path.iterdir()) == []
+    finally:
+        holder.close()

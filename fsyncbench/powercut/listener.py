@@ -498,13 +498,22 @@ def _timestamped(log: Log) -> Log:
 def listen(bind: str, port: int, state_path: Path, log: Log,
            ready: Callable[[tuple[str, int]], None] | None = None) -> None:
     """Run the listener until SIGINT/SIGTERM (a clean stop). Raises FsyncbenchError if the
-    state cannot be opened or the address cannot be bound."""
+    state cannot be opened or the address cannot be bound; a state file this call created
+    is then removed again (one that existed is kept as it was)."""
     if not 0 <= port <= 65535:
         raise FsyncbenchError(f"--port must be from 0 to 65535, got {port}")
     log = _timestamped(log)
+    existed = state_path.exists()
     state = ListenerState(state_path)
     try:
-        server = Listener(state, bind, port, log)
+        try:
+            server = Listener(state, bind, port, log)
+        except BaseException:
+            if not existed:  # a listener that never listened leaves no state behind
+                state.close()
+                for suffix in ("", "-wal", "-shm", "-journal"):
+                    Path(f"{state_path}{suffix}").unlink(missing_ok=True)
+            raise
         runs, acks = state.summary()
         host, bound_port = server.address
         log(f"listening on {protocol.format_address(host, bound_port)}; state "
