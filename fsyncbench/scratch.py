@@ -42,13 +42,42 @@ def scratch_dir(target: Path) -> Iterator[Path]:
     except OSError as exc:
         raise FsyncbenchError(f"cannot create a working directory in {target}: {exc.strerror}")
     _SCRATCH[path] = False
+    parent_fd = _open_dir(target)
     try:
         with contextlib.suppress(OSError):
             (path / OWNER_FILE).write_text(json.dumps(owner_record()))
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
-        _SCRATCH[path] = _gone(path)
+        where = _current_path(path, parent_fd)
+        shutil.rmtree(where, ignore_errors=True)
+        _SCRATCH[path] = _gone(where)
+        if where != path and not _SCRATCH[path]:
+            _SCRATCH.pop(path)
+            _SCRATCH[where] = False
+        if parent_fd is not None:
+            os.close(parent_fd)
+
+
+def _open_dir(target: Path) -> int | None:
+    """A descriptor of ``target`` (None where directories cannot be opened: Windows): it
+    keeps naming the directory if someone renames it during the run."""
+    try:
+        return os.open(target, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
+
+
+def _current_path(path: Path, parent_fd: int | None) -> Path:
+    """Where the working directory ``path`` is now: if its parent was renamed (``mv`` of the
+    target during a run), the parent's new name from ``/proc/self/fd`` (Linux), else
+    ``path`` as made."""
+    if parent_fd is None or os.path.lexists(path):
+        return path
+    try:
+        now = Path(os.readlink(f"/proc/self/fd/{parent_fd}")) / path.name
+    except OSError:
+        return path
+    return now if os.path.lexists(now) else path
 
 
 #: Working directories made by this process -> removed (True) or still there/unknown.

@@ -48,11 +48,17 @@ SCHEMA = (
 )
 
 
-def _io_error(exc: BaseException, what: str) -> FsyncbenchError:
-    """Turn an OSError/sqlite3 error into a one-line FsyncbenchError."""
+def _io_error(exc: BaseException, what: str, where: Path | None = None) -> FsyncbenchError:
+    """Turn an OSError/sqlite3 error into a one-line FsyncbenchError. ``where`` is the
+    working directory the operation wrote in: when it is gone (removed or renamed while
+    measuring), that is the cause to name, whatever SQLite calls it ("attempt to write a
+    readonly database", SQLITE_READONLY_DBMOVED: https://www.sqlite.org/rescode.html)."""
     text = str(exc)
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "disk is full" in text:
         return FsyncbenchError(f"{what}: no space left on the device (ENOSPC)")
+    if where is not None and not os.path.isdir(where):
+        return FsyncbenchError(f"{what}: the working directory {where} is gone (removed or "
+                               f"renamed while measuring; {text})")
     return FsyncbenchError(f"{what}: {text}")
 
 
@@ -149,6 +155,7 @@ class FlushWorkload:
         self.primitive = primitive
         self.syncs = 0
         self._buf = os.urandom(BLOCK_BYTES)
+        self._dir = directory
         path = directory / f"{self.FILE_PREFIX}-{primitive.name}.dat"
         try:
             self._fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
@@ -181,7 +188,7 @@ class FlushWorkload:
             if self.primitive.syncs:
                 self.syncs += 1
         except OSError as exc:
-            raise _io_error(exc, f"{self.primitive.result_name}{self.WHAT}") from None
+            raise _io_error(exc, f"{self.primitive.result_name}{self.WHAT}", self._dir) from None
 
     def close(self) -> None:
         for fd in {self._write_fd, self._sync_fd} - {self._fd}:
@@ -266,7 +273,7 @@ class JournalCommit:
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise _io_error(exc, f"commit on {self.requested.label}") from None
+            raise _io_error(exc, f"commit on {self.requested.label}", self._db_path.parent) from None
 
     def close(self) -> None:
         self._conn.close()

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -380,3 +381,24 @@ def test_a_full_stdout_is_one_line_and_exit_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         "fsyncbench: error: cannot write to standard output: No space left on device"]
+
+
+def test_target_removed_mid_run_names_the_real_cause(tmp_path):
+    """rm -r of the target while measuring: SQLite says "attempt to write a readonly
+    database"; the message must say the working directory is gone."""
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fsyncbench", "run", str(target), "--output", str(tmp_path / "out"),
+         "--samples", "100000000", "--budget-seconds", "60", "--quiet", "--rounds", "1",
+         "--no-primitives", "--journal-mode", "delete", "--synchronous", "off"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not leftovers(target) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.5)
+    shutil.rmtree(target)
+    _out, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 2, stderr
+    assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr
+    assert "is gone (removed or renamed while measuring" in stderr

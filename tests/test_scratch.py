@@ -105,3 +105,17 @@ def test_a_concurrent_run_is_left_alone(tmp_path):
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=60)
     assert leftovers(target) == []
+
+
+def test_a_target_renamed_mid_run_is_still_cleaned_and_the_message_is_true(tmp_path):
+    """``mv`` of the target during a run: the working directory moved with it and must be
+    removed from where it is now (a descriptor of the target follows the rename)."""
+    target = tmp_path / "t"
+    target.mkdir()
+    (target / "users-file").write_text("keep")
+    moved = tmp_path / "moved"
+    with scratch.scratch_dir(target) as work:
+        (work / "data").write_bytes(b"x" * 1000)
+        target.rename(moved)
+    assert sorted(p.name for p in moved.iterdir()) == ["users-file"]
+    assert scratch.scratch_cleanup() == "working directory removed"
