@@ -75,7 +75,7 @@ def report_from_json(text: str, source: str = "report") -> Report:
     """Parse report JSON. Raises FsyncbenchError (one line) when it is not JSON, not an
     fsyncbench report, of a newer schema, or missing fields."""
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise FsyncbenchError(f"{source} is not valid JSON ({exc.msg}, line {exc.lineno})")
     except ValueError as exc:  # e.g. an integer longer than Python's 4,300-digit limit
@@ -93,9 +93,58 @@ def report_from_json(text: str, source: str = "report") -> Report:
             f"({SCHEMA_VERSION}): upgrade fsyncbench"
         )
     try:
-        return from_jsonable(Report, data)
+        report = from_jsonable(Report, data)
+        check_consistent(report)
     except ValueError as exc:
         raise FsyncbenchError(f"{source} is not a valid fsyncbench report: {exc}")
+    return report
+
+
+def _no_duplicate_keys(pairs: list) -> dict:
+    """json object hook: a key given twice is an error (which one would count?)."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+#: Result kinds fsyncbench writes and reads (``Result.kind``).
+RESULT_KINDS = ("commit", "flush", "write", "floor")
+
+
+def check_consistent(report: Report) -> None:
+    """Refuse what cannot be a measurement, beyond the types the loader checks: an unknown
+    result kind or verdict word, summary counts that disagree with the raw samples, slices
+    that do not add up to them, rounds not one per slice, an interval whose low bound lies
+    above its high one. Raises ValueError naming the result and field."""
+    from fsyncbench.model import PATH_VERDICTS
+
+    verdicts = [report.verdict.path_verdict, *(v.path_verdict for v in report.verdict.results)]
+    for word in verdicts:
+        if word not in PATH_VERDICTS:
+            raise ValueError(f"verdict: unknown path verdict {word!r} (known: {', '.join(PATH_VERDICTS)})")
+    for where, r in [*((f"results[{i}]", r) for i, r in enumerate(report.results)),
+                     *((f"floors[{i}]", r) for i, r in enumerate(report.floors))]:
+        if r.kind not in RESULT_KINDS:
+            raise ValueError(f"{where}.kind: unknown kind {r.kind!r} (known: {', '.join(RESULT_KINDS)})")
+        n = len(r.samples_ns)
+        if n and r.summary.count != n:
+            raise ValueError(f"{where}.summary.count: {r.summary.count}, but there are {n} samples")
+        if n and r.slice_counts and sum(r.slice_counts) != n:
+            raise ValueError(f"{where}.slice_counts: they add up to {sum(r.slice_counts)}, not "
+                             f"the {n} samples")
+        if r.slice_rounds and len(r.slice_rounds) != len(r.slice_counts):
+            raise ValueError(f"{where}.slice_rounds: {len(r.slice_rounds)} entries for "
+                             f"{len(r.slice_counts)} slices")
+        s = r.summary
+        for name, ci in (("p50_ci_ns", s.p50_ci_ns), ("p99_ci_ns", s.p99_ci_ns)):
+            if ci is not None and ci[0] > ci[1]:
+                raise ValueError(f"{where}.summary.{name}: low bound {ci[0]:g} above high bound {ci[1]:g}")
+        for name, iv in (("p50_interval", s.p50_interval), ("p99_interval", s.p99_interval)):
+            if iv is not None and iv.bounds is not None and iv.low_ns > iv.high_ns:
+                raise ValueError(f"{where}.summary.{name}: low bound above high bound")
 
 
 #: Largest report file read (bytes): a million raw samples take about 10 MB of JSON.

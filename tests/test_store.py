@@ -1,5 +1,6 @@
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,49 @@ def test_numbers_a_report_cannot_hold_are_refused(tmp_path, path, value, msg):
     bad.write_text(json.dumps(data))
     with pytest.raises(FsyncbenchError, match=msg):
         store.load_report(bad)
+
+
+def _sampled_report_data():
+    import sampled
+
+    return json.loads(store.report_to_json(sampled.report(1.0, seed=0, n=2000)))
+
+
+def _set(data, path, value):
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+
+
+@pytest.mark.parametrize("path,value,msg", [
+    (("results", 0, "kind"), "benchmark", "results[0].kind: unknown kind 'benchmark'"),
+    (("verdict", "path_verdict"), "probably_fine", "unknown path verdict 'probably_fine'"),
+    (("results", 1, "summary", "count"), 7, "results[1].summary.count: 7, but there are 2000 samples"),
+    (("results", 1, "slice_counts"), [1000, 999], "slice_counts: they add up to 1999, not the 2000"),
+    (("results", 1, "slice_counts"), [-1] + [201] * 9 + [192], "negative"),
+    (("results", 1, "slice_rounds"), [0, 1], "slice_rounds: 2 entries for 10 slices"),
+    (("results", 1, "summary", "p99_ci_ns"), [5e6, 1e6], "p99_ci_ns: low bound 5e+06 above high bound 1e+06"),
+    (("results", 1, "summary", "p99_interval", "df"), -3, "negative df"),
+    (("results", 1, "summary", "p99_interval", "low_ns"), 9e12, "p99_interval: low bound above high bound"),
+])
+def test_reports_that_cannot_be_a_measurement_are_refused(tmp_path, path, value, msg):
+    data = _sampled_report_data()
+    _set(data, path, value)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(FsyncbenchError, match=re.escape(msg)):
+        store.load_report(bad)
+
+
+def test_duplicate_json_keys_are_refused(tmp_path):
+    bad = tmp_path / "dup.json"
+    bad.write_text('{"schema_version": 2, "schema_version": 1}')
+    with pytest.raises(FsyncbenchError, match="duplicate key 'schema_version'"):
+        store.load_report(bad)
+
+
+def test_schema_1_reports_without_slices_still_load():
+    for path in sorted((Path(__file__).parent / "fixtures" / "reports").glob("*.json")):
+        report = store.load_report(path)
+        assert all(r.slice_counts == () for r in report.results)
