@@ -303,7 +303,8 @@ def _main(argv: list[str] | None) -> int:
             if hasattr(signal, name):
                 signal.signal(getattr(signal, name), _terminate)
     try:
-        args = build_parser().parse_args(args_list)
+        parser = build_parser()
+        args = parser.parse_args(_glue_negative_values(parser, args_list))
         return _COMMANDS[args.command](args, args_list)
     except FsyncbenchError as exc:
         print(f"fsyncbench: error: {exc}", file=sys.stderr)
@@ -315,6 +316,32 @@ def _main(argv: list[str] | None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"fsyncbench: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_ERROR
+
+
+def _glue_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--max-p99 -5ms`` -> ``--max-p99=-5ms``: argparse takes a value starting with "-"
+    and a digit for an option of its own and says "expected one argument"; glued, the
+    value reaches the option's own check, which names what is wrong with it."""
+    takes_value = set()
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                stack.extend(action.choices.values())
+            elif action.option_strings and action.nargs is None and action.const is None:
+                takes_value.update(action.option_strings)
+    out, i = [], 0
+    while i < len(argv):
+        tok = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        if tok in takes_value and len(nxt) > 1 and nxt[0] == "-" and (nxt[1].isdigit() or nxt[1] == "."):
+            out.append(f"{tok}={nxt}")
+            i += 2
+            continue
+        out.append(tok)
+        i += 1
+    return out
 
 
 def _collect_host(target: Path):
@@ -356,7 +383,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     if gate.names:
         from fsyncbench import gates
 
-        gates.check_names(gate.names, runner.result_names(plan))
+        gates.check_names(gate.names, runner.result_names(plan), "this run measures")
     store.check_output_dir(args.output)
     _check_file_dir(args.csv)
     host = _declare(_collect_host(target), args)

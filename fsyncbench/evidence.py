@@ -111,7 +111,7 @@ class EvidencePlan:
         if self.sweep_repeats < 1:
             raise FsyncbenchError(f"--sweep-repeats must be at least 1, got {self.sweep_repeats}")
         if self.sweep_max_bytes < SWEEP_SIZES[1]:
-            raise FsyncbenchError(f"--sweep-max-bytes must be at least {SWEEP_SIZES[1]}")
+            raise FsyncbenchError(f"--sweep-max-mib must be at least {max(1, SWEEP_SIZES[1] >> 20)}")
         if self.trace_commits < 1:
             raise FsyncbenchError(f"--trace-commits must be at least 1, got {self.trace_commits}")
 

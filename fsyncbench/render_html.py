@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import io
+import logging
 import re
 from collections.abc import Sequence
 
@@ -32,6 +33,11 @@ from fsyncbench.render import (
     p99_precision,
     stance_tag,
 )
+
+# matplotlib warns on import, in two lines on stderr, when $HOME/.config is not writable and
+# it falls back to a temporary cache; the page does not depend on that cache, and the CLI's
+# stderr is for fsyncbench's own one-line messages.
+logging.getLogger("matplotlib").setLevel(logging.ERROR)
 
 #: Most points drawn per CDF line: evenly spaced quantiles plus every point of the top tail.
 CDF_MAX_POINTS = 2000

@@ -44,7 +44,10 @@ FULLFSYNC_VALUES = {"on": True, "off": False, "1": True, "0": False, "true": Tru
 def parse_choices(text: str, allowed: Sequence[str], what: str) -> tuple[str, ...]:
     """``"delete,wal"`` -> ``("DELETE", "WAL")``, checked against ``allowed``.
     Raises FsyncbenchError listing the allowed values."""
-    given = [v.strip() for v in text.split(",") if v.strip()]
+    given = [v.strip() for v in text.split(",")]
+    if any(not g for g in given):
+        raise FsyncbenchError(f"invalid {what} {text!r}: an empty item (allowed values are "
+                              f"{', '.join(a.lower() for a in allowed)})")
     values = tuple(v.upper() for v in given)
     bad = [g for g, v in zip(given, values) if v not in allowed]
     if bad or not values:
@@ -57,7 +60,9 @@ def parse_choices(text: str, allowed: Sequence[str], what: str) -> tuple[str, ..
 
 def parse_fullfsync(text: str) -> tuple[bool, ...]:
     """``"on,off"`` -> ``(True, False)``. Raises FsyncbenchError listing allowed values."""
-    values = [v.strip().lower() for v in text.split(",") if v.strip()]
+    values = [v.strip().lower() for v in text.split(",")]
+    if any(not v for v in values):
+        raise FsyncbenchError(f"invalid fullfsync {text!r}: an empty item (allowed values are on, off)")
     bad = [v for v in values if v not in FULLFSYNC_VALUES]
     if bad or not values:
         raise FsyncbenchError(
@@ -168,8 +173,8 @@ class RunPlan:
         if self.min_samples < 1:
             raise FsyncbenchError(f"--min-samples must be at least 1, got {self.min_samples}")
         if self.max_samples < self.min_samples:
-            raise FsyncbenchError(f"--max-samples ({self.max_samples}) must be at least "
-                                  f"--min-samples ({self.min_samples})")
+            raise FsyncbenchError(f"--min-samples {self.min_samples} is above the most samples "
+                                  f"one configuration may take ({self.max_samples})")
         if self.warmup < 0:
             raise FsyncbenchError(f"--warmup must be 0 or more, got {self.warmup}")
         if not 1 <= self.payload_bytes <= MAX_PAYLOAD_BYTES:

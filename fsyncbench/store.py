@@ -255,7 +255,10 @@ def check_output_dir(directory: Path) -> Path:
             break
         probe = probe.parent
     if not probe.is_dir():
-        raise FsyncbenchError(f"output {directory} is not a directory ({probe} is a file)")
+        if probe == directory:
+            raise FsyncbenchError(f"output {directory} is not a directory")
+        what = "is a file" if probe.is_file() else "is not a directory"
+        raise FsyncbenchError(f"output {directory} is not a directory ({probe} {what})")
     try:
         with tempfile.TemporaryFile(dir=probe):
             pass

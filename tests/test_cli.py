@@ -402,3 +402,32 @@ def test_target_removed_mid_run_names_the_real_cause(tmp_path):
     assert proc.returncode == 2, stderr
     assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr
     assert "is gone (removed or renamed while measuring" in stderr
+
+
+@pytest.mark.parametrize("args,line", [
+    (("--max-p99", "-5ms"), "invalid --max-p99 '-5ms': give a number with a unit, e.g. 10ms, 500us, 2s"),
+    (("--synchronous", "full,"), "invalid synchronous 'full,': an empty item (allowed values are "
+                                 "off, normal, full, extra)"),
+    (("--journal-mode", ",wal"), "invalid journal_mode ',wal': an empty item (allowed values are "
+                                 "delete, truncate, persist, memory, wal, off)"),
+    (("--fullfsync", "on,"), "invalid fullfsync 'on,': an empty item (allowed values are on, off)"),
+    (("--min-samples", "2000000"), "--min-samples 2000000 is above the most samples one "
+                                   "configuration may take (1000000)"),
+    (("--rounds", "0"), "--rounds must be between 1 and 1000, got 0"),
+    (("--rounds", "-2"), "--rounds must be between 1 and 1000, got -2"),
+    (("--output", "/dev/null"), "output /dev/null is not a directory"),
+    (("--max-p99", "1ms", "--config", "wal/fast"), "unknown configuration wal/fast: this run measures "
+     "write (no sync), write+fsync, write+fdatasync, write (O_DSYNC), write (O_SYNC), delete/off, "
+     "delete/normal, delete/full, truncate/off, truncate/normal, truncate/full, wal/off, wal/normal, "
+     "wal/full"),
+])
+def test_bad_run_options_are_one_line_before_anything_is_done(tmp_path, args, line):
+    (tmp_path / "users-file").write_text("keep")
+    proc = fsb("run", tmp_path, "--quiet", *args)
+    assert_usage_error(proc, line)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["users-file"]
+
+
+def test_bad_audit_sweep_size_names_its_own_option(tmp_path):
+    assert_usage_error(fsb("audit", tmp_path, "--sweep-max-mib", "0"),
+                       "--sweep-max-mib must be at least 1")
