@@ -776,21 +776,37 @@ def _read_line(fd: int, deadline: float) -> dict[str, Any] | None:
     return json.loads(buf)
 
 
+#: Signals held back while a child is forked (see :func:`_run_child`).
+_DEFERRED_SIGNALS = frozenset(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+                              if hasattr(signal, name))
+
+
 def _run_child(spec: _RunSpec) -> _ChildReport:
     """Fork one agent run; SIGKILL it at ``spec.kill_at`` if it gets there; reap it."""
     read_fd, write_fd = os.pipe()
     parent = os.getpid()
+    # Ctrl-C (sent to the whole process group) or SIGTERM arriving while fork runs its
+    # after-fork hooks in the child would raise there, before the child can ignore it, and
+    # Python prints "Exception ignored in: <function _after_fork>": the signals wait, blocked,
+    # until the child has set its own dispositions (and the parent has finished forking).
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED_SIGNALS)
     try:
         pid = os.fork()
     except OSError as exc:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
         os.close(read_fd)
         os.close(write_fd)
         raise CrashError(f"cannot fork a crash-matrix child: {exc.strerror}") from None
     if pid == 0:  # child
         try:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+            for other in _DEFERRED_SIGNALS - {signal.SIGINT}:
+                signal.signal(other, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
             os.close(read_fd)
         finally:
             _child_main(write_fd, spec, parent)
+    signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
     os.close(write_fd)
     reaped = False
     try:

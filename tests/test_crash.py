@@ -265,3 +265,32 @@ def test_no_fork_is_crash_unsupported(tmp_path: Path, monkeypatch: pytest.Monkey
     with pytest.raises(crash.CrashUnsupported, match="fork"):
         crash.run_kill_matrix(tmp_path)
     assert issubclass(crash.CrashUnsupported, FsyncbenchError)
+
+
+def test_ctrl_c_during_the_kill_matrix_is_one_clean_line(tmp_path):
+    """Ctrl-C goes to the whole process group, forked children included; whenever it lands
+    (12 tries at staggered moments, some during a fork) the output is one line, exit 2, no
+    "Exception ignored" fragment, nothing left behind."""
+    import subprocess
+    import sys
+    import time
+
+    from clitools import leftovers
+
+    for k in range(12):
+        target = tmp_path / f"t{k}"
+        target.mkdir()
+        proc = subprocess.Popen([sys.executable, "-m", "fsyncbench", "crash", str(target)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        deadline = time.monotonic() + 30
+        while not leftovers(target) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        time.sleep(0.05 + 0.037 * k)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+        _out, err = proc.communicate(timeout=60)
+        assert "Exception ignored" not in err and "Traceback" not in err, err
+        if proc.returncode != 0:  # it may also have finished before the signal
+            assert proc.returncode == 2 and len(err.splitlines()) == 1, err
+        assert leftovers(target) == []
