@@ -441,7 +441,8 @@ def _check_file_dir(path: Path | None) -> None:
     if path.is_dir():
         raise FsyncbenchError(f"{path} is a directory, not a file")
     if not parent.is_dir():
-        raise FsyncbenchError(f"cannot write {path}: directory {parent} does not exist")
+        why = "is not a directory" if parent.exists() else "does not exist"
+        raise FsyncbenchError(f"cannot write {path}: {parent} {why}")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise FsyncbenchError(f"cannot write {path}: directory {parent} is not writable")
 

@@ -169,7 +169,7 @@ class RunPlan:
         if self.run_budget_s is not None and not 0 < self.run_budget_s <= MAX_BUDGET_S:
             raise FsyncbenchError(f"--run-budget-seconds must be positive and at most {MAX_BUDGET_S:g}, got {self.run_budget_s:g}")
         if not 0 < self.ci_target_pct < 100:
-            raise FsyncbenchError(f"--ci-target-pct must be positive, got {self.ci_target_pct:g}")
+            raise FsyncbenchError(f"--ci-target-pct must be above 0 and below 100, got {self.ci_target_pct:g}")
         if self.min_samples < 1:
             raise FsyncbenchError(f"--min-samples must be at least 1, got {self.min_samples}")
         if self.max_samples < self.min_samples:

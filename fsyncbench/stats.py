@@ -13,7 +13,6 @@ import math
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from scipy.special import stdtr, stdtrit
 
 from fsyncbench.model import Interval, Result, Summary
 
@@ -271,7 +270,7 @@ def _jackknife_interval(x: np.ndarray, counts: np.ndarray, q: float, estimate: f
     theta_jack = b * theta - float(np.sum((1.0 - counts / n) * theta_j))
     var = float(np.sum((pseudo - theta_jack) ** 2 / (h - 1.0))) / b
     se = math.sqrt(max(var, 0.0))
-    t = float(stdtrit(df, 0.5 + confidence / 2.0))
+    t = t_quantile(df, 0.5 + confidence / 2.0)
     return Interval(estimate, estimate * math.exp(-t * se), estimate * math.exp(t * se),
                     se, df, b, method)
 
@@ -328,17 +327,24 @@ def round_percentiles(samples_ns: Sequence[int] | np.ndarray, slice_counts: Sequ
 
 
 def t_quantile(df: float, p: float) -> float:
-    """The p quantile of Student's t with ``df`` degrees of freedom (scipy.special)."""
+    """The p quantile of Student's t with ``df`` degrees of freedom (scipy.special, imported
+    here: a command that only reports a usage error need not load it)."""
+    from scipy.special import stdtrit
+
     return float(stdtrit(df, p))
 
 
 def t_two_sided_p(t: float, df: float) -> float:
     """Two-sided p-value of a t statistic with ``df`` degrees of freedom."""
+    from scipy.special import stdtr
+
     return float(2.0 * stdtr(df, -abs(t)))
 
 
 def t_one_sided_p(t: float, df: float) -> float:
     """P(T >= t) for Student's t with ``df`` degrees of freedom (inf: the normal)."""
+    from scipy.special import stdtr
+
     return float(stdtr(df, -t))
 
 
