@@ -164,7 +164,7 @@ class FlushWorkload:
             self._sync_fd = self._open_sync_fd(path)
             self._write_fd = self._open_write_fd(path)
         except OSError as exc:
-            raise _io_error(exc, f"preparing {path.name}") from None
+            raise _io_error(exc, f"preparing {path.name}", directory) from None
 
     def _open_sync_fd(self, _path: Path) -> int:
         """The descriptor the sync primitive is called on: the writing one."""
@@ -257,7 +257,7 @@ class JournalCommit:
             self.effective = read_pragmas(self._conn, pragmas.fullfsync is not None)
             self._insert = "INSERT INTO steps VALUES (?, ?, ?, ?, ?)"
         except (sqlite3.Error, OSError) as exc:
-            raise _io_error(exc, f"opening {self._db_path.name}") from None
+            raise _io_error(exc, f"opening {self._db_path.name}", directory) from None
 
     def prepare(self, i: int) -> tuple[str, int, str, str, str]:
         name = f"step-{i}"
@@ -276,7 +276,10 @@ class JournalCommit:
             raise _io_error(exc, f"commit on {self.requested.label}", self._db_path.parent) from None
 
     def close(self) -> None:
-        self._conn.close()
+        try:
+            self._conn.close()
+        except sqlite3.Error:  # closing after a failure (its directory gone): nothing to keep
+            pass
 
 
 def step_output(seq: int, payload_bytes: int) -> str:

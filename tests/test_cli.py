@@ -139,7 +139,7 @@ def test_dir_not_writable(tmp_path):
     ("--payload-bytes", "3000000000", "--payload-bytes must be between 1 and 67108864, got 3000000000"),
     ("--budget-seconds", "inf", "--budget-seconds must be positive and at most 86400, got inf"),
     ("--budget-seconds", "nan", "--budget-seconds must be positive and at most 86400, got nan"),
-    ("--journal-mode", "", "invalid journal_mode '': allowed values are delete, truncate, persist, memory, wal, off"),
+    ("--journal-mode", "", "invalid journal_mode '': an empty item (allowed values are delete, truncate, persist, memory, wal, off)"),
     ("--samples", "many", "argument --samples: invalid int value: 'many' (see fsyncbench run --help)"),
 ])
 def test_bad_values(tmp_path, option, value, line):
@@ -400,8 +400,8 @@ def test_target_removed_mid_run_names_the_real_cause(tmp_path):
     shutil.rmtree(target)
     _out, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 2, stderr
-    assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr
-    assert "is gone (removed or renamed while measuring" in stderr
+    assert len(stderr.splitlines()) == 1 and "Traceback" not in stderr, stderr
+    assert "is gone (removed or renamed while measuring" in stderr, stderr
 
 
 @pytest.mark.parametrize("args,line", [

@@ -80,8 +80,8 @@ def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
     (("--max-p99", "fast"), "invalid --max-p99 'fast': give a number with a unit, e.g. 10ms, 500us, 2s"),
     (("--fail-on", "bogus"), "invalid --fail-on bogus: allowed values are no_flush, "
                              "volatile_cache, unverifiable, honest_flush"),
-    (("--max-p99", "10ms", "--config", "wal/fast"), "unknown configuration wal/fast: this report "
-     "has write (no sync), write+fsync, write+fdatasync, write (O_DSYNC), write (O_SYNC), "
+    (("--max-p99", "10ms", "--config", "wal/fast"), "unknown configuration wal/fast: this run "
+     "measures write (no sync), write+fsync, write+fdatasync, write (O_DSYNC), write (O_SYNC), "
      "wal/off, wal/full"),
 ])
 def test_cli_bad_gate_values_fail_before_measuring(tmp_path, args, line):
