@@ -387,6 +387,10 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     store.check_output_dir(args.output)
     _check_file_dir(args.csv)
     host = _declare(_collect_host(target), args)
+    if args.fullfsync is not None and host.os_name != "Darwin":
+        print("fsyncbench: note: fullfsync has no effect outside macOS "
+              "(https://www.sqlite.org/pragma.html#pragma_fullfsync): its rows will differ only "
+              "by noise", file=sys.stderr)
     progress = _Progress(quiet=args.quiet)
     _sweep(target)
     try:
