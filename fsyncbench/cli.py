@@ -669,10 +669,19 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
                       for rep, label in zip(reports[1:], labels[1:])]
     if args.fail_on_regression is None:
         return EXIT_OK
-    found = []
+    found, skipped = [], []
     for label, pair in pairs:
+        looked, untested = compare.regression_coverage(pair, wanted)
+        if untested and len(untested) == looked:
+            raise FsyncbenchError(
+                f"--fail-on-regression could test no configuration of {label} against "
+                f"{labels[0]}: " + "; ".join(untested[:2])
+                + (f"; and {len(untested) - 2} more" if len(untested) > 2 else ""))
+        skipped += [f"{u} in {label}" for u in untested]
         found += compare.regressions(pair, args.fail_on_regression, labels[0], label, wanted)
     print()
+    if skipped:
+        print("Not checked for a regression (no p99 interval to test): " + "; ".join(skipped) + ".")
     if not found:
         print(f"No p99 regression above {args.fail_on_regression:g} % against {labels[0]}.")
         return EXIT_OK

@@ -35,6 +35,11 @@ from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Interval, Report, Result
 
 CONFIDENCE = 0.95
+#: A floor p50 that moved by more than this factor between two runs means the machine
+#: changed: CPU-only timings on this project's 2-core Firecracker VM varied by up to 15 %
+#: from process to process (the no-sync write p50 2.1-2.5 us in five processes; README,
+#: "How far to trust the intervals").
+FLOOR_MOVED_RATIO = 1.25
 #: The multiple-comparison adjustment, named in the output.
 ADJUSTMENT = "Holm"
 #: The configuration a fleet table is sorted by when none is named: the durable WAL setup
@@ -115,10 +120,12 @@ class PairComparison:
     @property
     def floor_moved(self) -> tuple[tuple[str, QuantileComparison], ...]:
         """The tool's floors (CPU-only work: the timing loop, an in-memory commit, an
-        in-memory write) whose p50 differs significantly between A and B: the machine
-        itself changed (its CPU speed, or its share of a shared host), so differences in
-        the storage figures may be the machine's."""
-        return tuple((n, q) for n, q in self.floors if q.significant)
+        in-memory write) whose p50 moved by more than :data:`FLOOR_MOVED_RATIO` either way
+        between A and B: the machine itself changed (its CPU speed, or its share of a shared
+        host), so differences in the storage figures may be the machine's. (A ratio, not a
+        test: the floors' own intervals rest on three rounds and are too wide to show it.)"""
+        return tuple((n, q) for n, q in self.floors if q.ratio is not None and (
+            q.ratio > FLOOR_MOVED_RATIO or q.ratio < 1.0 / FLOOR_MOVED_RATIO))
 
 
 @dataclass(frozen=True)
@@ -337,7 +344,8 @@ def regressions(
     Holm-adjusted over the p99s this check looks at, is below 1 - confidence. "Worse by more
     than 20 %" must be shown, not merely "worse": between two runs of an unchanged machine
     (true ratio 1) it fires far less often than the 5 % a test against 1 would, and a wide
-    interval cannot fail a build on a guess. ``names`` limits the check; by default every
+    interval cannot fail a build on a guess. The row must also be significant in the table
+    (:func:`compare_pair`'s Holm over every statistic). ``names`` limits the check; by default every
     compared configuration that syncs: the no-sync write baseline and commits at
     synchronous=OFF (primitive "none") measure Python and the page cache, not the storage
     a durability gate is about, so they are checked only when named."""
@@ -358,8 +366,27 @@ def regressions(
             p = stats.t_one_sided_p(excess / q.se_log, q.df)
         checked.append((c, p))
     adjusted = holm([p for _, p in checked])
+    # and the table's own call: a REGRESSION line never stands beside "significant: no"
     return [Regression(c.name, baseline, candidate, c.p99, limit_pct, pa)
-            for (c, _), pa in zip(checked, adjusted) if pa < 1.0 - pair.confidence]
+            for (c, _), pa in zip(checked, adjusted)
+            if pa < 1.0 - pair.confidence and c.p99.significant]
+
+
+def regression_coverage(pair: PairComparison, names: Sequence[str] | None = None
+                        ) -> tuple[int, list[str]]:
+    """(how many p99s a regression check looks at, why each one it cannot test cannot be
+    tested): a check must say what it skipped, and one that tested nothing must not pass."""
+    wanted = {n.lower() for n in names} if names else None
+    looked, out = 0, []
+    for c in pair.configs:
+        if wanted is not None and c.name.lower() not in wanted:
+            continue
+        if wanted is None and (c.kind == "write" or "none" in (c.primitive_a, c.primitive_b)):
+            continue
+        looked += 1
+        if c.p99.se_log is None:
+            out.append(f"{c.name} ({c.p99.reason or 'no interval'})")
+    return looked, out
 
 
 # --------------------------------------------------------------------------- fleet

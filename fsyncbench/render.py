@@ -180,6 +180,9 @@ def render_text(report: Report) -> str:
     out = [f"fsyncbench {report.tool_version} {report.kind} report, {report.created_utc}", ""]
     out.append(render_host(report.host).rstrip("\n"))
     out += ["", results_table(report, "simple"), ""]
+    intervals = interval_caveat(report.results)
+    if intervals:
+        out += [intervals, ""]
     if report.floors:
         out += [floor_line(report), ""]
     if report.evidence is not None:
@@ -313,6 +316,25 @@ def methodology(report: Report) -> str:
     if report.floors:
         parts.append(floor_line(report))
     return " ".join(parts)
+
+
+def interval_caveat(results: Sequence[Result]) -> str:
+    """One line for the terminal report on what its intervals cannot see ("" when they
+    rest on several rounds): schema 1 intervals assume independent samples; one round
+    cannot see run-to-run variation."""
+    from fsyncbench import stats
+
+    methods = {r.summary.ci_method for r in results}
+    if not methods:
+        return ""
+    if not methods & {stats.METHOD_BLOCKS, stats.METHOD_ROUNDS}:
+        return ("Intervals: this report (schema 1) has intervals that assume independent "
+                "samples; samples close in time move together, so they are narrower than the "
+                "spread from run to run.")
+    if not any(r.summary.round_p99_ns for r in results) and any(r.slice_counts for r in results):
+        return ("Intervals: one round (--rounds 1): they rest on this run's slices and cannot "
+                "see how much a separate run (new files, another process, later) would differ.")
+    return ""
 
 
 def interval_method_text(results: Sequence[Result]) -> str:
@@ -527,8 +549,13 @@ def render_compare(a: Report, b: Report, pair, labels: Sequence[str], tablefmt: 
                                        f"p ({pair.adjustment})", "significant", "P(B>A)"],
                         tablefmt=tablefmt, disable_numparse=True))
     tested = sum(1 for c in pair.configs for q in (c.p50, c.p99) if q.p_value is not None)
-    out += ["", f"Intervals are each report's own (jackknife over its slices, which allows for "
-            f"samples that move together in time). Significant: the {pair.adjustment}-adjusted "
+    legacy = [label for label, rep in zip(labels, (a, b)) if rep.results and not any(
+        r.slice_counts for r in rep.results)]
+    own = ("Intervals are each report's own (jackknife over its slices, which allows for "
+           "samples that move together in time)" if not legacy else
+           f"Intervals are each report's own; {' and '.join(legacy)} recorded no slices (schema 1), "
+           "so its intervals assume independent samples and nothing in it can be tested")
+    out += ["", f"{own}. Significant: the {pair.adjustment}-adjusted "
             f"p-value over all {tested} statistics tested is below {1 - pair.confidence:.2g} "
             f"(Welch t test of log B - log A), so two runs of an unchanged machine show a "
             f"significant difference anywhere in this table at most {100 * (1 - pair.confidence):g} % "

@@ -94,7 +94,7 @@ def build_configs(
 #: Default time (s) all workloads of an adaptive run share: with the host record, the floors,
 #: three worker processes' start and warmup and the summaries a default run on a 2-core VM
 #: takes about 30 s.
-DEFAULT_RUN_BUDGET_S = 19.0
+DEFAULT_RUN_BUDGET_S = 17.0
 #: Default precision target: the 95 % CI of p99 within +-10 % of p99.
 DEFAULT_CI_TARGET_PCT = 10.0
 #: Default minimum samples per workload before the adaptive stop may end it: below 1,000
@@ -115,8 +115,9 @@ MIN_SLICE_S = 0.05
 MIN_PHASES = stats.MIN_BLOCKS
 #: Rounds of a default run.
 DEFAULT_ROUNDS = 3
-#: Most rounds (``--rounds``) one run may have.
-MAX_ROUNDS = 1000
+#: Most rounds (``--rounds``) one run may have: each starts a process (about a second of
+#: Python and numpy imports plus warmup on a 2-core VM) outside the time budget.
+MAX_ROUNDS = 50
 #: Time budget (s) of each floor measurement (they stop far earlier on their CI target).
 FLOOR_BUDGET_S = 0.5
 #: Slice (s) of the floor measurements.
@@ -164,6 +165,9 @@ class RunPlan:
             raise FsyncbenchError(f"--rounds must be between 1 and {MAX_ROUNDS}, got {self.rounds}")
         if self.samples is not None and self.samples < 1:
             raise FsyncbenchError(f"--samples must be at least 1, got {self.samples}")
+        if self.samples is not None and self.samples < self.rounds:
+            raise FsyncbenchError(f"--samples {self.samples} is fewer than --rounds {self.rounds}: "
+                                  "every round takes at least one sample (give --rounds 1)")
         if not 0 < self.budget_s <= MAX_BUDGET_S:
             raise FsyncbenchError(f"--budget-seconds must be positive and at most {MAX_BUDGET_S:g}, got {self.budget_s:g}")
         if self.run_budget_s is not None and not 0 < self.run_budget_s <= MAX_BUDGET_S:

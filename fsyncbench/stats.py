@@ -254,11 +254,11 @@ def _jackknife_interval(x: np.ndarray, counts: np.ndarray, q: float, estimate: f
     total = float(beyond.sum())
     effective = total * total / float(np.sum(beyond * beyond)) if total > 0 else 0.0
     df = min(b - 1.0, effective - 1.0)
+    unit = "slices" if method == METHOD_BLOCKS else "rounds"
     if effective < MIN_TAIL_BLOCKS:
         return Interval(estimate, None, None, None, max(df, 0.0), b, method,
-                        f"the samples beyond {percentile_label(100 * q)} lie in too few "
-                        f"{'slices' if method == METHOD_BLOCKS else 'rounds'} "
-                        f"({effective:.1f} effective) for an interval")
+                        f"the samples at or beyond {percentile_label(100 * q)} lie in too few "
+                        f"{unit} ({math.floor(effective * 100) / 100:.2f} effective) for an interval")
     dropped = leave_one_block_out(x, counts, q)
     if estimate <= 0 or np.any(dropped <= 0):  # a clock too coarse to time the operation
         return Interval(estimate, None, None, None, df, b, method,
@@ -271,8 +271,14 @@ def _jackknife_interval(x: np.ndarray, counts: np.ndarray, q: float, estimate: f
     var = float(np.sum((pseudo - theta_jack) ** 2 / (h - 1.0))) / b
     se = math.sqrt(max(var, 0.0))
     t = t_quantile(df, 0.5 + confidence / 2.0)
-    return Interval(estimate, estimate * math.exp(-t * se), estimate * math.exp(t * se),
-                    se, df, b, method)
+    low, high = estimate * math.exp(-t * se), estimate * math.exp(t * se)
+    if low < float(x.min()) or high > float(x.max()):
+        # an interval reaching beyond every sample measured: the few blocks disagree too much
+        # for the t approximation to mean anything (with 1 degree of freedom t is 12.7)
+        return Interval(estimate, None, None, se, df, b, method,
+                        f"the {unit} disagree too much for an interval (it would reach beyond "
+                        f"the samples measured; {df + 1:.1f} effective {unit})")
+    return Interval(estimate, low, high, se, df, b, method)
 
 
 def leave_one_block_out(x: np.ndarray, counts: np.ndarray, q: float) -> np.ndarray:

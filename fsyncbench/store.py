@@ -139,12 +139,17 @@ def check_consistent(report: Report) -> None:
             raise ValueError(f"{where}.slice_rounds: {len(r.slice_rounds)} entries for "
                              f"{len(r.slice_counts)} slices")
         s = r.summary
-        for name, ci in (("p50_ci_ns", s.p50_ci_ns), ("p99_ci_ns", s.p99_ci_ns)):
+        for name, ci, value in (("p50_ci_ns", s.p50_ci_ns, s.p50_ns), ("p99_ci_ns", s.p99_ci_ns, s.p99_ns)):
             if ci is not None and ci[0] > ci[1]:
                 raise ValueError(f"{where}.summary.{name}: low bound {ci[0]:g} above high bound {ci[1]:g}")
+            if ci is not None and not ci[0] * (1 - 1e-9) <= value <= ci[1] * (1 + 1e-9):
+                raise ValueError(f"{where}.summary.{name}: [{ci[0]:g}, {ci[1]:g}] does not hold "
+                                 f"the estimate {value:g} it is an interval of")
         for name, iv in (("p50_interval", s.p50_interval), ("p99_interval", s.p99_interval)):
             if iv is not None and iv.bounds is not None and iv.low_ns > iv.high_ns:
                 raise ValueError(f"{where}.summary.{name}: low bound above high bound")
+            if iv is not None and iv.se_log is not None and iv.se_log < 0:
+                raise ValueError(f"{where}.summary.{name}.se_log: negative")
 
 
 #: Largest report file read (bytes): a million raw samples take about 8 MB of JSON.

@@ -59,9 +59,11 @@ CASES = [
                                   "off, normal, full, extra)"),
     ("run d --fullfsync maybe", "invalid fullfsync maybe: allowed values are on, off"),
     ("run d --fullfsync on,", "invalid fullfsync 'on,': an empty item (allowed values are on, off)"),
-    ("run d --rounds 0", "--rounds must be between 1 and 1000, got 0"),
-    ("run d --rounds -2", "--rounds must be between 1 and 1000, got -2"),
-    ("run d --rounds 1001", "--rounds must be between 1 and 1000, got 1001"),
+    ("run d --rounds 0", "--rounds must be between 1 and 50, got 0"),
+    ("run d --rounds -2", "--rounds must be between 1 and 50, got -2"),
+    ("run d --rounds 51", "--rounds must be between 1 and 50, got 51"),
+    ("run d --samples 2", "--samples 2 is fewer than --rounds 3: every round takes at least one "
+                          "sample (give --rounds 1)"),
     ("run d --rounds x", "argument --rounds: invalid int value: 'x' (see fsyncbench run --help)"),
     ("run d --rounds 1.5", "argument --rounds: invalid int value: '1.5' (see fsyncbench run --help)"),
     ("run d --format pdf", "argument --format: invalid choice: 'pdf' (choose from 'text', 'markdown', "
@@ -206,6 +208,7 @@ def _bad_reports() -> dict[str, str]:
     variant("slices-mismatch.json", ("results", 2, "slice_counts"), [600, 599])
     variant("rounds-mismatch.json", ("results", 2, "slice_rounds"), [0, 1, 2])
     variant("inverted-ci.json", ("results", 2, "summary", "p99_ci_ns"), [9e6, 1e6])
+    variant("ci-off-estimate.json", ("results", 2, "summary", "p99_ci_ns"), [1.0, 2.0])
     variant("string-samples.json", ("results", 2, "samples_ns"), "fast")
     variant("missing-field.json", ("results", 2), {"kind": "commit"})
     return out
@@ -228,9 +231,13 @@ BAD_REPORTS = {
                             "10 slices",
     "inverted-ci.json": "is not a valid fsyncbench report: results[2].summary.p99_ci_ns: low bound "
                         "9e+06 above high bound 1e+06",
+    "ci-off-estimate.json": "is not a valid fsyncbench report: results[2].summary.p99_ci_ns: "
+                            "[1, 2] does not hold the estimate ESTIMATE it is an interval of",
     "string-samples.json": "is not a valid fsyncbench report: Report.results[].samples_ns: expected a list",
     "missing-field.json": "is not a valid fsyncbench report: Report.results[]: missing field 'name'",
 }
+_ESTIMATE = f"{sampled.report(1.0, seed=0, n=1200).results[2].summary.p99_ns:g}"
+BAD_REPORTS = {k: v.replace("ESTIMATE", _ESTIMATE) for k, v in BAD_REPORTS.items()}
 for _k, (_name, _tail) in enumerate(BAD_REPORTS.items()):
     CASES.append((f"show {_name}", f"{_name} {_tail}"))
     # every loader runs the same checks: a third of them through compare and audit --from

@@ -413,8 +413,8 @@ def test_target_removed_mid_run_names_the_real_cause(tmp_path):
     (("--fullfsync", "on,"), "invalid fullfsync 'on,': an empty item (allowed values are on, off)"),
     (("--min-samples", "2000000"), "--min-samples 2000000 is above the most samples one "
                                    "configuration may take (1000000)"),
-    (("--rounds", "0"), "--rounds must be between 1 and 1000, got 0"),
-    (("--rounds", "-2"), "--rounds must be between 1 and 1000, got -2"),
+    (("--rounds", "0"), "--rounds must be between 1 and 50, got 0"),
+    (("--rounds", "-2"), "--rounds must be between 1 and 50, got -2"),
     (("--output", "/dev/null"), "output /dev/null is not a directory"),
     (("--max-p99", "1ms", "--config", "wal/fast"), "unknown configuration wal/fast: this run measures "
      "write (no sync), write+fsync, write+fdatasync, write (O_DSYNC), write (O_SYNC), delete/off, "

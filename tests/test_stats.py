@@ -52,9 +52,10 @@ def test_too_few_slices_or_samples_give_no_interval_and_say_why():
     small = stats.quantile_interval(np.arange(1, 601), [60] * 10, 99)
     assert small.bounds is None
     assert small.reason == "n=600 too small for a p99 interval (needs 1000)"
-    # the same 600 samples do support a p50 interval
-    assert stats.quantile_interval(np.arange(1, 601), [60] * 10, 50).bounds is not None
-    s = stats.summarize(np.arange(1, 601), [60] * 10)
+    # the same 600 samples (in no particular order) do support a p50 interval
+    shuffled = np.random.default_rng(0).permutation(np.arange(1, 601))
+    assert stats.quantile_interval(shuffled, [60] * 10, 50).bounds is not None
+    s = stats.summarize(shuffled, [60] * 10)
     assert s.p99_ci_ns is None and s.p99_ci_halfwidth_pct is None and s.p50_ci_ns is not None
 
 
@@ -62,8 +63,9 @@ def test_a_tail_held_by_one_slice_gives_no_interval():
     """A trend (or one stall): every sample beyond p99 sits in the last slice, so how far
     p99 moves from run to run cannot be seen."""
     iv = stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 99)
-    assert iv.bounds is None and "too few slices (1.0 effective)" in iv.reason
-    assert stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 50).bounds is not None
+    assert iv.bounds is None and "too few slices (1.00 effective)" in iv.reason
+    # and a median from slices that each hold another range cannot have one either
+    assert "disagree too much" in stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 50).reason
 
 
 def test_one_sample_is_no_interval():
@@ -136,7 +138,7 @@ def _coverage(make, truth, pct, slices=20, per_slice=1000, runs=200, seed=3):
             block += iv.low_ns <= truth <= iv.high_ns
         ind = stats.quantile_interval(x, (), pct)
         independent += ind.low_ns <= truth <= ind.high_ns
-    assert given >= 0.9 * runs
+    assert given >= 0.8 * runs
     return block / given, independent / runs
 
 

@@ -47,7 +47,9 @@ def short_reason(iv: Interval | None) -> str:
     if iv.reason.startswith("n="):
         return "n too small"
     if "lie in too few" in iv.reason:
-        return "tail in too few " + ("rounds" if "rounds" in iv.reason else "slices")
+        return "too few " + ("rounds" if "rounds" in iv.reason else "slices")
+    if "disagree too much" in iv.reason:
+        return ("rounds" if "rounds" in iv.reason else "slices") + " disagree"
     if "slice" in iv.reason:
         return f"{iv.blocks} slice{'s' if iv.blocks != 1 else ''}"
     return "no interval"
