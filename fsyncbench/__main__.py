@@ -1,5 +1,5 @@
 """``python -m fsyncbench``: the same entry point as the ``fsyncbench`` console script."""
 
-from fsyncbench.cli import main
+from fsyncbench.entry import main
 
 raise SystemExit(main())

@@ -36,9 +36,10 @@ from fsyncbench.model import Interval, Report, Result
 
 CONFIDENCE = 0.95
 #: A floor p50 that moved by more than this factor between two runs means the machine
-#: changed: CPU-only timings on this project's 2-core Firecracker VM varied by up to 15 %
-#: from process to process (the no-sync write p50 2.1-2.5 us in five processes; README,
-#: "How far to trust the intervals").
+#: changed: the no-sync write p50 varied by up to 15 % from process to process on this
+#: project's 2-core Firecracker VM (2.1-2.5 us in five processes), so a larger move is more
+#: than process noise. (On that VM the in-memory commit floor itself moved 1.3-1.5x between
+#: back-to-back runs in 10 of 15 A/A pairs: README, "How far to trust the intervals".)
 FLOOR_MOVED_RATIO = 1.25
 #: The multiple-comparison adjustment, named in the output.
 ADJUSTMENT = "Holm"

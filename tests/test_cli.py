@@ -431,3 +431,19 @@ def test_bad_run_options_are_one_line_before_anything_is_done(tmp_path, args, li
 def test_bad_audit_sweep_size_names_its_own_option(tmp_path):
     assert_usage_error(fsb("audit", tmp_path, "--sweep-max-mib", "0"),
                        "--sweep-max-mib must be at least 1")
+
+
+def test_ctrl_c_while_starting_up_is_one_line_not_a_traceback(tmp_path):
+    """Ctrl-C in the first second lands in the middle of importing numpy: still one line."""
+    for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.45):
+        proc = subprocess.Popen([sys.executable, "-m", "fsyncbench", "run", str(tmp_path), "--quiet",
+                                 "-o", str(tmp_path / "out")],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=120)
+        assert "Traceback" not in err, (delay, err)
+        # before Python installs its own handler the signal simply ends the process
+        assert proc.returncode in (2, -signal.SIGINT), (delay, proc.returncode, err)
+        assert len(err.splitlines()) <= 1, err
+        assert leftovers(tmp_path) == []
