@@ -75,6 +75,7 @@ from typing import Any, NoReturn
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Pragmas
+from fsyncbench.scratch import STOP_SIGNALS
 from fsyncbench.workloads import JOURNAL_MODES, SCHEMA, SYNCHRONOUS, read_pragmas, scratch_dir
 
 # --------------------------------------------------------------------------------------------
@@ -777,8 +778,7 @@ def _read_line(fd: int, deadline: float) -> dict[str, Any] | None:
 
 
 #: Signals held back while a child is forked (see :func:`_run_child`).
-_DEFERRED_SIGNALS = frozenset(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
-                              if hasattr(signal, name))
+_DEFERRED_SIGNALS = STOP_SIGNALS
 
 
 def _run_child(spec: _RunSpec) -> _ChildReport:
@@ -806,10 +806,13 @@ def _run_child(spec: _RunSpec) -> _ChildReport:
             os.close(read_fd)
         finally:
             _child_main(write_fd, spec, parent)
-    signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-    os.close(write_fd)
     reaped = False
     try:
+        # a signal held during the fork arrives here, inside the try: the child is then
+        # killed and reaped below before anyone removes the directory it writes in
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        os.close(write_fd)
+        write_fd = -1
         message = _read_line(read_fd, time.monotonic() + CHILD_TIMEOUT_S)
         if message is not None and message.get("event") == "point":
             os.kill(pid, signal.SIGKILL)
@@ -823,6 +826,8 @@ def _run_child(spec: _RunSpec) -> _ChildReport:
                 pass
             os.waitpid(pid, 0)
         os.close(read_fd)
+        if write_fd >= 0:
+            os.close(write_fd)
     killed_by = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
     if message is None:
         how = f"signal {killed_by}" if killed_by else f"exit code {os.waitstatus_to_exitcode(status)}"

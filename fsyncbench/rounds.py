@@ -85,9 +85,10 @@ def run_rounds(plan, host: Host, progress=None,
 
 def _run_worker(request: Path, result: Path, k: int, total_rounds: int, progress,
                 start: float) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
-    proc = subprocess.Popen([sys.executable, "-m", "fsyncbench.rounds", str(request), str(result)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = None
     try:
+        proc = subprocess.Popen([sys.executable, "-m", "fsyncbench.rounds", str(request), str(result)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         for line in proc.stdout:
             parts = line.rstrip("\n").split("\t")
@@ -100,7 +101,7 @@ def _run_worker(request: Path, result: Path, k: int, total_rounds: int, progress
                      int(target), 0, 0)
         proc.wait()
     finally:
-        if proc.poll() is None:  # interrupted: the worker cleans up its files on SIGTERM
+        if proc is not None and proc.poll() is None:  # interrupted: it cleans up on SIGTERM
             proc.terminate()
             try:
                 proc.wait(TERMINATE_GRACE_S)

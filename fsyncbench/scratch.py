@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import tempfile
 import time
 from collections.abc import Iterator
@@ -37,25 +38,47 @@ def scratch_dir(target: Path) -> Iterator[Path]:
     record, removed on exit (also on error and KeyboardInterrupt). Raises FsyncbenchError if
     it cannot be made. Every directory made is recorded with whether its removal worked
     (:func:`scratch_cleanup`), so an error message can say what is true."""
-    try:
-        path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=target))
-    except OSError as exc:
-        raise FsyncbenchError(f"cannot create a working directory in {target}: {exc.strerror}")
-    _SCRATCH[path] = False
-    parent_fd = _open_dir(target)
-    try:
+    with _signals_held():  # Ctrl-C must not land between making it and owning it
+        try:
+            path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=target))
+        except OSError as exc:
+            raise FsyncbenchError(f"cannot create a working directory in {target}: {exc.strerror}")
+        _SCRATCH[path] = False
+        parent_fd = _open_dir(target)
         with contextlib.suppress(OSError):
             (path / OWNER_FILE).write_text(json.dumps(owner_record()))
+    try:
         yield path
     finally:
-        where = _current_path(path, parent_fd)
-        shutil.rmtree(where, ignore_errors=True)
-        _SCRATCH[path] = _gone(where)
-        if where != path and not _SCRATCH[path]:
-            _SCRATCH.pop(path)
-            _SCRATCH[where] = False
-        if parent_fd is not None:
-            os.close(parent_fd)
+        with _signals_held():  # nor in the middle of removing it
+            where = _current_path(path, parent_fd)
+            shutil.rmtree(where, ignore_errors=True)
+            _SCRATCH[path] = _gone(where)
+            if where != path and not _SCRATCH[path]:
+                _SCRATCH.pop(path)
+                _SCRATCH[where] = False
+            if parent_fd is not None:
+                os.close(parent_fd)
+
+
+#: Signals a terminal or supervisor sends to end a run (they raise KeyboardInterrupt here).
+STOP_SIGNALS = frozenset(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
+                          if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold back the stop signals for a few system calls (they are delivered right after),
+    so a working directory is never made without an owner record or left half removed.
+    Where the platform cannot block signals (Windows), nothing is held."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _open_dir(target: Path) -> int | None:

@@ -121,3 +121,21 @@ def test_scratch_dir_in_unwritable_place_is_a_clear_error():
 def test_wal_normal_names_checkpoint_only_syncs():
     p = Pragmas("WAL", "NORMAL")
     assert workloads.sqlite_sync_primitive("Linux", p, False) == "fdatasync (checkpoints only)"
+
+
+def test_a_working_directory_gone_is_named_as_the_cause(tmp_path):
+    """SQLite reports a removed directory as "attempt to write a readonly database" or "disk
+    I/O error"; the error names the directory that is gone instead."""
+    import shutil
+
+    work = tmp_path / "work"
+    work.mkdir()
+    w = workloads.JournalCommit(work, Pragmas("DELETE", "OFF"), 64)
+    try:
+        w.run(w.prepare(0))
+        shutil.rmtree(work)
+        with pytest.raises(FsyncbenchError, match=r"the working directory .*work is gone \(removed or "
+                                                  r"renamed while measuring"):
+            w.run(w.prepare(1))
+    finally:
+        w.close()
