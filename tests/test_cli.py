@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from clitools import assert_usage_error, fsb, leftovers
+from clitools import assert_usage_error, fsb, leftovers, start_long_run
 
 from fsyncbench import measure, store
 
@@ -222,14 +222,19 @@ def test_ctrl_c_and_sigterm_clean_up_and_say_where(tmp_path, signum, rounds):
     assert _workers_of(target) == []
 
 
+def _small_tmpfs(mnt: Path, size: str) -> None:
+    """Mount a real tmpfs of ``size`` at ``mnt`` (made here), or skip without root."""
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True
+    ).returncode != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+
+
 def test_disk_full_mid_run(tmp_path):
     """A real 256 KiB tmpfs fills up mid-run: ENOSPC named, nothing left behind."""
     mnt = tmp_path / "small"
-    mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True
-    ).returncode != 0:
-        pytest.skip("needs root to mount a small tmpfs")
+    _small_tmpfs(mnt, "256k")
     try:
         proc = fsb("run", mnt, "--output", tmp_path / "out", "--journal-mode", "delete",
                    "--synchronous", "off", "--samples", "5000", "--payload-bytes", "4096",
@@ -332,11 +337,7 @@ def test_a_failing_csv_leaves_no_reports_behind(tmp_path):
     """Outputs are all or nothing: the CSV on a full (real, tiny) tmpfs fails after the JSON
     and Markdown were written, and those are removed again."""
     small = tmp_path / "small"
-    small.mkdir()
-    if os.geteuid() != 0 or subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True
-    ).returncode != 0:
-        pytest.skip("needs root to mount a small tmpfs")
+    _small_tmpfs(small, "64k")
     try:
         (small / "filler").write_bytes(b"\0" * 60_000)
         out = tmp_path / "out"
@@ -387,15 +388,8 @@ def test_target_removed_mid_run_names_the_real_cause(tmp_path):
     """rm -r of the target while measuring: one line, exit 2, nothing left running."""
     target = tmp_path / "t"
     target.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fsyncbench", "run", str(target), "--output", str(tmp_path / "out"),
-         "--samples", "100000000", "--budget-seconds", "60", "--quiet", "--rounds", "1",
-         "--no-primitives", "--journal-mode", "delete", "--synchronous", "off"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not leftovers(target) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.5)
+    proc = start_long_run(target, tmp_path / "out", "--no-primitives", "--journal-mode", "delete",
+                          "--synchronous", "off", settle_s=0.5)
     while target.exists():  # SQLite creates and deletes its journal meanwhile: retry
         shutil.rmtree(target, ignore_errors=True)
     _out, stderr = proc.communicate(timeout=120)

@@ -6,10 +6,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import psutil
-from clitools import fsb, leftovers
+from clitools import fsb, leftovers, start_long_run
 
 from fsyncbench import scratch
 
@@ -64,14 +63,7 @@ def test_sweep_removes_dead_owners_and_leaves_live_and_unknown_ones(tmp_path):
 def test_after_sigkill_the_next_run_removes_the_leftover_and_says_so(tmp_path):
     target = tmp_path / "t"
     target.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fsyncbench", "run", str(target), "--output", str(tmp_path / "o1"),
-         "--samples", "100000000", "--budget-seconds", "60", "--quiet", "--rounds", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while not leftovers(target) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    time.sleep(0.3)
+    proc = start_long_run(target, tmp_path / "o1")
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
     (left,) = leftovers(target)
@@ -86,15 +78,8 @@ def test_after_sigkill_the_next_run_removes_the_leftover_and_says_so(tmp_path):
 def test_a_concurrent_run_is_left_alone(tmp_path):
     target = tmp_path / "t"
     target.mkdir()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "fsyncbench", "run", str(target), "--output", str(tmp_path / "o1"),
-         "--samples", "100000000", "--budget-seconds", "60", "--quiet", "--rounds", "1"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = start_long_run(target, tmp_path / "o1")
     try:
-        deadline = time.monotonic() + 60
-        while not leftovers(target) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
         (theirs,) = leftovers(target)
         nxt = fsb("run", target, "--output", tmp_path / "o2", "--samples", "20", "--quiet",
                   "--rounds", "1", "--no-primitives", "--journal-mode", "wal", "--synchronous", "off")
