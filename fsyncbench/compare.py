@@ -191,6 +191,13 @@ def check_comparable(reports: Sequence[Report], labels: Sequence[str]) -> None:
 # --------------------------------------------------------------------------- statistics
 
 
+def alpha(confidence: float) -> float:
+    """The significance level 1 - ``confidence``, rounded to 12 decimals so 0.95 gives
+    exactly 0.05 (the float 1.0 - 0.95 is 0.050000000000000044, which would call a p-value
+    of exactly 0.05 significant)."""
+    return round(1.0 - confidence, 12)
+
+
 def result_interval(r: Result, percentile: float, confidence: float = CONFIDENCE) -> Interval:
     """The interval of ``percentile`` (50 or 99) of ``r`` the report shows: recomputed from
     the raw samples and slices (the same function and data give the same numbers), or, for
@@ -270,7 +277,7 @@ def _adjust(comparisons: Sequence[QuantileComparison], confidence: float) -> lis
     adjusted = holm([comparisons[i].p_value for i in tested])  # type: ignore[misc]
     out = list(comparisons)
     for i, p in zip(tested, adjusted):
-        out[i] = dataclasses.replace(out[i], p_adjusted=p, significant=p < 1.0 - confidence)
+        out[i] = dataclasses.replace(out[i], p_adjusted=p, significant=p < alpha(confidence))
     return out
 
 
@@ -370,7 +377,7 @@ def regressions(
     # and the table's own call: a REGRESSION line never stands beside "significant: no"
     return [Regression(c.name, baseline, candidate, c.p99, limit_pct, pa)
             for (c, _), pa in zip(checked, adjusted)
-            if pa < 1.0 - pair.confidence and c.p99.significant]
+            if pa < alpha(pair.confidence) and c.p99.significant]
 
 
 def regression_coverage(pair: PairComparison, names: Sequence[str] | None = None

@@ -30,10 +30,10 @@ def parse_duration(text: str, option: str = "duration") -> int:
             f"invalid {option} {text!r}: give a number with a unit, e.g. 10ms, 500us, 2s"
         )
     unit = m.group(2).lower()
-    ns = float(m.group(1)) * _UNITS_NS[unit]
-    if ns <= 0:
-        raise FsyncbenchError(f"invalid {option} {text!r}: must be more than zero")
-    return int(round(ns))
+    ns = int(round(float(m.group(1)) * _UNITS_NS[unit]))
+    if ns <= 0:  # after rounding: "0.4ns" is no limit either
+        raise FsyncbenchError(f"invalid {option} {text!r}: must be at least 1 ns")
+    return ns
 
 
 def parse_verdicts(text: str) -> tuple[str, ...]:
