@@ -155,7 +155,11 @@ REAL_IO_FLOOR_NS = devices.REAL_IO_FLOOR_NS
 #: on the same directory (E3 in ../shared/cases: 0.4 ms commits on a 14.5 ms flush disk).
 COMMIT_VS_FLUSH_MIN_RATIO = 0.5
 
-#: Fewer syncs than this make the counter ratio too noisy to use.
+#: Fewer syncs than this make the counter ratio too noisy to use. No external source: a
+#: project choice. The ratio must tell DROPPED_FLUSH_RATIO (0.1) from REACHED_FLUSH_RATIO
+#: (0.5): with 50 syncs that is under 5 flushes against at least 25, while the filesystem's
+#: own periodic journal commits (ext4's default commit interval is 5 s:
+#: https://docs.kernel.org/admin-guide/ext4.html, "commit=nrsec") add only a few.
 COUNTER_MIN_SYNCS = 50
 
 #: Device flushes per sync below which flushes are "dropped", and at or above which they
@@ -172,10 +176,15 @@ INTERPOSED_RATIO = 10.0
 #: Fastest sustained write one storage link delivers, bytes/s, per leaf disk (PCIE_DOC).
 MAX_LINK_BANDWIDTH = 16e9
 
-#: The sweep must have written at least this much for its bandwidth to mean anything.
+#: The sweep must have written at least this much for its bandwidth to mean anything. No
+#: external source: a project choice. Below 1 MiB a sync's fixed cost (tens of us on any
+#: real device, DESIGN_BANDS) outweighs the transfer, so a fitted bandwidth is noise.
 SWEEP_MIN_BYTES = 1 << 20
 
 #: A second-descriptor sync faster than this share of a same-descriptor sync skipped work.
+#: No external source: a project choice. fsync(2) flushes the file's data whatever
+#: descriptor it is called on ("all modified in-core data of ... the file referred to by
+#: the file descriptor"), so on an honest path both cost the same; 0.2 leaves 5x for noise.
 SECOND_FD_MIN_RATIO = 0.2
 
 #: Slowness findings (DESIGN.md: median > 50 ms is slow; etcd's 10 ms p99 gate).

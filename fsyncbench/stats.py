@@ -18,6 +18,8 @@ from fsyncbench.model import Interval, Result, Summary
 
 #: A result whose p50 is within this factor of the applicable floor's p50 is "at the
 #: tool's floor": it measures the tool (Python, SQLite's CPU work), not the storage.
+#: No external source: a project choice. Within 2x the tool's own time is at least half
+#: of the figure, so the storage's share cannot be read from it.
 FLOOR_FACTOR = 2.0
 
 #: Names of the floor measurements (``Report.floors``, kind "floor") and the result kinds
