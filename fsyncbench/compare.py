@@ -248,8 +248,10 @@ def compare_quantile(a: Result, b: Result, percentile: float,
 
 
 def _no_test_reason(iv: Interval, side: str) -> str | None:
-    """Why ``iv`` cannot enter a test (None: it can)."""
-    if iv.se_log is not None and iv.df > 0:
+    """Why ``iv`` cannot enter a test (None: it can): a statistic the report shows no
+    interval for is not tested either, so the table never calls a difference significant
+    beside a "none"."""
+    if iv.bounds is not None and iv.se_log is not None and iv.df > 0:
         return None
     if iv.method == stats.METHOD_INDEPENDENT or not iv.blocks:
         return f"{side} has no slices (schema 1 report or no raw samples)"

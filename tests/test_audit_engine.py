@@ -14,6 +14,7 @@ from factories import commit, flush, host
 from fsyncbench import audit, store
 from fsyncbench.model import (
     HONEST_FLUSH,
+    MEASURED,
     NO_FLUSH,
     UNVERIFIABLE,
     VOLATILE_CACHE,
@@ -212,11 +213,51 @@ def test_noisy_flush_numbers_do_not_fake_a_commit_that_skips_syncs():
 
 
 def test_sweep_ceiling_grows_with_leaf_disks():
-    disks = tuple(BlockDevice(f"nvme{i}n1", rotational=False, write_cache="write back")
-                  for i in range(4))
-    h = host(disks=disks, virt=BARE)
-    v = audit.judge(h, [flush("fdatasync", 30_000)], Evidence(dirty_sweep=_sweep(40e9)))
-    assert v.decided_by != "sync-bandwidth-impossible"  # 4 x 16 GB/s links carry 40 GB/s
+    """The ceiling is audit.MAX_LINK_BANDWIDTH = 16e9 B/s per leaf disk, the x4 PCIe 5.0
+    link of one NVMe drive (audit.PCIE_DOC: PCI-SIG, 32 GT/s per lane with 128b/130b coding
+    = 3.94 GB/s per lane, ~15.8 GB/s for x4). By hand, moving 64 MiB = 67,108,864 bytes takes
+    at least 67,108,864 / 16e9 s = 4,194,304 ns over one link and 1,048,576 ns over four. A
+    sync after 64 MiB in 2 ms (33.6 GB/s) is impossible with one disk, possible with four;
+    so is a fitted 40 GB/s in a sweep without points (ceilings 16 and 64 GB/s)."""
+    def judge(leaf_disks, sweep):
+        disks = tuple(BlockDevice(f"nvme{i}n1", rotational=False, write_cache="write back")
+                      for i in range(leaf_disks))
+        # 2 ms per fdatasync: above the 150 us floor of an SSD with a volatile write cache,
+        # so where the sweep is silent the latency rule finds it plausible
+        return audit.judge(host(disks=disks, virt=BARE), [flush("fdatasync", 2_000_000)],
+                           Evidence(dirty_sweep=sweep))
+
+    for sweep in (_sweep(33.6e9, top_ns=2_000_000), _sweep(40e9, points=False)):
+        one, four = judge(1, sweep), judge(4, sweep)
+        assert (one.path_verdict, one.decided_by) == (NO_FLUSH, "sync-bandwidth-impossible")
+        assert finding(one, "sync-bandwidth-impossible").evidence["ceiling_bytes_per_s"] == 16e9
+        assert (four.path_verdict, four.decided_by) == (HONEST_FLUSH, "flush-latency-plausible")
+        assert "sync-bandwidth-impossible" not in codes(four)
+    one = judge(1, _sweep(33.6e9, top_ns=2_000_000))
+    evidence = finding(one, "sync-bandwidth-impossible").evidence
+    assert (evidence["largest_bytes"], evidence["largest_p50_ns"],
+            evidence["least_possible_ns"]) == (67_108_864, 2_000_000, 4_194_304)
+
+
+def test_sweep_bound_is_the_largest_size_over_the_link_bandwidth():
+    """The rule's arithmetic with fixed numbers (the live audits only record their sweeps):
+    64 MiB over one 16e9 B/s link takes 67,108,864 / 16e9 s = 4,194,304 ns exactly. A sync
+    after 64 MiB taking exactly that long is possible, 1 ns less is not. A sweep without
+    points is judged on its fit: 16 GB/s is possible, anything faster (or no growth with
+    size at all, None) is not."""
+    h = host(disks=(BlockDevice("vda", rotational=True, write_cache="write back"),), virt=VM)
+
+    def decided_by(sweep):
+        v = audit.judge(h, [flush("fdatasync", 3_000_000)], Evidence(dirty_sweep=sweep))
+        return v.decided_by
+
+    assert decided_by(_sweep(None, top_ns=4_194_304)) == "virtualized-storage"
+    assert decided_by(_sweep(None, top_ns=4_194_303)) == "sync-bandwidth-impossible"
+    assert decided_by(_sweep(16e9, points=False)) == "virtualized-storage"
+    assert decided_by(_sweep(16.001e9, points=False)) == "sync-bandwidth-impossible"
+    assert decided_by(_sweep(None, points=False)) == "sync-bandwidth-impossible"
+    # below 1 MiB a sweep proves nothing: 512 KiB "in 1 ns" decides no verdict
+    assert decided_by(_sweep(None, top=512 << 10, top_ns=1)) == "virtualized-storage"
 
 
 def test_overlay_volatile_and_zfs_sync_disabled_are_no_flush():
@@ -361,17 +402,53 @@ def test_rejudge_notes_a_differing_recorded_verdict():
     assert "recorded no_flush (decided by made-up)" in again.notes[-1]
 
 
-def test_judge_is_pure_and_repeatable():
+def test_judge_gives_the_verdict_and_every_signal_in_rule_order():
+    """eatmydata on a VM's write-back SSD, as recorded facts. Worked out from audit's rules
+    (PATH_RULES order, then the commit rules, then the evidence findings)."""
     h = host(disks=(WB_SSD,), virt=VM, ld_preload="libeatmydata.so")
     ev = Evidence(syscall_comparisons=(_cmp(libc_f=0, raw_f=330),),
                   dirty_sweep=_sweep(None, 1e3, top_ns=1_500))
     results = [flush("fdatasync", 2_000, flushes=0, syncs=200), commit("WAL", "FULL", 40_000)]
-    assert audit.judge(h, results, ev) == audit.judge(h, list(results), ev)
+    v = audit.judge(h, results, ev)
+    assert (v.path_verdict, v.decided_by, v.strength) == (NO_FLUSH, "flushes-dropped", MEASURED)
+    assert [(f.code, f.subject, f.stance) for f in v.findings] == [
+        # rule_flush_counters: 0 flushes for 200 syncs (< DROPPED_FLUSH_RATIO 0.1 per sync)
+        # on a write-back disk, no write counters to show data was written: decides no_flush
+        ("flushes-dropped", "write+fdatasync", "decides"),
+        # rule_libc_interposed: raw syscalls sent 330/200 = 1.65 flushes per call, libc 0
+        ("libc-sync-interposed", "write+fdatasync", "agrees"),
+        # rule_sweep_bandwidth: 64 MiB in 1.5 us < 4,194,304 ns at 16 GB/s
+        ("sync-bandwidth-impossible", "write+fdatasync", "agrees"),
+        # (rule_sync_disabling_preload stays silent: a comparison covers fdatasync)
+        # rule_virtualized: hypervisor flag set -> unverifiable
+        ("virtualized-storage", "write+fdatasync", "disagrees"),
+        # rule_latency_floor: p50 2 us < 150 us floor of a write-back SSD without known PLP
+        ("flush-below-device-floor", "write+fdatasync", "disagrees"),
+        # rule_commit_faster_than_sync: 40 us commit < 0.5 x one 400 us raw fdatasync (the
+        # 2 us flush and libc figures are below REAL_IO_FLOOR_NS and left out); the measured
+        # no_flush keeps the row, so this one agrees
+        ("commit-not-waiting-for-sync", "wal/full", "agrees"),
+        # _counter_findings: sda recorded flush counters (0 for the fdatasync result)
+        ("device-flush-counters", "path", ""),
+        # the libc-vs-syscall comparison and the sweep fit, as evidence
+        ("libc-vs-syscall", "fdatasync", ""),
+        ("sync-size-fit", "fdatasync", ""),
+    ]
+    # each row: (subject, verdict, config durable, decided by, strength); WAL + FULL is a
+    # durable config and inherits fdatasync's path verdict
+    assert [(r.subject, r.path_verdict, r.config_durable, r.decided_by, r.strength)
+            for r in v.results] == [
+        ("write+fdatasync", NO_FLUSH, None, "flushes-dropped", MEASURED),
+        ("wal/full", NO_FLUSH, True, "flushes-dropped", MEASURED)]
+    assert finding(v, "flushes-dropped").evidence["flushes_per_sync"] == 0.0
+    assert finding(v, "commit-not-waiting-for-sync").evidence["ratio"] == 0.1  # 40 / 400
 
 
 def test_mount_without_options_and_unknown_mount_do_not_crash():
     h = dataclasses.replace(host(), target=dataclasses.replace(host().target, mount=None))
-    assert audit.judge(h, [flush("fdatasync", 500_000)]).path_verdict in (HONEST_FLUSH, UNVERIFIABLE)
+    # no mount, no disk, bare metal: no rule has anything to judge
+    v = audit.judge(h, [flush("fdatasync", 500_000)])
+    assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "no-evidence")
     m = Mount("/x", "ext4", "/dev/x")
     h2 = dataclasses.replace(host(), target=dataclasses.replace(host().target, mount=m))
     assert audit.judge(h2, []).path_verdict == UNVERIFIABLE

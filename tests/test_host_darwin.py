@@ -4,7 +4,9 @@ came from), command runners replaced by fakes."""
 
 from __future__ import annotations
 
+import ctypes
 import plistlib
+import sys
 from collections import namedtuple
 from pathlib import Path
 
@@ -191,8 +193,61 @@ def test_pick_sqlite_image() -> None:
     assert _darwin.pick_sqlite_image(images[:2], "/x/_sqlite3.so") == "/x/_sqlite3.so"
 
 
-def test_loaded_images_never_raises() -> None:
-    assert isinstance(_darwin.loaded_images(), list)  # [] where dyld does not exist
+@pytest.mark.skipif(sys.platform == "darwin", reason="dyld exists on macOS")
+def test_loaded_images_is_empty_without_dyld() -> None:
+    # the C library here has no _dyld_image_count: the lookup fails, and the answer is []
+    assert _darwin.loaded_images() == []
+
+
+class FakeCFunction:
+    """Stands in for a ctypes foreign function: callable, with settable restype/argtypes."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.calls: list[tuple] = []
+
+    def __call__(self, *args):
+        self.calls.append(args)
+        return self.fn(*args)
+
+
+class FakeDyld:
+    """The two dyld(3) calls loaded_images makes, over a fixed image table."""
+
+    def __init__(self, names: list[bytes | None]):
+        self._dyld_image_count = FakeCFunction(lambda: len(names))
+        self._dyld_get_image_name = FakeCFunction(lambda i: names[i])
+
+
+def test_loaded_images_reads_every_dyld_image(monkeypatch) -> None:
+    names = [b"/usr/lib/dyld", b"/usr/lib/libSystem.B.dylib", None,
+             b"/usr/lib/libsqlite3.dylib", b"/Users/j\xc3\xb6rg/lib/caf\xe9.dylib"]
+    lib = FakeDyld(names)
+    opened: list[object] = []
+
+    def cdll(name):
+        opened.append(name)
+        return lib
+
+    monkeypatch.setattr(_darwin.ctypes, "CDLL", cdll)
+    images = _darwin.loaded_images()
+    # a NULL name is skipped; UTF-8 is decoded, an undecodable byte kept as a surrogate
+    assert images == ["/usr/lib/dyld", "/usr/lib/libSystem.B.dylib", "/usr/lib/libsqlite3.dylib",
+                      "/Users/j\u00f6rg/lib/caf\udce9.dylib"]
+    assert opened == [None]  # the process's own images (dlopen(NULL))
+    assert lib._dyld_get_image_name.calls == [(0,), (1,), (2,), (3,), (4,)]
+    assert lib._dyld_get_image_name.restype is ctypes.c_char_p
+    assert lib._dyld_get_image_name.argtypes == [ctypes.c_uint32]
+    assert lib._dyld_image_count.restype is ctypes.c_uint32
+    assert _darwin.pick_sqlite_image(images, "/x/_sqlite3.so") == "/usr/lib/libsqlite3.dylib"
+
+
+def test_loaded_images_is_empty_when_dyld_cannot_be_opened(monkeypatch) -> None:
+    def cdll(name):
+        raise OSError("dlopen failed")
+
+    monkeypatch.setattr(_darwin.ctypes, "CDLL", cdll)
+    assert _darwin.loaded_images() == []
 
 
 # --------------------------------------------------------------------------- psutil fallback

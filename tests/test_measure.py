@@ -10,6 +10,7 @@ from array import array
 
 import numpy as np
 import pytest
+import reference
 from clitools import fsb
 from factories import _result, commit, flush, host, write
 
@@ -97,8 +98,11 @@ def test_wide_tail_runs_to_the_budget_and_records_its_precision(clock):
         assert s.run(budget_s=0.25) == measure.STOP_BUDGET
     m = s.measurement()
     assert m.p99_ci_halfwidth_pct > 0.5 and not s.done
+    # the last check's half-width is the interval over the 8 phases as blocks, recomputed
+    # here by the reference (numpy percentiles without each phase, scipy's t)
+    assert len(m.slice_counts) == 8 and sum(m.slice_counts) == len(m.samples_ns)
     assert m.p99_ci_halfwidth_pct == pytest.approx(
-        stats.p99_ci_halfwidth_pct(m.samples_ns, m.slice_counts))
+        reference.p99_halfwidth_pct(m.samples_ns, m.slice_counts), rel=1e-9)
     # nothing but run() was timed: the samples are the scripted durations in order, minus
     # the untimed warmup operations of later phases
     used = list(durations[: len(m.samples_ns) + m.warmup])
@@ -146,10 +150,17 @@ def test_resumed_journal_commits_keep_unique_step_numbers(tmp_path):
 
 
 def test_check_copies_the_live_sample_array():
-    """The check must not hold a view of the array the loop keeps appending to."""
-    samples = array("q", range(1, 2001))
-    stats.p99_ci_halfwidth_pct(samples, [400] * 5)
+    """The check must not hold a view of the array the loop keeps appending to, nor reorder
+    it: it gives the half-width of the samples as they were, and the loop goes on."""
+    hand, counts = reference.hand_p99_blocks()
+    samples = array("q", hand)
+    # 20.8763 %: worked out by hand in test_stats.test_p99_halfwidth_by_hand
+    assert stats.p99_ci_halfwidth_pct(samples, counts) == pytest.approx(20.876303046, rel=1e-9)
     samples.append(5)  # would raise BufferError if a view were still exported
+    assert len(samples) == 1001 and samples[-1] == 5
+    assert samples[:1000].tolist() == hand  # not sorted in place
+    again = stats.p99_ci_halfwidth_pct(samples[:1000], counts)
+    assert again == pytest.approx(20.876303046, rel=1e-9)
 
 
 # --------------------------------------------------------------------------- the tool's floor
@@ -263,7 +274,13 @@ def test_adaptive_run_records_precision_and_floors(tmp_path):
     assert [f.name for f in report.floors][:2] == [stats.FLOOR_LOOP, stats.FLOOR_COMMIT]
     for r in report.results:
         assert r.ci_target_pct == 25.0 and isinstance(r.ci_target_met, bool)
-        half = r.summary.p99_ci_halfwidth_pct  # None: no interval ("n too small", ...)
+        # the half-width recomputed by the reference from the raw samples, slices and rounds
+        # (None: no interval, "n too small", ...), and the target judged on it
+        half = reference.p99_halfwidth_pct(r.samples_ns, r.slice_counts, r.slice_rounds)
+        if half is None:
+            assert r.summary.p99_ci_halfwidth_pct is None
+        else:
+            assert r.summary.p99_ci_halfwidth_pct == pytest.approx(half, rel=1e-9)
         assert r.ci_target_met == (half is not None and half <= 25.0 and r.target_reached)
         assert len(set(r.slice_rounds)) == 3 and len(r.summary.round_p99_ns) == 3
         assert r.stop_reason in ("ci-target", "samples", "budget") and r.phases >= 1

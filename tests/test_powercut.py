@@ -24,7 +24,10 @@ from fsyncbench import store
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import (
     HONEST_FLUSH,
+    MEASURED,
     NO_FLUSH,
+    NO_STRENGTH,
+    PROVEN,
     UNVERIFIABLE,
     VOLATILE_CACHE,
     Pragmas,
@@ -546,37 +549,115 @@ def _facts(acked=((1, 100),), journal=None, config=Pragmas("WAL", "FULL"), reboo
         clean_stop=clean_stop, listener="127.0.0.1:5400")
 
 
-@pytest.mark.parametrize("facts,outcome,verdict,decided_by", [
-    (_facts(), "pass", HONEST_FLUSH, "powercut-survived"),
-    (_facts(journal=_journal(present=[(1, 120)])), "pass", HONEST_FLUSH, "powercut-survived"),
-    (_facts(rebooted=False), "pass", UNVERIFIABLE, "powercut-no-reboot"),
-    (_facts(rebooted=None), "pass", HONEST_FLUSH, "powercut-survived"),
-    (_facts(clean_stop="stopped by Ctrl-C"), "pass", UNVERIFIABLE, "powercut-clean-stop"),
-    (_facts(config=Pragmas("WAL", "NORMAL")), "pass", UNVERIFIABLE, "config-not-durable"),
-    (_facts(acked=()), "inconclusive", UNVERIFIABLE, "powercut-nothing-acknowledged"),
-    (_facts(journal=_journal(present=[(1, 90)])), "fail", VOLATILE_CACHE, "powercut-acknowledged-lost"),
-    (_facts(journal=_journal(present=[(1, 90)]), host=fake_host(fs_type="tmpfs")),
-     "fail", NO_FLUSH, "powercut-acknowledged-lost"),
-    (_facts(journal=_journal(present=[(1, 90)]), host=fake_host(ld_preload="libeatmydata.so")),
-     "fail", NO_FLUSH, "powercut-acknowledged-lost"),
-    (_facts(journal=_journal(present=[(1, 90)]), config=Pragmas("WAL", "NORMAL")),
-     "fail", UNVERIFIABLE, "config-not-durable"),
-    (_facts(journal=_journal(present=[(1, 90)]), config=Pragmas("DELETE", "FULL")),
-     "fail", UNVERIFIABLE, "config-not-durable"),
-    (_facts(journal=_journal(present=[(1, 90)]), config=Pragmas("DELETE", "EXTRA")),
-     "fail", VOLATILE_CACHE, "powercut-acknowledged-lost"),
-    (_facts(journal=_journal(present=[], exists=False)), "fail", VOLATILE_CACHE,
-     "powercut-acknowledged-lost"),
-    (_facts(journal=_journal(integrity=["*** in database main ***", "Page 7: never used"])),
-     "fail", VOLATILE_CACHE, "powercut-journal-corrupt"),
-    (_facts(journal=_journal(damaged=[(50, 50)])), "fail", VOLATILE_CACHE, "powercut-damaged-rows"),
-    (_facts(acked=[(1, 50)], journal=_journal(present=[(1, 50), (60, 70)])),
-     "fail", VOLATILE_CACHE, "powercut-out-of-order"),
+LOST_91_100 = "10 of 100 acknowledged commits are missing from the journal: seq 91-100."
+SURVIVED_100 = "All 100 acknowledged commits survived and the journal is intact."
+CORRUPT = ("*** in database main ***", "Page 7: never used")
+
+
+# Worked out from verify.judge: the listener acknowledged 1-100 unless stated; "lost" is
+# acknowledged minus present, "holes" are unacknowledged numbers missing below the highest
+# present one. A failure leads the findings (in the order lost, corrupt, damaged, holes),
+# then the context (config, clean stop, reboot); a pass leads with powercut-survived.
+# A loss is proven only with a durable config after a reboot; a pass is one measurement.
+@pytest.mark.parametrize("facts,outcome,verdict,decided_by,strength,codes,evidence,says", [
+    pytest.param(_facts(), "pass", HONEST_FLUSH, "powercut-survived", MEASURED,
+                 ["powercut-survived"],
+                 {"config": "wal/full", "acknowledged": 100, "present": 100, "lost": 0,
+                  "lost_ranges": [], "hole_ranges": [], "committed_not_acknowledged": 0,
+                  "rebooted": True}, SURVIVED_100, id="survived"),
+    pytest.param(_facts(journal=_journal(present=[(1, 120)])), "pass", HONEST_FLUSH,
+                 "powercut-survived", MEASURED, ["powercut-survived"],
+                 {"present": 120, "lost": 0, "committed_not_acknowledged": 20},  # 101-120
+                 "the journal is intact; 20 more were committed but not yet acknowledged.",
+                 id="more-than-acknowledged"),
+    pytest.param(_facts(rebooted=False), "pass", UNVERIFIABLE, "powercut-no-reboot", MEASURED,
+                 ["powercut-survived", "powercut-no-reboot"], {"rebooted": False, "lost": 0},
+                 SURVIVED_100, id="no-reboot"),
+    pytest.param(_facts(rebooted=None), "pass", HONEST_FLUSH, "powercut-survived", MEASURED,
+                 ["powercut-survived", "powercut-reboot-unknown"], {"rebooted": None},
+                 SURVIVED_100, id="reboot-unknown"),
+    pytest.param(_facts(clean_stop="stopped by Ctrl-C"), "pass", UNVERIFIABLE,
+                 "powercut-clean-stop", MEASURED, ["powercut-survived", "powercut-clean-stop"],
+                 {"clean_stop": "stopped by Ctrl-C"}, SURVIVED_100, id="clean-stop"),
+    pytest.param(_facts(config=Pragmas("WAL", "NORMAL")), "pass", UNVERIFIABLE,
+                 "config-not-durable", MEASURED, ["powercut-survived", "config-not-durable"],
+                 {"config": "wal/normal", "lost": 0}, SURVIVED_100, id="pass-not-durable"),
+    pytest.param(_facts(acked=()), "inconclusive", UNVERIFIABLE, "powercut-nothing-acknowledged",
+                 NO_STRENGTH, ["powercut-nothing-acknowledged"],
+                 {"acknowledged": 0, "acknowledged_ranges": [], "lost": 0,
+                  "committed_not_acknowledged": 100},
+                 "The listener holds no acknowledged commit of this run: there is nothing "
+                 "to check.",
+                 id="nothing-acknowledged"),
+    pytest.param(_facts(journal=_journal(present=[(1, 90)])), "fail", VOLATILE_CACHE,
+                 "powercut-acknowledged-lost", PROVEN, ["powercut-acknowledged-lost"],
+                 {"present": 90, "lost": 10, "lost_ranges": [[91, 100]], "hole_ranges": [],
+                  "committed_not_acknowledged": 0}, LOST_91_100, id="lost"),
+    pytest.param(_facts(journal=_journal(present=[(1, 90)]), host=fake_host(fs_type="tmpfs")),
+                 "fail", NO_FLUSH, "powercut-acknowledged-lost", PROVEN,
+                 ["powercut-acknowledged-lost"], {"lost_ranges": [[91, 100]]},
+                 LOST_91_100 + " The journal was on tmpfs, which keeps data in RAM.",
+                 id="lost-on-tmpfs"),
+    pytest.param(_facts(journal=_journal(present=[(1, 90)]),
+                        host=fake_host(ld_preload="libeatmydata.so")),
+                 "fail", NO_FLUSH, "powercut-acknowledged-lost", PROVEN,
+                 ["powercut-acknowledged-lost"], {"lost_ranges": [[91, 100]]},
+                 LOST_91_100 + " The writer ran with LD_PRELOAD=libeatmydata.so, which turns "
+                 "syncs into no-ops.", id="lost-under-eatmydata"),
+    pytest.param(_facts(journal=_journal(present=[(1, 90)]), config=Pragmas("WAL", "NORMAL")),
+                 "fail", UNVERIFIABLE, "config-not-durable", MEASURED,
+                 ["powercut-acknowledged-lost", "config-not-durable"],
+                 {"config": "wal/normal", "lost_ranges": [[91, 100]]}, LOST_91_100,
+                 id="lost-wal-normal"),
+    pytest.param(_facts(journal=_journal(present=[(1, 90)]), config=Pragmas("DELETE", "FULL")),
+                 "fail", UNVERIFIABLE, "config-not-durable", MEASURED,
+                 ["powercut-acknowledged-lost", "config-not-durable"],
+                 {"config": "delete/full", "lost_ranges": [[91, 100]]}, LOST_91_100,
+                 id="lost-delete-full"),
+    pytest.param(_facts(journal=_journal(present=[(1, 90)]), config=Pragmas("DELETE", "EXTRA")),
+                 "fail", VOLATILE_CACHE, "powercut-acknowledged-lost", PROVEN,
+                 ["powercut-acknowledged-lost"], {"config": "delete/extra", "lost": 10},
+                 LOST_91_100, id="lost-delete-extra"),
+    pytest.param(_facts(journal=_journal(present=[], exists=False)), "fail", VOLATILE_CACHE,
+                 "powercut-acknowledged-lost", PROVEN, ["powercut-acknowledged-lost"],
+                 {"journal_exists": False, "present": 0, "lost": 100, "lost_ranges": [[1, 100]]},
+                 "100 of 100 acknowledged commits are missing from the journal: seq 1-100.",
+                 id="journal-gone"),
+    pytest.param(_facts(journal=_journal(integrity=CORRUPT)),
+                 "fail", VOLATILE_CACHE, "powercut-journal-corrupt", PROVEN,
+                 ["powercut-journal-corrupt"], {"integrity_check": list(CORRUPT), "error": None},
+                 "The journal is damaged after the power cut: PRAGMA integrity_check: *** in "
+                 "database main ***; Page 7: never used.", id="journal-corrupt"),
+    pytest.param(_facts(journal=_journal(damaged=[(50, 51)])), "fail", VOLATILE_CACHE,
+                 "powercut-damaged-rows", PROVEN, ["powercut-damaged-rows"],
+                 {"damaged_ranges": [[50, 51]]},
+                 "2 rows differ from what the writer committed: seq 50-51.", id="damaged-rows"),
+    pytest.param(_facts(journal=_journal(damaged=[(50, 50)])), "fail", VOLATILE_CACHE,
+                 "powercut-damaged-rows", PROVEN, ["powercut-damaged-rows"],
+                 {"damaged_ranges": [[50, 50]]},
+                 "1 row differs from what the writer committed: seq 50.", id="damaged-row"),
+    pytest.param(_facts(acked=[(1, 50)], journal=_journal(present=[(1, 50), (60, 70)])),
+                 "fail", VOLATILE_CACHE, "powercut-out-of-order", PROVEN, ["powercut-out-of-order"],
+                 {"hole_ranges": [[51, 59]]},  # 51-59 missing below the surviving 60-70
+                 "Commits 51-59 are missing although later commits survived: writes reached "
+                 "stable media out of order.", id="out-of-order"),
+    pytest.param(_facts(acked=[(1, 55)], journal=_journal(present=[(1, 50), (60, 70)])),
+                 "fail", VOLATILE_CACHE, "powercut-acknowledged-lost", PROVEN,
+                 ["powercut-acknowledged-lost", "powercut-out-of-order"],
+                 # 51-55 acknowledged and gone; 56-59 never acknowledged, missing below 60-70
+                 {"lost_ranges": [[51, 55]], "hole_ranges": [[56, 59]],
+                  "committed_not_acknowledged": 11},  # 60-70
+                 "5 of 55 acknowledged commits are missing from the journal: seq 51-55.",
+                 id="lost-and-out-of-order"),
 ])
-def test_judge(facts, outcome, verdict, decided_by):
+def test_judge(facts, outcome, verdict, decided_by, strength, codes, evidence, says):
     jm = judge(facts)
-    assert (jm.outcome, jm.path_verdict, jm.decided_by) == (outcome, verdict, decided_by)
-    assert jm.findings[0].evidence or jm.findings[0].code.startswith("powercut-")
+    assert (jm.outcome, jm.path_verdict, jm.decided_by, jm.strength) == (
+        outcome, verdict, decided_by, strength)
+    assert [f.code for f in jm.findings] == codes
+    first = jm.findings[0]
+    assert {k: first.evidence[k] for k in evidence} == evidence
+    assert first.message.endswith(says)
 
 
 def test_judge_lists_lost_and_unacknowledged():

@@ -1,5 +1,8 @@
+import math
+
 import numpy as np
 import pytest
+import reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.signal import lfilter
@@ -12,20 +15,35 @@ def test_summary_matches_numpy_on_known_samples():
     s = stats.summarize(samples, [100] * 10)
     assert s.count == 1000
     assert s.min_ns == 1 and s.max_ns == 1000
-    assert s.p50_ns == pytest.approx(np.percentile(samples, 50))
+    # linear interpolation (Hyndman & Fan type 7) at rank h = (n - 1) q of the sorted
+    # 1..1000: p50 at h = 499.5 -> 500.5, p90 at 899.1 -> 900.1, p99 at 989.01 -> 990.01,
+    # p99.9 at 998.001 -> 999.001
+    assert s.p50_ns == pytest.approx(500.5)
+    assert s.p90_ns == pytest.approx(900.1)
     assert s.p99_ns == pytest.approx(990.01)
-    assert s.mean_ns == pytest.approx(500.5)
+    assert s.p999_ns == pytest.approx(999.001)
+    assert s.mean_ns == pytest.approx(500.5)  # (1 + 1000) / 2
+    assert s.stdev_ns == pytest.approx(np.std(np.arange(1, 1001), ddof=1))  # 288.82
     assert s.ops_per_s == pytest.approx(1e9 / 500.5)
     assert s.ci_method == stats.METHOD_BLOCKS
-    assert s.p99_interval.blocks == 10 and 5 < s.p99_interval.df <= 9  # tail in most slices
+    # the ten samples at or above p99 (991..1000) fall into the slices as the permutation
+    # put them; Kish's effective count of those slices, less one, is the df (numpy here)
+    where = np.bincount(np.flatnonzero(np.asarray(samples) >= 990.01) // 100, minlength=10)
+    assert s.p99_interval.blocks == 10
+    assert s.p99_interval.df == pytest.approx(min(9.0, where.sum() ** 2 / np.sum(where ** 2) - 1))
+    for pct, iv in ((50, s.p50_interval), (99, s.p99_interval)):
+        est, bounds = reference.interval(samples, [100] * 10, pct)
+        assert iv.estimate_ns == pytest.approx(est)
+        assert iv.bounds == pytest.approx(bounds, rel=1e-9)
     assert s.p50_ci_ns == s.p50_interval.bounds and s.p99_ci_ns == s.p99_interval.bounds
 
 
-def test_intervals_are_deterministic_and_contain_the_estimate():
+def test_intervals_match_the_reference_and_contain_the_estimate():
     rng = np.random.default_rng(1)
     samples = rng.lognormal(11, 0.5, 20_000).astype(int)
-    a, b = stats.summarize(samples, [1000] * 20), stats.summarize(samples, [1000] * 20)
-    assert a == b
+    a = stats.summarize(samples, [1000] * 20)
+    assert a.p50_ci_ns == pytest.approx(reference.interval(samples, [1000] * 20, 50)[1], rel=1e-9)
+    assert a.p99_ci_ns == pytest.approx(reference.interval(samples, [1000] * 20, 99)[1], rel=1e-9)
     assert a.p50_ci_ns[0] <= a.p50_ns <= a.p50_ci_ns[1]
     assert a.p99_ci_ns[0] <= a.p99_ns <= a.p99_ci_ns[1]
     assert a.p50_ci_ns[1] - a.p50_ci_ns[0] < a.p99_ci_ns[1] - a.p99_ci_ns[0]
@@ -34,7 +52,11 @@ def test_intervals_are_deterministic_and_contain_the_estimate():
 def test_without_slices_the_interval_assumes_independence_and_says_so():
     s = stats.summarize(np.arange(1, 100_001))
     assert s.ci_method == stats.METHOD_INDEPENDENT == "order-statistic"
-    assert s.p99_ci_ns[0] < s.p99_ns < s.p99_ci_ns[1]
+    # the sorted sample is 1..100000, so the value at 0-based rank k is k + 1; the ranks
+    # from the exact binomial below (Hahn & Meeker 1991, sec. 5.2)
+    lo, hi = _exact_ranks(100_000, 0.99)
+    assert s.p99_ci_ns == (lo + 1, hi + 1)
+    assert s.p99_ns == pytest.approx(99_000.01)  # h = 99,999 x 0.99 = 98,999.01 -> 99,000.01
     assert s.p99_interval.se_log is None  # nothing to test between runs with
 
 
@@ -175,8 +197,11 @@ def test_rounds_that_disagree_widen_the_interval_to_their_spread():
     with_rounds = stats.quantile_interval(x, counts, 50, slice_rounds=slice_rounds)
     assert with_rounds.method == stats.METHOD_ROUNDS and with_rounds.blocks == rounds
     assert with_rounds.high_ns - with_rounds.low_ns > by_slices.high_ns - by_slices.low_ns
-    spread = stats.round_percentiles(x, counts, slice_rounds, 50)
-    assert len(spread) == rounds and max(spread) / min(spread) > 1.4
+    assert with_rounds.bounds == pytest.approx(
+        reference.interval(x, counts, 50, slice_rounds)[1], rel=1e-9)
+    # each round's median, by numpy on that round's 2,000 samples
+    assert stats.round_percentiles(x, counts, slice_rounds, 50) == pytest.approx(
+        [np.percentile(x[2000 * r:2000 * (r + 1)], 50) for r in range(rounds)])
 
 
 def test_fewer_rounds_than_blocks_keep_the_slice_interval():
@@ -208,15 +233,33 @@ def test_quantile_ci_ranks_match_the_exact_binomial(n, q):
     assert stats.quantile_ci_ranks(n, q) == _exact_ranks(n, q)
 
 
-def test_p99_halfwidth_check_is_the_summary_interval():
-    rng = np.random.default_rng(5)
-    samples = rng.lognormal(11, 0.7, 5000).astype(int)
-    counts = [500] * 10
+def test_p99_halfwidth_by_hand():
+    """Five slices of 200: each holds one 1 ns sample, 197 of 100 ns and two tail samples,
+    200 ns in slice 0 and 1,100 ns in the others. By hand (numpy "linear": rank
+    h = (n - 1) q of the sorted samples):
+
+    - all 1,000: h = 989.01 falls between the last 100 (rank 989) and the smallest tail
+      sample, 200 (rank 990): p99 = 100 + 0.01 x 100 = 101;
+    - without slice 0 (800 left): h = 791.01 between 100 and 1,100: p99 = 110;
+    - without any other slice: between 100 and 200 again: p99 = 101.
+
+    With five equal slices the jackknife variance of log p99 is (4/5) sum (theta_j - mean)^2
+    = (4/5) x 0.8 d^2 with d = ln(110/101), so SE = 0.8 d; every slice holds two tail
+    samples, so t has 4 degrees of freedom: t(0.975, 4) = 2.7764 (any Student t table).
+    Half-width: 100 x (exp(t SE) - 1) = 100 x ((110/101)^(0.8 t) - 1) = 20.8763 %, the
+    upper bound being the farther one."""
+    samples, counts = reference.hand_p99_blocks()
+    t_975_4 = 2.7764451051977934
+    se = 0.8 * math.log(110 / 101)
+    assert stats.p99_ci_halfwidth_pct(samples, counts) == pytest.approx(20.876303046, rel=1e-9)
     s = stats.summarize(samples, counts)
-    assert stats.p99_ci_halfwidth_pct(samples, counts) == pytest.approx(s.p99_ci_halfwidth_pct)
-    assert s.p99_ci_halfwidth_pct == pytest.approx(
-        100 * max(s.p99_ns - s.p99_ci_ns[0], s.p99_ci_ns[1] - s.p99_ns) / s.p99_ns)
-    assert stats.p99_ci_halfwidth_pct(samples, [2500, 2500]) is None
+    assert s.p99_ns == pytest.approx(101.0)
+    assert s.p99_ci_halfwidth_pct == pytest.approx(20.876303046, rel=1e-9)
+    assert s.p99_ci_ns == pytest.approx(  # (83.556, 122.085)
+        (101 * math.exp(-t_975_4 * se), 101 * math.exp(t_975_4 * se)), rel=1e-9)
+    assert s.p99_interval.se_log == pytest.approx(se) and s.p99_interval.df == 4.0
+    # two slices: fewer than the five an interval needs
+    assert stats.p99_ci_halfwidth_pct(samples, [500, 500]) is None
 
 
 def test_ci_halfwidth_pct():

@@ -19,9 +19,38 @@ def _report():
 
 def test_json_round_trip_is_lossless():
     r = _report()
-    again = store.report_from_json(store.report_to_json(r))
+    text = store.report_to_json(r)
+    data = json.loads(text)
+    # the figures as recorded: factories.summary_at(1.5 ms) has p99 = 1.5 x p50 = 2.25 ms and
+    # a p99 interval of 0.9-1.1 x p99; mean 1.05 x p50 over 1,000 samples = 1.575 s
+    flush = data["results"][0]
+    assert (flush["name"], flush["primitive"], flush["syncs_issued"]) == (
+        "write+fdatasync", "fdatasync", 1000)
+    assert flush["summary"]["p50_ns"] == 1_500_000 and flush["summary"]["p99_ns"] == 2_250_000
+    assert flush["summary"]["p99_ci_ns"] == pytest.approx([2_025_000, 2_475_000])
+    assert flush["elapsed_ns"] == 1_575_000_000
+    assert data["results"][1]["requested"] == {"journal_mode": "WAL", "synchronous": "NORMAL",
+                                               "fullfsync": None}
+    # the verdict, worked out from audit's rules: no flush counters recorded, bare metal,
+    # ext4 without nobarrier, no preload, no network layer, so only the latency rule speaks;
+    # an SSD with a write-back cache and no known power-loss protection has a 150 us floor
+    # (judge.devices.CONSUMER_SSD_FLOOR_NS) and 1.5 ms is above it: flush-latency-plausible
+    want = [("write+fdatasync", "honest_flush", None, "flush-latency-plausible", "inferred"),
+            # WAL + NORMAL syncs only at checkpoints: not durable; path verdict of fdatasync
+            ("wal/normal", "honest_flush", False, "flush-latency-plausible", "inferred")]
+    assert (data["verdict"]["path_verdict"], data["verdict"]["decided_by"],
+            data["verdict"]["strength"]) == ("honest_flush", "flush-latency-plausible", "inferred")
+    assert [tuple(v.values()) for v in data["verdict"]["results"]] == want
+    assert [f["code"] for f in data["verdict"]["findings"]] == [
+        "flush-latency-plausible", "config-not-durable",
+        "flush-counters-unavailable"]  # a Linux disk recorded without flush counters
+    again = store.report_from_json(text)
     assert again == r
-    assert audit.judge(again.host, again.results) == r.verdict
+    # judged again from the loaded facts alone: the same verdict
+    rejudged = audit.rejudge(again)
+    assert [(v.subject, v.path_verdict, v.config_durable, v.decided_by, v.strength)
+            for v in rejudged.verdict.results] == want
+    assert rejudged.notes == again.notes  # no "re-derived ... differs" note
 
 
 def test_write_durably_replaces_and_leaves_no_temp(tmp_path):

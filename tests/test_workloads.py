@@ -100,8 +100,18 @@ def test_budget_stops_before_target(tmp_path):
 
 
 def test_step_output_has_payload_size():
-    for n in (1, 100, 512, 4096):
-        assert len(workloads.step_output(3, n)) == max(n, len(workloads.step_output(3, 1)))
+    # the unpadded JSON '{"seq": 3, "status": "ok", "data": ""}' is 38 characters by hand:
+    # {=1, "seq"=5, ": "=2, 3=1, ", "=2, "status"=8, ": "=2, "ok"=4, ", "=2, "data"=6,
+    # ": "=2, ""=2, }=1; a smaller payload cannot shrink it, a larger one is padded with x
+    head, tail = '{"seq": 3, "status": "ok", "data": "', '"}'
+    assert workloads.step_output(3, 1) == head + tail
+    assert len(head + tail) == 38
+    for n in (38, 100, 512, 4096):
+        out = workloads.step_output(3, n)
+        assert out == head + "x" * (n - 38) + tail and len(out.encode()) == n
+    # a five-digit step number takes four characters more of the same payload
+    assert workloads.step_output(12345, 100) == (
+        '{"seq": 12345, "status": "ok", "data": "' + "x" * 58 + '"}')
 
 
 def test_sqlite_primitive_names():

@@ -261,7 +261,8 @@ def judge(f: PowercutFacts) -> Judgement:
     if j.damaged:
         failures.append(Finding(
             "powercut-damaged-rows", RISK, label,
-            f"{R.count(list(j.damaged)):,} rows differ from what the writer committed: "
+            f"{R.count(list(j.damaged)):,} "
+            f"{'row differs' if R.count(list(j.damaged)) == 1 else 'rows differ'} from what the writer committed: "
             f"seq {R.format_ranges(list(j.damaged), 10)}.",
             "Torn or stale pages reached the disk: the storage does not keep writes whole.",
             {"damaged_ranges": [list(r) for r in j.damaged]}, DISKCHECKER,
