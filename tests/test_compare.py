@@ -40,6 +40,7 @@ def _dependent_report(seed: int, scale: float = 1.0, slices: int = 12, per_slice
     return dataclasses.replace(rep, results=tuple(results))
 
 
+@pytest.mark.slow
 def test_two_reports_of_the_same_process_differ_in_nothing_significant():
     """A/A: the same dependent process twice, many times over; with intervals that allow
     for the bursts and Holm over all statistics, a false alarm is rare (~5 % of pairs),
@@ -53,6 +54,7 @@ def test_two_reports_of_the_same_process_differ_in_nothing_significant():
     assert alarms <= 4 and gates <= 4
 
 
+@pytest.mark.slow
 def test_intervals_that_assume_independence_would_cry_wolf():
     """The same pairs, with every sample its own slice: the dependence is ignored and
     almost every pair shows a 'significant' difference. (Why the slices matter.)"""
