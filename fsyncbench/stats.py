@@ -274,7 +274,8 @@ def _jackknife_interval(x: np.ndarray, counts: np.ndarray, q: float, estimate: f
     se = math.sqrt(max(var, 0.0))
     t = t_quantile(df, 0.5 + confidence / 2.0)
     low, high = estimate * math.exp(-t * se), estimate * math.exp(t * se)
-    if low < float(x.min()) or high > float(x.max()):
+    # (a relative 1e-12 spares identical samples, whose rounding leaves an SE of ~1e-15)
+    if low < float(x.min()) * (1 - 1e-12) or high > float(x.max()) * (1 + 1e-12):
         # an interval reaching beyond every sample measured: the few blocks disagree too much
         # for the t approximation to mean anything (with 1 degree of freedom t is 12.7)
         return Interval(estimate, None, None, se, df, b, method,

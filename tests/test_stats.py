@@ -266,3 +266,11 @@ def test_ci_halfwidth_pct():
     assert stats.ci_halfwidth_pct(100.0, (90.0, 105.0)) == pytest.approx(10.0)
     assert stats.ci_halfwidth_pct(100.0, (98.0, 112.0)) == pytest.approx(12.0)
     assert stats.ci_halfwidth_pct(0.0, (0.0, 1.0)) is None
+
+
+def test_identical_samples_give_a_point_interval_not_none():
+    """1,000 samples of exactly 100 ns in 10 slices: every slice agrees, so the interval is
+    [100, 100] (up to rounding), not "the slices disagree"."""
+    iv = stats.quantile_interval([100] * 1000, [100] * 10, 50)
+    assert iv.reason is None
+    assert iv.low_ns == pytest.approx(100, rel=1e-12) and iv.high_ns == pytest.approx(100, rel=1e-12)
