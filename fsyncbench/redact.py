@@ -46,7 +46,7 @@ _USER_PATH = re.compile(
 def redact_report(report: Report, home: str | None = None) -> Report:
     """A redacted copy of ``report`` (see the module docstring). ``home`` defaults to
     $HOME; pass it in tests."""
-    home = os.path.expanduser("~") if home is None else home
+    home = (os.path.expanduser("~") if home is None else home).rstrip("/") or "/"
     host = report.host
     target = host.target
     literal = _secrets(report, home)
@@ -94,7 +94,7 @@ def redact_command_line(argv: Iterable[str], home: str | None = None) -> tuple[s
     """The command line with every path replaced: positional arguments after the
     subcommand, values of path options (``--output``, ``--csv``, ...), and any token that
     looks like a path. Option names and plain values (``--samples 200``) stay."""
-    home = os.path.expanduser("~") if home is None else home
+    home = (os.path.expanduser("~") if home is None else home).rstrip("/") or "/"
     argv = list(argv)
     out: list[str] = []
     expect_value: str | None = None

@@ -8,7 +8,14 @@ from clitools import fsb
 
 from fsyncbench import render, render_html, stats, store
 from fsyncbench.model import Interval
-from fsyncbench.report.fmt import fmt_interval, fmt_precision, fmt_spread
+from fsyncbench.report.fmt import (
+    fmt_bounds,
+    fmt_interval,
+    fmt_ns,
+    fmt_precision,
+    fmt_spread,
+    short_reason,
+)
 
 
 @pytest.mark.parametrize("bounds,text", [
@@ -77,3 +84,74 @@ def test_schema_1_reports_say_their_intervals_assume_independence():
     proc = fsb("show", fixture, "--format", "markdown")
     assert proc.returncode == 0, proc.stderr
     assert "report schema 1) assume independent samples" in proc.stdout
+
+
+@pytest.mark.parametrize("ns,text", [
+    (None, "-"),
+    (999, "999 ns"),
+    (1_000, "1 us"),                   # 1.000 us: the unit changes at 1,000 ns; "g" drops the zeros
+    (41_800, "41.8 us"),
+    (99_999, "100 us"),                # 99.999 us to 3 significant digits
+    (123_456, "123 us"),
+    (999_999, "1000 us"),              # 999.999 us to whole us (no "1e+03 us")
+    (3_020_000, "3.02 ms"),
+    (2_345_001, "2.35 ms"),            # 2.345001 ms rounds up to 2.35
+    (250_000_000, "250 ms"),
+    (250_500_200, "251 ms"),           # 250.5002 ms to whole ms
+    (999_999_999, "1000 ms"),          # 999.999999 ms to whole ms (no "1e+03 ms")
+    (1_000_000_000, "1.00 s"),         # the unit changes at 1 s
+    (1_200_000_000, "1.20 s"),
+    (1_235_000_001, "1.24 s"),         # 1.235000001 s rounds up to 1.24
+])
+def test_duration_text(ns, text):
+    assert fmt_ns(ns) == text
+
+
+def test_bounds_text():
+    assert fmt_bounds((1_000.0, 2_500_000.0)) == "[1 us, 2.5 ms]"
+    assert fmt_bounds(None) == "-"
+
+
+@pytest.mark.parametrize("reason,blocks,cell", [
+    ("n=400 too small for a p99 interval (needs 1000)", 10, "none (n too small)"),
+    ("1 slice(s): too few for a p99 interval (needs 5)", 1, "none (1 slice)"),
+    ("2 slice(s): too few for a p99 interval (needs 5)", 2, "none (2 slices)"),
+    ("the samples at or beyond p99 lie in too few slices (1.00 effective) for an interval",
+     10, "none (too few slices)"),
+    ("the samples at or beyond p99 lie in too few rounds (1.50 effective) for an interval",
+     3, "none (too few rounds)"),
+    (("the slices disagree too much for an interval (it would reach beyond the samples "
+      "measured; 2.0 effective slices)"), 10, "none (slices disagree)"),
+    (("the rounds disagree too much for an interval (it would reach beyond the samples "
+      "measured; 2.0 effective rounds)"), 3, "none (rounds disagree)"),
+    ("the timer could not resolve the operation (zero times)", 10, "none (no interval)"),
+    (None, 10, "-"),                   # no bounds and no reason: nothing to say
+])
+def test_why_there_is_no_interval(reason, blocks, cell):
+    iv = Interval(40_000.0, None, None, None, 0.0, blocks, "block-jackknife", reason)
+    assert fmt_interval(None, iv) == cell
+
+
+def test_no_interval_and_nothing_known():
+    assert fmt_interval(None) == "-"
+    assert short_reason(None) == ""
+
+
+@pytest.mark.parametrize("estimate,bounds,text", [
+    (100.0, (99.5, 100.5), "+-0.5%"),       # sides below 1 %: still symmetric
+    (100.0, (80.0, 125.0), "+-25.0%"),      # 25 / 20 = 1.25 exactly: still symmetric enough
+    (100.0, (80.0, 125.5), "+25.5/-20.0%"),  # 25.5 / 20 = 1.275: both sides
+    (100.0, (60.0, 100.5), "+0.5/-40.0%"),  # a lopsided side below 1 % is shown as it is
+    (100.0, (99.5, 150.0), "+50.0/-0.5%"),
+    (100.0, (101.0, 110.0), "+10.0/-0.0%"),  # the estimate below the interval: no negative side
+    (0.5, (0.25, 0.75), "+-50.0%"),         # an estimate below 1 ns is still an estimate
+    (0.0, (0.0, 1.0), "-"),                 # no positive estimate: no percentage
+    (-1.0, (-2.0, 1.0), "-"),
+])
+def test_precision_edges(estimate, bounds, text):
+    assert fmt_precision(estimate, bounds) == text
+
+
+def test_round_spread_needs_two_rounds():
+    assert fmt_spread([612_000.0, 310_000.0]) == "310 us - 612 us (2 rounds)"
+    assert fmt_spread([]) == "-"

@@ -1,13 +1,19 @@
 """Gates: duration and verdict parsing, the pure checks, and exit code 1 from the CLI."""
 
+import dataclasses
 
+import factories
 import pytest
 import sampled
 from clitools import fsb
 from factories import host
 
-from fsyncbench import gates
+from fsyncbench import gates, runner
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.gates import GateFailure
+from fsyncbench.model import Interval, ResultVerdict, Verdict
+
+ALLOWED = "allowed values are no_flush, volatile_cache, unverifiable, honest_flush"
 
 QUICK = ["--samples", "30", "--budget-seconds", "5", "--warmup", "2", "--quiet"]
 
@@ -20,21 +26,106 @@ def test_parse_duration(text, ns):
     assert gates.parse_duration(text) == ns
 
 
-@pytest.mark.parametrize("text,why", [
-    ("10", "give a number with a unit"), ("ten ms", "give a number with a unit"),
-    ("10 m", "give a number with a unit"), ("-1ms", "give a number with a unit"),
-    ("0ms", "must be at least 1 ns"), ("0.4ns", "must be at least 1 ns"), ("", "give a number with a unit"),
+@pytest.mark.parametrize("text,message", [
+    ("10", "invalid --max-p99 '10': give a number with a unit, e.g. 10ms, 500us, 2s"),
+    ("ten ms", "invalid --max-p99 'ten ms': give a number with a unit, e.g. 10ms, 500us, 2s"),
+    ("10 m", "invalid --max-p99 '10 m': give a number with a unit, e.g. 10ms, 500us, 2s"),
+    ("-1ms", "invalid --max-p99 '-1ms': give a number with a unit, e.g. 10ms, 500us, 2s"),
+    ("", "invalid --max-p99 '': give a number with a unit, e.g. 10ms, 500us, 2s"),
+    ("0ms", "invalid --max-p99 '0ms': must be at least 1 ns"),
+    ("0.4ns", "invalid --max-p99 '0.4ns': must be at least 1 ns"),  # rounds to 0 ns
 ])
-def test_parse_duration_rejects(text, why):
-    with pytest.raises(FsyncbenchError, match=why):
+def test_parse_duration_rejects(text, message):
+    with pytest.raises(FsyncbenchError) as err:
         gates.parse_duration(text, "--max-p99")
+    assert str(err.value) == message
 
 
 def test_parse_verdicts():
     assert gates.parse_verdicts("volatile_cache, no-flush") == ("volatile_cache", "no_flush")
-    with pytest.raises(FsyncbenchError, match="invalid --fail-on slow: allowed values are no_flush"):
-        gates.parse_verdicts("no_flush,slow")
+    assert gates.parse_verdicts("NO_FLUSH,no-flush") == ("no_flush",)
     assert gates.parse_names(["wal/full,delete/full", "wal/full"]) == ("wal/full", "delete/full")
+
+
+@pytest.mark.parametrize("text,message", [
+    ("no_flush,slow", f"invalid --fail-on slow: {ALLOWED}"),
+    ("slow,fast", f"invalid --fail-on slow, fast: {ALLOWED}"),
+    ("Slow-Disk", f"invalid --fail-on slow_disk: {ALLOWED}"),  # named as normalized
+    ("", f"invalid --fail-on '': {ALLOWED}"),               # nothing given: the text itself
+    (" , ", f"invalid --fail-on ' , ': {ALLOWED}"),
+])
+def test_parse_verdicts_rejects(text, message):
+    with pytest.raises(FsyncbenchError) as err:
+        gates.parse_verdicts(text)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("names,known,where,message", [
+    (["wal/fast"], ["wal/off", "wal/full"], None,
+     "unknown configuration wal/fast: this report has wal/off, wal/full"),
+    (["a", "wal/full", "b"], ["wal/full"], None,
+     "unknown configuration a, b: this report has wal/full"),
+    (["x"], [], None, "unknown configuration x: this report has none"),
+    (["x"], ["wal/full"], "every report has", "unknown configuration x: every report has wal/full"),
+])
+def test_check_names_rejects(names, known, where, message):
+    with pytest.raises(FsyncbenchError) as err:
+        if where is None:
+            gates.check_names(names, known)
+        else:
+            gates.check_names(names, known, where)
+    assert str(err.value) == message
+
+
+def test_check_names_ignores_case():
+    assert gates.check_names(["WAL/Full"], ["wal/full"]) is None
+
+
+def gate_report(*results, verdicts=()):
+    """A report of hand-made results and (when given) hand-made per-result verdicts."""
+    rep = runner.build_report("run", host(), results, ("fsyncbench", "run", "/data"))
+    if verdicts:
+        rep = dataclasses.replace(rep, verdict=Verdict("no_flush", "hand-made", results=verdicts))
+    return rep
+
+
+def test_select_skips_the_no_sync_baseline_unless_named():
+    rep = gate_report(factories.write(2_000), factories.flush("fdatasync", 900_000),
+                      factories.commit("WAL", "FULL", 1_000_000))
+    assert [r.name for r in gates.select(rep)] == ["write+fdatasync", "wal/full"]
+    assert [r.name for r in gates.select(rep, ["WAL/FULL", "write (no sync)"])] == [
+        "write (no sync)", "wal/full"]  # in report order
+
+
+def test_max_p99_failure_message():
+    # factories: p99 = 1.5 x p50 = 3 ms, its CI 0.9 x and 1.1 x that, n = 1000
+    rep = gate_report(factories.write(2_000), factories.flush("fdatasync", 2_000_000))
+    assert gates.check(rep, max_p99_ns=1_000_000) == [GateFailure(
+        "write+fdatasync", "max-p99",
+        "write+fdatasync: p99 3 ms (95% CI [2.7 ms, 3.3 ms], n=1000) is above --max-p99 1 ms")]
+    assert gates.check(rep, max_p99_ns=3_000_000) == []  # at the limit is not above it
+
+
+def test_max_p99_failure_message_without_an_interval():
+    flush = factories.flush("fdatasync", 2_000_000)
+    why = Interval(3_000_000.0, None, None, None, 0.0, 2, "block-jackknife",
+                   "2 slice(s): too few for a p99 interval (needs 5)")
+    flush = dataclasses.replace(flush, summary=dataclasses.replace(
+        flush.summary, p99_ci_ns=None, p99_interval=why))
+    assert gates.check(gate_report(flush), max_p99_ns=2_500_000) == [GateFailure(
+        "write+fdatasync", "max-p99",
+        "write+fdatasync: p99 3 ms (95% CI none (2 slices), n=1000) is above --max-p99 2.5 ms")]
+
+
+def test_fail_on_failure_message():
+    rep = gate_report(
+        factories.flush("fdatasync", 2_000_000), factories.commit("WAL", "FULL", 1_000_000),
+        verdicts=(ResultVerdict("write+fdatasync", "no_flush", False, "tmpfs keeps data in RAM"),
+                  ResultVerdict("wal/full", "honest_flush", True, "flush counters")))
+    assert gates.check(rep, fail_on=("volatile_cache", "no_flush")) == [GateFailure(
+        "write+fdatasync", "fail-on",
+        "write+fdatasync: path verdict no_flush (decided by tmpfs keeps data in RAM) is in "
+        "--fail-on volatile_cache,no_flush")]
 
 
 def test_max_p99_names_each_failing_configuration():
@@ -78,11 +169,10 @@ def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
 @pytest.mark.parametrize("args,line", [
     (("--max-p99", "10"), "invalid --max-p99 '10': give a number with a unit, e.g. 10ms, 500us, 2s"),
     (("--max-p99", "fast"), "invalid --max-p99 'fast': give a number with a unit, e.g. 10ms, 500us, 2s"),
-    (("--fail-on", "bogus"), "invalid --fail-on bogus: allowed values are no_flush, "
-                             "volatile_cache, unverifiable, honest_flush"),
-    (("--max-p99", "10ms", "--config", "wal/fast"), "unknown configuration wal/fast: this run "
-     "measures write (no sync), write+fsync, write+fdatasync, write (O_DSYNC), write (O_SYNC), "
-     "wal/off, wal/full"),
+    (("--fail-on", "bogus"), f"invalid --fail-on bogus: {ALLOWED}"),
+    (("--max-p99", "10ms", "--config", "wal/fast"), (
+        "unknown configuration wal/fast: this run measures write (no sync), write+fsync, "
+        "write+fdatasync, write (O_DSYNC), write (O_SYNC), wal/off, wal/full")),
 ])
 def test_cli_bad_gate_values_fail_before_measuring(tmp_path, args, line):
     proc = fsb("run", tmp_path, "--output", tmp_path / "out", "--journal-mode", "wal",

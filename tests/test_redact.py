@@ -11,7 +11,7 @@ from clitools import fsb
 from factories import host
 
 from fsyncbench import compare, redact, store
-from fsyncbench.model import BlockDevice, Mount
+from fsyncbench.model import BlockDevice, Mount, StorageLayer
 
 QUICK = ["--samples", "30", "--budget-seconds", "5", "--warmup", "2", "--quiet"]
 HOSTNAME = socket.gethostname()
@@ -170,3 +170,205 @@ def test_redaction_reaches_every_layer_of_the_storage_stack():
     for secret in ("db-primary", "deploy@", "S5Y1NX0R777777"):
         assert secret not in text, secret
     assert "fuse.sshfs" in text and "Samsung SSD 870" in text  # the facts stay
+
+
+# --- redact_command_line, redact_report and scrub_text, one redaction rule at a time ---------
+
+#: A home outside /home, /Users, /root: only the ``home`` argument makes paths under it personal.
+HOME = "/srv/bob"
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (("fsyncbench", "show", "--format", "json"), ("fsyncbench", "show", "--format", "json")),
+    (("fsyncbench", "run", "--samples=400"), ("fsyncbench", "run", "--samples=400")),
+    (("fsyncbench", "run", "--quiet", "--samples", "400"),  # a flag takes no value
+     ("fsyncbench", "run", "--quiet", "--samples", "400")),
+    (("fsyncbench", "run", "mydir"), ("fsyncbench", "run", "[redacted]")),  # positional
+    (("fsyncbench", "show", "-"), ("fsyncbench", "show", "[redacted]")),    # "-" is positional
+    (("/usr/local/bin/fsyncbench", "run"), ("[redacted]", "run")),  # a program path is a path
+    (("fsyncbench", "~"), ("fsyncbench", "[redacted]")),
+    (("fsyncbench", "C:\\bench"), ("fsyncbench", "[redacted]")),
+    (("fsyncbench", "run", "--output", "/data/out"), ("fsyncbench", "run", "--output", "[redacted]")),
+    (("fsyncbench", "run", "--output=/data/out"), ("fsyncbench", "run", "--output=[redacted]")),
+    # a plain option's value stays, unless it is a user path
+    (("fsyncbench", "run", "--config", "/srv/bob"), ("fsyncbench", "run", "--config", "[redacted]")),
+    (("fsyncbench", "run", "--config", "/srv/bob/c"), ("fsyncbench", "run", "--config", "[redacted]")),
+    (("fsyncbench", "run", "--config=/srv/bob/c"), ("fsyncbench", "run", "--config=[redacted]")),
+    (("fsyncbench", "run", "--config", "/srv/bobby/c"),  # beside the home, not under it
+     ("fsyncbench", "run", "--config", "/srv/bobby/c")),
+    (("fsyncbench", "run", "--config", "/home/alice/c"), ("fsyncbench", "run", "--config", "[redacted]")),
+    (("fsyncbench", "run", "--config", "/root"), ("fsyncbench", "run", "--config", "[redacted]")),
+    (("fsyncbench", "run", "--config", "~"), ("fsyncbench", "run", "--config", "[redacted]")),
+    (("fsyncbench", "run", "--config", "~/c"), ("fsyncbench", "run", "--config", "[redacted]")),
+])
+def test_command_line_redaction(argv, expected):
+    assert redact.redact_command_line(argv, home=HOME) == expected
+
+
+@pytest.mark.parametrize("home,value,expected", [
+    ("/srv/bob/", "/srv/bob/c", "[redacted]"),  # $HOME with a trailing slash
+    ("/srv/ALEX", "/srv/ALEX/c", "[redacted]"),
+    ("/", "/etc/c", "/etc/c"),                  # HOME=/ (containers) makes no path personal
+])
+def test_command_line_redaction_per_home(home, value, expected):
+    argv = ("fsyncbench", "run", "--config", value)
+    assert redact.redact_command_line(argv, home=home) == ("fsyncbench", "run", "--config", expected)
+
+
+def test_home_defaults_to_the_home_directory(tmp_path, monkeypatch):
+    home = tmp_path / "bob"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    mine = ("fsyncbench", "run", "--config", f"{home}/c")
+    other = ("fsyncbench", "run", "--config", "/srv/bob/c")
+    assert redact.redact_command_line(mine) == ("fsyncbench", "run", "--config", "[redacted]")
+    assert redact.redact_command_line(other) == other
+    # an explicit home replaces $HOME
+    assert redact.redact_command_line(mine, home=HOME) == mine
+    assert redact.redact_command_line(other, home=HOME) == ("fsyncbench", "run", "--config", "[redacted]")
+    h = dataclasses.replace(host(), ld_preload=f"{home}/lib/libfoo.so")
+    assert redact.redact_report(sampled.report(the_host=h)).host.ld_preload == "[redacted]"
+    h = dataclasses.replace(host(), ld_preload="/srv/bob/lib/libfoo.so")
+    assert redact.redact_report(sampled.report(the_host=h), home=HOME).host.ld_preload == "[redacted]"
+    assert redact.redact_report(sampled.report(the_host=h)).host.ld_preload == "/srv/bob/lib/libfoo.so"
+
+
+def redacted(home=HOME, hostname="case-host", notes=(), command_line=("fsyncbench", "run", "/data"),
+             **target):
+    """``redact_report`` of a report on ``factories.host()`` with these target fields,
+    hostname, notes and command line."""
+    h = host()
+    h = dataclasses.replace(h, hostname=hostname, target=dataclasses.replace(h.target, **target))
+    rep = dataclasses.replace(sampled.report(the_host=h, command_line=command_line), notes=tuple(notes))
+    return redact.redact_report(rep, home=home)
+
+
+@pytest.mark.parametrize("home,mount,expected", [
+    # a user path is redacted whole, with its spaces (the last pass would stop at a space)
+    (HOME, Mount("/home/alice/My Drive", "fuse", "/dev/sdb1"),
+     Mount("[redacted]", "fuse", "/dev/sdb1")),
+    (HOME, Mount("/srv/bob/My Drive", "ext4", "/srv/bob/disk image.img"),
+     Mount("[redacted]", "ext4", "[redacted]")),
+    (HOME, Mount("/mnt/share", "cifs", "//nas/share"), Mount("/mnt/share", "cifs", "[redacted]")),
+    (HOME, Mount("/mnt", "nfs4", "filer.corp:/export/alice"), Mount("/mnt", "nfs4", "[redacted]")),
+    (HOME, Mount("/", "ext4", "/dev/root"), Mount("/", "ext4", "/dev/root")),
+    ("/", Mount("/mnt/disk", "ext4", "/dev/sda1"), Mount("/mnt/disk", "ext4", "/dev/sda1")),
+])
+def test_mount_redaction(home, mount, expected):
+    assert redacted(home, mount=mount).host.target.mount == expected
+
+
+def test_every_disk_serial_is_redacted_and_no_serial_stays_none():
+    disks = (BlockDevice("sda", model="QEMU HARDDISK", serial="QM1"),  # too short to scrub elsewhere
+             BlockDevice("sdb", model="Samsung SSD 870", serial="S5Y1NX0R777777"),
+             BlockDevice("sdc", model="USB stick", serial=None),
+             BlockDevice("sdd", model="SD card", serial=""))
+    red = redacted(disks=disks, chain=("sda", "sdb", "sdc", "sdd"))
+    assert red.host.target.disks == (
+        BlockDevice("sda", model="QEMU HARDDISK", serial="[redacted]"),
+        BlockDevice("sdb", model="Samsung SSD 870", serial="[redacted]"),
+        BlockDevice("sdc", model="USB stick", serial=None),
+        BlockDevice("sdd", model="SD card", serial=""))
+
+
+def test_every_layer_of_the_stack_is_redacted():
+    layers = (
+        StorageLayer("fuse", "/home/alice/Google Drive", "forwarded", 0, fs_type="fuse.rclone",
+                     source="gdrive:/"),
+        StorageLayer("fuse", "/srv/bob/My Files", "forwarded", 0, fs_type="fuse.bindfs",
+                     source="/srv/bob/files"),
+        StorageLayer("lvm", "dm-0", "forwarded", 1, source="/dev/mapper/vg-root"),
+        StorageLayer("disk", "sda", "to-device", 2, holds_bytes=True,
+                     device=BlockDevice("sda", model="QEMU HARDDISK", serial="QM1")),
+        StorageLayer("disk", "sdb", "to-device", 2, holds_bytes=True,
+                     device=BlockDevice("sdb", model="Samsung SSD 870", serial="S5Y1NX0R777777")),
+        StorageLayer("disk", "vda", "to-device", 2, holds_bytes=True,
+                     device=BlockDevice("vda", model="virtio", serial=None)),
+    )
+    assert redacted(layers=layers).host.target.layers == (
+        StorageLayer("fuse", "[redacted]", "forwarded", 0, fs_type="fuse.rclone",
+                     source="[redacted]"),
+        StorageLayer("fuse", "[redacted]", "forwarded", 0, fs_type="fuse.bindfs",
+                     source="[redacted]"),
+        StorageLayer("lvm", "dm-0", "forwarded", 1, source="/dev/mapper/vg-root"),
+        StorageLayer("disk", "sda", "to-device", 2, holds_bytes=True,
+                     device=BlockDevice("sda", model="QEMU HARDDISK", serial="[redacted]")),
+        StorageLayer("disk", "sdb", "to-device", 2, holds_bytes=True,
+                     device=BlockDevice("sdb", model="Samsung SSD 870", serial="[redacted]")),
+        StorageLayer("disk", "vda", "to-device", 2, holds_bytes=True,
+                     device=BlockDevice("vda", model="virtio", serial=None)),
+    )
+
+
+def test_macos_volume_facts_are_redacted():
+    darwin = {"DeviceIdentifier": "disk3s1", "MountPoint": "/Users/alice/My Backup",
+              "DiskImage": "/srv/bob/images/backup 1.dmg", "VolumeName": "Backup",
+              "Internal": False, "TotalSize": 500107862016}
+    assert redacted(darwin=darwin).host.target.darwin == {
+        "DeviceIdentifier": "disk3s1", "MountPoint": "[redacted]", "DiskImage": "[redacted]",
+        "VolumeName": "Backup", "Internal": False, "TotalSize": 500107862016}
+
+
+@pytest.mark.parametrize("target,note,expected", [
+    # disk serials of 4 characters and more are removed wherever they are quoted
+    ({"disks": (BlockDevice("sda", serial="AB12"),)}, "disk AB12 lost its cache",
+     "disk [redacted] lost its cache"),
+    ({"disks": (BlockDevice("sda", serial="X12"),)}, "disk X12 lost its cache",
+     "disk X12 lost its cache"),  # shorter ones would hit ordinary words
+    ({}, "copied to /srv/bob/results", "copied to [redacted]"),  # the home
+    # a user path quoted whole, not cut at its space: the longest secret goes first
+    ({"path": "/srv/bob/bench dir"}, "ran in /srv/bob/bench dir", "ran in [redacted]"),
+    ({"layers": (StorageLayer("fuse", "/mnt/w", "forwarded", 0, fs_type="fuse.bindfs",
+                              source="/srv/bob/shared docs"),)},
+     "mirrors /srv/bob/shared docs", "mirrors [redacted]"),
+    # a mount point named after its disk's serial: the path goes first, as a whole
+    ({"path": "/mnt/WD-WX41A19H7Y2Z", "disks": (BlockDevice("sda", serial="WD-WX41A19H7Y2Z"),)},
+     "benchmarked /mnt/WD-WX41A19H7Y2Z", "benchmarked [redacted]"),
+    # a target of "." or "/" is no secret: a sentence's full stop and other paths stay
+    ({"path": "."}, "see the table (p99).", "see the table (p99)."),
+])
+def test_secrets_are_removed_from_every_text(target, note, expected):
+    assert redacted(notes=[note], **target).notes == (expected,)
+
+
+@pytest.mark.parametrize("path", [".", "/"])
+def test_target_path_is_redacted_even_when_it_is_no_secret(path):
+    red = redacted(path=path, mount=Mount("/", "ext4", "/dev/root"))
+    assert red.host.target.path == "[redacted]"
+    assert red.host.target.mount == Mount("/", "ext4", "/dev/root")
+
+
+def test_report_command_line_is_redacted(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cmd = ("fsyncbench", "run", "/data", "--output", "/srv/reports", "--config", "/srv/bob/my configs")
+    assert redacted(command_line=cmd).command_line == (
+        "fsyncbench", "run", "[redacted]", "--output", "[redacted]", "--config", "[redacted]")
+
+
+def test_a_host_without_a_name_gets_the_redacted_name():
+    assert redacted(hostname="").host.hostname == "redacted-host"
+
+
+@pytest.mark.parametrize("text,literal,hostname,expected", [
+    ("logs in /srv/bob/x", ["/srv/bob"], "h", "logs in [redacted]"),  # a path with what is below
+    ("logs in /srv/bobby", ["/srv/bob"], "h", "logs in /srv/bobby"),
+    ("disk S5Y1NX0R777777.", ["S5Y1NX0R777777"], "h", "disk [redacted]."),
+    ("alices-laptop is up", [], "alices-laptop.corp.example", "redacted-host is up"),  # short form
+    ("on alices-laptop.corp.example", [], "alices-laptop.corp.example", "on redacted-host"),
+    ("Alices-Laptop", [], "alices-laptop", "redacted-host"),           # 4+ chars: any case
+    ("DEV1 and dev1", [], "dev1", "redacted-host and redacted-host"),  # 4 chars is enough
+    ("a VM named vm, in kvm", [], "vm", "a VM named redacted-host, in kvm"),  # short: exact case
+    ("a, b (c)", [], "", "a, b (c)"),                                  # no hostname, nothing to do
+    ("", [], "", ""),
+])
+def test_scrub_text(text, literal, hostname, expected):
+    assert redact.scrub_text(text, literal, hostname) == expected
+
+
+def test_a_home_given_with_a_trailing_slash_is_still_redacted():
+    """redact_command_line with home="/srv/bob/" (a caller's spelling; $HOME never ends in
+    "/") redacts /srv/bob itself like home="/srv/bob" does."""
+    assert redact.redact_command_line(("fsyncbench", "run", "--config", "/srv/bob"), home="/srv/bob/") == \
+        redact.redact_command_line(("fsyncbench", "run", "--config", "/srv/bob"), home="/srv/bob")
+    assert "/srv/bob" not in " ".join(
+        redact.redact_command_line(("fsyncbench", "run", "--config", "/srv/bob"), home="/srv/bob/"))
