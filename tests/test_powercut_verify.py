@@ -797,10 +797,11 @@ def _report(created="2024-05-01T12:00:00Z", hostname="case-host"):
 
 def test_save_report_never_overwrites(tmp_path):
     report = _report()
-    names = [save_report(report, tmp_path).name for _ in range(3)]
-    assert names == ["case-host-20240501T120000Z-powercut.json",
-                     "case-host-20240501T120000Z-powercut-2.json",
-                     "case-host-20240501T120000Z-powercut-3.json"]
+    names = ["case-host-20240501T120000Z-powercut.json",
+             "case-host-20240501T120000Z-powercut-2.json",
+             "case-host-20240501T120000Z-powercut-3.json"]
+    for name in names:  # one at a time: each save must take the next free name
+        assert save_report(report, tmp_path) == tmp_path / name
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
     for name in names:
         assert store.load_report(tmp_path / name) == report
