@@ -43,7 +43,13 @@ from fsyncbench.model import (
 )
 from fsyncbench.powercut import ranges as R
 from fsyncbench.powercut.listener import Listener, ListenerState
-from fsyncbench.powercut.run import POWERCUT_DIRNAME, RUN_FORMAT, RunRecord, make_row, save_run
+from fsyncbench.powercut.run import (
+    POWERCUT_DIRNAME,
+    RUN_FORMAT,
+    RunRecord,
+    make_row,
+    save_run,
+)
 from fsyncbench.powercut.verify import (
     JournalState,
     Judgement,
@@ -88,6 +94,7 @@ SQLITE_EXTRA_SOURCE = ("https://www.sqlite.org/pragma.html#pragma_synchronous (E
 APPLE_BARRIER_DOC = ("Apple, 'Reducing disk writes': F_BARRIERFSYNC orders writes but does not "
                      "flush the drive (https://developer.apple.com/documentation/xcode/"
                      "reducing-disk-writes)")
+WAL_FULL = Pragmas("WAL", "FULL")
 EATMYDATA = " The writer ran with LD_PRELOAD=libeatmydata.so, which turns syncs into no-ops."
 
 
@@ -100,7 +107,7 @@ def _journal(present=((1, 100),), integrity=("ok",), error=None, exists=True, da
                         note)
 
 
-def _facts(acked=((1, 100),), journal=None, config=Pragmas("WAL", "FULL"), rebooted=True,
+def _facts(acked=((1, 100),), journal=None, config=WAL_FULL, rebooted=True,
            clean_stop=None, host=None, primitive="fdatasync"):
     return PowercutFacts(
         run_id=RUN_A, config=config, primitive=primitive, writer_host=host or fake_host(),
@@ -595,12 +602,12 @@ INTEGRITY_6 = ("*** in database main ***", "Page 3: never used", "Page 4: never 
     # the integrity row shows the first five lines, the finding the first three
     (Pragmas("WAL", "FULL"), False, INTEGRITY_6,
      "Result: FAIL: the journal did not survive intact" + FAIL_STORAGE,
-     "*** in database main ***; Page 3: never used; Page 4: never used; Page 5: never used; "
-     "Page 6: never used"),
+     ("*** in database main ***; Page 3: never used; Page 4: never used; Page 5: never used; "
+     "Page 6: never used")),
     (Pragmas("WAL", "NORMAL"), False, INTEGRITY_6,
      "Result: FAIL: the journal did not survive intact" + FAIL_CONFIG,
-     "*** in database main ***; Page 3: never used; Page 4: never used; Page 5: never used; "
-     "Page 6: never used"),
+     ("*** in database main ***; Page 3: never used; Page 4: never used; Page 5: never used; "
+     "Page 6: never used")),
     (Pragmas("WAL", "NORMAL"), True, ("ok",),
      "Result: FAIL: 10 of 100 acknowledged commits are lost" + FAIL_CONFIG, "ok"),
 ])
@@ -859,7 +866,7 @@ OTHER_BOOT = "00000000-0000-4000-8000-000000000000"
 
 
 def _record(run_id, target, *, started="2024-05-01T12:00:00Z", boot=OTHER_BOOT,
-            stop_reason=None, config=Pragmas("WAL", "FULL")):
+            stop_reason=None, config=WAL_FULL):
     return RunRecord(
         format=RUN_FORMAT, version=1, run_id=run_id, started_utc=started, pid=4242,
         boot_id=boot, target=str(target), database=f"journal-{config.label.replace('/', '-')}.db",
@@ -1027,9 +1034,9 @@ def test_verify_a_lost_run_end_to_end(tmp_path, listener, verify_env):
         verdict=Verdict(NO_FLUSH, "powercut-acknowledged-lost",
                         (ResultVerdict("wal/full", NO_FLUSH, True, "powercut-acknowledged-lost",
                                        PROVEN),), findings, PROVEN),
-        notes=(f"powercut fail: run {rid} (wal/full) from writer host writer-host, started "
+        notes=((f"powercut fail: run {rid} (wal/full) from writer host writer-host, started "
                f"2024-05-01T12:00:00Z; listener {listener.name} last heard from it "
-               "2024-05-01T12:05:00Z",))
+               "2024-05-01T12:05:00Z"),))
 
     stamp = outcome.report.created_utc.replace("-", "").replace(":", "")
     assert outcome.path == out / f"verify-host-{stamp}-powercut.json"
@@ -1076,15 +1083,15 @@ def test_verify_a_clean_stop_in_the_same_boot(tmp_path, listener, verify_env):
          _clean_stop("stopped by Ctrl-C"), _no_reboot()), MEASURED)
     assert outcome.failed is False
     assert outcome.report.notes == (
-        f"powercut pass: run {rid} (wal/full) from writer host writer-host, started "
+        (f"powercut pass: run {rid} (wal/full) from writer host writer-host, started "
         f"2024-05-01T12:00:00Z; listener {listener.name} last heard from it "
-        "2024-05-01T12:05:00Z",
-        f"1 older run(s) in {target / POWERCUT_DIRNAME}; this is the newest (choose another "
-        "with --run-id)")
+        "2024-05-01T12:05:00Z"),
+        (f"1 older run(s) in {target / POWERCUT_DIRNAME}; this is the newest (choose another "
+        "with --run-id)"))
     lines = outcome.text.splitlines()
     assert lines[2:4] == [
-        "  writer     host writer-host, pid 4242, started 2024-05-01T12:00:00Z; stopped "
-        "cleanly: stopped by Ctrl-C",
+        ("  writer     host writer-host, pid 4242, started 2024-05-01T12:00:00Z; stopped "
+        "cleanly: stopped by Ctrl-C"),
         "  rebooted   NO (same boot as the writer: no power cut happened)"]
     assert lines[-1] == (f"Note: 1 older run(s) in {target / POWERCUT_DIRNAME}; this is the "
                          "newest (choose another with --run-id)")
@@ -1116,7 +1123,8 @@ def test_verify_a_run_directory_renamed_after_the_run(tmp_path, listener, verify
     listener.add_run(rid, target, [(1, 5)])
     outcome = verify(listener.address, target, None, tmp_path / "out", ["fsyncbench"])
     assert outcome.judgement.outcome == "pass"
-    assert outcome.text.splitlines()[1] == f"  run        {rid} (wal/full, sync primitive fdatasync)"
+    assert outcome.text.splitlines()[1] == (
+        f"  run        {rid} (wal/full, sync primitive fdatasync)")
 
 
 def test_verify_without_a_run_record_takes_the_settings_from_the_listener(
@@ -1233,3 +1241,17 @@ def test_format_ranges():
         ", ".join(str(s) for s in range(1, 80, 2)) + ", ... (1 more ranges)")
     assert R.format_ranges(forty[:3], limit=3) == "1, 3, 5"
     assert R.format_ranges(forty[:5], limit=3) == "1, 3, 5, ... (2 more ranges)"
+
+
+
+def test_a_run_id_in_the_wrong_directory_is_refused_not_proven_lost(tmp_path, listener, verify_env):
+    """The listener knows the run, but verify is pointed at a directory the writer never
+    used: one clear error and no report, never "every commit lost, proven by a power cut"."""
+    rid = "e" * 32
+    listener.add_run(rid, tmp_path / "real-data", [(1, 500)])
+    wrong, out = tmp_path / "typo-dir", tmp_path / "reports"
+    wrong.mkdir()
+    with pytest.raises(FsyncbenchError, match=rf"^no run {rid} in {wrong}/\.fsyncbench-powercut: "
+                                              rf"is {wrong} the directory the writer used\?"):
+        verify(listener.address, wrong, rid, out, ["fsyncbench"])
+    assert not out.exists() or list(out.iterdir()) == []

@@ -439,6 +439,12 @@ def verify(address: tuple[str, int], target: Path, run_id: str | None, out_dir: 
     run_dir, record, notes = select_run(target, run_id, address)
     rid = record.run_id if record else run_dir.name
     info, acknowledged = fetch_run(address, rid)
+    if not run_dir.is_dir():
+        # a wrong directory must not read as "every commit lost, proven by a power cut"
+        raise FsyncbenchError(
+            f"no run {rid} in {run_dir.parent}: is {target} the directory the writer used? "
+            f"(the listener records {info.get('dir', 'another directory')}; the writer made and "
+            "fsync'd the run's directory before its first commit)")
     if record is not None:
         config, primitive, payload = record.effective, record.primitive, record.payload_bytes
         db_path = run_dir / record.database
