@@ -12,11 +12,14 @@ import os
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 
 from fsyncbench import __version__, render, runner, store, workloads
+from fsyncbench import report as report_out
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Report, to_jsonable
+from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
 EXIT_OK, EXIT_RISK, EXIT_ERROR = 0, 1, 2
 
@@ -82,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text",
                      help="text/markdown/json: what to print (JSON and Markdown files are always "
                      "written); html: also write a self-contained <report>.html with plots")
+    _add_model_call_option(run)
     _add_assume_option(run)
     _add_sharing_options(run)
     _add_gate_options(run)
@@ -96,8 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="directory for the journal and outside-world databases (default: .)")
     crash.add_argument("--journal-mode", default="wal", help="journal_mode of the step journal (default wal)")
     crash.add_argument("--synchronous", default="full", help="synchronous of the step journal (default full)")
-    crash.add_argument("--model-call-ms", type=float, default=1000.0,
-                       help="assumed duration of one model call, to compare the journal against (default 1000)")
+    _add_model_call_option(crash)
     crash.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     aud = sub.add_parser("audit", help="the fsync auditor: evidence that a flush really reaches "
@@ -125,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="commits traced with strace per pragma combination (default 20)")
     aud.add_argument("--no-trace", action="store_true", help="do not trace syncs per commit")
     aud.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    _add_model_call_option(aud)
     _add_assume_option(aud)
     _add_sharing_options(aud)
     _add_gate_options(aud)
@@ -134,6 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text")
     show.add_argument("--output", "-o", type=_path,
                       help="write the rendered report to this file (durably) instead of stdout")
+    _add_model_call_option(show)
     _add_sharing_options(show)
     _add_gate_options(show)
 
@@ -359,7 +364,26 @@ def _sweep(target: Path) -> None:
         print(f"fsyncbench: note: {message}", file=sys.stderr)
 
 
+def _model_call(text: str) -> float:
+    """--model-call-ms: milliseconds between 0.001 and 3,600,000 (one hour)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected milliseconds, got {text!r}")
+    if not 0.001 <= value <= 3_600_000:
+        raise argparse.ArgumentTypeError(f"must be between 0.001 and 3600000, got {text}")
+    return value
+
+
+def _add_model_call_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model-call-ms", type=_model_call, default=DEFAULT_MODEL_CALL_MS,
+                        metavar="MS", help="duration of one model call (or any unit of work a "
+                        "durable commit is set against), in milliseconds "
+                        f"(default {DEFAULT_MODEL_CALL_MS:g})")
+
+
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
+    started = time.monotonic_ns()
     gate = _GateArgs.parse(args)
     target = runner.check_target(args.dir)
     if args.samples is not None and (args.ci_target_pct is not None or args.min_samples is not None):
@@ -405,12 +429,14 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         raise FsyncbenchError(f"{exc} (while measuring {progress.label or 'setup'}; "
                               f"{workloads.scratch_cleanup()})")
     progress.close()
-    report = _maybe_redact(runner.build_report("run", host, results, ["fsyncbench", *argv], floors), args)
+    report = _maybe_redact(runner.build_report("run", host, results, ["fsyncbench", *argv], floors,
+                                               elapsed_ns=time.monotonic_ns() - started), args)
     machine = args.format == "json"
     # saved first: a closed pipe or a full stdout must not lose the measurement
     paths = _save(report, store.prepare_output_dir(args.output), html=args.format == "html",
-                  csv=args.csv)
-    print(_render(report, "text" if args.format == "html" else args.format), end="", flush=True)
+                  csv=args.csv, model_call_ms=args.model_call_ms)
+    print(_render(report, "text" if args.format == "html" else args.format, args.model_call_ms),
+          end="", flush=True)
     print("Report written: " + ", ".join(str(p) for p in paths), file=sys.stderr if machine else sys.stdout)
     return gate.apply(report, to_stderr=machine)
 
@@ -424,16 +450,10 @@ def _maybe_redact(report: Report, args: argparse.Namespace) -> Report:
     return report
 
 
-def _render(report: Report, fmt: str) -> str:
+def _render(report: Report, fmt: str, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> str:
     if fmt == "json":
         return store.report_to_json(report)
-    if fmt == "markdown":
-        return render.render_markdown(report)
-    if fmt == "html":
-        from fsyncbench import render_html
-
-        return render_html.render_html(report)
-    return render.render_text(report)
+    return report_out.render(report, fmt, model_call_ms)
 
 
 def _check_file_dir(path: Path | None) -> None:
@@ -493,7 +513,7 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _save(report: Report, out_dir: Path | None, html: bool = False,
-          csv: Path | None = None) -> list[Path]:
+          csv: Path | None = None, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> list[Path]:
     """Write ``<host>-<time>.json`` and ``.md`` (and ``.html``) under a name no other run
     holds in ``out_dir`` (None: no report files), then the raw samples to ``csv`` (replaced
     if it exists, like fio's and hyperfine's output files). All or nothing: on any failure
@@ -503,8 +523,9 @@ def _save(report: Report, out_dir: Path | None, html: bool = False,
     if out_dir is not None:
         stem = store.claim_name(out_dir, store.report_basename(report), suffixes)
         paths = [stem.with_name(stem.name + suffix) for suffix in suffixes]
-    texts = {".json": lambda: store.report_to_json(report), ".md": lambda: render.render_markdown(report),
-             ".html": lambda: _render(report, "html")}
+    texts = {".json": lambda: store.report_to_json(report),
+             ".md": lambda: _render(report, "markdown", model_call_ms),
+             ".html": lambda: _render(report, "html", model_call_ms)}
     written: list[Path] = []
     try:
         for path, suffix in zip(paths, suffixes):
@@ -539,8 +560,6 @@ def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
     sync = runner.parse_choices(args.synchronous, crash.SYNCHRONOUS, "synchronous")
     if len(mode) != 1 or len(sync) != 1:
         raise FsyncbenchError("crash takes one journal_mode and one synchronous value")
-    if not 0.001 <= args.model_call_ms <= 3_600_000:
-        raise FsyncbenchError(f"--model-call-ms must be between 0.001 and 3600000, got {args.model_call_ms:g}")
     _sweep(target)
     try:
         outcome = crash.run_crash_experiment(target, mode[0], sync[0])
@@ -558,6 +577,7 @@ def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
 def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
     from fsyncbench import audit, evidence
 
+    started = time.monotonic_ns()
     gate = _GateArgs.parse(args)
     _check_file_dir(args.csv)
     if args.from_report is not None:
@@ -602,11 +622,12 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
             raise FsyncbenchError(f"{exc} (while measuring {progress.label or 'setup'}; "
                                   f"{workloads.scratch_cleanup()})")
         progress.close()
-        report = runner.build_report("audit", host, results, ["fsyncbench", *argv], evidence=ev)
+        report = runner.build_report("audit", host, results, ["fsyncbench", *argv], evidence=ev,
+                                     elapsed_ns=time.monotonic_ns() - started)
     report = _maybe_redact(report, args)
     paths = _save(report, None if args.output is None else store.prepare_output_dir(args.output),
-                  csv=args.csv)
-    print(store.report_to_json(report) if args.json else render.render_audit(report), end="")
+                  csv=args.csv, model_call_ms=args.model_call_ms)
+    print(_render(report, "json" if args.json else "text", args.model_call_ms), end="")
     if paths:
         print("Report written: " + ", ".join(str(p) for p in paths),
               file=sys.stderr if args.json else sys.stdout)
@@ -625,7 +646,7 @@ def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
         from fsyncbench import gates
 
         gates.check_names(gate.names, [r.name for r in report.results])
-    text = _render(report, args.format)
+    text = _render(report, args.format, args.model_call_ms)
     if args.csv:  # first: a failure leaves nothing half-done
         store.write_durably(args.csv, render.render_csv(report))
     if args.output:

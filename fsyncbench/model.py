@@ -396,7 +396,8 @@ class Report:
     written by ``run`` or by fsyncbench versions before the audit; schema 1 either way).
     ``floors`` are the tool's own floor measurements (kind "floor": the empty timing loop,
     an in-memory commit, an in-memory write); results within 2x of theirs are labelled "at
-    the tool's floor" (``stats.at_tool_floor``). Empty in older reports.
+    the tool's floor" (``stats.at_tool_floor``). Empty in older reports. ``elapsed_ns`` is
+    the wall time of the whole command (None in reports written before it was recorded).
     """
 
     schema_version: int
@@ -410,6 +411,7 @@ class Report:
     notes: tuple[str, ...] = ()
     evidence: Evidence | None = None
     floors: tuple[Result, ...] = ()
+    elapsed_ns: int | None = None
 
 
 def to_jsonable(obj: Any) -> Any:

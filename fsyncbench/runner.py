@@ -487,7 +487,8 @@ def _why(r: Result) -> str:
 
 
 def build_report(kind: str, host: Host, results: Sequence[Result], command_line: Sequence[str],
-                 floors: Sequence[Result] = (), evidence: Evidence | None = None) -> Report:
+                 floors: Sequence[Result] = (), evidence: Evidence | None = None,
+                 elapsed_ns: int | None = None) -> Report:
     """Assemble a report; the verdict is derived here from host, results and ``evidence``
     (what ``fsyncbench audit`` measured, :mod:`fsyncbench.evidence`). ``floors``
     (:func:`measure_floors`) are recorded as they are."""
@@ -527,4 +528,5 @@ def build_report(kind: str, host: Host, results: Sequence[Result], command_line:
         notes=tuple(notes),
         evidence=evidence,
         floors=tuple(floors),
+        elapsed_ns=elapsed_ns,
     )

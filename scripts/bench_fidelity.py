@@ -67,7 +67,7 @@ from tabulate import tabulate  # noqa: E402
 
 from fsyncbench import host as hostmod  # noqa: E402
 from fsyncbench.measure import Sampler  # noqa: E402
-from fsyncbench.render import fmt_ns  # noqa: E402
+from fsyncbench.report.fmt import fmt_ns  # noqa: E402
 from fsyncbench.workloads import BLOCK_BYTES, FlushWorkload, SyncPrimitive, scratch_dir  # noqa: E402
 
 FIO_INSTALL = "fio not found: install it with `apt-get install -y fio` (Debian/Ubuntu package fio)"

@@ -25,6 +25,7 @@ from factories import commit, flush, host, write
 from fsyncbench import audit, compare, gates, render, runner, stats
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.judge import devices
+from fsyncbench.report import describe
 from fsyncbench.layers import disk_layer, filesystem_layer
 from fsyncbench.model import (
     FLUSH_FSYNCS_BACKING_FILE,
@@ -966,7 +967,8 @@ def test_at_tool_floor_within_floor_factor(side):
                                  ("fsyncbench", "run", "/data"), floors=(_floor(floor),))
     at = side != ABOVE
     assert stats.at_tool_floor(r, report.floors) is at
-    assert ("(at the tool's floor)" in render.results_table(report, "plain")) is at
+    label = describe.results_table(report).rows[0][1].text
+    assert label == "write+fdatasync" + (" (at the tool's floor)" if at else "")
 
 
 # =========================================================================== compare

@@ -6,7 +6,9 @@ import pytest
 import sampled
 from clitools import fsb
 
-from fsyncbench import render, render_html, stats, store
+from fsyncbench import stats, store
+from fsyncbench import report as report_out
+from fsyncbench.report.document import pretty
 from fsyncbench.model import Interval
 from fsyncbench.report.fmt import (
     fmt_bounds,
@@ -59,12 +61,13 @@ def test_every_rendering_shows_the_same_interval(tmp_path):
     r = next(x for x in report.results if x.name == "wal/full")
     cell = fmt_interval(r.summary.p99_ci_ns, r.summary.p99_interval)
     assert cell.startswith("[") and r.summary.p99_ci_ns is not None
-    text, md = render.render_text(report), render.render_markdown(report)
-    html = render_html.render_html(report)
-    for out in (text, md):
-        row = next(ln for ln in out.splitlines() if "wal/full" in ln and "fdatasync" in ln)
-        assert cell in row
-    assert cell in html
+    text, md = report_out.render(report, "text"), report_out.render(report, "markdown")
+    html = report_out.render(report, "html")
+    for out, shown in ((text, cell), (md, pretty(cell).replace("[", "\\[").replace("]", "\\]"))):
+        row = next(ln for ln in out.splitlines() if "wal/full" in ln and "fdatasync" in ln
+                   and ln.lstrip("|").lstrip().startswith("commit"))
+        assert shown in row
+    assert pretty(cell) in html
     data = json.loads(store.report_to_json(report))
     got = next(x for x in data["results"] if x["name"] == "wal/full")["summary"]["p99_ci_ns"]
     assert tuple(got) == r.summary.p99_ci_ns

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fsyncbench import compare, render, store
+from fsyncbench import report as report_out
 from fsyncbench.errors import FsyncbenchError
 
 BASE = json.loads(store.report_to_json(sampled.report(1.0, seed=0, n=1200)))
@@ -56,8 +57,8 @@ def test_a_fuzzed_report_loads_renders_and_compares_or_is_refused_in_one_line(pa
     except FsyncbenchError as exc:
         assert "\n" not in str(exc)
         return
-    render.render_text(report)
-    render.render_markdown(report)
+    report_out.render(report, "text")
+    report_out.render(report, "markdown")
     render.render_csv(report)
     try:
         compare.check_comparable([report, report], ["a", "b"])

@@ -504,7 +504,7 @@ def save_report(report: Report, out_dir: Path) -> Path:
 
 def render_verify(f: PowercutFacts, jm: Judgement, info: dict[str, Any], notes: list[str]) -> str:
     """The verify result as text: facts, lost sequence numbers, result, verdict, findings."""
-    from fsyncbench.render import finding_line, verdict_phrase
+    from fsyncbench.report.wording import finding_line, verdict_phrase
 
     j = f.journal
     n_acked = R.count(list(f.acknowledged))

@@ -367,7 +367,7 @@ def _status(run_id: str, label: str, elapsed_s: float, seq: int, interval: list[
 
 def format_status(s: WriterStatus) -> str:
     """One status line: commits, rate and latency of the last interval, listener state."""
-    from fsyncbench.render import fmt_ns
+    from fsyncbench.report.fmt import fmt_ns
 
     listener = (f"listener recorded {s.recorded:,}" if s.connected
                 else f"listener UNREACHABLE, retrying (recorded {s.recorded:,})")
@@ -377,7 +377,7 @@ def format_status(s: WriterStatus) -> str:
 
 def format_summary(s: WriterSummary) -> str:
     """What the writer says at a clean stop."""
-    from fsyncbench.render import fmt_ns
+    from fsyncbench.report.fmt import fmt_ns
 
     lines = [
         f"run {s.run_id}: {s.reason} after {s.commits:,} commits in {s.elapsed_s:.1f} s "

@@ -1,0 +1,374 @@
+"""How a report's facts are said in words: host lines, verdict phrases, findings, the
+method paragraph, interval caveats, device flush counters and audit evidence.
+
+Shared by the report description (:mod:`fsyncbench.report.describe`, run and audit
+reports in text, Markdown and HTML) and the other renderers (:mod:`fsyncbench.render`:
+compare, crash, fleet, host), so a fact reads the same wherever it appears.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tabulate import tabulate
+
+from fsyncbench.judge import stack
+from fsyncbench.model import Finding, Host, Report, Result
+from fsyncbench.report.fmt import fmt_ns, fmt_precision
+#: Fewest samples for which p99.9 is printed: with fewer it is within a sample or two of the
+#: maximum (the 99.9th percentile needs 1,000 samples to have one above it).
+P999_MIN_SAMPLES = 1000
+
+_LEVEL_MARK = {"risk": "RISK", "warning": "WARN", "info": "info"}
+
+
+def _fmt_bytes(n: int | None) -> str:
+    return "-" if n is None else f"{n / 2**30:.1f} GiB"
+
+
+def p99_precision(r: Result) -> str:
+    """``+-4.2%`` (or ``+25.1/-16.3%`` when lopsided): how far p99's 95 % interval reaches
+    from p99, rounded up (:func:`fsyncbench.report.fmt.fmt_precision`); ``(not met)`` when
+    the run's CI target was not reached."""
+    s = r.summary
+    text = fmt_precision(s.p99_ns, s.p99_ci_ns) if s.p99_ci_ns else "none"
+    return text + (" (not met)" if r.ci_target_met is False else "")
+
+
+def floor_line(report: Report) -> str:
+    """The tool's floor measurements and what "at the tool's floor" means ("" if none)."""
+    from fsyncbench import stats
+
+    if not report.floors:
+        return ""
+    parts = ", ".join(f"{f.name} {fmt_ns(f.summary.p50_ns)}" for f in report.floors)
+    return (f"Tool floor (p50): {parts}. A result within {stats.FLOOR_FACTOR:g}x of the floor "
+            "for its kind is marked \"at the tool's floor\": it measures Python and SQLite, "
+            "not the storage.")
+
+
+def result_label(r: Result) -> str:
+    if r.kind != "commit" or r.requested is None:
+        return r.name
+    label = r.name
+    if r.effective and r.effective != r.requested:
+        label += f" (effective {r.effective.label})"
+    return label
+
+
+def host_lines(host: Host) -> list[tuple[str, str]]:
+    """(field, value) pairs summarising the host record."""
+    t = host.target
+    m = t.mount
+    v = host.virtualization
+    virt = "yes" if v.virtualized else ("no" if v.virtualized is False else "unknown")
+    signs = [s for s in (
+        "cpuinfo hypervisor flag" if v.hypervisor_flag else "",
+        f"DMI {v.dmi_vendor} {v.dmi_product or ''}".strip() if v.dmi_vendor else "",
+        f"systemd-detect-virt {v.detect_virt}" if v.detect_virt else "",
+        f"container {v.container}" if v.container else "",
+        f"kernel {v.kernel_hint}" if v.kernel_hint else "",
+        "kern.hv_vmm_present=1" if v.mac_vmm_present else "",
+    ) if s]
+    lines = [
+        ("hostname", host.hostname),
+        ("OS", f"{host.os_name} {host.os_release} ({host.machine})"),
+        ("CPU", f"{host.cpu_brand or '?'}, {host.cpu_count_logical or '?'} logical / "
+                f"{host.cpu_count_physical or '?'} physical cores"),
+        ("memory", _fmt_bytes(host.memory_total_bytes)),
+        ("Python", host.python_version),
+        ("SQLite", f"{host.sqlite_version} ({host.sqlite_library or 'library path unknown'})"),
+        ("target", t.path),
+        ("filesystem", f"{m.fs_type} on {m.mount_point} from {m.source}" if m else "unknown"),
+        ("mount options", f"{','.join(m.options)}; superblock {','.join(m.super_options) or '-'}"
+         if m else "unknown"),
+        ("storage stack", stack.chain_text(t)),
+        ("device chain", " -> ".join(t.chain) if t.chain else "no block device"),
+    ]
+    for layer in t.layers:
+        lines.append(("layer " + ". " * layer.depth + stack.label(layer),
+                      f"{layer.kind}, flush {layer.flush}" + (f"; {layer.note}" if layer.note else "")))
+    if t.declared:
+        lines.append(("user-declared", ", ".join(t.declared) + " (user-declared, not verified)"))
+    for d in t.disks:
+        lines.append((f"disk {d.name}", ", ".join([
+            f"model {d.model or '?'}" + (f" (vendor {d.vendor})" if d.vendor else ""),
+            f"transport {d.transport or '?'}",
+            f"rotational {_yn(d.rotational)}",
+            f"write_cache {d.write_cache or '?'}",
+            f"FUA {_yn(d.fua)}",
+            f"flush counters {'yes' if d.has_flush_counters else 'no'}",
+        ])))
+    if t.darwin:
+        lines.append(("diskutil", ", ".join(f"{k} {v}" for k, v in sorted(t.darwin.items()))))
+    lines.append(("virtualized", virt + (f" ({'; '.join(signs)})" if signs else "")))
+    if host.ld_preload:
+        lines.append(("LD_PRELOAD", host.ld_preload))
+    return lines
+
+
+def _yn(value: bool | None) -> str:
+    return "?" if value is None else ("yes" if value else "no")
+
+
+#: How each verdict strength reads in a sentence (fsyncbench.model.STRENGTHS).
+STRENGTH_MEANING = {
+    "proven": "proven by a power cut",
+    "measured": "measured",
+    "inferred": "inferred, not measured",
+    "none": "nothing decided it",
+}
+
+
+def verdict_phrase(path_verdict: str, strength: str, decided_by: str) -> str:
+    """``honest_flush, inferred, not measured (decided by flush-latency-plausible)``; the
+    strength is left out for reports written before it was recorded."""
+    how = STRENGTH_MEANING.get(strength, strength)
+    return f"{path_verdict}" + (f", {how}" if how else "") + f" (decided by {decided_by})"
+
+
+def stance_tag(f: Finding) -> str:
+    """``[decides: no_flush, measured]``, ``[disagrees: honest_flush, inferred]``; "" for
+    findings that are not path signals."""
+    if not f.stance:
+        return ""
+    return f" [{f.stance}: {f.points_to or '?'}, {f.strength or '?'}]"
+
+
+def finding_line(f: Finding) -> str:
+    """``[RISK] code (subject) [stance: verdict, strength]: message Advice: ...``"""
+    return (f"[{_LEVEL_MARK.get(f.level, f.level)}] {f.code} ({f.subject}){stance_tag(f)}: "
+            f"{f.message} Advice: {f.advice}")
+
+
+def verdict_cell(v) -> str:
+    return v.path_verdict + (f" ({v.strength})" if v.strength else "")
+
+
+#: One sentence per path verdict, for readers who have not seen the vocabulary.
+VERDICT_MEANING = {
+    "no_flush": "Syncs never reach stable storage here.",
+    "volatile_cache": "Syncs return once data sits in a volatile cache.",
+    "unverifiable": "Nothing visible from here can tell whether flushes are honoured.",
+    "honest_flush": "Facts and timings are consistent with stable media.",
+}
+
+
+def durability_line(report: Report) -> str:
+    """Which configurations promise power-loss durability of each commit, which do not."""
+    yes = [v.subject for v in report.verdict.results if v.config_durable is True]
+    no = [v.subject for v in report.verdict.results if v.config_durable is False]
+    if not yes and not no:
+        return ""
+    return (f"Pragmas that promise a durable commit: {', '.join(yes) or 'none'}. "
+            f"Not durable by design: {', '.join(no) or 'none'}.")
+
+
+def flush_counter_lines(report: Report) -> list[str]:
+    """``name: N device flushes on disk for M syncs (R per sync)`` per result with counters."""
+    out = []
+    target = report.host.target
+    media = set(stack.media_devices(target)) if target.layers else None
+    for r in report.results:
+        for d in r.device_flushes:
+            if d.flushes is None:
+                continue
+            where = d.device if media is None or d.device in media else f"{d.device} (holds no bytes)"
+            per = (f" for {r.syncs_issued} syncs ({d.flushes / r.syncs_issued:.2f} per sync)"
+                   if r.syncs_issued else
+                   f" over {r.summary.count} operations ({d.flushes / max(r.summary.count, 1):.2f} each)")
+            writes = "" if d.writes is None else f", {d.writes} writes"
+            out.append(f"{r.name}: {d.flushes} device flushes{writes} on {where}{per}")
+    return out
+
+
+def methodology(report: Report) -> str:
+    """A paragraph saying what was timed and how the statistics were made."""
+    commits = [r for r in report.results if r.kind == "commit"]
+    any_r = report.results[0] if report.results else None
+    parts = []
+    if commits:
+        parts.append(
+            "Each commit is one SQLite transaction (BEGIN; INSERT of one row into "
+            "`steps(run_id, seq, name, input_hash, output)`; COMMIT) on a fresh database "
+            f"file per configuration, with a {commits[0].payload_bytes}-byte JSON output; "
+            "`time.perf_counter_ns()` wraps the transaction only."
+        )
+    if any(r.kind in ("flush", "write") for r in report.results):
+        parts.append(
+            "Raw primitives overwrite 4 KiB at offset 0 of one preallocated file and then "
+            "call the named sync primitive (queue depth 1); `none` is the write alone."
+        )
+    if any_r is not None and any_r.ci_target_pct is not None:
+        from fsyncbench import measure, runner
+
+        counts = sorted({r.summary.count for r in report.results})
+        parts.append(
+            "Warmup operations are not counted. Each configuration was sampled until the 95 % "
+            f"interval of its p99 (below) lay within +-{any_r.ci_target_pct:g} % of p99, "
+            f"checked outside the timed region after every slice and met at "
+            f"{measure.CONFIRM_CHECKS} checks in a row, with at least {any_r.target_samples} "
+            f"samples from at least {runner.MIN_PHASES} slices, or its time budget ran out. "
+            "Configurations were measured round-robin in short slices, so each one's samples "
+            "spread over the whole run, with the filesystem synced (untimed) between slices; "
+            "time one did not need went to those still short of the target. "
+            f"They got {counts[0]}-{counts[-1]} samples."
+        )
+    elif any_r is not None:
+        counts = sorted({r.summary.count for r in report.results})
+        got = (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}")
+        parts.append(
+            f"Warmup operations are not counted; each configuration aimed at "
+            f"{any_r.target_samples} samples within {any_r.budget_s:g} s and got {got}."
+        )
+    if any_r is not None:
+        parts.append("Percentiles use numpy's linear method on the raw samples (kept in the JSON). "
+                     + interval_method_text(report.results))
+    if report.results:
+        parts.append(
+            "ops/s is 1e9 / mean operation time, the rate of one writer at queue depth 1; "
+            f"p99.9 is shown only from {P999_MIN_SAMPLES:,} samples on (below that it is "
+            "little more than the maximum)."
+        )
+    if report.floors:
+        parts.append(floor_line(report))
+    return " ".join(parts)
+
+
+def interval_caveat(results: Sequence[Result]) -> str:
+    """One line for the terminal report on what its intervals cannot see ("" when they
+    rest on several rounds): schema 1 intervals assume independent samples; one round
+    cannot see run-to-run variation."""
+    from fsyncbench import stats
+
+    methods = {r.summary.ci_method for r in results}
+    if not methods:
+        return ""
+    if not methods & {stats.METHOD_BLOCKS, stats.METHOD_ROUNDS}:
+        return ("Intervals: this report (schema 1) has intervals that assume independent "
+                "samples; samples close in time move together, so they are narrower than the "
+                "spread from run to run.")
+    if not any(r.summary.round_p99_ns for r in results) and any(r.slice_counts for r in results):
+        return ("Intervals: one round (--rounds 1): they rest on this run's slices and cannot "
+                "see how much a separate run (new files, another process, later) would differ.")
+    return ""
+
+
+def interval_method_text(results: Sequence[Result]) -> str:
+    """How the report's 95 % intervals were made, and what they do not cover."""
+    from fsyncbench import stats
+
+    methods = {r.summary.ci_method for r in results}
+    if methods & {stats.METHOD_BLOCKS, stats.METHOD_ROUNDS}:
+        slices = sorted(len(r.slice_counts) for r in results if r.slice_counts)
+        rounds = max((len(r.summary.round_p99_ns) for r in results), default=0)
+        text = (
+            "Samples close in time move together (stalls and write-back come in bursts), so "
+            "the 95 % intervals of p50 and p99 rest on the slices, not on single samples: "
+            f"each configuration's {slices[0]}-{slices[-1]} slices lay a rotation of the "
+            "others apart, and the interval is the delete-a-slice jackknife of log(percentile) "
+            "with Student's t on slices - 1 degrees of freedom (Kuensch 1989; Busing et al. "
+            "1999): as wide as the slices disagree, and wider up than down. No interval is "
+            f"given from fewer than {stats.MIN_BLOCKS} slices or fewer than "
+            f"{stats.MIN_TAIL_SAMPLES} samples beyond the percentile (\"none\")."
+        )
+        if rounds:
+            text += (f" The run had {rounds} rounds, each with fresh files and its own warmup; "
+                     "each round's p99 is shown, and where the rounds disagree more than the "
+                     "slices, the interval is the jackknife over rounds.")
+        else:
+            text += (" One round: variation between separate runs (new files, another process, "
+                     "minutes later) is seen only as far as it shows within this run; "
+                     "--rounds N repeats the measurement to expose it.")
+        return text
+    if methods:
+        return ("The intervals in this report (" + " and ".join(sorted(methods)) + ", report "
+                "schema 1) assume independent samples; samples close in time move together, "
+                "so they are narrower than the spread from run to run. Re-run with a current "
+                "fsyncbench for intervals that allow for it.")
+    return ""
+
+
+# --------------------------------------------------------------------------- audit evidence
+
+
+def _fmt_bw(bps: float | None) -> str:
+    if bps is None:
+        return "unbounded (no growth with size)"
+    return f"{bps / 1e9:,.2f} GB/s" if bps >= 1e9 else f"{bps / 1e6:,.0f} MB/s"
+
+
+def _fmt_size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def evidence_lines(report: Report) -> list[str]:
+    """The audit's evidence as text lines (empty when the report has none): device flush
+    counters, syncs per commit per configuration, libc vs raw syscall, the dirty-size sweep
+    fit, the second-descriptor check, environment facts, and what was not collected."""
+    ev = report.evidence
+    if ev is None:
+        return []
+    out = ["Evidence"]
+    counters = flush_counter_lines(report)
+    if counters:
+        out.append("  Device flush counters (/sys/block/<disk>/stat fields 16-17):")
+        out += [f"    {c}" for c in counters]
+    for c in ev.syscall_comparisons:
+        gap = c.syscall_p50_ns / max(c.libc_p50_ns, 1.0)
+        flushes = ("" if c.libc_flushes is None and c.syscall_flushes is None else
+                   f"; device flushes {c.libc_flushes} vs {c.syscall_flushes}")
+        out.append(f"  libc vs raw syscall: {c.primitive} libc p50 {fmt_ns(c.libc_p50_ns)}, "
+                   f"syscall({c.syscall_number}) on {c.machine} p50 {fmt_ns(c.syscall_p50_ns)} "
+                   f"(raw/libc {gap:.2f}) over {c.syncs} calls each{flushes}")
+    if ev.sync_traces:
+        per_op = {r.name: r for r in report.results if r.kind == "commit"}
+        rows = []
+        for t in ev.sync_traces:
+            r = per_op.get(t.pragmas.label)
+            flushes = None
+            if r is not None and r.device_flushes and all(d.flushes is not None for d in r.device_flushes):
+                flushes = min(d.flushes for d in r.device_flushes) / max(r.summary.count, 1)
+            rows.append([t.pragmas.label, t.ld_preload or "-", f"{t.syncs_per_commit:g}",
+                         ", ".join(f"{k} {v}" for k, v in t.syscalls.items()) or "-",
+                         "-" if r is None else fmt_ns(r.summary.p50_ns),
+                         "-" if flushes is None else f"{flushes:.2f}"])
+        out.append(f"  Syncs per commit (strace, {ev.sync_traces[0].commits} commits each):")
+        table = tabulate(rows, headers=["config", "LD_PRELOAD", "S", "syscalls", "commit p50",
+                                        "device flushes/commit"],
+                         tablefmt="simple", disable_numparse=True)
+        out += ["    " + line for line in table.splitlines()]
+    if ev.dirty_sweep is not None:
+        s = ev.dirty_sweep
+        sizes = sorted({p.dirty_bytes for p in s.points})
+        span = f" ({_fmt_size(sizes[0])} ... {_fmt_size(sizes[-1])}, {len(s.points)} syncs)" if sizes else ""
+        r2 = "" if s.r_squared is None else f", R^2 {s.r_squared:.3f}"
+        out.append(f"  Dirty-size sweep{span}: {s.primitive} latency ~ {fmt_ns(s.flush_cost_ns)} "
+                   f"flush cost + bytes at {_fmt_bw(s.bandwidth_bytes_per_s)}{r2}")
+    if ev.second_fd is not None:
+        c = ev.second_fd
+        flushes = ("" if c.same_fd_flushes is None else
+                   f"; device flushes {c.same_fd_flushes} vs {c.second_fd_flushes}")
+        out.append(f"  Second descriptor: {c.primitive} on the writing fd p50 {fmt_ns(c.same_fd_p50_ns)}, "
+                   f"on a second fd p50 {fmt_ns(c.second_fd_p50_ns)} over {c.syncs} calls each{flushes}")
+    env = ev.environment
+    out.append("  Environment: LD_PRELOAD " + (report.host.ld_preload or "-")
+               + "; /etc/ld.so.preload " + (", ".join(env.ld_so_preload) or "-")
+               + "; preloaded libraries mapped " + (", ".join(env.preloaded_libraries) or "-")
+               + (f"; zfs sync={env.zfs_sync}" if env.zfs_sync else "")
+               + f"; strace {env.strace or 'not found'}")
+    for name, why in ev.unavailable.items():
+        out.append(f"  Not collected: {name}: {why}")
+    return out
+
+
+def verdict_lines(report: Report) -> list[str]:
+    """One line per storage path and sync primitive (and per commit configuration): the
+    verdict, the finding that decided it, and whether the pragma promises durability."""
+    rows = []
+    for v in report.verdict.results:
+        durable = "-" if v.config_durable is None else ("yes" if v.config_durable else "NO")
+        rows.append([v.subject, v.path_verdict, v.strength or "-", v.decided_by, durable])
+    table = tabulate(rows, headers=["subject", "verdict", "strength", "decided by", "durable config"],
+                     tablefmt="simple", disable_numparse=True)
+    return ["Verdicts per sync primitive and configuration"] + ["  " + l for l in table.splitlines()]
