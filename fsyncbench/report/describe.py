@@ -189,15 +189,16 @@ def answer_section(report: Report, b: BottomLine) -> Section:
 
 
 def results_table(report: Report) -> Table:
-    """One row per result: kind, configuration, sync primitive, n, p50 and p99 with their
-    95 % intervals, p90, the p99 precision, each round's p99 (with rounds), p99.9, max,
-    ops/s, the path verdict (``-`` for what issues no sync) and whether the pragmas promise
-    a durable commit."""
+    """One row per result: kind, configuration, whether its pragmas promise a durable commit,
+    the path verdict (``-`` for what issues no sync; its strength where it differs from the
+    report's), sync primitive, n, p50 and p99 with
+    their 95 % intervals, p90, the p99 precision, each round's p99 (with rounds), p99.9,
+    max, ops/s."""
     verdicts = {v.subject: v for v in report.verdict.results}
     rounds = any(r.summary.round_p99_ns for r in report.results)
-    headers = ("kind", "configuration", "sync primitive", "n", "p50", "p50 95% CI", "p90",
-               "p99", "p99 95% CI", "p99 +-", *(("p99 of each round",) if rounds else ()),
-               "p99.9", "max", "ops/s", "path verdict", "durable commit")
+    headers = ("kind", "configuration", "durable commit", "path verdict", "sync primitive", "n",
+               "p50", "p50 95% CI", "p90", "p99", "p99 95% CI", "p99 +-",
+               *(("p99 of each round",) if rounds else ()), "p99.9", "max", "ops/s")
     rows = []
     for r in report.results:
         s = r.summary
@@ -207,10 +208,12 @@ def results_table(report: Report) -> Table:
         label = result_label(r)
         if stats.at_tool_floor(r, report.floors):
             label += " (at the tool's floor)"
+        # the strength where it differs from the report's (said once in the bottom line)
+        other = v is not None and v.strength and v.strength != report.verdict.strength
         verdict = (Cell("-") if v is None or r.primitive == "none" else
-                   Cell(v.path_verdict + (f" ({v.strength})" if v.strength else "")))
+                   Cell(v.path_verdict + (f" ({v.strength})" if other else "")))
         rows.append((
-            Cell(r.kind), Cell(label), Cell(r.primitive),
+            Cell(r.kind), Cell(label), durable, verdict, Cell(r.primitive),
             Cell(f"{s.count}" + ("" if r.target_reached else f" (<{r.target_samples})")),
             Cell(fmt_ns(s.p50_ns)), Cell(fmt_interval(s.p50_ci_ns, s.p50_interval)),
             Cell(fmt_ns(s.p90_ns)), Cell(fmt_ns(s.p99_ns)),
@@ -218,7 +221,7 @@ def results_table(report: Report) -> Table:
             Cell(p99_precision(r), "caution" if r.ci_target_met is False else ""),
             *((Cell(fmt_spread(s.round_p99_ns)),) if rounds else ()),
             Cell(fmt_ns(s.p999_ns) if s.count >= P999_MIN_SAMPLES else "-"),
-            Cell(fmt_ns(s.max_ns)), Cell(f"{s.ops_per_s:,.0f}"), verdict, durable,
+            Cell(fmt_ns(s.max_ns)), Cell(f"{s.ops_per_s:,.0f}"),
         ))
     numeric = frozenset(i for i, h in enumerate(headers) if h in (
         "n", "p50", "p50 95% CI", "p90", "p99", "p99 95% CI", "p99 +-", "p99.9", "max", "ops/s"))
@@ -341,7 +344,7 @@ def findings_section(report: Report) -> Section:
         sources = sorted({f.source for f in fs if f.source})
         text = ("Advice: " + " ".join(advice) if advice else "") + (f" Source: {'; '.join(sources)}." if sources else "")
         tone = {"risk": "bad", "warning": "caution"}.get(level, "")
-        items.append((Paragraph(text.strip(), lead=f"{_LEVEL_WORD.get(level, level)} `{code}`",
+        items.append((Paragraph(text.strip(), lead=f"{_LEVEL_WORD.get(level, level)} `{code}`:",
                                 tone=tone), tuple(subs)))
     if not items:
         return Section("findings", "Findings", (Paragraph("No findings."),))

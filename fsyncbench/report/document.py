@@ -103,7 +103,7 @@ class Document:
 
 _MICRO = re.compile(r"(?<=\d) us\b")
 _TIMES = re.compile(r"(?<=\d)x\b")
-_PLUS_MINUS = re.compile(r"\+-(?=\d)")
+_PLUS_MINUS = re.compile(r"\+-(?=\d|$)")
 
 
 def pretty(text: str) -> str:

@@ -35,7 +35,8 @@ h1{font-size:1.35em;margin:.2em 0}h2{font-size:1.15em;margin:1.4em 0 .4em;border
 .answer p{margin:.3em 0}
 .answer.good{border-color:#1b6e20}.answer.caution{border-color:#b58900}.answer.bad{border-color:#b00020}
 table{border-collapse:collapse;margin:.4em 0;font-size:.8em}
-th,td{border:1px solid #ccc;padding:.15em .45em;text-align:left;vertical-align:top}
+th,td{border:1px solid #ccc;padding:.12em .4em;text-align:left;vertical-align:top}
+.wide{overflow-x:auto}
 th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.good{color:#1b6e20;font-weight:600}td.bad{color:#b00020;font-weight:700}td.caution{color:#a15c00}
 p.bad,li.bad>strong{color:#b00020}p.caution>strong,li.caution>strong{color:#a15c00}
@@ -69,7 +70,7 @@ def _table(t: Table) -> str:
     body = "".join("<tr>" + "".join(_cell(c, i in t.numeric) for i, c in enumerate(row)) + "</tr>"
                    for row in t.rows)
     caption = f"<caption>{_inline(t.caption)}</caption>" if t.caption else ""
-    return f"<table>{caption}<tr>{head}</tr>{body}</table>"
+    return f'<div class="wide"><table>{caption}<tr>{head}</tr>{body}</table></div>'
 
 
 def _figure(f: Figure, svgs: dict[str, str]) -> str:
