@@ -90,6 +90,13 @@ def test_bottom_line_without_a_durable_configuration_says_what_to_measure():
     assert all(b.lead != "Cost of durability:" for b in doc.section("answer").blocks)
 
 
+def test_bottom_line_of_a_report_without_commits_says_so():
+    doc = describe.describe(_honest())
+    assert _para(doc, "Choose:").text == (
+        "no commit configuration was measured here, only the raw sync primitives below; "
+        "`fsyncbench run DIR` measures the commits too.")
+
+
 def test_bottom_line_on_storage_that_drops_syncs_says_nothing_is_durable():
     rep = _report([commit("WAL", "FULL", 30_000), commit("WAL", "OFF", 25_000)],
                   the_host=host(fs_type="tmpfs", virt=BARE))

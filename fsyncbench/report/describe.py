@@ -14,16 +14,8 @@ from fsyncbench import stats
 from fsyncbench.judge import stack
 from fsyncbench.model import Finding, Report
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS, BottomLine, Choice, bottom_line
-from fsyncbench.report.document import (
-    Bullets,
-    Cell,
-    Document,
-    Figure,
-    Paragraph,
-    Preformatted,
-    Section,
-    Table,
-)
+from fsyncbench.report.document import Bullets, Cell, Document, Figure
+from fsyncbench.report.document import Paragraph, Preformatted, Section, Table
 from fsyncbench.report.fmt import fmt_interval, fmt_ns, fmt_spread
 from fsyncbench.report.wording import (
     P999_MIN_SAMPLES,
@@ -108,9 +100,13 @@ def _ties(c: Choice) -> str:
             "overlap or one has none).")
 
 
-def choice_text(b: BottomLine) -> Paragraph:
+def choice_text(report: Report, b: BottomLine) -> Paragraph:
     """What to choose, in one paragraph."""
     d = b.durable
+    if d is None and not any(r.kind == "commit" for r in report.results):
+        return Paragraph(
+            "no commit configuration was measured here, only the raw sync primitives below; "
+            "`fsyncbench run DIR` measures the commits too.", lead="Choose:", tone="caution")
     if d is None:
         return Paragraph(
             "no configuration measured here promises a durable commit (each syncs too little "
@@ -180,7 +176,7 @@ def trust_text(report: Report, b: BottomLine) -> Paragraph:
 
 def answer_section(report: Report, b: BottomLine) -> Section:
     """The bottom line: choose, cost, trust, next step."""
-    blocks = [choice_text(b), cost_text(b), trust_text(report, b),
+    blocks = [choice_text(report, b), cost_text(b), trust_text(report, b),
               Paragraph(b.next_step, lead="Next step:")]
     return Section("answer", "Bottom line", tuple(x for x in blocks if x is not None))
 
