@@ -47,8 +47,8 @@ from fsyncbench.model import (
     INFERRED,
     INFO,
     MEASURED,
-    NO_STRENGTH,
     NO_FLUSH,
+    NO_STRENGTH,
     RISK,
     UNVERIFIABLE,
     VOLATILE_CACHE,
@@ -65,6 +65,7 @@ from fsyncbench.model import (
     SyncTrace,
     Verdict,
 )
+from fsyncbench.report.fmt import fmt_bandwidth
 
 SQLITE_SYNC_DOC = "https://www.sqlite.org/pragma.html#pragma_synchronous"
 SQLITE_WAL_DOC = "https://www.sqlite.org/wal.html#performance_considerations"
@@ -1245,7 +1246,7 @@ def rule_full_equals_off(f: Facts, r: Result) -> Finding | None:
     return Finding(
         "sync-costs-nothing", RISK, r.name,
         f"{r.name} commits take {r.summary.p50_ns / 1e3:.1f} us, "
-        + (f"only {gap / 1e3:.1f} us more than" if gap > 0 else "no slower than")
+        + (f"only {_us(gap)} more than" if gap > 0 else "no slower than")
         + f" {off.name}: its syncs reach no device.",
         "The filesystem or a library drops syncs; benchmark a directory on real storage.",
         {"p50_ns": r.summary.p50_ns, "off_p50_ns": off.summary.p50_ns, "gap_ns": gap,
@@ -1382,8 +1383,7 @@ def evidence_findings(f: Facts) -> list[Finding]:
         ))
     if ev.dirty_sweep is not None:
         s = ev.dirty_sweep
-        bw = "unbounded (no growth with size)" if s.bandwidth_bytes_per_s is None else \
-            f"{s.bandwidth_bytes_per_s / 1e6:,.0f} MB/s"
+        bw = fmt_bandwidth(s.bandwidth_bytes_per_s)
         out.append(Finding(
             "sync-size-fit", INFO, s.primitive,
             f"{s.primitive} latency = {_us(s.flush_cost_ns)} flush cost + bytes at "

@@ -158,3 +158,15 @@ def test_precision_edges(estimate, bounds, text):
 def test_round_spread_needs_two_rounds():
     assert fmt_spread([612_000.0, 310_000.0]) == "310 us - 612 us (2 rounds)"
     assert fmt_spread([]) == "-"
+
+
+def test_bandwidth_reads_the_same_in_every_place():
+    """One formatter for the dirty-size sweep's bandwidth (audit finding and evidence lines):
+    decimal units as drive makers quote them; GB/s from 1e9 bytes/s on."""
+    from fsyncbench.report.fmt import fmt_bandwidth
+
+    assert fmt_bandwidth(16_388_059_000.0) == "16.39 GB/s"
+    assert fmt_bandwidth(1e9) == "1.00 GB/s"
+    assert fmt_bandwidth(999_400_000.0) == "999 MB/s"
+    assert fmt_bandwidth(850e6) == "850 MB/s"
+    assert fmt_bandwidth(None) == "unbounded (no growth with size)"

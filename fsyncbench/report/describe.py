@@ -13,9 +13,22 @@ from typing import Any
 from fsyncbench import stats
 from fsyncbench.judge import stack
 from fsyncbench.model import Finding, Report
-from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS, BottomLine, Choice, bottom_line
-from fsyncbench.report.document import Bullets, Cell, Document, Figure
-from fsyncbench.report.document import Paragraph, Preformatted, Section, Table
+from fsyncbench.report.answer import (
+    DEFAULT_MODEL_CALL_MS,
+    BottomLine,
+    Choice,
+    bottom_line,
+)
+from fsyncbench.report.document import (
+    Bullets,
+    Cell,
+    Document,
+    Figure,
+    Paragraph,
+    Preformatted,
+    Section,
+    Table,
+)
 from fsyncbench.report.fmt import fmt_interval, fmt_ns, fmt_spread
 from fsyncbench.report.wording import (
     P999_MIN_SAMPLES,

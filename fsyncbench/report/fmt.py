@@ -32,6 +32,17 @@ def fmt_ns(ns: float | None) -> str:
     return f"{ns / 1e9:.2f} s"
 
 
+def fmt_bandwidth(bytes_per_s: float | None) -> str:
+    """A bandwidth: ``16.39 GB/s`` from 1e9 bytes/s on, else ``850 MB/s`` (decimal units,
+    as drive makers quote them); ``unbounded (no growth with size)`` for None (a fit whose
+    time did not grow with size)."""
+    if bytes_per_s is None:
+        return "unbounded (no growth with size)"
+    if bytes_per_s >= 1e9:
+        return f"{bytes_per_s / 1e9:,.2f} GB/s"
+    return f"{bytes_per_s / 1e6:,.0f} MB/s"
+
+
 def fmt_bounds(bounds: Sequence[float] | None, sep: str = ", ") -> str:
     """``[96.5 us, 3.16 ms]``; "-" without bounds."""
     if bounds is None:

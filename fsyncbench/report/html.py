@@ -14,8 +14,17 @@ import re
 
 from fsyncbench.model import Report
 from fsyncbench.report import plots
-from fsyncbench.report.document import Bullets, Cell, Document, Figure
-from fsyncbench.report.document import Paragraph, Preformatted, Section, Table, pretty
+from fsyncbench.report.document import (
+    Bullets,
+    Cell,
+    Document,
+    Figure,
+    Paragraph,
+    Preformatted,
+    Section,
+    Table,
+    pretty,
+)
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",Arial,sans-serif;

@@ -12,8 +12,16 @@ import re
 
 from tabulate import tabulate
 
-from fsyncbench.report.document import Bullets, Document, Figure, Paragraph
-from fsyncbench.report.document import Preformatted, Section, Table, pretty
+from fsyncbench.report.document import (
+    Bullets,
+    Document,
+    Figure,
+    Paragraph,
+    Preformatted,
+    Section,
+    Table,
+    pretty,
+)
 
 #: Characters with a meaning in Markdown or inline HTML, escaped with a backslash outside
 #: code spans (CommonMark, "Backslash escapes": any ASCII punctuation may be escaped).

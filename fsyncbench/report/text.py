@@ -5,8 +5,15 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from fsyncbench.report.document import Bullets, Document, Figure
-from fsyncbench.report.document import Paragraph, Preformatted, Section, Table
+from fsyncbench.report.document import (
+    Bullets,
+    Document,
+    Figure,
+    Paragraph,
+    Preformatted,
+    Section,
+    Table,
+)
 
 _MARK = {"bad": "!! ", "caution": "! "}
 

@@ -14,7 +14,8 @@ from tabulate import tabulate
 
 from fsyncbench.judge import stack
 from fsyncbench.model import Finding, Host, Report, Result
-from fsyncbench.report.fmt import fmt_ns, fmt_precision
+from fsyncbench.report.fmt import fmt_bandwidth, fmt_ns, fmt_precision
+
 #: Fewest samples for which p99.9 is printed: with fewer it is within a sample or two of the
 #: maximum (the 99.9th percentile needs 1,000 samples to have one above it).
 P999_MIN_SAMPLES = 1000
@@ -292,12 +293,6 @@ def interval_method_text(results: Sequence[Result]) -> str:
 # --------------------------------------------------------------------------- audit evidence
 
 
-def _fmt_bw(bps: float | None) -> str:
-    if bps is None:
-        return "unbounded (no growth with size)"
-    return f"{bps / 1e9:,.2f} GB/s" if bps >= 1e9 else f"{bps / 1e6:,.0f} MB/s"
-
-
 def _fmt_size(n: int) -> str:
     return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
 
@@ -344,7 +339,7 @@ def evidence_lines(report: Report) -> list[str]:
         span = f" ({_fmt_size(sizes[0])} ... {_fmt_size(sizes[-1])}, {len(s.points)} syncs)" if sizes else ""
         r2 = "" if s.r_squared is None else f", R^2 {s.r_squared:.3f}"
         out.append(f"  Dirty-size sweep{span}: {s.primitive} latency ~ {fmt_ns(s.flush_cost_ns)} "
-                   f"flush cost + bytes at {_fmt_bw(s.bandwidth_bytes_per_s)}{r2}")
+                   f"flush cost + bytes at {fmt_bandwidth(s.bandwidth_bytes_per_s)}{r2}")
     if ev.second_fd is not None:
         c = ev.second_fd
         flushes = ("" if c.same_fd_flushes is None else
