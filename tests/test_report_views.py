@@ -187,9 +187,11 @@ def test_findings_are_grouped_by_code_with_their_configurations():
 
 def test_evidence_reads_as_sentences_with_units():
     assert describe.evidence_text({"p50_ns": 45_270.0, "hypervisor_flag": True, "dmi_vendor": None,
-                                   "flush_ms": 0.1141, "dirty_bytes": 4096}) == (
+                                   "flush_ms": 0.1141, "dirty_bytes": 4096,
+                                   "bandwidth_bytes_per_s": 5.665e8, "elapsed_s": 2.5,
+                                   "ops_per_s": 1234.4}) == (
         "p50 45.3 us; hypervisor flag yes; dmi vendor unknown; flush 0.1141 ms; "
-        "dirty 4,096 bytes")
+        "dirty 4,096 bytes; bandwidth 566 MB/s; elapsed 2.5 s; ops 1,234/s")
 
 
 # --------------------------------------------------------------------------- first screen

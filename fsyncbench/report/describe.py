@@ -29,7 +29,7 @@ from fsyncbench.report.document import (
     Section,
     Table,
 )
-from fsyncbench.report.fmt import fmt_interval, fmt_ns, fmt_spread
+from fsyncbench.report.fmt import fmt_bandwidth, fmt_interval, fmt_ns, fmt_spread
 from fsyncbench.report.wording import (
     P999_MIN_SAMPLES,
     STRENGTH_MEANING,
@@ -100,8 +100,8 @@ def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Do
 
 
 def _figures(c: Choice, unit: str = "commits/s") -> str:
-    text = (f"p50 {fmt_ns(c.p50_ns)}, p99 {fmt_ns(c.p99_ns)} {fmt_interval(c.p99_ci_ns)}, "
-            f"{c.ops_per_s:,.0f} {unit}")
+    interval = fmt_interval(c.p99_ci_ns) if c.p99_ci_ns else "(no interval)"
+    text = f"p50 {fmt_ns(c.p50_ns)}, p99 {fmt_ns(c.p99_ns)} {interval}, {c.ops_per_s:,.0f} {unit}"
     return text + (" (at the tool's floor)" if c.at_floor else "")
 
 
@@ -285,7 +285,7 @@ def _nested(value: Any) -> bool:
     return isinstance(value, Mapping) and any(isinstance(v, Mapping) for v in value.values())
 
 
-_UNIT_SUFFIXES = ("_ns", "_ms", "_bytes", "_pct", "_per_s", "_s")
+_UNIT_SUFFIXES = ("_ns", "_ms", "_bytes_per_s", "_bytes", "_pct", "_per_s", "_s")
 
 
 def _evidence_name(key: str) -> str:
@@ -308,6 +308,10 @@ def _evidence_value(key: str, value: Any) -> str:
     if isinstance(value, (int, float)):
         if key.endswith("_ns"):
             return fmt_ns(value)
+        if key.endswith("_bytes_per_s"):
+            return fmt_bandwidth(value)
+        if key.endswith("_per_s"):
+            return f"{value:,.0f}/s"
         if key.endswith("_ms"):
             return f"{value:.4g} ms"
         if key.endswith("_s"):
@@ -316,8 +320,6 @@ def _evidence_value(key: str, value: Any) -> str:
             return f"{value:,.0f} bytes"
         if key.endswith("_pct"):
             return f"{value:.3g} %"
-        if key.endswith("_per_s"):
-            return f"{value:,.0f}/s"
         return f"{value:,}" if isinstance(value, int) else f"{value:.4g}"
     return str(value)
 
