@@ -8,10 +8,13 @@ from __future__ import annotations
 from factories import flush
 from factories import host as simple_host
 
-from fsyncbench import audit, render
+from fsyncbench import audit
+from fsyncbench.report import wording
+from fsyncbench.judge import devices, stack
 from fsyncbench.layers import disk_layer, filesystem_layer
 from fsyncbench.model import (
     FLUSH_FSYNCS_BACKING_FILE,
+    FLUSH_PASSES_DOWN,
     HONEST_FLUSH,
     INFERRED,
     MEASURED,
@@ -210,12 +213,12 @@ def test_latency_only_honest_says_so_in_every_rendering():
     assert (v.path_verdict, v.strength) == (HONEST_FLUSH, INFERRED)
     assert "inferred from latency only" in deciding(v).message
     report = runner.build_report("run", h, [flush("fdatasync", 1_600_000)], ["fsyncbench"])
-    assert "honest_flush, inferred, not measured (decided by flush-latency-plausible)" in \
-        render.render_text(report)
-    assert "`honest_flush`**, inferred, not measured" in render.render_markdown(report)
-    from fsyncbench import render_html
+    from fsyncbench import report as report_out
 
-    assert "inferred, not measured" in render_html.render_html(report)
+    said = "Path verdict: honest_flush, inferred, not measured (decided by flush-latency-plausible)"
+    assert said in report_out.render(report, "text")
+    assert said.replace("_", "\\_") in report_out.render(report, "markdown")
+    assert said in report_out.render(report, "html")
 
 
 def test_weaker_disagreeing_signal_is_shown_not_hidden():
@@ -225,7 +228,7 @@ def test_weaker_disagreeing_signal_is_shown_not_hidden():
     assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "virtualized-storage")
     other = next(f for f in v.findings if f.code == "flush-latency-plausible")
     assert (other.stance, other.points_to, other.strength) == ("disagrees", HONEST_FLUSH, INFERRED)
-    assert "[disagrees: honest_flush, inferred]" in render.finding_line(other)
+    assert "[disagrees: honest_flush, inferred]" in wording.finding_line(other)
 
 
 def test_an_old_report_whose_walk_stopped_at_a_loop_device_is_not_trusted():
@@ -478,3 +481,145 @@ def test_o_dsync_writes_without_flushes_on_a_disk_without_fua_are_flushes_not_se
     h2 = stacked([fs("/data"), disk_layer(fua, 1)])
     v2 = audit.judge(h2, [_o_dsync(2_000, [FlushDelta("nvme0n1", 0, 0, 2)])])
     assert (v2.path_verdict, v2.decided_by) == (NO_FLUSH, "flushes-dropped")
+
+
+# --- the stack reading functions themselves (fsyncbench.judge.stack), on hand-built stacks ---
+
+SDA_WB = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
+ZRAM0 = BlockDevice("zram0", rotational=False, write_cache="write through", transport="zram")
+#: A loop device whose backing file was not recorded (disk_layer: kind "loop", holds nothing).
+LOOP1_UNFOLLOWED = BlockDevice("loop1", rotational=False, transport="loop")
+
+
+def _partition(name="sda1", depth=1):
+    return StorageLayer("partition", name, FLUSH_PASSES_DOWN, depth, device=BlockDevice(name))
+
+
+def test_block_below_skips_partitions_and_layers_without_a_block_device():
+    """block_below: the first block device below a layer, partitions skipped (their disk's
+    cache is the one that counts) — ext4 on sda1 sends its flushes to sda's write-back cache;
+    loop0's backing file sits on the ext4 "/" whose disk is vda."""
+    part = _partition()
+    fs_data = fs("/data", source="/dev/sda1")
+    t = stacked([fs_data, part, disk_layer(SDA_WB, 2)]).target
+    assert stack.device_below(t, fs_data) == "sda"
+    assert stack.cache_below(t, fs_data) == "write back"
+    assert stack.device_below(t, part) == "sda"
+
+    top, lp = fs("/mnt"), loop()
+    t2 = stacked([top, lp, fs("/", depth=2), disk_layer(VDA, 3)]).target
+    assert stack.device_below(t2, top) == "loop0"
+    assert stack.device_below(t2, lp) == "vda"
+    assert stack.cache_below(t2, lp) == "write back"
+
+
+def test_nothing_is_below_the_bottom_disk_or_below_a_sibling():
+    """The bottom disk has no block device below it (None, not an error), and in btrfs over
+    sda and zram0 the two disks are siblings (both depth 1): zram0 is not below sda."""
+    sda, zram = disk_layer(SDA_WB, 1), disk_layer(ZRAM0, 1)
+    t = stacked([fs("/pool", "btrfs"), sda, zram]).target
+    assert stack.device_below(t, zram) is None
+    assert stack.cache_below(t, zram) is None
+    assert stack.device_below(t, sda) is None
+    assert stack.cache_below(t, sda) is None
+
+
+def test_top_block_device_is_none_on_tmpfs_and_the_loop_device_over_a_backing_file():
+    """tmpfs holds the bytes in RAM with no block device under it (tmpfs.rst)."""
+    assert stack.top_block_device(stacked([fs("/dev/shm", "tmpfs", "tmpfs")]).target) is None
+    t = stacked([fs("/mnt"), loop(), fs("/", depth=2), disk_layer(VDA, 3)]).target
+    assert stack.top_block_device(t) == "loop0"
+
+
+def test_a_fully_walked_stack_has_nothing_unfollowed():
+    """Every layer above reaches the disk holding the bytes: ext4 on a disk, a loop file on
+    ext4 on vda, and a FUSE mount (its flush goes to the daemon: forwarded, not stuck)."""
+    assert stack.unfollowed(stacked([fs("/data"), disk_layer(SDA_WB, 1)]).target) == []
+    t = stacked([fs("/mnt"), loop(), fs("/", depth=2), disk_layer(VDA, 3)]).target
+    assert stack.unfollowed(t) == []
+    assert stack.unfollowed(stacked([fs("/fuse", "fuse.sshfs", "sshfs#h:/")]).target) == []
+
+
+def test_a_loop_device_without_its_backing_file_is_unfollowed_beside_a_disk():
+    """btrfs over sda and a loop device whose backing file was not recorded: the loop device
+    is stuck whichever order the walk listed the two siblings in (a sibling at the same depth
+    is not below it)."""
+    lp = disk_layer(LOOP1_UNFOLLOWED, 1)
+    after = stacked([fs("/pool", "btrfs"), disk_layer(SDA_WB, 1), lp]).target
+    assert stack.unfollowed(after) == [lp]
+    before = stacked([fs("/pool", "btrfs"), lp, disk_layer(SDA_WB, 1)]).target
+    assert stack.unfollowed(before) == [lp]
+
+
+def test_labels_name_ram_partitions_volatile_overlays_and_barrier_options():
+    """The short phrases of stack.label's docstring (``ext4 /data``, ``loop0``,
+    ``tmpfs /dev/shm (RAM)``), the RAM mark on a RAM block device (zram.rst), the volatile
+    overlay (overlayfs.rst "Volatile mount") and the nobarrier options (ext4.rst), sorted."""
+    assert stack.label(fs("/data")) == "ext4 /data"
+    assert stack.label(loop()) == "loop0"
+    assert stack.label(fs("/dev/shm", "tmpfs", "tmpfs")) == "tmpfs /dev/shm (RAM)"
+    assert stack.label(disk_layer(ZRAM0, 1)) == "zram0 (RAM)"
+    assert stack.label(disk_layer(SDA_WB, 1)) == "sda"
+    assert stack.label(_partition()) == "sda1"
+    assert stack.label(fs("/merged", "overlay", "overlay", ("rw", "volatile"))) == \
+        "overlay /merged (volatile)"
+    assert stack.label(fs("/merged", "overlay", "overlay", ("rw",))) == "overlay /merged"
+    assert stack.label(fs("/data", options=("rw", "nobarrier"))) == "ext4 /data (nobarrier)"
+    assert stack.label(fs("/data", "xfs", options=("rw", "nobarrier", "barrier=0"))) == \
+        "xfs /data (barrier=0, nobarrier)"
+
+
+def test_chain_text_joins_siblings_with_plus_and_says_unknown_for_no_stack():
+    """chain_text's docstring: top first with arrows, dm/md/btrfs siblings joined with ``+``;
+    a target with no mount, disk or layer recorded is "unknown"."""
+    t = stacked([fs("/pool", "btrfs"), disk_layer(SDA_WB, 1), disk_layer(ZRAM0, 1)]).target
+    assert stack.chain_text(t) == "btrfs /pool → sda + zram0 (RAM)"
+    t2 = stacked([fs("/mnt"), loop(), fs("/dev/shm", "tmpfs", "tmpfs", depth=2)]).target
+    assert stack.chain_text(t2) == "ext4 /mnt → loop0 → tmpfs /dev/shm (RAM)"
+    assert stack.chain_text(StorageTarget(path="/x")) == "unknown"
+
+
+# --- device classes and why a fast flush is allowed (fsyncbench.judge.devices) ---
+
+
+def _ssd_class(model, cache, declared=()):
+    d = BlockDevice("nvme0n1", model=model, rotational=False, write_cache=cache,
+                    has_flush_counters=True)
+    return devices.device_class(stacked([fs("/"), disk_layer(d, 1)], declared=declared),
+                                "fdatasync")
+
+
+def test_why_a_fast_flush_is_allowed_is_said_exactly():
+    """The three reasons an SSD may acknowledge a flush in ~15 µs (PLP floor, DESIGN.md
+    signal 7): the user's --assume plp, a 'write through' queue/write_cache (sysfs-block ABI;
+    NVMe: the VWC bit), a vendor-documented PLP family (Samsung PM9A3, model MZQL2...)."""
+    name = "SSD with power-loss protection or no volatile write cache"
+    declared = _ssd_class("Samsung SSD 990 PRO 2TB", "write back", declared=("plp",))
+    assert (declared.name, declared.floor_ns, declared.plp) == (
+        name, 15_000,
+        "power-loss protection declared by the user (--assume plp), not verified")
+    through = _ssd_class("Samsung SSD 990 PRO 2TB", "write through")
+    assert (through.name, through.floor_ns, through.plp) == (
+        name, 15_000,
+        "the disk reports no volatile write cache (queue/write_cache 'write through'; "
+        "for NVMe the kernel sets it from the controller's VWC bit)")
+    family = _ssd_class("SAMSUNG MZQL2960HCJR-00A07", "write back")
+    assert (family.name, family.floor_ns, family.plp) == (
+        name, 15_000,
+        "a drive family documented with power-loss protection: "
+        "https://semiconductor.samsung.com/ssd/datacenter-ssd/ (Samsung PM883/PM893/"
+        "PM983/PM9A3 data sheets: 'Power Loss Protection'); PM9A3")
+    consumer = _ssd_class("Samsung SSD 990 PRO 2TB", "write back")
+    assert (consumer.name, consumer.floor_ns, consumer.plp) == (
+        "SSD with a volatile write cache and no known power-loss protection", 150_000, "")
+
+
+def test_the_apple_floor_needs_both_the_apple_fabric_and_f_fullfsync():
+    """Apple SSD with F_FULLFSYNC about 1 ms (DESIGN.md signal 7); a plain fsync on macOS
+    does not ask the drive to flush (fcntl(2) F_FULLFSYNC), so it is held to the 10 µs floor
+    of anything with real block I/O, not to the Apple one."""
+    h = simple_host(os_name="Darwin", fs_type="apfs", darwin={"BusProtocol": "Apple Fabric"})
+    full = devices.device_class(h, "F_FULLFSYNC")
+    assert (full.name, full.floor_ns) == ("Apple internal SSD (F_FULLFSYNC)", 1_000_000)
+    plain = devices.device_class(h, "fsync")
+    assert (plain.name, plain.floor_ns, plain.plp) == ("block device", 10_000, "")
