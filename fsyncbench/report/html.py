@@ -13,18 +13,8 @@ import html
 import re
 
 from fsyncbench.model import Report
+from fsyncbench.report import document as dm
 from fsyncbench.report import plots
-from fsyncbench.report.document import (
-    Bullets,
-    Cell,
-    Document,
-    Figure,
-    Paragraph,
-    Preformatted,
-    Section,
-    Table,
-    pretty,
-)
 
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",Arial,sans-serif;
@@ -51,21 +41,21 @@ li{margin:.25em 0}
 
 def _inline(text: str) -> str:
     """Escaped text with `code` spans as <code> and units with their signs."""
-    return re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(pretty(text)))
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(dm.pretty(text)))
 
 
-def _paragraph(p: Paragraph, tag: str = "p") -> str:
+def _paragraph(p: dm.Paragraph, tag: str = "p") -> str:
     lead = f"<strong>{_inline(p.lead)}</strong> " if p.lead else ""
     cls = f' class="{p.tone}"' if p.tone else ""
     return f"<{tag}{cls}>{lead}{_inline(p.text)}"
 
 
-def _cell(c: Cell, numeric: bool) -> str:
+def _cell(c: dm.Cell, numeric: bool) -> str:
     classes = " ".join(x for x in ("num" if numeric else "", c.tone) if x)
     return f'<td class="{classes}">{_inline(c.text)}</td>' if classes else f"<td>{_inline(c.text)}</td>"
 
 
-def _table(t: Table) -> str:
+def _table(t: dm.Table) -> str:
     head = "".join(f"<th>{_inline(h)}</th>" for h in t.headers)
     body = "".join("<tr>" + "".join(_cell(c, i in t.numeric) for i, c in enumerate(row)) + "</tr>"
                    for row in t.rows)
@@ -73,47 +63,47 @@ def _table(t: Table) -> str:
     return f'<div class="wide"><table>{caption}<tr>{head}</tr>{body}</table></div>'
 
 
-def _figure(f: Figure, svgs: dict[str, str]) -> str:
+def _figure(f: dm.Figure, svgs: dict[str, str]) -> str:
     svg = svgs.get(f.kind, "")
     if not svg:
         return ""
     return f"<figure>{svg}<figcaption>{_inline(f.caption)}</figcaption></figure>"
 
 
-def _blocks(s: Section, svgs: dict[str, str]) -> list[str]:
+def _blocks(s: dm.Section, svgs: dict[str, str]) -> list[str]:
     out: list[str] = []
     figs: list[str] = []
     for b in s.blocks:
-        if isinstance(b, Figure) and b.kind in ("configurations", "cdf"):
+        if isinstance(b, dm.Figure) and b.kind in ("configurations", "cdf"):
             figs.append(_figure(b, svgs))
             continue
         if figs:
             out.append('<div class="figs">' + "".join(figs) + "</div>")
             figs = []
-        if isinstance(b, Paragraph):
+        if isinstance(b, dm.Paragraph):
             out.append(_paragraph(b) + "</p>")
-        elif isinstance(b, Bullets):
+        elif isinstance(b, dm.Bullets):
             items = []
             for item, subs in b.items:
                 sub = ("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in subs) + "</ul>") if subs else ""
                 items.append(_paragraph(item, "li") + sub + "</li>")
             out.append("<ul>" + "".join(items) + "</ul>")
-        elif isinstance(b, Table):
+        elif isinstance(b, dm.Table):
             out.append(_table(b))
-        elif isinstance(b, Preformatted):
-            out.append("<pre>" + html.escape(pretty("\n".join(b.lines))) + "</pre>")
-        elif isinstance(b, Figure):
+        elif isinstance(b, dm.Preformatted):
+            out.append("<pre>" + html.escape(dm.pretty("\n".join(b.lines))) + "</pre>")
+        elif isinstance(b, dm.Figure):
             out.append(_figure(b, svgs))
     if figs:
         out.append('<div class="figs">' + "".join(figs) + "</div>")
     return out
 
 
-def render_html(doc: Document, report: Report | None = None) -> str:
+def render_html(doc: dm.Document, report: Report | None = None) -> str:
     """The whole page; ``report`` supplies the raw samples the charts are drawn from
     (without it the figures are left out)."""
     svgs: dict[str, str] = {}
-    kinds = {b.kind for s in doc.sections for b in s.blocks if isinstance(b, Figure)}
+    kinds = {b.kind for s in doc.sections for b in s.blocks if isinstance(b, dm.Figure)}
     if report is not None:
         durable = {v.subject: v.config_durable for v in report.verdict.results}
         if "configurations" in kinds:
@@ -133,7 +123,7 @@ def render_html(doc: Document, report: Report | None = None) -> str:
     for s in doc.sections:
         body = _blocks(s, svgs)
         if s.key == "answer":
-            tone = next((b.tone for b in s.blocks if isinstance(b, Paragraph)
+            tone = next((b.tone for b in s.blocks if isinstance(b, dm.Paragraph)
                          and b.lead.startswith("Trust")), "")
             parts.append(f'<section id="{s.key}" class="answer {tone}">' + "".join(body) + "</section>")
         else:

@@ -12,16 +12,7 @@ import re
 
 from tabulate import tabulate
 
-from fsyncbench.report.document import (
-    Bullets,
-    Document,
-    Figure,
-    Paragraph,
-    Preformatted,
-    Section,
-    Table,
-    pretty,
-)
+from fsyncbench.report import document as dm
 
 #: Characters with a meaning in Markdown or inline HTML, escaped with a backslash outside
 #: code spans (CommonMark, "Backslash escapes": any ASCII punctuation may be escaped).
@@ -37,15 +28,15 @@ def escape(text: str) -> str:
 
 
 def _inline(text: str) -> str:
-    return escape(pretty(text))
+    return escape(dm.pretty(text))
 
 
-def _paragraph(p: Paragraph) -> str:
+def _paragraph(p: dm.Paragraph) -> str:
     lead = f"**{_inline(p.lead)}** " if p.lead else ""
     return lead + _inline(p.text)
 
 
-def _table(t: Table) -> list[str]:
+def _table(t: dm.Table) -> list[str]:
     rows = [[_inline(c.text) for c in row] for row in t.rows]
     colalign = ["right" if i in t.numeric else "left" for i in range(len(t.headers))]
     out = tabulate(rows, headers=[_inline(h) for h in t.headers], tablefmt="github",
@@ -53,26 +44,26 @@ def _table(t: Table) -> list[str]:
     return ([f"*{_inline(t.caption)}*", ""] if t.caption else []) + out
 
 
-def _section(s: Section) -> list[str]:
+def _section(s: dm.Section) -> list[str]:
     out = [f"## {_inline(s.title)}", ""]
     for b in s.blocks:
-        if isinstance(b, Paragraph):
+        if isinstance(b, dm.Paragraph):
             out.append(_paragraph(b))
-        elif isinstance(b, Bullets):
+        elif isinstance(b, dm.Bullets):
             for item, subs in b.items:
                 out.append("- " + _paragraph(item))
                 out += ["  - " + _inline(sub) for sub in subs]
-        elif isinstance(b, Table):
+        elif isinstance(b, dm.Table):
             out += _table(b)
-        elif isinstance(b, Preformatted):
-            out += ["```", *(pretty(line).replace("```", "'''") for line in b.lines), "```"]
-        elif isinstance(b, Figure):
+        elif isinstance(b, dm.Preformatted):
+            out += ["```", *(dm.pretty(line).replace("```", "'''") for line in b.lines), "```"]
+        elif isinstance(b, dm.Figure):
             continue
         out.append("")
     return out
 
 
-def render_markdown(doc: Document) -> str:
+def render_markdown(doc: dm.Document) -> str:
     """The whole document as Markdown, ending with a newline."""
     out = [f"# {_inline(doc.title)}", "", f"*{_inline(doc.subtitle)}*", ""]
     for s in doc.sections:

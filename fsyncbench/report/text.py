@@ -5,25 +5,17 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from fsyncbench.report.document import (
-    Bullets,
-    Document,
-    Figure,
-    Paragraph,
-    Preformatted,
-    Section,
-    Table,
-)
+from fsyncbench.report import document as dm
 
 _MARK = {"bad": "!! ", "caution": "! "}
 
 
-def _paragraph(p: Paragraph) -> str:
+def _paragraph(p: dm.Paragraph) -> str:
     lead = f"{p.lead} " if p.lead else ""
     return f"{lead}{p.text}".replace("`", "")
 
 
-def _table(t: Table) -> list[str]:
+def _table(t: dm.Table) -> list[str]:
     rows = [[c.text for c in row] for row in t.rows]
     colalign = ["right" if i in t.numeric else "left" for i in range(len(t.headers))]
     out = tabulate(rows, headers=list(t.headers), tablefmt="simple", disable_numparse=True,
@@ -31,26 +23,26 @@ def _table(t: Table) -> list[str]:
     return ([t.caption] if t.caption else []) + out
 
 
-def _section(s: Section) -> list[str]:
+def _section(s: dm.Section) -> list[str]:
     out = [s.title, "=" * len(s.title)]
     for b in s.blocks:
-        if isinstance(b, Paragraph):
+        if isinstance(b, dm.Paragraph):
             out.append(_MARK.get(b.tone, "") + _paragraph(b))
-        elif isinstance(b, Bullets):
+        elif isinstance(b, dm.Bullets):
             for item, subs in b.items:
                 out.append("- " + _MARK.get(item.tone, "") + _paragraph(item))
                 out += ["    - " + sub.replace("`", "") for sub in subs]
-        elif isinstance(b, Table):
+        elif isinstance(b, dm.Table):
             out += _table(b)
-        elif isinstance(b, Preformatted):
+        elif isinstance(b, dm.Preformatted):
             out += ["  " + line for line in b.lines]
-        elif isinstance(b, Figure):
+        elif isinstance(b, dm.Figure):
             continue
         out.append("")
     return out
 
 
-def render_text(doc: Document) -> str:
+def render_text(doc: dm.Document) -> str:
     """The whole document as terminal text, ending with a newline."""
     out = [doc.title, doc.subtitle, ""]
     for s in doc.sections:
