@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fsyncbench import stats
 from fsyncbench.model import (
+    BlockDevice,
     FlushDelta,
     Host,
     Mount,
@@ -13,6 +14,12 @@ from fsyncbench.model import (
     Summary,
     Virtualization,
 )
+
+#: Bare metal and a VM, as the cpuinfo hypervisor flag shows them.
+BARE = Virtualization(hypervisor_flag=False)
+VM = Virtualization(hypervisor_flag=True)
+#: A consumer SSD with a volatile write cache and no known power-loss protection.
+WB_SSD = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
 
 
 def host(

@@ -20,12 +20,11 @@ import math
 
 import numpy as np
 import pytest
-from factories import commit, flush, host, write
+from factories import BARE, VM, WB_SSD, commit, flush, host, write
 
 from fsyncbench import audit, compare, gates, render, runner, stats
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.judge import devices
-from fsyncbench.report import describe
 from fsyncbench.layers import disk_layer, filesystem_layer
 from fsyncbench.model import (
     FLUSH_FSYNCS_BACKING_FILE,
@@ -50,11 +49,8 @@ from fsyncbench.model import (
     SyscallComparison,
     Virtualization,
 )
+from fsyncbench.report import describe
 
-BARE = Virtualization(hypervisor_flag=False)
-VM = Virtualization(hypervisor_flag=True)
-#: A consumer SSD with a volatile write cache and no known power-loss protection.
-WB_SSD = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
 #: A p50 every device class accepts as a real flush (above the 150 us consumer SSD floor).
 SLOW_ENOUGH_NS = 1_000_000
 

@@ -17,21 +17,16 @@ from pathlib import Path
 import pytest
 import sampled
 from clitools import fsb
-from factories import commit, flush, host
+from factories import BARE, WB_SSD, commit, flush, host
 
 from fsyncbench import report as report_out
 from fsyncbench import runner
-from fsyncbench.model import BlockDevice, Virtualization
 from fsyncbench.report import answer, describe
 from fsyncbench.report.document import Paragraph, pretty
 
-SSD = BlockDevice("sda", model="Samsung SSD 870", rotational=False, write_cache="write back",
-                  has_flush_counters=True)
-BARE = Virtualization(hypervisor_flag=False)
-
 
 def _report(results, the_host=None, **kw):
-    h = the_host or host(disks=(SSD,), virt=BARE)
+    h = the_host or host(disks=(WB_SSD,), virt=BARE)
     return runner.build_report("run", h, results, ("fsyncbench", "run", "/data"), **kw)
 
 

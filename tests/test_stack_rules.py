@@ -5,11 +5,10 @@ facts only; the stacks themselves are built for real in test_real_stacks.py."""
 
 from __future__ import annotations
 
-from factories import flush
+from factories import BARE, VM, flush
 from factories import host as simple_host
 
 from fsyncbench import audit
-from fsyncbench.report import wording
 from fsyncbench.judge import devices, stack
 from fsyncbench.layers import disk_layer, filesystem_layer
 from fsyncbench.model import (
@@ -29,9 +28,8 @@ from fsyncbench.model import (
     StorageTarget,
     Virtualization,
 )
+from fsyncbench.report import wording
 
-BARE = Virtualization(hypervisor_flag=False)
-VM = Virtualization(hypervisor_flag=True)
 VDA = BlockDevice("vda", rotational=True, write_cache="write back", transport="virtio",
                   has_flush_counters=True)
 LOOP0 = BlockDevice("loop0", rotational=False, write_cache="write back", transport="loop",
