@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """A/A calibration: K back-to-back `fsyncbench run`s of the same configurations on the same
 directory, and how often their intervals and `compare` claim a difference that is not there.
 

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Benchmark of the kill matrix: wall time of the 120 SIGKILLs and their restarts.
 
 Usage: python scripts/bench_crash.py [DIR] [--repeat N] [--journal-mode WAL] [--synchronous FULL]

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Side by side: fsyncbench, fio and pg_test_fsync timing the same sync on one directory.
 
 Usage: python scripts/bench_fidelity.py DIR [--rounds 6] [--seconds 2] [--pg-runs 2]

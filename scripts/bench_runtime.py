@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Speed and memory: wall time of the default `run`, of `audit` and of `crash`, and the peak
 memory of a million samples taken, summarised and stored.
 

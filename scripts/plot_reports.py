@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Plot two fsyncbench reports together: the latency CDF of one configuration from each.
 
 An example of reading the report JSON directly (no fsyncbench import needed): every result
