@@ -199,6 +199,10 @@ def test_compare_quantile_with_no_spread_is_certain():
     q = compare.compare_quantile(a, c, 99)
     assert q.se_log == 0.04 and q.df == pytest.approx(4.0, rel=1e-12)
     assert q.p_value == pytest.approx(2 * student_t.sf(math.log(1.2) / 0.04, 4), rel=1e-9)
+    # and mirrored: B exact, A not
+    q = compare.compare_quantile(c, a, 99)
+    assert q.se_log == 0.04 and q.df == pytest.approx(4.0, rel=1e-12)
+    assert q.p_value == pytest.approx(2 * student_t.sf(math.log(1.2) / 0.04, 4), rel=1e-9)
 
 
 def test_compare_quantile_with_a_percentile_of_zero_or_below_one_ns():
