@@ -761,13 +761,17 @@ def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 class _Progress:
-    """tqdm progress on stderr (only when stderr is a terminal): one unit per workload,
-    fractional within it, so tqdm's ETA covers the whole run."""
+    """tqdm progress on stderr whenever stderr is a terminal (never otherwise; --quiet: never):
+    one unit per workload, fractional within it, so tqdm's ETA covers the whole run. A
+    terminal that does not say how large it is (a serial console, a pty nobody sized) gets
+    :data:`FALLBACK_SIZE`; tqdm itself prints nothing when told 0 columns or rows."""
+
+    FALLBACK_SIZE = (80, 24)
 
     def __init__(self, quiet: bool) -> None:
         self.label = ""
         self._bar = None
-        self._quiet = quiet
+        self._quiet = quiet or not _isatty(sys.stderr)
 
     def __call__(self, label, index, total, done, target, elapsed_ns, budget_ns) -> None:
         self.label = label
@@ -776,7 +780,9 @@ class _Progress:
         if self._bar is None:
             from tqdm import tqdm
 
-            self._bar = tqdm(total=total, unit="config", file=sys.stderr, disable=None,
+            columns, rows = _terminal_size(sys.stderr, self.FALLBACK_SIZE)
+            self._bar = tqdm(total=total, unit="config", file=sys.stderr, disable=False,
+                             ncols=columns, nrows=rows,
                              bar_format="{l_bar}{bar}| {n:.1f}/{total} workloads [{elapsed}<{remaining}]{postfix}")
         # budget_ns 0: a run-budgeted run, where index already is the time spent, in workloads
         frac = min(1.0, max(done / target, elapsed_ns / budget_ns)) if budget_ns else 0.0
@@ -786,6 +792,31 @@ class _Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def _terminal_size(stream, fallback: tuple[int, int]) -> tuple[int, int]:
+    """(columns, rows) of the terminal ``stream`` writes to; each from $COLUMNS / $LINES,
+    then ``fallback``, where the terminal reports 0 or cannot be asked."""
+    try:
+        size = tuple(os.get_terminal_size(stream.fileno()))
+    except (AttributeError, ValueError, OSError):
+        size = (0, 0)
+    out = []
+    for got, env, default in zip(size, ("COLUMNS", "LINES"), fallback):
+        if got <= 0:
+            try:
+                got = int(os.environ.get(env, ""))
+            except ValueError:
+                got = 0
+        out.append(got if got > 0 else default)
+    return out[0], out[1]
 
 
 _COMMANDS = {"run": cmd_run, "host": cmd_host, "crash": cmd_crash, "show": cmd_show,
