@@ -370,8 +370,8 @@ def _model_call(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected milliseconds, got {text!r}")
-    if not 0.001 <= value <= 3_600_000:
-        raise argparse.ArgumentTypeError(f"must be between 0.001 and 3600000, got {text}")
+    if not 0.001 <= value <= 3_600_000:  # worded like every other range check
+        raise FsyncbenchError(f"--model-call-ms must be between 0.001 and 3600000, got {text}")
     return value
 
 
