@@ -38,24 +38,39 @@ class _Parser(argparse.ArgumentParser):
         raise FsyncbenchError(f"{message} (see {self.prog} --help)")
 
 
+#: --format choices per command (text is the default everywhere)
+REPORT_FORMATS = ("text", "markdown", "json", "html")
+TABLE_FORMATS = ("text", "markdown", "json")
+VERIFY_FORMATS = ("text", "json")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="fsyncbench",
         description="What a durable SQLite journal commit costs on this machine, and "
-        "whether the storage under it keeps what it acknowledges.",
+        "whether the storage under it keeps what it acknowledges. Every command that prints a "
+        "result (run, audit, show, compare, host, crash, powercut verify) takes --format and "
+        "-o/--output FILE; run, audit and powercut verify also save report files in "
+        "--report-dir DIR (default ./reports).",
     )
-    parser.add_argument("--version", action="version", version=f"fsyncbench {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"fsyncbench {__version__}",
+                        help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
+                                help="the command; fsyncbench COMMAND --help for its options")
 
-    run = sub.add_parser("run", help="measure journal-commit latency per SQLite pragma combination")
-    run.add_argument("dir", nargs="?", default=".", type=_path,
+    run = sub.add_parser("run", help="measure journal-commit latency per SQLite pragma combination",
+                         description="Measure journal-commit latency per SQLite pragma combination "
+                         "and the raw sync primitives in DIR, print the report and save it "
+                         "(JSON + Markdown, + HTML with --format html) in --report-dir.")
+    run.add_argument("dir", nargs="?", default=".", type=_path, metavar="DIR",
                      help="directory on the storage to test (default: current directory)")
-    run.add_argument("--output", "-o", type=_path, default=Path("reports"),
-                     help="where to write the JSON and Markdown report (default: ./reports)")
-    run.add_argument("--journal-mode", help="comma list: delete,truncate,persist,memory,wal,off "
+    run.add_argument("--journal-mode", metavar="MODES",
+                     help="comma list: delete,truncate,persist,memory,wal,off "
                      "(default: delete,truncate,wal)")
-    run.add_argument("--synchronous", help="comma list: off,normal,full,extra (default: off,normal,full)")
-    run.add_argument("--fullfsync", help="comma list: on,off (default on macOS: off,on; elsewhere not set)")
+    run.add_argument("--synchronous", metavar="LEVELS",
+                     help="comma list: off,normal,full,extra (default: off,normal,full)")
+    run.add_argument("--fullfsync", metavar="VALUES",
+                     help="comma list: on,off (default on macOS: off,on; elsewhere not set)")
     run.add_argument("--samples", type=int, metavar="N",
                      help="take exactly N samples per configuration instead of sampling "
                      "until the p99 CI target is met (default: adaptive)")
@@ -65,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--min-samples", type=int, metavar="N",
                      help="fewest samples before the CI target may stop a configuration "
                      f"(default {runner.DEFAULT_MIN_SAMPLES})")
-    run.add_argument("--budget-seconds", type=float, default=10.0,
+    run.add_argument("--budget-seconds", type=float, default=10.0, metavar="S",
                      help="most time one configuration may take, in seconds (default 10)")
     run.add_argument("--run-budget-seconds", type=float, metavar="S",
                      help="time all configurations share, in seconds; time one does not need "
@@ -76,116 +91,186 @@ def build_parser() -> argparse.ArgumentParser:
                      "and an equal share of the time; the report shows each round's p99 and "
                      "widens the intervals where rounds disagree more than slices "
                      f"(default {runner.DEFAULT_ROUNDS})")
-    run.add_argument("--warmup", type=int, default=50, help="untimed warmup operations (default 50)")
-    run.add_argument("--payload-bytes", type=int, default=512,
-                     help="size of each step's JSON output (default 512)")
+    run.add_argument("--warmup", type=int, default=50, metavar="N",
+                     help="untimed warmup operations (default 50)")
+    run.add_argument("--payload-bytes", type=int, default=512, metavar="N",
+                     help="size of each step's JSON output, in bytes (default 512)")
     run.add_argument("--no-primitives", action="store_true",
                      help="skip the raw write+sync primitive measurements")
-    run.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
-    run.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text",
-                     help="text/markdown/json: what to print (JSON and Markdown files are always "
-                     "written); html: also write a self-contained <report>.html with plots")
+    run.add_argument("--quiet", "-q", action="store_true",
+                     help="no progress bar (it is shown on stderr only when stderr is a terminal)")
+    _add_format_option(run, REPORT_FORMATS, "html: a self-contained page with plots, also saved "
+                       "as <report>.html in --report-dir")
+    _add_output_option(run)
+    _add_report_dir_options(run)
     _add_model_call_option(run)
     _add_assume_option(run)
     _add_sharing_options(run)
     _add_gate_options(run)
 
-    host = sub.add_parser("host", help="print the host record for DIR without measuring")
-    host.add_argument("dir", nargs="?", default=".", type=_path)
-    host.add_argument("--json", action="store_true", help="print JSON")
+    host = sub.add_parser("host", help="print the host record for DIR without measuring",
+                          description="Print the host record (OS, SQLite, filesystem, storage "
+                          "stack, devices, virtualization) for DIR; nothing is measured.")
+    host.add_argument("dir", nargs="?", default=".", type=_path, metavar="DIR",
+                      help="directory whose storage to describe (default: current directory)")
+    _add_format_option(host, TABLE_FORMATS)
+    _add_output_option(host)
+    _add_json_alias(host)
     _add_assume_option(host)
 
-    crash = sub.add_parser("crash", help="the kill matrix: what a step journal buys an agent that is SIGKILLed")
-    crash.add_argument("dir", nargs="?", default=".", type=_path,
+    crash = sub.add_parser("crash", help="the kill matrix: what a step journal buys an agent "
+                           "that is SIGKILLed",
+                           description="Kill a scripted 10-step agent with SIGKILL at every "
+                           "step under four persistence policies and print the duplicate writes "
+                           "and extra tokens each policy costs.")
+    crash.add_argument("dir", nargs="?", default=".", type=_path, metavar="DIR",
                        help="directory for the journal and outside-world databases (default: .)")
-    crash.add_argument("--journal-mode", default="wal", help="journal_mode of the step journal (default wal)")
-    crash.add_argument("--synchronous", default="full", help="synchronous of the step journal (default full)")
+    crash.add_argument("--journal-mode", default="wal", metavar="MODE",
+                       help="journal_mode of the step journal (default wal)")
+    crash.add_argument("--synchronous", default="full", metavar="LEVEL",
+                       help="synchronous of the step journal (default full)")
     _add_model_call_option(crash)
-    crash.add_argument("--json", action="store_true", help="print the figures as JSON")
+    _add_format_option(crash, TABLE_FORMATS)
+    _add_output_option(crash)
+    _add_json_alias(crash)
 
     aud = sub.add_parser("audit", help="the fsync auditor: evidence that a flush really reaches "
-                         "stable media, and a verdict per storage path and sync primitive")
-    aud.add_argument("dir", nargs="?", type=_path,
+                         "stable media, and a verdict per storage path and sync primitive",
+                         description="Measure only what the verdict needs, print the evidence, "
+                         "the findings and one verdict per storage path and sync primitive, and "
+                         "save the report (JSON + Markdown) in --report-dir.")
+    aud.add_argument("dir", nargs="?", type=_path, metavar="DIR",
                      help="directory on the storage to audit (default: current directory)")
     aud.add_argument("--from", dest="from_report", type=_path, metavar="REPORT",
                      help="re-derive the verdict of a saved report (run or audit) from its "
                      "recorded facts; measures nothing")
-    aud.add_argument("--json", action="store_true", help="print the report JSON on stdout")
-    aud.add_argument("--output", "-o", type=_path,
-                     help="also write the JSON and Markdown report into this directory")
-    aud.add_argument("--samples", type=int, default=200,
+    aud.add_argument("--samples", type=int, default=200, metavar="N",
                      help="samples per flush primitive and commit configuration (default 200)")
-    aud.add_argument("--budget-seconds", type=float, default=5.0,
+    aud.add_argument("--budget-seconds", type=float, default=5.0, metavar="S",
                      help="most time one of those may take, in seconds (default 5)")
-    aud.add_argument("--compare-syncs", type=int, default=200,
+    aud.add_argument("--compare-syncs", type=int, default=200, metavar="N",
                      help="syncs per side of libc vs raw syscall and of the second-descriptor "
                      "check (default 200)")
-    aud.add_argument("--sweep-repeats", type=int, default=3,
+    aud.add_argument("--sweep-repeats", type=int, default=3, metavar="N",
                      help="syncs per size of the dirty-size sweep (default 3)")
-    aud.add_argument("--sweep-max-mib", type=int, default=64,
-                     help="largest dirty size of the sweep in MiB (default 64)")
-    aud.add_argument("--trace-commits", type=int, default=20,
+    aud.add_argument("--sweep-max-mib", type=int, default=64, metavar="N",
+                     help="largest dirty size of the sweep, in MiB (default 64)")
+    aud.add_argument("--trace-commits", type=int, default=20, metavar="N",
                      help="commits traced with strace per pragma combination (default 20)")
     aud.add_argument("--no-trace", action="store_true", help="do not trace syncs per commit")
-    aud.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
+    aud.add_argument("--quiet", "-q", action="store_true",
+                     help="no progress bar (it is shown on stderr only when stderr is a terminal)")
+    _add_format_option(aud, REPORT_FORMATS, "html: a self-contained page, also saved as "
+                       "<report>.html in --report-dir")
+    _add_output_option(aud)
+    _add_json_alias(aud)
+    _add_report_dir_options(aud)
     _add_model_call_option(aud)
     _add_assume_option(aud)
     _add_sharing_options(aud)
     _add_gate_options(aud)
 
-    show = sub.add_parser("show", help="render a saved report")
-    show.add_argument("report", type=_path)
-    show.add_argument("--format", choices=("text", "markdown", "json", "html"), default="text")
-    show.add_argument("--output", "-o", type=_path,
-                      help="write the rendered report to this file (durably) instead of stdout")
+    show = sub.add_parser("show", help="render a saved report",
+                          description="Render a saved report (run, audit or powercut) in "
+                          "--format; nothing is measured.")
+    show.add_argument("report", type=_path, metavar="REPORT",
+                      help="a report JSON file written by run, audit or powercut verify")
+    _add_format_option(show, REPORT_FORMATS, "html: a self-contained page with plots")
+    _add_output_option(show)
     _add_model_call_option(show)
     _add_sharing_options(show)
     _add_gate_options(show)
 
     cmp_ = sub.add_parser("compare", help="compare reports: two side by side with significance, "
-                          "or several as a fleet table")
-    cmp_.add_argument("reports", nargs="+", type=_path, help="two or more report JSON files")
+                          "or several as a fleet table",
+                          description="Two reports: host differences and each configuration's "
+                          "p50 and p99 side by side with intervals and Holm-adjusted "
+                          "significance. Three or more: a fleet table sorted by p99.")
+    cmp_.add_argument("reports", nargs="+", type=_path, metavar="REPORT",
+                      help="two or more report JSON files (the first is the baseline)")
     cmp_.add_argument("--config", action="append", metavar="NAME",
                       help="configuration to sort a fleet by (default wal/full), or the "
                       "configurations the regression check looks at (comma list)")
     cmp_.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
                       help="exit 1 when a configuration's p99 is more than PCT %% worse than in "
                       "the first report, and significantly so")
-    cmp_.add_argument("--format", choices=("text", "markdown"), default="text")
+    _add_format_option(cmp_, TABLE_FORMATS)
+    _add_output_option(cmp_)
 
     pc = sub.add_parser("powercut", help="power-pull test (diskchecker method): a second machine "
-                        "records each acknowledged commit; after the reboot verify finds lost ones")
-    pcs = pc.add_subparsers(dest="action", required=True, parser_class=_Parser)
+                        "records each acknowledged commit; after the reboot verify finds lost ones",
+                        description="Power-pull test in three steps: listen (on a second "
+                        "machine), write (on the machine under test; pull its power), verify "
+                        "(after the reboot).")
+    pcs = pc.add_subparsers(dest="action", required=True, parser_class=_Parser,
+                            help="the step; fsyncbench powercut ACTION --help for its options")
     pcl = pcs.add_parser("listen", help="on the second machine: durably record what writers report")
-    pcl.add_argument("--bind", default="127.0.0.1",
+    pcl.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS",
                      help="address to listen on (default 127.0.0.1; give this machine's LAN "
                      "address for a two-machine test)")
-    pcl.add_argument("--port", type=int, default=5400, help="TCP port (default 5400; 0: any free one)")
+    pcl.add_argument("--port", type=int, default=5400, metavar="PORT",
+                     help="TCP port (default 5400; 0: any free one)")
     pcl.add_argument("--state", type=_path, default=Path("fsyncbench-powercut-listener.db"),
+                     metavar="FILE",
                      help="the durable record, an SQLite file; a restarted listener continues it "
                      "(default ./fsyncbench-powercut-listener.db)")
     pcw = pcs.add_parser("write", help="on the machine under test: commit journal rows, report "
                          "each to the listener after COMMIT returned; pull the power meanwhile")
-    pcw.add_argument("dir", nargs="?", default=".", type=_path,
+    pcw.add_argument("dir", nargs="?", default=".", type=_path, metavar="DIR",
                      help="directory on the storage to test (default .); the journal is kept in "
                      "DIR/.fsyncbench-powercut/<run id>/ for verify (delete it when done)")
     pcw.add_argument("--to", required=True, metavar="HOST:PORT", help="the listener")
-    pcw.add_argument("--journal-mode", default="wal",
+    pcw.add_argument("--journal-mode", default="wal", metavar="MODE",
                      help="delete, truncate, persist, memory, wal or off (default wal)")
-    pcw.add_argument("--synchronous", default="full", help="off, normal, full or extra (default full)")
-    pcw.add_argument("--fullfsync", help="on or off (macOS only; default on there, unset elsewhere)")
-    pcw.add_argument("--payload-bytes", type=int, default=512,
-                     help="size of each step's JSON output (default 512)")
+    pcw.add_argument("--synchronous", default="full", metavar="LEVEL",
+                     help="off, normal, full or extra (default full)")
+    pcw.add_argument("--fullfsync", metavar="VALUE",
+                     help="on or off (macOS only; default on there, unset elsewhere)")
+    pcw.add_argument("--payload-bytes", type=int, default=512, metavar="N",
+                     help="size of each step's JSON output, in bytes (default 512)")
     pcw.add_argument("--max-commits", type=int, metavar="N",
                      help="stop cleanly after N commits (default: until Ctrl-C or the power goes)")
-    pcv = pcs.add_parser("verify", help="after the reboot: is every acknowledged commit in the journal?")
-    pcv.add_argument("dir", nargs="?", default=".", type=_path,
+    pcv = pcs.add_parser("verify", help="after the reboot: is every acknowledged commit in the journal?",
+                         description="Check every commit the listener recorded against the "
+                         "journal, print the result and save the report JSON in --report-dir "
+                         "(read it again with fsyncbench show). Exit 1 when commits were lost.")
+    pcv.add_argument("dir", nargs="?", default=".", type=_path, metavar="DIR",
                      help="the DIR given to write (default .); its .fsyncbench-powercut/ holds the run")
     pcv.add_argument("--from", dest="listener", required=True, metavar="HOST:PORT", help="the listener")
-    pcv.add_argument("--run-id", help="the run to check (default: the newest in DIR)")
-    pcv.add_argument("--output", "-o", type=_path, default=Path("reports"),
-                     help="where to write the JSON report (default ./reports)")
+    pcv.add_argument("--run-id", metavar="ID", help="the run to check (default: the newest in DIR)")
+    _add_format_option(pcv, VERIFY_FORMATS)
+    _add_output_option(pcv)
+    pcv.add_argument("--report-dir", type=_path, default=Path("reports"), metavar="DIR",
+                     help="directory to save the report JSON in, created if needed "
+                     "(default ./reports)")
     return parser
+
+
+def _add_format_option(p: argparse.ArgumentParser, choices: tuple[str, ...], extra: str = "") -> None:
+    offered = ", ".join(choices)
+    p.add_argument("--format", choices=choices, default="text",
+                   help=f"what to print: {offered} (default text)" + (f"; {extra}" if extra else "")
+                   + ("" if "html" in choices else "; no html for this command"))
+
+
+def _add_json_alias(p: argparse.ArgumentParser) -> None:
+    """The --json of earlier versions: the same as --format json (hidden from --help)."""
+    p.add_argument("--json", dest="format", action="store_const", const="json",
+                   help=argparse.SUPPRESS)
+
+
+def _add_output_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--output", "-o", type=_file_path, metavar="FILE",
+                   help="write what would be printed (in --format) to FILE instead of standard "
+                   "output, durably; an existing FILE is replaced (-: standard output)")
+
+
+def _add_report_dir_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--report-dir", type=_path, default=Path("reports"), metavar="DIR",
+                   help="directory to save the report files in (<host>-<time>.json and .md), "
+                   "created if needed (default ./reports)")
+    p.add_argument("--no-report", action="store_true",
+                   help="save no report files (only print, or write --output)")
 
 
 def _add_sharing_options(p: argparse.ArgumentParser) -> None:
@@ -408,8 +493,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         from fsyncbench import gates
 
         gates.check_names(gate.names, runner.result_names(plan), "this run measures")
-    store.check_output_dir(args.output)
-    _check_file_dir(args.csv)
+    _check_outputs(args)
     host = _declare(_collect_host(target), args)
     if args.fullfsync is not None and host.os_name != "Darwin":
         print("fsyncbench: note: fullfsync has no effect outside macOS "
@@ -431,14 +515,66 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     progress.close()
     report = _maybe_redact(runner.build_report("run", host, results, ["fsyncbench", *argv], floors,
                                                elapsed_ns=time.monotonic_ns() - started), args)
-    machine = args.format == "json"
-    # saved first: a closed pipe or a full stdout must not lose the measurement
-    paths = _save(report, store.prepare_output_dir(args.output), html=args.format == "html",
-                  csv=args.csv, model_call_ms=args.model_call_ms)
-    print(_render(report, "text" if args.format == "html" else args.format, args.model_call_ms),
-          end="", flush=True)
-    print("Report written: " + ", ".join(str(p) for p in paths), file=sys.stderr if machine else sys.stdout)
-    return gate.apply(report, to_stderr=machine)
+    return _finish_report(report, args, gate)
+
+
+def _finish_report(report: Report, args: argparse.Namespace, gate: "_GateArgs") -> int:
+    """run and audit, once the report exists: save the report files (and --csv) first, so a
+    closed pipe or a full stdout cannot lose the measurement, then print it in --format (or
+    write it to --output), say on stderr what was saved, and apply the gates."""
+    text = _render(report, args.format, args.model_call_ms)
+    report_dir = None if args.no_report else store.prepare_output_dir(args.report_dir)
+    paths = _save(report, report_dir, html=args.format == "html", csv=args.csv,
+                  model_call_ms=args.model_call_ms, rendered={args.format: text})
+    _emit(args, text)
+    if paths:
+        print("Report written: " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    return gate.apply(report, to_stderr=_gates_to_stderr(args))
+
+
+def _emit(args: argparse.Namespace, text: str) -> None:
+    """What a command prints: to --output FILE (durably, replacing it) or standard output."""
+    if getattr(args, "output", None) is not None:
+        store.write_durably(args.output, text)
+    else:
+        print(text, end="", flush=True)
+
+
+def _gates_to_stderr(args: argparse.Namespace) -> bool:
+    """Gate lines go to stderr when stdout carries JSON or HTML (they would break it)."""
+    return args.output is None and args.format in ("json", "html")
+
+
+def _file_path(text: str) -> Path | None:
+    """argparse type of --output FILE: not empty, and not written as a directory; ``-`` is
+    standard output (None), as for most tools that take an output file."""
+    if text == "-":
+        return None
+    if text.endswith(("/", os.sep)) and len(text) > 1:
+        raise argparse.ArgumentTypeError(
+            f"{text} names a directory: --output takes a FILE (report files go to --report-dir DIR)")
+    return _path(text)
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Before any work: --output FILE, --csv FILE and --report-dir DIR can be written, and
+    --output is not a directory (it was one for run, audit and powercut verify before
+    --report-dir: the message says so). Raises FsyncbenchError."""
+    out = getattr(args, "output", None)
+    csv = getattr(args, "csv", None)
+    report_dir = getattr(args, "report_dir", None)
+    if report_dir is not None and not getattr(args, "no_report", False):
+        store.check_output_dir(report_dir)
+    if out is not None:
+        if out.is_dir():
+            hint = (f"; to save the report files in it, use --report-dir {out}"
+                    if report_dir is not None else "")
+            raise FsyncbenchError(f"--output {out} is a directory: --output takes the FILE to "
+                                  f"write the printed result to{hint}")
+        _check_file_dir(out)
+    _check_file_dir(csv)
+    if out is not None and csv is not None and _same_file(out, csv):
+        raise FsyncbenchError(f"--output and --csv both name {out}: give two files")
 
 
 def _maybe_redact(report: Report, args: argparse.Namespace) -> Report:
@@ -464,6 +600,10 @@ def _check_file_dir(path: Path | None) -> None:
     parent = path.parent
     if path.is_dir():
         raise FsyncbenchError(f"{path} is a directory, not a file")
+    if path.exists() and not path.is_file():
+        # written by rename over it: /dev/null or a FIFO would be replaced, not written to
+        raise FsyncbenchError(f"cannot write {path}: not a regular file (output files are "
+                              "replaced by rename, so it cannot be a device or a FIFO)")
     if not parent.is_dir():
         why = "is not a directory" if parent.exists() else "does not exist"
         raise FsyncbenchError(f"cannot write {path}: {parent} {why}")
@@ -513,7 +653,8 @@ def _same_file(a: Path, b: Path) -> bool:
 
 
 def _save(report: Report, out_dir: Path | None, html: bool = False,
-          csv: Path | None = None, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> list[Path]:
+          csv: Path | None = None, model_call_ms: float = DEFAULT_MODEL_CALL_MS,
+          rendered: dict[str, str] | None = None) -> list[Path]:
     """Write ``<host>-<time>.json`` and ``.md`` (and ``.html``) under a name no other run
     holds in ``out_dir`` (None: no report files), then the raw samples to ``csv`` (replaced
     if it exists, like fio's and hyperfine's output files). All or nothing: on any failure
@@ -523,9 +664,9 @@ def _save(report: Report, out_dir: Path | None, html: bool = False,
     if out_dir is not None:
         stem = store.claim_name(out_dir, store.report_basename(report), suffixes)
         paths = [stem.with_name(stem.name + suffix) for suffix in suffixes]
-    texts = {".json": lambda: store.report_to_json(report),
-             ".md": lambda: _render(report, "markdown", model_call_ms),
-             ".html": lambda: _render(report, "html", model_call_ms)}
+    done = rendered or {}
+    texts = {suffix: (lambda fmt=fmt: done[fmt] if fmt in done else _render(report, fmt, model_call_ms))
+             for suffix, fmt in ((".json", "json"), (".md", "markdown"), (".html", "html"))}
     written: list[Path] = []
     try:
         for path, suffix in zip(paths, suffixes):
@@ -544,11 +685,12 @@ def _save(report: Report, out_dir: Path | None, html: bool = False,
 
 def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
     target = runner.check_target(args.dir)
+    _check_outputs(args)
     host = _declare(_collect_host(target), args)
-    if args.json:
-        print(json.dumps(to_jsonable(host), indent=1))
+    if args.format == "json":
+        _emit(args, json.dumps(render.json_safe(to_jsonable(host)), indent=1) + "\n")
     else:
-        print(render.render_host(host), end="")
+        _emit(args, render.render_host(host, args.format))
     return EXIT_OK
 
 
@@ -560,6 +702,7 @@ def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
     sync = runner.parse_choices(args.synchronous, crash.SYNCHRONOUS, "synchronous")
     if len(mode) != 1 or len(sync) != 1:
         raise FsyncbenchError("crash takes one journal_mode and one synchronous value")
+    _check_outputs(args)
     _sweep(target)
     try:
         outcome = crash.run_crash_experiment(target, mode[0], sync[0])
@@ -567,10 +710,11 @@ def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
         print("fsyncbench: interrupted during the kill matrix; working directory removed",
               file=sys.stderr)
         return EXIT_ERROR
-    if args.json:
-        print(json.dumps(render.crash_jsonable(outcome, args.model_call_ms), indent=1))
+    if args.format == "json":
+        _emit(args, json.dumps(render.json_safe(render.crash_jsonable(outcome, args.model_call_ms)),
+                               indent=1) + "\n")
     else:
-        print(render.render_crash(outcome, args.model_call_ms), end="")
+        _emit(args, render.render_crash(outcome, args.model_call_ms, args.format))
     return EXIT_OK
 
 
@@ -579,10 +723,10 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
 
     started = time.monotonic_ns()
     gate = _GateArgs.parse(args)
-    _check_file_dir(args.csv)
     if args.from_report is not None:
         if args.dir is not None:
             raise FsyncbenchError("give a directory to audit or --from REPORT, not both")
+        _check_outputs(args)
         loaded = store.load_report(args.from_report)
         if args.assume:
             import dataclasses
@@ -599,8 +743,7 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
             compare_syncs=args.compare_syncs, sweep_repeats=args.sweep_repeats,
             sweep_max_bytes=args.sweep_max_mib << 20, trace_commits=args.trace_commits,
             trace=not args.no_trace)
-        if args.output is not None:
-            store.check_output_dir(args.output)
+        _check_outputs(args)
         host = _declare(_collect_host(target), args)
         progress = _Progress(quiet=args.quiet)
         _sweep(target)
@@ -624,20 +767,12 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
         progress.close()
         report = runner.build_report("audit", host, results, ["fsyncbench", *argv], evidence=ev,
                                      elapsed_ns=time.monotonic_ns() - started)
-    report = _maybe_redact(report, args)
-    paths = _save(report, None if args.output is None else store.prepare_output_dir(args.output),
-                  csv=args.csv, model_call_ms=args.model_call_ms)
-    print(_render(report, "json" if args.json else "text", args.model_call_ms), end="")
-    if paths:
-        print("Report written: " + ", ".join(str(p) for p in paths),
-              file=sys.stderr if args.json else sys.stdout)
-    return gate.apply(report, to_stderr=args.json)
+    return _finish_report(_maybe_redact(report, args), args, gate)
 
 
 def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
     gate = _GateArgs.parse(args)
-    _check_file_dir(args.output)
-    _check_file_dir(args.csv)
+    _check_outputs(args)
     for out in (args.output, args.csv):
         if out is not None and _same_file(out, args.report):
             raise FsyncbenchError(f"{out} is the report being shown: give another output file")
@@ -646,19 +781,20 @@ def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
         from fsyncbench import gates
 
         gates.check_names(gate.names, [r.name for r in report.results])
-    text = _render(report, args.format, args.model_call_ms)
+    if report.kind == "powercut" and args.format in ("text", "markdown"):
+        # no timed results: the verify result (PASS / lost commits), not a latency report
+        text = render.render_powercut(report, args.format)
+    else:
+        text = _render(report, args.format, args.model_call_ms)
     if args.csv:  # first: a failure leaves nothing half-done
         store.write_durably(args.csv, render.render_csv(report))
-    if args.output:
-        try:
-            store.write_durably(args.output, text)
-        except BaseException:
-            if args.csv:
-                args.csv.unlink(missing_ok=True)
-            raise
-    else:
-        print(text, end="")
-    return gate.apply(report, to_stderr=not args.output and args.format in ("json", "html"))
+    try:
+        _emit(args, text)
+    except BaseException:
+        if args.csv and args.output:
+            args.csv.unlink(missing_ok=True)
+        raise
+    return gate.apply(report, to_stderr=_gates_to_stderr(args))
 
 
 def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
@@ -666,6 +802,7 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
 
     if len(args.reports) < 2:
         raise FsyncbenchError("compare needs at least two reports")
+    _check_outputs(args)
     names = [p.name for p in args.reports]
     labels = names if len(set(names)) == len(names) else [str(p) for p in args.reports]
     reports = [store.load_report(p) for p in args.reports]
@@ -674,22 +811,56 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
     common = compare.common_names(reports)
     if wanted:
         gates.check_names(wanted, common, "every report has")
-    tablefmt = "github" if args.format == "markdown" else "simple"
     pairs = []
     if len(reports) == 2:
         pair = compare.compare_pair(reports[0], reports[1])
         pairs.append((labels[1], pair))
-        print(render.render_compare(reports[0], reports[1], pair, labels, tablefmt), end="")
+        if args.format == "json":
+            data = render.compare_jsonable(reports[0], reports[1], pair, labels)
+        else:
+            text = render.render_compare(reports[0], reports[1], pair, labels,
+                                         render.TABLEFMT[args.format])
     else:
         if len(wanted) > 1:
             raise FsyncbenchError("a fleet is sorted by one configuration: give one --config")
         config = compare.fleet_config(reports, wanted[0] if wanted else None)
-        print(render.render_fleet(compare.fleet(reports, labels, config), config, tablefmt), end="")
+        rows = compare.fleet(reports, labels, config)
+        if args.format == "json":
+            data = render.fleet_jsonable(rows, config)
+        else:
+            text = render.render_fleet(rows, config, render.TABLEFMT[args.format])
         if args.fail_on_regression is not None:
             pairs += [(label, compare.compare_pair(reports[0], rep))
                       for rep, label in zip(reports[1:], labels[1:])]
+    lines, found = [], []
+    if args.fail_on_regression is not None:
+        lines, found, skipped = _regression_lines(args, pairs, labels, wanted)
+        if args.format == "json":
+            data["regression_check"] = {
+                "limit_pct": args.fail_on_regression, "baseline": labels[0],
+                "not_checked": skipped, "regressions": [to_jsonable(r) for r in found]}
+    if args.format == "json":
+        text = json.dumps(render.json_safe(data), indent=1) + "\n"
+    _emit(args, text)
     if args.fail_on_regression is None:
         return EXIT_OK
+    # the regression gate's lines: after the table, or on stderr when stdout carries JSON
+    to_stderr = (args.output is None and args.format == "json") or getattr(
+        sys.stdout, "closed_by_reader", False)
+    out = sys.stderr if to_stderr else sys.stdout
+    if out is sys.stdout and args.output is None:
+        print()
+    for line in lines:
+        print(line, file=out)
+    return EXIT_RISK if found else EXIT_OK
+
+
+def _regression_lines(args: argparse.Namespace, pairs, labels: list[str], wanted
+                      ) -> tuple[list[str], list, list[str]]:
+    """compare --fail-on-regression: (lines to print, regressions found, configurations not
+    checked). Raises FsyncbenchError when a report has no configuration it could test."""
+    from fsyncbench import compare
+
     found, skipped = [], []
     for label, pair in pairs:
         looked, untested = compare.regression_coverage(pair, wanted)
@@ -700,23 +871,25 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
                 + (f"; and {len(untested) - 2} more" if len(untested) > 2 else ""))
         skipped += [f"{u} in {label}" for u in untested]
         found += compare.regressions(pair, args.fail_on_regression, labels[0], label, wanted)
-    print()
+    lines = []
     if skipped:
-        print("Not checked for a regression (no p99 interval to test): " + "; ".join(skipped) + ".")
+        lines.append("Not checked for a regression (no p99 interval to test): "
+                     + "; ".join(skipped) + ".")
     if not found:
-        print(f"No p99 regression above {args.fail_on_regression:g} % against {labels[0]}.")
-        return EXIT_OK
+        lines.append(f"No p99 regression above {args.fail_on_regression:g} % against {labels[0]}.")
+        return lines, found, skipped
     for label, pair in pairs:
         moved = render.floor_moved_line(pair)
         if moved and any(r.candidate == label for r in found):
-            print(f"{label}: {moved}")
+            lines.append(f"{label}: {moved}")
     for r in found:
         q = r.p99
-        print(f"REGRESSION {r.name}: p99 {render.fmt_ns(q.a_ns)} in {r.baseline} -> "
-              f"{render.fmt_ns(q.b_ns)} in {r.candidate} ({q.change_pct:+.0f} %, ratio 95% CI "
-              f"[{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}]), more than --fail-on-regression "
-              f"{r.limit_pct:g} % worse ({compare.ADJUSTMENT}-adjusted one-sided p {r.p_adjusted:.2g})")
-    return EXIT_RISK
+        lines.append(
+            f"REGRESSION {r.name}: p99 {render.fmt_ns(q.a_ns)} in {r.baseline} -> "
+            f"{render.fmt_ns(q.b_ns)} in {r.candidate} ({q.change_pct:+.0f} %, ratio 95% CI "
+            f"[{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}]), more than --fail-on-regression "
+            f"{r.limit_pct:g} % worse ({compare.ADJUSTMENT}-adjusted one-sided p {r.p_adjusted:.2g})")
+    return lines, found, skipped
 
 
 def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
@@ -734,10 +907,12 @@ def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
         return EXIT_OK
     if args.action == "verify":
         address = powercut.parse_address(args.listener, "--from")
-        outcome = powercut.verify(address, runner.check_target(args.dir), args.run_id,
-                                  args.output, ["fsyncbench", *argv])
-        print(outcome.text, end="")
-        print(f"Report written: {outcome.path}")
+        target = runner.check_target(args.dir)
+        _check_outputs(args)
+        outcome = powercut.verify(address, target, args.run_id, args.report_dir,
+                                  ["fsyncbench", *argv])
+        _emit(args, store.report_to_json(outcome.report) if args.format == "json" else outcome.text)
+        print(f"Report written: {outcome.path}", file=sys.stderr)
         return EXIT_RISK if outcome.failed else EXIT_OK
     address = powercut.parse_address(args.to, "--to")
     target = runner.check_target(args.dir)

@@ -1,5 +1,7 @@
-"""Text of the commands other than run and audit reports: compare, fleet, crash, host, and
-the raw samples as CSV. (Run and audit reports: :mod:`fsyncbench.report`.)"""
+"""Text of the commands other than run and audit reports: compare, fleet, crash, host, a
+saved powercut report, and the raw samples as CSV. (Run and audit reports:
+:mod:`fsyncbench.report`.) Tables use tabulate's "simple" layout in text and "github" in
+Markdown (:data:`TABLEFMT`)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,36 @@ from fsyncbench.model import Host, Report, Result, to_jsonable
 from fsyncbench.report.fmt import fmt_interval, fmt_ns
 from fsyncbench.report.wording import host_lines
 
-def render_host(host: Host) -> str:
-    """The host record as aligned ``field value`` lines."""
+#: tabulate layout of a table per output format.
+TABLEFMT = {"text": "simple", "markdown": "github"}
+
+
+def _md(text: str) -> str:
+    from fsyncbench.report.markdown import escape
+
+    return escape(text)
+
+
+def json_safe(obj):
+    """``obj`` (JSON-ready data) with non-finite floats as None: JSON has no NaN/Infinity."""
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
+def render_host(host: Host, fmt: str = "text") -> str:
+    """The host record: aligned ``field value`` lines (text), a two-column table (markdown)."""
+    if fmt == "markdown":
+        rows = [(_md(k), _md(v)) for k, v in host_lines(host)]
+        return ("# fsyncbench host: " + _md(host.hostname) + "\n\n"
+                + tabulate(rows, headers=["field", "value"], tablefmt="github",
+                           disable_numparse=True) + "\n")
     return tabulate(host_lines(host), tablefmt="plain") + "\n"
 
 
@@ -48,19 +78,21 @@ def crash_jsonable(outcome, model_call_ms: float) -> dict:
     }
 
 
-def render_crash(outcome, model_call_ms: float) -> str:
-    """The kill-matrix table, the journal's commit cost beside a model call, the hazards."""
+def render_crash(outcome, model_call_ms: float, fmt: str = "text") -> str:
+    """The kill-matrix table, the journal's commit cost beside a model call, the hazards;
+    ``fmt`` text (a "simple" table) or markdown (a GitHub table, one paragraph per line)."""
     from fsyncbench import crash, stats
 
     m = outcome.matrix
     s = stats.summarize(m.journal_commit_ns)
     rows = crash.kill_matrix_rows(m)
-    out = [
-        f"Kill matrix: {m.kill_count} real SIGKILLs of a 10-step agent "
-        f"(journal {m.effective.label}, SQLite {m.sqlite_version}), {m.elapsed_ns / 1e9:.2f} s",
-        "",
-        tabulate(rows, headers="keys", tablefmt="github", disable_numparse=True),
-        "",
+    md = fmt == "markdown"
+    if md:
+        rows = [{_md(k): _md(str(v)) for k, v in row.items()} for row in rows]
+    title = (f"Kill matrix: {m.kill_count} real SIGKILLs of a 10-step agent "
+             f"(journal {m.effective.label}, SQLite {m.sqlite_version}), {m.elapsed_ns / 1e9:.2f} s")
+    table = tabulate(rows, headers="keys", tablefmt=TABLEFMT[fmt], disable_numparse=True)
+    lines = [
         f"Journal commit (BEGIN; INSERT step; COMMIT, {m.effective.label}): "
         f"p50 {fmt_ns(s.p50_ns)}, p99 {fmt_ns(s.p99_ns)} over {s.count} commits; "
         f"against an assumed {model_call_ms:g} ms model call per step, the p99 commit adds "
@@ -75,7 +107,9 @@ def render_crash(outcome, model_call_ms: float) -> str:
         + (f"stopped: {outcome.reorder.message}" if outcome.reorder.stopped
            else "did NOT stop (non-determinism went undetected)"),
     ]
-    return "\n".join(out) + "\n"
+    if md:
+        return "\n\n".join([f"# {_md(title)}", table, *(_md(line) for line in lines if line)]) + "\n"
+    return "\n".join([title, "", table, "", *lines]) + "\n"
 
 
 # --------------------------------------------------------------------------- CSV export
@@ -239,3 +273,132 @@ def render_fleet(rows, config: str, tablefmt: str = "simple") -> str:
         table, headers=["#", "report", "host", "OS", "fs", "disk", "VM", "n", "p50", "p99",
                         "p99 95% CI", f"{config} verdict", "durable config", "path verdict"],
         tablefmt=tablefmt, disable_numparse=True) + "\n"
+
+
+def compare_jsonable(a: Report, b: Report, pair, labels: Sequence[str]) -> dict:
+    """Two reports compared, as JSON-ready data: what :func:`render_compare` shows (host
+    differences, per configuration p50 and p99 of A and B with intervals, ratio, p-values,
+    significance, P(B>A)), with durations in ns."""
+    la, lb = labels
+    return json_safe({
+        "kind": "compare",
+        "a": {"label": la, "hostname": a.host.hostname, "created_utc": a.created_utc},
+        "b": {"label": lb, "hostname": b.host.hostname, "created_utc": b.created_utc},
+        "host_differences": [{"field": f, "a": va, "b": vb} for f, va, vb in host_differences(a, b)],
+        "confidence": pair.confidence,
+        "adjustment": pair.adjustment,
+        "configs": to_jsonable(pair.configs),
+        "only_a": list(pair.only_a),
+        "only_b": list(pair.only_b),
+        "floor_moved": [{"name": name, **to_jsonable(q)} for name, q in pair.floor_moved],
+    })
+
+
+def fleet_jsonable(rows, config: str) -> dict:
+    """N reports as JSON-ready data: the rows of :func:`render_fleet`, fastest p99 first."""
+    out = []
+    for i, row in enumerate(rows, start=1):
+        h = row.report.host
+        m = h.target.mount
+        s = row.result.summary
+        out.append({
+            "rank": i, "label": row.label, "hostname": h.hostname,
+            "os": f"{h.os_name} {h.os_release}".strip(), "fs": m.fs_type if m else None,
+            "disks": [d.model or d.name for d in h.target.disks],
+            "virtualized": h.virtualization.virtualized,
+            "n": s.count, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
+            "p99_ci_ns": list(s.p99_ci_ns) if s.p99_ci_ns else None,
+            "config_verdict": row.config_verdict, "config_durable": row.config_durable,
+            "path_verdict": row.path_verdict,
+        })
+    return json_safe({"kind": "fleet", "config": config, "rows": out})
+
+
+# --------------------------------------------------------------------------- powercut report
+
+
+def render_powercut(report: Report, fmt: str = "text") -> str:
+    """A saved ``powercut verify`` report (kind "powercut") as ``fmt`` text or markdown: the
+    facts verify printed that the report keeps (run, listener, journal, integrity, lost and
+    out-of-order commits), the same Result line (PASS / FAIL / INCONCLUSIVE, from
+    :mod:`fsyncbench.powercut.verify`), the path verdict and the findings. It has no latency
+    table: a powercut report holds no timed results."""
+    from fsyncbench.powercut import ranges as R
+    from fsyncbench.powercut.verify import Judgement, _headline
+    from fsyncbench.report.wording import finding_line, verdict_phrase
+
+    v = report.verdict
+    findings = v.findings
+    codes = {f.code for f in findings}
+    outcome = ("pass" if "powercut-survived" in codes
+               else "inconclusive" if "powercut-nothing-acknowledged" in codes else "fail")
+    # the run's facts travel in the evidence of the lost / survived / nothing finding
+    ev = next((f.evidence for f in findings if isinstance(f.evidence, dict)
+               and "acknowledged_ranges" in f.evidence), {})
+
+    def spans(key: str) -> list[tuple[int, int]]:
+        return [(int(r[0]), int(r[1])) for r in ev.get(key) or ()]
+
+    acked, present, lost, holes = (spans(k) for k in (
+        "acknowledged_ranges", "present_ranges", "lost_ranges", "hole_ranges"))
+    first = v.results[0] if v.results else None
+    label = first.subject if first else ev.get("config", "?")
+    durable = bool(first.config_durable) if first else False
+    jm = Judgement(outcome, v.path_verdict, v.decided_by, durable, tuple(lost), tuple(holes),
+                   int(ev.get("committed_not_acknowledged") or 0), findings, v.strength)
+    integrity = ev.get("integrity_check") or next(
+        (f.evidence.get("integrity_check") for f in findings
+         if f.code == "powercut-journal-corrupt" and isinstance(f.evidence, dict)), None)
+
+    rows: list[tuple[str, str]] = []
+    if ev:
+        rebooted = {True: "yes (the boot id changed since the writer started)",
+                    False: "NO (same boot as the writer: no power cut happened)"}
+        rows += [
+            ("run", f"{ev.get('run_id', '?')} ({label}, sync primitive "
+                    f"{ev.get('sync_primitive', '?')})"),
+            ("writer", f"stopped cleanly: {ev['clean_stop']}" if ev.get("clean_stop")
+             else "no clean stop (running when it ended)"),
+            ("rebooted", rebooted.get(ev.get("rebooted"), "unknown")),
+            ("listener", f"{ev.get('listener', '?')}: {R.count(acked):,} acknowledged commits "
+                         f"({R.format_ranges(acked, 5)})"),
+            ("journal", str(ev.get("database", "?"))),
+        ]
+        if ev.get("journal_exists") is False:
+            rows.append(("", "MISSING (the database file is gone)"))
+        elif ev.get("journal_error"):
+            rows.append(("", f"unreadable: {ev['journal_error']}"))
+        else:
+            line = f"{R.count(present):,} commits present ({R.format_ranges(present, 5)})"
+            if ev.get("journal_note"):
+                line += f"; {ev['journal_note']}"
+            if jm.unacknowledged:
+                line += f"; {jm.unacknowledged:,} committed but not acknowledged (normal)"
+            rows.append(("", line))
+    else:
+        rows.append(("run", label))
+    if integrity is not None:
+        rows.append(("integrity", "ok" if list(integrity) == ["ok"] else
+                     ("not run" if not integrity else "; ".join(list(integrity)[:5]))))
+    rows.append(("lost", "none" if not lost else
+                 f"{R.count(lost):,} acknowledged commits: {R.format_ranges(lost)}"))
+    if holes:
+        rows.append(("holes", "unacknowledged commits missing below later ones: "
+                              f"{R.format_ranges(holes)}"))
+
+    title = f"fsyncbench powercut verify: {report.host.hostname}, {report.created_utc}"
+    result = _headline(jm, R.count(acked))
+    verdict = f"Path verdict for {label}: " + verdict_phrase(v.path_verdict, v.strength, v.decided_by)
+    notes = [f"Note: {n}" for n in report.notes]
+    if fmt == "markdown":
+        table = tabulate([(_md(k), _md(val)) for k, val in rows], headers=["field", "value"],
+                         tablefmt="github", disable_numparse=True)
+        out = [f"# {_md(title)}", table, f"**{_md(result)}**", _md(verdict)]
+        out += ["\n".join("- " + _md(finding_line(f)) for f in findings)] if findings else []
+        out += [_md(n) for n in notes]
+        return "\n\n".join(out) + "\n"
+    width = max(len(k) for k, _ in rows)
+    out = [title] + [f"  {k.ljust(width)}  {val}" for k, val in rows] + ["", result, verdict]
+    out += ["  " + finding_line(f) for f in findings]
+    out += notes
+    return "\n".join(out) + "\n"

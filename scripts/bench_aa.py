@@ -95,7 +95,7 @@ def main() -> int:
         for k in range(args.runs):
             out = Path(tmp) / f"run{k}"
             t0 = time.perf_counter()
-            proc = fsb("run", str(args.dir), "--output", str(out), "--quiet",
+            proc = fsb("run", str(args.dir), "--report-dir", str(out), "--quiet",
                        *shlex.split(args.run_args))
             walls.append(time.perf_counter() - t0)
             if proc.returncode not in (0, 1):

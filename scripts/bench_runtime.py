@@ -76,7 +76,7 @@ def bench_run(target: Path) -> None:
     from fsyncbench import store
 
     with tempfile.TemporaryDirectory() as out:
-        wall, proc = fsb("run", str(target), "--output", out)
+        wall, proc = fsb("run", str(target), "--report-dir", out)
         if proc.returncode != 0:
             print(f"run: exit {proc.returncode} after {wall:.1f} s: {proc.stderr.strip()}")
             return
@@ -106,7 +106,7 @@ def bench_audit(target: Path) -> None:
     if help_proc.returncode != 0:
         print("audit: this fsyncbench has no `audit` subcommand yet; skipped")
         return
-    wall, proc = fsb("audit", str(target))
+    wall, proc = fsb("audit", str(target), "--no-report")
     print(f"fsyncbench audit: wall {wall:.1f} s, exit {proc.returncode}"
           + (f" ({proc.stderr.strip().splitlines()[-1]})" if proc.returncode not in (0, 1) and proc.stderr else ""))
 

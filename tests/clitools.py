@@ -34,7 +34,7 @@ def start_long_run(target: Path, output: Path, *extra, settle_s: float = 0.3):
     import time
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fsyncbench", "run", str(target), "--output", str(output),
+        [sys.executable, "-m", "fsyncbench", "run", str(target), "--report-dir", str(output),
          "--samples", "100000000", "--budget-seconds", "60", "--quiet", "--rounds", "1",
          *map(str, extra)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

@@ -23,7 +23,7 @@ REPORTS = Path(__file__).parent / "fixtures" / "reports"
 
 
 def audit_json(*args, prefix=()):
-    proc = fsb("audit", *args, "--json", *FAST, prefix=prefix)
+    proc = fsb("audit", *args, "--json", "--no-report", *FAST, prefix=prefix)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -73,7 +73,7 @@ def disk_audit(tmp_path_factory):
     target = tmp_path_factory.mktemp("audit-target")
     (target / "keep.txt").write_text("untouched")
     out = tmp_path_factory.mktemp("audit-out")
-    proc = fsb("audit", target, "--output", out, *FAST)
+    proc = fsb("audit", target, "--report-dir", out, *FAST)
     return target, out, proc
 
 
@@ -133,24 +133,24 @@ def test_from_reproduces_the_audit_verdict(disk_audit):
     _target, out, _proc = disk_audit
     path = next(out.glob("*.json"))
     saved = store.load_report(path)
-    again = json.loads(fsb("audit", "--from", path, "--json").stdout)
+    again = json.loads(fsb("audit", "--from", path, "--json", "--no-report").stdout)
     assert again["verdict"]["path_verdict"] == saved.verdict.path_verdict
     assert again["verdict"]["decided_by"] == saved.verdict.decided_by
     assert [r["decided_by"] for r in again["verdict"]["results"]] == \
         [r.decided_by for r in saved.verdict.results]
-    text = fsb("audit", "--from", path)
+    text = fsb("audit", "--from", path, "--no-report")
     assert text.returncode == 0 and "re-derived" not in text.stdout
 
 
 def test_from_reproduces_a_run_report(tmp_path):
     out = tmp_path / "out"
-    run = fsb("run", tmp_path, "--output", out, "--journal-mode", "wal", "--synchronous",
+    run = fsb("run", tmp_path, "--report-dir", out, "--journal-mode", "wal", "--synchronous",
               "off,full", "--samples", "20", "--warmup", "2", "--quiet")
     assert run.returncode == 0, run.stderr
     path = next(out.glob("*.json"))
     saved = store.load_report(path)
     assert saved.evidence is None
-    again = json.loads(fsb("audit", "--from", path, "--json").stdout)
+    again = json.loads(fsb("audit", "--from", path, "--json", "--no-report").stdout)
     assert (again["verdict"]["path_verdict"], again["verdict"]["decided_by"]) == (
         saved.verdict.path_verdict, saved.verdict.decided_by)
 
@@ -200,7 +200,7 @@ def test_eatmydata_is_no_flush_by_measurement_not_by_name(tmp_path):
 
 
 def test_public_case_from_the_command_line():
-    proc = fsb("audit", "--from", REPORTS / "zfs-on-debian-sync-disabled.json")
+    proc = fsb("audit", "--from", REPORTS / "zfs-on-debian-sync-disabled.json", "--no-report")
     assert proc.returncode == 0
     assert "Path verdict: no_flush, measured (decided by zfs-sync-disabled)" in proc.stdout
 

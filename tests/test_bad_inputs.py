@@ -86,18 +86,33 @@ CASES = [
     ("run nonexistent", "directory nonexistent does not exist"),
     ("run afile", "afile is not a directory"),
     ("run fifo", "fifo is not a directory"),
-    ("run ''", "argument dir: empty path (see fsyncbench run --help)"),
+    ("run ''", "argument DIR: empty path (see fsyncbench run --help)"),
     ("run d extra-arg", "unrecognized arguments: extra-arg (see fsyncbench --help)"),
-    ("run d --output afile", "output afile is not a directory"),
-    ("run d --output afile/sub", "output afile/sub is not a directory (afile is a file)"),
-    ("run d --output /dev/null", "output /dev/null is not a directory"),
+    ("run d --report-dir afile", "output afile is not a directory"),
+    ("run d --report-dir afile/sub", "output afile/sub is not a directory (afile is a file)"),
+    ("run d --report-dir /dev/null", "output /dev/null is not a directory"),
+    ("run d --report-dir ''", "argument --report-dir: empty path (see fsyncbench run --help)"),
+    # run: --output FILE (a directory before --report-dir: the message says where it went)
+    ("run d --output d", "--output d is a directory: --output takes the FILE to write the "
+                         "printed result to; to save the report files in it, use --report-dir d"),
+    ("run d -o d/", "argument --output/-o: d/ names a directory: --output takes a FILE (report "
+                    "files go to --report-dir DIR) (see fsyncbench run --help)"),
+    ("run d --output afile/x.txt", "cannot write afile/x.txt: afile is not a directory"),
+    ("run d --output missingdir/x.txt", "cannot write missingdir/x.txt: missingdir does not exist"),
+    ("run d --output /dev/null", "cannot write /dev/null: not a regular file (output files are replaced by rename, so it cannot be a device or a FIFO)"),
+    ("run d --output fifo", "cannot write fifo: not a regular file (output files are replaced by rename, so it cannot be a device or a FIFO)"),
     ("run d --output ''", "argument --output/-o: empty path (see fsyncbench run --help)"),
+    ("run d --output x.json --csv x.json", "--output and --csv both name x.json: give two files"),
     ("run d --csv afile/x.csv", "cannot write afile/x.csv: afile is not a directory"),
     ("run d --csv missingdir/x.csv", "cannot write missingdir/x.csv: missingdir does not exist"),
     ("run d --csv d", "d is a directory, not a file"),
     # host, crash, audit
     ("host nonexistent", "directory nonexistent does not exist"),
     ("host afile", "afile is not a directory"),
+    ("host d --output d", "--output d is a directory: --output takes the FILE to write the "
+                          "printed result to"),
+    ("host d --format html", "argument --format: invalid choice: 'html' (choose from 'text', "
+                             "'markdown', 'json') (see fsyncbench host --help)"),
     ("host d --assume magic", "argument --assume: invalid choice: 'magic' (choose from 'plp') "
                               "(see fsyncbench host --help)"),
     ("crash nonexistent", "directory nonexistent does not exist"),
@@ -107,6 +122,10 @@ CASES = [
                                     "persist, memory, wal, off"),
     ("crash d --synchronous sometimes", "invalid synchronous sometimes: allowed values are off, normal, "
                                         "full, extra"),
+    ("crash d -o d", "--output d is a directory: --output takes the FILE to write the printed "
+                     "result to"),
+    ("crash d --format html", "argument --format: invalid choice: 'html' (choose from 'text', "
+                              "'markdown', 'json') (see fsyncbench crash --help)"),
     ("crash d --model-call-ms 0", "--model-call-ms must be between 0.001 and 3600000, got 0"),
     ("crash d --model-call-ms -1", "--model-call-ms must be between 0.001 and 3600000, got -1"),
     ("crash d --model-call-ms nan", "--model-call-ms must be between 0.001 and 3600000, got nan"),
@@ -122,7 +141,15 @@ CASES = [
                                   "in double quotes, line 1)"),
     ("audit --from newer.json", "newer.json uses report schema 99, newer than this fsyncbench reads "
                                 f"({store.SCHEMA_VERSION}): upgrade fsyncbench"),
-    ("audit --from good.json --output afile", "output afile is not a directory"),
+    ("audit --from good.json --report-dir afile", "output afile is not a directory"),
+    ("audit --from good.json --output d", "--output d is a directory: --output takes the FILE to "
+                                          "write the printed result to; to save the report files "
+                                          "in it, use --report-dir d"),
+    ("audit d --output d", "--output d is a directory: --output takes the FILE to write the "
+                           "printed result to; to save the report files in it, use --report-dir d"),
+    ("audit --from good.json --format pdf", "argument --format: invalid choice: 'pdf' (choose from "
+                                            "'text', 'markdown', 'json', 'html') (see fsyncbench "
+                                            "audit --help)"),
     # show
     ("show nonexistent.json", "report nonexistent.json does not exist"),
     ("show corrupt.json", "corrupt.json is not valid JSON (Expecting property name enclosed in double "
@@ -144,7 +171,10 @@ CASES = [
     ("show good.json -o good.json", "good.json is the report being shown: give another output file"),
     ("show good.json --csv good.json", "good.json is the report being shown: give another output file"),
     ("show good.json -o afile/x.md", "cannot write afile/x.md: afile is not a directory"),
-    ("show good.json -o d", "d is a directory, not a file"),
+    ("show good.json -o d", "--output d is a directory: --output takes the FILE to write the "
+                            "printed result to"),
+    ("show good.json -o /dev/null", "cannot write /dev/null: not a regular file (output files are replaced by rename, so it cannot be a device or a FIFO)"),
+    ("show good.json --csv fifo", "cannot write fifo: not a regular file (output files are replaced by rename, so it cannot be a device or a FIFO)"),
     ("show good.json --max-p99 fast", "invalid --max-p99 'fast': give a number with a unit, e.g. "
                                       "10ms, 500us, 2s"),
     ("show good.json --max-p99 1ms --config nope", f"unknown configuration nope: this report has {SAMPLED}"),
@@ -163,6 +193,10 @@ CASES = [
     ("compare good.json good.json --fail-on-regression abc", "argument --fail-on-regression: invalid "
      "percentage 'abc': give a number such as 20 (see fsyncbench compare --help)"),
     ("compare good.json good.json --config nope", f"unknown configuration nope: every report has {SAMPLED}"),
+    ("compare good.json good.json -o d", "--output d is a directory: --output takes the FILE to "
+                                         "write the printed result to"),
+    ("compare good.json good.json --format html", "argument --format: invalid choice: 'html' "
+     "(choose from 'text', 'markdown', 'json') (see fsyncbench compare --help)"),
     ("compare good.json good.json good.json --config wal/full,wal/off",
      "a fleet is sorted by one configuration: give one --config"),
     # powercut
@@ -176,6 +210,12 @@ CASES = [
      "powercut write takes one journal_mode, synchronous and fullfsync value"),
     ("powercut write nonexistent --to 127.0.0.1:5400", "directory nonexistent does not exist"),
     ("powercut verify d --from nohost", "invalid --from 'nohost': expected HOST:PORT"),
+    ("powercut verify d --from 127.0.0.1:5400 --output d", "--output d is a directory: --output "
+     "takes the FILE to write the printed result to; to save the report files in it, use "
+     "--report-dir d"),
+    ("powercut verify d --from 127.0.0.1:5400 --report-dir afile", "output afile is not a directory"),
+    ("powercut verify d --from 127.0.0.1:5400 --format markdown", "argument --format: invalid "
+     "choice: 'markdown' (choose from 'text', 'json') (see fsyncbench powercut verify --help)"),
     # the command line itself
     ("bogus-command", "argument command: invalid choice: 'bogus-command' (choose from 'run', 'host', "
                       "'crash', 'audit', 'show', 'compare', 'powercut') (see fsyncbench --help)"),

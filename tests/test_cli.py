@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -23,7 +24,7 @@ def disk_run(tmp_path_factory):
     target = tmp_path_factory.mktemp("target")
     (target / "users-file.txt").write_text("untouched")
     out = tmp_path_factory.mktemp("out")
-    proc = fsb("run", target, "--output", out, *QUICK)
+    proc = fsb("run", target, "--report-dir", out, *QUICK)
     return target, out, proc
 
 
@@ -46,7 +47,8 @@ def test_run_writes_json_and_markdown_reports(disk_run):
     jsons = list(out.glob("*.json"))
     mds = list(out.glob("*.md"))
     assert len(jsons) == 1 and len(mds) == 1
-    assert str(jsons[0]) in proc.stdout
+    assert str(jsons[0]) in proc.stderr  # "Report written: ...": not part of the result
+    assert "Report written" not in proc.stdout
     report = store.load_report(jsons[0])
     assert report.schema_version == store.SCHEMA_VERSION
     commits = [r for r in report.results if r.kind == "commit"]
@@ -92,7 +94,7 @@ def test_run_on_tmpfs_is_no_flush(tmp_path):
     shm = Path("/dev/shm")
     if not shm.is_dir():
         pytest.skip("no /dev/shm")
-    proc = fsb("run", shm, "--output", tmp_path, "--journal-mode", "delete,wal",
+    proc = fsb("run", shm, "--report-dir", tmp_path, "--journal-mode", "delete,wal",
                "--synchronous", "off,full", *QUICK)
     assert proc.returncode == 0, proc.stderr
     assert "Path verdict: no_flush" in proc.stdout
@@ -105,8 +107,9 @@ def test_run_on_tmpfs_is_no_flush(tmp_path):
 def test_host_command(tmp_path):
     proc = fsb("host", tmp_path)
     assert proc.returncode == 0 and "filesystem" in proc.stdout
-    data = json.loads(fsb("host", tmp_path, "--json").stdout)
+    data = json.loads(fsb("host", tmp_path, "--format", "json").stdout)
     assert data["target"]["path"] == str(tmp_path)
+    assert json.loads(fsb("host", tmp_path, "--json").stdout)["target"] == data["target"]
 
 
 def test_missing_dir(tmp_path):
@@ -120,7 +123,7 @@ def test_dir_is_a_file(tmp_path):
 
 
 def test_dir_not_writable(tmp_path):
-    proc = fsb("run", "/proc", "--output", tmp_path, *QUICK)
+    proc = fsb("run", "/proc", "--report-dir", tmp_path, *QUICK)
     assert proc.returncode == 2
     assert len(proc.stderr.splitlines()) == 1
     assert proc.stderr.startswith("fsyncbench: error: cannot create a working directory in /proc")
@@ -143,17 +146,19 @@ def test_dir_not_writable(tmp_path):
     ("--samples", "many", "argument --samples: invalid int value: 'many' (see fsyncbench run --help)"),
 ])
 def test_bad_values(tmp_path, option, value, line):
-    assert_usage_error(fsb("run", tmp_path, option, value, "--output", tmp_path / "out"), line)
+    assert_usage_error(fsb("run", tmp_path, option, value, "--report-dir", tmp_path / "out"), line)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_empty_output_path_is_refused(tmp_path):
     assert_usage_error(fsb("run", tmp_path, "-o", ""),
                        "argument --output/-o: empty path (see fsyncbench run --help)")
+    assert_usage_error(fsb("run", tmp_path, "--report-dir", ""),
+                       "argument --report-dir: empty path (see fsyncbench run --help)")
 
 
 def test_output_under_proc_is_refused_before_measuring(tmp_path):
-    proc = fsb("run", tmp_path, "-o", "/proc/reports", *QUICK)
+    proc = fsb("run", tmp_path, "--report-dir", "/proc/reports", *QUICK)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
     assert "output directory /proc/reports is not writable" in proc.stderr
     assert proc.stdout == "" and list(tmp_path.iterdir()) == []
@@ -162,7 +167,7 @@ def test_output_under_proc_is_refused_before_measuring(tmp_path):
 def test_unwritable_output(tmp_path):
     f = tmp_path / "file"
     f.write_text("")
-    proc = fsb("run", tmp_path, "--output", f / "reports", *QUICK)
+    proc = fsb("run", tmp_path, "--report-dir", f / "reports", *QUICK)
     assert_usage_error(proc, f"output {f / 'reports'} is not a directory ({f} is a file)")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
@@ -200,7 +205,7 @@ def test_ctrl_c_and_sigterm_clean_up_and_say_where(tmp_path, signum, rounds):
     target = tmp_path / "t"
     target.mkdir()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fsyncbench", "run", str(target), "--output", str(out),
+        [sys.executable, "-m", "fsyncbench", "run", str(target), "--report-dir", str(out),
          "--samples", "100000000", "--budget-seconds", "60", "--quiet", "--rounds", rounds],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -236,7 +241,7 @@ def test_disk_full_mid_run(tmp_path):
     mnt = tmp_path / "small"
     _small_tmpfs(mnt, "256k")
     try:
-        proc = fsb("run", mnt, "--output", tmp_path / "out", "--journal-mode", "delete",
+        proc = fsb("run", mnt, "--report-dir", tmp_path / "out", "--journal-mode", "delete",
                    "--synchronous", "off", "--samples", "5000", "--payload-bytes", "4096",
                    "--no-primitives", "--quiet")
         assert proc.returncode == 2
@@ -274,7 +279,9 @@ def test_crash_json_gives_the_published_table(tmp_path):
 def test_crash_text_table(tmp_path):
     proc = fsb("crash", tmp_path, "--synchronous", "normal")
     assert proc.returncode == 0, proc.stderr
-    assert "| step journal               | 3" in proc.stdout
+    # text tables are tabulate "simple", as in run's report (Markdown only with --format markdown)
+    assert re.search(r"^step journal +3 +1 +1,233 +10,400 \(\+28 %\)$", proc.stdout, re.M), proc.stdout
+    assert "|" not in proc.stdout
     assert "37,000 (+100 %)" in proc.stdout and "6,167" in proc.stdout
     assert "journal wal/normal" in proc.stdout
     assert "stopped: non-determinism at step 4" in proc.stdout
@@ -307,7 +314,7 @@ def test_names_from_report_content_stay_in_the_output_directory(disk_run, tmp_pa
     crafted = tmp_path / "crafted.json"
     crafted.write_text(json.dumps(data))
     dest = tmp_path / "deep" / "O"
-    proc = fsb("audit", "--from", crafted, "--output", dest)
+    proc = fsb("audit", "--from", crafted, "--report-dir", dest)
     assert proc.returncode == 0, proc.stderr
     assert sorted(p.parent for p in tmp_path.rglob("*K19escaped*")) == [dest, dest]
 
@@ -326,7 +333,7 @@ def test_run_with_stdout_on_a_full_device_keeps_its_report(tmp_path):
     out = tmp_path / "out"
     with open("/dev/full", "w") as full:
         proc = subprocess.run([sys.executable, "-m", "fsyncbench", "run", str(tmp_path),
-                               "--output", str(out), "--journal-mode", "wal",
+                               "--report-dir", str(out), "--journal-mode", "wal",
                                "--synchronous", "full", *QUICK],
                               stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
@@ -341,7 +348,7 @@ def test_a_failing_csv_leaves_no_reports_behind(tmp_path):
     try:
         (small / "filler").write_bytes(b"\0" * 60_000)
         out = tmp_path / "out"
-        proc = fsb("run", tmp_path, "--output", out, "--samples", "3000", "--rounds", "1",
+        proc = fsb("run", tmp_path, "--report-dir", out, "--samples", "3000", "--rounds", "1",
                    "--no-primitives", "--journal-mode", "wal", "--synchronous", "off", "--quiet",
                    "--csv", small / "samples.csv")
         assert proc.returncode == 2, proc.stderr
@@ -411,7 +418,9 @@ def test_target_removed_mid_run_names_the_real_cause(tmp_path):
                                    "configuration may take (1000000)"),
     (("--rounds", "0"), "--rounds must be between 1 and 50, got 0"),
     (("--rounds", "-2"), "--rounds must be between 1 and 50, got -2"),
-    (("--output", "/dev/null"), "output /dev/null is not a directory"),
+    (("--report-dir", "/dev/null"), "output /dev/null is not a directory"),
+    (("--output", "/dev/null"), "cannot write /dev/null: not a regular file (output files are "
+                                "replaced by rename, so it cannot be a device or a FIFO)"),
     (("--max-p99", "1ms", "--config", "wal/fast"), "unknown configuration wal/fast: this run measures "
      "write (no sync), write+fsync, write+fdatasync, write (O_DSYNC), write (O_SYNC), delete/off, "
      "delete/normal, delete/full, truncate/off, truncate/normal, truncate/full, wal/off, wal/normal, "
@@ -433,7 +442,7 @@ def test_ctrl_c_while_starting_up_is_one_line_not_a_traceback(tmp_path):
     """Ctrl-C in the first second lands in the middle of importing numpy: still one line."""
     for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.45):
         proc = subprocess.Popen([sys.executable, "-m", "fsyncbench", "run", str(tmp_path), "--quiet",
-                                 "-o", str(tmp_path / "out")],
+                                 "--report-dir", str(tmp_path / "out")],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)

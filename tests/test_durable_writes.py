@@ -152,7 +152,7 @@ def test_run_report_files_and_csv_are_each_written_durably(tmp_path):
     """JSON, Markdown, HTML and the raw-sample CSV of a real run, traced across the round
     worker processes: each final name is made the durable way."""
     out, csv = tmp_path / "reports", tmp_path / "samples.csv"
-    proc, calls = trace([sys.executable, "-m", "fsyncbench", "run", str(tmp_path), "--output",
+    proc, calls = trace([sys.executable, "-m", "fsyncbench", "run", str(tmp_path), "--report-dir",
                          str(out), "--format", "html", "--csv", str(csv), "--journal-mode", "wal",
                          "--synchronous", "full", "--no-primitives", "--samples", "30",
                          "--rounds", "1", "--warmup", "2", "--quiet"], tmp_path / "trace")

@@ -50,7 +50,7 @@ def test_round_spread_text():
 
 def test_one_sample_reports_no_interval_end_to_end(tmp_path):
     proc = fsb("run", tmp_path, "--samples", "1", "--rounds", "1", "--no-primitives",
-               "--journal-mode", "wal", "--synchronous", "off", "--quiet", "-o", tmp_path / "out")
+               "--journal-mode", "wal", "--synchronous", "off", "--quiet", "--report-dir", tmp_path / "out")
     assert proc.returncode == 0, proc.stderr
     row = next(ln for ln in proc.stdout.splitlines() if ln.startswith("commit"))
     assert "none (n too small)" in row and "+-0.0%" not in row

@@ -153,7 +153,7 @@ def test_fail_on_verdicts():
 def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
     """A real run on tmpfs: every sync is dropped, so --fail-on no_flush fails."""
     out = tmp_path / "out"
-    proc = fsb("run", "/dev/shm", "--output", out, "--journal-mode", "wal", "--synchronous",
+    proc = fsb("run", "/dev/shm", "--report-dir", out, "--journal-mode", "wal", "--synchronous",
                "off,full", *QUICK, "--fail-on", "volatile_cache,no_flush", "--config", "wal/full")
     assert proc.returncode == 1, proc.stderr
     assert "GATE FAILED [fail-on] wal/full: path verdict no_flush" in proc.stdout, proc.stdout
@@ -175,7 +175,7 @@ def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
         "write+fdatasync, write (O_DSYNC), write (O_SYNC), wal/off, wal/full")),
 ])
 def test_cli_bad_gate_values_fail_before_measuring(tmp_path, args, line):
-    proc = fsb("run", tmp_path, "--output", tmp_path / "out", "--journal-mode", "wal",
+    proc = fsb("run", tmp_path, "--report-dir", tmp_path / "out", "--journal-mode", "wal",
                "--synchronous", "off,full", *QUICK, *args)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [f"fsyncbench: error: {line}"]

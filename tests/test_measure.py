@@ -268,7 +268,7 @@ def test_measure_floors_records_each_floor(tmp_path):
 
 def test_adaptive_run_records_precision_and_floors(tmp_path):
     out = tmp_path / "out"
-    proc = fsb("run", tmp_path, "--output", out, "--quiet", "--journal-mode", "wal",
+    proc = fsb("run", tmp_path, "--report-dir", out, "--quiet", "--journal-mode", "wal",
                "--synchronous", "off,full", "--no-primitives", "--min-samples", "200",
                "--ci-target-pct", "25", "--run-budget-seconds", "3", "--warmup", "5")
     assert proc.returncode == 0, proc.stderr
@@ -291,7 +291,7 @@ def test_adaptive_run_records_precision_and_floors(tmp_path):
 
 
 def test_impossible_ci_target_is_reported_not_met(tmp_path):
-    proc = fsb("run", tmp_path, "--output", tmp_path / "out", "--quiet", "--journal-mode", "wal",
+    proc = fsb("run", tmp_path, "--report-dir", tmp_path / "out", "--quiet", "--journal-mode", "wal",
                "--synchronous", "off", "--no-primitives", "--min-samples", "100",
                "--ci-target-pct", "0.0001", "--run-budget-seconds", "1")
     assert proc.returncode == 0, proc.stderr

@@ -153,7 +153,7 @@ def wait_recorded(address, run_id: str, at_least: int, proc=None) -> int:
 
 
 def verify(lst: ListenerProc, target: Path, out: Path, *extra):
-    proc = fsb("powercut", "verify", "--from", lst.to, target, "--output", out, *extra)
+    proc = fsb("powercut", "verify", "--from", lst.to, target, "--report-dir", out, *extra)
     reports = sorted(out.glob("*-powercut.json")) if out.is_dir() else []
     return proc, (store.load_report(reports[-1]) if reports else None)
 

@@ -38,7 +38,7 @@ def sh(*argv: str) -> str:
 
 
 def audit(directory: Path, *extra: str, env=None) -> dict:
-    proc = fsb("audit", directory, "--json", *FAST, *extra, env=env)
+    proc = fsb("audit", directory, "--json", "--no-report", *FAST, *extra, env=env)
     assert proc.returncode == 0, proc.stderr
     assert leftovers(directory) == []
     return json.loads(proc.stdout)
@@ -114,12 +114,12 @@ def test_ext4_on_a_loop_device_backed_by_tmpfs_is_no_flush(stack, tmp_path):
     assert "flushes-counted-above-media" in {f["code"] for f in v["findings"]}
     # run and audit --from agree
     out = tmp_path / "out"
-    run = fsb("run", mnt, "--output", out, "--journal-mode", "wal", "--synchronous", "full",
+    run = fsb("run", mnt, "--report-dir", out, "--journal-mode", "wal", "--synchronous", "full",
               "--samples", "30", "--warmup", "2", "--quiet")
     assert run.returncode == 0, run.stderr
     saved = store.load_report(next(out.glob("*.json")))
     assert (saved.verdict.path_verdict, saved.verdict.decided_by) == ("no_flush", "ram-backed-storage")
-    again = json.loads(fsb("audit", "--from", next(out.glob("*.json")), "--json").stdout)
+    again = json.loads(fsb("audit", "--from", next(out.glob("*.json")), "--json", "--no-report").stdout)
     assert again["verdict"]["decided_by"] == "ram-backed-storage"
 
 

@@ -84,7 +84,7 @@ def real_run(tmp_path_factory):
     target = tmp_path_factory.mktemp("data") / f"{HOSTNAME}-data"
     target.mkdir()
     out = tmp_path_factory.mktemp("out")
-    proc = fsb("run", target, "--output", out, "--journal-mode", "wal", "--synchronous",
+    proc = fsb("run", target, "--report-dir", out, "--journal-mode", "wal", "--synchronous",
                "off,full", *QUICK)
     assert proc.returncode == 0, proc.stderr
     return target, out, next(out.glob("*.json"))
@@ -100,7 +100,7 @@ def test_run_redact_leaves_no_hostname_in_any_format(real_run, tmp_path):
     target, _out, _report = real_run
     out = tmp_path / "out"
     csv = tmp_path / "samples.csv"
-    proc = fsb("run", target, "--output", out, "--journal-mode", "wal", "--synchronous",
+    proc = fsb("run", target, "--report-dir", out, "--journal-mode", "wal", "--synchronous",
                "off,full", *QUICK, "--redact", "--format", "html", "--csv", csv)
     assert proc.returncode == 0, proc.stderr
     files = sorted(out.iterdir())
@@ -145,7 +145,7 @@ def test_audit_redact(real_run):
     """audit --from re-judges a saved report without measuring; --redact applies there too."""
     _target, _out, report = real_run
     for extra in ((), ("--json",)):
-        proc = fsb("audit", "--from", report, "--redact", *extra)
+        proc = fsb("audit", "--from", report, "--redact", *extra, "--no-report")
         assert proc.returncode == 0, proc.stderr
         assert not has_name(proc.stdout, HOSTNAME)
 

@@ -68,7 +68,7 @@ def test_a_failing_worker_is_one_line(tmp_path):
 def test_run_with_rounds_end_to_end(tmp_path):
     out = tmp_path / "out"
     proc = fsb("run", tmp_path, "--rounds", "3", "--no-primitives", "--journal-mode", "wal",
-               "--synchronous", "off,full", "--run-budget-seconds", "3", "--quiet", "-o", out)
+               "--synchronous", "off,full", "--run-budget-seconds", "3", "--quiet", "--report-dir", out)
     assert proc.returncode == 0, proc.stderr
     assert leftovers(tmp_path) == []
     report = store.load_report(next(out.glob("*.json")))

@@ -67,7 +67,7 @@ def test_after_sigkill_the_next_run_removes_the_leftover_and_says_so(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
     (left,) = leftovers(target)
-    nxt = fsb("run", target, "--output", tmp_path / "o2", "--samples", "20", "--quiet",
+    nxt = fsb("run", target, "--report-dir", tmp_path / "o2", "--samples", "20", "--quiet",
               "--rounds", "1", "--no-primitives", "--journal-mode", "wal", "--synchronous", "off")
     assert nxt.returncode == 0, nxt.stderr
     assert f"fsyncbench: note: removed {target / left}, left behind by a run" in nxt.stderr
@@ -81,7 +81,7 @@ def test_a_concurrent_run_is_left_alone(tmp_path):
     proc = start_long_run(target, tmp_path / "o1")
     try:
         (theirs,) = leftovers(target)
-        nxt = fsb("run", target, "--output", tmp_path / "o2", "--samples", "20", "--quiet",
+        nxt = fsb("run", target, "--report-dir", tmp_path / "o2", "--samples", "20", "--quiet",
                   "--rounds", "1", "--no-primitives", "--journal-mode", "wal", "--synchronous", "off")
         assert nxt.returncode == 0, nxt.stderr
         assert f"another fsyncbench (pid {proc.pid}) is working in {target}" in nxt.stderr
