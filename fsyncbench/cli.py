@@ -781,11 +781,7 @@ def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
         from fsyncbench import gates
 
         gates.check_names(gate.names, [r.name for r in report.results])
-    if report.kind == "powercut" and args.format in ("text", "markdown"):
-        # no timed results: the verify result (PASS / lost commits), not a latency report
-        text = render.render_powercut(report, args.format)
-    else:
-        text = _render(report, args.format, args.model_call_ms)
+    text = _render(report, args.format, args.model_call_ms)
     if args.csv:  # first: a failure leaves nothing half-done
         store.write_durably(args.csv, render.render_csv(report))
     try:

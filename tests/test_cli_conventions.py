@@ -298,19 +298,22 @@ def test_show_of_a_powercut_report_prints_the_result_and_lost_line(tmp_path):
     passed = _powercut_report(tmp_path, present=[(1, 105)], name="pass.json")
     proc = fsb("show", failed)
     assert proc.returncode == 0, proc.stderr
-    assert re.search(r"^  lost +10 acknowledged commits: 91-100$", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^lost +10 acknowledged commits: 91-100$", proc.stdout, re.M), proc.stdout
     assert ("Result: FAIL: 10 of 100 acknowledged commits are lost: the storage acknowledged "
             "writes it did not keep.") in proc.stdout
     assert "Path verdict for wal/full: volatile_cache, proven by a power cut" in proc.stdout
     assert "Latency per configuration" not in proc.stdout  # no empty results table
     proc = fsb("show", passed)
-    assert re.search(r"^  lost +none$", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^lost +none$", proc.stdout, re.M), proc.stdout
     assert "Result: PASS: all 100 acknowledged commits survived and the journal is intact." in proc.stdout
     assert "5 committed but not acknowledged (normal)" in proc.stdout
     md = fsb("show", failed, "--format", "markdown")
     assert md.returncode == 0 and md.stdout.startswith("# fsyncbench powercut verify")
-    assert "| lost      | 10 acknowledged commits: 91-100" in md.stdout
-    assert "**Result: FAIL: 10 of 100 acknowledged commits are lost" in md.stdout
+    assert re.search(r"^\| lost +\| 10 acknowledged commits: 91-100 +\|$", md.stdout, re.M)
+    assert "**Result:** FAIL: 10 of 100 acknowledged commits are lost" in md.stdout
+    page = fsb("show", failed, "--format", "html").stdout
+    assert "<strong>Result:</strong> FAIL: 10 of 100 acknowledged commits are lost" in page
+    assert "Latency per configuration" not in page
     js = fsb("show", failed, "--format", "json")
     assert json.loads(js.stdout) == json.loads(failed.read_text())
 

@@ -184,9 +184,10 @@ def test_evidence_reads_as_sentences_with_units():
     assert describe.evidence_text({"p50_ns": 45_270.0, "hypervisor_flag": True, "dmi_vendor": None,
                                    "flush_ms": 0.1141, "dirty_bytes": 4096,
                                    "bandwidth_bytes_per_s": 5.665e8, "elapsed_s": 2.5,
-                                   "ops_per_s": 1234.4}) == (
+                                   "ops_per_s": 1234.4, "lost_ranges": [[91, 100], [120, 120]]}) == (
         "p50 45.3 us; hypervisor flag yes; dmi vendor unknown; flush 0.1141 ms; "
-        "dirty 4,096 bytes; bandwidth 566 MB/s; elapsed 2.5 s; ops 1,234/s")
+        "dirty 4,096 bytes; bandwidth 566 MB/s; elapsed 2.5 s; ops 1,234/s; lost ranges 91-100, "
+        "120-120")
 
 
 # --------------------------------------------------------------------------- first screen

@@ -13,11 +13,17 @@ FORMATS = ("text", "markdown", "html")
 
 
 def render(report: Report, fmt: str, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> str:
-    """``report`` as ``fmt`` (one of :data:`FORMATS`), all from one description. Raises
-    ValueError for another format."""
-    from fsyncbench.report.describe import describe
+    """``report`` as ``fmt`` (one of :data:`FORMATS`), all from one description (a powercut
+    report's own: :mod:`fsyncbench.report.powercut_view`). Raises ValueError for another
+    format."""
+    if report.kind == "powercut":
+        from fsyncbench.report.powercut_view import describe_powercut
 
-    doc = describe(report, model_call_ms)
+        doc = describe_powercut(report)
+    else:
+        from fsyncbench.report.describe import describe
+
+        doc = describe(report, model_call_ms)
     if fmt == "text":
         from fsyncbench.report.text import render_text
         return render_text(doc)

@@ -273,7 +273,8 @@ def _strip_subject(f: Finding) -> str:
 
 def evidence_text(evidence: Mapping[str, Any]) -> str:
     """A finding's evidence values as a sentence with units: ``p50_ns=45270.0`` reads
-    ``p50 45.3 us``; booleans yes/no, None "unknown", a mapping in parentheses; per-result
+    ``p50 45.3 us``; booleans yes/no, None "unknown", pairs as ranges (``91-100``), a
+    mapping in parentheses; per-result
     tables (mappings of mappings) are left out: the report's tables and the JSON have them."""
     return "; ".join(f"{_evidence_name(k)} {_evidence_value(k, v)}" for k, v in evidence.items()
                      if not _nested(v))
@@ -304,6 +305,8 @@ def _evidence_value(key: str, value: Any) -> str:
     if isinstance(value, Mapping):
         return "(" + evidence_text(value) + ")"
     if isinstance(value, (list, tuple)):
+        if value and all(isinstance(v, (list, tuple)) and len(v) == 2 for v in value):
+            return ", ".join(f"{v[0]}-{v[1]}" for v in value)  # ranges of sequence numbers
         return ", ".join(_evidence_value(key, v) for v in value) or "none"
     if isinstance(value, (int, float)):
         if key.endswith("_ns"):
