@@ -123,7 +123,8 @@ def redact_command_line(argv: Iterable[str], home: str | None = None) -> tuple[s
 
 #: Options that take no value (flags); any other option is assumed to take one.
 _FLAGS = frozenset({
-    "--redact", "--quiet", "-q", "--no-primitives", "--no-trace", "--json", "--help", "-h",
+    "--redact", "--quiet", "-q", "--no-primitives", "--no-trace", "--no-report", "--json",
+    "--help", "-h",
     "--version",
 })
 

@@ -439,3 +439,15 @@ def test_readme_commands_parse(line):
 
 def test_readme_has_commands():
     assert len(README_COMMANDS) >= 15
+
+
+def test_redact_knows_every_option_that_takes_no_value():
+    """--redact blanks the value after an option in the recorded command line; an option
+    that takes none (a flag) must be known to it, or the next argument is blanked too."""
+    from fsyncbench import redact
+
+    flags = {opt for _name, p in ALL for a in p._actions if a.nargs == 0
+             for opt in a.option_strings}
+    assert flags and flags <= redact._FLAGS, sorted(flags - redact._FLAGS)
+    assert redact.redact_command_line(("fsyncbench", "run", "--no-report", "--quiet"), "/home/u") \
+        == ("fsyncbench", "run", "--no-report", "--quiet")
