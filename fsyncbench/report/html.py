@@ -24,8 +24,9 @@ h1{font-size:1.35em;margin:.2em 0}h2{font-size:1.15em;margin:1.4em 0 .4em;border
 .answer{border-left:10px solid #6b5900;background:#f7f7f5;padding:.4em 1em;margin:.4em 0 .8em}
 .answer p{margin:.3em 0}
 .answer.good{border-color:#1b6e20}.answer.caution{border-color:#b58900}.answer.bad{border-color:#b00020}
-table{border-collapse:collapse;margin:.4em 0;font-size:.8em}
-th,td{border:1px solid #ccc;padding:.12em .4em;text-align:left;vertical-align:top}
+table{border-collapse:collapse;margin:.4em 0;font-size:.78em}
+th,td{border:1px solid #ccc;padding:.1em .35em;text-align:left;vertical-align:top}
+td{white-space:nowrap}
 .wide{overflow-x:auto}
 th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 td.good{color:#1b6e20;font-weight:600}td.bad{color:#b00020;font-weight:700}td.caution{color:#a15c00}
