@@ -100,14 +100,15 @@ def _stdev(data: np.ndarray, mean: float, chunk: int = 65_536) -> float:
 
 
 @functools.lru_cache(maxsize=256)
-def quantile_ci_ranks(n: int, q: float, confidence: float = 0.95) -> tuple[int, int]:
+def quantile_ci_ranks(n: int, q: float, confidence: float = 0.95) -> tuple[int, int] | None:
     """0-based indexes (lo, hi) into the sorted sample of the distribution-free CI of the
     ``q`` quantile: with B ~ Binomial(n, q), lo is the largest k with P(B <= k) <= alpha/2
     and hi the smallest k with P(B <= k) >= 1 - alpha/2, so P(x[lo] <= quantile <= x[hi])
     >= ``confidence`` for any continuous distribution (Hahn & Meeker 1991, sec. 5.2).
 
-    Where the sample is too small for a bound to exist the index is clamped to the minimum
-    or maximum (the interval is then wider than stated, never narrower). The binomial is
+    None where the sample is too small for a bound to exist (no k < n for hi: q**n >
+    alpha/2; no k for lo: (1 - q)**n > alpha/2): the smallest or largest sample would cover
+    the quantile less often than stated (:func:`order_statistic_min_n`). The binomial is
     summed over a +-12 standard deviation window (the mass outside is below 1e-30).
     """
     if n < 1 or not 0 < q < 1:
@@ -122,10 +123,21 @@ def quantile_ci_ranks(n: int, q: float, confidence: float = 0.95) -> tuple[int, 
     pmf = np.exp(log_pmf - log_pmf.max())
     cdf = np.cumsum(pmf / pmf.sum())
     below = np.nonzero(cdf <= alpha)[0]
-    lo = int(ks[below[-1]]) if below.size else 0
     above = np.nonzero(cdf >= 1.0 - alpha)[0]
-    hi = int(ks[above[0]]) if above.size else n
-    return min(lo, n - 1), min(hi, n - 1)
+    if not below.size or not above.size or int(ks[above[0]]) >= n:
+        return None
+    return int(ks[below[-1]]), int(ks[above[0]])
+
+
+def order_statistic_min_n(q: float, confidence: float = 0.95) -> int:
+    """Fewest samples for which :func:`quantile_ci_ranks` has both bounds of the ``q``
+    quantile: the smallest n with q**n <= alpha/2 and (1 - q)**n <= alpha/2 (368 for p99
+    at 95 %)."""
+    alpha = (1.0 - confidence) / 2.0
+    n = max(1, math.ceil(max(math.log(alpha) / math.log(q), math.log(alpha) / math.log1p(-q))) - 1)
+    while q ** n > alpha or (1.0 - q) ** n > alpha:
+        n += 1
+    return n
 
 
 # --------------------------------------------------------------------------- intervals
@@ -191,7 +203,8 @@ def quantile_interval(
     No interval (``reason`` set) with fewer than :data:`MIN_BLOCKS` slices or fewer than
     :data:`MIN_TAIL_SAMPLES` samples beyond the percentile. Without ``slice_counts`` (a
     schema 1 report) the order-statistic interval of :func:`quantile_ci_ranks` is given,
-    named :data:`METHOD_INDEPENDENT`: it assumes independent samples. Raises ValueError on
+    named :data:`METHOD_INDEPENDENT`: it assumes independent samples (none below
+    :func:`order_statistic_min_n` samples). Raises ValueError on
     an empty sample set, counts that do not add up, or a percentile outside (0, 100).
     """
     x = np.asarray(samples_ns, dtype=np.float64)
@@ -204,7 +217,12 @@ def quantile_interval(
     estimate = float(np.percentile(x, percentile, method=PERCENTILE_METHOD))
     label = percentile_label(percentile)
     if len(slice_counts) == 0:
-        lo, hi = quantile_ci_ranks(n, q, confidence)
+        ranks = quantile_ci_ranks(n, q, confidence)
+        if ranks is None:
+            return Interval(estimate, None, None, None, 0, 0, METHOD_INDEPENDENT,
+                            f"n={n} too small for a {label} interval "
+                            f"(needs {order_statistic_min_n(q, confidence)})")
+        lo, hi = ranks
         part = np.partition(x, (lo, hi))
         return Interval(estimate, float(part[lo]), float(part[hi]), None, 0, 0, METHOD_INDEPENDENT)
     counts = np.asarray(slice_counts, dtype=np.int64)
