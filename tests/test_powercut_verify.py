@@ -1255,3 +1255,37 @@ def test_a_run_id_in_the_wrong_directory_is_refused_not_proven_lost(tmp_path, li
                                               rf"is {wrong} the directory the writer used\?"):
         verify(listener.address, wrong, rid, out, ["fsyncbench"])
     assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_the_wrong_directory_error_names_the_listeners_directory(tmp_path, listener, verify_env):
+    """The whole message: where verify looked, and the directory the listener recorded."""
+    rid = "a1" * 16
+    real = tmp_path / "real-data"
+    listener.add_run(rid, real, [(1, 3)])
+    wrong = tmp_path / "typo-dir"
+    wrong.mkdir()
+    with pytest.raises(FsyncbenchError) as err:
+        verify(listener.address, wrong, rid, tmp_path / "reports", ["fsyncbench"])
+    assert str(err.value) == (
+        f"no run {rid} in {wrong}/.fsyncbench-powercut: is {wrong} the directory the writer "
+        f"used? (the listener records {real}; the writer made and fsync'd the run's directory "
+        "before its first commit)")
+    assert verify_env == []
+
+
+class _VanishedPath(type(Path())):
+    """A journal path that was a file when read_journal looked and is gone when it opens it
+    (removed in between)."""
+
+    def is_file(self):
+        return True
+
+
+def test_read_journal_never_creates_a_journal_that_vanished(tmp_path):
+    """The journal is opened read-write but never created: a file removed between the check
+    and the open is an error, not an empty database (mode=rw)."""
+    path = _VanishedPath(tmp_path / "journal-wal-full.db")
+    with pytest.raises(FsyncbenchError) as err:
+        read_journal(path, RUN_A, 64)
+    assert str(err.value) == f"cannot read the journal {path}: unable to open database file"
+    assert sorted(tmp_path.iterdir()) == []

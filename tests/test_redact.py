@@ -372,3 +372,46 @@ def test_a_home_given_with_a_trailing_slash_is_still_redacted():
         redact.redact_command_line(("fsyncbench", "run", "--config", "/srv/bob"), home="/srv/bob")
     assert "/srv/bob" not in " ".join(
         redact.redact_command_line(("fsyncbench", "run", "--config", "/srv/bob"), home="/srv/bob/"))
+
+
+@pytest.mark.parametrize("home,mount,expected", [
+    # $HOME spelled with a trailing slash: the home itself is a user path, not only what is below
+    ("/srv/bob/", Mount("/srv/bob", "ext4", "/srv/bob/disk.img"),
+     Mount("[redacted]", "ext4", "[redacted]")),
+    # only slashes are trimmed off the end of a home: /srv/MAX stays /srv/MAX, and the
+    # directory /srv/MA beside it is not personal
+    ("/srv/MAX", Mount("/srv/MAX", "ext4", "/srv/MA/disk.img"),
+     Mount("[redacted]", "ext4", "/srv/MA/disk.img")),
+])
+def test_report_redaction_per_home(home, mount, expected):
+    assert redacted(home, mount=mount).host.target.mount == expected
+
+
+@pytest.mark.parametrize("home", ["/", "", "//"])
+def test_a_root_or_empty_home_makes_no_text_personal(home):
+    """HOME=/ (containers), an empty or an all-slash HOME: no string is taken for the home,
+    in the report's texts or in its command line."""
+    red = redacted(home, notes=["XX/XX", "ratio 3/4"], mount=Mount("/mnt/disk", "ext4", "XX/XX"),
+                   command_line=("fsyncbench", "run", "--config", "XX/XX"))
+    assert red.notes == ("XX/XX", "ratio 3/4")
+    assert red.host.target.mount == Mount("/mnt/disk", "ext4", "XX/XX")
+    assert red.command_line == ("fsyncbench", "run", "--config", "XX/XX")
+    assert redact.redact_command_line(("fsyncbench", "run", "--config", "XX/XX"), home=home) == (
+        "fsyncbench", "run", "--config", "XX/XX")
+
+
+def test_a_home_without_a_slash_still_marks_the_tokens_that_name_it():
+    """HOME=bob (a relative $HOME): the program name and the subcommand are kept unless they
+    look like a path, and a token holding the home does."""
+    assert redact.redact_command_line(("fsyncbench", "bob-data"), home="bob") == (
+        "fsyncbench", "[redacted]")
+    assert redact.redact_command_line(("bob", "run"), home="bob") == ("[redacted]", "run")
+    assert redact.redact_command_line(("fsyncbench", "run"), home="bob") == ("fsyncbench", "run")
+
+
+def test_a_home_ending_in_a_space_is_that_directory():
+    """A home directory whose name ends in a space ("/srv/bob "): paths below it are
+    personal, paths below "/srv/bob" (another directory) are not."""
+    argv = ("fsyncbench", "run", "--config", "/srv/bob /c", "--config", "/srv/bob/c")
+    assert redact.redact_command_line(argv, home="/srv/bob ") == (
+        "fsyncbench", "run", "--config", "[redacted]", "--config", "/srv/bob/c")
