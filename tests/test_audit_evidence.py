@@ -4,18 +4,41 @@ fields), and the raw-syscall and second-descriptor patterns on real files."""
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import os
 import sys
 from pathlib import Path
 
 import pytest
+from factories import BARE, WB_SSD, commit, flush, host
 from test_host_linux import STAT_11, STAT_17, FakeRoot, line
 
 from fsyncbench import audit, evidence, workloads
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.host import _linux, read_flush_counters
-from fsyncbench.model import Host, Mount, StorageTarget, Virtualization
+from fsyncbench.layers import disk_layer, filesystem_layer
+from fsyncbench.model import (
+    HONEST_FLUSH,
+    INFO,
+    NO_FLUSH,
+    RISK,
+    BlockDevice,
+    Evidence,
+    Finding,
+    FlushDelta,
+    Host,
+    Mount,
+    Pragmas,
+    Report,
+    SecondFdCheck,
+    StorageLayer,
+    StorageTarget,
+    SyncTrace,
+    SyscallComparison,
+    Verdict,
+    Virtualization,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evidence"
 LINUX = sys.platform.startswith("linux")
@@ -283,3 +306,354 @@ def test_fit_sweep_flush_cost_follows_the_small_sizes():
     fit = evidence.fit_sweep("fdatasync", pts)
     assert 150_000 < fit.flush_cost_ns < 250_000
     assert 0.5e9 < fit.bandwidth_bytes_per_s < 1.1e9
+
+
+# --------------------------------------------------------------------------- exact findings
+# Whole Finding values and exact helper results, written by hand from each rule's docstring
+# and thresholds (mutation testing: a changed level, key or word must fail a test).
+
+def _facts(h=None, results=(), ev=None):
+    return audit.Facts(host() if h is None else h, tuple(results), ev)
+
+
+def test_us_prints_microseconds_below_ten_ms_and_milliseconds_from_it():
+    """_us: "A duration in us below 10 ms, else in ms", one decimal."""
+    assert audit._us(1_051) == "1.1 us"
+    assert audit._us(-2_000) == "-2.0 us"
+    assert audit._us(9_999_999) == "10000.0 us"
+    assert audit._us(10_000_000) == "10.0 ms"  # 10 ms itself is printed in ms
+    assert audit._us(10_050_001) == "10.1 ms"
+    assert audit._us(-20_000_000) == "-20.0 ms"
+
+
+def test_indefinite_article():
+    """_a: 'an' before a vowel (a, e, i, o; either case) and before "SSD", else 'a'."""
+    assert audit._a("SSD") == "an SSD"
+    assert audit._a("SSD with power-loss protection") == "an SSD with power-loss protection"
+    assert audit._a("enterprise SSD") == "an enterprise SSD"
+    assert audit._a("external disk") == "an external disk"
+    assert audit._a("Intel Optane drive") == "an Intel Optane drive"
+    assert audit._a("spinning disk") == "a spinning disk"
+    assert audit._a("virtual disk") == "a virtual disk"
+
+
+def test_subject_of_the_path_itself():
+    assert audit._subject(None) == "path"
+    assert audit._subject(flush("fsync", 1_000_000)) == "write+fsync"
+
+
+def test_per_sync_needs_counter_min_syncs():
+    """_per_sync: None below COUNTER_MIN_SYNCS (50) syncs, a ratio from exactly 50 on."""
+    deltas = (FlushDelta("sda", 25, 5, 100),)
+    at = dataclasses.replace(flush("fdatasync", 1_000_000, syncs=50), device_flushes=deltas)
+    assert audit._per_sync(at, "sda", "flushes") == 0.5
+    assert audit._per_sync(at, "sda", "writes") == 2.0
+    below = dataclasses.replace(at, syncs_issued=49)
+    assert audit._per_sync(below, "sda", "flushes") is None
+    assert audit._per_sync(at, None, "flushes") is None
+    assert audit._per_sync(at, "sdb", "flushes") is None
+
+
+def test_flush_ms_per_flush_rounds_to_four_decimals():
+    r = dataclasses.replace(flush("fdatasync", 1_000_000),
+                            device_flushes=(FlushDelta("sda", 3, 1, 3),))
+    assert audit._flush_ms_per_flush(r) == 0.3333
+
+
+def test_commit_reads_the_effective_pragmas():
+    """_commit matches ``effective`` pragmas (what SQLite ran), ``requested`` only without."""
+    off = dataclasses.replace(commit("WAL", "OFF", 100_000), requested=None)
+    like = Pragmas("WAL", "FULL")
+    assert audit._commit([off], like, "OFF") is off
+    asked = dataclasses.replace(commit("WAL", "OFF", 100_000), requested=Pragmas("DELETE", "OFF"))
+    assert audit._commit([asked], like, "OFF") is asked
+    assert audit._commit([asked], Pragmas("DELETE", "FULL"), "OFF") is None
+
+
+def test_interposed_with_and_without_counters():
+    """_interposed -> (interposed, decided by counters). Counters on both sides decide
+    (REACHED_FLUSH_RATIO 0.5 per call more on the raw side); with one side uncounted, time
+    decides (libc < REAL_IO_FLOOR_NS <= raw, raw >= INTERPOSED_RATIO x libc)."""
+    by_counter = SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 400_000.0, 0, 100)
+    assert audit._interposed(by_counter) == (True, True)
+    honest = SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 400_000.0, 100, 100)
+    assert audit._interposed(honest) == (False, True)
+    one_side = SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 400_000.0, 0, None)
+    assert audit._interposed(one_side) == (True, False)
+    other_side = SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 400_000.0, None, 100)
+    assert audit._interposed(other_side) == (True, False)
+
+
+def test_flush_cost_falls_back_to_the_largest_when_none_reaches_a_device():
+    """_flush_cost: the least candidate at or above REAL_IO_FLOOR_NS; when none is, the
+    largest one if it is above 0, else None."""
+    below = _facts(results=[flush("fdatasync", 5_000)])
+    assert audit._flush_cost(below, "fdatasync") == (5_000, "write+fdatasync p50")
+    half = _facts(ev=Evidence(syscall_comparisons=(
+        SyscallComparison("fdatasync", 75, "x86_64", 100, 0.5, 0.25),)))
+    assert audit._flush_cost(half, "fdatasync") == (0.5, "libc fdatasync p50")
+    zero = _facts(ev=Evidence(syscall_comparisons=(
+        SyscallComparison("fdatasync", 75, "x86_64", 100, 0.0, 0.0),)))
+    assert audit._flush_cost(zero, "fdatasync") is None
+    assert audit._flush_cost(_facts(), "fdatasync") is None
+    real = _facts(results=[flush("fdatasync", 900_000)], ev=Evidence(syscall_comparisons=(
+        SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 800_000.0),)))
+    assert audit._flush_cost(real, "fdatasync") == (800_000.0, "raw syscall fdatasync p50")
+
+
+# ---- _not_sent_cause
+
+
+def test_not_sent_cause_nobarrier_names_the_filesystem_and_option():
+    h = host(disks=(WB_SSD,), mount_options=("rw", "nobarrier"))
+    assert audit._not_sent_cause(_facts(h)) == (
+        "barriers-disabled", "the filesystem ext4 /data (nobarrier) is mounted without barriers",
+        {"mount_options": ["nobarrier", "rw"]})
+
+
+def test_not_sent_cause_names_every_nobarrier_filesystem_of_the_stack():
+    """An f2fs image on a loop device whose backing file sits on ext4: both mounted without
+    barriers, each named with its own no-barrier options."""
+    img = Mount("/mnt/img", "f2fs", "/dev/loop0", ("rw", "nobarrier", "fsync_mode=nobarrier"))
+    layers = (filesystem_layer(img, 0),
+              StorageLayer("loop", "loop0", "fsyncs-backing-file", 1,
+                           device=BlockDevice("loop0", transport="loop")),
+              filesystem_layer(Mount("/", "ext4", "/dev/sda", ("rw", "barrier=0")), 2),
+              disk_layer(WB_SSD, 3))
+    assert audit._not_sent_cause(_facts(_layered(img, layers))) == (
+        "barriers-disabled",
+        "the filesystem f2fs /mnt/img (fsync_mode=nobarrier, nobarrier), ext4 / (barrier=0) "
+        "is mounted without barriers",
+        {"mount_options": ["barrier=0", "fsync_mode=nobarrier", "nobarrier", "rw"]})
+
+
+def test_not_sent_cause_interposed_libc_names_the_preloaded_libraries():
+    h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="liba.so:libb.so")
+    c = SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 400_000.0, 0, 100)
+    assert audit._not_sent_cause(_facts(h, ev=Evidence(syscall_comparisons=(c,)))) == (
+        "preload-skips-flush",
+        "the libc sync call is interposed (liba.so, libb.so): it sent 0 device flushes for "
+        "100 calls where the raw system call sent 100",
+        {"ld_preload": "liba.so:libb.so", "libraries": ["liba.so", "libb.so"]})
+
+
+def test_not_sent_cause_interposed_fsync_without_a_named_library():
+    """Without an fdatasync comparison the fsync one is read."""
+    c = SyscallComparison("fsync", 74, "x86_64", 100, 500.0, 400_000.0, 0, 100)
+    f = _facts(host(disks=(WB_SSD,)), ev=Evidence(syscall_comparisons=(c,)))
+    assert audit._not_sent_cause(f) == (
+        "preload-skips-flush",
+        "the libc sync call is interposed (a preloaded library): it sent 0 device flushes for "
+        "100 calls where the raw system call sent 100",
+        {"ld_preload": None, "libraries": []})
+
+
+def test_not_sent_cause_honest_comparison_is_not_the_cause():
+    """Counters on both sides showing the libc call flushing as often as the raw call: not
+    interposed, so the cause is unknown."""
+    c = SyscallComparison("fdatasync", 75, "x86_64", 100, 400_000.0, 400_000.0, 100, 100)
+    f = _facts(host(disks=(WB_SSD,)), ev=Evidence(syscall_comparisons=(c,)))
+    assert audit._not_sent_cause(f) == (
+        "flushes-not-sent", "a layer above the disk sends no flush", {})
+
+
+def test_not_sent_cause_write_through_layers_over_a_write_back_disk():
+    wt0 = BlockDevice("dm-0", write_cache="write through", has_flush_counters=True)
+    wt1 = BlockDevice("dm-1", write_cache="write through ", has_flush_counters=True)
+    unknown = BlockDevice("dm-2", write_cache=None, has_flush_counters=True)
+    mount = Mount("/data", "ext4", "/dev/dm-0", ("rw",))
+    layers = (filesystem_layer(mount, 0),
+              StorageLayer("dm", "dm-0", "passes-down", 1, device=wt0),
+              StorageLayer("dm", "dm-1", "passes-down", 2, device=wt1),
+              StorageLayer("dm", "dm-2", "passes-down", 3, device=unknown),
+              disk_layer(WB_SSD, 4))
+    h = _layered(mount, layers)
+    assert audit._not_sent_cause(_facts(h)) == (
+        "flushes-stripped",
+        "dm-0, dm-1 claims a write-through cache, so the block layer completes flushes there "
+        "without passing them to the write-back disk below",
+        {"write_through_layers": ["dm-0", "dm-1"]})
+
+
+def _layered(mount, layers, virt=BARE):
+    disks = tuple(layer.device for layer in layers if layer.holds_bytes and layer.device)
+    return Host("case-host", "Linux", StorageTarget(
+        "/data", mount, tuple(layer.name for layer in layers if layer.device), disks,
+        layers=tuple(layers)), virtualization=virt)
+
+
+# ---- rule_full_equals_off
+
+
+def _sync_costs_nothing(name, p50, off_name, off_p50, gap_text, gap, floor=10_000.0,
+                        syncs=None):
+    return Finding(
+        "sync-costs-nothing", RISK, name,
+        f"{name} commits take {p50}, {gap_text} {off_name}: its syncs reach no device.",
+        "The filesystem or a library drops syncs; benchmark a directory on real storage.",
+        {"p50_ns": gap + off_p50, "off_p50_ns": off_p50, "gap_ns": gap, "floor_ns": floor,
+         "syncs_per_commit": syncs},
+        audit.DESIGN_BANDS)
+
+
+def test_full_equals_off_exact_finding():
+    """rule_full_equals_off: gap < S x REAL_IO_FLOOR_NS (10 us, DESIGN_BANDS), S = 1 untraced."""
+    full, off = commit("WAL", "FULL", 1_000_000), commit("WAL", "OFF", 995_000)
+    assert audit.rule_full_equals_off(_facts(results=[full, off]), full) == _sync_costs_nothing(
+        "wal/full", "1000.0 us", "wal/off", 995_000, "only 5.0 us more than", 5_000)
+
+
+def test_full_equals_off_no_slower_and_half_a_nanosecond():
+    full, off = commit("DELETE", "EXTRA", 1_000_000), commit("DELETE", "OFF", 1_000_000)
+    assert audit.rule_full_equals_off(_facts(results=[full, off]), full) == _sync_costs_nothing(
+        "delete/extra", "1000.0 us", "delete/off", 1_000_000, "no slower than", 0)
+    full = commit("DELETE", "EXTRA", 1_000_000.5)
+    assert audit.rule_full_equals_off(_facts(results=[full, off]), full) == _sync_costs_nothing(
+        "delete/extra", "1000.0 us", "delete/off", 1_000_000, "only 0.0 us more than", 0.5)
+    faster = commit("DELETE", "EXTRA", 990_000)
+    assert audit.rule_full_equals_off(_facts(results=[faster, off]), faster) == _sync_costs_nothing(
+        "delete/extra", "990.0 us", "delete/off", 1_000_000, "no slower than", -10_000)
+
+
+def test_full_equals_off_traced_syncs_raise_the_floor():
+    """S as SQLite issues it (the trace without LD_PRELOAD) multiplies the floor."""
+    p = Pragmas("WAL", "FULL")
+    ev = Evidence(sync_traces=(SyncTrace(p, 10, {"fdatasync": 30}),))
+    full, off = commit("WAL", "FULL", 1_025_000), commit("WAL", "OFF", 1_000_000)
+    assert audit.rule_full_equals_off(_facts(results=[full, off], ev=ev), full) == (
+        _sync_costs_nothing("wal/full", "1025.0 us", "wal/off", 1_000_000,
+                            "only 25.0 us more than", 25_000, floor=30_000.0, syncs=3.0))
+
+
+def test_full_equals_off_applies_only_to_syncing_commits():
+    off = commit("WAL", "OFF", 1_000_000)
+    normal = commit("WAL", "NORMAL", 1_000_000)
+    assert audit.rule_full_equals_off(_facts(results=[normal, off]), normal) is None
+    nosync = commit("WAL", "FULL", 1_000_000, primitive="none")
+    assert audit.rule_full_equals_off(_facts(results=[nosync, off]), nosync) is None
+    # the effective pragmas decide; a result recording none requested is still judged
+    eff = dataclasses.replace(commit("WAL", "FULL", 1_000_000), requested=None)
+    assert audit.rule_full_equals_off(_facts(results=[eff, off]), eff).code == "sync-costs-nothing"
+
+
+# ---- rule_commit_faster_than_sync
+
+E3_SOURCE = ("../shared/cases E3; SQLite issues >= 1 sync per commit at synchronous=FULL "
+             "(https://www.sqlite.org/atomiccommit.html)")
+
+
+def test_commit_faster_than_sync_exact_finding_counts_syncs_sqlite_issues():
+    """S is the count traced without LD_PRELOAD (what SQLite asks for) when recorded: 3 x
+    1 ms against a 100 us commit is below COMMIT_VS_FLUSH_MIN_RATIO (0.5, cases E3)."""
+    p = Pragmas("WAL", "FULL")
+    h = dataclasses.replace(host(), ld_preload="libx.so")
+    ev = Evidence(sync_traces=(SyncTrace(p, 10, {"fdatasync": 10}, ld_preload="libx.so"),
+                               SyncTrace(p, 10, {"fdatasync": 30})))
+    r = commit("WAL", "FULL", 100_000)
+    f = _facts(h, [flush("fdatasync", 1_000_000), r], ev)
+    assert audit.rule_commit_faster_than_sync(f, r) == Finding(
+        "commit-not-waiting-for-sync", RISK, "wal/full",
+        "wal/full commits take 100.0 us but 3 x one fdatasync here takes 3000.0 us (30x more): "
+        "the commit does not wait for its syncs.",
+        "Check the database configuration and LD_PRELOAD for a layer that skips syncs.",
+        {"commit_p50_ns": 100_000, "flush_p50_ns": 1_000_000,
+         "flush_source": "write+fdatasync p50", "syncs_per_commit": 3.0, "syncs_traced": True,
+         "ratio": 0.0333},
+        E3_SOURCE)
+
+
+def test_commit_faster_than_sync_uses_the_run_trace_without_a_clean_one():
+    p = Pragmas("WAL", "EXTRA")
+    h = dataclasses.replace(host(), ld_preload="libx.so")
+    ev = Evidence(sync_traces=(SyncTrace(p, 10, {"fdatasync": 20}, ld_preload="libx.so"),))
+    r = commit("WAL", "EXTRA", 100_000)
+    f = _facts(h, [flush("fdatasync", 1_000_000), r], ev)
+    assert audit.rule_commit_faster_than_sync(f, r) == Finding(
+        "commit-not-waiting-for-sync", RISK, "wal/extra",
+        "wal/extra commits take 100.0 us but 2 x one fdatasync here takes 2000.0 us (20x more): "
+        "the commit does not wait for its syncs.",
+        "Check the database configuration and LD_PRELOAD for a layer that skips syncs.",
+        {"commit_p50_ns": 100_000, "flush_p50_ns": 1_000_000,
+         "flush_source": "write+fdatasync p50", "syncs_per_commit": 2.0, "syncs_traced": True,
+         "ratio": 0.05},
+        E3_SOURCE)
+
+
+def test_commit_faster_than_sync_applies_only_to_syncing_commits():
+    flushes = [flush("fdatasync", 1_000_000), flush("none", 1_000_000)]
+    nosync = commit("WAL", "FULL", 100_000, primitive="none")
+    assert audit.rule_commit_faster_than_sync(_facts(results=[*flushes, nosync]), nosync) is None
+    normal = commit("WAL", "NORMAL", 100_000)
+    assert audit.rule_commit_faster_than_sync(_facts(results=[*flushes, normal]), normal) is None
+    eff = dataclasses.replace(commit("WAL", "FULL", 100_000), requested=None)
+    hit = audit.rule_commit_faster_than_sync(_facts(results=[*flushes, eff]), eff)
+    assert (hit.code, hit.evidence["syncs_per_commit"], hit.evidence["syncs_traced"]) == (
+        "commit-not-waiting-for-sync", 1.0, False)
+
+
+# ---- _second_fd_finding
+
+SECOND_FD_IGNORED_ADVICE = "Sync on the descriptor that wrote (SQLite does), or fix the filesystem layer."
+
+
+def _second_fd_evidence(c):
+    return {"primitive": c.primitive, "same_fd_p50_ns": c.same_fd_p50_ns,
+            "second_fd_p50_ns": c.second_fd_p50_ns, "same_fd_flushes": c.same_fd_flushes,
+            "second_fd_flushes": c.second_fd_flushes, "syncs_per_side": c.syncs}
+
+
+def test_second_fd_ignored_by_counters_exact_finding():
+    """Counters: same descriptor >= REACHED_FLUSH_RATIO (0.5) flushes per sync, second one
+    < DROPPED_FLUSH_RATIO (0.1): ignored, however long the second sync took."""
+    c = SecondFdCheck("fsync", 200, 400_000, 300_000, 200, 0)
+    assert audit._second_fd_finding(c) == Finding(
+        "second-fd-sync-ignored", RISK, "path",
+        "fsync on a second descriptor of the written file took 300.0 us against 400.0 us on "
+        "the writing one: a sync flushes only what its own descriptor wrote.",
+        SECOND_FD_IGNORED_ADVICE,
+        {"primitive": "fsync", "same_fd_p50_ns": 400_000, "second_fd_p50_ns": 300_000,
+         "same_fd_flushes": 200, "second_fd_flushes": 0, "syncs_per_side": 200},
+        audit.PG_TEST_FSYNC_DOC)
+
+
+def test_second_fd_ignored_by_time_when_one_side_is_uncounted():
+    """Counted only on one side: time decides (second < REAL_IO_FLOOR_NS <= same, and
+    second < SECOND_FD_MIN_RATIO x same)."""
+    c = SecondFdCheck("fdatasync", 200, 400_000, 3_000, None, 0)
+    assert audit._second_fd_finding(c) == Finding(
+        "second-fd-sync-ignored", RISK, "path",
+        "fdatasync on a second descriptor of the written file took 3.0 us against 400.0 us on "
+        "the writing one: a sync flushes only what its own descriptor wrote.",
+        SECOND_FD_IGNORED_ADVICE, _second_fd_evidence(c), audit.PG_TEST_FSYNC_DOC)
+    c = SecondFdCheck("fdatasync", 200, 400_000, 3_000, 200, None)
+    assert audit._second_fd_finding(c).code == "second-fd-sync-ignored"
+
+
+def test_second_fd_honoured_exact_finding():
+    c = SecondFdCheck("fdatasync", 200, 400_000, 390_000, 200, 190)
+    assert audit._second_fd_finding(c) == Finding(
+        "second-fd-sync-honoured", INFO, "path",
+        "fdatasync on a second descriptor costs 390.0 us against 400.0 us on the writing one: "
+        "it syncs the file, not the descriptor.",
+        "Nothing to do.",
+        {"primitive": "fdatasync", "same_fd_p50_ns": 400_000, "second_fd_p50_ns": 390_000,
+         "same_fd_flushes": 200, "second_fd_flushes": 190, "syncs_per_side": 200},
+        audit.PG_TEST_FSYNC_DOC)
+
+
+# ---- rejudge
+
+
+def test_rejudge_keeps_the_old_notes_and_adds_the_difference():
+    """A report recording another verdict than its facts give keeps its notes and gains one
+    naming both (tmpfs: no-flush-filesystem decides, rule_no_flush_filesystem)."""
+    h = host(fs_type="tmpfs")
+    report = Report(1, "0.0.0", "audit", "2024-05-01T12:00:00Z", ("fsyncbench", "audit"), h, (),
+                    Verdict(HONEST_FLUSH, "flush-latency-plausible"), notes=("an old note",))
+    again = audit.rejudge(report)
+    assert (again.verdict.path_verdict, again.verdict.decided_by) == (NO_FLUSH,
+                                                                     "no-flush-filesystem")
+    assert again.notes == (
+        "an old note",
+        "the report recorded honest_flush (decided by flush-latency-plausible); re-derived "
+        "from its facts: no_flush (decided by no-flush-filesystem)")
