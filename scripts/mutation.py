@@ -19,8 +19,8 @@ the target (issue "Tests that catch bugs": >= 85 % per module), then the wall ti
 ``--survivors`` also prints each survivor's diff. mutmut keeps its results in ``mutants/``
 (git-ignored): a second run re-tests only mutants of functions whose code changed.
 
-On this 2-core VM a full run of the default modules takes about 15 minutes (README,
-development section, has the last result). Not part of CI. Exits 0 when every module
+On this 2-core VM a full run of the default modules takes about an hour when the machine is
+otherwise idle (README, development section, has the last result). Not part of CI. Exits 0 when every module
 meets the target, 1 otherwise, 2 when mutmut is missing or fails. Python >= 3.11 (tomllib).
 """
 
