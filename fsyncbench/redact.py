@@ -86,7 +86,7 @@ def redact_report(report: Report, home: str | None = None) -> Report:
     )
     # A last pass over every string catches the secrets wherever else they appear
     # (findings, notes, evidence, LD_PRELOAD, the SQLite library path, ...).
-    data = _scrub(to_jsonable(redacted), literal, host.hostname, home)
+    data = _scrub(to_jsonable(redacted), literal, host.hostname)
     return from_jsonable(Report, data)
 
 
@@ -169,13 +169,13 @@ def _secrets(report: Report, home: str) -> list[str]:
     return sorted((v for v in values if v and v not in ("/", ".")), key=len, reverse=True)
 
 
-def _scrub(data: Any, literal: list[str], hostname: str, home: str) -> Any:
+def _scrub(data: Any, literal: list[str], hostname: str) -> Any:
     if isinstance(data, str):
         return scrub_text(data, literal, hostname)
     if isinstance(data, list):
-        return [_scrub(v, literal, hostname, home) for v in data]
+        return [_scrub(v, literal, hostname) for v in data]
     if isinstance(data, dict):
-        return {k: _scrub(v, literal, hostname, home) for k, v in data.items()}
+        return {k: _scrub(v, literal, hostname) for k, v in data.items()}
     return data
 
 
