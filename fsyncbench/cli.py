@@ -230,6 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="size of each step's JSON output, in bytes (default 512)")
     pcw.add_argument("--max-commits", type=int, metavar="N",
                      help="stop cleanly after N commits (default: until Ctrl-C or the power goes)")
+    _add_format_option(pcw, VERIFY_FORMATS, "the summary printed at a clean stop (status lines "
+                       "go to stderr)")
+    _add_output_option(pcw)
     pcv = pcs.add_parser("verify", help="after the reboot: is every acknowledged commit in the journal?",
                          description="Check every commit the listener recorded against the "
                          "journal, print the result and save the report JSON in --report-dir "
@@ -923,11 +926,17 @@ def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
         line = powercut.format_status(s)
         print("\r\033[K" + line if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
 
+    _check_outputs(args)
     summary = powercut.write(address, target, Pragmas(mode[0], sync[0], full[0]),
                              args.payload_bytes, args.max_commits, status, log)
     if tty:
         print(file=sys.stderr)
-    print(powercut.format_summary(summary))
+    if args.format == "json":
+        text = json.dumps({k: str(v) if isinstance(v, Path) else v
+                           for k, v in to_jsonable(summary).items()}, indent=1) + "\n"
+    else:
+        text = powercut.format_summary(summary) + "\n"
+    _emit(args, text)
     return EXIT_OK
 
 

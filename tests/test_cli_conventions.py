@@ -51,6 +51,7 @@ PRINTS = {
     "fsyncbench host": ["text", "markdown", "json"],
     "fsyncbench crash": ["text", "markdown", "json"],
     "fsyncbench powercut verify": ["text", "json"],
+    "fsyncbench powercut write": ["text", "json"],
 }
 #: metavar by what an option's value is
 METAVAR_BY_NAME = [
@@ -325,8 +326,13 @@ def test_powercut_verify_format_json_and_report_dir(tmp_path):
     try:
         target = tmp_path / "data"
         target.mkdir()
-        writer = fsb("powercut", "write", "--to", lst.to, target, "--max-commits", "50", timeout=120)
+        summary = tmp_path / "write.json"
+        writer = fsb("powercut", "write", "--to", lst.to, target, "--max-commits", "50",
+                     "--format", "json", "-o", summary, timeout=120)
         assert writer.returncode == 0, writer.stderr
+        assert writer.stdout == ""
+        written = json.loads(summary.read_text())
+        assert (written["commits"], written["recorded"]) == (50, 50) and "--max-commits" in written["reason"]
         assert run_dir_of(target).is_dir()
         out = tmp_path / "verify.json"
         proc = fsb("powercut", "verify", "--from", lst.to, target, "--format", "json", "-o", out,
