@@ -535,6 +535,11 @@ def _finish_report(report: Report, args: argparse.Namespace, gate: "_GateArgs") 
     return gate.apply(report, to_stderr=_gates_to_stderr(args))
 
 
+def _configurations(n: int) -> str:
+    """``1 configuration``, ``3 configurations``."""
+    return f"{n} configuration{'' if n == 1 else 's'}"
+
+
 def _emit(args: argparse.Namespace, text: str) -> None:
     """What a command prints: to --output FILE (durably, replacing it) or standard output."""
     if getattr(args, "output", None) is not None:
@@ -639,11 +644,12 @@ class _GateArgs:
         out = sys.stderr if to_stderr or getattr(sys.stdout, "closed_by_reader", False) else sys.stdout
         checked = len(gates.select(report, self.names))
         if not failures:
-            print(f"Gates passed ({checked} configurations checked).", file=out)
+            print(f"Gates passed ({_configurations(checked)} checked).", file=out)
             return EXIT_OK
         for f in failures:
             print(f"GATE FAILED [{f.gate}] {f.message}", file=out)
-        print(f"{len(failures)} gate failure(s) in {checked} configurations checked: exit 1.", file=out)
+        print(f"{len(failures)} gate failure{'s' if len(failures) != 1 else ''} in "
+              f"{_configurations(checked)} checked: exit 1.", file=out)
         return EXIT_RISK
 
 

@@ -166,7 +166,8 @@ def check_comparable(reports: Sequence[Report], labels: Sequence[str]) -> None:
     for rep, label in zip(reports[1:], labels[1:]):
         if rep.kind != first.kind:
             raise FsyncbenchError(
-                f"{first_label} is a {first.kind!r} report but {label} is a {rep.kind!r} report: "
+                f"{first_label} is a report of kind {first.kind!r} but {label} of kind "
+                f"{rep.kind!r}: "
                 f"they measured different things"
             )
         theirs = {r.name: r for r in rep.results}

@@ -183,7 +183,7 @@ CASES = [
     ("compare good.json nonexistent.json", "report nonexistent.json does not exist"),
     ("compare good.json corrupt.json", "corrupt.json is not valid JSON (Expecting property name "
                                        "enclosed in double quotes, line 1)"),
-    ("compare good.json audit.json", "good.json is a 'run' report but audit.json is a 'audit' report: "
+    ("compare good.json audit.json", "good.json is a report of kind 'run' but audit.json of kind 'audit': "
                                      "they measured different things"),
     ("compare good.json other-payload.json", "wal/off wrote 512-byte payloads in good.json but "
                                              "4096-byte payloads in other-payload.json: re-run with "

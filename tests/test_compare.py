@@ -168,7 +168,7 @@ def test_check_comparable_refuses_mixed_reports():
     a = sampled.report()
     with pytest.raises(FsyncbenchError, match="512-byte payloads in a but 4096-byte"):
         compare.check_comparable([a, sampled.report(payload_bytes=4096)], ["a", "b"])
-    with pytest.raises(FsyncbenchError, match="'run' report but b is a 'audit'"):
+    with pytest.raises(FsyncbenchError, match="of kind 'run' but b of kind 'audit'"):
         compare.check_comparable([a, dataclasses.replace(a, kind="audit")], ["a", "b"])
     other = dataclasses.replace(a, results=tuple(
         dataclasses.replace(r, name="x" + r.name) for r in a.results))

@@ -157,7 +157,7 @@ def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
                "off,full", *QUICK, "--fail-on", "volatile_cache,no_flush", "--config", "wal/full")
     assert proc.returncode == 1, proc.stderr
     assert "GATE FAILED [fail-on] wal/full: path verdict no_flush" in proc.stdout, proc.stdout
-    assert "1 gate failure(s) in 1 configurations checked" in proc.stdout
+    assert "1 gate failure in 1 configuration checked" in proc.stdout
     report = next(out.glob("*.json"))  # the report is still written
     # show gates the saved report the same way; a generous p99 limit passes
     shown = fsb("show", report, "--max-p99", "1ns", "--config", "write+fsync")
