@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from factories import BARE, WB_SSD, commit, flush, host
+from factories import BARE, VM, WB_SSD, commit, flush, host, write
 from test_host_linux import STAT_11, STAT_17, FakeRoot, line
 
 from fsyncbench import audit, evidence, workloads
@@ -20,10 +20,17 @@ from fsyncbench.host import _linux, read_flush_counters
 from fsyncbench.layers import disk_layer, filesystem_layer
 from fsyncbench.model import (
     HONEST_FLUSH,
+    INFERRED,
     INFO,
+    MEASURED,
     NO_FLUSH,
     RISK,
+    UNVERIFIABLE,
+    VOLATILE_CACHE,
+    WARNING,
     BlockDevice,
+    DirtySweep,
+    EnvironmentFacts,
     Evidence,
     Finding,
     FlushDelta,
@@ -31,9 +38,11 @@ from fsyncbench.model import (
     Mount,
     Pragmas,
     Report,
+    ResultVerdict,
     SecondFdCheck,
     StorageLayer,
     StorageTarget,
+    SweepPoint,
     SyncTrace,
     SyscallComparison,
     Verdict,
@@ -657,3 +666,1286 @@ def test_rejudge_keeps_the_old_notes_and_adds_the_difference():
         "an old note",
         "the report recorded honest_flush (decided by flush-latency-plausible); re-derived "
         "from its facts: no_flush (decided by no-flush-filesystem)")
+
+
+# ---- small fact helpers
+
+
+def test_base_primitive_is_the_first_word():
+    assert audit._base_primitive("fsync (O_DIRECT file)") == "fsync"
+    assert audit._base_primitive("F_FULLFSYNC") == "F_FULLFSYNC"
+
+
+def test_preload_names_from_every_source():
+    """LD_PRELOAD (':' or ' ' separated), /etc/ld.so.preload, mapped libraries."""
+    assert audit._preload_names(_facts()) == []
+    h = dataclasses.replace(host(), ld_preload="a.so:b.so  c.so")
+    env = EnvironmentFacts(ld_so_preload=("/etc/d.so",), preloaded_libraries=("/lib/e.so",))
+    assert audit._preload_names(_facts(h, ev=Evidence(environment=env))) == [
+        "a.so", "b.so", "c.so", "/etc/d.so", "/lib/e.so"]
+
+
+def test_sync_disabling_reads_the_file_name_only():
+    """A sync-disabling name (SYNC_DISABLING_LIBS) in a directory name does not count."""
+    assert audit._sync_disabling(["/opt/eatmydata/lib/libfoo.so", "/usr/lib/libeatmydata.so",
+                                  "/usr/lib/libeatmydata.so", "/usr/lib/Disable-Fsync.so"]) == [
+        "/usr/lib/libeatmydata.so", "/usr/lib/Disable-Fsync.so"]
+
+
+def test_primitive_of_the_path_per_platform():
+    """With no result: F_FULLFSYNC on macOS, FlushFileBuffers on Windows, else fdatasync."""
+    assert audit._primitive(_facts(), None) == "fdatasync"
+    assert audit._primitive(_facts(host(os_name="Darwin")), None) == "F_FULLFSYNC"
+    assert audit._primitive(_facts(host(os_name="Windows")), None) == "FlushFileBuffers"
+    assert audit._primitive(_facts(host(os_name="Darwin")), flush("fsync", 1)) == "fsync"
+
+
+def test_power_protected_media_declared_or_known_family():
+    declared = dataclasses.replace(host(disks=(WB_SSD,)), target=dataclasses.replace(
+        host(disks=(WB_SSD,)).target, declared=("PLP ",)))
+    assert audit._power_protected_media(declared) == (
+        "power-loss protection declared by the user (--assume plp), not verified")
+    # a hand-written report with the model string in the vendor field still names the family
+    micron = BlockDevice("sdb", vendor="Micron_5300_MTFDDAK", model="", rotational=False,
+                         write_cache="write back")
+    assert audit._power_protected_media(host(disks=(micron,))) == (
+        audit.devices._MICRON_DC + "; 5300")
+    assert audit._power_protected_media(host(disks=(micron, WB_SSD))) == ""
+    assert audit._power_protected_media(host()) == ""
+
+
+def _partitioned(virt=BARE, disk=WB_SSD, part="sda1"):
+    """ext4 on partition ``part`` of ``disk`` (a derived stack: chain part -> disk)."""
+    return Host("case-host", "Linux", StorageTarget(
+        "/data", Mount("/data", "ext4", f"/dev/{part}", ("rw",)), chain=(part, disk.name),
+        disks=(disk,)), virtualization=virt)
+
+
+def _counted(p50_ns, deltas, syncs=1000, primitive="fdatasync", **kw):
+    return dataclasses.replace(flush(primitive, p50_ns, syncs=syncs),
+                               device_flushes=tuple(deltas), **kw)
+
+
+# ---- rule_no_flush_filesystem
+
+
+def test_no_flush_filesystem_tmpfs_exact():
+    r = flush("fdatasync", 2_000)
+    assert audit.rule_no_flush_filesystem(_facts(host(fs_type="tmpfs")), r) == (NO_FLUSH, Finding(
+        "no-flush-filesystem", RISK, "write+fdatasync",
+        "The target is on tmpfs, which keeps data in RAM: fdatasync never reaches a block device.",
+        "Benchmark the directory your journal will really live on.",
+        {"fs_type": "tmpfs", "mount_point": "/data"},
+        "Linux Documentation/filesystems/tmpfs.rst", MEASURED))
+
+
+def test_no_flush_filesystem_volatile_overlay_exact():
+    h = host(fs_type="overlay", mount_options=("rw", "volatile"))
+    r = flush("fdatasync", 2_000)
+    assert audit.rule_no_flush_filesystem(_facts(h), r) == (NO_FLUSH, Finding(
+        "overlay-volatile", RISK, "write+fdatasync",
+        "The storage stack has an overlay mounted volatile (overlay /data (volatile)): fdatasync "
+        "is not passed to its upper filesystem.",
+        "Remove the 'volatile' (fsync=volatile) option, or keep the journal outside the overlay.",
+        {"overlays": ["/data"], "options": ["rw", "volatile"], "chain": "overlay /data (volatile)"},
+        audit.OVERLAY_VOLATILE_DOC, MEASURED))
+
+
+def test_no_flush_filesystem_zfs_sync_disabled_exact():
+    h = Host("case-host", "Linux", StorageTarget("/tank/db", Mount("/tank/db", "zfs", "tank/db")),
+             virtualization=BARE)
+    ev = Evidence(environment=EnvironmentFacts(zfs_sync="Disabled"))
+    assert audit.rule_no_flush_filesystem(_facts(h, ev=ev), None) == (NO_FLUSH, Finding(
+        "zfs-sync-disabled", RISK, "path",
+        "The ZFS dataset tank/db has sync=disabled: fdatasync returns at once and data reaches "
+        "disk only with the next transaction group.",
+        "zfs set sync=standard tank/db (add a SLOG device if sync writes are slow).",
+        {"fs_type": "zfs", "dataset": "tank/db", "zfs_sync": "Disabled"},
+        audit.ZFS_SYNC_DOC, MEASURED))
+    standard = Evidence(environment=EnvironmentFacts(zfs_sync="standard"))
+    assert audit.rule_no_flush_filesystem(_facts(h, ev=standard), None) is None
+
+
+def test_judge_primitive_marks_the_deciding_finding():
+    """judge_primitive: the finding carries the verdict it points to and stance "decides"."""
+    assert audit.judge_primitive(host(fs_type="tmpfs"), None, []) == (
+        NO_FLUSH, "no-flush-filesystem", Finding(
+            "no-flush-filesystem", RISK, "path",
+            "The target is on tmpfs, which keeps data in RAM: fdatasync never reaches a block "
+            "device.",
+            "Benchmark the directory your journal will really live on.",
+            {"fs_type": "tmpfs", "mount_point": "/data"},
+            "Linux Documentation/filesystems/tmpfs.rst", MEASURED, NO_FLUSH, "decides"))
+
+
+# ---- rule_ram_media
+
+ZRAM0 = BlockDevice("zram0", rotational=False, write_cache="write through", transport="zram")
+
+
+def test_ram_media_loop_on_tmpfs_exact():
+    img = Mount("/mnt/img", "ext4", "/dev/loop0", ("rw",))
+    layers = (filesystem_layer(img, 0),
+              StorageLayer("loop", "loop0", "fsyncs-backing-file", 1,
+                           device=BlockDevice("loop0", transport="loop")),
+              filesystem_layer(Mount("/dev/shm", "tmpfs", "tmpfs", ("rw",)), 2))
+    chain = "ext4 /mnt/img → loop0 → tmpfs /dev/shm (RAM)"
+    r = flush("fdatasync", 30_000)
+    assert audit.rule_ram_media(_facts(_layered(img, layers)), r) == (NO_FLUSH, Finding(
+        "ram-backed-storage", RISK, "write+fdatasync",
+        f"The bytes end in RAM: {chain}. fdatasync is passed down the stack, but the layer that "
+        "holds the data is memory, lost with the power.",
+        "Benchmark the directory your journal will really live on (a filesystem on a real disk, "
+        "not on a loop file in tmpfs or a RAM block device).",
+        {"chain": chain, "ram_layers": ["/dev/shm"], "kinds": ["filesystem-ram"]},
+        audit.RAM_STACK_DOC, MEASURED))
+
+
+def test_ram_media_md_across_zram_and_a_disk_exact():
+    mount = Mount("/data", "ext4", "/dev/md0", ("rw",))
+    layers = (filesystem_layer(mount, 0),
+              StorageLayer("md", "md0", "passes-down", 1, device=BlockDevice("md0")),
+              disk_layer(ZRAM0, 2), disk_layer(WB_SSD, 2))
+    chain = "ext4 /data → md0 → zram0 (RAM) + sda"
+    assert audit.rule_ram_media(_facts(_layered(mount, layers)), None) == (UNVERIFIABLE, Finding(
+        "part-ram-backed-storage", RISK, "path",
+        f"Part of the storage holding the bytes is RAM (zram0) and part is not (sda): {chain}. "
+        "Whether an acknowledged commit survives a power loss depends on the redundancy "
+        "profile (a mirror keeps it on the other device, a stripe or single copy loses it).",
+        "Keep RAM devices out of a journal's filesystem.",
+        {"chain": chain, "ram_layers": ["zram0"], "stable_layers": ["sda"]},
+        audit.RAM_STACK_DOC, MEASURED))
+
+
+# ---- rule_flush_counters
+
+NOT_SENT_ADVICE_UNKNOWN = ("Find the layer that writes without flushing (mount options, "
+                           "LD_PRELOAD, the driver's write-cache setting) and audit again.")
+
+
+def test_flush_counters_partition_writes_but_disk_gets_few_flushes_exact():
+    """Media counters only (the partition's are left out): 30 flushes for 1000 syncs is
+    below DROPPED_FLUSH_RATIO (0.1) on a write-back disk; the disk's writes (1 per sync,
+    >= REACHED_FLUSH_RATIO) show the data reached it: volatile_cache, cause unknown."""
+    r = _counted(1_000_000, [FlushDelta("sda1", 0, 0, None), FlushDelta("sda", 30, 3, 1000)])
+    chain = "ext4 /data → sda1 → sda"
+    assert audit.rule_flush_counters(_facts(_partitioned()), r) == (VOLATILE_CACHE, Finding(
+        "flushes-not-sent", RISK, "write+fdatasync",
+        "1000 fdatasync calls reached the write-back disk holding the bytes as 30 cache "
+        f"flushes, after writing 1.00 requests per sync to sda1: a layer above the disk sends "
+        f"no flush. The data sits in a volatile cache ({chain}).",
+        NOT_SENT_ADVICE_UNKNOWN,
+        {"syncs_issued": 1000, "device_flushes": {"sda1": 0, "sda": 30},
+         "device_writes": {"sda1": None, "sda": 1000}, "flushes_per_sync": 0.03,
+         "chain": chain, "write_cache": ["write back"], "writes_per_sync": 1.0},
+        audit.KERNEL_STAT_DOC + "; " + audit.BLOCK_FLUSH_DOC, MEASURED))
+
+
+def test_flush_counters_count_only_the_media():
+    """0 flushes on the partition (a layer holding nothing) prove nothing: the disk's 1 per
+    sync decides."""
+    r = _counted(1_000_000, [FlushDelta("sda1", 0, 0, None), FlushDelta("sda", 1000, 50, 1000)])
+    assert audit.rule_flush_counters(_facts(_partitioned()), r) is None
+
+
+def test_flush_counters_dropped_without_write_counters_exact():
+    """An older report without write counters: no_flush (no nobarrier to name)."""
+    r = flush("fdatasync", 1_000_000, flushes=0)
+    assert audit.rule_flush_counters(_facts(host(disks=(WB_SSD,))), r) == (NO_FLUSH, Finding(
+        "flushes-dropped", RISK, "write+fdatasync",
+        "1000 fdatasync calls reached the disk as 0 cache flushes although its write-back cache "
+        "needs them: something above the block layer drops the syncs.",
+        "Look for eatmydata, an LD_PRELOAD library or a no-op sync layer.",
+        {"syncs_issued": 1000, "device_flushes": {"sda": 0}, "device_writes": {"sda": None},
+         "flushes_per_sync": 0.0, "chain": "ext4 /data → sda", "write_cache": ["write back"]},
+        audit.KERNEL_STAT_DOC, MEASURED))
+
+
+def test_flush_counters_nothing_written_exact():
+    r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 0)])
+    assert audit.rule_flush_counters(_facts(host(disks=(WB_SSD,))), r) == (NO_FLUSH, Finding(
+        "flushes-dropped", RISK, "write+fdatasync",
+        "1000 fdatasync calls reached the disk as 0 cache flushes although its write-back cache "
+        "needs them, with 0.00 writes per sync: nothing is written at sync time, so something "
+        "above the block layer drops the syncs.",
+        "Look for eatmydata, an LD_PRELOAD library or a no-op sync layer.",
+        {"syncs_issued": 1000, "device_flushes": {"sda": 0}, "device_writes": {"sda": 0},
+         "flushes_per_sync": 0.0, "chain": "ext4 /data → sda", "write_cache": ["write back"],
+         "writes_per_sync": 0.0},
+        audit.KERNEL_STAT_DOC, MEASURED))
+
+
+# ---- rule_libc_interposed
+
+INTERPOSED = SyscallComparison("fdatasync", 75, "x86_64", 100, 300.0, 400_000.0, 0, 100)
+
+
+def test_libc_interposed_by_counters_still_writing_exact():
+    """Counters on both sides decide; the result's writes (1 per sync, >=
+    REACHED_FLUSH_RATIO) show the interposer writes the data: volatile_cache."""
+    h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="/usr/lib/libeatmydata.so")
+    r = _counted(600, [FlushDelta("sda", 0, 0, 1000)])
+    f = _facts(h, [r], Evidence(syscall_comparisons=(INTERPOSED,)))
+    assert audit.rule_libc_interposed(f, r) == (VOLATILE_CACHE, Finding(
+        "libc-sync-interposed", RISK, "write+fdatasync",
+        "libc fdatasync returns in 0.3 us but the raw system call takes 400.0 us and sends 1.00 "
+        "device flushes per call against 0.00: a library interposes the libc call; it writes "
+        "the data but sends no flush.",
+        "Unset LD_PRELOAD / clear /etc/ld.so.preload of /usr/lib/libeatmydata.so and audit again.",
+        {"primitive": "fdatasync", "libc_p50_ns": 300.0, "syscall_p50_ns": 400_000.0,
+         "syscall_number": 75, "machine": "x86_64", "syncs_per_side": 100,
+         "libc_flushes": 0, "syscall_flushes": 100, "ratio": 1333.3,
+         "ld_preload": "/usr/lib/libeatmydata.so",
+         "sync_disabling_libraries": ["/usr/lib/libeatmydata.so"]},
+        audit.EATMYDATA_DOC, MEASURED))
+
+
+def test_libc_interposed_by_time_for_the_path_exact():
+    c = SyscallComparison("fdatasync", 75, "x86_64", 100, 300.0, 400_000.0)
+    f = _facts(host(disks=(WB_SSD,)), ev=Evidence(syscall_comparisons=(c,)))
+    assert audit.rule_libc_interposed(f, None) == (NO_FLUSH, Finding(
+        "libc-sync-interposed", RISK, "path",
+        "libc fdatasync returns in 0.3 us but the raw system call takes 400.0 us: a library "
+        "interposes the libc call and skips the sync.",
+        "Unset LD_PRELOAD / clear /etc/ld.so.preload of the interposing library and audit again.",
+        {"primitive": "fdatasync", "libc_p50_ns": 300.0, "syscall_p50_ns": 400_000.0,
+         "syscall_number": 75, "machine": "x86_64", "syncs_per_side": 100,
+         "libc_flushes": None, "syscall_flushes": None, "ratio": 1333.3,
+         "ld_preload": None, "sync_disabling_libraries": []},
+        audit.EATMYDATA_DOC, MEASURED))
+
+
+# ---- rule_sweep_bandwidth
+
+SWEEP_ADVICE = ("Find the layer that acknowledges syncs from memory (eatmydata, a no-op sync, a "
+                "RAM disk) and audit the real storage path.")
+
+
+def _sweep_finding(shown, ev):
+    return (NO_FLUSH, Finding(
+        "sync-bandwidth-impossible", RISK, "path",
+        f"Dirty-size sweep with fdatasync: {shown}, the most the storage links here carry: the "
+        "data never left RAM.", SWEEP_ADVICE, ev, audit.PCIE_DOC, MEASURED))
+
+
+def test_sweep_without_growth_exact():
+    ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 5_000.0, None))
+    assert audit.rule_sweep_bandwidth(_facts(ev=ev), None) == _sweep_finding(
+        "latency did not grow with the bytes written",
+        {"primitive": "fdatasync", "flush_cost_ns": 5_000.0, "bandwidth_bytes_per_s": None,
+         "ceiling_bytes_per_s": 16e9, "r_squared": None})
+
+
+def test_sweep_fitted_bandwidth_above_the_link_exact():
+    """MAX_LINK_BANDWIDTH 16 GB/s per leaf disk (PCIE_DOC)."""
+    ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 5_000.0, 40e9, 0.99))
+    assert audit.rule_sweep_bandwidth(_facts(host(disks=(WB_SSD,)), ev=ev), None) == _sweep_finding(
+        "the fitted bandwidth 40 GB/s exceeds 16 GB/s",
+        {"primitive": "fdatasync", "flush_cost_ns": 5_000.0, "bandwidth_bytes_per_s": 40e9,
+         "ceiling_bytes_per_s": 16e9, "r_squared": 0.99})
+
+
+def test_sweep_largest_size_faster_than_the_link_exact():
+    """64 MiB at 16 GB/s need 4194304 ns; a 1 ms median sync after 64 MiB is impossible."""
+    pts = (SweepPoint(4096, 900_000),) + (SweepPoint(64 << 20, 1_000_000),) * 3
+    ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 900_000.0, 1e12, 0.5, pts))
+    assert audit.rule_sweep_bandwidth(_facts(ev=ev), None) == _sweep_finding(
+        "a sync after 64 MiB took 1000.0 us, less than the 4194.3 us 64 MiB need at 16 GB/s",
+        {"primitive": "fdatasync", "flush_cost_ns": 900_000.0, "bandwidth_bytes_per_s": 1e12,
+         "ceiling_bytes_per_s": 16e9, "r_squared": 0.5, "largest_bytes": 64 << 20,
+         "largest_p50_ns": 1_000_000, "least_possible_ns": 4_194_304})
+
+
+# ---- rule_flush_costs_nothing
+
+
+def test_flush_costs_nothing_exact():
+    """write+sync less than REAL_IO_FLOOR_NS (10 us) slower than the plain write."""
+    r, base = flush("fdatasync", 25_000), write(20_000)
+    assert audit.rule_flush_costs_nothing(_facts(results=[base, r]), r) == (NO_FLUSH, Finding(
+        "flush-costs-nothing", RISK, "write+fdatasync",
+        "write+fdatasync p50 25.0 us is only 5.0 us more than the same write without a sync "
+        "(20.0 us): the fdatasync reaches no device.",
+        "Find the layer that acknowledges syncs from memory (tmpfs, eatmydata, an overlay "
+        "mounted volatile) and audit the real storage path.",
+        {"p50_ns": 25_000, "write_p50_ns": 20_000, "gap_ns": 5_000, "floor_ns": 10_000},
+        audit.DESIGN_BANDS, INFERRED))
+
+
+# ---- rule_sync_disabling_preload
+
+
+def test_sync_disabling_preload_exact():
+    h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so")
+    r = flush("fdatasync", 1_000)
+    assert audit.rule_sync_disabling_preload(_facts(h, [r]), r) == (NO_FLUSH, Finding(
+        "sync-disabled-by-preload", RISK, "write+fdatasync",
+        "libeatmydata.so is preloaded into this process; it turns fdatasync into a no-op (a name "
+        "match: no measurement contradicts it).",
+        "Run without eatmydata (unset LD_PRELOAD, clear /etc/ld.so.preload) to measure real "
+        "flushes.",
+        {"ld_preload": "libeatmydata.so", "libraries": ["libeatmydata.so"]},
+        audit.EATMYDATA_DOC, INFERRED))
+
+
+def test_sync_disabling_preload_yields_to_any_measurement():
+    """A comparison alone, or media counters alone, cover the primitive; counters on a layer
+    holding nothing (the partition) do not."""
+    h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so")
+    r = flush("fdatasync", 1_000)
+    c = SyscallComparison("fdatasync", 75, "x86_64", 100, 400_000.0, 400_000.0)
+    assert audit.rule_sync_disabling_preload(_facts(h, [r], Evidence(syscall_comparisons=(c,))),
+                                             r) is None
+    counted = flush("fdatasync", 1_000, flushes=1000)
+    assert audit.rule_sync_disabling_preload(_facts(h, [counted]), counted) is None
+    part = dataclasses.replace(_partitioned(), ld_preload="libeatmydata.so")
+    above = _counted(1_000, [FlushDelta("sda1", 1000, 50, 1000)])
+    assert audit.rule_sync_disabling_preload(_facts(part, [above]), above)[1].code == (
+        "sync-disabled-by-preload")
+
+
+# ---- rule_barriers_disabled
+
+
+def test_barriers_disabled_names_every_filesystem_exact():
+    img = Mount("/mnt/img", "f2fs", "/dev/loop0", ("rw", "nobarrier", "fsync_mode=nobarrier"))
+    layers = (filesystem_layer(img, 0),
+              StorageLayer("loop", "loop0", "fsyncs-backing-file", 1,
+                           device=BlockDevice("loop0", transport="loop")),
+              filesystem_layer(Mount("/", "ext4", "/dev/sda", ("rw", "barrier=0")), 2),
+              disk_layer(WB_SSD, 3))
+    chain = "f2fs /mnt/img (fsync_mode=nobarrier, nobarrier) → loop0 → ext4 / (barrier=0) → sda"
+    r = flush("fdatasync", 1_000_000, flushes=3, syncs=1600)  # 0.001875 flushes per sync
+    assert audit.rule_barriers_disabled(_facts(_layered(img, layers), [r]), r) == (
+        VOLATILE_CACHE, Finding(
+            "barriers-disabled", RISK, "write+fdatasync",
+            "f2fs /mnt/img, ext4 / is mounted with barrier=0, fsync_mode=nobarrier, nobarrier: "
+            "fdatasync writes data to the drive but never asks it to flush its volatile write "
+            "cache.",
+            "Remount without nobarrier/barrier=0 unless the cache is battery- or "
+            "capacitor-backed.",
+            {"mount_options": ["barrier=0", "fsync_mode=nobarrier", "nobarrier", "rw"],
+             "filesystems": ["/mnt/img", "/"], "chain": chain, "write_cache": ["write back"],
+             "flushes_per_sync": 0.002},
+            audit.BARRIER_DOC, MEASURED))
+
+
+# ---- rule_macos_plain_fsync
+
+
+def test_macos_plain_fsync_exact():
+    h = host(os_name="Darwin", fs_type="apfs")
+    r, full = flush("fsync", 50_000), flush("F_FULLFSYNC", 5_000_000)
+    advice = ("Use F_FULLFSYNC (SQLite: PRAGMA fullfsync=ON with a SQLite that maps it to "
+              "F_FULLFSYNC) for power-loss durability.")
+    assert audit.rule_macos_plain_fsync(_facts(h, [r, full]), r) == (VOLATILE_CACHE, Finding(
+        "macos-fsync-stops-at-cache", RISK, "write+fsync",
+        "On macOS fsync returns once data reaches the drive's volatile cache.", advice,
+        {"primitive": "fsync", "p50_ns": 50_000, "fullfsync_ratio": 100},
+        audit.APPLE_FSYNC_DOC, INFERRED))
+    barrier = flush("F_BARRIERFSYNC", 60_000)
+    assert audit.rule_macos_plain_fsync(_facts(h, [barrier]), barrier) == (VOLATILE_CACHE, Finding(
+        "macos-fsync-stops-at-cache", RISK, "write+F_BARRIERFSYNC",
+        "On macOS F_BARRIERFSYNC returns once data reaches the drive's volatile cache.", advice,
+        {"primitive": "F_BARRIERFSYNC", "p50_ns": 60_000, "fullfsync_ratio": None},
+        audit.APPLE_BARRIER_DOC, INFERRED))
+    for prim in ("O_DSYNC", "O_SYNC"):
+        hit = audit.rule_macos_plain_fsync(_facts(h), flush(prim, 60_000))
+        assert (hit[0], hit[1].code, hit[1].source) == (
+            VOLATILE_CACHE, "macos-fsync-stops-at-cache", audit.APPLE_BARRIER_DOC)
+    assert audit.rule_macos_plain_fsync(_facts(h), full) is None
+    assert audit.rule_macos_plain_fsync(_facts(), r) is None
+
+
+# ---- VirtualBox
+
+
+def test_virtualbox_signs_each_alone():
+    def signs(virt=VM, disks=()):
+        return audit._virtualbox(host(disks=disks, virt=virt))
+
+    assert signs(Virtualization(hypervisor_flag=True, dmi_vendor="innotek GmbH")) == [
+        "DMI sys_vendor innotek GmbH"]
+    assert signs(Virtualization(hypervisor_flag=True, dmi_product="VirtualBox")) == [
+        "DMI product_name VirtualBox"]
+    assert signs(Virtualization(hypervisor_flag=True, detect_virt="oracle")) == [
+        "systemd-detect-virt oracle"]
+    vbox = BlockDevice("sda", vendor="ATA", model="VBOX HARDDISK", write_cache="write back")
+    assert signs(disks=(vbox,)) == ["disk sda model VBOX HARDDISK"]
+    assert signs(Virtualization(hypervisor_flag=True, dmi_vendor="QEMU", dmi_product="Standard PC",
+                                detect_virt="kvm")) == []
+
+
+def test_hypervisor_ignores_flush_exact():
+    virt = Virtualization(hypervisor_flag=True, dmi_vendor="innotek GmbH", dmi_product="VirtualBox")
+    assert audit.rule_hypervisor_ignores_flush(_facts(host(virt=virt)), None) == (
+        VOLATILE_CACHE, Finding(
+            "hypervisor-ignores-flush", RISK, "path",
+            "This is a VirtualBox guest (DMI sys_vendor innotek GmbH; DMI product_name "
+            "VirtualBox): by default VirtualBox ignores the guest's flush requests, so fdatasync "
+            "ends in the host's cache.",
+            "On the host: VBoxManage setextradata VM-name "
+            "\"VBoxInternal/Devices/ahci/0/LUN#0/Config/IgnoreFlush\" 0 (piix3ide for IDE disks; "
+            "the VM log then lacks 'Flushes will be ignored'), or run fsyncbench on the host.",
+            {"signs": ["DMI sys_vendor innotek GmbH", "DMI product_name VirtualBox"],
+             "flushes_per_sync": None},
+            audit.VIRTUALBOX_DOC, INFERRED))
+
+
+# ---- rule_cloud_block_storage
+
+EBS = BlockDevice("nvme0n1", model="Amazon Elastic Block Store", rotational=False,
+                  write_cache="write back")
+
+
+def test_cloud_block_storage_exact():
+    r = flush("fdatasync", 500_000)
+    assert audit.rule_cloud_block_storage(_facts(host(disks=(EBS,), virt=VM)), r) == (
+        HONEST_FLUSH, Finding(
+            "cloud-block-storage", INFO, "write+fdatasync",
+            "The target sits on Amazon Elastic Block Store, network block storage whose provider "
+            "acknowledges a write only once it is stored redundantly.",
+            "Mind the volume's IOPS/latency limits; a local instance-store disk would not be "
+            "durable across instance stop.",
+            {"models": ["Amazon Elastic Block Store"], "write_cache": ["write back"],
+             "p50_ns": 500_000},
+            audit.CLOUD_BLOCK_DOC, INFERRED))
+
+
+def test_cloud_block_storage_needs_every_disk_and_a_real_io_time():
+    r = flush("fdatasync", 500_000)
+    assert audit.rule_cloud_block_storage(_facts(host(disks=(EBS, WB_SSD), virt=VM)), r) is None
+    fast = flush("fdatasync", 5_000)  # below REAL_IO_FLOOR_NS
+    assert audit.rule_cloud_block_storage(_facts(host(disks=(EBS,), virt=VM)), fast) is None
+    hit = audit.rule_cloud_block_storage(_facts(host(disks=(EBS,), virt=VM)), None)
+    assert (hit[1].subject, hit[1].evidence["p50_ns"]) == ("path", None)
+
+
+# ---- rule_network_filesystem
+
+NETWORK_SOURCE = ("nfs(5); Linux Documentation/filesystems/fuse.rst; "
+                  "Documentation/admin-guide/blockdev/nbd.rst")
+
+
+def _network_finding(what, ev, subject="path"):
+    return (UNVERIFIABLE, Finding(
+        "network-filesystem", WARNING, subject,
+        f"The target's storage goes through {what}: fdatasync is forwarded to a server or daemon "
+        "whose storage cannot be seen from here.",
+        "Run fsyncbench audit where the data is stored, or keep the journal on local storage.",
+        ev, NETWORK_SOURCE, MEASURED))
+
+
+def _mounted(fs_type, source, disks=(), virt=BARE):
+    return Host("case-host", "Linux", StorageTarget(
+        "/data", Mount("/data", fs_type, source, ("rw",)), tuple(d.name for d in disks),
+        tuple(disks)), virtualization=virt)
+
+
+def test_network_filesystem_nfs_fuse_and_network_disk_exact():
+    r = flush("fdatasync", 500_000)
+    nfs = _mounted("nfs4", "server:/export")
+    assert audit.rule_network_filesystem(_facts(nfs), r) == _network_finding(
+        "the network filesystem /data (type nfs4, source server:/export)",
+        {"fs_type": "nfs4", "source": "server:/export", "layer": "/data", "kind": "network-fs",
+         "chain": "nfs4 /data"}, "write+fdatasync")
+    fuse = _mounted("fuse.sshfs", "me@host:/srv")
+    assert audit.rule_network_filesystem(_facts(fuse), None) == _network_finding(
+        "the FUSE filesystem /data (type fuse.sshfs, source me@host:/srv)",
+        {"fs_type": "fuse.sshfs", "source": "me@host:/srv", "layer": "/data", "kind": "fuse",
+         "chain": "fuse.sshfs /data"})
+    nbd = _mounted("ext4", "/dev/nbd0", (BlockDevice("nbd0", transport="nbd"),))
+    assert audit.rule_network_filesystem(_facts(nbd), None) == _network_finding(
+        "the network block device nbd0",
+        {"fs_type": None, "source": None, "layer": "nbd0", "kind": "network-disk",
+         "chain": "ext4 /data → nbd0"})
+
+
+# ---- rule_virtualized
+
+VDA = BlockDevice("vda", rotational=True, write_cache="write back", transport="virtio",
+                  has_flush_counters=True)
+VM_ADVICE = (
+    "Check the hypervisor's disk cache mode: Firecracker's default cache_type Unsafe "
+    "advertises no flush and never syncs on the host, Writeback fsyncs the backing file "
+    "on every guest flush; QEMU cache=unsafe ignores flushes, its other modes honour "
+    "them. Or run fsyncbench on the host (or pull the plug: fsyncbench powercut).")
+
+
+def _vm_finding(text, subject="write+fdatasync", virt=VM, through=(), ratio=None, ms=None,
+                p50=1_000_000):
+    return (UNVERIFIABLE, Finding(
+        "virtualized-storage", WARNING, subject, text, VM_ADVICE,
+        {"hypervisor_flag": virt.hypervisor_flag, "dmi_vendor": virt.dmi_vendor,
+         "detect_virt": virt.detect_virt, "kernel_hint": virt.kernel_hint,
+         "write_through_disks": list(through), "flushes_per_sync": ratio,
+         "flush_ms_per_flush": ms, "p50_ns": p50},
+        audit.FIRECRACKER_DOC, MEASURED))
+
+
+def _vm_text(seen):
+    return (f"This is a virtual machine: {seen}, and whether the host persists what it gets "
+            "cannot be seen from inside.")
+
+
+def test_virtualized_flushes_reach_the_virtual_disk_exact():
+    virt = Virtualization(hypervisor_flag=True, dmi_vendor="QEMU", detect_virt="kvm",
+                          kernel_hint="virtio")
+    r = flush("fdatasync", 1_000_000, flushes=1000, device="vda")
+    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=virt), [r]), r) == _vm_finding(
+        _vm_text("fdatasync reaches the virtual disk (1.00 device flushes per sync)"),
+        virt=virt, ratio=1.0, ms=0.05)
+
+
+def test_virtualized_kernel_time_per_flush_is_read_on_the_media():
+    """flush_ms_per_flush comes from the disk holding the bytes, not the partition above."""
+    h = _partitioned(VM, VDA, "vda1")
+    r = _counted(1_000_000, [FlushDelta("vda1", 100, 50), FlushDelta("vda", 1000, 20)])
+    assert audit.rule_virtualized(_facts(h, [r]), r) == _vm_finding(
+        _vm_text("fdatasync reaches the virtual disk (1.00 device flushes per sync)"),
+        ratio=1.0, ms=0.02)
+
+
+def test_virtualized_flushes_other_io_could_explain_exact():
+    """0.5 flushes per sync (REACHED_FLUSH_RATIO, inclusive) of which the no-sync baseline's
+    rate explains 0.1: 0.4 reached, below the ratio."""
+    base = dataclasses.replace(write(20_000), device_flushes=(FlushDelta("vda", 100, 0),),
+                               elapsed_ns=1_000_000_000)
+    r = _counted(1_000_000, [FlushDelta("vda", 500, 25)], elapsed_ns=1_000_000_000)
+    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [base, r]), r) == (
+        _vm_finding(_vm_text("fdatasync was followed by 0.50 device flushes per sync, but other "
+                             "I/O on the disk could explain them"), ratio=0.4, ms=0.05))
+
+
+def test_virtualized_few_flushes_exact():
+    r = flush("fdatasync", 1_000_000, flushes=100, device="vda")
+    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [r]), r) == _vm_finding(
+        _vm_text("only 0.10 device flushes per sync arrived for fdatasync"), ratio=0.1, ms=0.05)
+
+
+def test_virtualized_without_counters_on_a_physical_looking_disk_exact():
+    r = flush("fdatasync", 1_000_000)
+    assert audit.rule_virtualized(_facts(host(disks=(WB_SSD,), virt=VM), [r]), r) == _vm_finding(
+        _vm_text("fdatasync goes to whatever this stack ends in"))
+
+
+def test_virtualized_path_on_a_virtual_disk_exact():
+    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM)), None) == _vm_finding(
+        _vm_text("fdatasync goes to the virtual disk"), subject="path", p50=None)
+
+
+def test_virtualized_write_through_virtual_disk_exact():
+    vda = BlockDevice("vda", write_cache="write through", transport="virtio")
+    r = flush("fdatasync", 1_000_000)
+    assert audit.rule_virtualized(_facts(host(disks=(vda,), virt=VM), [r]), r) == _vm_finding(
+        "This is a virtual machine whose disk vda reports a write-through cache: the guest sends "
+        "it no flush, and whether the host writes through or keeps the data in its page cache "
+        "cannot be seen from inside.", through=["vda"])
+
+
+# ---- rule_stack_not_followed
+
+STACK_ADVICE = ("Run fsyncbench on the directory that holds the data, or with absolute overlay "
+                "paths; `fsyncbench host DIR` shows the stack.")
+
+
+def test_stack_not_followed_loop_without_backing_file_exact():
+    h = Host("case-host", "Linux", StorageTarget(
+        "/data", Mount("/data", "ext4", "/dev/loop0", ("rw",)), chain=("loop0",)),
+        virtualization=BARE)
+    assert audit.rule_stack_not_followed(_facts(h), None) == (UNVERIFIABLE, Finding(
+        "stack-not-followed", WARNING, "path",
+        "The storage under the target could not be followed to the medium holding the bytes "
+        "(ext4 /data → loop0; loop0: backing file not recorded: the storage below is unknown): "
+        "nothing measured here can be tied to it.",
+        STACK_ADVICE, {"chain": "ext4 /data → loop0", "stopped_at": ["loop0"]},
+        "fsyncbench.host._stack", MEASURED))
+
+
+def test_stack_not_followed_filesystem_without_devices_exact():
+    mount = Mount("/data", "ext4", "/dev/x", ("rw",))
+    r = flush("fdatasync", 1_000_000)
+    h = _layered(mount, (filesystem_layer(mount, 0),))
+    assert audit.rule_stack_not_followed(_facts(h), r) == (UNVERIFIABLE, Finding(
+        "stack-not-followed", WARNING, "write+fdatasync",
+        "The storage under the target could not be followed to the medium holding the bytes "
+        "(ext4 /data; ext4 /data): nothing measured here can be tied to it.",
+        STACK_ADVICE, {"chain": "ext4 /data", "stopped_at": ["/data"]},
+        "fsyncbench.host._stack", MEASURED))
+
+
+# ---- rule_flushes_reach_device and rule_latency_floor
+
+CONSUMER_SSD = "SSD with a volatile write cache and no known power-loss protection"
+PLP_SSD = "SSD with power-loss protection or no volatile write cache"
+DECLARED = "power-loss protection declared by the user (--assume plp), not verified"
+
+
+def test_flushes_reach_device_exact():
+    """Bare metal, 1 flush per sync counted on the write-back SSD, p50 above its 150 us floor
+    (CONSUMER_SSD_FLOOR_NS, DESIGN_BANDS)."""
+    r = flush("fdatasync", 1_000_000, flushes=1000)
+    assert audit.rule_flushes_reach_device(_facts(host(disks=(WB_SSD,)), [r]), r) == (
+        HONEST_FLUSH, Finding(
+            "flushes-reach-device", INFO, "write+fdatasync",
+            "Each fdatasync sent 1.00 cache flushes to the disk holding the bytes (measured) and "
+            f"took 1000.0 us (p50), as an {CONSUMER_SSD} writing to stable media does (inferred "
+            "from that time: not proven).",
+            "A power-pull test (fsyncbench powercut) is the only proof beyond this.",
+            {"flushes_per_sync": 1.0, "flush_ms_per_flush": 0.05, "p50_ns": 1_000_000,
+             "device_class": CONSUMER_SSD, "floor_ns": 150_000, "fast_flush_allowed_by": None},
+            audit.KERNEL_STAT_DOC + "; " + audit.DESIGN_BANDS, INFERRED))
+
+
+def test_latency_below_the_device_floor_exact():
+    r = flush("fdatasync", 60_000, flushes=1000)
+    assert audit.rule_latency_floor(_facts(host(disks=(WB_SSD,)), [r]), r) == (
+        VOLATILE_CACHE, Finding(
+            "flush-below-device-floor", RISK, "write+fdatasync",
+            f"fdatasync p50 60.0 us is below the 150 us a flush to stable media takes on an "
+            f"{CONSUMER_SSD}: something acknowledges it from a cache.",
+            "Check the drive's write cache and power-loss protection (nvme id-ctrl: vwc; the "
+            "vendor's data sheet); if the drive has power-loss protection, say so with --assume "
+            "plp. A power pull (fsyncbench powercut) settles it.",
+            {"p50_ns": 60_000, "device_class": CONSUMER_SSD, "floor_ns": 150_000,
+             "flushes_per_sync": 1.0, "fast_flush_allowed_by": None},
+            audit.DESIGN_BANDS, INFERRED))
+
+
+def test_latency_plausible_with_declared_plp_exact():
+    """--assume plp: the 15 us floor of a drive with power-loss protection (PLP_SSD_FLOOR_NS)."""
+    base = host(disks=(WB_SSD,))
+    h = dataclasses.replace(base, target=dataclasses.replace(base.target, declared=("plp",)))
+    r = flush("fdatasync", 40_000)
+    assert audit.rule_latency_floor(_facts(h, [r]), r) == (HONEST_FLUSH, Finding(
+        "flush-latency-plausible", INFO, "write+fdatasync",
+        f"fdatasync p50 40.0 us is consistent with an {PLP_SSD} writing to stable media: "
+        "inferred from latency only, not proven.",
+        "Latency alone cannot prove durability; a power-pull test (fsyncbench powercut) can.",
+        {"p50_ns": 40_000, "device_class": PLP_SSD, "floor_ns": 15_000, "flushes_per_sync": None,
+         "fast_flush_allowed_by": DECLARED},
+        audit.DESIGN_BANDS, INFERRED))
+
+
+# ---- rule_commit_issues_no_sync
+
+NO_SYNC_ADVICE = ("Remove the sync-disabling library or SQLite build option (SQLITE_NO_SYNC) and "
+                  "audit again.")
+NO_SYNC_SOURCE = "strace of the commits (fsyncbench.evidence.trace_syncs); " + audit.SQLITE_SYNC_DOC
+
+
+def test_commit_syncs_intercepted_exact():
+    p = Pragmas("WAL", "FULL")
+    h = dataclasses.replace(host(), ld_preload="libeatmydata.so")
+    ev = Evidence(sync_traces=(SyncTrace(p, 10, {}, ld_preload="libeatmydata.so"),
+                               SyncTrace(p, 10, {"fdatasync": 20})))
+    r = commit("WAL", "FULL", 50_000)
+    assert audit.rule_commit_issues_no_sync(_facts(h, [r], ev), r) == Finding(
+        "commit-syncs-intercepted", RISK, "wal/full",
+        "wal/full commits reach the kernel with 0 sync calls although SQLite issues 2 per commit "
+        "without LD_PRELOAD (libeatmydata.so): nothing waits for storage.",
+        NO_SYNC_ADVICE,
+        {"syncs_per_commit": 0.0, "syncs_per_commit_without_preload": 2.0,
+         "ld_preload": "libeatmydata.so"},
+        NO_SYNC_SOURCE)
+
+
+def test_commit_issues_no_sync_exact():
+    p = Pragmas("DELETE", "EXTRA")
+    ev = Evidence(sync_traces=(SyncTrace(p, 10, {"sync_file_range": 10}),))
+    r = commit("DELETE", "EXTRA", 50_000)
+    assert audit.rule_commit_issues_no_sync(_facts(results=[r], ev=ev), r) == Finding(
+        "commit-issues-no-sync", RISK, "delete/extra",
+        "delete/extra commits reach the kernel with 0 sync calls: nothing waits for storage.",
+        NO_SYNC_ADVICE,
+        {"syncs_per_commit": 0.0, "syncs_per_commit_without_preload": 0.0, "ld_preload": None},
+        NO_SYNC_SOURCE)
+
+
+# ---- slowness
+
+
+def test_slowness_exact():
+    """SLOW_MEDIAN_NS 50 ms (DESIGN.md), GATE_P99_NS 10 ms (etcd); p99 here is 1.5 x p50."""
+    r = flush("fdatasync", 60_000_000)
+    assert audit.slowness(r) == [
+        Finding("slow-median", WARNING, "write+fdatasync",
+                "write+fdatasync p50 is 60.0 ms: every durable step waits that long.",
+                "Batch several steps per commit, or use faster storage.",
+                {"p50_ns": 60_000_000, "threshold_ns": 50_000_000}, "../shared/DESIGN.md"),
+        Finding("p99-above-10ms", INFO, "write+fdatasync",
+                "write+fdatasync p99 is 90.0 ms, above etcd's 10 ms gate.",
+                "If you gate on tail latency, compare this against your SLO.",
+                {"p99_ns": 90_000_000, "threshold_ns": 10_000_000}, audit.ETCD_GATE_DOC),
+    ]
+    assert [f.code for f in audit.slowness(write(60_000_000))] == ["slow-median"]
+
+
+# ---- evidence_findings
+
+
+def test_evidence_findings_syncs_per_commit_exact():
+    ev = Evidence(sync_traces=(
+        SyncTrace(Pragmas("WAL", "FULL"), 3, {"fdatasync": 4}),
+        SyncTrace(Pragmas("DELETE", "FULL"), 3, {"fdatasync": 8}, ld_preload="libeatmydata.so")))
+    assert audit.evidence_findings(_facts(ev=ev)) == [Finding(
+        "syncs-per-commit", INFO, "path",
+        "Sync calls per commit, traced with strace: wal/full 1.33, delete/full "
+        "(LD_PRELOAD=libeatmydata.so) 2.67.",
+        "Each sync costs one device flush on an honest path; fewer syncs per commit (WAL) cost "
+        "less.",
+        {"syncs_per_commit": {"wal/full": 1.33, "delete/full (LD_PRELOAD=libeatmydata.so)": 2.67}},
+        "strace(1) of SQLite commits in a child process")]
+
+
+def _libc_vs_syscall(message, libc_flushes, syscall_flushes):
+    return Finding(
+        "libc-vs-syscall", INFO, "fdatasync", message,
+        "A raw/libc ratio far above 1 means the libc call is interposed.",
+        {"primitive": "fdatasync", "libc_p50_ns": 400_000.0, "syscall_p50_ns": 500_000.0,
+         "raw_over_libc": 1.25, "libc_flushes": libc_flushes, "syscall_flushes": syscall_flushes,
+         "syncs_per_side": 100, "syscall_number": 75, "machine": "x86_64"},
+        audit.EATMYDATA_DOC)
+
+
+def test_evidence_findings_libc_vs_syscall_exact():
+    both = SyscallComparison("fdatasync", 75, "x86_64", 100, 400_000.0, 500_000.0, 100, 101)
+    one = SyscallComparison("fdatasync", 75, "x86_64", 100, 400_000.0, 500_000.0, None, 101)
+    assert audit.evidence_findings(_facts(ev=Evidence(syscall_comparisons=(both, one)))) == [
+        _libc_vs_syscall("libc fdatasync p50 400.0 us, raw syscall 75 p50 500.0 us (raw/libc "
+                         "1.25); device flushes 100 vs 101 for 100 calls each.", 100, 101),
+        _libc_vs_syscall("libc fdatasync p50 400.0 us, raw syscall 75 p50 500.0 us (raw/libc "
+                         "1.25) for 100 calls each.", None, 101),
+    ]
+
+
+def test_evidence_findings_sweep_fit_and_second_descriptor_exact():
+    sweep = DirtySweep("fdatasync", 150_000.0, 2e9, 0.98765, (SweepPoint(4096, 150_000),))
+    second = SecondFdCheck("fdatasync", 200, 400_000, 390_000)
+    assert audit.evidence_findings(_facts(ev=Evidence(dirty_sweep=sweep, second_fd=second))) == [
+        Finding("sync-size-fit", INFO, "fdatasync",
+                "fdatasync latency = 150.0 us flush cost + bytes at 2.00 GB/s (R^2 0.988).",
+                "The flush cost is what every commit pays; the bandwidth, what its size adds.",
+                {"flush_cost_ns": 150_000.0, "bandwidth_bytes_per_s": 2e9, "r_squared": 0.98765,
+                 "points": 1},
+                "least-squares fit of the dirty-size sweep (numpy)"),
+        Finding("second-fd-sync-honoured", INFO, "path",
+                "fdatasync on a second descriptor costs 390.0 us against 400.0 us on the writing "
+                "one: it syncs the file, not the descriptor.",
+                "Nothing to do.", _second_fd_evidence(second), audit.PG_TEST_FSYNC_DOC),
+    ]
+    flat = DirtySweep("fsync", 12_000.0, None)
+    assert audit.evidence_findings(_facts(ev=Evidence(dirty_sweep=flat)))[0].message == (
+        "fsync latency = 12.0 us flush cost + bytes at unbounded (no growth with size).")
+
+
+# ---- config_durability
+
+DURABLE_ADVICE = ("For a journal that must survive power loss use WAL or TRUNCATE with "
+                  "synchronous=FULL, or DELETE with EXTRA")
+UNSYNCED_SOURCE = (audit.SQLITE_SYNC_DOC
+                   + " (EXTRA); strace of SQLite 3.40 (fsyncbench audit traces the calls)")
+
+
+def _not_durable(name, why, p, source, darwin=False):
+    return (False, Finding(
+        "config-not-durable", WARNING, name, f"{name}: {why}.",
+        DURABLE_ADVICE + (", with fullfsync=ON" if darwin else "") + ".",
+        {"journal_mode": p.journal_mode, "synchronous": p.synchronous, "fullfsync": p.fullfsync},
+        source))
+
+
+def test_config_durability_each_reason_exact():
+    """config_durability's docstring: OFF, no journal on disk, WAL+NORMAL, DELETE below
+    EXTRA / TRUNCATE below FULL (UNSYNCED_COMMIT_POINT), macOS without fullfsync, macOS
+    fullfsync through F_BARRIERFSYNC."""
+    linux, mac = host(), host(os_name="Darwin", fs_type="apfs")
+    cases = [
+        (linux, commit("WAL", "OFF", 1), "synchronous=OFF hands data to the OS without any sync",
+         audit.SQLITE_SYNC_DOC),
+        (linux, commit("MEMORY", "FULL", 1),
+         "journal_mode=MEMORY keeps no rollback journal on disk", audit.SQLITE_SYNC_DOC),
+        (linux, commit("OFF", "EXTRA", 1), "journal_mode=OFF keeps no rollback journal on disk",
+         audit.SQLITE_SYNC_DOC),
+        (linux, commit("WAL", "NORMAL", 1),
+         "WAL with synchronous=NORMAL syncs only at checkpoints; the last commits may roll back "
+         "after power loss", audit.SQLITE_WAL_DOC),
+        (linux, commit("DELETE", "FULL", 1),
+         "the journal unlink that commits is not synced (DELETE needs synchronous=EXTRA); the "
+         "last commit may roll back after power loss", UNSYNCED_SOURCE),
+        (linux, commit("DELETE", "NORMAL", 1),
+         "the journal unlink that commits is not synced (DELETE needs synchronous=EXTRA); the "
+         "last commit may roll back after power loss", UNSYNCED_SOURCE),
+        (linux, commit("TRUNCATE", "NORMAL", 1),
+         "the journal truncation that commits is not synced (TRUNCATE needs synchronous=FULL); "
+         "the last commit may roll back after power loss", UNSYNCED_SOURCE),
+        (mac, commit("WAL", "FULL", 1, primitive="fsync", fullfsync=False),
+         "on macOS without fullfsync SQLite's fsync stops at the drive's cache",
+         audit.APPLE_FSYNC_DOC),
+        (mac, commit("WAL", "FULL", 1, primitive="F_BARRIERFSYNC", fullfsync=True),
+         "this SQLite implements fullfsync with F_BARRIERFSYNC (ordering, not durability)",
+         audit.APPLE_BARRIER_DOC),
+    ]
+    for h, r, why, source in cases:
+        assert audit.config_durability(h, r) == _not_durable(
+            r.name, why, r.effective, source, darwin=h.os_name == "Darwin"), r.name
+
+
+def test_config_durability_durable_combinations():
+    linux, mac = host(), host(os_name="Darwin", fs_type="apfs")
+    for r in (commit("WAL", "FULL", 1), commit("WAL", "EXTRA", 1), commit("DELETE", "EXTRA", 1),
+              commit("TRUNCATE", "FULL", 1), commit("PERSIST", "NORMAL", 1)):
+        assert audit.config_durability(linux, r) == (True, None), r.name
+    full = commit("WAL", "FULL", 1, primitive="F_FULLFSYNC", fullfsync=True)
+    assert audit.config_durability(mac, full) == (True, None)
+    # the effective pragmas are read; a result recording none requested is judged on them
+    eff = dataclasses.replace(commit("WAL", "OFF", 1), requested=None)
+    assert audit.config_durability(linux, eff)[0] is False
+    asked = dataclasses.replace(commit("WAL", "FULL", 1), requested=Pragmas("WAL", "OFF"))
+    assert audit.config_durability(linux, asked) == (True, None)
+
+
+# ---- _counter_findings (through evidence_findings)
+
+COUNTERS_TEXT = ("The counters are device-wide: other processes' I/O on the same disk adds to "
+                 "them.")
+
+
+def _unavailable(why):
+    return Finding(
+        "flush-counters-unavailable", INFO, "path", f"Device flush counter not available: {why}.",
+        "Without counters the verdict rests on weaker signals; Linux >= 5.5 has them.",
+        {"reason": why}, audit.KERNEL_STAT_DOC)
+
+
+def test_counter_findings_unavailable_exact():
+    ev = Evidence(unavailable={"flush_counters": "not permitted"})
+    r = flush("fdatasync", 1_000_000, flushes=1000)
+    assert audit.evidence_findings(_facts(host(disks=(WB_SSD,)), [r], ev)) == [
+        _unavailable("not permitted")]
+    old = (BlockDevice("sda", write_cache="write back"), BlockDevice("sdb", write_cache="write back"))
+    assert audit.evidence_findings(_facts(host(disks=old), [r])) == [
+        _unavailable("no flush fields in /sys/block/sda,sdb/stat (kernel < 5.5?)")]
+    # one disk with the fields is enough; a non-Linux host has none to miss
+    assert audit.evidence_findings(_facts(host(disks=(old[0], WB_SSD)))) == []
+    assert audit.evidence_findings(_facts(host(os_name="FreeBSD", disks=old))) == []
+
+
+def test_counter_findings_device_flush_counters_exact():
+    r = flush("fdatasync", 1_000_000, flushes=1000)
+    base = dataclasses.replace(write(20_000), device_flushes=(FlushDelta("sda", 5, 1),))
+    nothing = flush("fsync", 1_000_000)  # no counters: no row
+    rows = {"write+fdatasync": {"device_flushes": 1000, "syncs_issued": 1000,
+                                "flushes_per_sync": 1.0, "flushes_per_op": 1.0,
+                                "flush_ms_per_flush": 0.05},
+            "write (no sync)": {"device_flushes": 5, "syncs_issued": 0, "flushes_per_sync": None,
+                                "flushes_per_op": 0.005, "flush_ms_per_flush": 0.2}}
+    assert audit.evidence_findings(_facts(host(disks=(WB_SSD,)), [r, base, nothing])) == [Finding(
+        "device-flush-counters", INFO, "path",
+        "Device flushes counted on sda around each workload: write+fdatasync 1000 flushes for "
+        f"1000 syncs; write (no sync) 5 flushes (0.005/op). {COUNTERS_TEXT}",
+        "On an honest path every sync sends at least one flush to a write-back disk.",
+        {"per_result": rows, "disks": ["sda"]}, audit.KERNEL_STAT_DOC)]
+
+
+def test_counter_findings_without_known_disks_say_the_disk():
+    r = flush("fdatasync", 1_000_000, flushes=1000)
+    found = audit.evidence_findings(_facts(host(), [r]))
+    assert [f.message for f in found] == [
+        "Device flushes counted on the disk around each workload: write+fdatasync 1000 flushes "
+        f"for 1000 syncs. {COUNTERS_TEXT}"]
+    assert found[0].evidence["disks"] == []
+
+
+def test_counter_findings_flushes_above_the_media_exact():
+    img = Mount("/mnt/img", "ext4", "/dev/loop0", ("rw",))
+    layers = (filesystem_layer(img, 0),
+              StorageLayer("loop", "loop0", "fsyncs-backing-file", 1,
+                           device=BlockDevice("loop0", transport="loop")),
+              StorageLayer("dm", "dm-0", "passes-down", 2, device=BlockDevice("dm-0")),
+              filesystem_layer(Mount("/dev/shm", "tmpfs", "tmpfs", ("rw",)), 3))
+    chain = "ext4 /mnt/img → loop0 → dm-0 → tmpfs /dev/shm (RAM)"
+    a = _counted(30_000, [FlushDelta("loop0", 1000, 5), FlushDelta("dm-0", 900, 4),
+                          FlushDelta("zz", None, None)])
+    b = _counted(30_000, [FlushDelta("loop0", 10, 1)], primitive="fsync")
+    above = {"write+fdatasync": {"loop0": 1000, "dm-0": 900}, "write+fsync": {"loop0": 10}}
+    assert audit.evidence_findings(_facts(_layered(img, layers), [a, b])) == [Finding(
+        "flushes-counted-above-media", INFO, "path",
+        "Flushes counted on layers that hold no bytes (write+fdatasync: loop0 1000, dm-0 900; "
+        "write+fsync: loop0 10): they show what the filesystem sent, not what reached stable "
+        f"media ({chain}).",
+        "Only counts on the disk holding the bytes say whether flushes reach it.",
+        {"per_result": above, "chain": chain}, audit.KERNEL_STAT_DOC)]
+
+
+# ---- judge: verdicts, order, stances, the path-wide findings
+
+
+def _stances(v):
+    return [(f.code, f.subject, f.strength, f.points_to, f.stance) for f in v.findings]
+
+
+def test_judge_main_primitive_leads_and_commit_rules_agree_with_a_measured_no_flush():
+    """tmpfs (measured no_flush): fdatasync is the journal's primitive (MAIN_PRIMITIVES) and
+    leads the findings with its weaker signals; the FULL commit no slower than OFF adds an
+    agreeing sync-costs-nothing (inferred) without changing the verdict; results keep their
+    order."""
+    full, off = commit("WAL", "FULL", 3_000), commit("WAL", "OFF", 2_900)
+    v = audit.judge(host(fs_type="tmpfs"), [flush("fsync", 2_000), flush("fdatasync", 1_500),
+                                            write(1_000), full, off])
+    assert (v.path_verdict, v.decided_by, v.strength) == (NO_FLUSH, "no-flush-filesystem", MEASURED)
+    assert v.results == (
+        ResultVerdict("write+fsync", NO_FLUSH, None, "no-flush-filesystem", MEASURED),
+        ResultVerdict("write+fdatasync", NO_FLUSH, None, "no-flush-filesystem", MEASURED),
+        ResultVerdict("wal/full", NO_FLUSH, True, "no-flush-filesystem", MEASURED),
+        ResultVerdict("wal/off", NO_FLUSH, False, "no-flush-filesystem", MEASURED))
+    assert _stances(v) == [
+        ("no-flush-filesystem", "write+fdatasync", MEASURED, NO_FLUSH, "decides"),
+        ("ram-backed-storage", "write+fdatasync", MEASURED, NO_FLUSH, "agrees"),
+        ("flush-costs-nothing", "write+fdatasync", INFERRED, NO_FLUSH, "agrees"),
+        ("no-flush-filesystem", "write+fsync", MEASURED, NO_FLUSH, "decides"),
+        ("sync-costs-nothing", "wal/full", INFERRED, NO_FLUSH, "agrees"),
+        ("config-not-durable", "wal/off", "", None, ""),
+    ]
+    assert v.findings[4] == Finding(
+        "sync-costs-nothing", RISK, "wal/full",
+        "wal/full commits take 3.0 us, only 0.1 us more than wal/off: its syncs reach no device.",
+        "The filesystem or a library drops syncs; benchmark a directory on real storage.",
+        {"p50_ns": 3_000, "off_p50_ns": 2_900, "gap_ns": 100, "floor_ns": 10_000.0,
+         "syncs_per_commit": None},
+        audit.DESIGN_BANDS, INFERRED, NO_FLUSH, "agrees")
+
+
+def test_judge_disagreeing_primitives_a_deciding_commit_rule_and_unknown_declarations():
+    """Latency decides both primitives (inferred): fdatasync plausible, fsync below the
+    150 us floor; the commit 10x faster than one fdatasync decides its own verdict
+    (commit-not-waiting-for-sync, COMMIT_VS_FLUSH_MIN_RATIO); the path keeps fdatasync's."""
+    base = host(disks=(WB_SSD,))
+    h = dataclasses.replace(base, target=dataclasses.replace(base.target, declared=("bbu",)))
+    v = audit.judge(h, [flush("fsync", 60_000), flush("fdatasync", 1_000_000), write(20_000),
+                        commit("WAL", "FULL", 100_000)])
+    assert (v.path_verdict, v.decided_by, v.strength) == (
+        HONEST_FLUSH, "flush-latency-plausible", INFERRED)
+    assert v.results == (
+        ResultVerdict("write+fsync", VOLATILE_CACHE, None, "flush-below-device-floor", INFERRED),
+        ResultVerdict("write+fdatasync", HONEST_FLUSH, None, "flush-latency-plausible", INFERRED),
+        ResultVerdict("wal/full", NO_FLUSH, True, "commit-not-waiting-for-sync", INFERRED))
+    assert _stances(v) == [
+        ("flush-latency-plausible", "write+fdatasync", INFERRED, HONEST_FLUSH, "decides"),
+        ("flush-below-device-floor", "write+fsync", INFERRED, VOLATILE_CACHE, "decides"),
+        ("commit-not-waiting-for-sync", "wal/full", INFERRED, NO_FLUSH, "decides"),
+        ("primitives-disagree", "path", "", None, ""),
+        ("unknown-declaration", "path", "", None, ""),
+    ]
+    assert v.findings[3:] == (
+        Finding("primitives-disagree", WARNING, "path",
+                "The sync primitives on this one path got different verdicts: write+fdatasync "
+                "honest_flush (flush-latency-plausible); write+fsync volatile_cache "
+                "(flush-below-device-floor). Where one is decided only by latency near a floor, "
+                "the line between them is not sharp; where a measurement covers one primitive "
+                "only, the other lacks it.",
+                "Read each verdict's strength; the path verdict is the one of the primitive the "
+                "journal uses.",
+                {"verdicts": {"write+fdatasync": HONEST_FLUSH, "write+fsync": VOLATILE_CACHE}},
+                audit.DESIGN_BANDS),
+        Finding("unknown-declaration", WARNING, "path",
+                "Declared facts not understood and ignored: bbu.",
+                "Declare only 'plp' (the drive holding the bytes has power-loss protection).",
+                {"declared": ["bbu"]}, "docs/report-schema.md"),
+    )
+
+
+def test_judge_commit_rule_disagreeing_with_a_measured_volatile_cache():
+    """nobarrier (measured volatile_cache) stays the verdict; the fast commit is shown as
+    disagreeing (it points to no_flush), as is the plausible latency."""
+    h = host(disks=(WB_SSD,), mount_options=("rw", "nobarrier"))
+    v = audit.judge(h, [flush("fdatasync", 1_000_000), commit("WAL", "FULL", 100_000)])
+    assert (v.path_verdict, v.decided_by, v.strength) == (
+        VOLATILE_CACHE, "barriers-disabled", MEASURED)
+    assert v.results == (
+        ResultVerdict("write+fdatasync", VOLATILE_CACHE, None, "barriers-disabled", MEASURED),
+        ResultVerdict("wal/full", VOLATILE_CACHE, True, "barriers-disabled", MEASURED))
+    assert _stances(v) == [
+        ("barriers-disabled", "write+fdatasync", MEASURED, VOLATILE_CACHE, "decides"),
+        ("flush-latency-plausible", "write+fdatasync", INFERRED, HONEST_FLUSH, "disagrees"),
+        ("commit-not-waiting-for-sync", "wal/full", INFERRED, NO_FLUSH, "disagrees"),
+    ]
+
+
+def test_judge_commit_issuing_no_sync_is_measured():
+    """commit-issues-no-sync comes from traced system calls: measured (COMMIT_RULE_STRENGTH)."""
+    p = Pragmas("WAL", "FULL")
+    ev = Evidence(sync_traces=(SyncTrace(p, 10, {}),))
+    v = audit.judge(host(disks=(WB_SSD,)), [flush("fdatasync", 1_000_000),
+                                            commit("WAL", "FULL", 1_500_000)], ev)
+    assert v.results[1] == ResultVerdict("wal/full", NO_FLUSH, True, "commit-issues-no-sync",
+                                         MEASURED)
+    assert ("commit-issues-no-sync", "wal/full", MEASURED, NO_FLUSH, "decides") in _stances(v)
+
+
+def test_judge_without_a_flush_result_a_syncing_commit_stands_in():
+    v = audit.judge(host(fs_type="tmpfs"), [commit("WAL", "OFF", 2_000),
+                                            commit("WAL", "FULL", 3_000)])
+    assert (v.path_verdict, v.decided_by, v.strength) == (NO_FLUSH, "no-flush-filesystem", MEASURED)
+    assert v.results == (
+        ResultVerdict("wal/off", NO_FLUSH, False, "no-flush-filesystem", MEASURED),
+        ResultVerdict("wal/full", NO_FLUSH, True, "no-flush-filesystem", MEASURED))
+    assert _stances(v) == [
+        ("no-flush-filesystem", "wal/full", MEASURED, NO_FLUSH, "decides"),
+        ("ram-backed-storage", "wal/full", MEASURED, NO_FLUSH, "agrees"),
+        ("config-not-durable", "wal/off", "", None, ""),
+        ("sync-costs-nothing", "wal/full", INFERRED, NO_FLUSH, "agrees"),
+    ]
+
+
+def test_judge_with_nothing_measured():
+    assert audit.judge(host(), []) == Verdict(UNVERIFIABLE, "no-evidence", (), (), "none")
+    v = audit.judge(host(), [commit("WAL", "OFF", 2_000)])
+    assert (v.path_verdict, v.decided_by, v.strength, v.results) == (
+        UNVERIFIABLE, "no-evidence", "none",
+        (ResultVerdict("wal/off", UNVERIFIABLE, False, "no-evidence", "none"),))
+
+
+# ---- rule_flush_counters: the first block layer, causes, exceptions
+
+LOOP0_WB = BlockDevice("loop0", rotational=False, write_cache="write back", transport="loop",
+                       has_flush_counters=True)
+LOOP_CHAIN = "ext4 /mnt → loop0 → ext4 / → sda"
+
+
+def _loop_host():
+    """ext4 on loop0 (write-back cache: the page cache) whose backing file is on ext4 on sda."""
+    mount = Mount("/mnt", "ext4", "/dev/loop0", ("rw",))
+    return _layered(mount, (filesystem_layer(mount, 0),
+                            StorageLayer("loop", "loop0", "fsyncs-backing-file", 1, device=LOOP0_WB),
+                            filesystem_layer(Mount("/", "ext4", "/dev/sda", ("rw",)), 2),
+                            disk_layer(WB_SSD, 3)))
+
+
+def _cache_finding(code, message, ev, advice, doc=None):
+    return (VOLATILE_CACHE, Finding(code, RISK, "write+fdatasync", message, advice, ev,
+                                    audit.KERNEL_STAT_DOC + "; " + (doc or audit.BLOCK_FLUSH_DOC),
+                                    MEASURED))
+
+
+def test_flush_counters_flushes_stripped_below_the_loop_device_exact():
+    r = _counted(1_000_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("sda", 0, 0, 1000)])
+    assert audit.rule_flush_counters(_facts(_loop_host(), [r]), r) == _cache_finding(
+        "flushes-stripped",
+        "1000 fdatasync calls reached the write-back disk holding the bytes as 0 cache flushes, "
+        "after writing 1.00 requests per sync to loop0: loop0 received 1.00 flushes per sync but "
+        f"the disk holding the bytes got none. The data sits in a volatile cache ({LOOP_CHAIN}).",
+        {"syncs_issued": 1000, "device_flushes": {"loop0": 1000, "sda": 0},
+         "device_writes": {"loop0": 1000, "sda": 1000}, "flushes_per_sync": 0.0,
+         "chain": LOOP_CHAIN, "write_cache": ["write back"], "writes_per_sync": 1.0},
+        "Fix the layer named (its write-cache setting: queue/write_cache), or keep the journal "
+        "on storage without it.")
+
+
+def test_flush_counters_first_block_device_got_no_flush_exact():
+    """0 flushes per sync on loop0 (< DROPPED_FLUSH_RATIO) although it has a write-back cache
+    and got the writes: volatile_cache, whatever the disk below counted."""
+    r = _counted(1_000_000, [FlushDelta("loop0", 0, 0, 1000), FlushDelta("sda", 900, 5, 1000)])
+    assert audit.rule_flush_counters(_facts(_loop_host(), [r]), r) == _cache_finding(
+        "flushes-not-sent",
+        "1000 fdatasync calls sent 0.00 flushes per sync to loop0, the first block device under "
+        "the filesystem, after writing 1.00 requests per sync to loop0: a layer above the disk "
+        f"sends no flush. The data sits in a volatile cache ({LOOP_CHAIN}).",
+        {"syncs_issued": 1000, "device_flushes": {"loop0": 0, "sda": 900},
+         "device_writes": {"loop0": 1000, "sda": 1000}, "flushes_per_sync": 0.9,
+         "chain": LOOP_CHAIN, "write_cache": ["write back"], "writes_per_sync": 1.0,
+         "first_block_device_flushes_per_sync": 0.0},
+        NOT_SENT_ADVICE_UNKNOWN)
+
+
+def test_flush_counters_first_block_device_got_nothing_and_the_disk_no_counter_exact():
+    r = _counted(1_000_000, [FlushDelta("loop0", 50, 0, 0), FlushDelta("sda", None, None, None)])
+    assert audit.rule_flush_counters(_facts(_loop_host(), [r]), r) == (NO_FLUSH, Finding(
+        "flushes-dropped", RISK, "write+fdatasync",
+        "1000 fdatasync calls sent 0.05 flushes per sync to loop0, the first block device under "
+        "the filesystem, with 0.00 writes per sync: nothing is written at sync time, so "
+        "something above the block layer drops the syncs.",
+        "Look for eatmydata, an LD_PRELOAD library or a no-op sync layer.",
+        {"syncs_issued": 1000, "device_flushes": {"loop0": 50, "sda": None},
+         "device_writes": {"loop0": 0, "sda": None}, "flushes_per_sync": 0.05,
+         "chain": LOOP_CHAIN, "write_cache": ["write back"], "writes_per_sync": 0.0,
+         "first_block_device_flushes_per_sync": 0.05},
+        audit.KERNEL_STAT_DOC, MEASURED))
+
+
+def test_flush_counters_nobarrier_names_the_cause_without_write_counters_exact():
+    h = host(disks=(WB_SSD,), mount_options=("rw", "nobarrier"))
+    r = flush("fdatasync", 1_000_000, flushes=0)
+    chain = "ext4 /data (nobarrier) → sda"
+    assert audit.rule_flush_counters(_facts(h, [r]), r) == _cache_finding(
+        "barriers-disabled",
+        "1000 fdatasync calls reached the write-back disk holding the bytes as 0 cache flushes: "
+        "the filesystem ext4 /data (nobarrier) is mounted without barriers. The data sits in a "
+        f"volatile cache ({chain}).",
+        {"syncs_issued": 1000, "device_flushes": {"sda": 0}, "device_writes": {"sda": None},
+         "flushes_per_sync": 0.0, "chain": chain, "write_cache": ["write back"],
+         "mount_options": ["nobarrier", "rw"]},
+        "Remount without nobarrier/barrier=0 unless the cache below is battery- or "
+        "capacitor-backed (then say so with --assume plp).", audit.BARRIER_DOC)
+
+
+def test_flush_counters_interposed_libc_is_the_cause_exact():
+    h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so")
+    r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 1000)])
+    f = _facts(h, [r], Evidence(syscall_comparisons=(INTERPOSED,)))
+    assert audit.rule_flush_counters(f, r) == _cache_finding(
+        "preload-skips-flush",
+        "1000 fdatasync calls reached the write-back disk holding the bytes as 0 cache flushes, "
+        "after writing 1.00 requests per sync to sda: the libc sync call is interposed "
+        "(libeatmydata.so): it sent 0 device flushes for 100 calls where the raw system call "
+        "sent 100. The data sits in a volatile cache (ext4 /data → sda).",
+        {"syncs_issued": 1000, "device_flushes": {"sda": 0}, "device_writes": {"sda": 1000},
+         "flushes_per_sync": 0.0, "chain": "ext4 /data → sda", "write_cache": ["write back"],
+         "writes_per_sync": 1.0, "ld_preload": "libeatmydata.so",
+         "libraries": ["libeatmydata.so"]},
+        "Unset LD_PRELOAD / clear /etc/ld.so.preload of the library named and audit again.")
+
+
+def test_flush_counters_background_flushes_are_taken_out():
+    """200 flushes for 1000 syncs (0.2, above DROPPED_FLUSH_RATIO) of which the no-sync
+    baseline's rate explains 150: 0.05 per sync are the syncs' own: lost. The evidence keeps
+    the counted ratio."""
+    base = dataclasses.replace(write(20_000), device_flushes=(FlushDelta("sda", 150, 0),),
+                               elapsed_ns=1_000_000_000)
+    r = _counted(1_000_000, [FlushDelta("sda", 200, 10, 1000)], elapsed_ns=1_000_000_000)
+    h = host(disks=(WB_SSD,))
+    assert audit.rule_flush_counters(_facts(h, [r]), r) is None
+    assert audit.rule_flush_counters(_facts(h, [base, r]), r) == _cache_finding(
+        "flushes-not-sent",
+        "1000 fdatasync calls reached the write-back disk holding the bytes as 200 cache "
+        "flushes, after writing 1.00 requests per sync to sda: a layer above the disk sends no "
+        "flush. The data sits in a volatile cache (ext4 /data → sda).",
+        {"syncs_issued": 1000, "device_flushes": {"sda": 200}, "device_writes": {"sda": 1000},
+         "flushes_per_sync": 0.2, "chain": "ext4 /data → sda", "write_cache": ["write back"],
+         "writes_per_sync": 1.0},
+        NOT_SENT_ADVICE_UNKNOWN)
+
+
+def test_flush_counters_exceptions_power_loss_protection_and_fua():
+    """No verdict where no flush is needed: a cache with power-loss protection, or O_DSYNC
+    writes that may go as FUA to a disk declaring it (FUA_PRIMITIVES)."""
+    plp = BlockDevice("sdb", vendor="ATA", model="Micron_5300_MTFD", rotational=False,
+                      write_cache="write back", has_flush_counters=True)
+    r = _counted(1_000_000, [FlushDelta("sdb", 0, 0, 1000)])
+    assert audit.rule_flush_counters(_facts(host(disks=(plp,)), [r]), r) is None
+    fua = dataclasses.replace(WB_SSD, fua=True)
+    h = host(disks=(fua,))
+    for writes in (1000, None):
+        dsync = _counted(1_000_000, [FlushDelta("sda", 0, 0, writes)], primitive="O_DSYNC")
+        assert audit.rule_flush_counters(_facts(h, [dsync]), dsync) is None
+    nothing = _counted(1_000_000, [FlushDelta("sda", 0, 0, 0)], primitive="O_DSYNC")
+    assert audit.rule_flush_counters(_facts(h, [nothing]), nothing)[1].code == "flushes-dropped"
+    fdatasync = _counted(1_000_000, [FlushDelta("sda", 0, 0, 1000)])
+    assert audit.rule_flush_counters(_facts(h, [fdatasync]), fdatasync)[0] == VOLATILE_CACHE
+    assert audit.rule_flush_counters(_facts(h), None) is None
+    few = _counted(1_000_000, [FlushDelta("sda", 0, 0, 49)], syncs=49)  # < COUNTER_MIN_SYNCS
+    assert audit.rule_flush_counters(_facts(h, [few]), few) is None
+
+
+# ---- more fact helpers
+
+
+def test_overall_primitive_prefers_the_journal_primitives_in_order():
+    """MAIN_PRIMITIVES: F_FULLFSYNC, fdatasync, fsync, FlushFileBuffers; else the first
+    syncing result."""
+    fsync, full, fdata = flush("fsync", 1), flush("F_FULLFSYNC", 1), flush("fdatasync", 1)
+    assert audit._overall_primitive([fsync, fdata, full]) is full
+    assert audit._overall_primitive([fsync, fdata]) is fdata
+    assert audit._overall_primitive([flush("O_DSYNC", 1), fsync]) is fsync
+    none, other = flush("none", 1), flush("DIOCGFLUSH", 1)
+    assert audit._overall_primitive([none, other, flush("O_DSYNC", 1)]) is other
+    assert audit._overall_primitive([none]) is None
+    assert audit._overall_primitive([]) is None
+
+
+def test_strength_of_a_finding():
+    f = Finding("x", INFO, "path", "m", "a")
+    assert audit._strength(None) == "none"
+    assert audit._strength(f) == "none"
+    assert audit._strength(dataclasses.replace(f, strength=MEASURED)) == MEASURED
+
+
+def test_models_of_the_media_disks():
+    h = host(disks=(BlockDevice("sda", vendor="ATA", model="Samsung SSD"),
+                    BlockDevice("sdb", model="X"), BlockDevice("sdc", vendor="Y")))
+    assert audit._models(h) == "ata samsung ssd  x y "
+
+
+def test_media_deltas_least_and_counter_ratio():
+    h = _partitioned()
+    r = _counted(1, [FlushDelta("sda1", 5, 1, 9), FlushDelta("sda", 70, 2, 80),
+                     FlushDelta("sdx", 60, 3, None)], syncs=50)
+    assert audit._media_deltas(r, h) == [FlushDelta("sda", 70, 2, 80), FlushDelta("sdx", 60, 3, None)]
+    assert audit._media_deltas(r) == list(r.device_flushes)
+    assert audit._least(audit._media_deltas(r, h)) == 60
+    assert audit._least(audit._media_deltas(r, h), "writes") is None
+    assert audit._least([]) is None
+    assert audit._least_flushes(r, h) == 60
+    assert audit._least_flushes(r) == 5
+    assert audit._counter_ratio(r, h) == 1.2  # 60 / 50, COUNTER_MIN_SYNCS is enough
+    assert audit._counter_ratio(dataclasses.replace(r, syncs_issued=49), h) is None
+    assert audit._counter_ratio(dataclasses.replace(r, syncs_issued=None), h) is None
+    assert audit._counter_ratio(None, h) is None
+    assert audit._counter_ratio(_counted(1, [FlushDelta("sda", None, None)]), h) is None
+
+
+def test_background_flushes_scale_the_baseline_rate_to_the_window():
+    # powers of two, so the rate is exact: 32 flushes in 2^31 ns, scaled to 2^29 ns
+    base = dataclasses.replace(write(1), device_flushes=(FlushDelta("sda", 32, 0),
+                                                         FlushDelta("sda1", 1, 0)),
+                               elapsed_ns=1 << 31)
+    r = _counted(1, [FlushDelta("sda", 500, 0)], elapsed_ns=1 << 29)
+    h = _partitioned()
+    assert audit._background_flushes(_facts(h, [base, r]), r) == 8.0
+    assert audit._background_flushes(_facts(h, [r]), r) is None
+    assert audit._background_flushes(_facts(h, [dataclasses.replace(base, elapsed_ns=0), r]),
+                                     r) is None
+    assert audit._background_flushes(_facts(h, [base]), dataclasses.replace(r, elapsed_ns=0)) is None
+    bare = dataclasses.replace(base, device_flushes=())
+    assert audit._background_flushes(_facts(h, [bare, r]), r) is None
+
+
+def test_reached_ratio_with_and_without_background():
+    """_reached_ratio: None when the baseline alone explains half a flush per sync
+    (REACHED_FLUSH_RATIO), else the ratio less the background, never below 0."""
+    h = host(disks=(WB_SSD,))
+    r = _counted(1, [FlushDelta("sda", 800, 0)], elapsed_ns=1_000_000_000)
+
+    def base(n):
+        return dataclasses.replace(write(1), device_flushes=(FlushDelta("sda", n, 0),),
+                                   elapsed_ns=1_000_000_000)
+
+    assert audit._reached_ratio(_facts(h, [r]), r) == 0.8
+    assert audit._reached_ratio(_facts(h, [base(300), r]), r) == 0.5
+    assert audit._reached_ratio(_facts(h, [base(499), r]), r) == pytest.approx(0.301)
+    assert audit._reached_ratio(_facts(h, [base(500), r]), r) is None
+    low = _counted(1, [FlushDelta("sda", 100, 0)], elapsed_ns=1_000_000_000)
+    assert audit._reached_ratio(_facts(h, [base(300), low]), low) == 0.0
+    assert audit._reached_ratio(_facts(h), None) is None
+
+
+def test_comparison_by_primitive():
+    a = SyscallComparison("fdatasync", 75, "x86_64", 100, 1.0, 2.0)
+    b = SyscallComparison("fsync", 74, "x86_64", 100, 1.0, 2.0)
+    f = _facts(ev=Evidence(syscall_comparisons=(a, b)))
+    assert audit._comparison(f, "fsync") is b
+    assert audit._comparison(f, "fdatasync") is a
+    assert audit._comparison(f, "F_FULLFSYNC") is None
+    assert audit._comparison(_facts(), "fsync") is None
+
+
+def test_weaker_signals_mark_agreement():
+    r = flush("fdatasync", 1_500)
+    f = _facts(host(fs_type="tmpfs"), [write(1_000), r])
+    assert [(x.code, x.points_to, x.stance) for x in audit.weaker_signals(
+        f, r, NO_FLUSH, "no-flush-filesystem")] == [
+        ("ram-backed-storage", NO_FLUSH, "agrees"), ("flush-costs-nothing", NO_FLUSH, "agrees")]
+    assert [(x.code, x.points_to, x.stance) for x in audit.weaker_signals(
+        f, r, HONEST_FLUSH, "ram-backed-storage")] == [
+        ("no-flush-filesystem", NO_FLUSH, "disagrees"),
+        ("flush-costs-nothing", NO_FLUSH, "disagrees")]
