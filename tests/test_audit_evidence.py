@@ -1949,3 +1949,19 @@ def test_weaker_signals_mark_agreement():
         f, r, HONEST_FLUSH, "ram-backed-storage")] == [
         ("no-flush-filesystem", NO_FLUSH, "disagrees"),
         ("flush-costs-nothing", NO_FLUSH, "disagrees")]
+
+
+def test_counter_findings_name_every_media_disk_and_the_least_count():
+    """With two disks holding the bytes (md/dm: each sync flushes every leaf) the row shows
+    the least-flushed one."""
+    sdb = dataclasses.replace(WB_SSD, name="sdb")
+    r = _counted(1_000_000, [FlushDelta("sdb", 900, 40), FlushDelta("sda", 1000, 50)])
+    assert audit.evidence_findings(_facts(host(disks=(sdb, WB_SSD)), [r])) == [Finding(
+        "device-flush-counters", INFO, "path",
+        "Device flushes counted on sda, sdb around each workload: write+fdatasync 900 flushes "
+        f"for 1000 syncs. {COUNTERS_TEXT}",
+        "On an honest path every sync sends at least one flush to a write-back disk.",
+        {"per_result": {"write+fdatasync": {"device_flushes": 900, "syncs_issued": 1000,
+                                            "flushes_per_sync": 0.9, "flushes_per_op": 0.9,
+                                            "flush_ms_per_flush": 0.0444}},
+         "disks": ["sda", "sdb"]}, audit.KERNEL_STAT_DOC)]
