@@ -1965,3 +1965,474 @@ def test_counter_findings_name_every_media_disk_and_the_least_count():
                                             "flushes_per_sync": 0.9, "flushes_per_op": 0.9,
                                             "flush_ms_per_flush": 0.0444}},
          "disks": ["sda", "sdb"]}, audit.KERNEL_STAT_DOC)]
+
+
+# ---- second pass: branches, boundaries and the primitive each rule names
+
+
+def test_reached_ratio_without_counters_is_none_even_with_a_baseline():
+    base = dataclasses.replace(write(1), device_flushes=(FlushDelta("sda", 10, 0),),
+                               elapsed_ns=1_000_000_000)
+    r = dataclasses.replace(flush("fdatasync", 1), elapsed_ns=1_000_000_000)
+    assert audit._reached_ratio(_facts(host(disks=(WB_SSD,)), [base, r]), r) is None
+
+
+def test_rules_name_the_primitive_of_the_result():
+    """Each path rule speaks of the result's own primitive (fsync here), not the path's
+    default (fdatasync on Linux)."""
+    r = flush("fsync", 2_000)
+    assert audit.rule_no_flush_filesystem(_facts(host(fs_type="tmpfs")), r)[1].message == (
+        "The target is on tmpfs, which keeps data in RAM: fsync never reaches a block device.")
+    nfs = _mounted("nfs4", "server:/export")
+    assert audit.rule_network_filesystem(_facts(nfs), r)[1].message == (
+        "The target's storage goes through the network filesystem /data (type nfs4, source "
+        "server:/export): fsync is forwarded to a server or daemon whose storage cannot be seen "
+        "from here.")
+    virt = Virtualization(hypervisor_flag=True, dmi_product="VirtualBox")
+    assert audit.rule_hypervisor_ignores_flush(_facts(host(virt=virt)), r)[1] == Finding(
+        "hypervisor-ignores-flush", RISK, "write+fsync",
+        "This is a VirtualBox guest (DMI product_name VirtualBox): by default VirtualBox "
+        "ignores the guest's flush requests, so fsync ends in the host's cache.",
+        "On the host: VBoxManage setextradata VM-name "
+        "\"VBoxInternal/Devices/ahci/0/LUN#0/Config/IgnoreFlush\" 0 (piix3ide for IDE disks; "
+        "the VM log then lacks 'Flushes will be ignored'), or run fsyncbench on the host.",
+        {"signs": ["DMI product_name VirtualBox"], "flushes_per_sync": None},
+        audit.VIRTUALBOX_DOC, INFERRED)
+    h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so:libnosync.so")
+    assert audit.rule_sync_disabling_preload(_facts(h, [r]), r)[1].message == (
+        "libeatmydata.so, libnosync.so is preloaded into this process; it turns fsync into a "
+        "no-op (a name match: no measurement contradicts it).")
+    c = SyscallComparison("fsync", 74, "x86_64", 100, 400_000.0, 400_000.0)
+    assert audit.rule_sync_disabling_preload(
+        _facts(h, [r], Evidence(syscall_comparisons=(c,))), r) is None
+    nobarrier = host(disks=(WB_SSD,), mount_options=("rw", "nobarrier"))
+    assert audit.rule_barriers_disabled(_facts(nobarrier, [r]), r)[1].message == (
+        "ext4 /data is mounted with nobarrier: fsync writes data to the drive but never asks it "
+        "to flush its volatile write cache.")
+
+
+def test_zfs_and_part_ram_findings_name_the_result():
+    h = Host("case-host", "Linux", StorageTarget("/tank/db", Mount("/tank/db", "zfs", "tank/db")),
+             virtualization=BARE)
+    ev = Evidence(environment=EnvironmentFacts(zfs_sync="disabled"))
+    r = flush("fsync", 2_000)
+    hit = audit.rule_no_flush_filesystem(_facts(h, ev=ev), r)[1]
+    assert (hit.subject, hit.message) == ("write+fsync", (
+        "The ZFS dataset tank/db has sync=disabled: fsync returns at once and data reaches disk "
+        "only with the next transaction group."))
+
+
+def test_ram_media_names_every_ram_and_stable_layer():
+    zram1 = dataclasses.replace(ZRAM0, name="zram1")
+    sdb = dataclasses.replace(WB_SSD, name="sdb")
+    mount = Mount("/data", "btrfs", "/dev/zram0", ("rw",))
+    layers = (filesystem_layer(mount, 0), disk_layer(ZRAM0, 1), disk_layer(zram1, 1),
+              disk_layer(WB_SSD, 1), disk_layer(sdb, 1))
+    r = flush("fsync", 30_000)
+    hit = audit.rule_ram_media(_facts(_layered(mount, layers)), r)[1]
+    assert (hit.subject, hit.message.split(":")[0]) == (
+        "write+fsync", "Part of the storage holding the bytes is RAM (zram0, zram1) and part is "
+        "not (sda, sdb)")
+    img = Mount("/mnt/img", "ext4", "/dev/loop0", ("rw",))
+    loop_on_tmpfs = (filesystem_layer(img, 0),
+                     StorageLayer("loop", "loop0", "fsyncs-backing-file", 1,
+                                  device=BlockDevice("loop0", transport="loop")),
+                     filesystem_layer(Mount("/dev/shm", "tmpfs", "tmpfs", ("rw",)), 2))
+    assert audit.rule_ram_media(_facts(_layered(img, loop_on_tmpfs)), r)[1].message == (
+        "The bytes end in RAM: ext4 /mnt/img → loop0 → tmpfs /dev/shm (RAM). fsync is passed "
+        "down the stack, but the layer that holds the data is memory, lost with the power.")
+
+
+def test_flush_counters_first_block_device_at_the_dropped_ratio_is_not_dropped():
+    """DROPPED_FLUSH_RATIO is exclusive: 0.1 flushes per sync on loop0 is not 'no flush'."""
+    r = _counted(1_000_000, [FlushDelta("loop0", 100, 0, 1000), FlushDelta("sda", 1000, 5, 1000)])
+    assert audit.rule_flush_counters(_facts(_loop_host(), [r]), r) is None
+
+
+def test_flush_counters_background_is_per_sync():
+    """0.2 flushes per sync less 50 background flushes over 1000 syncs is 0.15: reached."""
+    base = dataclasses.replace(write(20_000), device_flushes=(FlushDelta("sda", 50, 0),),
+                               elapsed_ns=1_000_000_000)
+    r = _counted(1_000_000, [FlushDelta("sda", 200, 10, 1000)], elapsed_ns=1_000_000_000)
+    assert audit.rule_flush_counters(_facts(host(disks=(WB_SSD,)), [base, r]), r) is None
+
+
+def test_flush_counters_fua_reads_the_first_block_device_writes_first():
+    """FUA: the writes per sync on the first block device decide when counted, else the
+    media's."""
+    fua = dataclasses.replace(WB_SSD, fua=True)
+    mount = Mount("/mnt", "ext4", "/dev/loop0", ("rw",))
+    h = _layered(mount, (filesystem_layer(mount, 0),
+                         StorageLayer("loop", "loop0", "fsyncs-backing-file", 1, device=LOOP0_WB),
+                         filesystem_layer(Mount("/", "ext4", "/dev/sda", ("rw",)), 2),
+                         disk_layer(fua, 3)))
+    r = _counted(1_000_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("sda", 0, 0, 0)],
+                 primitive="O_DSYNC")
+    assert audit.rule_flush_counters(_facts(h, [r]), r) is None
+    part = _partitioned(disk=fua)
+    r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 0)], primitive="O_DSYNC")
+    assert audit.rule_flush_counters(_facts(part, [r]), r)[1].code == "flushes-dropped"
+
+
+def test_flush_counters_rounds_ratios_to_three_decimals_exact():
+    r = _counted(1_000_000, [FlushDelta("loop0", 10, 0, 200), FlushDelta("sda", 10, 0, 200)],
+                 syncs=300)
+    assert audit.rule_flush_counters(_facts(_loop_host(), [r]), r) == _cache_finding(
+        "flushes-not-sent",
+        "300 fdatasync calls sent 0.03 flushes per sync to loop0, the first block device under "
+        "the filesystem, after writing 0.67 requests per sync to loop0: a layer above the disk "
+        f"sends no flush. The data sits in a volatile cache ({LOOP_CHAIN}).",
+        {"syncs_issued": 300, "device_flushes": {"loop0": 10, "sda": 10},
+         "device_writes": {"loop0": 200, "sda": 200}, "flushes_per_sync": 0.033,
+         "chain": LOOP_CHAIN, "write_cache": ["write back"], "writes_per_sync": 0.667,
+         "first_block_device_flushes_per_sync": 0.033},
+        NOT_SENT_ADVICE_UNKNOWN)
+
+
+def test_flush_counters_stripped_from_half_a_flush_per_sync():
+    """REACHED_FLUSH_RATIO is inclusive: 0.5 flushes per sync on loop0 'received'."""
+    r = _counted(1_000_000, [FlushDelta("loop0", 500, 0, 1000), FlushDelta("sda", 0, 0, 1000)])
+    hit = audit.rule_flush_counters(_facts(_loop_host(), [r]), r)[1]
+    assert (hit.code, hit.message.split(": ")[1]) == (
+        "flushes-stripped",
+        "loop0 received 0.50 flushes per sync but the disk holding the bytes got none. The data "
+        f"sits in a volatile cache ({LOOP_CHAIN}).")
+
+
+def test_flush_counters_dropped_at_a_tenth_of_a_write_per_sync_exact():
+    """0.1 writes per sync is not < DROPPED_FLUSH_RATIO: not 'nothing written'."""
+    r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 100)])
+    hit = audit.rule_flush_counters(_facts(host(disks=(WB_SSD,)), [r]), r)[1]
+    assert hit.message == (
+        "1000 fdatasync calls reached the disk as 0 cache flushes although its write-back cache "
+        "needs them, with 0.10 writes per sync: something above the block layer drops the syncs.")
+
+
+def test_flush_counters_dropped_counts_flushes_on_the_media_only():
+    r = _counted(1_000_000, [FlushDelta("sda1", 0, 0, None), FlushDelta("sda", 30, 3, 0)])
+    hit = audit.rule_flush_counters(_facts(_partitioned(), [r]), r)[1]
+    assert hit.message == (
+        "1000 fdatasync calls reached the disk as 30 cache flushes although its write-back cache "
+        "needs them, with 0.00 writes per sync: nothing is written at sync time, so something "
+        "above the block layer drops the syncs.")
+
+
+def test_libc_interposed_details():
+    """Only the sync-disabling libraries are named when any is preloaded; the comparison of
+    the result's own primitive is read; REACHED_FLUSH_RATIO (inclusive) of writes per sync
+    means it keeps writing; the ratio guards a libc p50 below 1 ns."""
+    h = dataclasses.replace(host(disks=(WB_SSD,)),
+                            ld_preload="libfoo.so:libeatmydata.so:libnosync.so")
+    c = SyscallComparison("fsync", 74, "x86_64", 100, 200_000.0, 400_000.0, 0, 100)
+    r = _counted(600, [FlushDelta("sda", 0, 0, 500)], primitive="fsync")
+    verdict, hit = audit.rule_libc_interposed(_facts(h, [r], Evidence(syscall_comparisons=(c,))), r)
+    assert verdict == VOLATILE_CACHE
+    assert hit.message == (
+        "libc fsync returns in 200.0 us but the raw system call takes 400.0 us and sends 1.00 "
+        "device flushes per call against 0.00: a library interposes the libc call; it writes "
+        "the data but sends no flush.")
+    assert hit.advice == ("Unset LD_PRELOAD / clear /etc/ld.so.preload of libeatmydata.so, "
+                          "libnosync.so and audit again.")
+    assert hit.evidence["sync_disabling_libraries"] == ["libeatmydata.so", "libnosync.so"]
+    tiny = SyscallComparison("fdatasync", 75, "x86_64", 100, 0.5, 400_000.0)
+    assert audit.rule_libc_interposed(_facts(ev=Evidence(syscall_comparisons=(tiny,))), None)[
+        1].evidence["ratio"] == 400_000.0
+
+
+def test_sweep_median_and_least_time_boundaries():
+    """The median of the largest size's syncs (the middle of the sorted times) against
+    largest / ceiling: a median exactly at the least possible time is possible."""
+    big = 64 << 20  # 64 MiB at 16 GB/s: 4194304 ns exactly
+    four = tuple(SweepPoint(big, t) for t in (1_000_000, 1_000_000, 5_000_000, 5_000_000))
+    ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 1.0, 1e12, None, four))
+    assert audit.rule_sweep_bandwidth(_facts(ev=ev), None) is None
+    at = (SweepPoint(big, 4_194_304),)
+    ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 1.0, 1e12, None, at))
+    assert audit.rule_sweep_bandwidth(_facts(ev=ev), None) is None
+    ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 1.0, 16e9, None))  # the ceiling itself
+    assert audit.rule_sweep_bandwidth(_facts(ev=ev), None) is None
+    ev = Evidence(dirty_sweep=DirtySweep("fsync", 1.0, 40_500_000_020.0, None))
+    r = flush("fsync", 1_000_000)
+    hit = audit.rule_sweep_bandwidth(_facts(ev=ev), r)[1]
+    assert (hit.subject, hit.message) == ("write+fsync", (
+        "Dirty-size sweep with fsync: the fitted bandwidth 41 GB/s exceeds 16 GB/s, the most the "
+        "storage links here carry: the data never left RAM."))
+    assert audit.rule_sweep_bandwidth(_facts(ev=ev), flush("fdatasync", 1)) is None
+
+
+def test_flush_costs_nothing_no_slower():
+    base = write(20_000)
+    for p50, text in ((20_000, "no slower than"), (19_000, "no slower than"),
+                      (20_000.5, "only 0.0 us more than")):
+        r = flush("fdatasync", p50)
+        assert audit.rule_flush_costs_nothing(_facts(results=[base, r]), r)[1].message == (
+            f"write+fdatasync p50 {p50 / 1e3:.1f} us is {text} the same write without a sync "
+            "(20.0 us): the fdatasync reaches no device."), p50
+
+
+def test_preload_and_barriers_for_the_path_itself():
+    h = dataclasses.replace(host(disks=(WB_SSD,), mount_options=("rw", "nobarrier")),
+                            ld_preload="libeatmydata.so")
+    assert audit.rule_sync_disabling_preload(_facts(h), None)[1].message == (
+        "libeatmydata.so is preloaded into this process; it turns fdatasync into a no-op (a name "
+        "match: no measurement contradicts it).")
+    assert audit.rule_barriers_disabled(_facts(h), None)[1].message == (
+        "ext4 /data is mounted with nobarrier: fdatasync writes data to the drive but never "
+        "asks it to flush its volatile write cache.")
+
+
+def test_barriers_disabled_exceptions():
+    """No verdict when the device right below has no volatile cache ('write through'), when
+    the disk directly below has power-loss protection, or when counters show at least
+    REACHED_FLUSH_RATIO (inclusive) flushes per sync reaching that disk."""
+    wt = BlockDevice("sda", rotational=False, write_cache="write through", has_flush_counters=True)
+    r = flush("fdatasync", 1_000_000)
+    assert audit.rule_barriers_disabled(
+        _facts(host(disks=(wt,), mount_options=("rw", "nobarrier")), [r]), r) is None
+    plp = BlockDevice("sda", vendor="ATA", model="Micron_5300_MTFD", rotational=False,
+                      write_cache="write back", has_flush_counters=True)
+    assert audit.rule_barriers_disabled(
+        _facts(host(disks=(plp,), mount_options=("rw", "nobarrier")), [r]), r) is None
+    half = flush("fdatasync", 1_000_000, flushes=500)
+    h = host(disks=(WB_SSD,), mount_options=("rw", "nobarrier"))
+    assert audit.rule_barriers_disabled(_facts(h, [half]), half) is None
+    # a loop device's cache (the page cache) has no power-loss protection
+    img = Mount("/mnt", "ext4", "/dev/loop0", ("rw", "nobarrier"))
+    loop_host = _layered(img, (filesystem_layer(img, 0),
+                               StorageLayer("loop", "loop0", "fsyncs-backing-file", 1,
+                                            device=LOOP0_WB),
+                               filesystem_layer(Mount("/", "ext4", "/dev/sda", ("rw",)), 2),
+                               disk_layer(plp, 3)))
+    assert audit.rule_barriers_disabled(_facts(loop_host, [r]), r)[1].evidence["filesystems"] == [
+        "/mnt"]
+
+
+def test_virtualbox_disk_named_by_vendor_and_model_together():
+    vbox = BlockDevice("sda", vendor="VBOX", model="HARDDISK", write_cache="write back")
+    assert audit._virtualbox(host(disks=(vbox,), virt=VM)) == ["disk sda model HARDDISK"]
+
+
+def test_hypervisor_finding_counts_flushes_on_the_media():
+    virt = Virtualization(hypervisor_flag=True, detect_virt="oracle")
+    r = _counted(1_000_000, [FlushDelta("sda1", 100, 5), FlushDelta("sda", 300, 5)])
+    hit = audit.rule_hypervisor_ignores_flush(_facts(_partitioned(virt), [r]), r)[1]
+    assert (hit.subject, hit.evidence) == ("write+fdatasync", {
+        "signs": ["systemd-detect-virt oracle"], "flushes_per_sync": 0.3})
+
+
+def test_cloud_block_storage_more_disks_and_names():
+    pd = BlockDevice("sdb", vendor="Google", model="PersistentDisk", write_cache="write back")
+    nvme_pd = BlockDevice("nvme0n1", model="nvme_card-pd", write_cache="write back")
+    r = flush("fdatasync", 10_000)  # REAL_IO_FLOOR_NS itself is real I/O
+    hit = audit.rule_cloud_block_storage(_facts(host(disks=(EBS, pd, nvme_pd), virt=VM)), r)[1]
+    assert hit.message == (
+        "The target sits on Amazon Elastic Block Store, PersistentDisk, nvme_card-pd, network "
+        "block storage whose provider acknowledges a write only once it is stored redundantly.")
+    by_vendor = BlockDevice("sdc", vendor="PersistentDisk", model=None, write_cache="write back")
+    hit = audit.rule_cloud_block_storage(_facts(host(disks=(by_vendor,), virt=VM)), r)[1]
+    assert (hit.message.split(",")[0], hit.evidence["models"]) == (
+        "The target sits on ?", [None])
+
+
+def test_virtualized_counts_rounding_primitive_and_disks():
+    h = _partitioned(VM, VDA, "vda1")
+    r = _counted(1_000_000, [FlushDelta("vda1", 100, 5), FlushDelta("vda", 300, 30)])
+    assert audit.rule_virtualized(_facts(h, [r]), r)[1].message == _vm_text(
+        "only 0.30 device flushes per sync arrived for fdatasync")
+    third = _counted(1_000_000, [FlushDelta("vda", 200, 30)], syncs=300, primitive="fsync")
+    hit = audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [third]), third)[1]
+    assert (hit.message, hit.evidence["flushes_per_sync"]) == (
+        _vm_text("fsync reaches the virtual disk (0.67 device flushes per sync)"), 0.667)
+    base = dataclasses.replace(write(20_000), device_flushes=(FlushDelta("vda", 100, 0),),
+                               elapsed_ns=1_000_000_000)
+    half = _counted(1_000_000, [FlushDelta("vda", 500, 25)], primitive="fsync",
+                    elapsed_ns=1_000_000_000)
+    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [base, half]), half)[
+        1].message == _vm_text("fsync was followed by 0.50 device flushes per sync, but other "
+                               "I/O on the disk could explain them")
+    few = flush("fsync", 1_000_000, flushes=100, device="vda")
+    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [few]), few)[1].message == (
+        _vm_text("only 0.10 device flushes per sync arrived for fsync"))
+    plain = flush("fsync", 1_000_000)
+    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [plain]), plain)[
+        1].message == _vm_text("fsync goes to the virtual disk")
+    vda = BlockDevice("vda", write_cache="write through", transport="virtio")
+    vdb = BlockDevice("vdb", write_cache="write through", transport="virtio")
+    assert audit.rule_virtualized(_facts(host(disks=(vda, vdb), virt=VM)), None)[1].message == (
+        "This is a virtual machine whose disk vda, vdb reports a write-through cache: the guest "
+        "sends it no flush, and whether the host writes through or keeps the data in its page "
+        "cache cannot be seen from inside.")
+
+
+def test_stack_not_followed_lists_every_stuck_layer():
+    mount = Mount("/data", "ext4", "/dev/md0", ("rw",))
+    layers = (filesystem_layer(mount, 0),
+              StorageLayer("md", "md0", "passes-down", 1, device=BlockDevice("md0")),
+              StorageLayer("loop", "loop0", "unknown", 2, device=BlockDevice("loop0"), note="n0"),
+              StorageLayer("loop", "loop1", "unknown", 2, device=BlockDevice("loop1"), note="n1"))
+    hit = audit.rule_stack_not_followed(_facts(_layered(mount, layers)), None)[1]
+    assert (hit.message, hit.evidence["stopped_at"]) == (
+        "The storage under the target could not be followed to the medium holding the bytes "
+        "(ext4 /data → md0 → loop0 + loop1; loop0: n0; loop1: n1): nothing measured here can be "
+        "tied to it.", ["loop0", "loop1"])
+
+
+def test_flushes_reach_device_needs_a_write_back_disk_and_half_a_flush_per_sync():
+    wt = BlockDevice("sda", rotational=False, write_cache="write through", has_flush_counters=True)
+    r = flush("fdatasync", 1_000_000, flushes=1000)
+    assert audit.rule_flushes_reach_device(_facts(host(disks=(wt,)), [r]), r) is None
+    half = flush("fdatasync", 1_000_000, flushes=500)
+    assert audit.rule_flushes_reach_device(_facts(host(disks=(WB_SSD,)), [half]), half)[
+        1].evidence["flushes_per_sync"] == 0.5
+    third = _counted(1_000_000, [FlushDelta("sda1", 100, 50), FlushDelta("sda", 200, 20)],
+                     syncs=300)
+    assert audit.rule_flushes_reach_device(_facts(_partitioned(), [third]), third)[1].evidence == {
+        "flushes_per_sync": 0.667, "flush_ms_per_flush": 0.1, "p50_ns": 1_000_000,
+        "device_class": CONSUMER_SSD, "floor_ns": 150_000, "fast_flush_allowed_by": None}
+
+
+def test_device_class_follows_the_result_primitive_on_apple_silicon():
+    """F_FULLFSYNC on an Apple Fabric SSD has its own 1 ms floor (APPLE_FULLFSYNC_FLOOR_NS)."""
+    apple = host(os_name="Darwin", fs_type="apfs", disks=(WB_SSD,),
+                 darwin={"BusProtocol": "Apple Fabric"})
+    r = flush("F_FULLFSYNC", 2_000_000, flushes=1000)
+    assert audit.rule_flushes_reach_device(_facts(apple, [r]), r)[1].evidence["device_class"] == (
+        "Apple internal SSD (F_FULLFSYNC)")
+    no_disks = host(os_name="Darwin", fs_type="apfs", darwin={"BusProtocol": "Apple Fabric"})
+    fast = flush("F_FULLFSYNC", 500_000)
+    assert audit.rule_latency_floor(_facts(no_disks, [fast]), fast) == (VOLATILE_CACHE, Finding(
+        "flush-below-device-floor", RISK, "write+F_FULLFSYNC",
+        "F_FULLFSYNC p50 500.0 us is below the 1000 us a flush to stable media takes on an Apple "
+        "internal SSD (F_FULLFSYNC): something acknowledges it from a cache.",
+        "Check the drive's write cache and power-loss protection (nvme id-ctrl: vwc; the "
+        "vendor's data sheet); if the drive has power-loss protection, say so with --assume "
+        "plp. A power pull (fsyncbench powercut) settles it.",
+        {"p50_ns": 500_000, "device_class": "Apple internal SSD (F_FULLFSYNC)",
+         "floor_ns": 1_000_000, "flushes_per_sync": None, "fast_flush_allowed_by": None},
+        audit.DESIGN_BANDS, INFERRED))
+
+
+def test_latency_floor_needs_a_known_medium_and_a_result():
+    r = flush("fdatasync", 5_000)
+    assert audit.rule_latency_floor(_facts(host(), [r]), r) is None
+    assert audit.rule_latency_floor(_facts(host(disks=(WB_SSD,))), None) is None
+
+
+def test_latency_floor_boundaries_and_numbers():
+    """The floor itself is plausible (p50 < floor is below it); a spinning disk's floor is
+    2000 us (SPINNING_FLOOR_NS); counters come from the media."""
+    at = flush("fdatasync", 150_000)
+    assert audit.rule_latency_floor(_facts(host(disks=(WB_SSD,)), [at]), at)[0] == HONEST_FLUSH
+    hdd = BlockDevice("sda", rotational=True, write_cache="write back", has_flush_counters=True)
+    r = _counted(1_234_567, [FlushDelta("sda1", 0, 0), FlushDelta("sda", 300, 5)])
+    verdict, hit = audit.rule_latency_floor(_facts(_partitioned(disk=hdd), [r]), r)
+    assert (verdict, hit.message, hit.evidence["flushes_per_sync"]) == (
+        VOLATILE_CACHE, "fdatasync p50 1234.6 us is below the 2000 us a flush to stable media "
+        "takes on a spinning disk: something acknowledges it from a cache.", 0.3)
+    ok = flush("fdatasync", 1_234_567)
+    assert audit.rule_latency_floor(_facts(host(disks=(WB_SSD,)), [ok]), ok)[1].message == (
+        f"fdatasync p50 1234.6 us is consistent with an {CONSUMER_SSD} writing to stable media: "
+        "inferred from latency only, not proven.")
+
+
+def test_judge_primitive_reads_the_evidence():
+    c = SyscallComparison("fdatasync", 75, "x86_64", 100, 300.0, 400_000.0)
+    verdict, code, hit = audit.judge_primitive(host(disks=(WB_SSD,)), None, [],
+                                               Evidence(syscall_comparisons=(c,)))
+    assert (verdict, code, hit.stance) == (NO_FLUSH, "libc-sync-interposed", "decides")
+
+
+def test_commit_issues_no_sync_scope():
+    """FULL/EXTRA commits only (effective pragmas); 'no sync' means 0 per commit, not fewer
+    than one."""
+    p = Pragmas("WAL", "NORMAL")
+    ev = Evidence(sync_traces=(SyncTrace(p, 10, {}), SyncTrace(Pragmas("WAL", "FULL"), 10,
+                                                                {"fdatasync": 5})))
+    normal = commit("WAL", "NORMAL", 50_000)
+    assert audit.rule_commit_issues_no_sync(_facts(results=[normal], ev=ev), normal) is None
+    half = commit("WAL", "FULL", 50_000)
+    assert audit.rule_commit_issues_no_sync(_facts(results=[half], ev=ev), half) is None
+    zero = Evidence(sync_traces=(SyncTrace(Pragmas("WAL", "FULL"), 10, {}),))
+    eff = dataclasses.replace(commit("WAL", "FULL", 50_000), requested=None)
+    assert audit.rule_commit_issues_no_sync(_facts(results=[eff], ev=zero), eff).code == (
+        "commit-issues-no-sync")
+
+
+def test_slowness_boundaries_and_digits():
+    at = flush("fdatasync", 50_000_000)
+    assert [f.code for f in audit.slowness(at)] == ["p99-above-10ms"]
+    r = dataclasses.replace(flush("fdatasync", 50_050_001), summary=dataclasses.replace(
+        flush("fdatasync", 50_050_001).summary, p99_ns=10_050_001))
+    assert [f.message for f in audit.slowness(r)] == [
+        "write+fdatasync p50 is 50.1 ms: every durable step waits that long.",
+        "write+fdatasync p99 is 10.1 ms, above etcd's 10 ms gate."]
+
+
+def test_libc_vs_syscall_ratio_digits_and_tiny_libc():
+    c = SyscallComparison("fdatasync", 75, "x86_64", 100, 300_000.0, 400_000.0)
+    tiny = SyscallComparison("fsync", 74, "x86_64", 100, 1.0, 3.0)
+    found = audit.evidence_findings(_facts(ev=Evidence(syscall_comparisons=(c, tiny))))
+    assert [f.evidence["raw_over_libc"] for f in found] == [1.33, 3.0]
+    assert found[1].message == ("libc fsync p50 0.0 us, raw syscall 74 p50 0.0 us (raw/libc "
+                                "3.00) for 100 calls each.")
+
+
+def test_counter_findings_rows_skip_results_without_counters_and_round():
+    """A result without counters is skipped, not the end of the rows; ratios have three
+    decimals; per-op counts divide by the sample count; ms per flush is read on the media."""
+    summary = flush("fdatasync", 1).summary
+    r = dataclasses.replace(
+        _counted(1_000_000, [FlushDelta("sda1", 1, 1), FlushDelta("sda", 100, 30)], syncs=300),
+        summary=dataclasses.replace(summary, count=300))
+    one = dataclasses.replace(_counted(1, [FlushDelta("sda", 3, 0)], syncs=None), name="one op",
+                              summary=dataclasses.replace(summary, count=1))
+    found = audit.evidence_findings(_facts(_partitioned(), [flush("fsync", 1), r, one]))
+    assert [f.code for f in found] == ["device-flush-counters"]
+    assert found[0].evidence["per_result"] == {
+        "write+fdatasync": {"device_flushes": 100, "syncs_issued": 300, "flushes_per_sync": 0.333,
+                            "flushes_per_op": 0.333, "flush_ms_per_flush": 0.3},
+        "one op": {"device_flushes": 3, "syncs_issued": None, "flushes_per_sync": None,
+                   "flushes_per_op": 3.0, "flush_ms_per_flush": 0.0}}
+
+
+def test_judge_passes_the_evidence_to_every_primitive_and_the_stand_in_commit():
+    c = SyscallComparison("fdatasync", 75, "x86_64", 100, 300.0, 400_000.0)
+    ev = Evidence(syscall_comparisons=(c,))
+    h = host(disks=(WB_SSD,))
+    v = audit.judge(h, [flush("fdatasync", 600)], ev)
+    assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "libc-sync-interposed")
+    v = audit.judge(h, [commit("WAL", "FULL", 50_000)], ev)
+    assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "libc-sync-interposed")
+
+
+def test_judge_checkpoint_only_commit_takes_its_base_primitive_verdict():
+    """WAL+NORMAL commits run "fsync (checkpoints only)" on macOS: they get fsync's verdict
+    (macos-fsync-stops-at-cache), not the path's (F_FULLFSYNC)."""
+    h = host(os_name="Darwin", fs_type="apfs", disks=(WB_SSD,))
+    normal = commit("WAL", "NORMAL", 30_000, primitive="fsync (checkpoints only)", fullfsync=False)
+    v = audit.judge(h, [flush("F_FULLFSYNC", 2_000_000), flush("fsync", 50_000), normal])
+    assert (v.path_verdict, v.decided_by) == (HONEST_FLUSH, "flush-latency-plausible")
+    assert v.results[2] == ResultVerdict("wal/normal/no-fullfsync", VOLATILE_CACHE, False,
+                                         "macos-fsync-stops-at-cache", INFERRED)
+
+
+def test_judge_commit_rule_decides_over_an_inferred_no_flush():
+    """Only a measured no_flush/volatile_cache keeps its verdict against a commit rule; an
+    inferred one (flush-costs-nothing) is replaced by the commit rule's."""
+    v = audit.judge(host(disks=(WB_SSD,)), [write(20_000), flush("fdatasync", 25_000),
+                                            commit("WAL", "FULL", 1_000)])
+    assert v.results == (
+        ResultVerdict("write+fdatasync", NO_FLUSH, None, "flush-costs-nothing", INFERRED),
+        ResultVerdict("wal/full", NO_FLUSH, True, "commit-not-waiting-for-sync", INFERRED))
+    assert ("commit-not-waiting-for-sync", "wal/full", INFERRED, NO_FLUSH, "decides") in _stances(v)
+
+
+def test_judge_disagreement_ignores_a_result_named_path_and_lists_every_unknown_declaration():
+    base = host(disks=(WB_SSD,))
+    h = dataclasses.replace(base, target=dataclasses.replace(base.target, declared=("ups", "bbu")))
+    odd = dataclasses.replace(flush("fsync", 60_000), name="path")
+    v = audit.judge(h, [flush("fdatasync", 1_000_000), odd])
+    assert [f.code for f in v.findings if f.subject == "path" and not f.stance] == [
+        "unknown-declaration"]
+    assert v.findings[-1].message == "Declared facts not understood and ignored: bbu, ups."
+    assert v.findings[-1].evidence == {"declared": ["ups", "bbu"]}
