@@ -500,11 +500,14 @@ def _not_sent_cause(f: Facts) -> tuple[str, str, dict]:
     c = _comparison(f, "fdatasync") or _comparison(f, "fsync")
     libs = list(dict.fromkeys(_sync_disabling(_preload_names(f)) or _preload_names(f)))
     if c is not None and _interposed(c)[0]:
+        how = (f"it sent {c.libc_flushes} device flushes for {c.syncs} calls where the raw "
+               f"system call sent {c.syscall_flushes}"
+               if c.libc_flushes is not None and c.syscall_flushes is not None else
+               f"its p50 over {c.syncs} calls was {_us(c.libc_p50_ns)} against "
+               f"{_us(c.syscall_p50_ns)} for the raw system call")
         return ("preload-skips-flush",
                 f"the libc sync call is interposed ({', '.join(libs) or 'a preloaded library'}): "
-                f"it sent {c.libc_flushes} device flushes for {c.syncs} calls where the raw "
-                f"system call sent {c.syscall_flushes}",
-                {"ld_preload": f.host.ld_preload, "libraries": libs})
+                + how, {"ld_preload": f.host.ld_preload, "libraries": libs})
     media = set(stack.media_devices(target))
     through = [layer for layer in stack.block_devices(target)
                if layer.name not in media and layer.device is not None
@@ -731,16 +734,17 @@ def rule_sweep_bandwidth(f: Facts, r: Result | None):
             return None
         evidence.update(largest_bytes=largest, largest_p50_ns=median, least_possible_ns=round(least))
         shown = (f"a sync after {largest >> 20} MiB took {_us(median)}, less than the "
-                 f"{_us(least)} {largest >> 20} MiB need at {ceiling / 1e9:.0f} GB/s")
+                 f"{_us(least)} {largest >> 20} MiB need at {ceiling / 1e9:.0f} GB/s, the most "
+                 "the storage links here carry")
     else:
         if bw is not None and bw <= ceiling:
             return None
         shown = ("latency did not grow with the bytes written" if bw is None else
-                 f"the fitted bandwidth {bw / 1e9:,.0f} GB/s exceeds {ceiling / 1e9:.0f} GB/s")
+                 f"the fitted bandwidth {bw / 1e9:,.0f} GB/s exceeds {ceiling / 1e9:.0f} GB/s, "
+                 "the most the storage links here carry")
     return NO_FLUSH, Finding(
         "sync-bandwidth-impossible", RISK, _subject(r),
-        f"Dirty-size sweep with {sweep.primitive}: {shown}, the most the storage links here "
-        "carry: the data never left RAM.",
+        f"Dirty-size sweep with {sweep.primitive}: {shown}: the data never left RAM.",
         "Find the layer that acknowledges syncs from memory (eatmydata, a no-op sync, a RAM "
         "disk) and audit the real storage path.",
         evidence, PCIE_DOC, MEASURED,

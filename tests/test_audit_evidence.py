@@ -924,8 +924,8 @@ SWEEP_ADVICE = ("Find the layer that acknowledges syncs from memory (eatmydata, 
 def _sweep_finding(shown, ev):
     return (NO_FLUSH, Finding(
         "sync-bandwidth-impossible", RISK, "path",
-        f"Dirty-size sweep with fdatasync: {shown}, the most the storage links here carry: the "
-        "data never left RAM.", SWEEP_ADVICE, ev, audit.PCIE_DOC, MEASURED))
+        f"Dirty-size sweep with fdatasync: {shown}: the data never left RAM.", SWEEP_ADVICE, ev,
+        audit.PCIE_DOC, MEASURED))
 
 
 def test_sweep_without_growth_exact():
@@ -940,7 +940,7 @@ def test_sweep_fitted_bandwidth_above_the_link_exact():
     """MAX_LINK_BANDWIDTH 16 GB/s per leaf disk (PCIE_DOC)."""
     ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 5_000.0, 40e9, 0.99))
     assert audit.rule_sweep_bandwidth(_facts(host(disks=(WB_SSD,)), ev=ev), None) == _sweep_finding(
-        "the fitted bandwidth 40 GB/s exceeds 16 GB/s",
+        "the fitted bandwidth 40 GB/s exceeds 16 GB/s, the most the storage links here carry",
         {"primitive": "fdatasync", "flush_cost_ns": 5_000.0, "bandwidth_bytes_per_s": 40e9,
          "ceiling_bytes_per_s": 16e9, "r_squared": 0.99})
 
@@ -950,7 +950,8 @@ def test_sweep_largest_size_faster_than_the_link_exact():
     pts = (SweepPoint(4096, 900_000),) + (SweepPoint(64 << 20, 1_000_000),) * 3
     ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 900_000.0, 1e12, 0.5, pts))
     assert audit.rule_sweep_bandwidth(_facts(ev=ev), None) == _sweep_finding(
-        "a sync after 64 MiB took 1000.0 us, less than the 4194.3 us 64 MiB need at 16 GB/s",
+        "a sync after 64 MiB took 1000.0 us, less than the 4194.3 us 64 MiB need at 16 GB/s, "
+        "the most the storage links here carry",
         {"primitive": "fdatasync", "flush_cost_ns": 900_000.0, "bandwidth_bytes_per_s": 1e12,
          "ceiling_bytes_per_s": 16e9, "r_squared": 0.5, "largest_bytes": 64 << 20,
          "largest_p50_ns": 1_000_000, "least_possible_ns": 4_194_304})
@@ -2436,3 +2437,15 @@ def test_judge_disagreement_ignores_a_result_named_path_and_lists_every_unknown_
         "unknown-declaration"]
     assert v.findings[-1].message == "Declared facts not understood and ignored: bbu, ups."
     assert v.findings[-1].evidence == {"declared": ["ups", "bbu"]}
+
+
+def test_interposed_cause_without_counters_says_the_times_not_none():
+    """Interposition decided by timing alone (no flush counters in the comparison): the
+    cause names the two p50s, never 'None device flushes'."""
+    h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so")
+    r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 1000)])
+    timed = SyscallComparison("fsync", 74, "x86_64", 100, 500.0, 400_000.0)
+    cause = audit._not_sent_cause(_facts(h, [r], Evidence(syscall_comparisons=(timed,))))
+    assert cause[0] == "preload-skips-flush"
+    assert cause[1] == ("the libc sync call is interposed (libeatmydata.so): its p50 over 100 "
+                        "calls was 0.5 us against 400.0 us for the raw system call")
