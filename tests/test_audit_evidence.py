@@ -2449,3 +2449,13 @@ def test_interposed_cause_without_counters_says_the_times_not_none():
     assert cause[0] == "preload-skips-flush"
     assert cause[1] == ("the libc sync call is interposed (libeatmydata.so): its p50 over 100 "
                         "calls was 0.5 us against 400.0 us for the raw system call")
+
+
+def test_interposed_cause_with_one_counter_missing_says_the_times():
+    """Counts are said only when both sides of the comparison were counted."""
+    h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so")
+    r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 1000)])
+    half = SyscallComparison("fsync", 74, "x86_64", 100, 500.0, 400_000.0, 0, None)
+    cause = audit._not_sent_cause(_facts(h, [r], Evidence(syscall_comparisons=(half,))))
+    assert cause[1] == ("the libc sync call is interposed (libeatmydata.so): its p50 over 100 "
+                        "calls was 0.5 us against 400.0 us for the raw system call")
