@@ -415,6 +415,7 @@ def counters_section(report: Report) -> Section:
     table = counters_table(report)
     if table is None or report.evidence is not None:
         return Section("counters", "Device flush counters", ())
+    others = others_flushed_text(report)
     return Section("counters", "Device flush counters", tuple(x for x in (
         Paragraph("Flushes the disk itself completed while each workload ran "
                   "(`/sys/block/<disk>/stat` fields 16-17). They count the whole device, "
@@ -422,7 +423,7 @@ def counters_section(report: Report) -> Section:
                   "flush to a write-back disk; a commit's flushes per operation are its syncs "
                   "per commit as the device saw them."),
         table,
-        Paragraph(others_flushed_text(report)) if others_flushed_text(report) else None,
+        Paragraph(others) if others else None,
     ) if x is not None))
 
 
