@@ -170,3 +170,7 @@ def test_bandwidth_reads_the_same_in_every_place():
     assert fmt_bandwidth(999_400_000.0) == "999 MB/s"
     assert fmt_bandwidth(850e6) == "850 MB/s"
     assert fmt_bandwidth(None) == "unbounded (no growth with size)"
+    # exact decimal units at a rounding edge (1.375 and 3.5 are exact binary fractions,
+    # rounded half to even): a divisor off by one byte would print 1.37 GB/s and 3 MB/s
+    assert fmt_bandwidth(1_375_000_000.0) == "1.38 GB/s"
+    assert fmt_bandwidth(3_500_000.0) == "4 MB/s"
