@@ -15,7 +15,9 @@ import threading
 import time
 from pathlib import Path
 
-from fsyncbench import __version__, render, runner, store, workloads
+from fsyncbench import __version__
+from fsyncbench.report import store, tables as render
+from fsyncbench.measure import runner, workloads
 from fsyncbench import report as report_out
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Report, to_jsonable
@@ -446,7 +448,7 @@ def _collect_host(target: Path):
 def _sweep(target: Path) -> None:
     """Just before measuring: remove the working directories dead runs left in ``target``
     (SIGKILL, a power cut) and say on stderr what was found."""
-    from fsyncbench import scratch
+    from fsyncbench.measure import scratch
 
     for message in scratch.sweep_leftovers(target):
         print(f"fsyncbench: note: {message}", file=sys.stderr)
@@ -493,7 +495,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         rounds=args.rounds,
     )
     if gate.names:
-        from fsyncbench import gates
+        from fsyncbench.judge import gates
 
         gates.check_names(gate.names, runner.result_names(plan), "this run measures")
     _check_outputs(args)
@@ -588,7 +590,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
 def _maybe_redact(report: Report, args: argparse.Namespace) -> Report:
     """The report as ``--redact`` asks (the hook for every subcommand that writes reports)."""
     if getattr(args, "redact", False):
-        from fsyncbench import redact
+        from fsyncbench.report import redact
 
         return redact.redact_report(report)
     return report
@@ -597,6 +599,10 @@ def _maybe_redact(report: Report, args: argparse.Namespace) -> Report:
 def _render(report: Report, fmt: str, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> str:
     if fmt == "json":
         return store.report_to_json(report)
+    if report.kind == "powercut":
+        from fsyncbench.powercut import view
+
+        return view.render(report, fmt)
     return report_out.render(report, fmt, model_call_ms)
 
 
@@ -627,7 +633,7 @@ class _GateArgs:
 
     @classmethod
     def parse(cls, args: argparse.Namespace) -> "_GateArgs":
-        from fsyncbench import gates
+        from fsyncbench.judge import gates
 
         max_p99 = gates.parse_duration(args.max_p99, "--max-p99") if args.max_p99 is not None else None
         fail_on = gates.parse_verdicts(args.fail_on) if args.fail_on is not None else ()
@@ -637,7 +643,7 @@ class _GateArgs:
         """Print each failure and return EXIT_RISK, or EXIT_OK when none failed."""
         if self.max_p99_ns is None and not self.fail_on:
             return EXIT_OK
-        from fsyncbench import gates
+        from fsyncbench.judge import gates
 
         failures = gates.check(report, self.max_p99_ns, self.fail_on, self.names)
         # the gate's verdict must reach someone: stderr when stdout's reader has gone
@@ -728,7 +734,8 @@ def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
-    from fsyncbench import audit, evidence
+    from fsyncbench.judge import audit
+    from fsyncbench.measure import evidence
 
     started = time.monotonic_ns()
     gate = _GateArgs.parse(args)
@@ -787,7 +794,7 @@ def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
             raise FsyncbenchError(f"{out} is the report being shown: give another output file")
     report = _maybe_redact(store.load_report(args.report), args)
     if gate.names:
-        from fsyncbench import gates
+        from fsyncbench.judge import gates
 
         gates.check_names(gate.names, [r.name for r in report.results])
     text = _render(report, args.format, args.model_call_ms)
@@ -803,7 +810,8 @@ def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
 
 
 def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
-    from fsyncbench import compare, gates
+    from fsyncbench.report import compare
+    from fsyncbench.judge import gates
 
     if len(args.reports) < 2:
         raise FsyncbenchError("compare needs at least two reports")
@@ -864,7 +872,7 @@ def _regression_lines(args: argparse.Namespace, pairs, labels: list[str], wanted
                       ) -> tuple[list[str], list, list[str]]:
     """compare --fail-on-regression: (lines to print, regressions found, configurations not
     checked). Raises FsyncbenchError when a report has no configuration it could test."""
-    from fsyncbench import compare
+    from fsyncbench.report import compare
 
     found, skipped = [], []
     for label, pair in pairs:
@@ -900,7 +908,7 @@ def _regression_lines(args: argparse.Namespace, pairs, labels: list[str], wanted
 def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
     from fsyncbench import powercut
     from fsyncbench.model import Pragmas
-    from fsyncbench.workloads import JOURNAL_MODES, SYNCHRONOUS
+    from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
 
     tty = sys.stderr.isatty()
 

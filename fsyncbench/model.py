@@ -16,6 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any, Union
 
 #: Path verdicts, strongest claim last. See ../shared/DESIGN.md "Vocabulary".
+#: Version of the report format written by this fsyncbench (these dataclasses); the store
+#: (:mod:`fsyncbench.report.store`) refuses to load a newer one.
+#: 2: slice boundaries and rounds per result, intervals valid for dependent samples
+#: (``Interval``); 1: intervals that assume independent samples (still read: their
+#: ``ci_method`` is "bootstrap" or "order-statistic" and renderers say what that means).
+SCHEMA_VERSION = 2
+
 NO_FLUSH = "no_flush"
 VOLATILE_CACHE = "volatile_cache"
 HONEST_FLUSH = "honest_flush"
@@ -62,7 +69,7 @@ class Pragmas:
 @dataclass(frozen=True)
 class Interval:
     """A confidence interval of one percentile, or the reason there is none
-    (:func:`fsyncbench.stats.quantile_interval` makes them).
+    (:func:`fsyncbench.measure.stats.quantile_interval` makes them).
 
     ``estimate_ns`` is the percentile of all samples; ``low_ns``/``high_ns`` the bounds
     (None, with ``reason`` saying why, when the data cannot support an interval);

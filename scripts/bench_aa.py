@@ -18,7 +18,7 @@ both measured, it counts, for p50 and p99:
   for a t interval on df degrees of freedom the expected share is
   P(|T_df| < t_df,0.975 / sqrt(2)), 83 % for large df and about 90 % at df = 2; the script
   prints that reference next to the figure;
-- significance: the share of those statistics `compare` (fsyncbench.compare.compare_pair,
+- significance: the share of those statistics `compare` (fsyncbench.report.compare.compare_pair,
   seeded as the CLI is) calls significant — on an unchanged machine it should be about the
   error rate (5 %);
 - the exit code of `fsyncbench compare A B --fail-on-regression LIMIT` (1 = a regression was
@@ -51,7 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from tabulate import tabulate  # noqa: E402
 
-from fsyncbench import compare, store  # noqa: E402
+from fsyncbench.report import compare, store  # noqa: E402
 
 
 def fsb(*args: str) -> subprocess.CompletedProcess:

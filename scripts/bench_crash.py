@@ -4,7 +4,7 @@
 Usage: python scripts/bench_crash.py [DIR] [--repeat N] [--journal-mode WAL] [--synchronous FULL]
 
 Prints, per repetition, the elapsed wall time, kills/s and the journal's commit latency p50/p99
-(fsyncbench.stats), then the table. The issue's budget is 5 s for the 120 kills on a 2-core
+(fsyncbench.measure.stats), then the table. The issue's budget is 5 s for the 120 kills on a 2-core
 machine; this script reports, it does not gate.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from fsyncbench import crash  # noqa: E402
-from fsyncbench.stats import summarize  # noqa: E402
+from fsyncbench.measure.stats import summarize  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
 

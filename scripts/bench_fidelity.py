@@ -67,9 +67,9 @@ import numpy as np  # noqa: E402
 from tabulate import tabulate  # noqa: E402
 
 from fsyncbench import host as hostmod  # noqa: E402
-from fsyncbench.measure import Sampler  # noqa: E402
-from fsyncbench.report.fmt import fmt_ns  # noqa: E402
-from fsyncbench.workloads import BLOCK_BYTES, FlushWorkload, SyncPrimitive, scratch_dir  # noqa: E402
+from fsyncbench.measure.timing import Sampler  # noqa: E402
+from fsyncbench.fmt import fmt_ns  # noqa: E402
+from fsyncbench.measure.workloads import BLOCK_BYTES, FlushWorkload, SyncPrimitive, scratch_dir  # noqa: E402
 
 FIO_INSTALL = "fio not found: install it with `apt-get install -y fio` (Debian/Ubuntu package fio)"
 PG_INSTALL = ("pg_test_fsync not found: install it with `apt-get install -y postgresql` (Debian/"

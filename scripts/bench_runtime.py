@@ -11,7 +11,7 @@ read back: per configuration its sample count, phases, and whether the 95 % CI o
 the target. `audit` is skipped with a message when this fsyncbench has no such subcommand.
 
 Peak RSS (target <= 100 MB): a fresh child process imports fsyncbench, fills a timing-loop
-sampler (fsyncbench.measure.Sampler) with one million realistic durations (lognormal around
+sampler (fsyncbench.measure.timing.Sampler) with one million realistic durations (lognormal around
 150 us; CPython interns small ints, so timing empty operations would understate the memory
 of real samples), turns them into a Result (summary and CIs) as the runner does, builds the
 report and writes it durably as JSON; it prints ``ru_maxrss`` after the imports and at the
@@ -35,7 +35,8 @@ RSS_CHILD = r"""
 import resource, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from fsyncbench import measure, runner, store
+from fsyncbench.measure import timing as measure, runner
+from fsyncbench.report import store
 from fsyncbench.model import Host, StorageTarget
 rss = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 import numpy as np
@@ -73,7 +74,7 @@ def fsb(*args: str) -> tuple[float, subprocess.CompletedProcess]:
 def bench_run(target: Path) -> None:
     from tabulate import tabulate
 
-    from fsyncbench import store
+    from fsyncbench.report import store
 
     with tempfile.TemporaryDirectory() as out:
         wall, proc = fsb("run", str(target), "--report-dir", out)

@@ -58,7 +58,7 @@ def configured_modules() -> list[str]:
 
 def module_of(mutant: str) -> str:
     """``fsyncbench.judge.devices.x_device_class`` or a method's
-    ``fsyncbench.stats.xǁClassǁmethod`` -> ``judge.devices``."""
+    ``fsyncbench.measure.stats.xǁClassǁmethod`` -> ``judge.devices``."""
     head = mutant.split(".x_")[0].split(".xǁ")[0]
     return head.removeprefix("fsyncbench.")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fsyncbench import stats
+from fsyncbench.measure import stats
 from fsyncbench.model import (
     BlockDevice,
     FlushDelta,

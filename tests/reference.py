@@ -5,7 +5,7 @@ with these functions compares two independent implementations.
 The interval is the delete-a-group jackknife of log(percentile) (Kuensch 1989, Ann. Statist.
 17(3):1217-1241; unequal groups as in Busing, Meijer & van der Leeden 1999, Statistics and
 Computing 9:3-8) with a Student t quantile on Kish's effective number of blocks holding the
-tail, less one (Kish 1965, sec. 11.7): the method fsyncbench.stats documents. It is computed
+tail, less one (Kish 1965, sec. 11.7): the method fsyncbench.measure.stats documents. It is computed
 the slow, obvious way: every percentile by ``np.percentile`` (method "linear") on the
 samples with the block deleted, the t quantile by ``scipy.stats.t.ppf``.
 """

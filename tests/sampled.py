@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 from factories import even_slices, host
 
-from fsyncbench import runner, stats, store
+from fsyncbench.measure import runner, stats
+from fsyncbench.report import store
 from fsyncbench.model import FlushDelta, Pragmas, Report, Result
 
 

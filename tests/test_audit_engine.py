@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from factories import commit, flush, host
 
-from fsyncbench import audit, store
+from fsyncbench.judge import audit
+from fsyncbench.report import store
 from fsyncbench.model import (
     HONEST_FLUSH,
     MEASURED,

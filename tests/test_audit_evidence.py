@@ -14,10 +14,11 @@ import pytest
 from factories import BARE, VM, WB_SSD, commit, flush, host, write
 from test_host_linux import STAT_11, STAT_17, FakeRoot, line
 
-from fsyncbench import audit, evidence, workloads
+from fsyncbench.judge import audit
+from fsyncbench.measure import evidence, workloads
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.host import _linux, read_flush_counters
-from fsyncbench.layers import disk_layer, filesystem_layer
+from fsyncbench.host.layers import disk_layer, filesystem_layer
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFERRED,
@@ -1332,7 +1333,7 @@ def test_latency_plausible_with_declared_plp_exact():
 
 NO_SYNC_ADVICE = ("Remove the sync-disabling library or SQLite build option (SQLITE_NO_SYNC) and "
                   "audit again.")
-NO_SYNC_SOURCE = "strace of the commits (fsyncbench.evidence.trace_syncs); " + audit.SQLITE_SYNC_DOC
+NO_SYNC_SOURCE = "strace of the commits (fsyncbench.measure.evidence.trace_syncs); " + audit.SQLITE_SYNC_DOC
 
 
 def test_commit_syncs_intercepted_exact():

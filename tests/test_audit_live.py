@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from clitools import fsb, leftovers
 
-from fsyncbench import cli, store
+from fsyncbench import cli
+from fsyncbench.report import store
 from fsyncbench.model import to_jsonable
 
 FAST = ["--samples", "60", "--compare-syncs", "120", "--sweep-repeats", "2",

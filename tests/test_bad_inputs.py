@@ -15,7 +15,7 @@ import pytest
 import sampled
 from clitools import fsb
 
-from fsyncbench import store
+from fsyncbench.report import store
 
 TOO_MANY = ("write (no sync), write+fsync, write+fdatasync, write (O_DSYNC), write (O_SYNC), "
             "delete/off, delete/normal, delete/full, truncate/off, truncate/normal, "

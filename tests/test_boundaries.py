@@ -22,10 +22,12 @@ import numpy as np
 import pytest
 from factories import BARE, VM, WB_SSD, commit, flush, host, write
 
-from fsyncbench import audit, compare, gates, render, runner, stats
+from fsyncbench.judge import audit, gates
+from fsyncbench.report import compare, tables as render
+from fsyncbench.measure import runner, stats
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.judge import devices
-from fsyncbench.layers import disk_layer, filesystem_layer
+from fsyncbench.host.layers import disk_layer, filesystem_layer
 from fsyncbench.model import (
     FLUSH_FSYNCS_BACKING_FILE,
     HONEST_FLUSH,

@@ -2,7 +2,7 @@
 
 from factories import commit, flush, host, write
 
-from fsyncbench import audit
+from fsyncbench.judge import audit
 from fsyncbench.model import (
     HONEST_FLUSH,
     NO_FLUSH,

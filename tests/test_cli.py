@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from clitools import assert_usage_error, fsb, leftovers, start_long_run
 
-from fsyncbench import measure, store
+from fsyncbench.measure import timing as measure
+from fsyncbench.report import store
 
 QUICK = ["--samples", "30", "--budget-seconds", "5", "--warmup", "2", "--quiet"]
 
@@ -185,13 +186,13 @@ def test_show_missing_corrupt_and_newer(tmp_path):
 
 
 def _workers_of(target) -> list:
-    """Live worker processes (``python -m fsyncbench.rounds``) working under ``target``."""
+    """Live worker processes (``python -m fsyncbench.measure.rounds``) working under ``target``."""
     import psutil
 
     found = []
     for p in psutil.process_iter(["cmdline"]):
         cmd = " ".join(p.info["cmdline"] or ())
-        if "fsyncbench.rounds" in cmd and str(target) in cmd:
+        if "fsyncbench.measure.rounds" in cmd and str(target) in cmd:
             found.append(p)
     return found
 

@@ -450,7 +450,7 @@ def test_readme_has_commands():
 def test_redact_knows_every_option_that_takes_no_value():
     """--redact blanks the value after an option in the recorded command line; an option
     that takes none (a flag) must be known to it, or the next argument is blanked too."""
-    from fsyncbench import redact
+    from fsyncbench.report import redact
 
     flags = {opt for _name, p in ALL for a in p._actions if a.nargs == 0
              for opt in a.option_strings}

@@ -12,7 +12,8 @@ from clitools import fsb
 from factories import host
 from scipy.stats import mannwhitneyu
 
-from fsyncbench import compare, stats, store
+from fsyncbench.report import compare, store
+from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import BlockDevice, Virtualization
 

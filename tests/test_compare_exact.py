@@ -17,8 +17,9 @@ from factories import _result, even_slices, summary_at
 from scipy.stats import mannwhitneyu
 from scipy.stats import t as student_t
 
-from fsyncbench import compare, stats
-from fsyncbench.compare import RankTest
+from fsyncbench.report import compare
+from fsyncbench.measure import stats
+from fsyncbench.report.compare import RankTest
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Interval, ResultVerdict, Verdict
 

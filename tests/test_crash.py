@@ -13,7 +13,7 @@ import pytest
 from fsyncbench import crash
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import from_jsonable, to_jsonable
-from fsyncbench.workloads import SCHEMA
+from fsyncbench.measure.workloads import SCHEMA
 
 needs_fork = pytest.mark.skipif(
     not hasattr(os, "fork") or not hasattr(signal, "SIGKILL"), reason="needs os.fork and SIGKILL"

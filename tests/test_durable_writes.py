@@ -122,7 +122,7 @@ DURABLE = ["create-excl", "write", "fsync", "rename", "open-dir", "fsync-dir"]
 SNIPPET = """
 import sys
 from pathlib import Path
-from fsyncbench import store
+from fsyncbench.report import store
 try:
     store.write_durably(Path(sys.argv[1]), sys.argv[2])
 except Exception as exc:

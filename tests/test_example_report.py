@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from fsyncbench import report as report_out
-from fsyncbench import store
+from fsyncbench.report import store
 
 EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "reports").glob("*.json"))
 

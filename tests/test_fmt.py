@@ -6,11 +6,12 @@ import pytest
 import sampled
 from clitools import fsb
 
-from fsyncbench import stats, store
+from fsyncbench.measure import stats
+from fsyncbench.report import store
 from fsyncbench import report as report_out
 from fsyncbench.report.document import pretty
 from fsyncbench.model import Interval
-from fsyncbench.report.fmt import (
+from fsyncbench.fmt import (
     fmt_bounds,
     fmt_interval,
     fmt_ns,
@@ -163,7 +164,7 @@ def test_round_spread_needs_two_rounds():
 def test_bandwidth_reads_the_same_in_every_place():
     """One formatter for the dirty-size sweep's bandwidth (audit finding and evidence lines):
     decimal units as drive makers quote them; GB/s from 1e9 bytes/s on."""
-    from fsyncbench.report.fmt import fmt_bandwidth
+    from fsyncbench.fmt import fmt_bandwidth
 
     assert fmt_bandwidth(16_388_059_000.0) == "16.39 GB/s"
     assert fmt_bandwidth(1e9) == "1.00 GB/s"

@@ -8,7 +8,7 @@ import sampled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fsyncbench import compare, render, store
+from fsyncbench.report import compare, store, tables as render
 from fsyncbench import report as report_out
 from fsyncbench.errors import FsyncbenchError
 

@@ -8,9 +8,10 @@ import sampled
 from clitools import fsb
 from factories import host
 
-from fsyncbench import gates, runner
+from fsyncbench.judge import gates
+from fsyncbench.measure import runner
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.gates import GateFailure
+from fsyncbench.judge.gates import GateFailure
 from fsyncbench.model import Interval, ResultVerdict, Verdict
 
 ALLOWED = "allowed values are no_flush, volatile_cache, unverifiable, honest_flush"

@@ -14,7 +14,8 @@ import reference
 from clitools import fsb
 from factories import _result, commit, flush, host, write
 
-from fsyncbench import measure, runner, stats, store, workloads
+from fsyncbench.measure import timing as measure, runner, stats, workloads
+from fsyncbench.report import store
 from fsyncbench import report as report_out
 from fsyncbench.model import Pragmas
 

@@ -20,7 +20,7 @@ import clitools
 import pytest
 from factories import host as fake_host
 
-from fsyncbench import store
+from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import (
     HONEST_FLUSH,

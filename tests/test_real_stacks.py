@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from clitools import fsb, leftovers
 
-from fsyncbench import store
+from fsyncbench.report import store
 
 LINUX = sys.platform.startswith("linux")
 ROOT = LINUX and os.geteuid() == 0

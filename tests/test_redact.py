@@ -10,7 +10,7 @@ import sampled
 from clitools import fsb
 from factories import host
 
-from fsyncbench import compare, redact, store
+from fsyncbench.report import compare, redact, store
 from fsyncbench.model import BlockDevice, Mount, StorageLayer
 
 QUICK = ["--samples", "30", "--budget-seconds", "5", "--warmup", "2", "--quiet"]
@@ -153,7 +153,7 @@ def test_audit_redact(real_run):
 def test_redaction_reaches_every_layer_of_the_storage_stack():
     """A FUSE layer's network source and the serial of a disk under a loop device's backing
     file are as identifying as the target's own; the verdict quotes the source."""
-    from fsyncbench import audit
+    from fsyncbench.judge import audit
     from fsyncbench.model import StorageLayer
 
     ssd = BlockDevice("sdb", model="Samsung SSD 870", rotational=False, serial="S5Y1NX0R777777",

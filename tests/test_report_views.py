@@ -20,7 +20,7 @@ from clitools import fsb
 from factories import BARE, WB_SSD, commit, flush, host
 
 from fsyncbench import report as report_out
-from fsyncbench import runner
+from fsyncbench.measure import runner
 from fsyncbench.report import answer, describe
 from fsyncbench.report.document import Paragraph, pretty
 
@@ -219,7 +219,7 @@ def _layout(page: str, tmp_path: Path) -> dict[str, float]:
 def test_html_first_screen_holds_the_answer_and_the_latency_table(tmp_path, which):
     """The committed example is a default run of this VM (14 rows, 3 rounds); the sampled
     report a small one."""
-    from fsyncbench import store
+    from fsyncbench.report import store
 
     examples = sorted((Path(__file__).resolve().parent.parent / "reports").glob("*.json"))
     rep = store.load_report(examples[-1]) if which == "example" else sampled.report()

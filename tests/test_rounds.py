@@ -10,7 +10,8 @@ import pytest
 import sampled
 from clitools import fsb, leftovers
 
-from fsyncbench import compare, rounds, runner, stats, store
+from fsyncbench.report import compare, store
+from fsyncbench.measure import rounds, runner, stats
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import FlushDelta
 
@@ -59,7 +60,7 @@ def test_a_failing_worker_is_one_line(tmp_path):
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"plan": {"target": str(tmp_path / "gone")}, "host": {}}))
     proc = subprocess.run(
-        [sys.executable, "-m", "fsyncbench.rounds", str(request), str(tmp_path / "out.json")],
+        [sys.executable, "-m", "fsyncbench.measure.rounds", str(request), str(tmp_path / "out.json")],
         capture_output=True, text=True)
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
     assert proc.stderr.startswith("fsyncbench: ") and "Traceback" not in proc.stderr
@@ -92,7 +93,7 @@ def test_compare_says_when_the_machine_itself_changed():
     moved = compare.compare_pair(dataclasses.replace(a, floors=(floor,)),
                                  dataclasses.replace(b, floors=(slower,)))
     assert [name for name, _ in moved.floor_moved] == [stats.FLOOR_COMMIT]
-    from fsyncbench import render
+    from fsyncbench.report import tables as render
 
     assert "The machine itself changed between the runs" in render.render_compare(
         a, b, moved, ["a", "b"])

@@ -10,7 +10,7 @@ import sys
 import psutil
 from clitools import fsb, leftovers, start_long_run
 
-from fsyncbench import scratch
+from fsyncbench.measure import scratch
 
 
 def _leftover(target, name, record):

@@ -8,9 +8,9 @@ from __future__ import annotations
 from factories import BARE, VM, flush
 from factories import host as simple_host
 
-from fsyncbench import audit
+from fsyncbench.judge import audit
 from fsyncbench.judge import devices, stack
-from fsyncbench.layers import disk_layer, filesystem_layer
+from fsyncbench.host.layers import disk_layer, filesystem_layer
 from fsyncbench.model import (
     FLUSH_FSYNCS_BACKING_FILE,
     FLUSH_PASSES_DOWN,
@@ -205,7 +205,7 @@ def test_only_non_standard_primitive_names_still_decide_the_path():
 def test_latency_only_honest_says_so_in_every_rendering():
     h = simple_host(disks=(BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB",
                                        rotational=False, write_cache="write back"),), virt=BARE)
-    from fsyncbench import runner
+    from fsyncbench.measure import runner
 
     v = audit.judge(h, [flush("fdatasync", 1_600_000)])
     assert (v.path_verdict, v.strength) == (HONEST_FLUSH, INFERRED)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.signal import lfilter
 
-from fsyncbench import stats
+from fsyncbench.measure import stats
 from fsyncbench.model import Interval
 
 

@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 from factories import commit, flush, host
 
-from fsyncbench import audit, runner, store
+from fsyncbench.judge import audit
+from fsyncbench.measure import runner
+from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import BlockDevice
 

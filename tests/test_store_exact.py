@@ -1,4 +1,4 @@
-"""Exact behaviour of fsyncbench.store: file names, refusal messages, JSON layout, file
+"""Exact behaviour of fsyncbench.report.store: file names, refusal messages, JSON layout, file
 modes and temp-file handling, with expected values written out by hand."""
 
 import codecs
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from factories import commit, flush, host
 
-from fsyncbench import runner, store
+from fsyncbench.measure import runner
+from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Evidence, Interval, SyscallComparison
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fsyncbench import measure, workloads
+from fsyncbench.measure import timing as measure, workloads
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Pragmas
 

@@ -12,9 +12,9 @@ the directory of the filesystem it shows), then by filesystem type
   then partition -> disk, dm/md -> every entry of ``slaves/``, loop ->
   ``loop/backing_file`` walked like a new target (its filesystem, its device, recursively:
   loop-in-loop too), and at the bottom a disk classified by
-  :func:`fsyncbench.layers.disk_layer` (physical, virtual, RAM, network).
+  :func:`fsyncbench.host.layers.disk_layer` (physical, virtual, RAM, network).
 
-Every layer records what it does with a flush (:mod:`fsyncbench.layers`). The walk reads only
+Every layer records what it does with a flush (:mod:`fsyncbench.host.layers`). The walk reads only
 files (no subprocess), never raises for missing files, cuts cycles and stops at
 :data:`MAX_DEPTH` layers deep. Functions take ``root`` so tests use a fake /sys tree.
 """
@@ -26,7 +26,7 @@ import os
 import stat
 import struct
 
-from fsyncbench.layers import disk_layer, filesystem_layer, overlay_upperdir
+from fsyncbench.host.layers import disk_layer, filesystem_layer, overlay_upperdir
 from fsyncbench.model import (
     FLUSH_DROPPED,
     FLUSH_FSYNCS_BACKING_FILE,

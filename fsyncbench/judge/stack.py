@@ -2,13 +2,13 @@
 :class:`~fsyncbench.model.StorageTarget`; no I/O.
 
 A report written before stacks were recorded (or by hand) has no ``layers``: a short stack is
-derived from its mount and disks (:func:`fsyncbench.layers.derived_layers`), so old and
+derived from its mount and disks (:func:`fsyncbench.host.layers.derived_layers`), so old and
 hand-written reports are judged by the same rules.
 """
 
 from __future__ import annotations
 
-from fsyncbench.layers import NO_BARRIER_OPTIONS, derived_layers
+from fsyncbench.host.layers import NO_BARRIER_OPTIONS, derived_layers
 from fsyncbench.model import (
     FLUSH_DROPPED,
     FLUSH_FORWARDED,

@@ -24,8 +24,8 @@ from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Host, Pragmas, from_jsonable, to_jsonable
-from fsyncbench.store import write_durably
-from fsyncbench.workloads import step_output
+from fsyncbench.report.store import write_durably
+from fsyncbench.measure.workloads import step_output
 
 POWERCUT_DIRNAME = ".fsyncbench-powercut"
 RUN_FILE = "run.json"

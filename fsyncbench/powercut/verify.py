@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsyncbench import __version__, audit, store
+from fsyncbench import __version__
+from fsyncbench.judge import audit
+from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.judge import stack
 from fsyncbench.model import (

@@ -38,8 +38,8 @@ from fsyncbench.powercut.run import (
     restore_handlers,
     save_run,
 )
-from fsyncbench.store import fsync_dir
-from fsyncbench.workloads import JournalCommit, sqlite_sync_primitive
+from fsyncbench.report.store import fsync_dir
+from fsyncbench.measure.workloads import JournalCommit, sqlite_sync_primitive
 
 #: Ping the listener when nothing was reported for this long (listener.IDLE_TIMEOUT_S is 120).
 PING_EVERY_S = 10.0
@@ -367,7 +367,7 @@ def _status(run_id: str, label: str, elapsed_s: float, seq: int, interval: list[
 
 def format_status(s: WriterStatus) -> str:
     """One status line: commits, rate and latency of the last interval, listener state."""
-    from fsyncbench.report.fmt import fmt_ns
+    from fsyncbench.fmt import fmt_ns
 
     listener = (f"listener recorded {s.recorded:,}" if s.connected
                 else f"listener UNREACHABLE, retrying (recorded {s.recorded:,})")
@@ -377,7 +377,7 @@ def format_status(s: WriterStatus) -> str:
 
 def format_summary(s: WriterSummary) -> str:
     """What the writer says at a clean stop."""
-    from fsyncbench.report.fmt import fmt_ns
+    from fsyncbench.fmt import fmt_ns
 
     lines = [
         f"run {s.run_id}: {s.reason} after {s.commits:,} commits in {s.elapsed_s:.1f} s "

@@ -1,29 +1,34 @@
 """Turning reports into what people read: one description of a run or audit report
 (:mod:`~fsyncbench.report.describe`) laid out as text, Markdown or HTML, with the shared
-formatting of durations and intervals (:mod:`~fsyncbench.report.fmt`).
+formatting of durations and intervals (:mod:`~fsyncbench.fmt`).
 """
 
 from __future__ import annotations
 
 from fsyncbench.model import Report
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
+from fsyncbench.report.document import Document
 
 #: Formats a run or audit report is rendered in (JSON is the store's, not a rendering).
 FORMATS = ("text", "markdown", "html")
 
 
 def render(report: Report, fmt: str, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> str:
-    """``report`` as ``fmt`` (one of :data:`FORMATS`), all from one description (a powercut
-    report's own: :mod:`fsyncbench.report.powercut_view`). Raises ValueError for another
-    format."""
+    """A run or audit ``report`` as ``fmt`` (one of :data:`FORMATS`), from its one
+    description (:func:`~fsyncbench.report.describe.describe`). A powercut report has its own
+    description, rendered by :func:`fsyncbench.powercut.view.render` (the powercut stage sits
+    above this one). Raises ValueError for another format or a powercut report."""
     if report.kind == "powercut":
-        from fsyncbench.report.powercut_view import describe_powercut
+        raise ValueError("a powercut report is rendered by fsyncbench.powercut.view.render")
+    from fsyncbench.report.describe import describe
 
-        doc = describe_powercut(report)
-    else:
-        from fsyncbench.report.describe import describe
+    return render_document(describe(report, model_call_ms), fmt, report)
 
-        doc = describe(report, model_call_ms)
+
+def render_document(doc: Document, fmt: str, report: Report) -> str:
+    """``doc`` laid out as ``fmt`` (one of :data:`FORMATS`); ``report`` is the report it
+    describes (the HTML page draws its charts from the raw samples). Raises ValueError for
+    another format."""
     if fmt == "text":
         from fsyncbench.report.text import render_text
         return render_text(doc)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fsyncbench import stats
+from fsyncbench.measure import stats
 from fsyncbench.model import Finding, Report, Result
 
 #: Model-call time a commit is set against when the user names none: the seed's comparison,

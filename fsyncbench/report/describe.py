@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fsyncbench import stats
+from fsyncbench.measure import stats
 from fsyncbench.judge import stack
 from fsyncbench.model import Finding, Report
 from fsyncbench.report.answer import (
@@ -29,7 +29,7 @@ from fsyncbench.report.document import (
     Section,
     Table,
 )
-from fsyncbench.report.fmt import fmt_bandwidth, fmt_interval, fmt_ns, fmt_spread
+from fsyncbench.fmt import fmt_bandwidth, fmt_interval, fmt_ns, fmt_spread
 from fsyncbench.report.wording import (
     P999_MIN_SAMPLES,
     STRENGTH_MEANING,

@@ -1,7 +1,7 @@
 """One description of a report, rendered three ways.
 
 A :class:`Document` is what a report says — its sections, paragraphs, lists, tables and
-figures — with every figure already written as text (:mod:`fsyncbench.report.fmt`). The
+figures — with every figure already written as text (:mod:`fsyncbench.fmt`). The
 text, Markdown and HTML renderers (:mod:`fsyncbench.report.text`,
 :mod:`fsyncbench.report.markdown`, :mod:`fsyncbench.report.html`) only lay it out, so the
 three formats cannot disagree about a fact. Strings may hold inline code in backticks; they

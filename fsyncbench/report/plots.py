@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fsyncbench.model import Report, Result
-from fsyncbench.report.fmt import fmt_ns
+from fsyncbench.fmt import fmt_ns
 
 # matplotlib warns on import, in two lines on stderr, when $HOME/.config is not writable and
 # it falls back to a temporary cache; the page does not depend on that cache, and the CLI's

@@ -2,7 +2,7 @@
 method paragraph, interval caveats, device flush counters and audit evidence.
 
 Shared by the report description (:mod:`fsyncbench.report.describe`, run and audit
-reports in text, Markdown and HTML) and the other renderers (:mod:`fsyncbench.render`:
+reports in text, Markdown and HTML) and the other renderers (:mod:`fsyncbench.report.tables`:
 compare, crash, fleet, host), so a fact reads the same wherever it appears.
 """
 
@@ -14,7 +14,7 @@ from tabulate import tabulate
 
 from fsyncbench.judge import stack
 from fsyncbench.model import Finding, Host, Report, Result
-from fsyncbench.report.fmt import fmt_bandwidth, fmt_ns, fmt_precision
+from fsyncbench.fmt import fmt_bandwidth, fmt_ns, fmt_precision
 
 #: Fewest samples for which p99.9 is printed: with fewer it is within a sample or two of the
 #: maximum (the 99.9th percentile needs 1,000 samples to have one above it).
@@ -29,7 +29,7 @@ def _fmt_bytes(n: int | None) -> str:
 
 def p99_precision(r: Result) -> str:
     """``+-4.2%`` (or ``+25.1/-16.3%`` when lopsided): how far p99's 95 % interval reaches
-    from p99, rounded up (:func:`fsyncbench.report.fmt.fmt_precision`); ``(not met)`` when
+    from p99, rounded up (:func:`fsyncbench.fmt.fmt_precision`); ``(not met)`` when
     the run's CI target was not reached."""
     s = r.summary
     text = fmt_precision(s.p99_ns, s.p99_ci_ns) if s.p99_ci_ns else "none"
@@ -38,7 +38,7 @@ def p99_precision(r: Result) -> str:
 
 def floor_line(report: Report) -> str:
     """The tool's floor measurements and what "at the tool's floor" means ("" if none)."""
-    from fsyncbench import stats
+    from fsyncbench.measure import stats
 
     if not report.floors:
         return ""
@@ -201,7 +201,7 @@ def methodology(report: Report) -> str:
             "call the named sync primitive (queue depth 1); `none` is the write alone."
         )
     if any_r is not None and any_r.ci_target_pct is not None:
-        from fsyncbench import measure, runner
+        from fsyncbench.measure import timing as measure, runner
 
         counts = sorted({r.summary.count for r in report.results})
         parts.append(
@@ -240,7 +240,7 @@ def interval_caveat(results: Sequence[Result]) -> str:
     """One line for the terminal report on what its intervals cannot see ("" when they
     rest on several rounds): schema 1 intervals assume independent samples; one round
     cannot see run-to-run variation."""
-    from fsyncbench import stats
+    from fsyncbench.measure import stats
 
     methods = {r.summary.ci_method for r in results}
     if not methods:
@@ -257,7 +257,7 @@ def interval_caveat(results: Sequence[Result]) -> str:
 
 def interval_method_text(results: Sequence[Result]) -> str:
     """How the report's 95 % intervals were made, and what they do not cover."""
-    from fsyncbench import stats
+    from fsyncbench.measure import stats
 
     methods = {r.summary.ci_method for r in results}
     if methods & {stats.METHOD_BLOCKS, stats.METHOD_ROUNDS}:

@@ -54,7 +54,7 @@ multiprocessing for that reason:
 https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods).
 
 Nothing here prints. Every file lives in a fresh subdirectory of the given directory, removed
-afterwards (:func:`fsyncbench.workloads.scratch_dir`).
+afterwards (:func:`fsyncbench.measure.workloads.scratch_dir`).
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ from typing import Any, NoReturn
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Pragmas
-from fsyncbench.scratch import STOP_SIGNALS
-from fsyncbench.workloads import JOURNAL_MODES, SCHEMA, SYNCHRONOUS, read_pragmas, scratch_dir
+from fsyncbench.measure.scratch import STOP_SIGNALS
+from fsyncbench.measure.workloads import JOURNAL_MODES, SCHEMA, SYNCHRONOUS, read_pragmas, scratch_dir
 
 # --------------------------------------------------------------------------------------------
 # The experiment's constants
@@ -489,7 +489,7 @@ class Journal(StepRunner):
     and commits one row (BEGIN, INSERT, COMMIT; each commit's ``perf_counter_ns`` duration is
     appended to ``commit_ns``). With ``idempotency_keys`` the running step's
     :meth:`idempotency_key` is ``"run_id:seq"``. The table must exist
-    (:data:`fsyncbench.workloads.SCHEMA`).
+    (:data:`fsyncbench.measure.workloads.SCHEMA`).
     """
 
     def __init__(
@@ -928,7 +928,7 @@ def run_kill_matrix(
     For each policy: one clean reference run, then for each (step, window) a fresh run id,
     a child killed there with SIGKILL and restarts (children too) until the run completes.
     The journal (and the checkpoints) use ``journal_mode``/``synchronous`` (case-insensitive,
-    :data:`fsyncbench.workloads.JOURNAL_MODES`/``SYNCHRONOUS``). Runs go one at a time, so
+    :data:`fsyncbench.measure.workloads.JOURNAL_MODES`/``SYNCHRONOUS``). Runs go one at a time, so
     the journal's commit latency is measured without the matrix competing with itself
     (about 2 s for the 120 kills on a 2-core VM with ext4 on virtio; most of it is fork and
     process teardown, not commits). Returns a

@@ -57,6 +57,11 @@ NETWORK_FILESYSTEMS = frozenset({
 #: nobarrier; f2fs fsync_mode=nobarrier; xfs nobarrier before Linux 4.19).
 NO_BARRIER_OPTIONS = frozenset({"nobarrier", "barrier=0", "fsync_mode=nobarrier"})
 
+#: Names of libraries that turn sync calls into no-ops: libeatmydata (eatmydata(1)),
+#: libnosync (Fedora "nosync"), disable-fsync.so (BigLinux's /etc/ld.so.preload recipe,
+#: https://biglinux.blogspot.com/2021/08/disable-fsync-explicacao-de-uso-no.html).
+SYNC_DISABLING_LIBS = ("libeatmydata", "eatmydata", "libnosync", "disable-fsync", "nosync.so")
+
 #: Block transports whose media is RAM (or nothing at all: null_blk).
 RAM_TRANSPORTS = frozenset({"zram", "ram", "null_blk"})
 #: Block transports that send the flush to a server over the network.

@@ -15,13 +15,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsyncbench import __version__, audit, host as hostmod, stats
+from fsyncbench import __version__, host as hostmod
+from fsyncbench.judge import audit
+from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import MAX_SAMPLES, EmptyOp, Sampler
-from fsyncbench.model import Evidence, FlushDelta, Host, Pragmas, Report, Result
-from fsyncbench.report.fmt import fmt_precision
-from fsyncbench.store import SCHEMA_VERSION
-from fsyncbench.workloads import (
+from fsyncbench.measure.timing import MAX_SAMPLES, EmptyOp, Sampler
+from fsyncbench.model import SCHEMA_VERSION, Evidence, FlushDelta, Host, Pragmas, Report, Result
+from fsyncbench.fmt import fmt_precision
+from fsyncbench.measure.workloads import (
     BLOCK_BYTES,
     JOURNAL_MODES,
     SYNCHRONOUS,
@@ -99,7 +100,7 @@ DEFAULT_RUN_BUDGET_S = 17.0
 DEFAULT_CI_TARGET_PCT = 10.0
 #: Default minimum samples per workload before the adaptive stop may end it: below 1,000
 #: samples a p99 has fewer than 10 samples beyond it and gets no interval at all
-#: (:data:`fsyncbench.stats.MIN_TAIL_SAMPLES`).
+#: (:data:`fsyncbench.measure.stats.MIN_TAIL_SAMPLES`).
 DEFAULT_MIN_SAMPLES = 1000
 #: Configurations are measured round-robin in slices of at most this many seconds, so each
 #: one's samples spread over the whole run: the storage's slow drifts and periodic stalls
@@ -111,7 +112,7 @@ SLICE_S = 0.25
 #: No slice is shorter than this (s), whatever the run budget says.
 MIN_SLICE_S = 0.05
 #: The CI target ends a configuration only once its samples come from this many slices:
-#: the fewest an interval is computed from (:data:`fsyncbench.stats.MIN_BLOCKS`).
+#: the fewest an interval is computed from (:data:`fsyncbench.measure.stats.MIN_BLOCKS`).
 MIN_PHASES = stats.MIN_BLOCKS
 #: Rounds of a default run.
 DEFAULT_ROUNDS = 3
@@ -233,7 +234,7 @@ def check_target(target: Path) -> Path:
 def run_plan(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> tuple[Result, ...]:
     """Measure every raw primitive and every configuration of ``plan``; results in that
     order. One round runs here, several each in a process of its own
-    (:func:`fsyncbench.rounds.run_rounds`). Raises FsyncbenchError on I/O errors;
+    (:func:`fsyncbench.measure.rounds.run_rounds`). Raises FsyncbenchError on I/O errors;
     KeyboardInterrupt propagates after the scratch directory is removed."""
     return run_with_floors(plan, host, progress, floors=False)[0]
 
@@ -245,7 +246,7 @@ def run_with_floors(plan: RunPlan, host: Host, progress: RunProgress | None = No
     same process-to-process variation as the results; with one round, here. ``floors``
     False: none. Errors as in :func:`run_plan`."""
     if plan.rounds > 1:
-        from fsyncbench import rounds
+        from fsyncbench.measure import rounds
 
         return rounds.run_rounds(plan, host, progress, floors)
     measured = measure_floors(plan) if floors else ()
@@ -264,7 +265,7 @@ def run_round(plan: RunPlan, host: Host, progress: RunProgress | None = None) ->
     only the workloads that can still reach the target in the time left are given slices
     (:func:`_within_reach`). The device flush counters are read around every slice and
     summed; after each slice the target filesystem is settled
-    (:func:`fsyncbench.workloads.settle`, untimed, outside the counter window).
+    (:func:`fsyncbench.measure.workloads.settle`, untimed, outside the counter window).
     """
     disks = hostmod.counter_devices(host.target)
     # Apple's system SQLite (/usr/lib/libsqlite3.dylib) maps fullfsync to F_BARRIERFSYNC.
@@ -404,7 +405,7 @@ def _commit_job(plan: RunPlan, workload: JournalCommit, pragmas: Pragmas, primit
 
 
 def measure_floors(plan: RunPlan, budget_s: float = FLOOR_BUDGET_S) -> tuple[Result, ...]:
-    """The tool's floor (kind "floor"; names in :data:`fsyncbench.stats.FLOOR_APPLIES_TO`):
+    """The tool's floor (kind "floor"; names in :data:`fsyncbench.measure.stats.FLOOR_APPLIES_TO`):
     the empty timing loop, the same commit on an in-memory database, and the 4 KiB write on
     an in-memory file (Linux), each with the plan's stop rule within ``budget_s`` seconds,
     in slices of :data:`FLOOR_SLICE_S` (the blocks of their intervals). Nothing is written
@@ -454,7 +455,7 @@ def _bind(progress: RunProgress | None, label: str, index: int, total: int,
 
 
 def result_from(m, deltas, **fields) -> Result:
-    """A Result from a :class:`fsyncbench.measure.Measurement`, the summed flush counter
+    """A Result from a :class:`fsyncbench.measure.timing.Measurement`, the summed flush counter
     changes and the remaining fields; the summary and the CI-target check are derived from
     the samples and slices here."""
     summary = stats.summarize(m.samples_ns, m.slice_counts, m.slice_rounds)
@@ -490,7 +491,7 @@ def build_report(kind: str, host: Host, results: Sequence[Result], command_line:
                  floors: Sequence[Result] = (), evidence: Evidence | None = None,
                  elapsed_ns: int | None = None) -> Report:
     """Assemble a report; the verdict is derived here from host, results and ``evidence``
-    (what ``fsyncbench audit`` measured, :mod:`fsyncbench.evidence`). ``floors``
+    (what ``fsyncbench audit`` measured, :mod:`fsyncbench.measure.evidence`). ``floors``
     (:func:`measure_floors`) are recorded as they are."""
     notes = []
     short = [r.name for r in results if not r.target_reached]

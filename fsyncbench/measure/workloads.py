@@ -1,7 +1,7 @@
 """The I/O patterns: a step-journal commit and raw sync primitives.
 
 Workloads write under the user's target directory only inside a fresh subdirectory made by
-:func:`fsyncbench.scratch.scratch_dir`, which is removed afterwards.
+:func:`fsyncbench.measure.scratch.scratch_dir`, which is removed afterwards.
 Each workload has ``prepare(i)`` (untimed: builds the i-th operation's arguments) and
 ``run(args)`` (the timed operation), so the timing loop in ``measure`` wraps only ``run``.
 """
@@ -24,7 +24,7 @@ from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Pragmas
-from fsyncbench.scratch import scratch_cleanup, scratch_dir  # noqa: F401  (their home is scratch)
+from fsyncbench.measure.scratch import scratch_cleanup, scratch_dir  # noqa: F401  (their home is scratch)
 
 #: Allowed values, from https://www.sqlite.org/pragma.html#pragma_journal_mode and
 #: #pragma_synchronous. SQLite silently ignores unknown values, so they are checked here.
@@ -320,7 +320,7 @@ def sqlite_sync_primitive(os_name: str, pragmas: Pragmas, apple_system_sqlite: b
 
 
 # --------------------------------------------------------------------------- audit I/O patterns
-# The extra patterns `fsyncbench audit` measures (its orchestration is in fsyncbench.evidence).
+# The extra patterns `fsyncbench audit` measures (its orchestration is in fsyncbench.measure.evidence).
 
 #: Raw Linux system call numbers of the sync calls, per ``platform.machine()``. x86_64:
 #: arch/x86/entry/syscalls/syscall_64.tbl (74 fsync, 75 fdatasync); aarch64/arm64 use the

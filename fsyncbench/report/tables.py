@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from fsyncbench.model import Host, Report, Result, to_jsonable
-from fsyncbench.report.fmt import fmt_interval, fmt_ns
+from fsyncbench.fmt import fmt_interval, fmt_ns
 from fsyncbench.report.wording import host_lines
 
 #: tabulate layout of a table per output format.
@@ -49,7 +49,7 @@ def render_host(host: Host, fmt: str = "text") -> str:
 def crash_jsonable(outcome, model_call_ms: float) -> dict:
     """The crash experiment as JSON-ready data: the table rows, journal commit latency
     summary (ns) against the assumed model-call time, the hazards, and the raw matrix."""
-    from fsyncbench import stats
+    from fsyncbench.measure import stats
 
     m = outcome.matrix
     s = stats.summarize(m.journal_commit_ns)
@@ -81,7 +81,8 @@ def crash_jsonable(outcome, model_call_ms: float) -> dict:
 def render_crash(outcome, model_call_ms: float, fmt: str = "text") -> str:
     """The kill-matrix table, the journal's commit cost beside a model call, the hazards;
     ``fmt`` text (a "simple" table) or markdown (a GitHub table, one paragraph per line)."""
-    from fsyncbench import crash, stats
+    from fsyncbench import crash
+    from fsyncbench.measure import stats
 
     m = outcome.matrix
     s = stats.summarize(m.journal_commit_ns)

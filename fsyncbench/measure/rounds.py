@@ -5,14 +5,14 @@ samples can show: each run has its own files (placed elsewhere on the disk), its
 process (memory layout, hash seed) and its own stretch of the storage's slow drifts. Like
 pyperf's worker processes (https://pyperf.readthedocs.io/en/latest/run_benchmark.html:
 "spawn multiple worker processes"), ``run --rounds N`` runs N rounds one after the other,
-each a fresh ``python -m fsyncbench.rounds`` worker measuring every configuration on fresh
+each a fresh ``python -m fsyncbench.measure.rounds`` worker measuring every configuration on fresh
 files with its own warmup and an equal share of the budgets. The samples of all rounds
 form one result per configuration, its slices tagged with their round, so the interval
-(:func:`fsyncbench.stats.quantile_interval`) widens where the rounds disagree and each
+(:func:`fsyncbench.measure.stats.quantile_interval`) widens where the rounds disagree and each
 round's p50/p99 is kept beside the figures.
 
 Worker protocol: the parent writes the round's plan and the host record as JSON into its
-scratch directory and starts ``python -m fsyncbench.rounds REQUEST RESULT``; the worker
+scratch directory and starts ``python -m fsyncbench.measure.rounds REQUEST RESULT``; the worker
 prints one progress line per update on stdout (``label<TAB>index<TAB>total<TAB>done<TAB>
 target``), writes its results as JSON to RESULT and exits 0, or prints one line on stderr
 and exits 2 (3 when interrupted). An interrupted parent terminates its worker and waits
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import STOP_CI_TARGET, Measurement
+from fsyncbench.measure.timing import STOP_CI_TARGET, Measurement
 from fsyncbench.model import FlushDelta, Host, Pragmas, Result, from_jsonable, to_jsonable
 
 #: Seconds an interrupted worker gets to clean up after SIGTERM before it is killed.
@@ -59,14 +59,14 @@ def round_plan(plan, k: int, target: Path):
 
 def run_rounds(plan, host: Host, progress=None,
                floors: bool = True) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
-    """Run ``plan.rounds`` rounds of ``plan`` (a :class:`fsyncbench.runner.RunPlan`), each in
+    """Run ``plan.rounds`` rounds of ``plan`` (a :class:`fsyncbench.measure.runner.RunPlan`), each in
     a worker process, one after the other, inside one scratch directory of ``plan.target``;
     the merged results and (``floors``) the merged floors, each worker having measured its
     share (:func:`merge_rounds`). Raises FsyncbenchError when a worker fails (with its
     message); KeyboardInterrupt propagates after the worker and the scratch directory are
     gone."""
-    from fsyncbench.runner import FLOOR_BUDGET_S
-    from fsyncbench.workloads import scratch_dir
+    from fsyncbench.measure.runner import FLOOR_BUDGET_S
+    from fsyncbench.measure.workloads import scratch_dir
 
     start = time.monotonic()
     results, floor_sets = [], []
@@ -87,7 +87,7 @@ def _run_worker(request: Path, result: Path, k: int, total_rounds: int, progress
                 start: float) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
     proc = None
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "fsyncbench.rounds", str(request), str(result)],
+        proc = subprocess.Popen([sys.executable, "-m", "fsyncbench.measure.rounds", str(request), str(result)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         for line in proc.stdout:
@@ -130,7 +130,7 @@ def _plan_jsonable(plan) -> dict:
 
 
 def _plan_from_jsonable(data: dict):
-    from fsyncbench.runner import RunPlan
+    from fsyncbench.measure.runner import RunPlan
 
     data = dict(data)
     data["target"] = Path(data["target"])
@@ -144,7 +144,7 @@ def merge_rounds(rounds: Sequence[Sequence[Result]]) -> tuple[Result, ...]:
     with its round, counters and counts summed, the summary and the CI-target check made
     anew from all samples. Raises FsyncbenchError when the rounds measured different
     configurations."""
-    from fsyncbench import runner
+    from fsyncbench.measure import runner
 
     if not rounds or not rounds[0]:
         return ()
@@ -202,12 +202,12 @@ def _interrupted(_signum, _frame) -> None:
 
 
 def worker_main(argv: Sequence[str]) -> int:
-    """``python -m fsyncbench.rounds REQUEST RESULT``: one round (module docstring)."""
-    from fsyncbench import runner
+    """``python -m fsyncbench.measure.rounds REQUEST RESULT``: one round (module docstring)."""
+    from fsyncbench.measure import runner
 
     signal.signal(signal.SIGTERM, _interrupted)
     if len(argv) != 2:
-        print("fsyncbench: usage: python -m fsyncbench.rounds REQUEST RESULT", file=sys.stderr)
+        print("fsyncbench: usage: python -m fsyncbench.measure.rounds REQUEST RESULT", file=sys.stderr)
         return 2
     request, result = Path(argv[0]), Path(argv[1])
 

@@ -17,13 +17,8 @@ import tempfile
 from pathlib import Path
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.model import Report, from_jsonable, to_jsonable
+from fsyncbench.model import SCHEMA_VERSION, Report, from_jsonable, to_jsonable
 
-#: Version of the report format written by this fsyncbench. Loading a newer one is refused.
-#: 2: slice boundaries and rounds per result, intervals valid for dependent samples
-#: (``Interval``); 1: intervals that assume independent samples (still read: their
-#: ``ci_method`` is "bootstrap" or "order-statistic" and renderers say what that means).
-SCHEMA_VERSION = 2
 
 
 def report_to_json(report: Report) -> str:

@@ -91,7 +91,7 @@ def check(
     names: Sequence[str] = (),
 ) -> list[GateFailure]:
     """Every gate failure of ``report``, in result order."""
-    from fsyncbench.report.fmt import fmt_interval, fmt_ns
+    from fsyncbench.fmt import fmt_interval, fmt_ns
 
     verdicts = {v.subject: v for v in report.verdict.results}
     failures = []

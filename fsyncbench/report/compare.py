@@ -3,7 +3,7 @@
 Two reports A and B are compared configuration by configuration:
 
 - p50 and p99 of each with the interval the report itself shows
-  (:func:`fsyncbench.stats.quantile_interval`, recomputed from the raw samples and slices
+  (:func:`fsyncbench.measure.stats.quantile_interval`, recomputed from the raw samples and slices
   by the same deterministic function, so it is the report's own), and the ratio B/A with
   its interval. Both rest on the jackknife standard errors of log(percentile) over each
   run's slices, which allow for samples that move together in time: the difference of the
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fsyncbench import stats
+from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Interval, Report, Result
 

@@ -1,10 +1,10 @@
 """The audit's evidence: what ``fsyncbench audit`` measures beyond flush and commit latency.
 
-Orchestration only: every write under the target happens in :mod:`fsyncbench.workloads`
-(inside a :func:`~fsyncbench.workloads.scratch_dir`), timing in :mod:`fsyncbench.measure`,
-the fit in :mod:`fsyncbench.stats`. Each collector returns a model object from
+Orchestration only: every write under the target happens in :mod:`fsyncbench.measure.workloads`
+(inside a :func:`~fsyncbench.measure.workloads.scratch_dir`), timing in :mod:`fsyncbench.measure.timing`,
+the fit in :mod:`fsyncbench.measure.stats`. Each collector returns a model object from
 :mod:`fsyncbench.model` (all recorded in the report's ``evidence``); the verdict engine
-(:mod:`fsyncbench.audit`) reads them back without measuring.
+(:mod:`fsyncbench.judge.audit`) reads them back without measuring.
 
 Evidence and sources:
 
@@ -12,7 +12,7 @@ Evidence and sources:
    block of syncs (https://www.kernel.org/doc/html/latest/block/stat.html; partitions walk to
    the disk, dm/md to the leaves: :mod:`fsyncbench.host._sysblock`).
 2. Syncs per commit per pragma combination: strace(1) ``-f -e trace=fsync,fdatasync,...`` on
-   a child process committing through the same :class:`~fsyncbench.workloads.JournalCommit`,
+   a child process committing through the same :class:`~fsyncbench.measure.workloads.JournalCommit`,
    cut per configuration by ``statfs`` marker calls (:func:`trace_syncs`).
 3. libc vs raw system call: ``os.fdatasync``/``os.fsync`` against ``syscall(SYS_fdatasync)``
    through ctypes (x86_64 75/74, aarch64 83/82), in interleaved blocks with counters
@@ -26,7 +26,7 @@ Evidence and sources:
    preload files; the host record (:mod:`fsyncbench.host`) has filesystem, mount options,
    device facts and virtualization.
 7. macOS: plain fsync, F_BARRIERFSYNC and F_FULLFSYNC are timed side by side as flush results
-   by :func:`fsyncbench.runner.run_plan`; diskutil/sysctl/dyld facts are in the host record.
+   by :func:`fsyncbench.measure.runner.run_plan`; diskutil/sysctl/dyld facts are in the host record.
 """
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsyncbench import host as hostmod, stats
+from fsyncbench import host as hostmod
+from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import measure
+from fsyncbench.measure.timing import measure
 from fsyncbench.model import (
     DirtySweep,
     EnvironmentFacts,
@@ -57,7 +58,7 @@ from fsyncbench.model import (
     SyncTrace,
     SyscallComparison,
 )
-from fsyncbench.workloads import (
+from fsyncbench.measure.workloads import (
     SWEEP_SIZES,
     TRACE_MARK,
     FlushWorkload,
@@ -328,7 +329,7 @@ def trace_syncs(
     ld_preload: str | None,
 ) -> tuple[SyncTrace, ...]:
     """Sync calls per commit for each of ``configs``, observed by strace on a child Python
-    process (with LD_PRELOAD ``ld_preload``) running :func:`fsyncbench.workloads.trace_child`
+    process (with LD_PRELOAD ``ld_preload``) running :func:`fsyncbench.measure.workloads.trace_child`
     in ``directory``. Raises FsyncbenchError with strace's or the child's first error line."""
     labels = [f"{p.journal_mode}/{p.synchronous}" for p in configs]
     with tempfile.NamedTemporaryFile("r", prefix="fsyncbench-strace-", suffix=".txt") as out:
@@ -337,7 +338,7 @@ def trace_syncs(
             "-e", "trace=" + ",".join(["?" + s for s in SYNC_SYSCALLS] + ["statfs"]),
             "-o", out.name,
             sys.executable, "-c",
-            "import sys; from fsyncbench.workloads import trace_child; trace_child(sys.argv[1:])",
+            "import sys; from fsyncbench.measure.workloads import trace_child; trace_child(sys.argv[1:])",
             str(directory), str(plan.trace_commits), str(plan.payload_bytes), *labels,
         ]
         try:
@@ -407,7 +408,7 @@ def environment_facts(host: Host, root: str = "/", environ: Mapping[str, str] | 
                       runner: Runner | None = None) -> EnvironmentFacts:
     """The audit's environment facts for ``host`` (see EnvironmentFacts); ``root`` re-bases
     /etc and /proc for tests. Never raises."""
-    from fsyncbench.audit import SYNC_DISABLING_LIBS
+    from fsyncbench.host.layers import SYNC_DISABLING_LIBS
 
     env = os.environ if environ is None else environ
     ld_so = parse_ld_so_preload(_read(os.path.join(root, "etc/ld.so.preload")))
@@ -447,7 +448,7 @@ def collect(target: Path, host: Host, plan: EvidencePlan,
             counters: Counters = hostmod.read_flush_counters,
             progress: Progress | None = None) -> Evidence:
     """Gather evidence 2-6 for ``target`` (evidence 1, counters around the flush and commit
-    results, is read by :func:`fsyncbench.runner.run_plan`). Runs inside a fresh scratch
+    results, is read by :func:`fsyncbench.measure.runner.run_plan`). Runs inside a fresh scratch
     directory of ``target``, removed afterwards. Raises FsyncbenchError on I/O errors;
     evidence that cannot be gathered here is named in ``Evidence.unavailable``."""
     unavailable: dict[str, str] = {}

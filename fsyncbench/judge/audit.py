@@ -41,7 +41,7 @@ from dataclasses import dataclass
 
 from fsyncbench.judge import devices, stack
 from fsyncbench.judge.devices import CLOUD_BLOCK_MODELS, device_class
-from fsyncbench.layers import NO_BARRIER_OPTIONS, RAM_FILESYSTEMS
+from fsyncbench.host.layers import NO_BARRIER_OPTIONS, RAM_FILESYSTEMS, SYNC_DISABLING_LIBS
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFERRED,
@@ -65,7 +65,7 @@ from fsyncbench.model import (
     SyncTrace,
     Verdict,
 )
-from fsyncbench.report.fmt import fmt_bandwidth
+from fsyncbench.fmt import fmt_bandwidth
 
 SQLITE_SYNC_DOC = "https://www.sqlite.org/pragma.html#pragma_synchronous"
 SQLITE_WAL_DOC = "https://www.sqlite.org/wal.html#performance_considerations"
@@ -139,13 +139,9 @@ PG_TEST_FSYNC_DOC = (
     "(https://www.postgresql.org/docs/current/pgtestfsync.html)"
 )
 
-#: Filesystems with no block device behind them (fsyncbench.layers.RAM_FILESYSTEMS).
+#: Filesystems with no block device behind them (fsyncbench.host.layers.RAM_FILESYSTEMS).
 NO_FLUSH_FILESYSTEMS = RAM_FILESYSTEMS
 
-#: Names of libraries that turn sync calls into no-ops: libeatmydata (eatmydata(1)),
-#: libnosync (Fedora "nosync"), disable-fsync.so (BigLinux's /etc/ld.so.preload recipe,
-#: https://biglinux.blogspot.com/2021/08/disable-fsync-explicacao-de-uso-no.html).
-SYNC_DISABLING_LIBS = ("libeatmydata", "eatmydata", "libnosync", "disable-fsync", "nosync.so")
 
 #: Least time (ns) one sync that reaches any real block device adds (DESIGN_BANDS: "anything
 #: with real block I/O ~ 10 us"). Two commits differing only in their syncs must differ by
@@ -405,7 +401,7 @@ PathRule = Callable[[Facts, "Result | None"], "tuple[str, Finding] | None"]
 
 def rule_no_flush_filesystem(f: Facts, r: Result | None):
     """tmpfs/ramfs hold data in RAM (tmpfs.rst); overlay mounted ``volatile`` (any spelling,
-    :func:`fsyncbench.layers.overlay_volatile`) omits every sync to the upper layer
+    :func:`fsyncbench.host.layers.overlay_volatile`) omits every sync to the upper layer
     (OVERLAY_VOLATILE_DOC); ZFS ``sync=disabled`` disregards sync requests (ZFS_SYNC_DOC).
     Filesystem facts, measured: nothing below can contradict them."""
     mount = f.host.target.mount
@@ -452,7 +448,7 @@ def rule_ram_media(f: Facts, r: Result | None):
     is on tmpfs, a filesystem on zram or brd (``ram*``), null_blk. When only some of the
     media are RAM (a btrfs or md array across both), the redundancy profile decides and is
     not read: unverifiable, with the risk named. Flushes may be counted
-    on the layers above; nothing below them is stable (fsyncbench.layers: loop turns a flush
+    on the layers above; nothing below them is stable (fsyncbench.host.layers: loop turns a flush
     into an fsync of its backing file, which tmpfs has nothing to do for). Stack facts,
     measured."""
     ram = stack.ram_media(f.host.target)
@@ -664,7 +660,7 @@ def _interposed(c) -> tuple[bool, bool]:
 
 def rule_libc_interposed(f: Facts, r: Result | None):
     """The libc wrapper against ``syscall(SYS_fdatasync)`` after identical writes (EATMYDATA_DOC;
-    the measurement: fsyncbench.evidence.compare_libc_syscall). With counters on both sides
+    the measurement: fsyncbench.measure.evidence.compare_libc_syscall). With counters on both sides
     they decide: the raw blocks sent >= REACHED_FLUSH_RATIO flushes per call more than the
     libc blocks (:func:`_interposed`). Without counters, time
     decides only in the shape interposition has: a libc call faster than any real I/O
@@ -926,7 +922,7 @@ def rule_cloud_block_storage(f: Facts, r: Result | None):
 def rule_network_filesystem(f: Facts, r: Result | None):
     """A layer of the stack forwards the flush to a daemon or server whose storage cannot be
     seen from here: NFS, SMB, 9p, virtiofs, FUSE (which daemon: the mount source and
-    subtype), nbd, rbd, iSCSI, NVMe over fabrics (fsyncbench.layers). Stack facts, measured;
+    subtype), nbd, rbd, iSCSI, NVMe over fabrics (fsyncbench.host.layers). Stack facts, measured;
     what the far side does is unverifiable."""
     forwarding = stack.forwarding_layers(f.host.target)
     if not forwarding:
@@ -1228,7 +1224,7 @@ def rule_commit_issues_no_sync(f: Facts, r: Result) -> Finding | None:
         "audit again.",
         {"syncs_per_commit": as_run, "syncs_per_commit_without_preload": clean,
          "ld_preload": f.host.ld_preload},
-        "strace of the commits (fsyncbench.evidence.trace_syncs); " + SQLITE_SYNC_DOC,
+        "strace of the commits (fsyncbench.measure.evidence.trace_syncs); " + SQLITE_SYNC_DOC,
     )
 
 

@@ -6,7 +6,7 @@ Only the workload's ``run(args)`` call is inside the timed region; argument buil
 returned untouched; statistics are derived elsewhere (``stats``).
 
 Adaptive stop (``ci_target_pct`` set): after each phase (see below) the loop computes the
-95 % interval of p99 the report will show (:func:`fsyncbench.stats.quantile_interval`,
+95 % interval of p99 the report will show (:func:`fsyncbench.measure.stats.quantile_interval`,
 over the phases as blocks, outside the timed region) and ends sampling when it lies within
 +-``ci_target_pct`` % of p99 at :data:`CONFIRM_CHECKS` consecutive checks (one lucky narrow
 interval does not end sampling), never before ``min_samples`` samples and ``min_phases``
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fsyncbench import stats
+from fsyncbench.measure import stats
 
 #: How often (ns) the progress callback may be called: often enough for a live ETA, rare
 #: enough to cost nothing next to a sync.
@@ -83,7 +83,7 @@ class Measurement:
     half-width at the last check (None: never checked, or no interval yet). ``stop_reason``
     is one of ``ci-target``, ``samples``, ``budget``; ``phases`` counts ``Sampler.run``
     calls, ``slice_counts`` the samples each took (in order) and ``slice_rounds`` the round
-    of each (empty for one round; rounds are merged by :mod:`fsyncbench.rounds`).
+    of each (empty for one round; rounds are merged by :mod:`fsyncbench.measure.rounds`).
     """
 
     samples_ns: tuple[int, ...]

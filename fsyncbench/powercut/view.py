@@ -97,3 +97,11 @@ def describe_powercut(report: Report) -> Document:
         answer, facts, findings_section(report),
         Section("host", "Host and storage stack", (host_table(report),)),
     ))
+
+
+def render(report: Report, fmt: str) -> str:
+    """A powercut report as ``fmt`` (one of :data:`fsyncbench.report.FORMATS`), from
+    :func:`describe_powercut`. Raises ValueError for another format."""
+    from fsyncbench.report import render_document
+
+    return render_document(describe_powercut(report), fmt, report)
