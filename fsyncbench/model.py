@@ -488,7 +488,7 @@ def _convert(hint: Any, data: Any, where: str) -> Any:
                 kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{where}.{f.name}")
             elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ValueError(f"{where}: missing field {f.name!r}")
-        return hint(**kwargs)
+        return typing.cast("type[Any]", hint)(**kwargs)  # a dataclass type, not an instance
     if origin is tuple:
         if not isinstance(data, list):
             raise ValueError(f"{where}: expected a list")

@@ -94,7 +94,8 @@ def disk_partitions() -> list[Any] | None:
     Source: https://psutil.readthedocs.io/en/latest/#psutil.disk_partitions
     """
     if psutil is None:
-        return None
+        # mypy types the name as the module; it is None when the import above failed
+        return None  # type: ignore[unreachable]
     try:
         return list(psutil.disk_partitions(all=True))
     except Exception:  # psutil raises OSError subclasses and RuntimeError on odd systems

@@ -31,6 +31,7 @@ from fsyncbench.model import (
     FLUSH_DROPPED,
     FLUSH_FSYNCS_BACKING_FILE,
     FLUSH_PASSES_DOWN,
+    BlockDevice,
     Mount,
     StorageLayer,
 )
@@ -160,7 +161,7 @@ class _Walk:
             return
         self.layers.append(disk_layer(device, depth))
 
-    def _loop(self, name: str, device, backing: str, depth: int) -> None:
+    def _loop(self, name: str, device: BlockDevice, backing: str, depth: int) -> None:
         path = backing[: -len(_DELETED)] if backing.endswith(_DELETED) else backing
         note = f"backing file {path}" + (" (deleted: still open by the loop device)"
                                          if path != backing else "")

@@ -30,6 +30,8 @@ Sources of the facts encoded here:
 
 from __future__ import annotations
 
+from typing import Any
+
 from fsyncbench.model import (
     FLUSH_DROPPED,
     FLUSH_FORWARDED,
@@ -108,8 +110,8 @@ def filesystem_layer(mount: Mount, depth: int = 0, note: str = "") -> StorageLay
     fs = mount.fs_type
     opts = mount_options(mount)
     name = mount.mount_point
-    kwargs = dict(name=name, depth=depth, fs_type=fs, source=mount.source,
-                  options=tuple(sorted(opts)))
+    kwargs: dict[str, Any] = dict(name=name, depth=depth, fs_type=fs, source=mount.source,
+                                  options=tuple(sorted(opts)))
     if mount.root not in (None, "/"):
         note = (note + "; " if note else "") + f"bind mount of {mount.root} of {mount.source}"
     if fs in RAM_FILESYSTEMS:
