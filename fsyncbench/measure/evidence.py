@@ -46,11 +46,12 @@ from pathlib import Path
 from fsyncbench import host as hostmod
 from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure.timing import measure
+from fsyncbench.measure.timing import Workload, measure
 from fsyncbench.model import (
     DirtySweep,
     EnvironmentFacts,
     Evidence,
+    FlushDelta,
     Host,
     Pragmas,
     SecondFdCheck,
@@ -120,11 +121,12 @@ class EvidencePlan:
 # --------------------------------------------------------------------------- counters
 
 
-def _least(deltas) -> int | None:
+def _least(deltas: Sequence[FlushDelta]) -> int | None:
     counts = [d.flushes for d in deltas]
-    if not counts or any(c is None for c in counts):
+    known = [c for c in counts if c is not None]
+    if not counts or len(known) < len(counts):
         return None
-    return min(counts)
+    return min(known)
 
 
 def counter_reason(host: Host) -> str | None:
@@ -142,7 +144,7 @@ def counter_reason(host: Host) -> str | None:
     return None
 
 
-def _blocks(workloads: Sequence, syncs: int, blocks: int, disks: Sequence[str],
+def _blocks(workloads: Sequence[Workload], syncs: int, blocks: int, disks: Sequence[str],
             counters: Counters, budget_s: float) -> list[tuple[list[int], int | None]]:
     """Run each workload in turn, ``blocks`` times, ``syncs // blocks`` timed operations per
     block, reading the counters around every block. Per workload: (samples, flushes)."""
@@ -193,7 +195,9 @@ def compare_libc_syscall(
     )
 
 
-def _paired(make_a, make_b, plan: EvidencePlan, disks: Sequence[str], counters: Counters):
+def _paired(make_a: Callable[[], FlushWorkload], make_b: Callable[[], FlushWorkload],
+            plan: EvidencePlan, disks: Sequence[str],
+            counters: Counters) -> list[tuple[list[int], int | None]]:
     """Open two workloads, time them in interleaved blocks with counters (:func:`_blocks`)
     and close both; returns ((samples_a, flushes_a), (samples_b, flushes_b))."""
     a = make_a()
@@ -289,14 +293,14 @@ _MARK = re.compile(re.escape(TRACE_MARK) + r"/(begin|end)/([A-Z]+/[A-Z]+)")
 _CALL = re.compile(r"^(?:\[pid\s+\d+\]\s+|\d+\s+)?([a-z_0-9]+)\(")
 
 
-def parse_strace(text: str) -> dict[str, collections.Counter]:
+def parse_strace(text: str) -> dict[str, collections.Counter[str]]:
     """Sync calls between the ``begin``/``end`` markers of each label in strace output
     (``-f``: lines may start with a pid). ``<... resumed>`` lines are not counted twice.
     Returns {label: Counter(call name -> count)}; a label without its end marker is
     dropped (the child failed there)."""
-    counts: dict[str, collections.Counter] = {}
+    counts: dict[str, collections.Counter[str]] = {}
     current: str | None = None
-    pending: collections.Counter = collections.Counter()
+    pending: collections.Counter[str] = collections.Counter()
     for line in text.splitlines():
         mark = _MARK.search(line)
         if mark and "statfs" in line:

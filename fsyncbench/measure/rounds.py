@@ -27,20 +27,30 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure.timing import STOP_CI_TARGET, Measurement
 from fsyncbench.model import FlushDelta, Host, Pragmas, Result, from_jsonable, to_jsonable
+
+if TYPE_CHECKING:
+    from fsyncbench.measure.runner import RunPlan
 
 #: Seconds an interrupted worker gets to clean up after SIGTERM before it is killed.
 TERMINATE_GRACE_S = 10.0
 #: Worker exit code after an interrupt (SIGINT, SIGTERM).
 EXIT_INTERRUPTED = 3
 
+#: progress(label, index, total, done, target, elapsed_ns, budget_ns), as
+#: :data:`fsyncbench.measure.runner.RunProgress`; ``index`` here is a float (the rounds
+#: done, in workloads)
+RoundsProgress = Callable[[str, float, int, int, int, int, int], None]
 
-def round_plan(plan, k: int, target: Path):
+
+def round_plan(plan: RunPlan, k: int, target: Path) -> RunPlan:
     """The plan of round ``k`` (0-based) of ``plan``: one round in ``target`` with an equal
     share of the run budget, of each configuration's budget, of the fixed sample count
     (shares add up to ``plan.samples``) and of the minimum sample count."""
@@ -57,7 +67,7 @@ def round_plan(plan, k: int, target: Path):
         min_samples=minimum, max_samples=max(minimum, share(plan.max_samples)))
 
 
-def run_rounds(plan, host: Host, progress=None,
+def run_rounds(plan: RunPlan, host: Host, progress: RoundsProgress | None = None,
                floors: bool = True) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
     """Run ``plan.rounds`` rounds of ``plan`` (a :class:`fsyncbench.measure.runner.RunPlan`), each in
     a worker process, one after the other, inside one scratch directory of ``plan.target``;
@@ -83,7 +93,8 @@ def run_rounds(plan, host: Host, progress=None,
     return merge_rounds(results), (merge_rounds(floor_sets) if floors else ())
 
 
-def _run_worker(request: Path, result: Path, k: int, total_rounds: int, progress,
+def _run_worker(request: Path, result: Path, k: int, total_rounds: int,
+                progress: RoundsProgress | None,
                 start: float) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
     proc = None
     try:
@@ -122,14 +133,14 @@ def _run_worker(request: Path, result: Path, k: int, total_rounds: int, progress
         raise FsyncbenchError(f"round {k + 1} left no readable results ({exc})")
 
 
-def _plan_jsonable(plan) -> dict:
+def _plan_jsonable(plan: RunPlan) -> dict[str, Any]:
     data = {f.name: getattr(plan, f.name) for f in dataclasses.fields(plan)}
     data["target"] = str(plan.target)
     data["configs"] = to_jsonable(plan.configs)
     return data
 
 
-def _plan_from_jsonable(data: dict):
+def _plan_from_jsonable(data: dict[str, Any]) -> RunPlan:
     from fsyncbench.measure.runner import RunPlan
 
     data = dict(data)
@@ -181,7 +192,7 @@ def merge_rounds(rounds: Sequence[Sequence[Result]]) -> tuple[Result, ...]:
 
 def _sum_deltas(parts: Sequence[Result]) -> tuple[FlushDelta, ...]:
     """Flush counter changes summed per device over the rounds (None stays None)."""
-    def add(a, b):
+    def add(a: int | None, b: int | None) -> int | None:
         return None if a is None or b is None else a + b
 
     total: dict[str, FlushDelta] = {}
@@ -197,7 +208,7 @@ def _sum_deltas(parts: Sequence[Result]) -> tuple[FlushDelta, ...]:
 # --------------------------------------------------------------------------- the worker
 
 
-def _interrupted(_signum, _frame) -> None:
+def _interrupted(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
@@ -211,7 +222,8 @@ def worker_main(argv: Sequence[str]) -> int:
         return 2
     request, result = Path(argv[0]), Path(argv[1])
 
-    def report(label, index, total, done, target, _elapsed, _budget) -> None:
+    def report(label: str, index: float, total: int, done: int, target: int, _elapsed: int,
+               _budget: int) -> None:
         print(f"{label}\t{index}\t{total}\t{done}\t{target}", flush=True)
 
     try:

@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
 
@@ -146,7 +147,7 @@ def boot_id() -> str | None:
         return None
 
 
-def owner_record() -> dict:
+def owner_record() -> dict[str, Any]:
     """Who owns a working directory: pid, the process's start time (s since the epoch,
     psutil) and the boot id."""
     import psutil
@@ -192,7 +193,7 @@ def find_leftovers(target: Path) -> list[Leftover]:
     return found
 
 
-def _owner_state(record: dict, pid: int) -> str:
+def _owner_state(record: dict[str, Any], pid: int) -> str:
     import psutil
 
     if record.get("boot_id") and boot_id() and record["boot_id"] != boot_id():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Sequence
+from typing import Final
 
 import numpy as np
 
@@ -34,7 +35,7 @@ FLOOR_APPLIES_TO = {
 }
 
 #: Percentile method. "linear" is numpy's default and the same as Excel's PERCENTILE.INC.
-PERCENTILE_METHOD = "linear"
+PERCENTILE_METHOD: Final = "linear"
 
 
 def summarize(
@@ -248,8 +249,9 @@ def quantile_interval(
         if per_round.size >= MIN_ROUNDS:
             by_round = _jackknife_interval(x, per_round, q, estimate, confidence, METHOD_ROUNDS)
             # the wider of the two; the tail in one round only (no interval) is the widest
-            if best.bounds is not None and (by_round.bounds is None or (
-                    by_round.high_ns / by_round.low_ns > best.high_ns / best.low_ns)):
+            best_b, round_b = best.bounds, by_round.bounds  # (low_ns, high_ns)
+            if best_b is not None and (round_b is None or (
+                    round_b[1] / round_b[0] > best_b[1] / best_b[0])):
                 best = by_round
     return best
 

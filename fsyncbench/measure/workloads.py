@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure.scratch import scratch_cleanup as scratch_cleanup  # re-exported
+from fsyncbench.measure.scratch import scratch_dir as scratch_dir  # (their home is scratch)
 from fsyncbench.model import Pragmas
-from fsyncbench.measure.scratch import scratch_cleanup, scratch_dir  # noqa: F401  (their home is scratch)
 
 #: Allowed values, from https://www.sqlite.org/pragma.html#pragma_journal_mode and
 #: #pragma_synchronous. SQLite silently ignores unknown values, so they are checked here.
