@@ -20,7 +20,7 @@ DEFAULT_MODEL_CALL_MS = 1000.0
 #: The next step for each path verdict when no finding gives advice, and for
 #: ``honest_flush``, where the advice is how to make the verdict stronger: strengths in
 #: fsyncbench.model.STRENGTHS; ``fsyncbench powercut`` is the only thing that proves.
-NEXT_STEP = {
+NEXT_STEP: dict[str, str | dict[str, str]] = {
     "honest_flush": {
         "proven": "Nothing to do: a power cut kept every acknowledged commit.",
         "measured": "For proof, pull the power: `fsyncbench powercut` (two machines) counts "

@@ -27,6 +27,7 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -225,8 +226,8 @@ def compare_quantile(a: Result, b: Result, percentile: float,
     ia, ib = result_interval(a, percentile, confidence), result_interval(b, percentile, confidence)
     pa, pb = ia.estimate_ns, ib.estimate_ns
     ratio = pb / pa if pa > 0 else None
-    base = dict(percentile=percentile, a_ns=pa, a_ci_ns=ia.bounds, b_ns=pb, b_ci_ns=ib.bounds,
-                ratio=ratio, a_interval=ia, b_interval=ib)
+    base: dict[str, Any] = dict(percentile=percentile, a_ns=pa, a_ci_ns=ia.bounds, b_ns=pb,
+                                b_ci_ns=ib.bounds, ratio=ratio, a_interval=ia, b_interval=ib)
     why = _no_test_reason(ia, "A") or _no_test_reason(ib, "B")
     if why or ratio is None or pb <= 0:
         return QuantileComparison(**base, ratio_ci=None, significant=None,

@@ -20,6 +20,7 @@ from fsyncbench.report.answer import (
     bottom_line,
 )
 from fsyncbench.report.document import (
+    Block,
     Bullets,
     Cell,
     Document,
@@ -241,7 +242,7 @@ def results_table(report: Report) -> Table:
 def results_section(report: Report) -> Section:
     """The latency table, the charts (HTML), what the intervals can and cannot see, the
     tool's floor and the run's notes."""
-    blocks: list = [results_table(report)]
+    blocks: list[Block] = [results_table(report)]
     caveat = interval_caveat(report.results)
     if caveat:
         blocks.append(Paragraph(caveat))
@@ -469,7 +470,7 @@ def provenance_table(report: Report) -> Table:
 
 def method_section(report: Report) -> Section:
     """Provenance and the method paragraph."""
-    blocks: list = [provenance_table(report)]
+    blocks: list[Block] = [provenance_table(report)]
     text = methodology(report)
     if text:
         blocks.append(Paragraph(text))

@@ -13,11 +13,16 @@ import io
 import logging
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from fsyncbench.model import Report, Result
 from fsyncbench.fmt import fmt_ns
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 # matplotlib warns on import, in two lines on stderr, when $HOME/.config is not writable and
 # it falls back to a temporary cache; the page does not depend on that cache, and the CLI's
@@ -41,11 +46,11 @@ _PRIMITIVE_STYLES = (("#000000", "-", "o"), ("#555555", (0, (6, 2)), "s"),
 # --------------------------------------------------------------------------- plots
 
 
-def _style(r: Result, primitive_index: int) -> dict:
+def _style(r: Result, primitive_index: int) -> dict[str, Any]:
     """Line style of one result in the CDF: commits by journal mode (colour) and
     synchronous (dash); raw primitives by grey level, dash pattern and marker."""
-    if r.kind == "commit" and (r.effective or r.requested):
-        p = r.effective or r.requested
+    p = r.effective or r.requested
+    if r.kind == "commit" and p:
         return {
             "color": _MODE_COLORS.get(p.journal_mode, "#7f7f7f"),
             "linestyle": _SYNC_STYLES.get(p.synchronous, "-"),
@@ -73,7 +78,7 @@ def cdf_points(samples_ns: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     return x[idx], (idx + 0.5) / n
 
 
-def _new_figure(width: float, height: float):
+def _new_figure(width: float, height: float) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -82,7 +87,7 @@ def _new_figure(width: float, height: float):
     return fig
 
 
-def _svg(fig, salt: str) -> str:
+def _svg(fig: Figure, salt: str) -> str:
     import matplotlib
 
     buf = io.StringIO()
@@ -95,7 +100,7 @@ def _svg(fig, salt: str) -> str:
     return re.sub(r'(id="|href="#|url\(#)', rf"\g<1>{salt}-", svg)
 
 
-def _axis_label(ax) -> None:
+def _axis_label(ax: Axes) -> None:
     from matplotlib.ticker import FuncFormatter
 
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_ns(v)))
@@ -107,7 +112,7 @@ def _logit_limits(report: Report) -> tuple[float, float]:
     return edge, 1.0 - edge
 
 
-def _fraction_label(value: float, _pos=None) -> str:
+def _fraction_label(value: float, _pos: float | None = None) -> str:
     if value >= 0.5:
         return f"p{value * 100:g}"
     return f"p{value * 100:.3g}"

@@ -87,7 +87,8 @@ def redact_report(report: Report, home: str | None = None) -> Report:
     # A last pass over every string catches the secrets wherever else they appear
     # (findings, notes, evidence, LD_PRELOAD, the SQLite library path, ...).
     data = _scrub(to_jsonable(redacted), literal, host.hostname)
-    return from_jsonable(Report, data)
+    scrubbed: Report = from_jsonable(Report, data)
+    return scrubbed
 
 
 def redact_command_line(argv: Iterable[str], home: str | None = None) -> tuple[str, ...]:

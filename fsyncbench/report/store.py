@@ -15,9 +15,11 @@ import re
 import stat
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.model import SCHEMA_VERSION, Report, from_jsonable, to_jsonable
+from fsyncbench.model import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported (store.SCHEMA_VERSION)
+from fsyncbench.model import Report, from_jsonable, to_jsonable
 
 
 
@@ -29,7 +31,7 @@ def report_to_json(report: Report) -> str:
     ~100 MB of memory: json's indenting encoder is pure Python and would hold every number
     as its own string before joining (~150 MB per million), and one number per line is no
     easier to read. The samples go straight from their tuples to C-encoded JSON."""
-    packed: list[tuple] = []
+    packed: list[tuple[Any, ...]] = []
     data = to_jsonable(_without_samples(report, packed))
     try:
         text = json.dumps(data, indent=1, allow_nan=False)
@@ -45,11 +47,11 @@ def report_to_json(report: Report) -> str:
 _PACKED = re.compile(r'"\\u0000samples(\d+)\\u0000"')
 
 
-def _without_samples(obj, packed: list):
+def _without_samples(obj: Any, packed: list[tuple[Any, ...]]) -> Any:
     """``obj`` with every dataclass field ending in ``samples_ns`` (recursively) replaced by a
     placeholder string; the tuples are appended to ``packed``. Untouched parts are shared."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        changes = {}
+        changes: dict[str, Any] = {}
         for f in dataclasses.fields(obj):
             value = getattr(obj, f.name)
             if f.name.endswith("samples_ns") and isinstance(value, tuple):
@@ -88,16 +90,16 @@ def report_from_json(text: str, source: str = "report") -> Report:
             f"({SCHEMA_VERSION}): upgrade fsyncbench"
         )
     try:
-        report = from_jsonable(Report, data)
+        report: Report = from_jsonable(Report, data)
         check_consistent(report)
     except ValueError as exc:
         raise FsyncbenchError(f"{source} is not a valid fsyncbench report: {exc}")
     return report
 
 
-def _no_duplicate_keys(pairs: list) -> dict:
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """json object hook: a key given twice is an error (which one would count?)."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
             raise ValueError(f"duplicate key {key!r}")
@@ -141,7 +143,7 @@ def check_consistent(report: Report) -> None:
                 raise ValueError(f"{where}.summary.{name}: [{ci[0]:g}, {ci[1]:g}] does not hold "
                                  f"the estimate {value:g} it is an interval of")
         for name, iv in (("p50_interval", s.p50_interval), ("p99_interval", s.p99_interval)):
-            if iv is not None and iv.bounds is not None and iv.low_ns > iv.high_ns:
+            if iv is not None and iv.bounds is not None and iv.bounds[0] > iv.bounds[1]:
                 raise ValueError(f"{where}.summary.{name}: low bound above high bound")
             if iv is not None and iv.se_log is not None and iv.se_log < 0:
                 raise ValueError(f"{where}.summary.{name}.se_log: negative")

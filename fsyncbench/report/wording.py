@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from tabulate import tabulate
 
 from fsyncbench.judge import stack
-from fsyncbench.model import Finding, Host, Report, Result
+from fsyncbench.model import Finding, Host, Report, Result, ResultVerdict, Verdict
 from fsyncbench.fmt import fmt_bandwidth, fmt_ns, fmt_precision
 
 #: Fewest samples for which p99.9 is printed: with fewer it is within a sample or two of the
@@ -142,7 +142,7 @@ def finding_line(f: Finding) -> str:
             f"{f.message} Advice: {f.advice}")
 
 
-def verdict_cell(v) -> str:
+def verdict_cell(v: Verdict | ResultVerdict) -> str:
     return v.path_verdict + (f" ({v.strength})" if v.strength else "")
 
 
@@ -321,13 +321,15 @@ def evidence_lines(report: Report) -> list[str]:
         rows = []
         for t in ev.sync_traces:
             r = per_op.get(t.pragmas.label)
-            flushes = None
-            if r is not None and r.device_flushes and all(d.flushes is not None for d in r.device_flushes):
-                flushes = min(d.flushes for d in r.device_flushes) / max(r.summary.count, 1)
+            per_commit: float | None = None
+            if r is not None and r.device_flushes:
+                known = [d.flushes for d in r.device_flushes if d.flushes is not None]
+                if len(known) == len(r.device_flushes):
+                    per_commit = min(known) / max(r.summary.count, 1)
             rows.append([t.pragmas.label, t.ld_preload or "-", f"{t.syncs_per_commit:g}",
                          ", ".join(f"{k} {v}" for k, v in t.syscalls.items()) or "-",
                          "-" if r is None else fmt_ns(r.summary.p50_ns),
-                         "-" if flushes is None else f"{flushes:.2f}"])
+                         "-" if per_commit is None else f"{per_commit:.2f}"])
         out.append(f"  Syncs per commit (strace, {ev.sync_traces[0].commits} commits each):")
         table = tabulate(rows, headers=["config", "LD_PRELOAD", "S", "syscalls", "commit p50",
                                         "device flushes/commit"],
@@ -341,11 +343,11 @@ def evidence_lines(report: Report) -> list[str]:
         out.append(f"  Dirty-size sweep{span}: {s.primitive} latency ~ {fmt_ns(s.flush_cost_ns)} "
                    f"flush cost + bytes at {fmt_bandwidth(s.bandwidth_bytes_per_s)}{r2}")
     if ev.second_fd is not None:
-        c = ev.second_fd
-        flushes = ("" if c.same_fd_flushes is None else
-                   f"; device flushes {c.same_fd_flushes} vs {c.second_fd_flushes}")
-        out.append(f"  Second descriptor: {c.primitive} on the writing fd p50 {fmt_ns(c.same_fd_p50_ns)}, "
-                   f"on a second fd p50 {fmt_ns(c.second_fd_p50_ns)} over {c.syncs} calls each{flushes}")
+        fd = ev.second_fd
+        flushes = ("" if fd.same_fd_flushes is None else
+                   f"; device flushes {fd.same_fd_flushes} vs {fd.second_fd_flushes}")
+        out.append(f"  Second descriptor: {fd.primitive} on the writing fd p50 {fmt_ns(fd.same_fd_p50_ns)}, "
+                   f"on a second fd p50 {fmt_ns(fd.second_fd_p50_ns)} over {fd.syncs} calls each{flushes}")
     env = ev.environment
     out.append("  Environment: LD_PRELOAD " + (report.host.ld_preload or "-")
                + "; /etc/ld.so.preload " + (", ".join(env.ld_so_preload) or "-")
