@@ -14,10 +14,11 @@ only plausible on a drive that is known, shown or declared not to need the NAND 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fsyncbench.judge import stack
-from fsyncbench.model import Host
+from fsyncbench.model import BlockDevice, Host
 
 DESIGN_BANDS = "../shared/DESIGN.md, signal 7 (latency bands by device class)"
 
@@ -103,7 +104,7 @@ class DeviceClass:
     plp: str = ""
 
 
-def _model(device) -> str:
+def _model(device: BlockDevice) -> str:
     return " ".join(f"{device.vendor or ''} {device.model or ''}".lower().split())
 
 
@@ -117,7 +118,7 @@ def plp_source(model: str) -> str | None:
     return None
 
 
-def _fast_flush_allowed(host: Host, disks) -> str:
+def _fast_flush_allowed(host: Host, disks: Sequence[BlockDevice]) -> str:
     """Why these SSDs may acknowledge a flush without programming NAND, or ""."""
     if DECLARED_PLP in declared_facts(host):
         return "power-loss protection declared by the user (--assume plp), not verified"
