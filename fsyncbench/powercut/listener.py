@@ -135,7 +135,7 @@ class ListenerState:
                          (run_id, *(hello[k] for k in _IDENTITY), now, now, peer))
             return self._count(run_id)
 
-    def _tx(self, sql: str, params: tuple) -> None:
+    def _tx(self, sql: str, params: tuple[Any, ...]) -> None:
         self._db.execute("BEGIN IMMEDIATE")
         try:
             self._db.execute(sql, params)

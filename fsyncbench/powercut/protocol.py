@@ -389,7 +389,7 @@ def list_runs(address: tuple[str, int], timeout_s: float = 30.0) -> list[dict[st
     """Every run the listener holds (FsyncbenchError on failure)."""
     with Client(address, timeout_s) as client:
         client.send("list")
-        runs = []
+        runs: list[dict[str, Any]] = []
         while True:
             msg = client.receive(TO_VERIFIER)
             if msg["type"] == "error":

@@ -23,6 +23,7 @@ from fsyncbench import __version__
 from fsyncbench.judge import audit
 from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.host.layers import SYNC_DISABLING_LIBS
 from fsyncbench.judge import stack
 from fsyncbench.model import (
     HONEST_FLUSH,
@@ -185,7 +186,7 @@ def _is_corruption(exc: sqlite3.Error) -> bool:
 
 def _output_ok(seq: int, output: Any, payload_bytes: int | None, want: str) -> bool:
     if payload_bytes is not None:
-        return output == want
+        return bool(output == want)  # a SQLite column value: == already gives a bool
     try:
         return isinstance(output, str) and json.loads(output).get("seq") == seq
     except (ValueError, AttributeError):
@@ -221,7 +222,7 @@ def _drops_syncs(host: Host) -> str | None:
     if stack.ram_media(host.target):
         return f"the journal's bytes ended in RAM ({stack.chain_text(host.target)})"
     preload = host.ld_preload or ""
-    if any(lib in preload for lib in audit.SYNC_DISABLING_LIBS):
+    if any(lib in preload for lib in SYNC_DISABLING_LIBS):
         return f"the writer ran with LD_PRELOAD={preload}, which turns syncs into no-ops"
     return None
 
@@ -359,7 +360,7 @@ def judge(f: PowercutFacts) -> Judgement:
                      (survived, *context), MEASURED)
 
 
-def _evidence(f: PowercutFacts, lost, holes, unacked: int) -> dict[str, Any]:
+def _evidence(f: PowercutFacts, lost: R.Ranges, holes: R.Ranges, unacked: int) -> dict[str, Any]:
     j = f.journal
     return {
         "run_id": f.run_id,

@@ -46,8 +46,9 @@ def describe_powercut(report: Report) -> Document:
 
     rows: list[tuple[str, str]] = []
     if ev:
-        rebooted = {True: "yes (the boot id changed since the writer started)",
-                    False: "NO (same boot as the writer: no power cut happened)"}
+        rebooted: dict[bool | None, str] = {
+            True: "yes (the boot id changed since the writer started)",
+            False: "NO (same boot as the writer: no power cut happened)"}
         rows += [
             ("run", f"{ev.get('run_id', '?')} ({label}, sync primitive "
                     f"{ev.get('sync_primitive', '?')})"),

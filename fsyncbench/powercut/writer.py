@@ -22,6 +22,7 @@ from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Pragmas
@@ -105,7 +106,8 @@ def _percentile(sorted_ns: list[int], q: float) -> float | None:
 class _Reporter(threading.Thread):
     """Reports committed sequence numbers; owns the listener connection."""
 
-    def __init__(self, client: Client, address: tuple[str, int], hello: dict, log: Log) -> None:
+    def __init__(self, client: Client, address: tuple[str, int], hello: dict[str, Any],
+                 log: Log) -> None:
         super().__init__(daemon=True, name="powercut-reporter")
         self._cond = threading.Condition()
         self._client: Client | None = client
