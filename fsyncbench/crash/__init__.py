@@ -61,7 +61,8 @@ from __future__ import annotations
 
 # The package's modules, in pipeline order: results (constants, errors, result dataclasses)
 # < world (the outside world) < journal (step runners) < agent < child (forked runs, the pipe
-# protocol, SIGKILL) < matrix (the public entry points).
+# protocol, SIGKILL) < matrix (the public entry points). view renders a CrashExperiment;
+# cmd_crash imports it, this package does not.
 from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
 from fsyncbench.crash.results import (
     CHILD_TIMEOUT_S,
