@@ -711,6 +711,7 @@ def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
 
 def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
     from fsyncbench import crash
+    from fsyncbench.crash import view
 
     target = runner.check_target(args.dir)
     mode = runner.parse_choices(args.journal_mode, crash.JOURNAL_MODES, "journal_mode")
@@ -726,10 +727,10 @@ def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
               file=sys.stderr)
         return EXIT_ERROR
     if args.format == "json":
-        _emit(args, json.dumps(render.json_safe(render.crash_jsonable(outcome, args.model_call_ms)),
+        _emit(args, json.dumps(render.json_safe(view.crash_jsonable(outcome, args.model_call_ms)),
                                indent=1) + "\n")
     else:
-        _emit(args, render.render_crash(outcome, args.model_call_ms, args.format))
+        _emit(args, view.render_crash(outcome, args.model_call_ms, args.format))
     return EXIT_OK
 
 
