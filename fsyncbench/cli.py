@@ -735,7 +735,7 @@ def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
-    from fsyncbench.judge import audit
+    from fsyncbench.judge import engine
     from fsyncbench.measure import evidence
 
     started = time.monotonic_ns()
@@ -749,7 +749,7 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
             import dataclasses
 
             loaded = dataclasses.replace(loaded, host=_declare(loaded.host, args))
-        report = audit.rejudge(loaded)
+        report = engine.rejudge(loaded)
     else:
         target = runner.check_target(args.dir if args.dir is not None else Path("."))
         if args.samples < 1:

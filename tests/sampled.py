@@ -1,5 +1,5 @@
 """Reports built from recorded facts (factories.host) plus seeded synthetic raw samples, for
-the report, compare, gate and redaction tests: no measurement, verdicts from audit.judge."""
+the report, compare, gate and redaction tests: no measurement, verdicts from engine.judge."""
 
 from __future__ import annotations
 

@@ -14,11 +14,14 @@ import pytest
 from factories import BARE, VM, WB_SSD, commit, flush, host, write
 from test_host_linux import STAT_11, STAT_17, FakeRoot, line
 
-from fsyncbench.judge import audit
+from fsyncbench.judge import (
+    commit_rules, counter_rules, devices, engine, evidence_rules, path_rules, platform_rules,
+    rule_facts, timing_rules,
+)
 from fsyncbench.measure import evidence, workloads
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.host import _linux, read_flush_counters
-from fsyncbench.host.layers import disk_layer, filesystem_layer
+from fsyncbench.host.layers import SYNC_DISABLING_LIBS, disk_layer, filesystem_layer
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFERRED,
@@ -167,7 +170,7 @@ def test_ld_so_preload_and_mapped_libraries():
     assert evidence.parse_ld_so_preload("# comment\n/usr/lib/disable-fsync.so\n a.so:b.so \n") == (
         "/usr/lib/disable-fsync.so", "a.so", "b.so")
     maps = (FIXTURES / "proc_self_maps_eatmydata.txt").read_text()
-    found = evidence.preloaded_libraries(maps, ["libeatmydata.so"], audit.SYNC_DISABLING_LIBS)
+    found = evidence.preloaded_libraries(maps, ["libeatmydata.so"], SYNC_DISABLING_LIBS)
     assert found == ("/usr/lib/x86_64-linux-gnu/libeatmydata.so.1.3.0",)
     assert evidence.preloaded_libraries(maps, ["libc.so.6"], ()) == (
         "/usr/lib/x86_64-linux-gnu/libc.so.6",)
@@ -270,7 +273,7 @@ def test_old_kernel_degrades_to_counter_not_available(fake, tmp_path):
     assert second.same_fd_flushes is None and second.second_fd_flushes is None
     ev = evidence.Evidence(syscall_comparisons=() if c is None else (c,), second_fd=second,
                            unavailable={"flush_counters": reason})
-    v = audit.judge(h, [], ev)
+    v = engine.judge(h, [], ev)
     f = next(f for f in v.findings if f.code == "flush-counters-unavailable")
     assert "counter not available" in f.message and "no flush fields" in f.message
 
@@ -323,61 +326,61 @@ def test_fit_sweep_flush_cost_follows_the_small_sizes():
 # and thresholds (mutation testing: a changed level, key or word must fail a test).
 
 def _facts(h=None, results=(), ev=None):
-    return audit.Facts(host() if h is None else h, tuple(results), ev)
+    return rule_facts.Facts(host() if h is None else h, tuple(results), ev)
 
 
 def test_us_prints_microseconds_below_ten_ms_and_milliseconds_from_it():
     """_us: "A duration in us below 10 ms, else in ms", one decimal."""
-    assert audit._us(1_051) == "1.1 us"
-    assert audit._us(-2_000) == "-2.0 us"
-    assert audit._us(9_999_999) == "10000.0 us"
-    assert audit._us(10_000_000) == "10.0 ms"  # 10 ms itself is printed in ms
-    assert audit._us(10_050_001) == "10.1 ms"
-    assert audit._us(-20_000_000) == "-20.0 ms"
+    assert rule_facts._us(1_051) == "1.1 us"
+    assert rule_facts._us(-2_000) == "-2.0 us"
+    assert rule_facts._us(9_999_999) == "10000.0 us"
+    assert rule_facts._us(10_000_000) == "10.0 ms"  # 10 ms itself is printed in ms
+    assert rule_facts._us(10_050_001) == "10.1 ms"
+    assert rule_facts._us(-20_000_000) == "-20.0 ms"
 
 
 def test_indefinite_article():
     """_a: 'an' before a vowel (a, e, i, o; either case) and before "SSD", else 'a'."""
-    assert audit._a("SSD") == "an SSD"
-    assert audit._a("SSD with power-loss protection") == "an SSD with power-loss protection"
-    assert audit._a("enterprise SSD") == "an enterprise SSD"
-    assert audit._a("external disk") == "an external disk"
-    assert audit._a("Intel Optane drive") == "an Intel Optane drive"
-    assert audit._a("spinning disk") == "a spinning disk"
-    assert audit._a("virtual disk") == "a virtual disk"
+    assert rule_facts._a("SSD") == "an SSD"
+    assert rule_facts._a("SSD with power-loss protection") == "an SSD with power-loss protection"
+    assert rule_facts._a("enterprise SSD") == "an enterprise SSD"
+    assert rule_facts._a("external disk") == "an external disk"
+    assert rule_facts._a("Intel Optane drive") == "an Intel Optane drive"
+    assert rule_facts._a("spinning disk") == "a spinning disk"
+    assert rule_facts._a("virtual disk") == "a virtual disk"
 
 
 def test_subject_of_the_path_itself():
-    assert audit._subject(None) == "path"
-    assert audit._subject(flush("fsync", 1_000_000)) == "write+fsync"
+    assert rule_facts._subject(None) == "path"
+    assert rule_facts._subject(flush("fsync", 1_000_000)) == "write+fsync"
 
 
 def test_per_sync_needs_counter_min_syncs():
     """_per_sync: None below COUNTER_MIN_SYNCS (50) syncs, a ratio from exactly 50 on."""
     deltas = (FlushDelta("sda", 25, 5, 100),)
     at = dataclasses.replace(flush("fdatasync", 1_000_000, syncs=50), device_flushes=deltas)
-    assert audit._per_sync(at, "sda", "flushes") == 0.5
-    assert audit._per_sync(at, "sda", "writes") == 2.0
+    assert rule_facts._per_sync(at, "sda", "flushes") == 0.5
+    assert rule_facts._per_sync(at, "sda", "writes") == 2.0
     below = dataclasses.replace(at, syncs_issued=49)
-    assert audit._per_sync(below, "sda", "flushes") is None
-    assert audit._per_sync(at, None, "flushes") is None
-    assert audit._per_sync(at, "sdb", "flushes") is None
+    assert rule_facts._per_sync(below, "sda", "flushes") is None
+    assert rule_facts._per_sync(at, None, "flushes") is None
+    assert rule_facts._per_sync(at, "sdb", "flushes") is None
 
 
 def test_flush_ms_per_flush_rounds_to_four_decimals():
     r = dataclasses.replace(flush("fdatasync", 1_000_000),
                             device_flushes=(FlushDelta("sda", 3, 1, 3),))
-    assert audit._flush_ms_per_flush(r) == 0.3333
+    assert rule_facts._flush_ms_per_flush(r) == 0.3333
 
 
 def test_commit_reads_the_effective_pragmas():
     """_commit matches ``effective`` pragmas (what SQLite ran), ``requested`` only without."""
     off = dataclasses.replace(commit("WAL", "OFF", 100_000), requested=None)
     like = Pragmas("WAL", "FULL")
-    assert audit._commit([off], like, "OFF") is off
+    assert rule_facts._commit([off], like, "OFF") is off
     asked = dataclasses.replace(commit("WAL", "OFF", 100_000), requested=Pragmas("DELETE", "OFF"))
-    assert audit._commit([asked], like, "OFF") is asked
-    assert audit._commit([asked], Pragmas("DELETE", "FULL"), "OFF") is None
+    assert rule_facts._commit([asked], like, "OFF") is asked
+    assert rule_facts._commit([asked], Pragmas("DELETE", "FULL"), "OFF") is None
 
 
 def test_interposed_with_and_without_counters():
@@ -385,30 +388,30 @@ def test_interposed_with_and_without_counters():
     (REACHED_FLUSH_RATIO 0.5 per call more on the raw side); with one side uncounted, time
     decides (libc < REAL_IO_FLOOR_NS <= raw, raw >= INTERPOSED_RATIO x libc)."""
     by_counter = SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 400_000.0, 0, 100)
-    assert audit._interposed(by_counter) == (True, True)
+    assert counter_rules._interposed(by_counter) == (True, True)
     honest = SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 400_000.0, 100, 100)
-    assert audit._interposed(honest) == (False, True)
+    assert counter_rules._interposed(honest) == (False, True)
     one_side = SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 400_000.0, 0, None)
-    assert audit._interposed(one_side) == (True, False)
+    assert counter_rules._interposed(one_side) == (True, False)
     other_side = SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 400_000.0, None, 100)
-    assert audit._interposed(other_side) == (True, False)
+    assert counter_rules._interposed(other_side) == (True, False)
 
 
 def test_flush_cost_falls_back_to_the_largest_when_none_reaches_a_device():
     """_flush_cost: the least candidate at or above REAL_IO_FLOOR_NS; when none is, the
     largest one if it is above 0, else None."""
     below = _facts(results=[flush("fdatasync", 5_000)])
-    assert audit._flush_cost(below, "fdatasync") == (5_000, "write+fdatasync p50")
+    assert commit_rules._flush_cost(below, "fdatasync") == (5_000, "write+fdatasync p50")
     half = _facts(ev=Evidence(syscall_comparisons=(
         SyscallComparison("fdatasync", 75, "x86_64", 100, 0.5, 0.25),)))
-    assert audit._flush_cost(half, "fdatasync") == (0.5, "libc fdatasync p50")
+    assert commit_rules._flush_cost(half, "fdatasync") == (0.5, "libc fdatasync p50")
     zero = _facts(ev=Evidence(syscall_comparisons=(
         SyscallComparison("fdatasync", 75, "x86_64", 100, 0.0, 0.0),)))
-    assert audit._flush_cost(zero, "fdatasync") is None
-    assert audit._flush_cost(_facts(), "fdatasync") is None
+    assert commit_rules._flush_cost(zero, "fdatasync") is None
+    assert commit_rules._flush_cost(_facts(), "fdatasync") is None
     real = _facts(results=[flush("fdatasync", 900_000)], ev=Evidence(syscall_comparisons=(
         SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 800_000.0),)))
-    assert audit._flush_cost(real, "fdatasync") == (800_000.0, "raw syscall fdatasync p50")
+    assert commit_rules._flush_cost(real, "fdatasync") == (800_000.0, "raw syscall fdatasync p50")
 
 
 # ---- _not_sent_cause
@@ -416,7 +419,7 @@ def test_flush_cost_falls_back_to_the_largest_when_none_reaches_a_device():
 
 def test_not_sent_cause_nobarrier_names_the_filesystem_and_option():
     h = host(disks=(WB_SSD,), mount_options=("rw", "nobarrier"))
-    assert audit._not_sent_cause(_facts(h)) == (
+    assert counter_rules._not_sent_cause(_facts(h)) == (
         "barriers-disabled", "the filesystem ext4 /data (nobarrier) is mounted without barriers",
         {"mount_options": ["nobarrier", "rw"]})
 
@@ -430,7 +433,7 @@ def test_not_sent_cause_names_every_nobarrier_filesystem_of_the_stack():
                            device=BlockDevice("loop0", transport="loop")),
               filesystem_layer(Mount("/", "ext4", "/dev/sda", ("rw", "barrier=0")), 2),
               disk_layer(WB_SSD, 3))
-    assert audit._not_sent_cause(_facts(_layered(img, layers))) == (
+    assert counter_rules._not_sent_cause(_facts(_layered(img, layers))) == (
         "barriers-disabled",
         "the filesystem f2fs /mnt/img (fsync_mode=nobarrier, nobarrier), ext4 / (barrier=0) "
         "is mounted without barriers",
@@ -440,7 +443,7 @@ def test_not_sent_cause_names_every_nobarrier_filesystem_of_the_stack():
 def test_not_sent_cause_interposed_libc_names_the_preloaded_libraries():
     h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="liba.so:libb.so")
     c = SyscallComparison("fdatasync", 75, "x86_64", 100, 500.0, 400_000.0, 0, 100)
-    assert audit._not_sent_cause(_facts(h, ev=Evidence(syscall_comparisons=(c,)))) == (
+    assert counter_rules._not_sent_cause(_facts(h, ev=Evidence(syscall_comparisons=(c,)))) == (
         "preload-skips-flush",
         "the libc sync call is interposed (liba.so, libb.so): it sent 0 device flushes for "
         "100 calls where the raw system call sent 100",
@@ -451,7 +454,7 @@ def test_not_sent_cause_interposed_fsync_without_a_named_library():
     """Without an fdatasync comparison the fsync one is read."""
     c = SyscallComparison("fsync", 74, "x86_64", 100, 500.0, 400_000.0, 0, 100)
     f = _facts(host(disks=(WB_SSD,)), ev=Evidence(syscall_comparisons=(c,)))
-    assert audit._not_sent_cause(f) == (
+    assert counter_rules._not_sent_cause(f) == (
         "preload-skips-flush",
         "the libc sync call is interposed (a preloaded library): it sent 0 device flushes for "
         "100 calls where the raw system call sent 100",
@@ -463,7 +466,7 @@ def test_not_sent_cause_honest_comparison_is_not_the_cause():
     interposed, so the cause is unknown."""
     c = SyscallComparison("fdatasync", 75, "x86_64", 100, 400_000.0, 400_000.0, 100, 100)
     f = _facts(host(disks=(WB_SSD,)), ev=Evidence(syscall_comparisons=(c,)))
-    assert audit._not_sent_cause(f) == (
+    assert counter_rules._not_sent_cause(f) == (
         "flushes-not-sent", "a layer above the disk sends no flush", {})
 
 
@@ -478,7 +481,7 @@ def test_not_sent_cause_write_through_layers_over_a_write_back_disk():
               StorageLayer("dm", "dm-2", "passes-down", 3, device=unknown),
               disk_layer(WB_SSD, 4))
     h = _layered(mount, layers)
-    assert audit._not_sent_cause(_facts(h)) == (
+    assert counter_rules._not_sent_cause(_facts(h)) == (
         "flushes-stripped",
         "dm-0, dm-1 claims a write-through cache, so the block layer completes flushes there "
         "without passing them to the write-back disk below",
@@ -503,25 +506,25 @@ def _sync_costs_nothing(name, p50, off_name, off_p50, gap_text, gap, floor=10_00
         "The filesystem or a library drops syncs; benchmark a directory on real storage.",
         {"p50_ns": gap + off_p50, "off_p50_ns": off_p50, "gap_ns": gap, "floor_ns": floor,
          "syncs_per_commit": syncs},
-        audit.DESIGN_BANDS)
+        rule_facts.DESIGN_BANDS)
 
 
 def test_full_equals_off_exact_finding():
     """rule_full_equals_off: gap < S x REAL_IO_FLOOR_NS (10 us, DESIGN_BANDS), S = 1 untraced."""
     full, off = commit("WAL", "FULL", 1_000_000), commit("WAL", "OFF", 995_000)
-    assert audit.rule_full_equals_off(_facts(results=[full, off]), full) == _sync_costs_nothing(
+    assert commit_rules.rule_full_equals_off(_facts(results=[full, off]), full) == _sync_costs_nothing(
         "wal/full", "1000.0 us", "wal/off", 995_000, "only 5.0 us more than", 5_000)
 
 
 def test_full_equals_off_no_slower_and_half_a_nanosecond():
     full, off = commit("DELETE", "EXTRA", 1_000_000), commit("DELETE", "OFF", 1_000_000)
-    assert audit.rule_full_equals_off(_facts(results=[full, off]), full) == _sync_costs_nothing(
+    assert commit_rules.rule_full_equals_off(_facts(results=[full, off]), full) == _sync_costs_nothing(
         "delete/extra", "1000.0 us", "delete/off", 1_000_000, "no slower than", 0)
     full = commit("DELETE", "EXTRA", 1_000_000.5)
-    assert audit.rule_full_equals_off(_facts(results=[full, off]), full) == _sync_costs_nothing(
+    assert commit_rules.rule_full_equals_off(_facts(results=[full, off]), full) == _sync_costs_nothing(
         "delete/extra", "1000.0 us", "delete/off", 1_000_000, "only 0.0 us more than", 0.5)
     faster = commit("DELETE", "EXTRA", 990_000)
-    assert audit.rule_full_equals_off(_facts(results=[faster, off]), faster) == _sync_costs_nothing(
+    assert commit_rules.rule_full_equals_off(_facts(results=[faster, off]), faster) == _sync_costs_nothing(
         "delete/extra", "990.0 us", "delete/off", 1_000_000, "no slower than", -10_000)
 
 
@@ -530,7 +533,7 @@ def test_full_equals_off_traced_syncs_raise_the_floor():
     p = Pragmas("WAL", "FULL")
     ev = Evidence(sync_traces=(SyncTrace(p, 10, {"fdatasync": 30}),))
     full, off = commit("WAL", "FULL", 1_025_000), commit("WAL", "OFF", 1_000_000)
-    assert audit.rule_full_equals_off(_facts(results=[full, off], ev=ev), full) == (
+    assert commit_rules.rule_full_equals_off(_facts(results=[full, off], ev=ev), full) == (
         _sync_costs_nothing("wal/full", "1025.0 us", "wal/off", 1_000_000,
                             "only 25.0 us more than", 25_000, floor=30_000.0, syncs=3.0))
 
@@ -538,12 +541,12 @@ def test_full_equals_off_traced_syncs_raise_the_floor():
 def test_full_equals_off_applies_only_to_syncing_commits():
     off = commit("WAL", "OFF", 1_000_000)
     normal = commit("WAL", "NORMAL", 1_000_000)
-    assert audit.rule_full_equals_off(_facts(results=[normal, off]), normal) is None
+    assert commit_rules.rule_full_equals_off(_facts(results=[normal, off]), normal) is None
     nosync = commit("WAL", "FULL", 1_000_000, primitive="none")
-    assert audit.rule_full_equals_off(_facts(results=[nosync, off]), nosync) is None
+    assert commit_rules.rule_full_equals_off(_facts(results=[nosync, off]), nosync) is None
     # the effective pragmas decide; a result recording none requested is still judged
     eff = dataclasses.replace(commit("WAL", "FULL", 1_000_000), requested=None)
-    assert audit.rule_full_equals_off(_facts(results=[eff, off]), eff).code == "sync-costs-nothing"
+    assert commit_rules.rule_full_equals_off(_facts(results=[eff, off]), eff).code == "sync-costs-nothing"
 
 
 # ---- rule_commit_faster_than_sync
@@ -561,7 +564,7 @@ def test_commit_faster_than_sync_exact_finding_counts_syncs_sqlite_issues():
                                SyncTrace(p, 10, {"fdatasync": 30})))
     r = commit("WAL", "FULL", 100_000)
     f = _facts(h, [flush("fdatasync", 1_000_000), r], ev)
-    assert audit.rule_commit_faster_than_sync(f, r) == Finding(
+    assert commit_rules.rule_commit_faster_than_sync(f, r) == Finding(
         "commit-not-waiting-for-sync", RISK, "wal/full",
         "wal/full commits take 100.0 us but 3 x one fdatasync here takes 3000.0 us (30x more): "
         "the commit does not wait for its syncs.",
@@ -578,7 +581,7 @@ def test_commit_faster_than_sync_uses_the_run_trace_without_a_clean_one():
     ev = Evidence(sync_traces=(SyncTrace(p, 10, {"fdatasync": 20}, ld_preload="libx.so"),))
     r = commit("WAL", "EXTRA", 100_000)
     f = _facts(h, [flush("fdatasync", 1_000_000), r], ev)
-    assert audit.rule_commit_faster_than_sync(f, r) == Finding(
+    assert commit_rules.rule_commit_faster_than_sync(f, r) == Finding(
         "commit-not-waiting-for-sync", RISK, "wal/extra",
         "wal/extra commits take 100.0 us but 2 x one fdatasync here takes 2000.0 us (20x more): "
         "the commit does not wait for its syncs.",
@@ -592,11 +595,11 @@ def test_commit_faster_than_sync_uses_the_run_trace_without_a_clean_one():
 def test_commit_faster_than_sync_applies_only_to_syncing_commits():
     flushes = [flush("fdatasync", 1_000_000), flush("none", 1_000_000)]
     nosync = commit("WAL", "FULL", 100_000, primitive="none")
-    assert audit.rule_commit_faster_than_sync(_facts(results=[*flushes, nosync]), nosync) is None
+    assert commit_rules.rule_commit_faster_than_sync(_facts(results=[*flushes, nosync]), nosync) is None
     normal = commit("WAL", "NORMAL", 100_000)
-    assert audit.rule_commit_faster_than_sync(_facts(results=[*flushes, normal]), normal) is None
+    assert commit_rules.rule_commit_faster_than_sync(_facts(results=[*flushes, normal]), normal) is None
     eff = dataclasses.replace(commit("WAL", "FULL", 100_000), requested=None)
-    hit = audit.rule_commit_faster_than_sync(_facts(results=[*flushes, eff]), eff)
+    hit = commit_rules.rule_commit_faster_than_sync(_facts(results=[*flushes, eff]), eff)
     assert (hit.code, hit.evidence["syncs_per_commit"], hit.evidence["syncs_traced"]) == (
         "commit-not-waiting-for-sync", 1.0, False)
 
@@ -616,39 +619,39 @@ def test_second_fd_ignored_by_counters_exact_finding():
     """Counters: same descriptor >= REACHED_FLUSH_RATIO (0.5) flushes per sync, second one
     < DROPPED_FLUSH_RATIO (0.1): ignored, however long the second sync took."""
     c = SecondFdCheck("fsync", 200, 400_000, 300_000, 200, 0)
-    assert audit._second_fd_finding(c) == Finding(
+    assert evidence_rules._second_fd_finding(c) == Finding(
         "second-fd-sync-ignored", RISK, "path",
         "fsync on a second descriptor of the written file took 300.0 us against 400.0 us on "
         "the writing one: a sync flushes only what its own descriptor wrote.",
         SECOND_FD_IGNORED_ADVICE,
         {"primitive": "fsync", "same_fd_p50_ns": 400_000, "second_fd_p50_ns": 300_000,
          "same_fd_flushes": 200, "second_fd_flushes": 0, "syncs_per_side": 200},
-        audit.PG_TEST_FSYNC_DOC)
+        rule_facts.PG_TEST_FSYNC_DOC)
 
 
 def test_second_fd_ignored_by_time_when_one_side_is_uncounted():
     """Counted only on one side: time decides (second < REAL_IO_FLOOR_NS <= same, and
     second < SECOND_FD_MIN_RATIO x same)."""
     c = SecondFdCheck("fdatasync", 200, 400_000, 3_000, None, 0)
-    assert audit._second_fd_finding(c) == Finding(
+    assert evidence_rules._second_fd_finding(c) == Finding(
         "second-fd-sync-ignored", RISK, "path",
         "fdatasync on a second descriptor of the written file took 3.0 us against 400.0 us on "
         "the writing one: a sync flushes only what its own descriptor wrote.",
-        SECOND_FD_IGNORED_ADVICE, _second_fd_evidence(c), audit.PG_TEST_FSYNC_DOC)
+        SECOND_FD_IGNORED_ADVICE, _second_fd_evidence(c), rule_facts.PG_TEST_FSYNC_DOC)
     c = SecondFdCheck("fdatasync", 200, 400_000, 3_000, 200, None)
-    assert audit._second_fd_finding(c).code == "second-fd-sync-ignored"
+    assert evidence_rules._second_fd_finding(c).code == "second-fd-sync-ignored"
 
 
 def test_second_fd_honoured_exact_finding():
     c = SecondFdCheck("fdatasync", 200, 400_000, 390_000, 200, 190)
-    assert audit._second_fd_finding(c) == Finding(
+    assert evidence_rules._second_fd_finding(c) == Finding(
         "second-fd-sync-honoured", INFO, "path",
         "fdatasync on a second descriptor costs 390.0 us against 400.0 us on the writing one: "
         "it syncs the file, not the descriptor.",
         "Nothing to do.",
         {"primitive": "fdatasync", "same_fd_p50_ns": 400_000, "second_fd_p50_ns": 390_000,
          "same_fd_flushes": 200, "second_fd_flushes": 190, "syncs_per_side": 200},
-        audit.PG_TEST_FSYNC_DOC)
+        rule_facts.PG_TEST_FSYNC_DOC)
 
 
 # ---- rejudge
@@ -660,7 +663,7 @@ def test_rejudge_keeps_the_old_notes_and_adds_the_difference():
     h = host(fs_type="tmpfs")
     report = Report(1, "0.0.0", "audit", "2024-05-01T12:00:00Z", ("fsyncbench", "audit"), h, (),
                     Verdict(HONEST_FLUSH, "flush-latency-plausible"), notes=("an old note",))
-    again = audit.rejudge(report)
+    again = engine.rejudge(report)
     assert (again.verdict.path_verdict, again.verdict.decided_by) == (NO_FLUSH,
                                                                      "no-flush-filesystem")
     assert again.notes == (
@@ -673,46 +676,46 @@ def test_rejudge_keeps_the_old_notes_and_adds_the_difference():
 
 
 def test_base_primitive_is_the_first_word():
-    assert audit._base_primitive("fsync (O_DIRECT file)") == "fsync"
-    assert audit._base_primitive("F_FULLFSYNC") == "F_FULLFSYNC"
+    assert rule_facts._base_primitive("fsync (O_DIRECT file)") == "fsync"
+    assert rule_facts._base_primitive("F_FULLFSYNC") == "F_FULLFSYNC"
 
 
 def test_preload_names_from_every_source():
     """LD_PRELOAD (':' or ' ' separated), /etc/ld.so.preload, mapped libraries."""
-    assert audit._preload_names(_facts()) == []
+    assert rule_facts._preload_names(_facts()) == []
     h = dataclasses.replace(host(), ld_preload="a.so:b.so  c.so")
     env = EnvironmentFacts(ld_so_preload=("/etc/d.so",), preloaded_libraries=("/lib/e.so",))
-    assert audit._preload_names(_facts(h, ev=Evidence(environment=env))) == [
+    assert rule_facts._preload_names(_facts(h, ev=Evidence(environment=env))) == [
         "a.so", "b.so", "c.so", "/etc/d.so", "/lib/e.so"]
 
 
 def test_sync_disabling_reads_the_file_name_only():
     """A sync-disabling name (SYNC_DISABLING_LIBS) in a directory name does not count."""
-    assert audit._sync_disabling(["/opt/eatmydata/lib/libfoo.so", "/usr/lib/libeatmydata.so",
+    assert rule_facts._sync_disabling(["/opt/eatmydata/lib/libfoo.so", "/usr/lib/libeatmydata.so",
                                   "/usr/lib/libeatmydata.so", "/usr/lib/Disable-Fsync.so"]) == [
         "/usr/lib/libeatmydata.so", "/usr/lib/Disable-Fsync.so"]
 
 
 def test_primitive_of_the_path_per_platform():
     """With no result: F_FULLFSYNC on macOS, FlushFileBuffers on Windows, else fdatasync."""
-    assert audit._primitive(_facts(), None) == "fdatasync"
-    assert audit._primitive(_facts(host(os_name="Darwin")), None) == "F_FULLFSYNC"
-    assert audit._primitive(_facts(host(os_name="Windows")), None) == "FlushFileBuffers"
-    assert audit._primitive(_facts(host(os_name="Darwin")), flush("fsync", 1)) == "fsync"
+    assert rule_facts._primitive(_facts(), None) == "fdatasync"
+    assert rule_facts._primitive(_facts(host(os_name="Darwin")), None) == "F_FULLFSYNC"
+    assert rule_facts._primitive(_facts(host(os_name="Windows")), None) == "FlushFileBuffers"
+    assert rule_facts._primitive(_facts(host(os_name="Darwin")), flush("fsync", 1)) == "fsync"
 
 
 def test_power_protected_media_declared_or_known_family():
     declared = dataclasses.replace(host(disks=(WB_SSD,)), target=dataclasses.replace(
         host(disks=(WB_SSD,)).target, declared=("PLP ",)))
-    assert audit._power_protected_media(declared) == (
+    assert rule_facts._power_protected_media(declared) == (
         "power-loss protection declared by the user (--assume plp), not verified")
     # a hand-written report with the model string in the vendor field still names the family
     micron = BlockDevice("sdb", vendor="Micron_5300_MTFDDAK", model="", rotational=False,
                          write_cache="write back")
-    assert audit._power_protected_media(host(disks=(micron,))) == (
-        audit.devices._MICRON_DC + "; 5300")
-    assert audit._power_protected_media(host(disks=(micron, WB_SSD))) == ""
-    assert audit._power_protected_media(host()) == ""
+    assert rule_facts._power_protected_media(host(disks=(micron,))) == (
+        devices._MICRON_DC + "; 5300")
+    assert rule_facts._power_protected_media(host(disks=(micron, WB_SSD))) == ""
+    assert rule_facts._power_protected_media(host()) == ""
 
 
 def _partitioned(virt=BARE, disk=WB_SSD, part="sda1"):
@@ -732,7 +735,7 @@ def _counted(p50_ns, deltas, syncs=1000, primitive="fdatasync", **kw):
 
 def test_no_flush_filesystem_tmpfs_exact():
     r = flush("fdatasync", 2_000)
-    assert audit.rule_no_flush_filesystem(_facts(host(fs_type="tmpfs")), r) == (NO_FLUSH, Finding(
+    assert platform_rules.rule_no_flush_filesystem(_facts(host(fs_type="tmpfs")), r) == (NO_FLUSH, Finding(
         "no-flush-filesystem", RISK, "write+fdatasync",
         "The target is on tmpfs, which keeps data in RAM: fdatasync never reaches a block device.",
         "Benchmark the directory your journal will really live on.",
@@ -743,33 +746,33 @@ def test_no_flush_filesystem_tmpfs_exact():
 def test_no_flush_filesystem_volatile_overlay_exact():
     h = host(fs_type="overlay", mount_options=("rw", "volatile"))
     r = flush("fdatasync", 2_000)
-    assert audit.rule_no_flush_filesystem(_facts(h), r) == (NO_FLUSH, Finding(
+    assert platform_rules.rule_no_flush_filesystem(_facts(h), r) == (NO_FLUSH, Finding(
         "overlay-volatile", RISK, "write+fdatasync",
         "The storage stack has an overlay mounted volatile (overlay /data (volatile)): fdatasync "
         "is not passed to its upper filesystem.",
         "Remove the 'volatile' (fsync=volatile) option, or keep the journal outside the overlay.",
         {"overlays": ["/data"], "options": ["rw", "volatile"], "chain": "overlay /data (volatile)"},
-        audit.OVERLAY_VOLATILE_DOC, MEASURED))
+        rule_facts.OVERLAY_VOLATILE_DOC, MEASURED))
 
 
 def test_no_flush_filesystem_zfs_sync_disabled_exact():
     h = Host("case-host", "Linux", StorageTarget("/tank/db", Mount("/tank/db", "zfs", "tank/db")),
              virtualization=BARE)
     ev = Evidence(environment=EnvironmentFacts(zfs_sync="Disabled"))
-    assert audit.rule_no_flush_filesystem(_facts(h, ev=ev), None) == (NO_FLUSH, Finding(
+    assert platform_rules.rule_no_flush_filesystem(_facts(h, ev=ev), None) == (NO_FLUSH, Finding(
         "zfs-sync-disabled", RISK, "path",
         "The ZFS dataset tank/db has sync=disabled: fdatasync returns at once and data reaches "
         "disk only with the next transaction group.",
         "zfs set sync=standard tank/db (add a SLOG device if sync writes are slow).",
         {"fs_type": "zfs", "dataset": "tank/db", "zfs_sync": "Disabled"},
-        audit.ZFS_SYNC_DOC, MEASURED))
+        rule_facts.ZFS_SYNC_DOC, MEASURED))
     standard = Evidence(environment=EnvironmentFacts(zfs_sync="standard"))
-    assert audit.rule_no_flush_filesystem(_facts(h, ev=standard), None) is None
+    assert platform_rules.rule_no_flush_filesystem(_facts(h, ev=standard), None) is None
 
 
 def test_judge_primitive_marks_the_deciding_finding():
     """judge_primitive: the finding carries the verdict it points to and stance "decides"."""
-    assert audit.judge_primitive(host(fs_type="tmpfs"), None, []) == (
+    assert path_rules.judge_primitive(host(fs_type="tmpfs"), None, []) == (
         NO_FLUSH, "no-flush-filesystem", Finding(
             "no-flush-filesystem", RISK, "path",
             "The target is on tmpfs, which keeps data in RAM: fdatasync never reaches a block "
@@ -792,14 +795,14 @@ def test_ram_media_loop_on_tmpfs_exact():
               filesystem_layer(Mount("/dev/shm", "tmpfs", "tmpfs", ("rw",)), 2))
     chain = "ext4 /mnt/img → loop0 → tmpfs /dev/shm (RAM)"
     r = flush("fdatasync", 30_000)
-    assert audit.rule_ram_media(_facts(_layered(img, layers)), r) == (NO_FLUSH, Finding(
+    assert platform_rules.rule_ram_media(_facts(_layered(img, layers)), r) == (NO_FLUSH, Finding(
         "ram-backed-storage", RISK, "write+fdatasync",
         f"The bytes end in RAM: {chain}. fdatasync is passed down the stack, but the layer that "
         "holds the data is memory, lost with the power.",
         "Benchmark the directory your journal will really live on (a filesystem on a real disk, "
         "not on a loop file in tmpfs or a RAM block device).",
         {"chain": chain, "ram_layers": ["/dev/shm"], "kinds": ["filesystem-ram"]},
-        audit.RAM_STACK_DOC, MEASURED))
+        rule_facts.RAM_STACK_DOC, MEASURED))
 
 
 def test_ram_media_md_across_zram_and_a_disk_exact():
@@ -808,14 +811,14 @@ def test_ram_media_md_across_zram_and_a_disk_exact():
               StorageLayer("md", "md0", "passes-down", 1, device=BlockDevice("md0")),
               disk_layer(ZRAM0, 2), disk_layer(WB_SSD, 2))
     chain = "ext4 /data → md0 → zram0 (RAM) + sda"
-    assert audit.rule_ram_media(_facts(_layered(mount, layers)), None) == (UNVERIFIABLE, Finding(
+    assert platform_rules.rule_ram_media(_facts(_layered(mount, layers)), None) == (UNVERIFIABLE, Finding(
         "part-ram-backed-storage", RISK, "path",
         f"Part of the storage holding the bytes is RAM (zram0) and part is not (sda): {chain}. "
         "Whether an acknowledged commit survives a power loss depends on the redundancy "
         "profile (a mirror keeps it on the other device, a stripe or single copy loses it).",
         "Keep RAM devices out of a journal's filesystem.",
         {"chain": chain, "ram_layers": ["zram0"], "stable_layers": ["sda"]},
-        audit.RAM_STACK_DOC, MEASURED))
+        rule_facts.RAM_STACK_DOC, MEASURED))
 
 
 # ---- rule_flush_counters
@@ -830,7 +833,7 @@ def test_flush_counters_partition_writes_but_disk_gets_few_flushes_exact():
     >= REACHED_FLUSH_RATIO) show the data reached it: volatile_cache, cause unknown."""
     r = _counted(1_000_000, [FlushDelta("sda1", 0, 0, None), FlushDelta("sda", 30, 3, 1000)])
     chain = "ext4 /data → sda1 → sda"
-    assert audit.rule_flush_counters(_facts(_partitioned()), r) == (VOLATILE_CACHE, Finding(
+    assert counter_rules.rule_flush_counters(_facts(_partitioned()), r) == (VOLATILE_CACHE, Finding(
         "flushes-not-sent", RISK, "write+fdatasync",
         "1000 fdatasync calls reached the write-back disk holding the bytes as 30 cache "
         f"flushes, after writing 1.00 requests per sync to sda1: a layer above the disk sends "
@@ -839,32 +842,32 @@ def test_flush_counters_partition_writes_but_disk_gets_few_flushes_exact():
         {"syncs_issued": 1000, "device_flushes": {"sda1": 0, "sda": 30},
          "device_writes": {"sda1": None, "sda": 1000}, "flushes_per_sync": 0.03,
          "chain": chain, "write_cache": ["write back"], "writes_per_sync": 1.0},
-        audit.KERNEL_STAT_DOC + "; " + audit.BLOCK_FLUSH_DOC, MEASURED))
+        rule_facts.KERNEL_STAT_DOC + "; " + rule_facts.BLOCK_FLUSH_DOC, MEASURED))
 
 
 def test_flush_counters_count_only_the_media():
     """0 flushes on the partition (a layer holding nothing) prove nothing: the disk's 1 per
     sync decides."""
     r = _counted(1_000_000, [FlushDelta("sda1", 0, 0, None), FlushDelta("sda", 1000, 50, 1000)])
-    assert audit.rule_flush_counters(_facts(_partitioned()), r) is None
+    assert counter_rules.rule_flush_counters(_facts(_partitioned()), r) is None
 
 
 def test_flush_counters_dropped_without_write_counters_exact():
     """An older report without write counters: no_flush (no nobarrier to name)."""
     r = flush("fdatasync", 1_000_000, flushes=0)
-    assert audit.rule_flush_counters(_facts(host(disks=(WB_SSD,))), r) == (NO_FLUSH, Finding(
+    assert counter_rules.rule_flush_counters(_facts(host(disks=(WB_SSD,))), r) == (NO_FLUSH, Finding(
         "flushes-dropped", RISK, "write+fdatasync",
         "1000 fdatasync calls reached the disk as 0 cache flushes although its write-back cache "
         "needs them: something above the block layer drops the syncs.",
         "Look for eatmydata, an LD_PRELOAD library or a no-op sync layer.",
         {"syncs_issued": 1000, "device_flushes": {"sda": 0}, "device_writes": {"sda": None},
          "flushes_per_sync": 0.0, "chain": "ext4 /data → sda", "write_cache": ["write back"]},
-        audit.KERNEL_STAT_DOC, MEASURED))
+        rule_facts.KERNEL_STAT_DOC, MEASURED))
 
 
 def test_flush_counters_nothing_written_exact():
     r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 0)])
-    assert audit.rule_flush_counters(_facts(host(disks=(WB_SSD,))), r) == (NO_FLUSH, Finding(
+    assert counter_rules.rule_flush_counters(_facts(host(disks=(WB_SSD,))), r) == (NO_FLUSH, Finding(
         "flushes-dropped", RISK, "write+fdatasync",
         "1000 fdatasync calls reached the disk as 0 cache flushes although its write-back cache "
         "needs them, with 0.00 writes per sync: nothing is written at sync time, so something "
@@ -873,7 +876,7 @@ def test_flush_counters_nothing_written_exact():
         {"syncs_issued": 1000, "device_flushes": {"sda": 0}, "device_writes": {"sda": 0},
          "flushes_per_sync": 0.0, "chain": "ext4 /data → sda", "write_cache": ["write back"],
          "writes_per_sync": 0.0},
-        audit.KERNEL_STAT_DOC, MEASURED))
+        rule_facts.KERNEL_STAT_DOC, MEASURED))
 
 
 # ---- rule_libc_interposed
@@ -887,7 +890,7 @@ def test_libc_interposed_by_counters_still_writing_exact():
     h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="/usr/lib/libeatmydata.so")
     r = _counted(600, [FlushDelta("sda", 0, 0, 1000)])
     f = _facts(h, [r], Evidence(syscall_comparisons=(INTERPOSED,)))
-    assert audit.rule_libc_interposed(f, r) == (VOLATILE_CACHE, Finding(
+    assert counter_rules.rule_libc_interposed(f, r) == (VOLATILE_CACHE, Finding(
         "libc-sync-interposed", RISK, "write+fdatasync",
         "libc fdatasync returns in 0.3 us but the raw system call takes 400.0 us and sends 1.00 "
         "device flushes per call against 0.00: a library interposes the libc call; it writes "
@@ -898,13 +901,13 @@ def test_libc_interposed_by_counters_still_writing_exact():
          "libc_flushes": 0, "syscall_flushes": 100, "ratio": 1333.3,
          "ld_preload": "/usr/lib/libeatmydata.so",
          "sync_disabling_libraries": ["/usr/lib/libeatmydata.so"]},
-        audit.EATMYDATA_DOC, MEASURED))
+        rule_facts.EATMYDATA_DOC, MEASURED))
 
 
 def test_libc_interposed_by_time_for_the_path_exact():
     c = SyscallComparison("fdatasync", 75, "x86_64", 100, 300.0, 400_000.0)
     f = _facts(host(disks=(WB_SSD,)), ev=Evidence(syscall_comparisons=(c,)))
-    assert audit.rule_libc_interposed(f, None) == (NO_FLUSH, Finding(
+    assert counter_rules.rule_libc_interposed(f, None) == (NO_FLUSH, Finding(
         "libc-sync-interposed", RISK, "path",
         "libc fdatasync returns in 0.3 us but the raw system call takes 400.0 us: a library "
         "interposes the libc call and skips the sync.",
@@ -913,7 +916,7 @@ def test_libc_interposed_by_time_for_the_path_exact():
          "syscall_number": 75, "machine": "x86_64", "syncs_per_side": 100,
          "libc_flushes": None, "syscall_flushes": None, "ratio": 1333.3,
          "ld_preload": None, "sync_disabling_libraries": []},
-        audit.EATMYDATA_DOC, MEASURED))
+        rule_facts.EATMYDATA_DOC, MEASURED))
 
 
 # ---- rule_sweep_bandwidth
@@ -926,12 +929,12 @@ def _sweep_finding(shown, ev):
     return (NO_FLUSH, Finding(
         "sync-bandwidth-impossible", RISK, "path",
         f"Dirty-size sweep with fdatasync: {shown}: the data never left RAM.", SWEEP_ADVICE, ev,
-        audit.PCIE_DOC, MEASURED))
+        rule_facts.PCIE_DOC, MEASURED))
 
 
 def test_sweep_without_growth_exact():
     ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 5_000.0, None))
-    assert audit.rule_sweep_bandwidth(_facts(ev=ev), None) == _sweep_finding(
+    assert timing_rules.rule_sweep_bandwidth(_facts(ev=ev), None) == _sweep_finding(
         "latency did not grow with the bytes written",
         {"primitive": "fdatasync", "flush_cost_ns": 5_000.0, "bandwidth_bytes_per_s": None,
          "ceiling_bytes_per_s": 16e9, "r_squared": None})
@@ -940,7 +943,7 @@ def test_sweep_without_growth_exact():
 def test_sweep_fitted_bandwidth_above_the_link_exact():
     """MAX_LINK_BANDWIDTH 16 GB/s per leaf disk (PCIE_DOC)."""
     ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 5_000.0, 40e9, 0.99))
-    assert audit.rule_sweep_bandwidth(_facts(host(disks=(WB_SSD,)), ev=ev), None) == _sweep_finding(
+    assert timing_rules.rule_sweep_bandwidth(_facts(host(disks=(WB_SSD,)), ev=ev), None) == _sweep_finding(
         "the fitted bandwidth 40 GB/s exceeds 16 GB/s, the most the storage links here carry",
         {"primitive": "fdatasync", "flush_cost_ns": 5_000.0, "bandwidth_bytes_per_s": 40e9,
          "ceiling_bytes_per_s": 16e9, "r_squared": 0.99})
@@ -950,7 +953,7 @@ def test_sweep_largest_size_faster_than_the_link_exact():
     """64 MiB at 16 GB/s need 4194304 ns; a 1 ms median sync after 64 MiB is impossible."""
     pts = (SweepPoint(4096, 900_000),) + (SweepPoint(64 << 20, 1_000_000),) * 3
     ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 900_000.0, 1e12, 0.5, pts))
-    assert audit.rule_sweep_bandwidth(_facts(ev=ev), None) == _sweep_finding(
+    assert timing_rules.rule_sweep_bandwidth(_facts(ev=ev), None) == _sweep_finding(
         "a sync after 64 MiB took 1000.0 us, less than the 4194.3 us 64 MiB need at 16 GB/s, "
         "the most the storage links here carry",
         {"primitive": "fdatasync", "flush_cost_ns": 900_000.0, "bandwidth_bytes_per_s": 1e12,
@@ -964,14 +967,14 @@ def test_sweep_largest_size_faster_than_the_link_exact():
 def test_flush_costs_nothing_exact():
     """write+sync less than REAL_IO_FLOOR_NS (10 us) slower than the plain write."""
     r, base = flush("fdatasync", 25_000), write(20_000)
-    assert audit.rule_flush_costs_nothing(_facts(results=[base, r]), r) == (NO_FLUSH, Finding(
+    assert timing_rules.rule_flush_costs_nothing(_facts(results=[base, r]), r) == (NO_FLUSH, Finding(
         "flush-costs-nothing", RISK, "write+fdatasync",
         "write+fdatasync p50 25.0 us is only 5.0 us more than the same write without a sync "
         "(20.0 us): the fdatasync reaches no device.",
         "Find the layer that acknowledges syncs from memory (tmpfs, eatmydata, an overlay "
         "mounted volatile) and audit the real storage path.",
         {"p50_ns": 25_000, "write_p50_ns": 20_000, "gap_ns": 5_000, "floor_ns": 10_000},
-        audit.DESIGN_BANDS, INFERRED))
+        rule_facts.DESIGN_BANDS, INFERRED))
 
 
 # ---- rule_sync_disabling_preload
@@ -980,14 +983,14 @@ def test_flush_costs_nothing_exact():
 def test_sync_disabling_preload_exact():
     h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so")
     r = flush("fdatasync", 1_000)
-    assert audit.rule_sync_disabling_preload(_facts(h, [r]), r) == (NO_FLUSH, Finding(
+    assert platform_rules.rule_sync_disabling_preload(_facts(h, [r]), r) == (NO_FLUSH, Finding(
         "sync-disabled-by-preload", RISK, "write+fdatasync",
         "libeatmydata.so is preloaded into this process; it turns fdatasync into a no-op (a name "
         "match: no measurement contradicts it).",
         "Run without eatmydata (unset LD_PRELOAD, clear /etc/ld.so.preload) to measure real "
         "flushes.",
         {"ld_preload": "libeatmydata.so", "libraries": ["libeatmydata.so"]},
-        audit.EATMYDATA_DOC, INFERRED))
+        rule_facts.EATMYDATA_DOC, INFERRED))
 
 
 def test_sync_disabling_preload_yields_to_any_measurement():
@@ -996,13 +999,13 @@ def test_sync_disabling_preload_yields_to_any_measurement():
     h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so")
     r = flush("fdatasync", 1_000)
     c = SyscallComparison("fdatasync", 75, "x86_64", 100, 400_000.0, 400_000.0)
-    assert audit.rule_sync_disabling_preload(_facts(h, [r], Evidence(syscall_comparisons=(c,))),
+    assert platform_rules.rule_sync_disabling_preload(_facts(h, [r], Evidence(syscall_comparisons=(c,))),
                                              r) is None
     counted = flush("fdatasync", 1_000, flushes=1000)
-    assert audit.rule_sync_disabling_preload(_facts(h, [counted]), counted) is None
+    assert platform_rules.rule_sync_disabling_preload(_facts(h, [counted]), counted) is None
     part = dataclasses.replace(_partitioned(), ld_preload="libeatmydata.so")
     above = _counted(1_000, [FlushDelta("sda1", 1000, 50, 1000)])
-    assert audit.rule_sync_disabling_preload(_facts(part, [above]), above)[1].code == (
+    assert platform_rules.rule_sync_disabling_preload(_facts(part, [above]), above)[1].code == (
         "sync-disabled-by-preload")
 
 
@@ -1018,7 +1021,7 @@ def test_barriers_disabled_names_every_filesystem_exact():
               disk_layer(WB_SSD, 3))
     chain = "f2fs /mnt/img (fsync_mode=nobarrier, nobarrier) → loop0 → ext4 / (barrier=0) → sda"
     r = flush("fdatasync", 1_000_000, flushes=3, syncs=1600)  # 0.001875 flushes per sync
-    assert audit.rule_barriers_disabled(_facts(_layered(img, layers), [r]), r) == (
+    assert platform_rules.rule_barriers_disabled(_facts(_layered(img, layers), [r]), r) == (
         VOLATILE_CACHE, Finding(
             "barriers-disabled", RISK, "write+fdatasync",
             "f2fs /mnt/img, ext4 / is mounted with barrier=0, fsync_mode=nobarrier, nobarrier: "
@@ -1029,7 +1032,7 @@ def test_barriers_disabled_names_every_filesystem_exact():
             {"mount_options": ["barrier=0", "fsync_mode=nobarrier", "nobarrier", "rw"],
              "filesystems": ["/mnt/img", "/"], "chain": chain, "write_cache": ["write back"],
              "flushes_per_sync": 0.002},
-            audit.BARRIER_DOC, MEASURED))
+            rule_facts.BARRIER_DOC, MEASURED))
 
 
 # ---- rule_macos_plain_fsync
@@ -1040,23 +1043,23 @@ def test_macos_plain_fsync_exact():
     r, full = flush("fsync", 50_000), flush("F_FULLFSYNC", 5_000_000)
     advice = ("Use F_FULLFSYNC (SQLite: PRAGMA fullfsync=ON with a SQLite that maps it to "
               "F_FULLFSYNC) for power-loss durability.")
-    assert audit.rule_macos_plain_fsync(_facts(h, [r, full]), r) == (VOLATILE_CACHE, Finding(
+    assert platform_rules.rule_macos_plain_fsync(_facts(h, [r, full]), r) == (VOLATILE_CACHE, Finding(
         "macos-fsync-stops-at-cache", RISK, "write+fsync",
         "On macOS fsync returns once data reaches the drive's volatile cache.", advice,
         {"primitive": "fsync", "p50_ns": 50_000, "fullfsync_ratio": 100},
-        audit.APPLE_FSYNC_DOC, INFERRED))
+        rule_facts.APPLE_FSYNC_DOC, INFERRED))
     barrier = flush("F_BARRIERFSYNC", 60_000)
-    assert audit.rule_macos_plain_fsync(_facts(h, [barrier]), barrier) == (VOLATILE_CACHE, Finding(
+    assert platform_rules.rule_macos_plain_fsync(_facts(h, [barrier]), barrier) == (VOLATILE_CACHE, Finding(
         "macos-fsync-stops-at-cache", RISK, "write+F_BARRIERFSYNC",
         "On macOS F_BARRIERFSYNC returns once data reaches the drive's volatile cache.", advice,
         {"primitive": "F_BARRIERFSYNC", "p50_ns": 60_000, "fullfsync_ratio": None},
-        audit.APPLE_BARRIER_DOC, INFERRED))
+        rule_facts.APPLE_BARRIER_DOC, INFERRED))
     for prim in ("O_DSYNC", "O_SYNC"):
-        hit = audit.rule_macos_plain_fsync(_facts(h), flush(prim, 60_000))
+        hit = platform_rules.rule_macos_plain_fsync(_facts(h), flush(prim, 60_000))
         assert (hit[0], hit[1].code, hit[1].source) == (
-            VOLATILE_CACHE, "macos-fsync-stops-at-cache", audit.APPLE_BARRIER_DOC)
-    assert audit.rule_macos_plain_fsync(_facts(h), full) is None
-    assert audit.rule_macos_plain_fsync(_facts(), r) is None
+            VOLATILE_CACHE, "macos-fsync-stops-at-cache", rule_facts.APPLE_BARRIER_DOC)
+    assert platform_rules.rule_macos_plain_fsync(_facts(h), full) is None
+    assert platform_rules.rule_macos_plain_fsync(_facts(), r) is None
 
 
 # ---- VirtualBox
@@ -1064,7 +1067,7 @@ def test_macos_plain_fsync_exact():
 
 def test_virtualbox_signs_each_alone():
     def signs(virt=VM, disks=()):
-        return audit._virtualbox(host(disks=disks, virt=virt))
+        return platform_rules._virtualbox(host(disks=disks, virt=virt))
 
     assert signs(Virtualization(hypervisor_flag=True, dmi_vendor="innotek GmbH")) == [
         "DMI sys_vendor innotek GmbH"]
@@ -1080,7 +1083,7 @@ def test_virtualbox_signs_each_alone():
 
 def test_hypervisor_ignores_flush_exact():
     virt = Virtualization(hypervisor_flag=True, dmi_vendor="innotek GmbH", dmi_product="VirtualBox")
-    assert audit.rule_hypervisor_ignores_flush(_facts(host(virt=virt)), None) == (
+    assert platform_rules.rule_hypervisor_ignores_flush(_facts(host(virt=virt)), None) == (
         VOLATILE_CACHE, Finding(
             "hypervisor-ignores-flush", RISK, "path",
             "This is a VirtualBox guest (DMI sys_vendor innotek GmbH; DMI product_name "
@@ -1091,7 +1094,7 @@ def test_hypervisor_ignores_flush_exact():
             "the VM log then lacks 'Flushes will be ignored'), or run fsyncbench on the host.",
             {"signs": ["DMI sys_vendor innotek GmbH", "DMI product_name VirtualBox"],
              "flushes_per_sync": None},
-            audit.VIRTUALBOX_DOC, INFERRED))
+            rule_facts.VIRTUALBOX_DOC, INFERRED))
 
 
 # ---- rule_cloud_block_storage
@@ -1102,7 +1105,7 @@ EBS = BlockDevice("nvme0n1", model="Amazon Elastic Block Store", rotational=Fals
 
 def test_cloud_block_storage_exact():
     r = flush("fdatasync", 500_000)
-    assert audit.rule_cloud_block_storage(_facts(host(disks=(EBS,), virt=VM)), r) == (
+    assert platform_rules.rule_cloud_block_storage(_facts(host(disks=(EBS,), virt=VM)), r) == (
         HONEST_FLUSH, Finding(
             "cloud-block-storage", INFO, "write+fdatasync",
             "The target sits on Amazon Elastic Block Store, network block storage whose provider "
@@ -1111,15 +1114,15 @@ def test_cloud_block_storage_exact():
             "durable across instance stop.",
             {"models": ["Amazon Elastic Block Store"], "write_cache": ["write back"],
              "p50_ns": 500_000},
-            audit.CLOUD_BLOCK_DOC, INFERRED))
+            rule_facts.CLOUD_BLOCK_DOC, INFERRED))
 
 
 def test_cloud_block_storage_needs_every_disk_and_a_real_io_time():
     r = flush("fdatasync", 500_000)
-    assert audit.rule_cloud_block_storage(_facts(host(disks=(EBS, WB_SSD), virt=VM)), r) is None
+    assert platform_rules.rule_cloud_block_storage(_facts(host(disks=(EBS, WB_SSD), virt=VM)), r) is None
     fast = flush("fdatasync", 5_000)  # below REAL_IO_FLOOR_NS
-    assert audit.rule_cloud_block_storage(_facts(host(disks=(EBS,), virt=VM)), fast) is None
-    hit = audit.rule_cloud_block_storage(_facts(host(disks=(EBS,), virt=VM)), None)
+    assert platform_rules.rule_cloud_block_storage(_facts(host(disks=(EBS,), virt=VM)), fast) is None
+    hit = platform_rules.rule_cloud_block_storage(_facts(host(disks=(EBS,), virt=VM)), None)
     assert (hit[1].subject, hit[1].evidence["p50_ns"]) == ("path", None)
 
 
@@ -1147,17 +1150,17 @@ def _mounted(fs_type, source, disks=(), virt=BARE):
 def test_network_filesystem_nfs_fuse_and_network_disk_exact():
     r = flush("fdatasync", 500_000)
     nfs = _mounted("nfs4", "server:/export")
-    assert audit.rule_network_filesystem(_facts(nfs), r) == _network_finding(
+    assert platform_rules.rule_network_filesystem(_facts(nfs), r) == _network_finding(
         "the network filesystem /data (type nfs4, source server:/export)",
         {"fs_type": "nfs4", "source": "server:/export", "layer": "/data", "kind": "network-fs",
          "chain": "nfs4 /data"}, "write+fdatasync")
     fuse = _mounted("fuse.sshfs", "me@host:/srv")
-    assert audit.rule_network_filesystem(_facts(fuse), None) == _network_finding(
+    assert platform_rules.rule_network_filesystem(_facts(fuse), None) == _network_finding(
         "the FUSE filesystem /data (type fuse.sshfs, source me@host:/srv)",
         {"fs_type": "fuse.sshfs", "source": "me@host:/srv", "layer": "/data", "kind": "fuse",
          "chain": "fuse.sshfs /data"})
     nbd = _mounted("ext4", "/dev/nbd0", (BlockDevice("nbd0", transport="nbd"),))
-    assert audit.rule_network_filesystem(_facts(nbd), None) == _network_finding(
+    assert platform_rules.rule_network_filesystem(_facts(nbd), None) == _network_finding(
         "the network block device nbd0",
         {"fs_type": None, "source": None, "layer": "nbd0", "kind": "network-disk",
          "chain": "ext4 /data → nbd0"})
@@ -1182,7 +1185,7 @@ def _vm_finding(text, subject="write+fdatasync", virt=VM, through=(), ratio=None
          "detect_virt": virt.detect_virt, "kernel_hint": virt.kernel_hint,
          "write_through_disks": list(through), "flushes_per_sync": ratio,
          "flush_ms_per_flush": ms, "p50_ns": p50},
-        audit.FIRECRACKER_DOC, MEASURED))
+        rule_facts.FIRECRACKER_DOC, MEASURED))
 
 
 def _vm_text(seen):
@@ -1194,7 +1197,7 @@ def test_virtualized_flushes_reach_the_virtual_disk_exact():
     virt = Virtualization(hypervisor_flag=True, dmi_vendor="QEMU", detect_virt="kvm",
                           kernel_hint="virtio")
     r = flush("fdatasync", 1_000_000, flushes=1000, device="vda")
-    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=virt), [r]), r) == _vm_finding(
+    assert platform_rules.rule_virtualized(_facts(host(disks=(VDA,), virt=virt), [r]), r) == _vm_finding(
         _vm_text("fdatasync reaches the virtual disk (1.00 device flushes per sync)"),
         virt=virt, ratio=1.0, ms=0.05)
 
@@ -1203,7 +1206,7 @@ def test_virtualized_kernel_time_per_flush_is_read_on_the_media():
     """flush_ms_per_flush comes from the disk holding the bytes, not the partition above."""
     h = _partitioned(VM, VDA, "vda1")
     r = _counted(1_000_000, [FlushDelta("vda1", 100, 50), FlushDelta("vda", 1000, 20)])
-    assert audit.rule_virtualized(_facts(h, [r]), r) == _vm_finding(
+    assert platform_rules.rule_virtualized(_facts(h, [r]), r) == _vm_finding(
         _vm_text("fdatasync reaches the virtual disk (1.00 device flushes per sync)"),
         ratio=1.0, ms=0.02)
 
@@ -1214,32 +1217,32 @@ def test_virtualized_flushes_other_io_could_explain_exact():
     base = dataclasses.replace(write(20_000), device_flushes=(FlushDelta("vda", 100, 0),),
                                elapsed_ns=1_000_000_000)
     r = _counted(1_000_000, [FlushDelta("vda", 500, 25)], elapsed_ns=1_000_000_000)
-    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [base, r]), r) == (
+    assert platform_rules.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [base, r]), r) == (
         _vm_finding(_vm_text("fdatasync was followed by 0.50 device flushes per sync, but other "
                              "I/O on the disk could explain them"), ratio=0.4, ms=0.05))
 
 
 def test_virtualized_few_flushes_exact():
     r = flush("fdatasync", 1_000_000, flushes=100, device="vda")
-    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [r]), r) == _vm_finding(
+    assert platform_rules.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [r]), r) == _vm_finding(
         _vm_text("only 0.10 device flushes per sync arrived for fdatasync"), ratio=0.1, ms=0.05)
 
 
 def test_virtualized_without_counters_on_a_physical_looking_disk_exact():
     r = flush("fdatasync", 1_000_000)
-    assert audit.rule_virtualized(_facts(host(disks=(WB_SSD,), virt=VM), [r]), r) == _vm_finding(
+    assert platform_rules.rule_virtualized(_facts(host(disks=(WB_SSD,), virt=VM), [r]), r) == _vm_finding(
         _vm_text("fdatasync goes to whatever this stack ends in"))
 
 
 def test_virtualized_path_on_a_virtual_disk_exact():
-    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM)), None) == _vm_finding(
+    assert platform_rules.rule_virtualized(_facts(host(disks=(VDA,), virt=VM)), None) == _vm_finding(
         _vm_text("fdatasync goes to the virtual disk"), subject="path", p50=None)
 
 
 def test_virtualized_write_through_virtual_disk_exact():
     vda = BlockDevice("vda", write_cache="write through", transport="virtio")
     r = flush("fdatasync", 1_000_000)
-    assert audit.rule_virtualized(_facts(host(disks=(vda,), virt=VM), [r]), r) == _vm_finding(
+    assert platform_rules.rule_virtualized(_facts(host(disks=(vda,), virt=VM), [r]), r) == _vm_finding(
         "This is a virtual machine whose disk vda reports a write-through cache: the guest sends "
         "it no flush, and whether the host writes through or keeps the data in its page cache "
         "cannot be seen from inside.", through=["vda"])
@@ -1255,7 +1258,7 @@ def test_stack_not_followed_loop_without_backing_file_exact():
     h = Host("case-host", "Linux", StorageTarget(
         "/data", Mount("/data", "ext4", "/dev/loop0", ("rw",)), chain=("loop0",)),
         virtualization=BARE)
-    assert audit.rule_stack_not_followed(_facts(h), None) == (UNVERIFIABLE, Finding(
+    assert platform_rules.rule_stack_not_followed(_facts(h), None) == (UNVERIFIABLE, Finding(
         "stack-not-followed", WARNING, "path",
         "The storage under the target could not be followed to the medium holding the bytes "
         "(ext4 /data → loop0; loop0: backing file not recorded: the storage below is unknown): "
@@ -1268,7 +1271,7 @@ def test_stack_not_followed_filesystem_without_devices_exact():
     mount = Mount("/data", "ext4", "/dev/x", ("rw",))
     r = flush("fdatasync", 1_000_000)
     h = _layered(mount, (filesystem_layer(mount, 0),))
-    assert audit.rule_stack_not_followed(_facts(h), r) == (UNVERIFIABLE, Finding(
+    assert platform_rules.rule_stack_not_followed(_facts(h), r) == (UNVERIFIABLE, Finding(
         "stack-not-followed", WARNING, "write+fdatasync",
         "The storage under the target could not be followed to the medium holding the bytes "
         "(ext4 /data; ext4 /data): nothing measured here can be tied to it.",
@@ -1287,7 +1290,7 @@ def test_flushes_reach_device_exact():
     """Bare metal, 1 flush per sync counted on the write-back SSD, p50 above its 150 us floor
     (CONSUMER_SSD_FLOOR_NS, DESIGN_BANDS)."""
     r = flush("fdatasync", 1_000_000, flushes=1000)
-    assert audit.rule_flushes_reach_device(_facts(host(disks=(WB_SSD,)), [r]), r) == (
+    assert counter_rules.rule_flushes_reach_device(_facts(host(disks=(WB_SSD,)), [r]), r) == (
         HONEST_FLUSH, Finding(
             "flushes-reach-device", INFO, "write+fdatasync",
             "Each fdatasync sent 1.00 cache flushes to the disk holding the bytes (measured) and "
@@ -1296,12 +1299,12 @@ def test_flushes_reach_device_exact():
             "A power-pull test (fsyncbench powercut) is the only proof beyond this.",
             {"flushes_per_sync": 1.0, "flush_ms_per_flush": 0.05, "p50_ns": 1_000_000,
              "device_class": CONSUMER_SSD, "floor_ns": 150_000, "fast_flush_allowed_by": None},
-            audit.KERNEL_STAT_DOC + "; " + audit.DESIGN_BANDS, INFERRED))
+            rule_facts.KERNEL_STAT_DOC + "; " + rule_facts.DESIGN_BANDS, INFERRED))
 
 
 def test_latency_below_the_device_floor_exact():
     r = flush("fdatasync", 60_000, flushes=1000)
-    assert audit.rule_latency_floor(_facts(host(disks=(WB_SSD,)), [r]), r) == (
+    assert timing_rules.rule_latency_floor(_facts(host(disks=(WB_SSD,)), [r]), r) == (
         VOLATILE_CACHE, Finding(
             "flush-below-device-floor", RISK, "write+fdatasync",
             f"fdatasync p50 60.0 us is below the 150 us a flush to stable media takes on an "
@@ -1311,7 +1314,7 @@ def test_latency_below_the_device_floor_exact():
             "plp. A power pull (fsyncbench powercut) settles it.",
             {"p50_ns": 60_000, "device_class": CONSUMER_SSD, "floor_ns": 150_000,
              "flushes_per_sync": 1.0, "fast_flush_allowed_by": None},
-            audit.DESIGN_BANDS, INFERRED))
+            rule_facts.DESIGN_BANDS, INFERRED))
 
 
 def test_latency_plausible_with_declared_plp_exact():
@@ -1319,21 +1322,21 @@ def test_latency_plausible_with_declared_plp_exact():
     base = host(disks=(WB_SSD,))
     h = dataclasses.replace(base, target=dataclasses.replace(base.target, declared=("plp",)))
     r = flush("fdatasync", 40_000)
-    assert audit.rule_latency_floor(_facts(h, [r]), r) == (HONEST_FLUSH, Finding(
+    assert timing_rules.rule_latency_floor(_facts(h, [r]), r) == (HONEST_FLUSH, Finding(
         "flush-latency-plausible", INFO, "write+fdatasync",
         f"fdatasync p50 40.0 us is consistent with an {PLP_SSD} writing to stable media: "
         "inferred from latency only, not proven.",
         "Latency alone cannot prove durability; a power-pull test (fsyncbench powercut) can.",
         {"p50_ns": 40_000, "device_class": PLP_SSD, "floor_ns": 15_000, "flushes_per_sync": None,
          "fast_flush_allowed_by": DECLARED},
-        audit.DESIGN_BANDS, INFERRED))
+        rule_facts.DESIGN_BANDS, INFERRED))
 
 
 # ---- rule_commit_issues_no_sync
 
 NO_SYNC_ADVICE = ("Remove the sync-disabling library or SQLite build option (SQLITE_NO_SYNC) and "
                   "audit again.")
-NO_SYNC_SOURCE = "strace of the commits (fsyncbench.measure.evidence.trace_syncs); " + audit.SQLITE_SYNC_DOC
+NO_SYNC_SOURCE = "strace of the commits (fsyncbench.measure.evidence.trace_syncs); " + rule_facts.SQLITE_SYNC_DOC
 
 
 def test_commit_syncs_intercepted_exact():
@@ -1342,7 +1345,7 @@ def test_commit_syncs_intercepted_exact():
     ev = Evidence(sync_traces=(SyncTrace(p, 10, {}, ld_preload="libeatmydata.so"),
                                SyncTrace(p, 10, {"fdatasync": 20})))
     r = commit("WAL", "FULL", 50_000)
-    assert audit.rule_commit_issues_no_sync(_facts(h, [r], ev), r) == Finding(
+    assert commit_rules.rule_commit_issues_no_sync(_facts(h, [r], ev), r) == Finding(
         "commit-syncs-intercepted", RISK, "wal/full",
         "wal/full commits reach the kernel with 0 sync calls although SQLite issues 2 per commit "
         "without LD_PRELOAD (libeatmydata.so): nothing waits for storage.",
@@ -1356,7 +1359,7 @@ def test_commit_issues_no_sync_exact():
     p = Pragmas("DELETE", "EXTRA")
     ev = Evidence(sync_traces=(SyncTrace(p, 10, {"sync_file_range": 10}),))
     r = commit("DELETE", "EXTRA", 50_000)
-    assert audit.rule_commit_issues_no_sync(_facts(results=[r], ev=ev), r) == Finding(
+    assert commit_rules.rule_commit_issues_no_sync(_facts(results=[r], ev=ev), r) == Finding(
         "commit-issues-no-sync", RISK, "delete/extra",
         "delete/extra commits reach the kernel with 0 sync calls: nothing waits for storage.",
         NO_SYNC_ADVICE,
@@ -1370,7 +1373,7 @@ def test_commit_issues_no_sync_exact():
 def test_slowness_exact():
     """SLOW_MEDIAN_NS 50 ms (DESIGN.md), GATE_P99_NS 10 ms (etcd); p99 here is 1.5 x p50."""
     r = flush("fdatasync", 60_000_000)
-    assert audit.slowness(r) == [
+    assert commit_rules.slowness(r) == [
         Finding("slow-median", WARNING, "write+fdatasync",
                 "write+fdatasync p50 is 60.0 ms: every durable step waits that long.",
                 "Batch several steps per commit, or use faster storage.",
@@ -1378,9 +1381,9 @@ def test_slowness_exact():
         Finding("p99-above-10ms", INFO, "write+fdatasync",
                 "write+fdatasync p99 is 90.0 ms, above etcd's 10 ms gate.",
                 "If you gate on tail latency, compare this against your SLO.",
-                {"p99_ns": 90_000_000, "threshold_ns": 10_000_000}, audit.ETCD_GATE_DOC),
+                {"p99_ns": 90_000_000, "threshold_ns": 10_000_000}, rule_facts.ETCD_GATE_DOC),
     ]
-    assert [f.code for f in audit.slowness(write(60_000_000))] == ["slow-median"]
+    assert [f.code for f in commit_rules.slowness(write(60_000_000))] == ["slow-median"]
 
 
 # ---- evidence_findings
@@ -1390,7 +1393,7 @@ def test_evidence_findings_syncs_per_commit_exact():
     ev = Evidence(sync_traces=(
         SyncTrace(Pragmas("WAL", "FULL"), 3, {"fdatasync": 4}),
         SyncTrace(Pragmas("DELETE", "FULL"), 3, {"fdatasync": 8}, ld_preload="libeatmydata.so")))
-    assert audit.evidence_findings(_facts(ev=ev)) == [Finding(
+    assert evidence_rules.evidence_findings(_facts(ev=ev)) == [Finding(
         "syncs-per-commit", INFO, "path",
         "Sync calls per commit, traced with strace: wal/full 1.33, delete/full "
         "(LD_PRELOAD=libeatmydata.so) 2.67.",
@@ -1407,13 +1410,13 @@ def _libc_vs_syscall(message, libc_flushes, syscall_flushes):
         {"primitive": "fdatasync", "libc_p50_ns": 400_000.0, "syscall_p50_ns": 500_000.0,
          "raw_over_libc": 1.25, "libc_flushes": libc_flushes, "syscall_flushes": syscall_flushes,
          "syncs_per_side": 100, "syscall_number": 75, "machine": "x86_64"},
-        audit.EATMYDATA_DOC)
+        rule_facts.EATMYDATA_DOC)
 
 
 def test_evidence_findings_libc_vs_syscall_exact():
     both = SyscallComparison("fdatasync", 75, "x86_64", 100, 400_000.0, 500_000.0, 100, 101)
     one = SyscallComparison("fdatasync", 75, "x86_64", 100, 400_000.0, 500_000.0, None, 101)
-    assert audit.evidence_findings(_facts(ev=Evidence(syscall_comparisons=(both, one)))) == [
+    assert evidence_rules.evidence_findings(_facts(ev=Evidence(syscall_comparisons=(both, one)))) == [
         _libc_vs_syscall("libc fdatasync p50 400.0 us, raw syscall 75 p50 500.0 us (raw/libc "
                          "1.25); device flushes 100 vs 101 for 100 calls each.", 100, 101),
         _libc_vs_syscall("libc fdatasync p50 400.0 us, raw syscall 75 p50 500.0 us (raw/libc "
@@ -1424,7 +1427,7 @@ def test_evidence_findings_libc_vs_syscall_exact():
 def test_evidence_findings_sweep_fit_and_second_descriptor_exact():
     sweep = DirtySweep("fdatasync", 150_000.0, 2e9, 0.98765, (SweepPoint(4096, 150_000),))
     second = SecondFdCheck("fdatasync", 200, 400_000, 390_000)
-    assert audit.evidence_findings(_facts(ev=Evidence(dirty_sweep=sweep, second_fd=second))) == [
+    assert evidence_rules.evidence_findings(_facts(ev=Evidence(dirty_sweep=sweep, second_fd=second))) == [
         Finding("sync-size-fit", INFO, "fdatasync",
                 "fdatasync latency = 150.0 us flush cost + bytes at 2.00 GB/s (R^2 0.988).",
                 "The flush cost is what every commit pays; the bandwidth, what its size adds.",
@@ -1434,10 +1437,10 @@ def test_evidence_findings_sweep_fit_and_second_descriptor_exact():
         Finding("second-fd-sync-honoured", INFO, "path",
                 "fdatasync on a second descriptor costs 390.0 us against 400.0 us on the writing "
                 "one: it syncs the file, not the descriptor.",
-                "Nothing to do.", _second_fd_evidence(second), audit.PG_TEST_FSYNC_DOC),
+                "Nothing to do.", _second_fd_evidence(second), rule_facts.PG_TEST_FSYNC_DOC),
     ]
     flat = DirtySweep("fsync", 12_000.0, None)
-    assert audit.evidence_findings(_facts(ev=Evidence(dirty_sweep=flat)))[0].message == (
+    assert evidence_rules.evidence_findings(_facts(ev=Evidence(dirty_sweep=flat)))[0].message == (
         "fsync latency = 12.0 us flush cost + bytes at unbounded (no growth with size).")
 
 
@@ -1445,7 +1448,7 @@ def test_evidence_findings_sweep_fit_and_second_descriptor_exact():
 
 DURABLE_ADVICE = ("For a journal that must survive power loss use WAL or TRUNCATE with "
                   "synchronous=FULL, or DELETE with EXTRA")
-UNSYNCED_SOURCE = (audit.SQLITE_SYNC_DOC
+UNSYNCED_SOURCE = (rule_facts.SQLITE_SYNC_DOC
                    + " (EXTRA); strace of SQLite 3.40 (fsyncbench audit traces the calls)")
 
 
@@ -1464,14 +1467,14 @@ def test_config_durability_each_reason_exact():
     linux, mac = host(), host(os_name="Darwin", fs_type="apfs")
     cases = [
         (linux, commit("WAL", "OFF", 1), "synchronous=OFF hands data to the OS without any sync",
-         audit.SQLITE_SYNC_DOC),
+         rule_facts.SQLITE_SYNC_DOC),
         (linux, commit("MEMORY", "FULL", 1),
-         "journal_mode=MEMORY keeps no rollback journal on disk", audit.SQLITE_SYNC_DOC),
+         "journal_mode=MEMORY keeps no rollback journal on disk", rule_facts.SQLITE_SYNC_DOC),
         (linux, commit("OFF", "EXTRA", 1), "journal_mode=OFF keeps no rollback journal on disk",
-         audit.SQLITE_SYNC_DOC),
+         rule_facts.SQLITE_SYNC_DOC),
         (linux, commit("WAL", "NORMAL", 1),
          "WAL with synchronous=NORMAL syncs only at checkpoints; the last commits may roll back "
-         "after power loss", audit.SQLITE_WAL_DOC),
+         "after power loss", rule_facts.SQLITE_WAL_DOC),
         (linux, commit("DELETE", "FULL", 1),
          "the journal unlink that commits is not synced (DELETE needs synchronous=EXTRA); the "
          "last commit may roll back after power loss", UNSYNCED_SOURCE),
@@ -1483,13 +1486,13 @@ def test_config_durability_each_reason_exact():
          "the last commit may roll back after power loss", UNSYNCED_SOURCE),
         (mac, commit("WAL", "FULL", 1, primitive="fsync", fullfsync=False),
          "on macOS without fullfsync SQLite's fsync stops at the drive's cache",
-         audit.APPLE_FSYNC_DOC),
+         rule_facts.APPLE_FSYNC_DOC),
         (mac, commit("WAL", "FULL", 1, primitive="F_BARRIERFSYNC", fullfsync=True),
          "this SQLite implements fullfsync with F_BARRIERFSYNC (ordering, not durability)",
-         audit.APPLE_BARRIER_DOC),
+         rule_facts.APPLE_BARRIER_DOC),
     ]
     for h, r, why, source in cases:
-        assert audit.config_durability(h, r) == _not_durable(
+        assert commit_rules.config_durability(h, r) == _not_durable(
             r.name, why, r.effective, source, darwin=h.os_name == "Darwin"), r.name
 
 
@@ -1497,14 +1500,14 @@ def test_config_durability_durable_combinations():
     linux, mac = host(), host(os_name="Darwin", fs_type="apfs")
     for r in (commit("WAL", "FULL", 1), commit("WAL", "EXTRA", 1), commit("DELETE", "EXTRA", 1),
               commit("TRUNCATE", "FULL", 1), commit("PERSIST", "NORMAL", 1)):
-        assert audit.config_durability(linux, r) == (True, None), r.name
+        assert commit_rules.config_durability(linux, r) == (True, None), r.name
     full = commit("WAL", "FULL", 1, primitive="F_FULLFSYNC", fullfsync=True)
-    assert audit.config_durability(mac, full) == (True, None)
+    assert commit_rules.config_durability(mac, full) == (True, None)
     # the effective pragmas are read; a result recording none requested is judged on them
     eff = dataclasses.replace(commit("WAL", "OFF", 1), requested=None)
-    assert audit.config_durability(linux, eff)[0] is False
+    assert commit_rules.config_durability(linux, eff)[0] is False
     asked = dataclasses.replace(commit("WAL", "FULL", 1), requested=Pragmas("WAL", "OFF"))
-    assert audit.config_durability(linux, asked) == (True, None)
+    assert commit_rules.config_durability(linux, asked) == (True, None)
 
 
 # ---- _counter_findings (through evidence_findings)
@@ -1517,20 +1520,20 @@ def _unavailable(why):
     return Finding(
         "flush-counters-unavailable", INFO, "path", f"Device flush counter not available: {why}.",
         "Without counters the verdict rests on weaker signals; Linux >= 5.5 has them.",
-        {"reason": why}, audit.KERNEL_STAT_DOC)
+        {"reason": why}, rule_facts.KERNEL_STAT_DOC)
 
 
 def test_counter_findings_unavailable_exact():
     ev = Evidence(unavailable={"flush_counters": "not permitted"})
     r = flush("fdatasync", 1_000_000, flushes=1000)
-    assert audit.evidence_findings(_facts(host(disks=(WB_SSD,)), [r], ev)) == [
+    assert evidence_rules.evidence_findings(_facts(host(disks=(WB_SSD,)), [r], ev)) == [
         _unavailable("not permitted")]
     old = (BlockDevice("sda", write_cache="write back"), BlockDevice("sdb", write_cache="write back"))
-    assert audit.evidence_findings(_facts(host(disks=old), [r])) == [
+    assert evidence_rules.evidence_findings(_facts(host(disks=old), [r])) == [
         _unavailable("no flush fields in /sys/block/sda,sdb/stat (kernel < 5.5?)")]
     # one disk with the fields is enough; a non-Linux host has none to miss
-    assert audit.evidence_findings(_facts(host(disks=(old[0], WB_SSD)))) == []
-    assert audit.evidence_findings(_facts(host(os_name="FreeBSD", disks=old))) == []
+    assert evidence_rules.evidence_findings(_facts(host(disks=(old[0], WB_SSD)))) == []
+    assert evidence_rules.evidence_findings(_facts(host(os_name="FreeBSD", disks=old))) == []
 
 
 def test_counter_findings_device_flush_counters_exact():
@@ -1542,17 +1545,17 @@ def test_counter_findings_device_flush_counters_exact():
                                 "flush_ms_per_flush": 0.05},
             "write (no sync)": {"device_flushes": 5, "syncs_issued": 0, "flushes_per_sync": None,
                                 "flushes_per_op": 0.005, "flush_ms_per_flush": 0.2}}
-    assert audit.evidence_findings(_facts(host(disks=(WB_SSD,)), [r, base, nothing])) == [Finding(
+    assert evidence_rules.evidence_findings(_facts(host(disks=(WB_SSD,)), [r, base, nothing])) == [Finding(
         "device-flush-counters", INFO, "path",
         "Device flushes counted on sda around each workload: write+fdatasync 1000 flushes for "
         f"1000 syncs; write (no sync) 5 flushes (0.005/op). {COUNTERS_TEXT}",
         "On an honest path every sync sends at least one flush to a write-back disk.",
-        {"per_result": rows, "disks": ["sda"]}, audit.KERNEL_STAT_DOC)]
+        {"per_result": rows, "disks": ["sda"]}, rule_facts.KERNEL_STAT_DOC)]
 
 
 def test_counter_findings_without_known_disks_say_the_disk():
     r = flush("fdatasync", 1_000_000, flushes=1000)
-    found = audit.evidence_findings(_facts(host(), [r]))
+    found = evidence_rules.evidence_findings(_facts(host(), [r]))
     assert [f.message for f in found] == [
         "Device flushes counted on the disk around each workload: write+fdatasync 1000 flushes "
         f"for 1000 syncs. {COUNTERS_TEXT}"]
@@ -1571,13 +1574,13 @@ def test_counter_findings_flushes_above_the_media_exact():
                           FlushDelta("zz", None, None)])
     b = _counted(30_000, [FlushDelta("loop0", 10, 1)], primitive="fsync")
     above = {"write+fdatasync": {"loop0": 1000, "dm-0": 900}, "write+fsync": {"loop0": 10}}
-    assert audit.evidence_findings(_facts(_layered(img, layers), [a, b])) == [Finding(
+    assert evidence_rules.evidence_findings(_facts(_layered(img, layers), [a, b])) == [Finding(
         "flushes-counted-above-media", INFO, "path",
         "Flushes counted on layers that hold no bytes (write+fdatasync: loop0 1000, dm-0 900; "
         "write+fsync: loop0 10): they show what the filesystem sent, not what reached stable "
         f"media ({chain}).",
         "Only counts on the disk holding the bytes say whether flushes reach it.",
-        {"per_result": above, "chain": chain}, audit.KERNEL_STAT_DOC)]
+        {"per_result": above, "chain": chain}, rule_facts.KERNEL_STAT_DOC)]
 
 
 # ---- judge: verdicts, order, stances, the path-wide findings
@@ -1593,7 +1596,7 @@ def test_judge_main_primitive_leads_and_commit_rules_agree_with_a_measured_no_fl
     agreeing sync-costs-nothing (inferred) without changing the verdict; results keep their
     order."""
     full, off = commit("WAL", "FULL", 3_000), commit("WAL", "OFF", 2_900)
-    v = audit.judge(host(fs_type="tmpfs"), [flush("fsync", 2_000), flush("fdatasync", 1_500),
+    v = engine.judge(host(fs_type="tmpfs"), [flush("fsync", 2_000), flush("fdatasync", 1_500),
                                             write(1_000), full, off])
     assert (v.path_verdict, v.decided_by, v.strength) == (NO_FLUSH, "no-flush-filesystem", MEASURED)
     assert v.results == (
@@ -1615,7 +1618,7 @@ def test_judge_main_primitive_leads_and_commit_rules_agree_with_a_measured_no_fl
         "The filesystem or a library drops syncs; benchmark a directory on real storage.",
         {"p50_ns": 3_000, "off_p50_ns": 2_900, "gap_ns": 100, "floor_ns": 10_000.0,
          "syncs_per_commit": None},
-        audit.DESIGN_BANDS, INFERRED, NO_FLUSH, "agrees")
+        rule_facts.DESIGN_BANDS, INFERRED, NO_FLUSH, "agrees")
 
 
 def test_judge_disagreeing_primitives_a_deciding_commit_rule_and_unknown_declarations():
@@ -1624,7 +1627,7 @@ def test_judge_disagreeing_primitives_a_deciding_commit_rule_and_unknown_declara
     (commit-not-waiting-for-sync, COMMIT_VS_FLUSH_MIN_RATIO); the path keeps fdatasync's."""
     base = host(disks=(WB_SSD,))
     h = dataclasses.replace(base, target=dataclasses.replace(base.target, declared=("bbu",)))
-    v = audit.judge(h, [flush("fsync", 60_000), flush("fdatasync", 1_000_000), write(20_000),
+    v = engine.judge(h, [flush("fsync", 60_000), flush("fdatasync", 1_000_000), write(20_000),
                         commit("WAL", "FULL", 100_000)])
     assert (v.path_verdict, v.decided_by, v.strength) == (
         HONEST_FLUSH, "flush-latency-plausible", INFERRED)
@@ -1649,7 +1652,7 @@ def test_judge_disagreeing_primitives_a_deciding_commit_rule_and_unknown_declara
                 "Read each verdict's strength; the path verdict is the one of the primitive the "
                 "journal uses.",
                 {"verdicts": {"write+fdatasync": HONEST_FLUSH, "write+fsync": VOLATILE_CACHE}},
-                audit.DESIGN_BANDS),
+                rule_facts.DESIGN_BANDS),
         Finding("unknown-declaration", WARNING, "path",
                 "Declared facts not understood and ignored: bbu.",
                 "Declare only 'plp' (the drive holding the bytes has power-loss protection).",
@@ -1661,7 +1664,7 @@ def test_judge_commit_rule_disagreeing_with_a_measured_volatile_cache():
     """nobarrier (measured volatile_cache) stays the verdict; the fast commit is shown as
     disagreeing (it points to no_flush), as is the plausible latency."""
     h = host(disks=(WB_SSD,), mount_options=("rw", "nobarrier"))
-    v = audit.judge(h, [flush("fdatasync", 1_000_000), commit("WAL", "FULL", 100_000)])
+    v = engine.judge(h, [flush("fdatasync", 1_000_000), commit("WAL", "FULL", 100_000)])
     assert (v.path_verdict, v.decided_by, v.strength) == (
         VOLATILE_CACHE, "barriers-disabled", MEASURED)
     assert v.results == (
@@ -1678,7 +1681,7 @@ def test_judge_commit_issuing_no_sync_is_measured():
     """commit-issues-no-sync comes from traced system calls: measured (COMMIT_RULE_STRENGTH)."""
     p = Pragmas("WAL", "FULL")
     ev = Evidence(sync_traces=(SyncTrace(p, 10, {}),))
-    v = audit.judge(host(disks=(WB_SSD,)), [flush("fdatasync", 1_000_000),
+    v = engine.judge(host(disks=(WB_SSD,)), [flush("fdatasync", 1_000_000),
                                             commit("WAL", "FULL", 1_500_000)], ev)
     assert v.results[1] == ResultVerdict("wal/full", NO_FLUSH, True, "commit-issues-no-sync",
                                          MEASURED)
@@ -1686,7 +1689,7 @@ def test_judge_commit_issuing_no_sync_is_measured():
 
 
 def test_judge_without_a_flush_result_a_syncing_commit_stands_in():
-    v = audit.judge(host(fs_type="tmpfs"), [commit("WAL", "OFF", 2_000),
+    v = engine.judge(host(fs_type="tmpfs"), [commit("WAL", "OFF", 2_000),
                                             commit("WAL", "FULL", 3_000)])
     assert (v.path_verdict, v.decided_by, v.strength) == (NO_FLUSH, "no-flush-filesystem", MEASURED)
     assert v.results == (
@@ -1701,8 +1704,8 @@ def test_judge_without_a_flush_result_a_syncing_commit_stands_in():
 
 
 def test_judge_with_nothing_measured():
-    assert audit.judge(host(), []) == Verdict(UNVERIFIABLE, "no-evidence", (), (), "none")
-    v = audit.judge(host(), [commit("WAL", "OFF", 2_000)])
+    assert engine.judge(host(), []) == Verdict(UNVERIFIABLE, "no-evidence", (), (), "none")
+    v = engine.judge(host(), [commit("WAL", "OFF", 2_000)])
     assert (v.path_verdict, v.decided_by, v.strength, v.results) == (
         UNVERIFIABLE, "no-evidence", "none",
         (ResultVerdict("wal/off", UNVERIFIABLE, False, "no-evidence", "none"),))
@@ -1726,13 +1729,13 @@ def _loop_host():
 
 def _cache_finding(code, message, ev, advice, doc=None):
     return (VOLATILE_CACHE, Finding(code, RISK, "write+fdatasync", message, advice, ev,
-                                    audit.KERNEL_STAT_DOC + "; " + (doc or audit.BLOCK_FLUSH_DOC),
+                                    rule_facts.KERNEL_STAT_DOC + "; " + (doc or rule_facts.BLOCK_FLUSH_DOC),
                                     MEASURED))
 
 
 def test_flush_counters_flushes_stripped_below_the_loop_device_exact():
     r = _counted(1_000_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("sda", 0, 0, 1000)])
-    assert audit.rule_flush_counters(_facts(_loop_host(), [r]), r) == _cache_finding(
+    assert counter_rules.rule_flush_counters(_facts(_loop_host(), [r]), r) == _cache_finding(
         "flushes-stripped",
         "1000 fdatasync calls reached the write-back disk holding the bytes as 0 cache flushes, "
         "after writing 1.00 requests per sync to loop0: loop0 received 1.00 flushes per sync but "
@@ -1748,7 +1751,7 @@ def test_flush_counters_first_block_device_got_no_flush_exact():
     """0 flushes per sync on loop0 (< DROPPED_FLUSH_RATIO) although it has a write-back cache
     and got the writes: volatile_cache, whatever the disk below counted."""
     r = _counted(1_000_000, [FlushDelta("loop0", 0, 0, 1000), FlushDelta("sda", 900, 5, 1000)])
-    assert audit.rule_flush_counters(_facts(_loop_host(), [r]), r) == _cache_finding(
+    assert counter_rules.rule_flush_counters(_facts(_loop_host(), [r]), r) == _cache_finding(
         "flushes-not-sent",
         "1000 fdatasync calls sent 0.00 flushes per sync to loop0, the first block device under "
         "the filesystem, after writing 1.00 requests per sync to loop0: a layer above the disk "
@@ -1762,7 +1765,7 @@ def test_flush_counters_first_block_device_got_no_flush_exact():
 
 def test_flush_counters_first_block_device_got_nothing_and_the_disk_no_counter_exact():
     r = _counted(1_000_000, [FlushDelta("loop0", 50, 0, 0), FlushDelta("sda", None, None, None)])
-    assert audit.rule_flush_counters(_facts(_loop_host(), [r]), r) == (NO_FLUSH, Finding(
+    assert counter_rules.rule_flush_counters(_facts(_loop_host(), [r]), r) == (NO_FLUSH, Finding(
         "flushes-dropped", RISK, "write+fdatasync",
         "1000 fdatasync calls sent 0.05 flushes per sync to loop0, the first block device under "
         "the filesystem, with 0.00 writes per sync: nothing is written at sync time, so "
@@ -1772,14 +1775,14 @@ def test_flush_counters_first_block_device_got_nothing_and_the_disk_no_counter_e
          "device_writes": {"loop0": 0, "sda": None}, "flushes_per_sync": 0.05,
          "chain": LOOP_CHAIN, "write_cache": ["write back"], "writes_per_sync": 0.0,
          "first_block_device_flushes_per_sync": 0.05},
-        audit.KERNEL_STAT_DOC, MEASURED))
+        rule_facts.KERNEL_STAT_DOC, MEASURED))
 
 
 def test_flush_counters_nobarrier_names_the_cause_without_write_counters_exact():
     h = host(disks=(WB_SSD,), mount_options=("rw", "nobarrier"))
     r = flush("fdatasync", 1_000_000, flushes=0)
     chain = "ext4 /data (nobarrier) → sda"
-    assert audit.rule_flush_counters(_facts(h, [r]), r) == _cache_finding(
+    assert counter_rules.rule_flush_counters(_facts(h, [r]), r) == _cache_finding(
         "barriers-disabled",
         "1000 fdatasync calls reached the write-back disk holding the bytes as 0 cache flushes: "
         "the filesystem ext4 /data (nobarrier) is mounted without barriers. The data sits in a "
@@ -1788,14 +1791,14 @@ def test_flush_counters_nobarrier_names_the_cause_without_write_counters_exact()
          "flushes_per_sync": 0.0, "chain": chain, "write_cache": ["write back"],
          "mount_options": ["nobarrier", "rw"]},
         "Remount without nobarrier/barrier=0 unless the cache below is battery- or "
-        "capacitor-backed (then say so with --assume plp).", audit.BARRIER_DOC)
+        "capacitor-backed (then say so with --assume plp).", rule_facts.BARRIER_DOC)
 
 
 def test_flush_counters_interposed_libc_is_the_cause_exact():
     h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so")
     r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 1000)])
     f = _facts(h, [r], Evidence(syscall_comparisons=(INTERPOSED,)))
-    assert audit.rule_flush_counters(f, r) == _cache_finding(
+    assert counter_rules.rule_flush_counters(f, r) == _cache_finding(
         "preload-skips-flush",
         "1000 fdatasync calls reached the write-back disk holding the bytes as 0 cache flushes, "
         "after writing 1.00 requests per sync to sda: the libc sync call is interposed "
@@ -1816,8 +1819,8 @@ def test_flush_counters_background_flushes_are_taken_out():
                                elapsed_ns=1_000_000_000)
     r = _counted(1_000_000, [FlushDelta("sda", 200, 10, 1000)], elapsed_ns=1_000_000_000)
     h = host(disks=(WB_SSD,))
-    assert audit.rule_flush_counters(_facts(h, [r]), r) is None
-    assert audit.rule_flush_counters(_facts(h, [base, r]), r) == _cache_finding(
+    assert counter_rules.rule_flush_counters(_facts(h, [r]), r) is None
+    assert counter_rules.rule_flush_counters(_facts(h, [base, r]), r) == _cache_finding(
         "flushes-not-sent",
         "1000 fdatasync calls reached the write-back disk holding the bytes as 200 cache "
         "flushes, after writing 1.00 requests per sync to sda: a layer above the disk sends no "
@@ -1834,19 +1837,19 @@ def test_flush_counters_exceptions_power_loss_protection_and_fua():
     plp = BlockDevice("sdb", vendor="ATA", model="Micron_5300_MTFD", rotational=False,
                       write_cache="write back", has_flush_counters=True)
     r = _counted(1_000_000, [FlushDelta("sdb", 0, 0, 1000)])
-    assert audit.rule_flush_counters(_facts(host(disks=(plp,)), [r]), r) is None
+    assert counter_rules.rule_flush_counters(_facts(host(disks=(plp,)), [r]), r) is None
     fua = dataclasses.replace(WB_SSD, fua=True)
     h = host(disks=(fua,))
     for writes in (1000, None):
         dsync = _counted(1_000_000, [FlushDelta("sda", 0, 0, writes)], primitive="O_DSYNC")
-        assert audit.rule_flush_counters(_facts(h, [dsync]), dsync) is None
+        assert counter_rules.rule_flush_counters(_facts(h, [dsync]), dsync) is None
     nothing = _counted(1_000_000, [FlushDelta("sda", 0, 0, 0)], primitive="O_DSYNC")
-    assert audit.rule_flush_counters(_facts(h, [nothing]), nothing)[1].code == "flushes-dropped"
+    assert counter_rules.rule_flush_counters(_facts(h, [nothing]), nothing)[1].code == "flushes-dropped"
     fdatasync = _counted(1_000_000, [FlushDelta("sda", 0, 0, 1000)])
-    assert audit.rule_flush_counters(_facts(h, [fdatasync]), fdatasync)[0] == VOLATILE_CACHE
-    assert audit.rule_flush_counters(_facts(h), None) is None
+    assert counter_rules.rule_flush_counters(_facts(h, [fdatasync]), fdatasync)[0] == VOLATILE_CACHE
+    assert counter_rules.rule_flush_counters(_facts(h), None) is None
     few = _counted(1_000_000, [FlushDelta("sda", 0, 0, 49)], syncs=49)  # < COUNTER_MIN_SYNCS
-    assert audit.rule_flush_counters(_facts(h, [few]), few) is None
+    assert counter_rules.rule_flush_counters(_facts(h, [few]), few) is None
 
 
 # ---- more fact helpers
@@ -1856,44 +1859,44 @@ def test_overall_primitive_prefers_the_journal_primitives_in_order():
     """MAIN_PRIMITIVES: F_FULLFSYNC, fdatasync, fsync, FlushFileBuffers; else the first
     syncing result."""
     fsync, full, fdata = flush("fsync", 1), flush("F_FULLFSYNC", 1), flush("fdatasync", 1)
-    assert audit._overall_primitive([fsync, fdata, full]) is full
-    assert audit._overall_primitive([fsync, fdata]) is fdata
-    assert audit._overall_primitive([flush("O_DSYNC", 1), fsync]) is fsync
+    assert engine._overall_primitive([fsync, fdata, full]) is full
+    assert engine._overall_primitive([fsync, fdata]) is fdata
+    assert engine._overall_primitive([flush("O_DSYNC", 1), fsync]) is fsync
     none, other = flush("none", 1), flush("DIOCGFLUSH", 1)
-    assert audit._overall_primitive([none, other, flush("O_DSYNC", 1)]) is other
-    assert audit._overall_primitive([none]) is None
-    assert audit._overall_primitive([]) is None
+    assert engine._overall_primitive([none, other, flush("O_DSYNC", 1)]) is other
+    assert engine._overall_primitive([none]) is None
+    assert engine._overall_primitive([]) is None
 
 
 def test_strength_of_a_finding():
     f = Finding("x", INFO, "path", "m", "a")
-    assert audit._strength(None) == "none"
-    assert audit._strength(f) == "none"
-    assert audit._strength(dataclasses.replace(f, strength=MEASURED)) == MEASURED
+    assert engine._strength(None) == "none"
+    assert engine._strength(f) == "none"
+    assert engine._strength(dataclasses.replace(f, strength=MEASURED)) == MEASURED
 
 
 def test_models_of_the_media_disks():
     h = host(disks=(BlockDevice("sda", vendor="ATA", model="Samsung SSD"),
                     BlockDevice("sdb", model="X"), BlockDevice("sdc", vendor="Y")))
-    assert audit._models(h) == "ata samsung ssd  x y "
+    assert rule_facts._models(h) == "ata samsung ssd  x y "
 
 
 def test_media_deltas_least_and_counter_ratio():
     h = _partitioned()
     r = _counted(1, [FlushDelta("sda1", 5, 1, 9), FlushDelta("sda", 70, 2, 80),
                      FlushDelta("sdx", 60, 3, None)], syncs=50)
-    assert audit._media_deltas(r, h) == [FlushDelta("sda", 70, 2, 80), FlushDelta("sdx", 60, 3, None)]
-    assert audit._media_deltas(r) == list(r.device_flushes)
-    assert audit._least(audit._media_deltas(r, h)) == 60
-    assert audit._least(audit._media_deltas(r, h), "writes") is None
-    assert audit._least([]) is None
-    assert audit._least_flushes(r, h) == 60
-    assert audit._least_flushes(r) == 5
-    assert audit._counter_ratio(r, h) == 1.2  # 60 / 50, COUNTER_MIN_SYNCS is enough
-    assert audit._counter_ratio(dataclasses.replace(r, syncs_issued=49), h) is None
-    assert audit._counter_ratio(dataclasses.replace(r, syncs_issued=None), h) is None
-    assert audit._counter_ratio(None, h) is None
-    assert audit._counter_ratio(_counted(1, [FlushDelta("sda", None, None)]), h) is None
+    assert rule_facts._media_deltas(r, h) == [FlushDelta("sda", 70, 2, 80), FlushDelta("sdx", 60, 3, None)]
+    assert rule_facts._media_deltas(r) == list(r.device_flushes)
+    assert rule_facts._least(rule_facts._media_deltas(r, h)) == 60
+    assert rule_facts._least(rule_facts._media_deltas(r, h), "writes") is None
+    assert rule_facts._least([]) is None
+    assert rule_facts._least_flushes(r, h) == 60
+    assert rule_facts._least_flushes(r) == 5
+    assert rule_facts._counter_ratio(r, h) == 1.2  # 60 / 50, COUNTER_MIN_SYNCS is enough
+    assert rule_facts._counter_ratio(dataclasses.replace(r, syncs_issued=49), h) is None
+    assert rule_facts._counter_ratio(dataclasses.replace(r, syncs_issued=None), h) is None
+    assert rule_facts._counter_ratio(None, h) is None
+    assert rule_facts._counter_ratio(_counted(1, [FlushDelta("sda", None, None)]), h) is None
 
 
 def test_background_flushes_scale_the_baseline_rate_to_the_window():
@@ -1903,13 +1906,13 @@ def test_background_flushes_scale_the_baseline_rate_to_the_window():
                                elapsed_ns=1 << 31)
     r = _counted(1, [FlushDelta("sda", 500, 0)], elapsed_ns=1 << 29)
     h = _partitioned()
-    assert audit._background_flushes(_facts(h, [base, r]), r) == 8.0
-    assert audit._background_flushes(_facts(h, [r]), r) is None
-    assert audit._background_flushes(_facts(h, [dataclasses.replace(base, elapsed_ns=0), r]),
+    assert rule_facts._background_flushes(_facts(h, [base, r]), r) == 8.0
+    assert rule_facts._background_flushes(_facts(h, [r]), r) is None
+    assert rule_facts._background_flushes(_facts(h, [dataclasses.replace(base, elapsed_ns=0), r]),
                                      r) is None
-    assert audit._background_flushes(_facts(h, [base]), dataclasses.replace(r, elapsed_ns=0)) is None
+    assert rule_facts._background_flushes(_facts(h, [base]), dataclasses.replace(r, elapsed_ns=0)) is None
     bare = dataclasses.replace(base, device_flushes=())
-    assert audit._background_flushes(_facts(h, [bare, r]), r) is None
+    assert rule_facts._background_flushes(_facts(h, [bare, r]), r) is None
 
 
 def test_reached_ratio_with_and_without_background():
@@ -1922,32 +1925,32 @@ def test_reached_ratio_with_and_without_background():
         return dataclasses.replace(write(1), device_flushes=(FlushDelta("sda", n, 0),),
                                    elapsed_ns=1_000_000_000)
 
-    assert audit._reached_ratio(_facts(h, [r]), r) == 0.8
-    assert audit._reached_ratio(_facts(h, [base(300), r]), r) == 0.5
-    assert audit._reached_ratio(_facts(h, [base(499), r]), r) == pytest.approx(0.301)
-    assert audit._reached_ratio(_facts(h, [base(500), r]), r) is None
+    assert rule_facts._reached_ratio(_facts(h, [r]), r) == 0.8
+    assert rule_facts._reached_ratio(_facts(h, [base(300), r]), r) == 0.5
+    assert rule_facts._reached_ratio(_facts(h, [base(499), r]), r) == pytest.approx(0.301)
+    assert rule_facts._reached_ratio(_facts(h, [base(500), r]), r) is None
     low = _counted(1, [FlushDelta("sda", 100, 0)], elapsed_ns=1_000_000_000)
-    assert audit._reached_ratio(_facts(h, [base(300), low]), low) == 0.0
-    assert audit._reached_ratio(_facts(h), None) is None
+    assert rule_facts._reached_ratio(_facts(h, [base(300), low]), low) == 0.0
+    assert rule_facts._reached_ratio(_facts(h), None) is None
 
 
 def test_comparison_by_primitive():
     a = SyscallComparison("fdatasync", 75, "x86_64", 100, 1.0, 2.0)
     b = SyscallComparison("fsync", 74, "x86_64", 100, 1.0, 2.0)
     f = _facts(ev=Evidence(syscall_comparisons=(a, b)))
-    assert audit._comparison(f, "fsync") is b
-    assert audit._comparison(f, "fdatasync") is a
-    assert audit._comparison(f, "F_FULLFSYNC") is None
-    assert audit._comparison(_facts(), "fsync") is None
+    assert rule_facts._comparison(f, "fsync") is b
+    assert rule_facts._comparison(f, "fdatasync") is a
+    assert rule_facts._comparison(f, "F_FULLFSYNC") is None
+    assert rule_facts._comparison(_facts(), "fsync") is None
 
 
 def test_weaker_signals_mark_agreement():
     r = flush("fdatasync", 1_500)
     f = _facts(host(fs_type="tmpfs"), [write(1_000), r])
-    assert [(x.code, x.points_to, x.stance) for x in audit.weaker_signals(
+    assert [(x.code, x.points_to, x.stance) for x in path_rules.weaker_signals(
         f, r, NO_FLUSH, "no-flush-filesystem")] == [
         ("ram-backed-storage", NO_FLUSH, "agrees"), ("flush-costs-nothing", NO_FLUSH, "agrees")]
-    assert [(x.code, x.points_to, x.stance) for x in audit.weaker_signals(
+    assert [(x.code, x.points_to, x.stance) for x in path_rules.weaker_signals(
         f, r, HONEST_FLUSH, "ram-backed-storage")] == [
         ("no-flush-filesystem", NO_FLUSH, "disagrees"),
         ("flush-costs-nothing", NO_FLUSH, "disagrees")]
@@ -1958,7 +1961,7 @@ def test_counter_findings_name_every_media_disk_and_the_least_count():
     the least-flushed one."""
     sdb = dataclasses.replace(WB_SSD, name="sdb")
     r = _counted(1_000_000, [FlushDelta("sdb", 900, 40), FlushDelta("sda", 1000, 50)])
-    assert audit.evidence_findings(_facts(host(disks=(sdb, WB_SSD)), [r])) == [Finding(
+    assert evidence_rules.evidence_findings(_facts(host(disks=(sdb, WB_SSD)), [r])) == [Finding(
         "device-flush-counters", INFO, "path",
         "Device flushes counted on sda, sdb around each workload: write+fdatasync 900 flushes "
         f"for 1000 syncs. {COUNTERS_TEXT}",
@@ -1966,7 +1969,7 @@ def test_counter_findings_name_every_media_disk_and_the_least_count():
         {"per_result": {"write+fdatasync": {"device_flushes": 900, "syncs_issued": 1000,
                                             "flushes_per_sync": 0.9, "flushes_per_op": 0.9,
                                             "flush_ms_per_flush": 0.0444}},
-         "disks": ["sda", "sdb"]}, audit.KERNEL_STAT_DOC)]
+         "disks": ["sda", "sdb"]}, rule_facts.KERNEL_STAT_DOC)]
 
 
 # ---- second pass: branches, boundaries and the primitive each rule names
@@ -1976,22 +1979,22 @@ def test_reached_ratio_without_counters_is_none_even_with_a_baseline():
     base = dataclasses.replace(write(1), device_flushes=(FlushDelta("sda", 10, 0),),
                                elapsed_ns=1_000_000_000)
     r = dataclasses.replace(flush("fdatasync", 1), elapsed_ns=1_000_000_000)
-    assert audit._reached_ratio(_facts(host(disks=(WB_SSD,)), [base, r]), r) is None
+    assert rule_facts._reached_ratio(_facts(host(disks=(WB_SSD,)), [base, r]), r) is None
 
 
 def test_rules_name_the_primitive_of_the_result():
     """Each path rule speaks of the result's own primitive (fsync here), not the path's
     default (fdatasync on Linux)."""
     r = flush("fsync", 2_000)
-    assert audit.rule_no_flush_filesystem(_facts(host(fs_type="tmpfs")), r)[1].message == (
+    assert platform_rules.rule_no_flush_filesystem(_facts(host(fs_type="tmpfs")), r)[1].message == (
         "The target is on tmpfs, which keeps data in RAM: fsync never reaches a block device.")
     nfs = _mounted("nfs4", "server:/export")
-    assert audit.rule_network_filesystem(_facts(nfs), r)[1].message == (
+    assert platform_rules.rule_network_filesystem(_facts(nfs), r)[1].message == (
         "The target's storage goes through the network filesystem /data (type nfs4, source "
         "server:/export): fsync is forwarded to a server or daemon whose storage cannot be seen "
         "from here.")
     virt = Virtualization(hypervisor_flag=True, dmi_product="VirtualBox")
-    assert audit.rule_hypervisor_ignores_flush(_facts(host(virt=virt)), r)[1] == Finding(
+    assert platform_rules.rule_hypervisor_ignores_flush(_facts(host(virt=virt)), r)[1] == Finding(
         "hypervisor-ignores-flush", RISK, "write+fsync",
         "This is a VirtualBox guest (DMI product_name VirtualBox): by default VirtualBox "
         "ignores the guest's flush requests, so fsync ends in the host's cache.",
@@ -1999,16 +2002,16 @@ def test_rules_name_the_primitive_of_the_result():
         "\"VBoxInternal/Devices/ahci/0/LUN#0/Config/IgnoreFlush\" 0 (piix3ide for IDE disks; "
         "the VM log then lacks 'Flushes will be ignored'), or run fsyncbench on the host.",
         {"signs": ["DMI product_name VirtualBox"], "flushes_per_sync": None},
-        audit.VIRTUALBOX_DOC, INFERRED)
+        rule_facts.VIRTUALBOX_DOC, INFERRED)
     h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so:libnosync.so")
-    assert audit.rule_sync_disabling_preload(_facts(h, [r]), r)[1].message == (
+    assert platform_rules.rule_sync_disabling_preload(_facts(h, [r]), r)[1].message == (
         "libeatmydata.so, libnosync.so is preloaded into this process; it turns fsync into a "
         "no-op (a name match: no measurement contradicts it).")
     c = SyscallComparison("fsync", 74, "x86_64", 100, 400_000.0, 400_000.0)
-    assert audit.rule_sync_disabling_preload(
+    assert platform_rules.rule_sync_disabling_preload(
         _facts(h, [r], Evidence(syscall_comparisons=(c,))), r) is None
     nobarrier = host(disks=(WB_SSD,), mount_options=("rw", "nobarrier"))
-    assert audit.rule_barriers_disabled(_facts(nobarrier, [r]), r)[1].message == (
+    assert platform_rules.rule_barriers_disabled(_facts(nobarrier, [r]), r)[1].message == (
         "ext4 /data is mounted with nobarrier: fsync writes data to the drive but never asks it "
         "to flush its volatile write cache.")
 
@@ -2018,7 +2021,7 @@ def test_zfs_and_part_ram_findings_name_the_result():
              virtualization=BARE)
     ev = Evidence(environment=EnvironmentFacts(zfs_sync="disabled"))
     r = flush("fsync", 2_000)
-    hit = audit.rule_no_flush_filesystem(_facts(h, ev=ev), r)[1]
+    hit = platform_rules.rule_no_flush_filesystem(_facts(h, ev=ev), r)[1]
     assert (hit.subject, hit.message) == ("write+fsync", (
         "The ZFS dataset tank/db has sync=disabled: fsync returns at once and data reaches disk "
         "only with the next transaction group."))
@@ -2031,7 +2034,7 @@ def test_ram_media_names_every_ram_and_stable_layer():
     layers = (filesystem_layer(mount, 0), disk_layer(ZRAM0, 1), disk_layer(zram1, 1),
               disk_layer(WB_SSD, 1), disk_layer(sdb, 1))
     r = flush("fsync", 30_000)
-    hit = audit.rule_ram_media(_facts(_layered(mount, layers)), r)[1]
+    hit = platform_rules.rule_ram_media(_facts(_layered(mount, layers)), r)[1]
     assert (hit.subject, hit.message.split(":")[0]) == (
         "write+fsync", "Part of the storage holding the bytes is RAM (zram0, zram1) and part is "
         "not (sda, sdb)")
@@ -2040,7 +2043,7 @@ def test_ram_media_names_every_ram_and_stable_layer():
                      StorageLayer("loop", "loop0", "fsyncs-backing-file", 1,
                                   device=BlockDevice("loop0", transport="loop")),
                      filesystem_layer(Mount("/dev/shm", "tmpfs", "tmpfs", ("rw",)), 2))
-    assert audit.rule_ram_media(_facts(_layered(img, loop_on_tmpfs)), r)[1].message == (
+    assert platform_rules.rule_ram_media(_facts(_layered(img, loop_on_tmpfs)), r)[1].message == (
         "The bytes end in RAM: ext4 /mnt/img → loop0 → tmpfs /dev/shm (RAM). fsync is passed "
         "down the stack, but the layer that holds the data is memory, lost with the power.")
 
@@ -2048,7 +2051,7 @@ def test_ram_media_names_every_ram_and_stable_layer():
 def test_flush_counters_first_block_device_at_the_dropped_ratio_is_not_dropped():
     """DROPPED_FLUSH_RATIO is exclusive: 0.1 flushes per sync on loop0 is not 'no flush'."""
     r = _counted(1_000_000, [FlushDelta("loop0", 100, 0, 1000), FlushDelta("sda", 1000, 5, 1000)])
-    assert audit.rule_flush_counters(_facts(_loop_host(), [r]), r) is None
+    assert counter_rules.rule_flush_counters(_facts(_loop_host(), [r]), r) is None
 
 
 def test_flush_counters_background_is_per_sync():
@@ -2056,7 +2059,7 @@ def test_flush_counters_background_is_per_sync():
     base = dataclasses.replace(write(20_000), device_flushes=(FlushDelta("sda", 50, 0),),
                                elapsed_ns=1_000_000_000)
     r = _counted(1_000_000, [FlushDelta("sda", 200, 10, 1000)], elapsed_ns=1_000_000_000)
-    assert audit.rule_flush_counters(_facts(host(disks=(WB_SSD,)), [base, r]), r) is None
+    assert counter_rules.rule_flush_counters(_facts(host(disks=(WB_SSD,)), [base, r]), r) is None
 
 
 def test_flush_counters_fua_reads_the_first_block_device_writes_first():
@@ -2070,16 +2073,16 @@ def test_flush_counters_fua_reads_the_first_block_device_writes_first():
                          disk_layer(fua, 3)))
     r = _counted(1_000_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("sda", 0, 0, 0)],
                  primitive="O_DSYNC")
-    assert audit.rule_flush_counters(_facts(h, [r]), r) is None
+    assert counter_rules.rule_flush_counters(_facts(h, [r]), r) is None
     part = _partitioned(disk=fua)
     r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 0)], primitive="O_DSYNC")
-    assert audit.rule_flush_counters(_facts(part, [r]), r)[1].code == "flushes-dropped"
+    assert counter_rules.rule_flush_counters(_facts(part, [r]), r)[1].code == "flushes-dropped"
 
 
 def test_flush_counters_rounds_ratios_to_three_decimals_exact():
     r = _counted(1_000_000, [FlushDelta("loop0", 10, 0, 200), FlushDelta("sda", 10, 0, 200)],
                  syncs=300)
-    assert audit.rule_flush_counters(_facts(_loop_host(), [r]), r) == _cache_finding(
+    assert counter_rules.rule_flush_counters(_facts(_loop_host(), [r]), r) == _cache_finding(
         "flushes-not-sent",
         "300 fdatasync calls sent 0.03 flushes per sync to loop0, the first block device under "
         "the filesystem, after writing 0.67 requests per sync to loop0: a layer above the disk "
@@ -2094,7 +2097,7 @@ def test_flush_counters_rounds_ratios_to_three_decimals_exact():
 def test_flush_counters_stripped_from_half_a_flush_per_sync():
     """REACHED_FLUSH_RATIO is inclusive: 0.5 flushes per sync on loop0 'received'."""
     r = _counted(1_000_000, [FlushDelta("loop0", 500, 0, 1000), FlushDelta("sda", 0, 0, 1000)])
-    hit = audit.rule_flush_counters(_facts(_loop_host(), [r]), r)[1]
+    hit = counter_rules.rule_flush_counters(_facts(_loop_host(), [r]), r)[1]
     assert (hit.code, hit.message.split(": ")[1]) == (
         "flushes-stripped",
         "loop0 received 0.50 flushes per sync but the disk holding the bytes got none. The data "
@@ -2104,7 +2107,7 @@ def test_flush_counters_stripped_from_half_a_flush_per_sync():
 def test_flush_counters_dropped_at_a_tenth_of_a_write_per_sync_exact():
     """0.1 writes per sync is not < DROPPED_FLUSH_RATIO: not 'nothing written'."""
     r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 100)])
-    hit = audit.rule_flush_counters(_facts(host(disks=(WB_SSD,)), [r]), r)[1]
+    hit = counter_rules.rule_flush_counters(_facts(host(disks=(WB_SSD,)), [r]), r)[1]
     assert hit.message == (
         "1000 fdatasync calls reached the disk as 0 cache flushes although its write-back cache "
         "needs them, with 0.10 writes per sync: something above the block layer drops the syncs.")
@@ -2112,7 +2115,7 @@ def test_flush_counters_dropped_at_a_tenth_of_a_write_per_sync_exact():
 
 def test_flush_counters_dropped_counts_flushes_on_the_media_only():
     r = _counted(1_000_000, [FlushDelta("sda1", 0, 0, None), FlushDelta("sda", 30, 3, 0)])
-    hit = audit.rule_flush_counters(_facts(_partitioned(), [r]), r)[1]
+    hit = counter_rules.rule_flush_counters(_facts(_partitioned(), [r]), r)[1]
     assert hit.message == (
         "1000 fdatasync calls reached the disk as 30 cache flushes although its write-back cache "
         "needs them, with 0.00 writes per sync: nothing is written at sync time, so something "
@@ -2127,7 +2130,7 @@ def test_libc_interposed_details():
                             ld_preload="libfoo.so:libeatmydata.so:libnosync.so")
     c = SyscallComparison("fsync", 74, "x86_64", 100, 200_000.0, 400_000.0, 0, 100)
     r = _counted(600, [FlushDelta("sda", 0, 0, 500)], primitive="fsync")
-    verdict, hit = audit.rule_libc_interposed(_facts(h, [r], Evidence(syscall_comparisons=(c,))), r)
+    verdict, hit = counter_rules.rule_libc_interposed(_facts(h, [r], Evidence(syscall_comparisons=(c,))), r)
     assert verdict == VOLATILE_CACHE
     assert hit.message == (
         "libc fsync returns in 200.0 us but the raw system call takes 400.0 us and sends 1.00 "
@@ -2137,7 +2140,7 @@ def test_libc_interposed_details():
                           "libnosync.so and audit again.")
     assert hit.evidence["sync_disabling_libraries"] == ["libeatmydata.so", "libnosync.so"]
     tiny = SyscallComparison("fdatasync", 75, "x86_64", 100, 0.5, 400_000.0)
-    assert audit.rule_libc_interposed(_facts(ev=Evidence(syscall_comparisons=(tiny,))), None)[
+    assert counter_rules.rule_libc_interposed(_facts(ev=Evidence(syscall_comparisons=(tiny,))), None)[
         1].evidence["ratio"] == 400_000.0
 
 
@@ -2147,19 +2150,19 @@ def test_sweep_median_and_least_time_boundaries():
     big = 64 << 20  # 64 MiB at 16 GB/s: 4194304 ns exactly
     four = tuple(SweepPoint(big, t) for t in (1_000_000, 1_000_000, 5_000_000, 5_000_000))
     ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 1.0, 1e12, None, four))
-    assert audit.rule_sweep_bandwidth(_facts(ev=ev), None) is None
+    assert timing_rules.rule_sweep_bandwidth(_facts(ev=ev), None) is None
     at = (SweepPoint(big, 4_194_304),)
     ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 1.0, 1e12, None, at))
-    assert audit.rule_sweep_bandwidth(_facts(ev=ev), None) is None
+    assert timing_rules.rule_sweep_bandwidth(_facts(ev=ev), None) is None
     ev = Evidence(dirty_sweep=DirtySweep("fdatasync", 1.0, 16e9, None))  # the ceiling itself
-    assert audit.rule_sweep_bandwidth(_facts(ev=ev), None) is None
+    assert timing_rules.rule_sweep_bandwidth(_facts(ev=ev), None) is None
     ev = Evidence(dirty_sweep=DirtySweep("fsync", 1.0, 40_500_000_020.0, None))
     r = flush("fsync", 1_000_000)
-    hit = audit.rule_sweep_bandwidth(_facts(ev=ev), r)[1]
+    hit = timing_rules.rule_sweep_bandwidth(_facts(ev=ev), r)[1]
     assert (hit.subject, hit.message) == ("write+fsync", (
         "Dirty-size sweep with fsync: the fitted bandwidth 41 GB/s exceeds 16 GB/s, the most the "
         "storage links here carry: the data never left RAM."))
-    assert audit.rule_sweep_bandwidth(_facts(ev=ev), flush("fdatasync", 1)) is None
+    assert timing_rules.rule_sweep_bandwidth(_facts(ev=ev), flush("fdatasync", 1)) is None
 
 
 def test_flush_costs_nothing_no_slower():
@@ -2167,7 +2170,7 @@ def test_flush_costs_nothing_no_slower():
     for p50, text in ((20_000, "no slower than"), (19_000, "no slower than"),
                       (20_000.5, "only 0.0 us more than")):
         r = flush("fdatasync", p50)
-        assert audit.rule_flush_costs_nothing(_facts(results=[base, r]), r)[1].message == (
+        assert timing_rules.rule_flush_costs_nothing(_facts(results=[base, r]), r)[1].message == (
             f"write+fdatasync p50 {p50 / 1e3:.1f} us is {text} the same write without a sync "
             "(20.0 us): the fdatasync reaches no device."), p50
 
@@ -2175,10 +2178,10 @@ def test_flush_costs_nothing_no_slower():
 def test_preload_and_barriers_for_the_path_itself():
     h = dataclasses.replace(host(disks=(WB_SSD,), mount_options=("rw", "nobarrier")),
                             ld_preload="libeatmydata.so")
-    assert audit.rule_sync_disabling_preload(_facts(h), None)[1].message == (
+    assert platform_rules.rule_sync_disabling_preload(_facts(h), None)[1].message == (
         "libeatmydata.so is preloaded into this process; it turns fdatasync into a no-op (a name "
         "match: no measurement contradicts it).")
-    assert audit.rule_barriers_disabled(_facts(h), None)[1].message == (
+    assert platform_rules.rule_barriers_disabled(_facts(h), None)[1].message == (
         "ext4 /data is mounted with nobarrier: fdatasync writes data to the drive but never "
         "asks it to flush its volatile write cache.")
 
@@ -2189,15 +2192,15 @@ def test_barriers_disabled_exceptions():
     REACHED_FLUSH_RATIO (inclusive) flushes per sync reaching that disk."""
     wt = BlockDevice("sda", rotational=False, write_cache="write through", has_flush_counters=True)
     r = flush("fdatasync", 1_000_000)
-    assert audit.rule_barriers_disabled(
+    assert platform_rules.rule_barriers_disabled(
         _facts(host(disks=(wt,), mount_options=("rw", "nobarrier")), [r]), r) is None
     plp = BlockDevice("sda", vendor="ATA", model="Micron_5300_MTFD", rotational=False,
                       write_cache="write back", has_flush_counters=True)
-    assert audit.rule_barriers_disabled(
+    assert platform_rules.rule_barriers_disabled(
         _facts(host(disks=(plp,), mount_options=("rw", "nobarrier")), [r]), r) is None
     half = flush("fdatasync", 1_000_000, flushes=500)
     h = host(disks=(WB_SSD,), mount_options=("rw", "nobarrier"))
-    assert audit.rule_barriers_disabled(_facts(h, [half]), half) is None
+    assert platform_rules.rule_barriers_disabled(_facts(h, [half]), half) is None
     # a loop device's cache (the page cache) has no power-loss protection
     img = Mount("/mnt", "ext4", "/dev/loop0", ("rw", "nobarrier"))
     loop_host = _layered(img, (filesystem_layer(img, 0),
@@ -2205,19 +2208,19 @@ def test_barriers_disabled_exceptions():
                                             device=LOOP0_WB),
                                filesystem_layer(Mount("/", "ext4", "/dev/sda", ("rw",)), 2),
                                disk_layer(plp, 3)))
-    assert audit.rule_barriers_disabled(_facts(loop_host, [r]), r)[1].evidence["filesystems"] == [
+    assert platform_rules.rule_barriers_disabled(_facts(loop_host, [r]), r)[1].evidence["filesystems"] == [
         "/mnt"]
 
 
 def test_virtualbox_disk_named_by_vendor_and_model_together():
     vbox = BlockDevice("sda", vendor="VBOX", model="HARDDISK", write_cache="write back")
-    assert audit._virtualbox(host(disks=(vbox,), virt=VM)) == ["disk sda model HARDDISK"]
+    assert platform_rules._virtualbox(host(disks=(vbox,), virt=VM)) == ["disk sda model HARDDISK"]
 
 
 def test_hypervisor_finding_counts_flushes_on_the_media():
     virt = Virtualization(hypervisor_flag=True, detect_virt="oracle")
     r = _counted(1_000_000, [FlushDelta("sda1", 100, 5), FlushDelta("sda", 300, 5)])
-    hit = audit.rule_hypervisor_ignores_flush(_facts(_partitioned(virt), [r]), r)[1]
+    hit = platform_rules.rule_hypervisor_ignores_flush(_facts(_partitioned(virt), [r]), r)[1]
     assert (hit.subject, hit.evidence) == ("write+fdatasync", {
         "signs": ["systemd-detect-virt oracle"], "flushes_per_sync": 0.3})
 
@@ -2226,12 +2229,12 @@ def test_cloud_block_storage_more_disks_and_names():
     pd = BlockDevice("sdb", vendor="Google", model="PersistentDisk", write_cache="write back")
     nvme_pd = BlockDevice("nvme0n1", model="nvme_card-pd", write_cache="write back")
     r = flush("fdatasync", 10_000)  # REAL_IO_FLOOR_NS itself is real I/O
-    hit = audit.rule_cloud_block_storage(_facts(host(disks=(EBS, pd, nvme_pd), virt=VM)), r)[1]
+    hit = platform_rules.rule_cloud_block_storage(_facts(host(disks=(EBS, pd, nvme_pd), virt=VM)), r)[1]
     assert hit.message == (
         "The target sits on Amazon Elastic Block Store, PersistentDisk, nvme_card-pd, network "
         "block storage whose provider acknowledges a write only once it is stored redundantly.")
     by_vendor = BlockDevice("sdc", vendor="PersistentDisk", model=None, write_cache="write back")
-    hit = audit.rule_cloud_block_storage(_facts(host(disks=(by_vendor,), virt=VM)), r)[1]
+    hit = platform_rules.rule_cloud_block_storage(_facts(host(disks=(by_vendor,), virt=VM)), r)[1]
     assert (hit.message.split(",")[0], hit.evidence["models"]) == (
         "The target sits on ?", [None])
 
@@ -2239,28 +2242,28 @@ def test_cloud_block_storage_more_disks_and_names():
 def test_virtualized_counts_rounding_primitive_and_disks():
     h = _partitioned(VM, VDA, "vda1")
     r = _counted(1_000_000, [FlushDelta("vda1", 100, 5), FlushDelta("vda", 300, 30)])
-    assert audit.rule_virtualized(_facts(h, [r]), r)[1].message == _vm_text(
+    assert platform_rules.rule_virtualized(_facts(h, [r]), r)[1].message == _vm_text(
         "only 0.30 device flushes per sync arrived for fdatasync")
     third = _counted(1_000_000, [FlushDelta("vda", 200, 30)], syncs=300, primitive="fsync")
-    hit = audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [third]), third)[1]
+    hit = platform_rules.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [third]), third)[1]
     assert (hit.message, hit.evidence["flushes_per_sync"]) == (
         _vm_text("fsync reaches the virtual disk (0.67 device flushes per sync)"), 0.667)
     base = dataclasses.replace(write(20_000), device_flushes=(FlushDelta("vda", 100, 0),),
                                elapsed_ns=1_000_000_000)
     half = _counted(1_000_000, [FlushDelta("vda", 500, 25)], primitive="fsync",
                     elapsed_ns=1_000_000_000)
-    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [base, half]), half)[
+    assert platform_rules.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [base, half]), half)[
         1].message == _vm_text("fsync was followed by 0.50 device flushes per sync, but other "
                                "I/O on the disk could explain them")
     few = flush("fsync", 1_000_000, flushes=100, device="vda")
-    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [few]), few)[1].message == (
+    assert platform_rules.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [few]), few)[1].message == (
         _vm_text("only 0.10 device flushes per sync arrived for fsync"))
     plain = flush("fsync", 1_000_000)
-    assert audit.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [plain]), plain)[
+    assert platform_rules.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [plain]), plain)[
         1].message == _vm_text("fsync goes to the virtual disk")
     vda = BlockDevice("vda", write_cache="write through", transport="virtio")
     vdb = BlockDevice("vdb", write_cache="write through", transport="virtio")
-    assert audit.rule_virtualized(_facts(host(disks=(vda, vdb), virt=VM)), None)[1].message == (
+    assert platform_rules.rule_virtualized(_facts(host(disks=(vda, vdb), virt=VM)), None)[1].message == (
         "This is a virtual machine whose disk vda, vdb reports a write-through cache: the guest "
         "sends it no flush, and whether the host writes through or keeps the data in its page "
         "cache cannot be seen from inside.")
@@ -2272,7 +2275,7 @@ def test_stack_not_followed_lists_every_stuck_layer():
               StorageLayer("md", "md0", "passes-down", 1, device=BlockDevice("md0")),
               StorageLayer("loop", "loop0", "unknown", 2, device=BlockDevice("loop0"), note="n0"),
               StorageLayer("loop", "loop1", "unknown", 2, device=BlockDevice("loop1"), note="n1"))
-    hit = audit.rule_stack_not_followed(_facts(_layered(mount, layers)), None)[1]
+    hit = platform_rules.rule_stack_not_followed(_facts(_layered(mount, layers)), None)[1]
     assert (hit.message, hit.evidence["stopped_at"]) == (
         "The storage under the target could not be followed to the medium holding the bytes "
         "(ext4 /data → md0 → loop0 + loop1; loop0: n0; loop1: n1): nothing measured here can be "
@@ -2282,13 +2285,13 @@ def test_stack_not_followed_lists_every_stuck_layer():
 def test_flushes_reach_device_needs_a_write_back_disk_and_half_a_flush_per_sync():
     wt = BlockDevice("sda", rotational=False, write_cache="write through", has_flush_counters=True)
     r = flush("fdatasync", 1_000_000, flushes=1000)
-    assert audit.rule_flushes_reach_device(_facts(host(disks=(wt,)), [r]), r) is None
+    assert counter_rules.rule_flushes_reach_device(_facts(host(disks=(wt,)), [r]), r) is None
     half = flush("fdatasync", 1_000_000, flushes=500)
-    assert audit.rule_flushes_reach_device(_facts(host(disks=(WB_SSD,)), [half]), half)[
+    assert counter_rules.rule_flushes_reach_device(_facts(host(disks=(WB_SSD,)), [half]), half)[
         1].evidence["flushes_per_sync"] == 0.5
     third = _counted(1_000_000, [FlushDelta("sda1", 100, 50), FlushDelta("sda", 200, 20)],
                      syncs=300)
-    assert audit.rule_flushes_reach_device(_facts(_partitioned(), [third]), third)[1].evidence == {
+    assert counter_rules.rule_flushes_reach_device(_facts(_partitioned(), [third]), third)[1].evidence == {
         "flushes_per_sync": 0.667, "flush_ms_per_flush": 0.1, "p50_ns": 1_000_000,
         "device_class": CONSUMER_SSD, "floor_ns": 150_000, "fast_flush_allowed_by": None}
 
@@ -2298,11 +2301,11 @@ def test_device_class_follows_the_result_primitive_on_apple_silicon():
     apple = host(os_name="Darwin", fs_type="apfs", disks=(WB_SSD,),
                  darwin={"BusProtocol": "Apple Fabric"})
     r = flush("F_FULLFSYNC", 2_000_000, flushes=1000)
-    assert audit.rule_flushes_reach_device(_facts(apple, [r]), r)[1].evidence["device_class"] == (
+    assert counter_rules.rule_flushes_reach_device(_facts(apple, [r]), r)[1].evidence["device_class"] == (
         "Apple internal SSD (F_FULLFSYNC)")
     no_disks = host(os_name="Darwin", fs_type="apfs", darwin={"BusProtocol": "Apple Fabric"})
     fast = flush("F_FULLFSYNC", 500_000)
-    assert audit.rule_latency_floor(_facts(no_disks, [fast]), fast) == (VOLATILE_CACHE, Finding(
+    assert timing_rules.rule_latency_floor(_facts(no_disks, [fast]), fast) == (VOLATILE_CACHE, Finding(
         "flush-below-device-floor", RISK, "write+F_FULLFSYNC",
         "F_FULLFSYNC p50 500.0 us is below the 1000 us a flush to stable media takes on an Apple "
         "internal SSD (F_FULLFSYNC): something acknowledges it from a cache.",
@@ -2311,35 +2314,35 @@ def test_device_class_follows_the_result_primitive_on_apple_silicon():
         "plp. A power pull (fsyncbench powercut) settles it.",
         {"p50_ns": 500_000, "device_class": "Apple internal SSD (F_FULLFSYNC)",
          "floor_ns": 1_000_000, "flushes_per_sync": None, "fast_flush_allowed_by": None},
-        audit.DESIGN_BANDS, INFERRED))
+        rule_facts.DESIGN_BANDS, INFERRED))
 
 
 def test_latency_floor_needs_a_known_medium_and_a_result():
     r = flush("fdatasync", 5_000)
-    assert audit.rule_latency_floor(_facts(host(), [r]), r) is None
-    assert audit.rule_latency_floor(_facts(host(disks=(WB_SSD,))), None) is None
+    assert timing_rules.rule_latency_floor(_facts(host(), [r]), r) is None
+    assert timing_rules.rule_latency_floor(_facts(host(disks=(WB_SSD,))), None) is None
 
 
 def test_latency_floor_boundaries_and_numbers():
     """The floor itself is plausible (p50 < floor is below it); a spinning disk's floor is
     2000 us (SPINNING_FLOOR_NS); counters come from the media."""
     at = flush("fdatasync", 150_000)
-    assert audit.rule_latency_floor(_facts(host(disks=(WB_SSD,)), [at]), at)[0] == HONEST_FLUSH
+    assert timing_rules.rule_latency_floor(_facts(host(disks=(WB_SSD,)), [at]), at)[0] == HONEST_FLUSH
     hdd = BlockDevice("sda", rotational=True, write_cache="write back", has_flush_counters=True)
     r = _counted(1_234_567, [FlushDelta("sda1", 0, 0), FlushDelta("sda", 300, 5)])
-    verdict, hit = audit.rule_latency_floor(_facts(_partitioned(disk=hdd), [r]), r)
+    verdict, hit = timing_rules.rule_latency_floor(_facts(_partitioned(disk=hdd), [r]), r)
     assert (verdict, hit.message, hit.evidence["flushes_per_sync"]) == (
         VOLATILE_CACHE, "fdatasync p50 1234.6 us is below the 2000 us a flush to stable media "
         "takes on a spinning disk: something acknowledges it from a cache.", 0.3)
     ok = flush("fdatasync", 1_234_567)
-    assert audit.rule_latency_floor(_facts(host(disks=(WB_SSD,)), [ok]), ok)[1].message == (
+    assert timing_rules.rule_latency_floor(_facts(host(disks=(WB_SSD,)), [ok]), ok)[1].message == (
         f"fdatasync p50 1234.6 us is consistent with an {CONSUMER_SSD} writing to stable media: "
         "inferred from latency only, not proven.")
 
 
 def test_judge_primitive_reads_the_evidence():
     c = SyscallComparison("fdatasync", 75, "x86_64", 100, 300.0, 400_000.0)
-    verdict, code, hit = audit.judge_primitive(host(disks=(WB_SSD,)), None, [],
+    verdict, code, hit = path_rules.judge_primitive(host(disks=(WB_SSD,)), None, [],
                                                Evidence(syscall_comparisons=(c,)))
     assert (verdict, code, hit.stance) == (NO_FLUSH, "libc-sync-interposed", "decides")
 
@@ -2351,21 +2354,21 @@ def test_commit_issues_no_sync_scope():
     ev = Evidence(sync_traces=(SyncTrace(p, 10, {}), SyncTrace(Pragmas("WAL", "FULL"), 10,
                                                                 {"fdatasync": 5})))
     normal = commit("WAL", "NORMAL", 50_000)
-    assert audit.rule_commit_issues_no_sync(_facts(results=[normal], ev=ev), normal) is None
+    assert commit_rules.rule_commit_issues_no_sync(_facts(results=[normal], ev=ev), normal) is None
     half = commit("WAL", "FULL", 50_000)
-    assert audit.rule_commit_issues_no_sync(_facts(results=[half], ev=ev), half) is None
+    assert commit_rules.rule_commit_issues_no_sync(_facts(results=[half], ev=ev), half) is None
     zero = Evidence(sync_traces=(SyncTrace(Pragmas("WAL", "FULL"), 10, {}),))
     eff = dataclasses.replace(commit("WAL", "FULL", 50_000), requested=None)
-    assert audit.rule_commit_issues_no_sync(_facts(results=[eff], ev=zero), eff).code == (
+    assert commit_rules.rule_commit_issues_no_sync(_facts(results=[eff], ev=zero), eff).code == (
         "commit-issues-no-sync")
 
 
 def test_slowness_boundaries_and_digits():
     at = flush("fdatasync", 50_000_000)
-    assert [f.code for f in audit.slowness(at)] == ["p99-above-10ms"]
+    assert [f.code for f in commit_rules.slowness(at)] == ["p99-above-10ms"]
     r = dataclasses.replace(flush("fdatasync", 50_050_001), summary=dataclasses.replace(
         flush("fdatasync", 50_050_001).summary, p99_ns=10_050_001))
-    assert [f.message for f in audit.slowness(r)] == [
+    assert [f.message for f in commit_rules.slowness(r)] == [
         "write+fdatasync p50 is 50.1 ms: every durable step waits that long.",
         "write+fdatasync p99 is 10.1 ms, above etcd's 10 ms gate."]
 
@@ -2373,7 +2376,7 @@ def test_slowness_boundaries_and_digits():
 def test_libc_vs_syscall_ratio_digits_and_tiny_libc():
     c = SyscallComparison("fdatasync", 75, "x86_64", 100, 300_000.0, 400_000.0)
     tiny = SyscallComparison("fsync", 74, "x86_64", 100, 1.0, 3.0)
-    found = audit.evidence_findings(_facts(ev=Evidence(syscall_comparisons=(c, tiny))))
+    found = evidence_rules.evidence_findings(_facts(ev=Evidence(syscall_comparisons=(c, tiny))))
     assert [f.evidence["raw_over_libc"] for f in found] == [1.33, 3.0]
     assert found[1].message == ("libc fsync p50 0.0 us, raw syscall 74 p50 0.0 us (raw/libc "
                                 "3.00) for 100 calls each.")
@@ -2388,7 +2391,7 @@ def test_counter_findings_rows_skip_results_without_counters_and_round():
         summary=dataclasses.replace(summary, count=300))
     one = dataclasses.replace(_counted(1, [FlushDelta("sda", 3, 0)], syncs=None), name="one op",
                               summary=dataclasses.replace(summary, count=1))
-    found = audit.evidence_findings(_facts(_partitioned(), [flush("fsync", 1), r, one]))
+    found = evidence_rules.evidence_findings(_facts(_partitioned(), [flush("fsync", 1), r, one]))
     assert [f.code for f in found] == ["device-flush-counters"]
     assert found[0].evidence["per_result"] == {
         "write+fdatasync": {"device_flushes": 100, "syncs_issued": 300, "flushes_per_sync": 0.333,
@@ -2401,9 +2404,9 @@ def test_judge_passes_the_evidence_to_every_primitive_and_the_stand_in_commit():
     c = SyscallComparison("fdatasync", 75, "x86_64", 100, 300.0, 400_000.0)
     ev = Evidence(syscall_comparisons=(c,))
     h = host(disks=(WB_SSD,))
-    v = audit.judge(h, [flush("fdatasync", 600)], ev)
+    v = engine.judge(h, [flush("fdatasync", 600)], ev)
     assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "libc-sync-interposed")
-    v = audit.judge(h, [commit("WAL", "FULL", 50_000)], ev)
+    v = engine.judge(h, [commit("WAL", "FULL", 50_000)], ev)
     assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "libc-sync-interposed")
 
 
@@ -2412,7 +2415,7 @@ def test_judge_checkpoint_only_commit_takes_its_base_primitive_verdict():
     (macos-fsync-stops-at-cache), not the path's (F_FULLFSYNC)."""
     h = host(os_name="Darwin", fs_type="apfs", disks=(WB_SSD,))
     normal = commit("WAL", "NORMAL", 30_000, primitive="fsync (checkpoints only)", fullfsync=False)
-    v = audit.judge(h, [flush("F_FULLFSYNC", 2_000_000), flush("fsync", 50_000), normal])
+    v = engine.judge(h, [flush("F_FULLFSYNC", 2_000_000), flush("fsync", 50_000), normal])
     assert (v.path_verdict, v.decided_by) == (HONEST_FLUSH, "flush-latency-plausible")
     assert v.results[2] == ResultVerdict("wal/normal/no-fullfsync", VOLATILE_CACHE, False,
                                          "macos-fsync-stops-at-cache", INFERRED)
@@ -2421,7 +2424,7 @@ def test_judge_checkpoint_only_commit_takes_its_base_primitive_verdict():
 def test_judge_commit_rule_decides_over_an_inferred_no_flush():
     """Only a measured no_flush/volatile_cache keeps its verdict against a commit rule; an
     inferred one (flush-costs-nothing) is replaced by the commit rule's."""
-    v = audit.judge(host(disks=(WB_SSD,)), [write(20_000), flush("fdatasync", 25_000),
+    v = engine.judge(host(disks=(WB_SSD,)), [write(20_000), flush("fdatasync", 25_000),
                                             commit("WAL", "FULL", 1_000)])
     assert v.results == (
         ResultVerdict("write+fdatasync", NO_FLUSH, None, "flush-costs-nothing", INFERRED),
@@ -2433,7 +2436,7 @@ def test_judge_disagreement_ignores_a_result_named_path_and_lists_every_unknown_
     base = host(disks=(WB_SSD,))
     h = dataclasses.replace(base, target=dataclasses.replace(base.target, declared=("ups", "bbu")))
     odd = dataclasses.replace(flush("fsync", 60_000), name="path")
-    v = audit.judge(h, [flush("fdatasync", 1_000_000), odd])
+    v = engine.judge(h, [flush("fdatasync", 1_000_000), odd])
     assert [f.code for f in v.findings if f.subject == "path" and not f.stance] == [
         "unknown-declaration"]
     assert v.findings[-1].message == "Declared facts not understood and ignored: bbu, ups."
@@ -2446,7 +2449,7 @@ def test_interposed_cause_without_counters_says_the_times_not_none():
     h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so")
     r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 1000)])
     timed = SyscallComparison("fsync", 74, "x86_64", 100, 500.0, 400_000.0)
-    cause = audit._not_sent_cause(_facts(h, [r], Evidence(syscall_comparisons=(timed,))))
+    cause = counter_rules._not_sent_cause(_facts(h, [r], Evidence(syscall_comparisons=(timed,))))
     assert cause[0] == "preload-skips-flush"
     assert cause[1] == ("the libc sync call is interposed (libeatmydata.so): its p50 over 100 "
                         "calls was 0.5 us against 400.0 us for the raw system call")
@@ -2457,6 +2460,6 @@ def test_interposed_cause_with_one_counter_missing_says_the_times():
     h = dataclasses.replace(host(disks=(WB_SSD,)), ld_preload="libeatmydata.so")
     r = _counted(1_000_000, [FlushDelta("sda", 0, 0, 1000)])
     half = SyscallComparison("fsync", 74, "x86_64", 100, 500.0, 400_000.0, 0, None)
-    cause = audit._not_sent_cause(_facts(h, [r], Evidence(syscall_comparisons=(half,))))
+    cause = counter_rules._not_sent_cause(_facts(h, [r], Evidence(syscall_comparisons=(half,))))
     assert cause[1] == ("the libc sync call is interposed (libeatmydata.so): its p50 over 100 "
                         "calls was 0.5 us against 400.0 us for the raw system call")

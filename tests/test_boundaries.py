@@ -1,7 +1,7 @@
 """Every threshold of the verdict rules, the statistics and the gates, tested just below,
 exactly at and just above it (issue "Tests that catch bugs").
 
-Boundaries are written relative to the constants (``audit.REAL_IO_FLOOR_NS - 1``), so the
+Boundaries are written relative to the constants (``rule_facts.REAL_IO_FLOOR_NS - 1``), so the
 tests follow the code; each constant's value is also pinned once, citing its source, so a
 changed threshold is caught too. The "at" case is the one that tells ``>`` from ``>=``:
 each test asserts on which side of the line the threshold itself falls. Inputs are chosen
@@ -9,7 +9,7 @@ so the compared quantity is exactly representable (integer nanoseconds, ratios s
 100 / 1000 == 0.1, powers of two), and where it cannot be a comment says so.
 
 Outcomes are the ones a user sees: the path verdict and the deciding finding code
-(``audit.judge``), a finding code present or absent, an interval's "none" reason, a gate's
+(``engine.judge``), a finding code present or absent, an interval's "none" reason, a gate's
 failure text. Recorded facts only; nothing is measured.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from factories import BARE, VM, WB_SSD, commit, flush, host, write
 
-from fsyncbench.judge import audit, gates
+from fsyncbench.judge import engine, gates, rule_facts
 from fsyncbench.report import compare, tables as render
 from fsyncbench.measure import runner, stats
 from fsyncbench.errors import FsyncbenchError
@@ -130,20 +130,20 @@ def test_real_io_floor_value():
     """../shared/DESIGN.md, signal 7 (devices.DESIGN_BANDS): "anything with real block I/O
     ~ 10 us". The audit uses the device module's constant."""
     assert devices.REAL_IO_FLOOR_NS == 10_000
-    assert audit.REAL_IO_FLOOR_NS == devices.REAL_IO_FLOOR_NS
-    assert "signal 7" in audit.DESIGN_BANDS
+    assert rule_facts.REAL_IO_FLOOR_NS == devices.REAL_IO_FLOOR_NS
+    assert "signal 7" in rule_facts.DESIGN_BANDS
 
 
 @pytest.mark.parametrize("side", SIDES)
 def test_flush_costs_nothing_at_the_real_io_floor(side):
     """rule_flush_costs_nothing: a write+sync less than REAL_IO_FLOOR_NS slower than the
     same write without a sync reaches no device (``gap >= REAL_IO_FLOOR_NS`` is real I/O).
-    Source: ../shared/DESIGN.md signal 7 (audit.DESIGN_BANDS), "anything with real block
+    Source: ../shared/DESIGN.md signal 7 (rule_facts.DESIGN_BANDS), "anything with real block
     I/O ~ 10 us"."""
     base = 20_000
-    gap = audit.REAL_IO_FLOOR_NS + _step(side)
+    gap = rule_facts.REAL_IO_FLOOR_NS + _step(side)
     h = host(disks=(BlockDevice("sda"),), virt=BARE)  # device class "block device"
-    v = audit.judge(h, [write(base), flush("fdatasync", base + gap)])
+    v = engine.judge(h, [write(base), flush("fdatasync", base + gap)])
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "flush-costs-nothing")
         assert finding(v, "flush-costs-nothing").evidence["gap_ns"] == gap
@@ -160,7 +160,7 @@ def test_cloud_block_storage_needs_a_real_io_p50(side):
     ../shared/DESIGN.md signal 7 for the 10 us floor."""
     h = host(disks=(BlockDevice("nvme1n1", model="Amazon Elastic Block Store",
                                 rotational=False),), virt=VM)
-    v = audit.judge(h, [flush("fdatasync", audit.REAL_IO_FLOOR_NS + _step(side))])
+    v = engine.judge(h, [flush("fdatasync", rule_facts.REAL_IO_FLOOR_NS + _step(side))])
     if side == BELOW:
         assert decision(v) == (UNVERIFIABLE, "virtualized-storage")
         assert "cloud-block-storage" not in codes(v)
@@ -173,17 +173,17 @@ def test_cloud_block_storage_needs_a_real_io_p50(side):
 def test_full_commit_must_cost_a_real_io_floor_per_sync_more_than_off(side, syncs_traced):
     """rule_full_equals_off: a FULL commit less than S x REAL_IO_FLOOR_NS slower than the
     same journal at OFF waits for no device (``gap >= floor`` passes); S is the traced syncs
-    per commit, else 1. Source: ../shared/DESIGN.md signal 7 (audit.DESIGN_BANDS)."""
+    per commit, else 1. Source: ../shared/DESIGN.md signal 7 (rule_facts.DESIGN_BANDS)."""
     s = syncs_traced or 1
     off_p50 = 30_000
-    gap = audit.REAL_IO_FLOOR_NS * s + _step(side)
+    gap = rule_facts.REAL_IO_FLOOR_NS * s + _step(side)
     h = host(disks=(BlockDevice("sda"),), virt=BARE)
     ev = Evidence(sync_traces=(_trace("WAL", "FULL", s),)) if syncs_traced else None
-    v = audit.judge(h, [commit("WAL", "OFF", off_p50), commit("WAL", "FULL", off_p50 + gap)], ev)
+    v = engine.judge(h, [commit("WAL", "OFF", off_p50), commit("WAL", "FULL", off_p50 + gap)], ev)
     full = subject(v, "wal/full")
     if side == BELOW:
         assert (full.path_verdict, full.decided_by) == (NO_FLUSH, "sync-costs-nothing")
-        assert finding(v, "sync-costs-nothing").evidence["floor_ns"] == audit.REAL_IO_FLOOR_NS * s
+        assert finding(v, "sync-costs-nothing").evidence["floor_ns"] == rule_facts.REAL_IO_FLOOR_NS * s
     else:
         assert "sync-costs-nothing" not in codes(v)
         assert full.decided_by != "sync-costs-nothing"
@@ -195,10 +195,10 @@ def test_interposed_libc_call_must_be_below_the_real_io_floor(side):
     (``libc_p50 < REAL_IO_FLOOR_NS``, strict: a libc call taking exactly the floor did real
     I/O). Sources: EATMYDATA_DOC (https://github.com/stewartsmith/libeatmydata);
     ../shared/DESIGN.md signal 7 for the floor."""
-    libc = audit.REAL_IO_FLOOR_NS + _step(side)
+    libc = rule_facts.REAL_IO_FLOOR_NS + _step(side)
     raw = 1_000_000  # over INTERPOSED_RATIO x libc on every side
     h = host(disks=(WB_SSD,), virt=BARE)
-    v = audit.judge(h, [flush("fdatasync", SLOW_ENOUGH_NS)],
+    v = engine.judge(h, [flush("fdatasync", SLOW_ENOUGH_NS)],
                     Evidence(syscall_comparisons=(_cmp(libc, raw),)))
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "libc-sync-interposed")
@@ -212,10 +212,10 @@ def test_interposed_raw_call_must_reach_the_real_io_floor(side):
     """_interposed without counters: the raw system call does real I/O
     (``REAL_IO_FLOOR_NS <= syscall_p50``: a raw call of exactly the floor counts). Sources:
     EATMYDATA_DOC; ../shared/DESIGN.md signal 7."""
-    raw = audit.REAL_IO_FLOOR_NS + _step(side)
+    raw = rule_facts.REAL_IO_FLOOR_NS + _step(side)
     libc = 100  # far under raw / INTERPOSED_RATIO on every side
     h = host(disks=(WB_SSD,), virt=BARE)
-    v = audit.judge(h, [flush("fdatasync", SLOW_ENOUGH_NS)],
+    v = engine.judge(h, [flush("fdatasync", SLOW_ENOUGH_NS)],
                     Evidence(syscall_comparisons=(_cmp(libc, raw),)))
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
@@ -229,8 +229,8 @@ def test_second_fd_sync_must_be_below_the_real_io_floor(side):
     """_second_fd_finding without counters: the second descriptor's sync did no real I/O
     (``second_fd_p50 < REAL_IO_FLOOR_NS``, strict). Sources: PG_TEST_FSYNC_DOC
     (https://www.postgresql.org/docs/current/pgtestfsync.html); ../shared/DESIGN.md signal 7."""
-    check = SecondFdCheck("fsync", 200, 1_000_000, audit.REAL_IO_FLOOR_NS + _step(side))
-    found = codes(audit.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
+    check = SecondFdCheck("fsync", 200, 1_000_000, rule_facts.REAL_IO_FLOOR_NS + _step(side))
+    found = codes(engine.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
     if side == BELOW:
         assert "second-fd-sync-ignored" in found and "second-fd-sync-honoured" not in found
     else:
@@ -242,8 +242,8 @@ def test_second_fd_same_descriptor_sync_must_reach_the_real_io_floor(side):
     """_second_fd_finding without counters: the writing descriptor's sync did real I/O
     (``REAL_IO_FLOOR_NS <= same_fd_p50``: exactly the floor counts). Sources:
     PG_TEST_FSYNC_DOC; ../shared/DESIGN.md signal 7."""
-    check = SecondFdCheck("fsync", 200, audit.REAL_IO_FLOOR_NS + _step(side), 100)
-    found = codes(audit.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
+    check = SecondFdCheck("fsync", 200, rule_facts.REAL_IO_FLOOR_NS + _step(side), 100)
+    found = codes(engine.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
     if side == BELOW:
         assert "second-fd-sync-honoured" in found and "second-fd-sync-ignored" not in found
     else:
@@ -257,10 +257,10 @@ def test_flush_cost_leaves_out_estimates_below_the_real_io_floor(side):
     A write+fdatasync p50 just under the floor is ignored, so the 1 ms raw syscall sets the
     cost and a 100 us commit is too fast for it. Sources: ../shared/DESIGN.md signal 7;
     ../shared/cases E3 for the consistency check."""
-    flush_p50 = audit.REAL_IO_FLOOR_NS + _step(side)
+    flush_p50 = rule_facts.REAL_IO_FLOOR_NS + _step(side)
     h = host(disks=(WB_SSD,), virt=BARE)
     ev = Evidence(syscall_comparisons=(_cmp(2_000_000, 1_000_000),))
-    v = audit.judge(h, [flush("fdatasync", flush_p50), commit("WAL", "FULL", 100_000)], ev)
+    v = engine.judge(h, [flush("fdatasync", flush_p50), commit("WAL", "FULL", 100_000)], ev)
     if side == BELOW:
         f = finding(v, "commit-not-waiting-for-sync")
         assert f.evidence["flush_source"] == "raw syscall fdatasync p50"
@@ -319,7 +319,7 @@ def test_latency_floor_of_each_device_class(cls_name, const, the_host, side):
     signal 7, latency bands by device class (devices.DESIGN_BANDS)."""
     floor = getattr(devices, const)
     primitive = "F_FULLFSYNC" if the_host.os_name == "Darwin" else "fdatasync"
-    v = audit.judge(the_host, [flush(primitive, floor + _step(side))])
+    v = engine.judge(the_host, [flush(primitive, floor + _step(side))])
     if side == BELOW:
         assert decision(v) == (VOLATILE_CACHE, "flush-below-device-floor")
         f = finding(v, "flush-below-device-floor")
@@ -337,7 +337,7 @@ def test_counted_flushes_still_need_the_device_floor(side):
     Sources: KERNEL_STAT_DOC (https://www.kernel.org/doc/html/latest/block/stat.html) and
     ../shared/DESIGN.md signal 7 (CONSUMER_SSD_FLOOR_NS)."""
     p50 = devices.CONSUMER_SSD_FLOOR_NS + _step(side)
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE),
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE),
                     [flush("fdatasync", p50, flushes=1000, syncs=1000)])
     if side == BELOW:
         assert decision(v) == (VOLATILE_CACHE, "flush-below-device-floor")
@@ -351,7 +351,7 @@ def test_counted_flushes_still_need_the_device_floor(side):
 def test_commit_vs_flush_min_ratio_value():
     """../shared/cases E3: 0.4 ms commits on a 14.5 ms flush disk; SQLite syncs at least once
     per FULL commit (https://www.sqlite.org/atomiccommit.html)."""
-    assert audit.COMMIT_VS_FLUSH_MIN_RATIO == 0.5
+    assert rule_facts.COMMIT_VS_FLUSH_MIN_RATIO == 0.5
 
 
 @pytest.mark.parametrize("side", SIDES)
@@ -361,8 +361,8 @@ def test_commit_faster_than_half_a_flush(side):
     0.5 x 1 ms = 500 us exactly. Sources: ../shared/cases E3;
     https://www.sqlite.org/atomiccommit.html."""
     cost = 1_000_000
-    commit_p50 = audit.COMMIT_VS_FLUSH_MIN_RATIO * cost + _step(side)
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE),
+    commit_p50 = rule_facts.COMMIT_VS_FLUSH_MIN_RATIO * cost + _step(side)
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE),
                     [flush("fdatasync", cost), commit("WAL", "FULL", commit_p50)])
     full = subject(v, "wal/full")
     if side == BELOW:
@@ -378,7 +378,7 @@ def test_commit_faster_than_half_a_flush(side):
 def test_counter_min_syncs_value():
     """Unsourced in the code ("fewer syncs than this make the counter ratio too noisy");
     pinned so a change is deliberate."""
-    assert audit.COUNTER_MIN_SYNCS == 50
+    assert rule_facts.COUNTER_MIN_SYNCS == 50
 
 
 @pytest.mark.parametrize("side", SIDES)
@@ -387,8 +387,8 @@ def test_flush_counter_needs_counter_min_syncs(side):
     (``syncs < COUNTER_MIN_SYNCS``: exactly that many are used). 0 flushes for the syncs on
     a write-back disk are dropped flushes once counted. Source of the counters:
     KERNEL_STAT_DOC (https://www.kernel.org/doc/html/latest/block/stat.html, fields 16-17)."""
-    syncs = audit.COUNTER_MIN_SYNCS + _step(side)
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE),
+    syncs = rule_facts.COUNTER_MIN_SYNCS + _step(side)
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE),
                     [flush("fdatasync", SLOW_ENOUGH_NS, flushes=0, syncs=syncs)])
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
@@ -402,9 +402,9 @@ def test_libc_comparison_counters_need_counter_min_syncs(side):
     leave the decision to time, which here says honest (same 300 us both sides); from
     COUNTER_MIN_SYNCS on, 0 flushes against one per raw call is interposition. Sources:
     EATMYDATA_DOC; KERNEL_STAT_DOC."""
-    syncs = audit.COUNTER_MIN_SYNCS + _step(side)
+    syncs = rule_facts.COUNTER_MIN_SYNCS + _step(side)
     ev = Evidence(syscall_comparisons=(_cmp(300_000, 300_000, 0, syncs, syncs=syncs),))
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE), [flush("fdatasync", 300_000)], ev)
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [flush("fdatasync", 300_000)], ev)
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
     else:
@@ -418,8 +418,8 @@ def test_flush_ratio_values():
     """ext4 sends one to two flushes per fdatasync (journal commit pre-flush, and a
     post-flush where the disk lacks FUA) — audit's comment; counters per KERNEL_STAT_DOC
     (https://www.kernel.org/doc/html/latest/block/stat.html, fields 16-17)."""
-    assert audit.DROPPED_FLUSH_RATIO == 0.1
-    assert audit.REACHED_FLUSH_RATIO == 0.5
+    assert rule_facts.DROPPED_FLUSH_RATIO == 0.1
+    assert rule_facts.REACHED_FLUSH_RATIO == 0.5
 
 
 @pytest.mark.parametrize("side", SIDES)
@@ -429,8 +429,8 @@ def test_media_flushes_below_dropped_ratio_are_dropped(side):
     is not lost). Source: KERNEL_STAT_DOC (https://www.kernel.org/doc/html/latest/block/
     stat.html, fields 16-17)."""
     syncs = 1000
-    flushes = int(audit.DROPPED_FLUSH_RATIO * syncs) + _step(side)
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE),
+    flushes = int(rule_facts.DROPPED_FLUSH_RATIO * syncs) + _step(side)
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE),
                     [flush("fdatasync", SLOW_ENOUGH_NS, flushes=flushes, syncs=syncs)])
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "flushes-dropped")
@@ -444,10 +444,10 @@ def test_nothing_written_below_dropped_ratio(side):
     means nothing was written at sync time, which the message says
     (``written < DROPPED_FLUSH_RATIO``). Source: KERNEL_STAT_DOC, field 5 (writes)."""
     syncs = 1000
-    writes = int(audit.DROPPED_FLUSH_RATIO * syncs) + _step(side)
+    writes = int(rule_facts.DROPPED_FLUSH_RATIO * syncs) + _step(side)
     r = with_deltas(flush("fdatasync", SLOW_ENOUGH_NS, syncs=syncs),
                     FlushDelta("sda", 0, 0, writes))
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE), [r])
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [r])
     assert decision(v) == (NO_FLUSH, "flushes-dropped")
     message = finding(v, "flushes-dropped").message
     assert ("nothing is written at sync time" in message) == (side == BELOW)
@@ -461,11 +461,11 @@ def test_first_block_layer_flushes_below_dropped_ratio_are_not_sent(side):
     disk's own counters (one flush per sync) decide. Sources: KERNEL_STAT_DOC;
     BLOCK_FLUSH_DOC (block/blk-core.c)."""
     syncs = 1000
-    loop_flushes = int(audit.DROPPED_FLUSH_RATIO * syncs) + _step(side)
+    loop_flushes = int(rule_facts.DROPPED_FLUSH_RATIO * syncs) + _step(side)
     r = with_deltas(flush("fdatasync", 5_000_000, syncs=syncs),
                     FlushDelta("loop0", loop_flushes, 0, syncs),
                     FlushDelta("vda", syncs, 0, syncs))
-    v = audit.judge(_loop_on_spinning_disk(), [r])
+    v = engine.judge(_loop_on_spinning_disk(), [r])
     if side == BELOW:
         assert decision(v) == (VOLATILE_CACHE, "flushes-not-sent")
     else:
@@ -480,9 +480,9 @@ def test_second_fd_flushes_below_dropped_ratio_are_ignored(side):
     PG_TEST_FSYNC_DOC (https://www.postgresql.org/docs/current/pgtestfsync.html);
     KERNEL_STAT_DOC."""
     syncs = 200
-    second = int(audit.DROPPED_FLUSH_RATIO * syncs) + _step(side)
+    second = int(rule_facts.DROPPED_FLUSH_RATIO * syncs) + _step(side)
     check = SecondFdCheck("fsync", syncs, 400_000, 3_000, syncs, second)
-    found = codes(audit.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
+    found = codes(engine.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
     if side == BELOW:
         assert "second-fd-sync-ignored" in found and "second-fd-sync-honoured" not in found
     else:
@@ -498,8 +498,8 @@ def test_flushes_reach_device_at_reached_ratio(side):
     metal reach the device (``ratio < REACHED_FLUSH_RATIO`` does not; 500 / 1000 == 0.5).
     Source: KERNEL_STAT_DOC (https://www.kernel.org/doc/html/latest/block/stat.html)."""
     syncs = 1000
-    flushes = int(audit.REACHED_FLUSH_RATIO * syncs) + _step(side)
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE),
+    flushes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE),
                     [flush("fdatasync", SLOW_ENOUGH_NS, flushes=flushes, syncs=syncs)])
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
@@ -515,12 +515,12 @@ def test_background_flushes_of_half_the_syncs_void_the_counter(side):
     reaches the device. Windows of 2**30 ns keep the background count exact. Source:
     KERNEL_STAT_DOC (the counters are device-wide)."""
     syncs, window = 1000, 1 << 30
-    background = int(audit.REACHED_FLUSH_RATIO * syncs) + _step(side)
+    background = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
     base = dataclasses.replace(with_deltas(write(2_000), FlushDelta("sda", background, 0)),
                                elapsed_ns=window)
     r = dataclasses.replace(flush("fdatasync", SLOW_ENOUGH_NS, flushes=syncs, syncs=syncs),
                             elapsed_ns=window)
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE), [base, r])
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [base, r])
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flushes-reach-device")
     else:
@@ -535,9 +535,9 @@ def test_nobarrier_overruled_by_flushes_at_reached_ratio(side):
     REACHED_FLUSH_RATIO``). Sources: BARRIER_DOC (Linux Documentation/admin-guide/ext4.rst);
     KERNEL_STAT_DOC."""
     syncs = 1000
-    flushes = int(audit.REACHED_FLUSH_RATIO * syncs) + _step(side)
+    flushes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
     h = host(disks=(WB_SSD,), virt=BARE, mount_options=("rw", "nobarrier"))
-    v = audit.judge(h, [flush("fdatasync", 1_600_000, flushes=flushes, syncs=syncs)])
+    v = engine.judge(h, [flush("fdatasync", 1_600_000, flushes=flushes, syncs=syncs)])
     if side == BELOW:
         assert decision(v) == (VOLATILE_CACHE, "barriers-disabled")
     else:
@@ -551,10 +551,10 @@ def test_data_written_at_reached_ratio_is_volatile_cache_not_no_flush(side):
     (../shared/DESIGN.md, "no_flush vs volatile_cache"). Source: KERNEL_STAT_DOC (field 5
     writes, fields 16-17 flushes)."""
     syncs = 1000
-    writes = int(audit.REACHED_FLUSH_RATIO * syncs) + _step(side)
+    writes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
     r = with_deltas(flush("fdatasync", SLOW_ENOUGH_NS, syncs=syncs),
                     FlushDelta("sda", 0, 0, writes))
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE), [r])
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [r])
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "flushes-dropped")
     else:
@@ -569,10 +569,10 @@ def test_flushes_stripped_below_the_disk_at_reached_ratio(side):
     nothing written and fewer flushes on loop0, the syncs were dropped. Sources:
     KERNEL_STAT_DOC; BLOCK_FLUSH_DOC (block/blk-core.c submit_bio_noacct)."""
     syncs = 1000
-    loop_flushes = int(audit.REACHED_FLUSH_RATIO * syncs) + _step(side)
+    loop_flushes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
     r = with_deltas(flush("fdatasync", 40_000, syncs=syncs),
                     FlushDelta("loop0", loop_flushes, 0, 0), FlushDelta("vda", 0, 0, 0))
-    v = audit.judge(_loop_on_spinning_disk(), [r])
+    v = engine.judge(_loop_on_spinning_disk(), [r])
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "flushes-dropped")
     else:
@@ -586,10 +586,10 @@ def test_fua_writes_at_reached_ratio_need_no_flush(side):
     cache flush, so 0 flushes prove nothing. Source: FUA_PRIMITIVES' comment,
     https://www.kernel.org/doc/html/latest/block/writeback_cache_control.html."""
     syncs = 1000
-    writes = int(audit.REACHED_FLUSH_RATIO * syncs) + _step(side)
+    writes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
     fua_ssd = dataclasses.replace(WB_SSD, fua=True)
     r = with_deltas(flush("O_DSYNC", SLOW_ENOUGH_NS, syncs=syncs), FlushDelta("sda", 0, 0, writes))
-    v = audit.judge(host(disks=(fua_ssd,), virt=BARE), [r])
+    v = engine.judge(host(disks=(fua_ssd,), virt=BARE), [r])
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "flushes-dropped")
     else:
@@ -603,9 +603,9 @@ def test_raw_call_flushes_at_reached_ratio_show_interposition(side):
     are equal, so only the counters can decide. 100 / 200 == 0.5 exactly. Sources:
     EATMYDATA_DOC (https://github.com/stewartsmith/libeatmydata); KERNEL_STAT_DOC."""
     syncs = 200
-    raw_f = int(audit.REACHED_FLUSH_RATIO * syncs) + _step(side)
+    raw_f = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
     ev = Evidence(syscall_comparisons=(_cmp(300_000, 300_000, 0, raw_f, syncs=syncs),))
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE), [flush("fdatasync", 300_000)], ev)
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [flush("fdatasync", 300_000)], ev)
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
     else:
@@ -619,9 +619,9 @@ def test_raw_minus_libc_flushes_at_reached_ratio_show_interposition(side):
     REACHED_FLUSH_RATIO``): 200 - 100 of 200 calls is exactly 0.5. Sources: EATMYDATA_DOC;
     KERNEL_STAT_DOC."""
     syncs = 200
-    libc_f = syncs - int(audit.REACHED_FLUSH_RATIO * syncs) - _step(side)
+    libc_f = syncs - int(rule_facts.REACHED_FLUSH_RATIO * syncs) - _step(side)
     ev = Evidence(syscall_comparisons=(_cmp(300_000, 300_000, libc_f, syncs, syncs=syncs),))
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE), [flush("fdatasync", 300_000)], ev)
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [flush("fdatasync", 300_000)], ev)
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
     else:
@@ -635,9 +635,9 @@ def test_interposer_that_writes_at_reached_ratio_leaves_a_volatile_cache(side):
     sync_file_range) leaves the data in a volatile cache; fewer -> no_flush. Sources:
     EATMYDATA_DOC; KERNEL_STAT_DOC (field 5)."""
     syncs = 1000
-    writes = int(audit.REACHED_FLUSH_RATIO * syncs) + _step(side)
+    writes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
     r = with_deltas(flush("fdatasync", 2_000, syncs=syncs), FlushDelta("sda", syncs, 0, writes))
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE), [r],
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [r],
                     Evidence(syscall_comparisons=(_cmp(2_000, 400_000),)))
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "libc-sync-interposed")
@@ -653,8 +653,8 @@ def test_vm_says_flushes_reach_the_disk_at_reached_ratio(side):
     (https://github.com/firecracker-microvm/firecracker/blob/main/docs/api_requests/
     block-caching.md); KERNEL_STAT_DOC."""
     syncs = 1000
-    flushes = int(audit.REACHED_FLUSH_RATIO * syncs) + _step(side)
-    v = audit.judge(host(disks=(WB_SSD,), virt=VM),
+    flushes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
+    v = engine.judge(host(disks=(WB_SSD,), virt=VM),
                     [flush("fdatasync", SLOW_ENOUGH_NS, flushes=flushes, syncs=syncs)])
     assert decision(v) == (UNVERIFIABLE, "virtualized-storage")
     message = finding(v, "virtualized-storage").message
@@ -670,9 +670,9 @@ def test_second_fd_same_descriptor_flushes_at_reached_ratio(side):
     (``same_ratio >= REACHED_FLUSH_RATIO``, 100 / 200 == 0.5) for 0 flushes on the second
     one to mean it was ignored. Sources: PG_TEST_FSYNC_DOC; KERNEL_STAT_DOC."""
     syncs = 200
-    same = int(audit.REACHED_FLUSH_RATIO * syncs) + _step(side)
+    same = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
     check = SecondFdCheck("fsync", syncs, 400_000, 3_000, same, 0)
-    found = codes(audit.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
+    found = codes(engine.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
     if side == BELOW:
         assert "second-fd-sync-honoured" in found and "second-fd-sync-ignored" not in found
     else:
@@ -685,7 +685,7 @@ def test_second_fd_same_descriptor_flushes_at_reached_ratio(side):
 def test_interposed_ratio_value():
     """audit's comment: eatmydata measured 0.55 us against 385 us (700x); honest paths
     within 2x of each other. EATMYDATA_DOC (https://github.com/stewartsmith/libeatmydata)."""
-    assert audit.INTERPOSED_RATIO == 10.0
+    assert rule_facts.INTERPOSED_RATIO == 10.0
 
 
 @pytest.mark.parametrize("side", SIDES)
@@ -694,9 +694,9 @@ def test_raw_call_interposed_ratio_times_slower(side):
     the libc call (``libc x INTERPOSED_RATIO <= syscall``: exactly 10x counts). Source:
     EATMYDATA_DOC."""
     libc = 2_000
-    raw = int(libc * audit.INTERPOSED_RATIO) + _step(side)
-    assert raw >= audit.REAL_IO_FLOOR_NS  # only the ratio is at its edge
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
+    raw = int(libc * rule_facts.INTERPOSED_RATIO) + _step(side)
+    assert raw >= rule_facts.REAL_IO_FLOOR_NS  # only the ratio is at its edge
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
                     Evidence(syscall_comparisons=(_cmp(libc, raw),)))
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
@@ -721,8 +721,8 @@ def test_sweep_constant_values():
     """PCIE_DOC: PCIe 5.0 x4 ~ 15.8 GB/s for one NVMe drive (https://pcisig.com/
     specifications), so 16e9 bytes/s per leaf disk; SWEEP_MIN_BYTES (1 MiB) is unsourced in
     the code ("must have written at least this much"), pinned so a change is deliberate."""
-    assert audit.MAX_LINK_BANDWIDTH == 16e9
-    assert audit.SWEEP_MIN_BYTES == 1 << 20
+    assert rule_facts.MAX_LINK_BANDWIDTH == 16e9
+    assert rule_facts.SWEEP_MIN_BYTES == 1 << 20
 
 
 @pytest.mark.parametrize("disks", [1, 2])
@@ -733,10 +733,10 @@ def test_sweep_faster_than_the_links_allow(side, disks):
     exactly the link's time is allowed). 16 MiB at 16 GB/s is 1,048,576 ns exactly, half
     that over two disks. Source: PCIE_DOC (https://pcisig.com/specifications)."""
     largest = 16 << 20
-    ceiling = audit.MAX_LINK_BANDWIDTH * disks
+    ceiling = rule_facts.MAX_LINK_BANDWIDTH * disks
     least = largest / ceiling * 1e9
     assert least == int(least)  # representable: the "at" case is exact
-    v = audit.judge(host(disks=_ssds(disks), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
+    v = engine.judge(host(disks=_ssds(disks), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
                     Evidence(dirty_sweep=_sweep(largest, int(least) + _step(side))))
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "sync-bandwidth-impossible")
@@ -753,8 +753,8 @@ def test_fitted_sweep_bandwidth_above_the_link(side):
     """rule_sweep_bandwidth without points: a fitted bandwidth above MAX_LINK_BANDWIDTH x
     leaf disks is impossible (``bw <= ceiling`` is plausible: exactly the link's rate is
     allowed). Source: PCIE_DOC."""
-    bw = audit.MAX_LINK_BANDWIDTH + _step(side)
-    v = audit.judge(host(disks=_ssds(1), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
+    bw = rule_facts.MAX_LINK_BANDWIDTH + _step(side)
+    v = engine.judge(host(disks=_ssds(1), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
                     Evidence(dirty_sweep=_sweep(None, 0, bandwidth=bw)))
     if side == ABOVE:
         assert decision(v) == (NO_FLUSH, "sync-bandwidth-impossible")
@@ -768,8 +768,8 @@ def test_sweep_must_reach_sweep_min_bytes(side):
     nothing (``largest < SWEEP_MIN_BYTES``: exactly 1 MiB counts). A 1 ns sync is
     impossible for any size that counts. Source: PCIE_DOC for the bandwidth bound;
     SWEEP_MIN_BYTES itself has none in the code."""
-    largest = audit.SWEEP_MIN_BYTES + _step(side)
-    v = audit.judge(host(disks=_ssds(1), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
+    largest = rule_facts.SWEEP_MIN_BYTES + _step(side)
+    v = engine.judge(host(disks=_ssds(1), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
                     Evidence(dirty_sweep=_sweep(largest, 1)))
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
@@ -783,7 +783,7 @@ def test_sweep_must_reach_sweep_min_bytes(side):
 def test_second_fd_min_ratio_value():
     """Unsourced in the code beyond the check itself (pg_test_fsync, PG_TEST_FSYNC_DOC:
     https://www.postgresql.org/docs/current/pgtestfsync.html); pinned."""
-    assert audit.SECOND_FD_MIN_RATIO == 0.2
+    assert rule_facts.SECOND_FD_MIN_RATIO == 0.2
 
 
 @pytest.mark.parametrize("side", SIDES)
@@ -793,10 +793,10 @@ def test_second_fd_sync_below_min_ratio_of_the_first(side):
     strict). same = 40 us so 0.2 x same = 8,000 ns (exact in floats) lies under the real-I/O
     floor and the ratio is the binding condition. Source: PG_TEST_FSYNC_DOC."""
     same = 40_000
-    limit = audit.SECOND_FD_MIN_RATIO * same
-    assert limit == int(limit) and limit < audit.REAL_IO_FLOOR_NS <= same
+    limit = rule_facts.SECOND_FD_MIN_RATIO * same
+    assert limit == int(limit) and limit < rule_facts.REAL_IO_FLOOR_NS <= same
     check = SecondFdCheck("fsync", 200, same, int(limit) + _step(side))
-    found = codes(audit.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
+    found = codes(engine.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
     if side == BELOW:
         assert "second-fd-sync-ignored" in found and "second-fd-sync-honoured" not in found
     else:
@@ -809,16 +809,16 @@ def test_second_fd_sync_below_min_ratio_of_the_first(side):
 def test_slowness_values():
     """../shared/DESIGN.md: "Slowness (median > 50 ms, p99 beyond a gate such as etcd's
     10 ms)"; ETCD_GATE_DOC (https://etcd.io/docs/v3.5/op-guide/hardware/)."""
-    assert audit.SLOW_MEDIAN_NS == 50_000_000
-    assert audit.GATE_P99_NS == 10_000_000
+    assert rule_facts.SLOW_MEDIAN_NS == 50_000_000
+    assert rule_facts.GATE_P99_NS == 10_000_000
 
 
 @pytest.mark.parametrize("side", SIDES)
 def test_slow_median_strictly_above_50ms(side):
     """slowness: a p50 above SLOW_MEDIAN_NS is slow (``p50 > SLOW_MEDIAN_NS``: exactly 50 ms
     is not). Source: ../shared/DESIGN.md ("median > 50 ms")."""
-    r = flush("fdatasync", audit.SLOW_MEDIAN_NS + _step(side))
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE), [r])
+    r = flush("fdatasync", rule_facts.SLOW_MEDIAN_NS + _step(side))
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [r])
     assert ("slow-median" in codes(v)) == (side == ABOVE)
 
 
@@ -828,9 +828,9 @@ def test_p99_strictly_above_the_etcd_gate(side, primitive):
     """slowness: a p99 above GATE_P99_NS is reported (``p99 > GATE_P99_NS``: exactly 10 ms
     is not), for syncing results only. Source: ETCD_GATE_DOC
     (https://etcd.io/docs/v3.5/op-guide/hardware/: p99 WAL fdatasync below 10 ms)."""
-    p99 = audit.GATE_P99_NS + _step(side)
+    p99 = rule_facts.GATE_P99_NS + _step(side)
     r = with_p99(commit("WAL", "FULL" if primitive != "none" else "OFF", 1_000_000), p99)
-    v = audit.judge(host(disks=(WB_SSD,), virt=BARE), [r])
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [r])
     assert ("p99-above-10ms" in codes(v)) == (side == ABOVE and primitive != "none")
 
 
@@ -1057,8 +1057,8 @@ def _gate_report(p99_ns):
 
 def test_gate_example_limit_is_etcds():
     """gates.py docstring: etcd's hardware guide asks for p99 WAL fdatasync below 10 ms
-    (https://etcd.io/docs/v3.5/op-guide/hardware/), the same line as audit.GATE_P99_NS."""
-    assert gates.parse_duration("10ms", "--max-p99") == audit.GATE_P99_NS == 10_000_000
+    (https://etcd.io/docs/v3.5/op-guide/hardware/), the same line as rule_facts.GATE_P99_NS."""
+    assert gates.parse_duration("10ms", "--max-p99") == rule_facts.GATE_P99_NS == 10_000_000
 
 
 @pytest.mark.parametrize("side", SIDES)

@@ -2,7 +2,7 @@
 
 from factories import commit, flush, host, write
 
-from fsyncbench.judge import audit
+from fsyncbench.judge import engine
 from fsyncbench.model import (
     HONEST_FLUSH,
     NO_FLUSH,
@@ -29,7 +29,7 @@ def test_e1_apple_m1_fsync_volatile_fullfsync_honest():
         darwin={"BusProtocol": "Apple Fabric", "Internal": True, "SolidState": True},
     )
     results = [write(2_000), flush("fsync", 40_000), flush("F_FULLFSYNC", 18_000_000)]
-    v = audit.judge(h, results)
+    v = engine.judge(h, results)
     by = _verdicts(v)
     assert by["write+fsync"].path_verdict == VOLATILE_CACHE
     assert by["write+fsync"].decided_by == "macos-fsync-stops-at-cache"
@@ -43,7 +43,7 @@ def test_e2_consumer_nvme_bare_metal_honest():
     h = host(fs_type="xfs", disks=(BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB",
              rotational=False, write_cache="write back", fua=True),))
     results = [write(3_000), flush("fdatasync", 1_600_000), flush("fsync", 5_600_000)]
-    v = audit.judge(h, results)
+    v = engine.judge(h, results)
     assert v.path_verdict == HONEST_FLUSH
     assert v.decided_by == "flush-latency-plausible"
     assert _verdicts(v)["write+fsync"].path_verdict == HONEST_FLUSH
@@ -53,7 +53,7 @@ def test_e3_commit_not_waiting_for_its_syncs_on_an_honest_disk():
     h = host(disks=(BlockDevice("sda", model="ST2000DM008", rotational=True,
              write_cache="write back", fua=False),))
     results = [flush("fdatasync", 14_500_000), commit("WAL", "FULL", 400_000)]
-    v = audit.judge(h, results)
+    v = engine.judge(h, results)
     assert v.path_verdict == HONEST_FLUSH
     by = _verdicts(v)
     assert by["wal/full"].path_verdict == NO_FLUSH
@@ -66,7 +66,7 @@ def test_e4_tmpfs_no_flush():
     h = host(fs_type="tmpfs")
     results = [flush("fdatasync", 500), commit("DELETE", "FULL", 84_000),
                commit("DELETE", "OFF", 83_000)]
-    v = audit.judge(h, results)
+    v = engine.judge(h, results)
     assert v.path_verdict == NO_FLUSH
     assert v.decided_by == "no-flush-filesystem"
     assert _verdicts(v)["delete/full"].path_verdict == NO_FLUSH
@@ -85,7 +85,7 @@ def test_e5_firecracker_unverifiable_and_wal_normal_not_durable():
         commit("WAL", "FULL", 270_000),
         commit("WAL", "NORMAL", 19_000),
     ]
-    v = audit.judge(h, results)
+    v = engine.judge(h, results)
     assert v.path_verdict == UNVERIFIABLE
     assert v.decided_by == "virtualized-storage"
     finding = next(f for f in v.findings if f.code == "virtualized-storage")
@@ -101,7 +101,7 @@ def test_flushes_dropped_above_write_back_disk_is_no_flush():
     """Counters: 1000 fdatasyncs, 0 device flushes on a write-back disk (eatmydata-like)."""
     h = host(disks=(BlockDevice("sda", rotational=False, write_cache="write back",
                                 has_flush_counters=True),))
-    v = audit.judge(h, [flush("fdatasync", 60_000, flushes=0, syncs=1000)])
+    v = engine.judge(h, [flush("fdatasync", 60_000, flushes=0, syncs=1000)])
     assert v.path_verdict == NO_FLUSH
     assert v.decided_by == "flushes-dropped"
 
@@ -109,13 +109,13 @@ def test_flushes_dropped_above_write_back_disk_is_no_flush():
 def test_write_through_disk_without_flushes_is_not_called_dropped():
     h = host(disks=(BlockDevice("sda", rotational=False, write_cache="write through",
                                 has_flush_counters=True),))
-    v = audit.judge(h, [flush("fdatasync", 60_000, flushes=0, syncs=1000)])
+    v = engine.judge(h, [flush("fdatasync", 60_000, flushes=0, syncs=1000)])
     assert v.path_verdict == HONEST_FLUSH
 
 
 def test_fast_flush_on_bare_metal_ssd_is_volatile_cache():
     h = host(disks=(BlockDevice("sda", rotational=False, write_cache="write back"),))
-    v = audit.judge(h, [flush("fdatasync", 3_000)])
+    v = engine.judge(h, [flush("fdatasync", 3_000)])
     assert v.path_verdict == VOLATILE_CACHE
     assert v.decided_by == "flush-below-device-floor"
 
@@ -123,13 +123,13 @@ def test_fast_flush_on_bare_metal_ssd_is_volatile_cache():
 def test_fast_flush_in_vm_is_unverifiable_not_volatile():
     h = host(disks=(BlockDevice("vda", rotational=True, write_cache="write back"),),
              virt=Virtualization(hypervisor_flag=True))
-    assert audit.judge(h, [flush("fdatasync", 3_000)]).path_verdict == UNVERIFIABLE
+    assert engine.judge(h, [flush("fdatasync", 3_000)]).path_verdict == UNVERIFIABLE
 
 
 def test_eatmydata_preload_is_no_flush():
     h = host(disks=(BlockDevice("sda", rotational=False),),
              ld_preload="/usr/lib/x86_64-linux-gnu/libeatmydata.so")
-    v = audit.judge(h, [flush("fdatasync", 400_000)])
+    v = engine.judge(h, [flush("fdatasync", 400_000)])
     assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "sync-disabled-by-preload")
 
 
@@ -142,7 +142,7 @@ def test_config_durability_rules():
         ("WAL", "NORMAL"): False, ("WAL", "FULL"): True, ("MEMORY", "FULL"): False,
     }
     results = [commit(m, s, 2_000_000) for m, s in cases]
-    by = _verdicts(audit.judge(h, results))
+    by = _verdicts(engine.judge(h, results))
     for (m, s), durable in cases.items():
         assert by[f"{m}/{s}".lower()].config_durable is durable, (m, s)
 
@@ -153,16 +153,16 @@ def test_macos_without_fullfsync_not_durable_and_apple_barrier_not_durable():
         commit("WAL", "FULL", 40_000, primitive="fsync", fullfsync=False),
         commit("WAL", "FULL", 3_000_000, primitive="F_FULLFSYNC", fullfsync=True),
     ]
-    by = _verdicts(audit.judge(h, results))
+    by = _verdicts(engine.judge(h, results))
     assert by["wal/full/no-fullfsync"].config_durable is False
     assert by["wal/full/fullfsync"].config_durable is True
     barrier = commit("WAL", "FULL", 3_000_000, primitive="F_BARRIERFSYNC", fullfsync=True)
-    assert _verdicts(audit.judge(h, [barrier]))["wal/full/fullfsync"].config_durable is False
+    assert _verdicts(engine.judge(h, [barrier]))["wal/full/fullfsync"].config_durable is False
 
 
 def test_slow_median_and_tail_findings():
     h = host(disks=(BlockDevice("sda", rotational=True),))
-    v = audit.judge(h, [flush("fsync", 60_000_000)])
+    v = engine.judge(h, [flush("fsync", 60_000_000)])
     assert {"slow-median", "p99-above-10ms"} <= _codes(v)
 
 
@@ -188,7 +188,7 @@ def test_e3_with_traced_syncs_per_commit():
     h = host(disks=(BlockDevice("sda", model="ST2000DM008", rotational=True,
              write_cache="write back", fua=False),))
     ev = Evidence(sync_traces=(_trace("WAL", "FULL", 1),))
-    v = audit.judge(h, [flush("fdatasync", 14_500_000), commit("WAL", "FULL", 400_000)], ev)
+    v = engine.judge(h, [flush("fdatasync", 14_500_000), commit("WAL", "FULL", 400_000)], ev)
     f = next(f for f in v.findings if f.code == "commit-not-waiting-for-sync")
     assert f.evidence["syncs_traced"] is True and f.evidence["syncs_per_commit"] == 1
     assert _verdicts(v)["wal/full"].decided_by == "commit-not-waiting-for-sync"
@@ -200,7 +200,7 @@ def test_e4_tmpfs_sweep_corroborates_the_filesystem_fact():
                        (SweepPoint(4096, 1_300), SweepPoint(64 << 20, 1_500)))
     ev = Evidence(dirty_sweep=sweep,
                   syscall_comparisons=(SyscallComparison("fdatasync", 75, "x86_64", 200, 2_200, 3_900),))
-    v = audit.judge(h, [flush("fdatasync", 500), commit("DELETE", "FULL", 84_000),
+    v = engine.judge(h, [flush("fdatasync", 500), commit("DELETE", "FULL", 84_000),
                         commit("DELETE", "OFF", 83_000)], ev)
     assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "no-flush-filesystem")
     assert "sync-bandwidth-impossible" in _codes(v)
@@ -225,7 +225,7 @@ def test_e5_with_full_audit_evidence_stays_unverifiable():
         commit("WAL", "FULL", 270_000),
         commit("WAL", "NORMAL", 19_000),
     ]
-    v = audit.judge(h, results, ev)
+    v = engine.judge(h, results, ev)
     assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "virtualized-storage")
     codes = _codes(v)
     assert not {"commit-not-waiting-for-sync", "libc-sync-interposed",
@@ -239,8 +239,8 @@ def test_sync_costs_nothing_floor_scales_with_traced_syncs_per_commit():
     (each >= 10 us), while one untraced sync's floor alone would let it pass."""
     h = host(fs_type="tmpfs")
     results = [commit("TRUNCATE", "FULL", 110_000), commit("TRUNCATE", "OFF", 90_000)]
-    untraced = audit.judge(h, results)
+    untraced = engine.judge(h, results)
     assert "sync-costs-nothing" not in _codes(untraced, "truncate/full")
-    traced = audit.judge(h, results, Evidence(sync_traces=(_trace("TRUNCATE", "FULL", 5),)))
+    traced = engine.judge(h, results, Evidence(sync_traces=(_trace("TRUNCATE", "FULL", 5),)))
     finding = next(f for f in traced.findings if f.code == "sync-costs-nothing")
     assert finding.evidence["floor_ns"] == 50_000 and finding.evidence["syncs_per_commit"] == 5

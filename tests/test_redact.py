@@ -153,7 +153,7 @@ def test_audit_redact(real_run):
 def test_redaction_reaches_every_layer_of_the_storage_stack():
     """A FUSE layer's network source and the serial of a disk under a loop device's backing
     file are as identifying as the target's own; the verdict quotes the source."""
-    from fsyncbench.judge import audit
+    from fsyncbench.judge import engine
     from fsyncbench.model import StorageLayer
 
     ssd = BlockDevice("sdb", model="Samsung SSD 870", rotational=False, serial="S5Y1NX0R777777",
@@ -164,7 +164,7 @@ def test_redaction_reaches_every_layer_of_the_storage_stack():
                            device=ssd))
     rep = personal_report()
     h = dataclasses.replace(rep.host, target=dataclasses.replace(rep.host.target, layers=layers))
-    rep = dataclasses.replace(rep, host=h, verdict=audit.judge(h, rep.results))
+    rep = dataclasses.replace(rep, host=h, verdict=engine.judge(h, rep.results))
     assert "db-primary.internal" in store.report_to_json(rep)  # the finding quotes it
     text = store.report_to_json(redact.redact_report(rep, home="/home/alice"))
     for secret in ("db-primary", "deploy@", "S5Y1NX0R777777"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from factories import BARE, VM, flush
 from factories import host as simple_host
 
-from fsyncbench.judge import audit
+from fsyncbench.judge import engine
 from fsyncbench.judge import devices, stack
 from fsyncbench.host.layers import disk_layer, filesystem_layer
 from fsyncbench.model import (
@@ -68,7 +68,7 @@ def deciding(v):
 def test_loop_on_tmpfs_is_no_flush_and_its_loop_counters_prove_nothing():
     h = stacked([fs("/mnt/img"), loop(), fs("/dev/shm", "tmpfs", "tmpfs", depth=2)], virt=VM)
     r = counted(40_000, [FlushDelta("loop0", 1000, 20, 2000)])
-    v = audit.judge(h, [r])
+    v = engine.judge(h, [r])
     assert (v.path_verdict, v.decided_by, v.strength) == (NO_FLUSH, "ram-backed-storage", MEASURED)
     assert "ext4 /mnt/img → loop0 → tmpfs /dev/shm (RAM)" in deciding(v).message
     above = next(f for f in v.findings if f.code == "flushes-counted-above-media")
@@ -81,7 +81,7 @@ def test_zram_is_no_flush_even_though_it_claims_write_through():
     zram = BlockDevice("zram0", rotational=False, write_cache="write through", transport="zram",
                        has_flush_counters=True)
     h = stacked([fs("/z", source="/dev/zram0"), disk_layer(zram, 1)], virt=VM)
-    v = audit.judge(h, [counted(13_000, [FlushDelta("zram0", 0, 0, 1000)])])
+    v = engine.judge(h, [counted(13_000, [FlushDelta("zram0", 0, 0, 1000)])])
     assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "ram-backed-storage")
     # RAM media: no device-class or VM signal is offered as disagreeing evidence
     assert {f.code for f in v.findings if f.stance == "disagrees"} == set()
@@ -92,7 +92,7 @@ def test_flushes_lost_between_a_layer_that_got_them_and_the_disk_are_volatile_ca
     between stripped them, whatever they claim; the data reached the disk (writes)."""
     h = stacked([fs("/mnt"), loop(), fs("/", depth=2), disk_layer(VDA, 3)])
     r = counted(40_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("vda", 0, 0, 1000)])
-    v = audit.judge(h, [r])
+    v = engine.judge(h, [r])
     assert (v.path_verdict, v.decided_by, v.strength) == (VOLATILE_CACHE, "flushes-stripped", MEASURED)
     assert "loop0 received 1.00 flushes per sync" in deciding(v).message
 
@@ -106,7 +106,7 @@ def test_write_through_layer_over_a_write_back_disk_strips_flushes():
     dm = StorageLayer("dm", "dm-0", "passes-down", 1, device=nbd_like)
     h = stacked([fs("/data", source="/dev/dm-0"), dm, disk_layer(sda, 2)])
     r = counted(40_000, [FlushDelta("dm-0", 0, 0, 1000), FlushDelta("sda", 0, 0, 1000)])
-    v = audit.judge(h, [r])
+    v = engine.judge(h, [r])
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "flushes-stripped")
     assert "dm-0 claims a write-through cache" in deciding(v).message
 
@@ -115,11 +115,11 @@ def test_nobarrier_names_the_mount_option_and_is_volatile_cache_not_no_flush():
     sda = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
     h = stacked([fs("/data", options=("rw", "nobarrier")), disk_layer(sda, 1)])
     # data written (1 write per sync), no flush sent
-    v = audit.judge(h, [counted(40_000, [FlushDelta("sda", 0, 0, 1000)])])
+    v = engine.judge(h, [counted(40_000, [FlushDelta("sda", 0, 0, 1000)])])
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
     assert "nobarrier" in deciding(v).message
     # the same without write counters (an older report): the option still names the cause
-    v2 = audit.judge(h, [counted(40_000, [FlushDelta("sda", 0, 0)])])
+    v2 = engine.judge(h, [counted(40_000, [FlushDelta("sda", 0, 0)])])
     assert (v2.path_verdict, v2.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
 
 
@@ -127,14 +127,14 @@ def test_nobarrier_on_the_filesystem_holding_a_loop_backing_file_is_found():
     h = stacked([fs("/mnt"), loop(), fs("/", options=("rw", "barrier=0"), depth=2),
                  disk_layer(VDA, 3)])
     r = counted(40_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("vda", 0, 0, 1000)])
-    v = audit.judge(h, [r])
+    v = engine.judge(h, [r])
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
 
 
 def test_nothing_written_at_sync_time_is_no_flush():
     sda = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
     h = stacked([fs("/data"), disk_layer(sda, 1)])
-    v = audit.judge(h, [counted(2_000, [FlushDelta("sda", 0, 0, 3)])])
+    v = engine.judge(h, [counted(2_000, [FlushDelta("sda", 0, 0, 3)])])
     assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "flushes-dropped")
     assert deciding(v).evidence["writes_per_sync"] == 0.003
 
@@ -142,7 +142,7 @@ def test_nothing_written_at_sync_time_is_no_flush():
 def test_a_writes_only_disk_with_no_flush_cause_is_volatile_cache_flushes_not_sent():
     sda = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
     h = stacked([fs("/data"), disk_layer(sda, 1)])
-    v = audit.judge(h, [counted(40_000, [FlushDelta("sda", 0, 0, 1000)])])
+    v = engine.judge(h, [counted(40_000, [FlushDelta("sda", 0, 0, 1000)])])
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "flushes-not-sent")
 
 
@@ -153,7 +153,7 @@ def test_apple_m1_nvme_with_deferred_flushes_is_volatile_cache_by_device_floor()
     nvme = BlockDevice("nvme0n1", model="APPLE SSD AP0512Q", rotational=False,
                        write_cache="write back", transport="nvme", has_flush_counters=True)
     h = stacked([fs("/", source="/dev/nvme0n1p5"), disk_layer(nvme, 1)])
-    v = audit.judge(h, [counted(83_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
+    v = engine.judge(h, [counted(83_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
     assert (v.path_verdict, v.decided_by, v.strength) == (
         VOLATILE_CACHE, "flush-below-device-floor", INFERRED)
     assert deciding(v).evidence["floor_ns"] == 150_000
@@ -165,7 +165,7 @@ def test_fast_flush_is_plausible_on_a_plp_family_a_write_through_drive_or_when_d
         d = BlockDevice("nvme0n1", model=model, rotational=False, write_cache=cache,
                         has_flush_counters=True)
         h = stacked([fs("/"), disk_layer(d, 1)], declared=declared)
-        return audit.judge(h, [counted(30_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
+        return engine.judge(h, [counted(30_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
 
     plp = judge("SAMSUNG MZQL2960HCJR-00A07", "write back")  # PM9A3
     assert (plp.path_verdict, plp.decided_by, plp.strength) == (
@@ -185,7 +185,7 @@ def test_virtualbox_guest_is_volatile_cache_inferred_from_the_default():
                        write_cache="write back", has_flush_counters=True)
     virt = Virtualization(hypervisor_flag=True, dmi_vendor="innotek GmbH", dmi_product="VirtualBox")
     h = stacked([fs("/"), disk_layer(vbox, 1)], virt=virt)
-    v = audit.judge(h, [counted(900_000, [FlushDelta("sda", 1000, 100, 1000)])])
+    v = engine.judge(h, [counted(900_000, [FlushDelta("sda", 1000, 100, 1000)])])
     assert (v.path_verdict, v.decided_by, v.strength) == (
         VOLATILE_CACHE, "hypervisor-ignores-flush", INFERRED)
     assert "IgnoreFlush" in deciding(v).advice
@@ -197,7 +197,7 @@ def test_only_non_standard_primitive_names_still_decide_the_path():
     """FreeBSD diskinfo -S flushes with ioctl(DIOCGFLUSH) (diskinfo.c slogbench)."""
     h = simple_host(disks=(BlockDevice("ada0", rotational=True, write_cache="write back"),),
                     virt=BARE)
-    v = audit.judge(h, [flush("DIOCGFLUSH", 8_000_000)])
+    v = engine.judge(h, [flush("DIOCGFLUSH", 8_000_000)])
     assert v.decided_by != "no-evidence"
     assert (v.path_verdict, v.decided_by) == (HONEST_FLUSH, "flush-latency-plausible")
 
@@ -207,7 +207,7 @@ def test_latency_only_honest_says_so_in_every_rendering():
                                        rotational=False, write_cache="write back"),), virt=BARE)
     from fsyncbench.measure import runner
 
-    v = audit.judge(h, [flush("fdatasync", 1_600_000)])
+    v = engine.judge(h, [flush("fdatasync", 1_600_000)])
     assert (v.path_verdict, v.strength) == (HONEST_FLUSH, INFERRED)
     assert "inferred from latency only" in deciding(v).message
     report = runner.build_report("run", h, [flush("fdatasync", 1_600_000)], ["fsyncbench"])
@@ -222,7 +222,7 @@ def test_latency_only_honest_says_so_in_every_rendering():
 def test_weaker_disagreeing_signal_is_shown_not_hidden():
     h = simple_host(disks=(BlockDevice("vda", rotational=True, write_cache="write back",
                                        transport="virtio"),), virt=VM)
-    v = audit.judge(h, [flush("fdatasync", 300_000)])
+    v = engine.judge(h, [flush("fdatasync", 300_000)])
     assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "virtualized-storage")
     other = next(f for f in v.findings if f.code == "flush-latency-plausible")
     assert (other.stance, other.points_to, other.strength) == ("disagrees", HONEST_FLUSH, INFERRED)
@@ -233,7 +233,7 @@ def test_an_old_report_whose_walk_stopped_at_a_loop_device_is_not_trusted():
     """Before stacks were recorded the walk ended at loop0 and called it the disk; its
     counters then looked like flushes reaching a bare-metal disk."""
     h = simple_host(disks=(LOOP0,), virt=BARE)
-    v = audit.judge(h, [counted(40_000, [FlushDelta("loop0", 1000, 20)])])
+    v = engine.judge(h, [counted(40_000, [FlushDelta("loop0", 1000, 20)])])
     assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "stack-not-followed")
 
 
@@ -244,7 +244,7 @@ def test_counters_are_read_on_the_disk_holding_the_bytes_not_the_loop_device():
                       write_cache="write back", has_flush_counters=True)
     h = stacked([fs("/mnt"), loop(), fs("/", depth=2), disk_layer(sda, 3)])
     r = counted(1_600_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("sda", 1500, 900, 2000)])
-    v = audit.judge(h, [r])
+    v = engine.judge(h, [r])
     assert (v.path_verdict, v.decided_by) == (HONEST_FLUSH, "flushes-reach-device")
     assert deciding(v).evidence["flushes_per_sync"] == 1.5
     assert deciding(v).evidence["flush_ms_per_flush"] == 0.6
@@ -273,9 +273,9 @@ def test_other_io_on_the_disk_cannot_fake_flushes_reaching_it():
     ssd = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
     h = stacked([fs("/data"), disk_layer(ssd, 1)])
     r = _timed(counted(200_000, [FlushDelta("sda", 900, 0, 1000)]), 1_000_000_000)
-    quiet = audit.judge(h, [r])
+    quiet = engine.judge(h, [r])
     assert quiet.decided_by == "flushes-reach-device"
-    noisy = audit.judge(h, [_baseline(450, 500_000_000, "sda"), r])
+    noisy = engine.judge(h, [_baseline(450, 500_000_000, "sda"), r])
     assert noisy.decided_by != "flushes-reach-device"
 
 
@@ -285,7 +285,7 @@ def test_zero_flushes_on_the_loop_device_under_a_nobarrier_filesystem_beats_disk
     h = stacked([fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2),
                  disk_layer(VDA, 3)], virt=VM)
     r = counted(40_000, [FlushDelta("loop0", 0, 0, 1000), FlushDelta("vda", 900, 50, 1900)])
-    v = audit.judge(h, [r])
+    v = engine.judge(h, [r])
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
     assert deciding(v).evidence["first_block_device_flushes_per_sync"] == 0.0
 
@@ -296,10 +296,10 @@ def test_nobarrier_over_a_loop_device_is_volatile_even_on_a_write_through_disk()
     wt = BlockDevice("sda", rotational=False, write_cache="write through", has_flush_counters=True)
     h = stacked([fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2),
                  disk_layer(wt, 3)])
-    v = audit.judge(h, [counted(20_000, [FlushDelta("loop0", 0, 0, 1000),
+    v = engine.judge(h, [counted(20_000, [FlushDelta("loop0", 0, 0, 1000),
                                          FlushDelta("sda", 0, 0, 0)])])
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
-    v2 = audit.judge(h, [flush("fdatasync", 20_000)])  # no counters at all
+    v2 = engine.judge(h, [flush("fdatasync", 20_000)])  # no counters at all
     assert (v2.path_verdict, v2.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
 
 
@@ -317,7 +317,7 @@ def test_an_interposer_that_writes_without_flushing_is_named():
     c = SyscallComparison("fdatasync", 75, "x86_64", 200, 198_000, 769_000,
                           libc_flushes=61, syscall_flushes=242)
     r = counted(198_000, [FlushDelta("sda", 20, 0, 1000)])
-    v = audit.judge(h, [r], Evidence(syscall_comparisons=(c,)))
+    v = engine.judge(h, [r], Evidence(syscall_comparisons=(c,)))
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "preload-skips-flush")
     assert "/opt/lib/libcompat.so" in deciding(v).message
     assert any(f.code == "libc-sync-interposed" for f in v.findings)
@@ -338,7 +338,7 @@ def test_a_legacy_report_naming_a_loop_in_its_chain_is_read_with_that_loop():
 
     h = Host("h", "Linux", StorageTarget("/mnt", Mount("/mnt", "ext4", "/dev/loop2"),
                                          chain=("loop2",)), virtualization=VM)
-    v = audit.judge(h, [counted(40_000, [FlushDelta("loop2", 1000, 20, 2000)])])
+    v = engine.judge(h, [counted(40_000, [FlushDelta("loop2", 1000, 20, 2000)])])
     assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "stack-not-followed")
     assert "1.00 device flushes" not in " ".join(f.message for f in v.findings
                                                    if f.code == "virtualized-storage")
@@ -350,7 +350,7 @@ def test_a_commit_rule_agrees_with_a_stronger_no_flush_instead_of_replacing_it()
     h = stacked([fs("/mnt/img"), loop(), fs("/dev/shm", "tmpfs", "tmpfs", depth=2)], virt=VM)
     results = [flush("fdatasync", 40_000), commit("DELETE", "OFF", 80_000),
                commit("DELETE", "FULL", 82_000)]
-    v = audit.judge(h, results)
+    v = engine.judge(h, results)
     row = next(x for x in v.results if x.subject == "delete/full")
     assert (row.path_verdict, row.decided_by, row.strength) == (
         NO_FLUSH, "ram-backed-storage", MEASURED)
@@ -364,7 +364,7 @@ def test_a_flush_no_slower_than_the_plain_write_reaches_no_device():
 
     h = simple_host(disks=(BlockDevice("vda", rotational=True, write_cache="write back",
                                        transport="virtio"),), virt=VM)
-    v = audit.judge(h, [write(3_000), flush("fsync", 3_500), flush("fdatasync", 120_000)])
+    v = engine.judge(h, [write(3_000), flush("fsync", 3_500), flush("fdatasync", 120_000)])
     by = {x.subject: x for x in v.results}
     assert (by["write+fsync"].path_verdict, by["write+fsync"].decided_by,
             by["write+fsync"].strength) == (NO_FLUSH, "flush-costs-nothing", INFERRED)
@@ -375,7 +375,7 @@ def test_declarations_are_normalised_and_unknown_ones_reported():
     d = BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB", rotational=False,
                     write_cache="write back", has_flush_counters=True)
     h = stacked([fs("/"), disk_layer(d, 1)], declared=("PLP", "nonsense"))
-    v = audit.judge(h, [counted(30_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
+    v = engine.judge(h, [counted(30_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
     assert v.path_verdict == HONEST_FLUSH
     unknown = next(f for f in v.findings if f.code == "unknown-declaration")
     assert "nonsense" in unknown.message and "PLP" not in unknown.message
@@ -387,12 +387,12 @@ def test_primitives_on_either_side_of_a_floor_are_called_out():
     d = BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB", rotational=False,
                     write_cache="write back")
     h = simple_host(disks=(d,), virt=BARE)
-    v = audit.judge(h, [flush("fdatasync", 140_700), flush("fsync", 152_200)])
+    v = engine.judge(h, [flush("fdatasync", 140_700), flush("fsync", 152_200)])
     by = {x.subject: x.path_verdict for x in v.results}
     assert by == {"write+fdatasync": VOLATILE_CACHE, "write+fsync": HONEST_FLUSH}
     split = next(f for f in v.findings if f.code == "primitives-disagree")
     assert split.evidence["verdicts"] == by
-    one = audit.judge(h, [flush("fdatasync", 140_700)])
+    one = engine.judge(h, [flush("fdatasync", 140_700)])
     assert "primitives-disagree" not in {f.code for f in one.findings}
 
 
@@ -402,7 +402,7 @@ def test_a_stack_partly_on_ram_is_a_named_risk_not_a_certain_loss():
     zram = BlockDevice("zram0", write_cache="write through", transport="zram")
     ssd = BlockDevice("sda", rotational=False, write_cache="write back")
     h = stacked([fs("/pool", "btrfs"), disk_layer(ssd, 1), disk_layer(zram, 1)])
-    v = audit.judge(h, [flush("fdatasync", 900_000)])
+    v = engine.judge(h, [flush("fdatasync", 900_000)])
     assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "part-ram-backed-storage")
     assert deciding(v).level == "risk" and "zram0" in deciding(v).message
 
@@ -412,12 +412,12 @@ def test_nobarrier_directly_on_a_power_protected_disk_is_not_a_risk_but_on_a_loo
                       write_cache="write back", has_flush_counters=True)
     on_disk = stacked([fs("/data", options=("rw", "nobarrier")), disk_layer(plp, 1)])
     r = counted(30_000, [FlushDelta("sda", 0, 0, 1000)])
-    v = audit.judge(on_disk, [r])
+    v = engine.judge(on_disk, [r])
     assert v.path_verdict == HONEST_FLUSH and "barriers-disabled" not in {
         f.code for f in v.findings}
     on_loop = stacked([fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2),
                        disk_layer(plp, 3)])
-    v2 = audit.judge(on_loop, [counted(30_000, [FlushDelta("loop0", 0, 0, 1000),
+    v2 = engine.judge(on_loop, [counted(30_000, [FlushDelta("loop0", 0, 0, 1000),
                                                 FlushDelta("sda", 0, 0, 0)])])
     assert (v2.path_verdict, v2.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
 
@@ -438,7 +438,7 @@ def test_an_interposer_that_still_writes_agrees_and_keeps_commit_rows_volatile()
                         ld_preload="/opt/lib/libcompat.so"),
               SyncTrace(Pragmas("WAL", "FULL"), 20, {"fdatasync": 20}))
     r = counted(198_000, [FlushDelta("sda", 0, 0, 1000)])
-    v = audit.judge(h, [r, commit("WAL", "FULL", 400_000)], Evidence(syscall_comparisons=(c,),
+    v = engine.judge(h, [r, commit("WAL", "FULL", 400_000)], Evidence(syscall_comparisons=(c,),
                                                                      sync_traces=traces))
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "preload-skips-flush")
     libc = next(f for f in v.findings if f.code == "libc-sync-interposed")
@@ -462,7 +462,7 @@ def test_o_dsync_writes_without_flushes_on_a_fua_disk_are_not_called_lost():
     fua = BlockDevice("nvme0n1", rotational=False, write_cache="write back", fua=True,
                       has_flush_counters=True)
     h = stacked([fs("/data"), disk_layer(fua, 1)])
-    v = audit.judge(h, [_o_dsync(400_000, [FlushDelta("nvme0n1", 0, 0, 1000)])])
+    v = engine.judge(h, [_o_dsync(400_000, [FlushDelta("nvme0n1", 0, 0, 1000)])])
     assert v.path_verdict not in (VOLATILE_CACHE, NO_FLUSH)
     assert v.decided_by not in ("flushes-not-sent", "flushes-dropped")
 
@@ -471,13 +471,13 @@ def test_o_dsync_writes_without_flushes_on_a_disk_without_fua_are_flushes_not_se
     nofua = BlockDevice("sda", rotational=False, write_cache="write back", fua=False,
                         has_flush_counters=True)
     h = stacked([fs("/data"), disk_layer(nofua, 1)])
-    v = audit.judge(h, [_o_dsync(40_000, [FlushDelta("sda", 0, 0, 1000)])])
+    v = engine.judge(h, [_o_dsync(40_000, [FlushDelta("sda", 0, 0, 1000)])])
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "flushes-not-sent")
     # the same write with nothing reaching the disk is dropped, FUA or not
     fua = BlockDevice("nvme0n1", rotational=False, write_cache="write back", fua=True,
                       has_flush_counters=True)
     h2 = stacked([fs("/data"), disk_layer(fua, 1)])
-    v2 = audit.judge(h2, [_o_dsync(2_000, [FlushDelta("nvme0n1", 0, 0, 2)])])
+    v2 = engine.judge(h2, [_o_dsync(2_000, [FlushDelta("nvme0n1", 0, 0, 2)])])
     assert (v2.path_verdict, v2.decided_by) == (NO_FLUSH, "flushes-dropped")
 
 

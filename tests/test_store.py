@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from factories import commit, flush, host
 
-from fsyncbench.judge import audit
+from fsyncbench.judge import engine
 from fsyncbench.measure import runner
 from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
@@ -33,7 +33,7 @@ def test_json_round_trip_is_lossless():
     assert flush["elapsed_ns"] == 1_575_000_000
     assert data["results"][1]["requested"] == {"journal_mode": "WAL", "synchronous": "NORMAL",
                                                "fullfsync": None}
-    # the verdict, worked out from audit's rules: no flush counters recorded, bare metal,
+    # the verdict, worked out from the judge's rules: no flush counters recorded, bare metal,
     # ext4 without nobarrier, no preload, no network layer, so only the latency rule speaks;
     # an SSD with a write-back cache and no known power-loss protection has a 150 us floor
     # (judge.devices.CONSUMER_SSD_FLOOR_NS) and 1.5 ms is above it: flush-latency-plausible
@@ -49,7 +49,7 @@ def test_json_round_trip_is_lossless():
     again = store.report_from_json(text)
     assert again == r
     # judged again from the loaded facts alone: the same verdict
-    rejudged = audit.rejudge(again)
+    rejudged = engine.rejudge(again)
     assert [(v.subject, v.path_verdict, v.config_durable, v.decided_by, v.strength)
             for v in rejudged.verdict.results] == want
     assert rejudged.notes == again.notes  # no "re-derived ... differs" note

@@ -33,7 +33,7 @@ NETWORK_BLOCK_FLOOR_NS = 100_000
 APPLE_FULLFSYNC_FLOOR_NS = 1_000_000
 
 #: Model strings of cloud network block storage whose provider documents durable,
-#: replicated writes (fsyncbench.judge.audit.CLOUD_BLOCK_DOC): AWS EBS on Nitro NVMe, GCP
+#: replicated writes (fsyncbench.judge.rule_facts.CLOUD_BLOCK_DOC): AWS EBS on Nitro NVMe, GCP
 #: Persistent Disk (SCSI model "PersistentDisk", NVMe model "nvme_card-pd").
 CLOUD_BLOCK_MODELS = ("amazon elastic block store", "persistentdisk", "nvme_card-pd")
 

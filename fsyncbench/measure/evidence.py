@@ -4,7 +4,7 @@ Orchestration only: every write under the target happens in :mod:`fsyncbench.mea
 (inside a :func:`~fsyncbench.measure.workloads.scratch_dir`), timing in :mod:`fsyncbench.measure.timing`,
 the fit in :mod:`fsyncbench.measure.stats`. Each collector returns a model object from
 :mod:`fsyncbench.model` (all recorded in the report's ``evidence``); the verdict engine
-(:mod:`fsyncbench.judge.audit`) reads them back without measuring.
+(:mod:`fsyncbench.judge.engine`) reads them back without measuring.
 
 Evidence and sources:
 

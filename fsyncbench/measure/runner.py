@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsyncbench import __version__, host as hostmod
-from fsyncbench.judge import audit
+from fsyncbench.judge import engine
 from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure.timing import MAX_SAMPLES, EmptyOp, Sampler
@@ -525,7 +525,7 @@ def build_report(kind: str, host: Host, results: Sequence[Result], command_line:
         command_line=tuple(command_line),
         host=host,
         results=tuple(results),
-        verdict=audit.judge(host, results, evidence),
+        verdict=engine.judge(host, results, evidence),
         notes=tuple(notes),
         evidence=evidence,
         floors=tuple(floors),

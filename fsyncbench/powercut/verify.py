@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench import __version__
-from fsyncbench.judge import audit
+from fsyncbench.judge import commit_rules, rule_facts
 from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.host.layers import SYNC_DISABLING_LIBS
 from fsyncbench.judge import stack
+from fsyncbench.host.layers import SYNC_DISABLING_LIBS
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFO,
@@ -198,7 +199,7 @@ def _output_ok(seq: int, output: Any, payload_bytes: int | None, want: str) -> b
 
 @dataclass(frozen=True)
 class _CommitView:
-    """The fields of a commit Result that :func:`audit.config_durability` reads."""
+    """The fields of a commit Result that :func:`commit_rules.config_durability` reads."""
 
     name: str
     primitive: str
@@ -207,17 +208,17 @@ class _CommitView:
 
 
 def config_durability(host: Host, config: Pragmas, primitive: str) -> tuple[bool, Finding | None]:
-    """Does ``config`` promise that a commit survives power loss? ``audit``'s rule (one
+    """Does ``config`` promise that a commit survives power loss? ``commit_rules``' rule (one
     source of truth: e.g. DELETE needs synchronous=EXTRA, because FULL does not sync the
     directory after unlinking the journal, the commit point: SQLITE_EXTRA_DOC)."""
-    return audit.config_durability(
+    return commit_rules.config_durability(
         host, _CommitView(config.label, primitive, config, config))  # type: ignore[arg-type]
 
 
 def _drops_syncs(host: Host) -> str | None:
     """Why syncs never reached a device when the writer ran, if host facts say so."""
     mount = host.target.mount
-    if mount and mount.fs_type in audit.NO_FLUSH_FILESYSTEMS:
+    if mount and mount.fs_type in rule_facts.NO_FLUSH_FILESYSTEMS:
         return f"the journal was on {mount.fs_type}, which keeps data in RAM"
     if stack.ram_media(host.target):
         return f"the journal's bytes ended in RAM ({stack.chain_text(host.target)})"
