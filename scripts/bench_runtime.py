@@ -49,7 +49,7 @@ rng = np.random.default_rng(1)
 for _ in range(100):  # in small pieces, as the loop appends (no large temporary)
     sampler.samples.frombytes(rng.lognormal(11.9, 0.6, 10_000).astype(np.int64).tobytes())
 t1 = time.perf_counter()
-result = runner._result(sampler.measurement(release=True), (), kind="floor", name="1M empty operations",
+result = runner.result_from(sampler.measurement(release=True), (), kind="floor", name="1M empty operations",
                         primitive="none", payload_bytes=0)
 del sampler
 t2 = time.perf_counter()
