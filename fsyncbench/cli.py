@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from fsyncbench import __version__
+from fsyncbench import __version__, api
 from fsyncbench.report import store, tables as render
 from fsyncbench.measure import runner, workloads
 from fsyncbench import report as report_out
@@ -518,7 +518,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
         raise FsyncbenchError(f"{exc} (while measuring {progress.label or 'setup'}; "
                               f"{workloads.scratch_cleanup()})")
     progress.close()
-    report = _maybe_redact(runner.build_report("run", host, results, ["fsyncbench", *argv], floors,
+    report = _maybe_redact(api.build_report("run", host, results, ["fsyncbench", *argv], floors,
                                                elapsed_ns=time.monotonic_ns() - started), args)
     return _finish_report(report, args, gate)
 
@@ -781,7 +781,7 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
             raise FsyncbenchError(f"{exc} (while measuring {progress.label or 'setup'}; "
                                   f"{workloads.scratch_cleanup()})")
         progress.close()
-        report = runner.build_report("audit", host, results, ["fsyncbench", *argv], evidence=ev,
+        report = api.build_report("audit", host, results, ["fsyncbench", *argv], evidence=ev,
                                      elapsed_ns=time.monotonic_ns() - started)
     return _finish_report(_maybe_redact(report, args), args, gate)
 

@@ -35,6 +35,7 @@ RSS_CHILD = r"""
 import resource, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
+from fsyncbench import api
 from fsyncbench.measure import timing as measure, runner
 from fsyncbench.report import store
 from fsyncbench.model import Host, StorageTarget
@@ -54,7 +55,7 @@ result = runner.result_from(sampler.measurement(release=True), (), kind="floor",
 del sampler
 t2 = time.perf_counter()
 host = Host(hostname="rss", os_name="Linux", target=StorageTarget(path="/"))
-report = runner.build_report("run", host, [result], ["bench_runtime"])
+report = api.build_report("run", host, [result], ["bench_runtime"])
 with tempfile.TemporaryDirectory() as d:
     path = Path(d) / "r.json"
     store.write_durably(path, store.report_to_json(report))
