@@ -1,3 +1,33 @@
-"""fsyncbench: what a durable journal commit costs here, and whether the storage keeps it."""
+"""fsyncbench: what a durable journal commit costs here, and whether the storage keeps it.
+
+The Python API (:mod:`fsyncbench.api`) is reachable from here, imported on first use so
+that ``from fsyncbench import __version__`` stays cheap (no numpy)::
+
+    import fsyncbench
+
+    report = fsyncbench.run("/var/lib/myapp", samples=300, rounds=1)
+"""
 
 __version__ = "0.1.0"
+
+#: The names :mod:`fsyncbench.api` exports here (``host`` and ``crash`` are subpackages,
+#: hence ``host_record`` and ``kill_matrix``).
+_API = frozenset({
+    "run", "audit", "host_record", "kill_matrix", "load", "save", "render", "gate", "compare",
+    "powercut_listen", "powercut_write", "powercut_verify", "Gates", "Outputs", "GateResult",
+    "Comparison", "FsyncbenchError", "Interrupted",
+})
+
+
+def __getattr__(name: str):
+    if name in _API:
+        import importlib
+
+        # by name, not an import statement: the package itself stays below every layer
+        # (modules that import __version__ must not depend on the API above them)
+        return getattr(importlib.import_module("fsyncbench.api"), name)
+    raise AttributeError(f"module 'fsyncbench' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_API})

@@ -35,6 +35,7 @@ RSS_CHILD = r"""
 import resource, sys, tempfile, time
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
+from fsyncbench import api
 from fsyncbench.measure import timing as measure, runner
 from fsyncbench.report import store
 from fsyncbench.model import Host, StorageTarget
@@ -49,12 +50,12 @@ rng = np.random.default_rng(1)
 for _ in range(100):  # in small pieces, as the loop appends (no large temporary)
     sampler.samples.frombytes(rng.lognormal(11.9, 0.6, 10_000).astype(np.int64).tobytes())
 t1 = time.perf_counter()
-result = runner._result(sampler.measurement(release=True), (), kind="floor", name="1M empty operations",
+result = runner.result_from(sampler.measurement(release=True), (), kind="floor", name="1M empty operations",
                         primitive="none", payload_bytes=0)
 del sampler
 t2 = time.perf_counter()
 host = Host(hostname="rss", os_name="Linux", target=StorageTarget(path="/"))
-report = runner.build_report("run", host, [result], ["bench_runtime"])
+report = api.build_report("run", host, [result], ["bench_runtime"])
 with tempfile.TemporaryDirectory() as d:
     path = Path(d) / "r.json"
     store.write_durably(path, store.report_to_json(report))

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 from factories import even_slices, host
 
-from fsyncbench.measure import runner, stats
+from fsyncbench import api
+from fsyncbench.measure import stats
 from fsyncbench.report import store
 from fsyncbench.model import FlushDelta, Pragmas, Report, Result
 
@@ -61,7 +62,7 @@ def report(scale: float = 1.0, seed: int = 0, the_host=None, n: int = 2000,
         commit("WAL", "NORMAL", 45_000 * scale, seed + 3, n, payload_bytes=payload_bytes),
         commit("WAL", "FULL", 1_000_000 * scale, seed + 4, n, payload_bytes=payload_bytes),
     )
-    return runner.build_report("run", h, results, command_line)
+    return api.build_report("run", h, results, command_line)
 
 
 def save(rep: Report, path: Path) -> Path:

@@ -24,7 +24,8 @@ from factories import BARE, VM, WB_SSD, commit, flush, host, write
 
 from fsyncbench.judge import engine, gates, rule_facts
 from fsyncbench.report import compare, tables as render
-from fsyncbench.measure import runner, stats
+from fsyncbench import api
+from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.judge import devices
 from fsyncbench.host.layers import disk_layer, filesystem_layer
@@ -961,7 +962,7 @@ def test_at_tool_floor_within_floor_factor(side):
     table marks it. FLOOR_FACTOR has no cited source (stats.py comment only)."""
     floor = 1_000
     r = flush("fdatasync", stats.FLOOR_FACTOR * floor + _step(side))
-    report = runner.build_report("run", host(disks=(WB_SSD,), virt=BARE), [r],
+    report = api.build_report("run", host(disks=(WB_SSD,), virt=BARE), [r],
                                  ("fsyncbench", "run", "/data"), floors=(_floor(floor),))
     at = side != ABOVE
     assert stats.at_tool_floor(r, report.floors) is at
@@ -1051,7 +1052,7 @@ def test_p_value_of_exactly_five_percent_is_not_significant():
 
 def _gate_report(p99_ns):
     r = with_p99(flush("fdatasync", SLOW_ENOUGH_NS), p99_ns)
-    return runner.build_report("run", host(disks=(WB_SSD,), virt=BARE), [write(2_000), r],
+    return api.build_report("run", host(disks=(WB_SSD,), virt=BARE), [write(2_000), r],
                                ("fsyncbench", "run", "/data"))
 
 

@@ -9,7 +9,7 @@ from clitools import fsb
 from factories import host
 
 from fsyncbench.judge import gates
-from fsyncbench.measure import runner
+from fsyncbench import api
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.judge.gates import GateFailure
 from fsyncbench.model import Interval, ResultVerdict, Verdict
@@ -84,7 +84,7 @@ def test_check_names_ignores_case():
 
 def gate_report(*results, verdicts=()):
     """A report of hand-made results and (when given) hand-made per-result verdicts."""
-    rep = runner.build_report("run", host(), results, ("fsyncbench", "run", "/data"))
+    rep = api.build_report("run", host(), results, ("fsyncbench", "run", "/data"))
     if verdicts:
         rep = dataclasses.replace(rep, verdict=Verdict("no_flush", "hand-made", results=verdicts))
     return rep

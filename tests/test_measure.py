@@ -14,6 +14,7 @@ import reference
 from clitools import fsb
 from factories import _result, commit, flush, host, write
 
+from fsyncbench import api
 from fsyncbench.measure import timing as measure, runner, stats, workloads
 from fsyncbench.report import store
 from fsyncbench import report as report_out
@@ -206,7 +207,7 @@ def test_only_the_loop_floor_applies_when_the_others_are_missing():
 
 
 def _report(results, floors=FLOORS):
-    return runner.build_report("run", host(), results, ["fsyncbench", "run", "/data"], floors)
+    return api.build_report("run", host(), results, ["fsyncbench", "run", "/data"], floors)
 
 
 def test_render_labels_results_at_the_floor_in_text_and_markdown():

@@ -20,14 +20,14 @@ from clitools import fsb
 from factories import BARE, WB_SSD, commit, flush, host
 
 from fsyncbench import report as report_out
-from fsyncbench.measure import runner
+from fsyncbench import api
 from fsyncbench.report import answer, describe
 from fsyncbench.report.document import Paragraph, pretty
 
 
 def _report(results, the_host=None, **kw):
     h = the_host or host(disks=(WB_SSD,), virt=BARE)
-    return runner.build_report("run", h, results, ("fsyncbench", "run", "/data"), **kw)
+    return api.build_report("run", h, results, ("fsyncbench", "run", "/data"), **kw)
 
 
 def _honest(*commits):

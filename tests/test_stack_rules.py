@@ -205,12 +205,12 @@ def test_only_non_standard_primitive_names_still_decide_the_path():
 def test_latency_only_honest_says_so_in_every_rendering():
     h = simple_host(disks=(BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB",
                                        rotational=False, write_cache="write back"),), virt=BARE)
-    from fsyncbench.measure import runner
+    from fsyncbench import api
 
     v = engine.judge(h, [flush("fdatasync", 1_600_000)])
     assert (v.path_verdict, v.strength) == (HONEST_FLUSH, INFERRED)
     assert "inferred from latency only" in deciding(v).message
-    report = runner.build_report("run", h, [flush("fdatasync", 1_600_000)], ["fsyncbench"])
+    report = api.build_report("run", h, [flush("fdatasync", 1_600_000)], ["fsyncbench"])
     from fsyncbench import report as report_out
 
     said = "Path verdict: honest_flush, inferred, not measured (decided by flush-latency-plausible)"

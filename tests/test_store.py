@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from factories import commit, flush, host
 
+from fsyncbench import api
 from fsyncbench.judge import engine
-from fsyncbench.measure import runner
 from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import BlockDevice
@@ -16,7 +16,7 @@ from fsyncbench.model import BlockDevice
 def _report():
     h = host(disks=(BlockDevice("sda", rotational=False, write_cache="write back"),))
     results = [flush("fdatasync", 1_500_000), commit("WAL", "NORMAL", 30_000)]
-    return runner.build_report("run", h, results, ["fsyncbench", "run", "/data"])
+    return api.build_report("run", h, results, ["fsyncbench", "run", "/data"])
 
 
 def test_json_round_trip_is_lossless():

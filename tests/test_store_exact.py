@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 from factories import commit, flush, host
 
-from fsyncbench.measure import runner
+from fsyncbench import api
 from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Evidence, Interval, SyscallComparison
 
 
 def _report(hostname="case-host", created="2024-03-05T14:07:09Z"):
-    r = runner.build_report("run", host(), [flush("fdatasync", 1_500_000),
+    r = api.build_report("run", host(), [flush("fdatasync", 1_500_000),
                                             commit("WAL", "NORMAL", 30_000)],
                             ["fsyncbench", "run", "/data"])
     return dataclasses.replace(r, created_utc=created,

@@ -1,10 +1,10 @@
-"""Orchestrates a run: plan the configurations, measure each one with device flush
-counters read around it, summarise, judge, and assemble the report."""
+"""Orchestrates a measurement: plan the configurations, measure each one with device flush
+counters read around it, summarise, and note what the measurement fell short of. The
+verdict and the report are assembled a layer up (:func:`fsyncbench.api.build_report`)."""
 
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import errno
 import math
 import os
@@ -15,12 +15,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsyncbench import __version__, host as hostmod
-from fsyncbench.judge import engine
+from fsyncbench import host as hostmod
 from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure.timing import MAX_SAMPLES, EmptyOp, Sampler
-from fsyncbench.model import SCHEMA_VERSION, Evidence, FlushDelta, Host, Pragmas, Report, Result
+from fsyncbench.model import FlushDelta, Host, Pragmas, Result
 from fsyncbench.fmt import fmt_precision
 from fsyncbench.measure.workloads import (
     BLOCK_BYTES,
@@ -487,12 +486,9 @@ def _why(r: Result) -> str:
     return iv.reason if iv is not None and iv.reason else "no interval"
 
 
-def build_report(kind: str, host: Host, results: Sequence[Result], command_line: Sequence[str],
-                 floors: Sequence[Result] = (), evidence: Evidence | None = None,
-                 elapsed_ns: int | None = None) -> Report:
-    """Assemble a report; the verdict is derived here from host, results and ``evidence``
-    (what ``fsyncbench audit`` measured, :mod:`fsyncbench.measure.evidence`). ``floors``
-    (:func:`measure_floors`) are recorded as they are."""
+def measurement_notes(host: Host, results: Sequence[Result]) -> tuple[str, ...]:
+    """The report's notes on the measurement itself: sample targets not reached, p99 CI
+    targets not met, pragmas SQLite did not apply, fullfsync outside macOS."""
     notes = []
     short = [r.name for r in results if not r.target_reached]
     if short:
@@ -516,18 +512,4 @@ def build_report(kind: str, host: Host, results: Sequence[Result], command_line:
     if host.os_name != "Darwin" and any(r.requested and r.requested.fullfsync is not None for r in results):
         notes.append("fullfsync has no effect outside macOS (https://www.sqlite.org/pragma.html"
                      "#pragma_fullfsync): the fullfsync rows differ only by noise")
-    now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
-    return Report(
-        schema_version=SCHEMA_VERSION,
-        tool_version=__version__,
-        kind=kind,
-        created_utc=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        command_line=tuple(command_line),
-        host=host,
-        results=tuple(results),
-        verdict=engine.judge(host, results, evidence),
-        notes=tuple(notes),
-        evidence=evidence,
-        floors=tuple(floors),
-        elapsed_ns=elapsed_ns,
-    )
+    return tuple(notes)

@@ -1,0 +1,279 @@
+"""User input, checked in one place before any work is done.
+
+What the CLI's options and the Python API's keyword arguments say, turned into validated
+plans and specifications: :func:`run_plan`, :func:`audit_plans`, :func:`one_pragmas`,
+:class:`Gates`, :class:`Outputs`, and single values. Every check raises
+:class:`~fsyncbench.errors.FsyncbenchError` with one line naming the CLI option, so a bad
+value reads the same through ``fsyncbench`` and through :mod:`fsyncbench.api`. Nothing here
+measures, prints or writes (the output checks create an unnamed temporary file that
+vanishes again, to learn that a directory really is writable).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure import runner
+from fsyncbench.model import Pragmas
+
+#: --format choices per kind of result (text is the default everywhere).
+REPORT_FORMATS = ("text", "markdown", "json", "html")
+TABLE_FORMATS = ("text", "markdown", "json")
+VERIFY_FORMATS = ("text", "json")
+
+#: --model-call-ms bounds, in milliseconds (one microsecond to one hour).
+MODEL_CALL_MS_MIN, MODEL_CALL_MS_MAX = 0.001, 3_600_000
+
+
+def target_dir(path: str | os.PathLike[str]) -> Path:
+    """DIR resolved, after checking it is an existing, readable directory
+    (:func:`fsyncbench.measure.runner.check_target`)."""
+    return runner.check_target(Path(path))
+
+
+def choice(value: str, allowed: Sequence[str], option: str) -> str:
+    """``value`` if it is one of ``allowed``; else argparse's words for a bad choice."""
+    if value not in allowed:
+        offered = ", ".join(repr(a) for a in allowed)
+        raise FsyncbenchError(f"argument {option}: invalid choice: {value!r} (choose from {offered})")
+    return value
+
+
+def model_call_ms(value: float, shown: str | None = None) -> float:
+    """--model-call-ms: milliseconds between 0.001 and 3,600,000 (one hour); ``shown`` is
+    the value as the user wrote it, for the message."""
+    if not MODEL_CALL_MS_MIN <= value <= MODEL_CALL_MS_MAX:  # worded like every other range check
+        raise FsyncbenchError("--model-call-ms must be between 0.001 and 3600000, got "
+                              + (shown if shown is not None else f"{value:g}"))
+    return value
+
+
+def percent(value: str | float) -> float:
+    """A percentage of 0 or more: ``"20"``, ``"20%"`` or a number."""
+    try:
+        pct = float(value.strip().rstrip("%")) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        raise FsyncbenchError(f"invalid percentage {value!r}: give a number such as 20")
+    if pct < 0 or pct != pct:
+        raise FsyncbenchError(f"invalid percentage {value!r}: must be 0 or more")
+    return pct
+
+
+def assumed(facts: Sequence[str] | None) -> tuple[str, ...]:
+    """--assume facts (the user-declared facts a machine cannot show), each known, in
+    order, without repeats."""
+    from fsyncbench.judge.devices import DECLARABLE
+
+    for fact in facts or ():
+        choice(fact, sorted(DECLARABLE), "--assume")
+    return tuple(dict.fromkeys(facts or ()))
+
+
+def _comma_list(value: str | Sequence[str] | None) -> str | None:
+    """A comma list as the CLI takes it: a string as it is, a sequence joined."""
+    if value is None or isinstance(value, str):
+        return value
+    return ",".join(str(v) for v in value)
+
+
+def _fullfsync_list(value: str | bool | Sequence[str | bool] | None) -> str | None:
+    if isinstance(value, bool):
+        value = [value]
+    if value is None or isinstance(value, str):
+        return value
+    return ",".join(("on" if v else "off") if isinstance(v, bool) else str(v) for v in value)
+
+
+def run_plan(target: Path, *, journal_modes: str | Sequence[str] | None = None,
+             synchronous: str | Sequence[str] | None = None,
+             fullfsync: str | bool | Sequence[str | bool] | None = None,
+             samples: int | None = None, ci_target_pct: float | None = None,
+             min_samples: int | None = None, budget_seconds: float = 10.0,
+             run_budget_seconds: float | None = None, rounds: int = runner.DEFAULT_ROUNDS,
+             warmup: int = 50, payload_bytes: int = 512, primitives: bool = True
+             ) -> runner.RunPlan:
+    """The plan of ``fsyncbench run`` (``target`` already checked): the pragma lists parsed
+    (comma strings or sequences), the defaults of an adaptive or a fixed run filled in, and
+    every bound checked (:class:`fsyncbench.measure.runner.RunPlan`)."""
+    if samples is not None and (ci_target_pct is not None or min_samples is not None):
+        raise FsyncbenchError("--samples fixes the sample count; it cannot be combined with "
+                              "--ci-target-pct or --min-samples")
+    adaptive = samples is None
+    return runner.RunPlan(
+        target=target,
+        configs=runner.build_configs(_comma_list(journal_modes), _comma_list(synchronous),
+                                     _fullfsync_list(fullfsync)),
+        samples=samples,
+        budget_s=budget_seconds,
+        warmup=warmup,
+        payload_bytes=payload_bytes,
+        primitives=primitives,
+        ci_target_pct=runner.DEFAULT_CI_TARGET_PCT if ci_target_pct is None else ci_target_pct,
+        min_samples=runner.DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
+        run_budget_s=run_budget_seconds if run_budget_seconds is not None
+        else (runner.DEFAULT_RUN_BUDGET_S if adaptive else None),
+        rounds=rounds,
+    )
+
+
+def audit_plans(target: Path, *, samples: int = 200, budget_seconds: float = 5.0,
+                compare_syncs: int = 200, sweep_repeats: int = 3, sweep_max_mib: int = 64,
+                trace_commits: int = 20, trace: bool = True):
+    """(RunPlan, EvidencePlan) of ``fsyncbench audit`` (``target`` already checked): a fixed
+    sample count of the flush primitives and :data:`fsyncbench.measure.evidence.TIMED_CONFIGS`
+    in one round, then the evidence (:class:`fsyncbench.measure.evidence.EvidencePlan`)."""
+    from fsyncbench.measure import evidence
+
+    if samples < 1:
+        raise FsyncbenchError(f"--samples must be at least 1, got {samples}")
+    plan = runner.RunPlan(target=target, configs=evidence.TIMED_CONFIGS, samples=samples,
+                          budget_s=budget_seconds, warmup=10, run_budget_s=None)
+    ev_plan = evidence.EvidencePlan(
+        compare_syncs=compare_syncs, sweep_repeats=sweep_repeats,
+        sweep_max_bytes=sweep_max_mib << 20, trace_commits=trace_commits, trace=trace)
+    return plan, ev_plan
+
+
+def one_pragmas(journal_mode: str, synchronous: str, fullfsync: str | bool | None = None,
+                *, command: str) -> Pragmas:
+    """One pragma combination (``crash``, ``powercut write``): ``fullfsync`` None or empty
+    means on on macOS, unset elsewhere (``crash`` has no fullfsync)."""
+    from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
+
+    mode = runner.parse_choices(journal_mode, JOURNAL_MODES, "journal_mode")
+    sync = runner.parse_choices(synchronous, SYNCHRONOUS, "synchronous")
+    if command == "crash":
+        if len(mode) != 1 or len(sync) != 1:
+            raise FsyncbenchError("crash takes one journal_mode and one synchronous value")
+        return Pragmas(mode[0], sync[0])
+    text = _fullfsync_list(fullfsync)
+    full = (runner.parse_fullfsync(text) if text
+            else (True,) if sys.platform == "darwin" else (None,))
+    if len(mode) != 1 or len(sync) != 1 or len(full) != 1:
+        raise FsyncbenchError(f"{command} takes one journal_mode, synchronous and fullfsync value")
+    return Pragmas(mode[0], sync[0], full[0])
+
+
+def address(text: str, option: str) -> tuple[str, int]:
+    """HOST:PORT of a powercut listener (:func:`fsyncbench.powercut.parse_address`)."""
+    from fsyncbench.powercut import parse_address
+
+    return parse_address(text, option)
+
+
+@dataclass(frozen=True)
+class Gates:
+    """The CI gates (``--max-p99``, ``--fail-on``, ``--config``), parsed: ``max_p99_ns`` a
+    p99 limit in ns (None: none), ``fail_on`` path verdicts that fail
+    (:data:`fsyncbench.model.PATH_VERDICTS`), ``configs`` the configurations they look at
+    (empty: all but the no-sync write baseline). Build with :meth:`parse`."""
+
+    max_p99_ns: int | None = None
+    fail_on: tuple[str, ...] = ()
+    configs: tuple[str, ...] = ()
+
+    @classmethod
+    def parse(cls, max_p99: str | int | None = None, fail_on: str | Sequence[str] | None = None,
+              configs: str | Sequence[str] | None = None) -> Gates:
+        """``max_p99`` a duration with a unit (``"10ms"``, ``"500us"``) or ns as an int;
+        ``fail_on`` and ``configs`` comma lists or sequences (``--config`` may repeat)."""
+        from fsyncbench.judge import gates
+
+        if max_p99 is None:
+            max_ns = None
+        elif isinstance(max_p99, int) and not isinstance(max_p99, bool):
+            if max_p99 < 1:
+                raise FsyncbenchError(f"invalid --max-p99 {max_p99!r}: must be at least 1 ns")
+            max_ns = max_p99
+        else:
+            max_ns = gates.parse_duration(max_p99, "--max-p99")
+        verdicts = gates.parse_verdicts(_comma_list(fail_on)) if fail_on is not None else ()
+        names = gates.parse_names([configs] if isinstance(configs, str) else configs)
+        return cls(max_ns, verdicts, names)
+
+    @property
+    def active(self) -> bool:
+        """True when a gate is set (``configs`` alone gates nothing)."""
+        return self.max_p99_ns is not None or bool(self.fail_on)
+
+    def check_configs(self, known: Sequence[str], where: str = "this report has") -> None:
+        """Every configuration named is one of ``known`` (case-insensitive)."""
+        from fsyncbench.judge import gates
+
+        if self.configs:
+            gates.check_names(self.configs, known, where)
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """The files a command writes once its work is done, checked by :meth:`check` before it
+    starts: ``output`` (what would be printed, ``-o``; None: standard output), ``csv`` (the
+    raw samples), ``report_dir`` (the report files, for a command that saves them; not
+    checked when ``no_report``)."""
+
+    output: Path | None = None
+    csv: Path | None = None
+    report_dir: Path | None = None
+    no_report: bool = False
+
+    @property
+    def save_dir(self) -> Path | None:
+        """Where report files go; None: none are saved."""
+        return None if self.no_report else self.report_dir
+
+    def check(self, source: Path | None = None) -> None:
+        """--output FILE, --csv FILE and --report-dir DIR can be written, and --output is not
+        a directory (it was one for run, audit and powercut verify before --report-dir: the
+        message says so); neither file is ``source``, the report being read."""
+        from fsyncbench.report import store
+
+        out, csv, report_dir = self.output, self.csv, self.report_dir
+        if report_dir is not None and not self.no_report:
+            store.check_output_dir(report_dir)
+        if out is not None:
+            if out.is_dir():
+                hint = (f"; to save the report files in it, use --report-dir {out}"
+                        if report_dir is not None else "")
+                raise FsyncbenchError(f"--output {out} is a directory: --output takes the FILE to "
+                                      f"write the printed result to{hint}")
+            writable_file(out)
+        writable_file(csv)
+        if out is not None and csv is not None and same_file(out, csv):
+            raise FsyncbenchError(f"--output and --csv both name {out}: give two files")
+        if source is not None:
+            for path in (out, csv):
+                if path is not None and same_file(path, source):
+                    raise FsyncbenchError(f"{path} is the report being shown: give another "
+                                          "output file")
+
+
+def writable_file(path: Path | None) -> None:
+    """A file to be written later must have an existing, writable directory (checked before
+    measuring, so a typo does not waste the run)."""
+    if path is None:
+        return
+    parent = path.parent
+    if path.is_dir():
+        raise FsyncbenchError(f"{path} is a directory, not a file")
+    if path.exists() and not path.is_file():
+        # written by rename over it: /dev/null or a FIFO would be replaced, not written to
+        raise FsyncbenchError(f"cannot write {path}: not a regular file (output files are "
+                              "replaced by rename, so it cannot be a device or a FIFO)")
+    if not parent.is_dir():
+        why = "is not a directory" if parent.exists() else "does not exist"
+        raise FsyncbenchError(f"cannot write {path}: {parent} {why}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise FsyncbenchError(f"cannot write {path}: directory {parent} is not writable")
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """True when ``a`` and ``b`` name the same existing file (or the same path)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
