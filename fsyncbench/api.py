@@ -192,7 +192,7 @@ def kill_matrix(target: PathLike = ".", *, journal_mode: str = "wal",
     try:
         return crash.run_crash_experiment(path, pragmas.journal_mode, pragmas.synchronous)
     except KeyboardInterrupt:
-        raise Interrupted("interrupted during the kill matrix; working directory removed")
+        raise Interrupted("interrupted during the kill matrix; working directory removed") from None
 
 
 def powercut_listen(bind: str = "127.0.0.1", port: int = 5400,
@@ -562,7 +562,8 @@ def compare(reports: Sequence[PathLike | Report], *, configs: str | Sequence[str
 def _regression_lines(limit: float, pairs, baseline: str, found, skipped) -> list[str]:
     """The regression check's lines: what was not checked, then each regression (or none)."""
     from fsyncbench.fmt import fmt_ns
-    from fsyncbench.report import compare as comparing, tables
+    from fsyncbench.report import compare as comparing
+    from fsyncbench.report import tables
 
     lines = []
     if skipped:

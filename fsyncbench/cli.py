@@ -223,7 +223,7 @@ class _Stdout:
             self._reader_gone()
             return len(text)
         except OSError as exc:
-            raise FsyncbenchError(f"cannot write to standard output: {exc.strerror or exc}")
+            raise FsyncbenchError(f"cannot write to standard output: {exc.strerror or exc}") from exc
 
     def flush(self) -> None:
         if self.closed_by_reader:
@@ -233,7 +233,7 @@ class _Stdout:
         except BrokenPipeError:
             self._reader_gone()
         except OSError as exc:
-            raise FsyncbenchError(f"cannot write to standard output: {exc.strerror or exc}")
+            raise FsyncbenchError(f"cannot write to standard output: {exc.strerror or exc}") from exc
 
     def _reader_gone(self) -> None:
         self.closed_by_reader = True

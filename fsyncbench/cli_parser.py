@@ -296,7 +296,7 @@ def _percent(text: str) -> float:
     try:
         return options.percent(text)
     except FsyncbenchError as exc:
-        raise argparse.ArgumentTypeError(str(exc))
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def glue_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
@@ -330,7 +330,7 @@ def _model_call(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected milliseconds, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected milliseconds, got {text!r}") from None
     return options.model_call_ms(value, text)
 
 

@@ -58,7 +58,7 @@ def percent(value: str | float) -> float:
     try:
         pct = float(value.strip().rstrip("%")) if isinstance(value, str) else float(value)
     except (TypeError, ValueError):
-        raise FsyncbenchError(f"invalid percentage {value!r}: give a number such as 20")
+        raise FsyncbenchError(f"invalid percentage {value!r}: give a number such as 20") from None
     if pct < 0 or pct != pct:
         raise FsyncbenchError(f"invalid percentage {value!r}: must be 0 or more")
     return pct

@@ -17,9 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fsyncbench import crash  # noqa: E402
-from fsyncbench.measure.stats import summarize  # noqa: E402
-from tabulate import tabulate  # noqa: E402
+from tabulate import tabulate
+
+from fsyncbench import crash
+from fsyncbench.measure.stats import summarize
 
 
 def main() -> int:

@@ -63,13 +63,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np  # noqa: E402
-from tabulate import tabulate  # noqa: E402
+import numpy as np
+from tabulate import tabulate
 
-from fsyncbench import host as hostmod  # noqa: E402
-from fsyncbench.measure.timing import Sampler  # noqa: E402
-from fsyncbench.fmt import fmt_ns  # noqa: E402
-from fsyncbench.measure.workloads import BLOCK_BYTES, FlushWorkload, SyncPrimitive, scratch_dir  # noqa: E402
+from fsyncbench import host as hostmod
+from fsyncbench.fmt import fmt_ns
+from fsyncbench.measure.timing import Sampler
+from fsyncbench.measure.workloads import BLOCK_BYTES, FlushWorkload, SyncPrimitive, scratch_dir
 
 FIO_INSTALL = "fio not found: install it with `apt-get install -y fio` (Debian/Ubuntu package fio)"
 PG_INSTALL = ("pg_test_fsync not found: install it with `apt-get install -y postgresql` (Debian/"
@@ -226,7 +226,7 @@ def main() -> int:
     summary = []
     for tool in tools:
         vals = [g[tool] for g in per_round if tool in g]
-        med = lambda k: statistics.median(v[k] for v in vals) if k in vals[0] else None  # noqa: E731
+        med = lambda k, vals=vals: statistics.median(v[k] for v in vals) if k in vals[0] else None  # noqa: E731
         summary.append([tool, fmt_ns(med("p50")), fmt_ns(med("p99")), fmt_ns(med("mean"))])
     print("Median over rounds:")
     print(tabulate(summary, headers=["tool", "median", "p99", "mean"], tablefmt="simple",

@@ -32,10 +32,10 @@ import shutil
 import subprocess
 import sys
 import time
-import tomllib
 from collections import Counter
 from pathlib import Path
 
+import tomllib
 from tabulate import tabulate
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -17,9 +17,9 @@ import sys
 import matplotlib
 
 matplotlib.use("Agg")  # headless: write a file, open no window
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 
 def samples(path: str, config: str) -> tuple[str, np.ndarray]:

@@ -11,8 +11,8 @@ from factories import even_slices, host
 
 from fsyncbench import api
 from fsyncbench.measure import stats
-from fsyncbench.report import store
 from fsyncbench.model import FlushDelta, Pragmas, Report, Result
+from fsyncbench.report import store
 
 
 def samples(median_ns: float, n: int = 400, seed: int = 0, sigma: float = 0.35) -> tuple[int, ...]:

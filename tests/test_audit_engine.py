@@ -12,7 +12,6 @@ import pytest
 from factories import commit, flush, host
 
 from fsyncbench.judge import engine
-from fsyncbench.report import store
 from fsyncbench.model import (
     HONEST_FLUSH,
     MEASURED,
@@ -31,6 +30,7 @@ from fsyncbench.model import (
     SyscallComparison,
     Virtualization,
 )
+from fsyncbench.report import store
 
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
 BARE = Virtualization(hypervisor_flag=False)

@@ -14,14 +14,21 @@ import pytest
 from factories import BARE, VM, WB_SSD, commit, flush, host, write
 from test_host_linux import STAT_11, STAT_17, FakeRoot, line
 
-from fsyncbench.judge import (
-    commit_rules, counter_rules, devices, engine, evidence_rules, path_rules, platform_rules,
-    rule_facts, timing_rules,
-)
-from fsyncbench.measure import evidence, workloads
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.host import _linux, read_flush_counters
 from fsyncbench.host.layers import SYNC_DISABLING_LIBS, disk_layer, filesystem_layer
+from fsyncbench.judge import (
+    commit_rules,
+    counter_rules,
+    devices,
+    engine,
+    evidence_rules,
+    path_rules,
+    platform_rules,
+    rule_facts,
+    timing_rules,
+)
+from fsyncbench.measure import evidence, workloads
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFERRED,

@@ -14,8 +14,8 @@ import pytest
 from clitools import fsb, leftovers
 
 from fsyncbench import cli
-from fsyncbench.report import store
 from fsyncbench.model import to_jsonable
+from fsyncbench.report import store
 
 FAST = ["--samples", "60", "--compare-syncs", "120", "--sweep-repeats", "2",
         "--trace-commits", "5", "--quiet"]

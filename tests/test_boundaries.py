@@ -22,13 +22,11 @@ import numpy as np
 import pytest
 from factories import BARE, VM, WB_SSD, commit, flush, host, write
 
-from fsyncbench.judge import engine, gates, rule_facts
-from fsyncbench.report import compare, tables as render
 from fsyncbench import api
-from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.judge import devices
 from fsyncbench.host.layers import disk_layer, filesystem_layer
+from fsyncbench.judge import devices, engine, gates, rule_facts
+from fsyncbench.measure import stats
 from fsyncbench.model import (
     FLUSH_FSYNCS_BACKING_FILE,
     HONEST_FLUSH,
@@ -52,7 +50,8 @@ from fsyncbench.model import (
     SyscallComparison,
     Virtualization,
 )
-from fsyncbench.report import describe
+from fsyncbench.report import compare, describe
+from fsyncbench.report import tables as render
 
 #: A p50 every device class accepts as a real flush (above the 150 us consumer SSD floor).
 SLOW_ENOUGH_NS = 1_000_000

@@ -12,10 +12,10 @@ from clitools import fsb
 from factories import host
 from scipy.stats import mannwhitneyu
 
-from fsyncbench.report import compare, store
-from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure import stats
 from fsyncbench.model import BlockDevice, Virtualization
+from fsyncbench.report import compare, store
 
 # --------------------------------------------------------------------------- statistics
 

@@ -17,11 +17,11 @@ from factories import _result, even_slices, summary_at
 from scipy.stats import mannwhitneyu
 from scipy.stats import t as student_t
 
-from fsyncbench.report import compare
-from fsyncbench.measure import stats
-from fsyncbench.report.compare import RankTest
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure import stats
 from fsyncbench.model import Interval, ResultVerdict, Verdict
+from fsyncbench.report import compare
+from fsyncbench.report.compare import RankTest
 
 BLOCKS = stats.METHOD_BLOCKS
 NO_SLICES = "has no slices (schema 1 report or no raw samples)"

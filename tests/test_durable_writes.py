@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 import sampled
 
 ROOT = Path(__file__).resolve().parent.parent

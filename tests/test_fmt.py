@@ -6,11 +6,7 @@ import pytest
 import sampled
 from clitools import fsb
 
-from fsyncbench.measure import stats
-from fsyncbench.report import store
 from fsyncbench import report as report_out
-from fsyncbench.report.document import pretty
-from fsyncbench.model import Interval
 from fsyncbench.fmt import (
     fmt_bounds,
     fmt_interval,
@@ -19,6 +15,10 @@ from fsyncbench.fmt import (
     fmt_spread,
     short_reason,
 )
+from fsyncbench.measure import stats
+from fsyncbench.model import Interval
+from fsyncbench.report import store
+from fsyncbench.report.document import pretty
 
 
 @pytest.mark.parametrize("bounds,text", [

@@ -8,9 +8,10 @@ import sampled
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fsyncbench.report import compare, store, tables as render
 from fsyncbench import report as report_out
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.report import compare, store
+from fsyncbench.report import tables as render
 
 BASE = json.loads(store.report_to_json(sampled.report(1.0, seed=0, n=1200)))
 

@@ -8,9 +8,9 @@ import sampled
 from clitools import fsb
 from factories import host
 
-from fsyncbench.judge import gates
 from fsyncbench import api
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.judge import gates
 from fsyncbench.judge.gates import GateFailure
 from fsyncbench.model import Interval, ResultVerdict, Verdict
 

@@ -12,8 +12,16 @@ from types import SimpleNamespace
 import pytest
 
 import fsyncbench.host as host_pkg
-from fsyncbench.host import _counters, _linux, _mountinfo, _sysblock, _virt
-from fsyncbench.host import collect_host, flush_deltas, read_flush_counters
+from fsyncbench.host import (
+    _counters,
+    _linux,
+    _mountinfo,
+    _sysblock,
+    _virt,
+    collect_host,
+    flush_deltas,
+    read_flush_counters,
+)
 from fsyncbench.model import FlushDelta, Host, Mount
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
@@ -530,7 +538,7 @@ def test_maps_deleted_and_spaced_paths() -> None:
 
 
 def test_maps_without_libsqlite3_means_static_extension() -> None:
-    text = "\n".join(l for l in MAPS.splitlines() if "libsqlite3" not in l)
+    text = "\n".join(line for line in MAPS.splitlines() if "libsqlite3" not in line)
     assert _linux.parse_maps_for_sqlite(text, "/ext/_sqlite3.so") == "/ext/_sqlite3.so"
 
 

@@ -15,10 +15,11 @@ from clitools import fsb
 from factories import _result, commit, flush, host, write
 
 from fsyncbench import api
-from fsyncbench.measure import timing as measure, runner, stats, workloads
-from fsyncbench.report import store
 from fsyncbench import report as report_out
+from fsyncbench.measure import runner, stats, workloads
+from fsyncbench.measure import timing as measure
 from fsyncbench.model import Pragmas
+from fsyncbench.report import store
 
 
 class ScriptedClock:

@@ -20,7 +20,6 @@ import clitools
 import pytest
 from factories import host as fake_host
 
-from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import (
     HONEST_FLUSH,
@@ -38,6 +37,7 @@ from fsyncbench.powercut.listener import MAX_CONNECTIONS
 from fsyncbench.powercut.protocol import MAX_LINE_BYTES, ProtocolError, decode, encode
 from fsyncbench.powercut.run import POWERCUT_DIRNAME, make_row
 from fsyncbench.powercut.verify import JournalState, PowercutFacts, judge, read_journal
+from fsyncbench.report import store
 
 REPO = Path(__file__).resolve().parents[1]
 DEADLINE_S = 60

@@ -22,8 +22,8 @@ import pytest
 from factories import host as fake_host
 
 import fsyncbench
-from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure.workloads import SCHEMA, step_output
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFO,
@@ -63,7 +63,7 @@ from fsyncbench.powercut.verify import (
     select_run,
     verify,
 )
-from fsyncbench.measure.workloads import SCHEMA, step_output
+from fsyncbench.report import store
 
 RUN_A = "a" * 32
 LISTENER = "127.0.0.1:5400"

@@ -10,8 +10,8 @@ import sampled
 from clitools import fsb
 from factories import host
 
-from fsyncbench.report import compare, redact, store
 from fsyncbench.model import BlockDevice, Mount, StorageLayer
+from fsyncbench.report import compare, redact, store
 
 QUICK = ["--samples", "30", "--budget-seconds", "5", "--warmup", "2", "--quiet"]
 HOSTNAME = socket.gethostname()

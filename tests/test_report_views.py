@@ -19,8 +19,8 @@ import sampled
 from clitools import fsb
 from factories import BARE, WB_SSD, commit, flush, host
 
-from fsyncbench import report as report_out
 from fsyncbench import api
+from fsyncbench import report as report_out
 from fsyncbench.report import answer, describe
 from fsyncbench.report.document import Paragraph, pretty
 

@@ -10,10 +10,10 @@ import pytest
 import sampled
 from clitools import fsb, leftovers
 
-from fsyncbench.report import compare, store
-from fsyncbench.measure import rounds, runner, stats
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure import rounds, runner, stats
 from fsyncbench.model import FlushDelta
+from fsyncbench.report import compare, store
 
 
 def _round(seed, scale=1.0, flushes=100):

@@ -8,9 +8,8 @@ from __future__ import annotations
 from factories import BARE, VM, flush
 from factories import host as simple_host
 
-from fsyncbench.judge import engine
-from fsyncbench.judge import devices, stack
 from fsyncbench.host.layers import disk_layer, filesystem_layer
+from fsyncbench.judge import devices, engine, stack
 from fsyncbench.model import (
     FLUSH_FSYNCS_BACKING_FILE,
     FLUSH_PASSES_DOWN,

@@ -7,10 +7,10 @@ import pytest
 from factories import commit, flush, host
 
 from fsyncbench import api
-from fsyncbench.judge import engine
-from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.judge import engine
 from fsyncbench.model import BlockDevice
+from fsyncbench.report import store
 
 
 def _report():

@@ -12,9 +12,9 @@ import pytest
 from factories import commit, flush, host
 
 from fsyncbench import api
-from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Evidence, Interval, SyscallComparison
+from fsyncbench.report import store
 
 
 def _report(hostname="case-host", created="2024-03-05T14:07:09Z"):

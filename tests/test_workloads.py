@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from fsyncbench.measure import timing as measure, workloads
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure import timing as measure
+from fsyncbench.measure import workloads
 from fsyncbench.model import Pragmas
 
 

@@ -59,11 +59,15 @@ afterwards (:func:`fsyncbench.measure.workloads.scratch_dir`).
 
 from __future__ import annotations
 
-# The package's modules, in pipeline order: results (constants, errors, result dataclasses)
-# < world (the outside world) < journal (step runners) < agent < child (forked runs, the pipe
-# protocol, SIGKILL) < matrix (the public entry points). view renders a CrashExperiment;
-# cmd_crash imports it, this package does not.
-from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
+from fsyncbench.crash.journal import Journal, Point, StepRunner, input_hash
+from fsyncbench.crash.matrix import (
+    CrashExperiment,
+    kill_matrix_rows,
+    reordered_steps_after_crash,
+    replay_completed_run,
+    run_crash_experiment,
+    run_kill_matrix,
+)
 from fsyncbench.crash.results import (
     CHILD_TIMEOUT_S,
     CONTEXT_TOKENS_PER_TURN,
@@ -87,15 +91,12 @@ from fsyncbench.crash.results import (
     model_call_tokens,
 )
 from fsyncbench.crash.world import World
-from fsyncbench.crash.journal import Journal, Point, StepRunner, input_hash
-from fsyncbench.crash.matrix import (
-    CrashExperiment,
-    kill_matrix_rows,
-    reordered_steps_after_crash,
-    replay_completed_run,
-    run_crash_experiment,
-    run_kill_matrix,
-)
+
+# The package's modules, in pipeline order: results (constants, errors, result dataclasses)
+# < world (the outside world) < journal (step runners) < agent < child (forked runs, the pipe
+# protocol, SIGKILL) < matrix (the public entry points). view renders a CrashExperiment;
+# cmd_crash imports it, this package does not.
+from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
 
 __all__ = [
     "JOURNAL_MODES",

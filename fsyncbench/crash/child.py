@@ -14,9 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from fsyncbench.model import Pragmas
-from fsyncbench.measure.scratch import STOP_SIGNALS
-from fsyncbench.measure.workloads import JOURNAL_MODES, SCHEMA, SYNCHRONOUS, read_pragmas
 from fsyncbench.crash.agent import _CHECKPOINT_SCHEMA, _Agent
 from fsyncbench.crash.results import (
     _EXIT_ERROR,
@@ -33,6 +30,9 @@ from fsyncbench.crash.results import (
     PolicyRow,
 )
 from fsyncbench.crash.world import World
+from fsyncbench.measure.scratch import STOP_SIGNALS
+from fsyncbench.measure.workloads import JOURNAL_MODES, SCHEMA, SYNCHRONOUS, read_pragmas
+from fsyncbench.model import Pragmas
 
 # --------------------------------------------------------------------------------------------
 # Child processes

@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fsyncbench.model import Pragmas
-from fsyncbench.measure.workloads import scratch_dir
 from fsyncbench.crash.child import (
     _create_lane,
     _pragmas,
@@ -32,6 +30,8 @@ from fsyncbench.crash.results import (
     ReorderResult,
     ReplayResult,
 )
+from fsyncbench.measure.workloads import scratch_dir
+from fsyncbench.model import Pragmas
 
 # --------------------------------------------------------------------------------------------
 # Public API

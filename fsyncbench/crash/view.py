@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from fsyncbench.model import to_jsonable
-from fsyncbench.fmt import fmt_ns
-from fsyncbench.report.tables import TABLEFMT
 from fsyncbench.crash.matrix import kill_matrix_rows
+from fsyncbench.fmt import fmt_ns
+from fsyncbench.model import to_jsonable
+from fsyncbench.report.tables import TABLEFMT
 
 
 def _md(text: str) -> str:

@@ -5,6 +5,24 @@ findings."""
 
 from __future__ import annotations
 
+from fsyncbench.judge.rule_facts import (
+    APPLE_BARRIER_DOC,
+    APPLE_FSYNC_DOC,
+    COMMIT_VS_FLUSH_MIN_RATIO,
+    DESIGN_BANDS,
+    ETCD_GATE_DOC,
+    GATE_P99_NS,
+    REAL_IO_FLOOR_NS,
+    SLOW_MEDIAN_NS,
+    SQLITE_SYNC_DOC,
+    SQLITE_WAL_DOC,
+    Facts,
+    _base_primitive,
+    _commit,
+    _comparison,
+    _flush_results,
+    _us,
+)
 from fsyncbench.model import (
     INFERRED,
     INFO,
@@ -18,12 +36,6 @@ from fsyncbench.model import (
     Result,
     SyncTrace,
 )
-from fsyncbench.judge.rule_facts import (
-    APPLE_BARRIER_DOC, APPLE_FSYNC_DOC, COMMIT_VS_FLUSH_MIN_RATIO, DESIGN_BANDS, ETCD_GATE_DOC,
-    GATE_P99_NS, REAL_IO_FLOOR_NS, SLOW_MEDIAN_NS, SQLITE_SYNC_DOC, SQLITE_WAL_DOC, Facts,
-    _base_primitive, _commit, _comparison, _flush_results, _us,
-)
-
 
 # --------------------------------------------------------------------------- commit rules
 

@@ -8,9 +8,40 @@ The order they are weighed in: :data:`fsyncbench.judge.path_rules.PATH_RULES`.""
 
 from __future__ import annotations
 
+from fsyncbench.host.layers import NO_BARRIER_OPTIONS
 from fsyncbench.judge import stack
 from fsyncbench.judge.devices import device_class
-from fsyncbench.host.layers import NO_BARRIER_OPTIONS
+from fsyncbench.judge.rule_facts import (
+    BARRIER_DOC,
+    BLOCK_FLUSH_DOC,
+    DROPPED_FLUSH_RATIO,
+    EATMYDATA_DOC,
+    INTERPOSED_RATIO,
+    KERNEL_STAT_DOC,
+    REACHED_FLUSH_RATIO,
+    REAL_IO_FLOOR_NS,
+    Facts,
+    _a,
+    _background_flushes,
+    _chain,
+    _comparison,
+    _counter_ratio,
+    _flush_ms_per_flush,
+    _least,
+    _least_flushes,
+    _media_deltas,
+    _media_disks,
+    _per_sync,
+    _power_protected_media,
+    _preload_names,
+    _primitive,
+    _ratio,
+    _reached_ratio,
+    _subject,
+    _sync_disabling,
+    _us,
+    _write_back,
+)
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFERRED,
@@ -22,13 +53,6 @@ from fsyncbench.model import (
     Finding,
     Host,
     Result,
-)
-from fsyncbench.judge.rule_facts import (
-    BARRIER_DOC, BLOCK_FLUSH_DOC, DROPPED_FLUSH_RATIO, EATMYDATA_DOC, INTERPOSED_RATIO,
-    KERNEL_STAT_DOC, REACHED_FLUSH_RATIO, REAL_IO_FLOOR_NS, Facts, _a, _background_flushes,
-    _chain, _comparison, _counter_ratio, _flush_ms_per_flush, _least, _least_flushes,
-    _media_deltas, _media_disks, _per_sync, _power_protected_media, _preload_names, _primitive,
-    _ratio, _reached_ratio, _subject, _sync_disabling, _us, _write_back,
 )
 
 

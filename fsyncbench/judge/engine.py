@@ -40,6 +40,21 @@ import dataclasses
 from collections.abc import Sequence
 
 from fsyncbench.judge import devices
+from fsyncbench.judge.commit_rules import (
+    COMMIT_RULE_STRENGTH,
+    COMMIT_RULES,
+    config_durability,
+    slowness,
+)
+from fsyncbench.judge.evidence_rules import evidence_findings
+from fsyncbench.judge.path_rules import judge_primitive, weaker_signals
+from fsyncbench.judge.rule_facts import (
+    DESIGN_BANDS,
+    MAIN_PRIMITIVES,
+    Facts,
+    _base_primitive,
+    _flush_results,
+)
 from fsyncbench.model import (
     MEASURED,
     NO_FLUSH,
@@ -54,15 +69,6 @@ from fsyncbench.model import (
     ResultVerdict,
     Verdict,
 )
-from fsyncbench.judge.rule_facts import (
-    DESIGN_BANDS, MAIN_PRIMITIVES, Facts, _base_primitive, _flush_results,
-)
-from fsyncbench.judge.path_rules import judge_primitive, weaker_signals
-from fsyncbench.judge.commit_rules import (
-    COMMIT_RULE_STRENGTH, COMMIT_RULES, config_durability, slowness,
-)
-from fsyncbench.judge.evidence_rules import evidence_findings
-
 
 # --------------------------------------------------------------------------- verdict
 

@@ -4,18 +4,28 @@ the verdict."""
 
 from __future__ import annotations
 
+from fsyncbench.fmt import fmt_bandwidth
+from fsyncbench.judge.rule_facts import (
+    DROPPED_FLUSH_RATIO,
+    EATMYDATA_DOC,
+    KERNEL_STAT_DOC,
+    PG_TEST_FSYNC_DOC,
+    REACHED_FLUSH_RATIO,
+    REAL_IO_FLOOR_NS,
+    SECOND_FD_MIN_RATIO,
+    Facts,
+    _chain,
+    _flush_ms_per_flush,
+    _least_flushes,
+    _media_disks,
+    _ratio,
+    _us,
+)
 from fsyncbench.model import (
     INFO,
     RISK,
     Finding,
 )
-from fsyncbench.fmt import fmt_bandwidth
-from fsyncbench.judge.rule_facts import (
-    DROPPED_FLUSH_RATIO, EATMYDATA_DOC, KERNEL_STAT_DOC, PG_TEST_FSYNC_DOC, REACHED_FLUSH_RATIO,
-    REAL_IO_FLOOR_NS, SECOND_FD_MIN_RATIO, Facts, _chain, _flush_ms_per_flush, _least_flushes,
-    _media_disks, _ratio, _us,
-)
-
 
 # --------------------------------------------------------------------------- evidence findings
 # Informational findings that show the evidence even where it decided nothing.

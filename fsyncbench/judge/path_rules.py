@@ -9,6 +9,29 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from fsyncbench.judge.counter_rules import (
+    rule_flush_counters,
+    rule_flushes_reach_device,
+    rule_libc_interposed,
+)
+from fsyncbench.judge.platform_rules import (
+    rule_barriers_disabled,
+    rule_cloud_block_storage,
+    rule_hypervisor_ignores_flush,
+    rule_macos_plain_fsync,
+    rule_network_filesystem,
+    rule_no_flush_filesystem,
+    rule_ram_media,
+    rule_stack_not_followed,
+    rule_sync_disabling_preload,
+    rule_virtualized,
+)
+from fsyncbench.judge.rule_facts import Facts
+from fsyncbench.judge.timing_rules import (
+    rule_flush_costs_nothing,
+    rule_latency_floor,
+    rule_sweep_bandwidth,
+)
 from fsyncbench.model import (
     UNVERIFIABLE,
     Evidence,
@@ -16,19 +39,6 @@ from fsyncbench.model import (
     Host,
     Result,
 )
-from fsyncbench.judge.rule_facts import Facts
-from fsyncbench.judge.platform_rules import (
-    rule_barriers_disabled, rule_cloud_block_storage, rule_hypervisor_ignores_flush,
-    rule_macos_plain_fsync, rule_network_filesystem, rule_no_flush_filesystem, rule_ram_media,
-    rule_stack_not_followed, rule_sync_disabling_preload, rule_virtualized,
-)
-from fsyncbench.judge.counter_rules import (
-    rule_flush_counters, rule_flushes_reach_device, rule_libc_interposed,
-)
-from fsyncbench.judge.timing_rules import (
-    rule_flush_costs_nothing, rule_latency_floor, rule_sweep_bandwidth,
-)
-
 
 # --------------------------------------------------------------------------- path rules
 # Each path rule looks at one flush primitive (r; None = the path with nothing measured)

@@ -9,9 +9,39 @@ The order they are weighed in: :data:`fsyncbench.judge.path_rules.PATH_RULES`.""
 
 from __future__ import annotations
 
+from fsyncbench.host.layers import NO_BARRIER_OPTIONS
 from fsyncbench.judge import stack
 from fsyncbench.judge.devices import CLOUD_BLOCK_MODELS
-from fsyncbench.host.layers import NO_BARRIER_OPTIONS
+from fsyncbench.judge.rule_facts import (
+    APPLE_BARRIER_DOC,
+    APPLE_FSYNC_DOC,
+    BARRIER_DOC,
+    CLOUD_BLOCK_DOC,
+    EATMYDATA_DOC,
+    FIRECRACKER_DOC,
+    NO_FLUSH_FILESYSTEMS,
+    OVERLAY_VOLATILE_DOC,
+    RAM_STACK_DOC,
+    REACHED_FLUSH_RATIO,
+    REAL_IO_FLOOR_NS,
+    VIRTUALBOX_DOC,
+    ZFS_SYNC_DOC,
+    Facts,
+    _all_ram,
+    _chain,
+    _comparison,
+    _counter_ratio,
+    _flush_ms_per_flush,
+    _flush_results,
+    _media_disks,
+    _models,
+    _power_protected_media,
+    _preload_names,
+    _primitive,
+    _reached_ratio,
+    _subject,
+    _sync_disabling,
+)
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFERRED,
@@ -25,14 +55,6 @@ from fsyncbench.model import (
     Finding,
     Host,
     Result,
-)
-from fsyncbench.judge.rule_facts import (
-    APPLE_BARRIER_DOC, APPLE_FSYNC_DOC, BARRIER_DOC, CLOUD_BLOCK_DOC, EATMYDATA_DOC,
-    FIRECRACKER_DOC, NO_FLUSH_FILESYSTEMS, OVERLAY_VOLATILE_DOC, RAM_STACK_DOC,
-    REACHED_FLUSH_RATIO, REAL_IO_FLOOR_NS, VIRTUALBOX_DOC, ZFS_SYNC_DOC, Facts, _all_ram,
-    _chain, _comparison, _counter_ratio, _flush_ms_per_flush, _flush_results, _media_disks,
-    _models, _power_protected_media, _preload_names, _primitive, _reached_ratio, _subject,
-    _sync_disabling,
 )
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fsyncbench.judge import devices, stack
 from fsyncbench.host.layers import RAM_FILESYSTEMS, SYNC_DISABLING_LIBS
+from fsyncbench.judge import devices, stack
 from fsyncbench.model import (
     BlockDevice,
     Evidence,
@@ -17,7 +17,6 @@ from fsyncbench.model import (
     Pragmas,
     Result,
 )
-
 
 SQLITE_SYNC_DOC = "https://www.sqlite.org/pragma.html#pragma_synchronous"
 SQLITE_WAL_DOC = "https://www.sqlite.org/wal.html#performance_considerations"

@@ -8,6 +8,21 @@ The order they are weighed in: :data:`fsyncbench.judge.path_rules.PATH_RULES`.""
 from __future__ import annotations
 
 from fsyncbench.judge.devices import device_class
+from fsyncbench.judge.rule_facts import (
+    DESIGN_BANDS,
+    MAX_LINK_BANDWIDTH,
+    PCIE_DOC,
+    REAL_IO_FLOOR_NS,
+    SWEEP_MIN_BYTES,
+    Facts,
+    _a,
+    _all_ram,
+    _counter_ratio,
+    _media_disks,
+    _primitive,
+    _subject,
+    _us,
+)
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFERRED,
@@ -18,10 +33,6 @@ from fsyncbench.model import (
     VOLATILE_CACHE,
     Finding,
     Result,
-)
-from fsyncbench.judge.rule_facts import (
-    DESIGN_BANDS, MAX_LINK_BANDWIDTH, PCIE_DOC, REAL_IO_FLOOR_NS, SWEEP_MIN_BYTES, Facts, _a,
-    _all_ram, _counter_ratio, _media_disks, _primitive, _subject, _us,
 )
 
 

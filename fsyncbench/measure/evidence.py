@@ -44,21 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsyncbench import host as hostmod
-from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure import stats
 from fsyncbench.measure.timing import Workload, measure
-from fsyncbench.model import (
-    DirtySweep,
-    EnvironmentFacts,
-    Evidence,
-    FlushDelta,
-    Host,
-    Pragmas,
-    SecondFdCheck,
-    SweepPoint,
-    SyncTrace,
-    SyscallComparison,
-)
 from fsyncbench.measure.workloads import (
     SWEEP_SIZES,
     TRACE_MARK,
@@ -70,6 +58,18 @@ from fsyncbench.measure.workloads import (
     scratch_dir,
     sync_primitives,
     syscall_number,
+)
+from fsyncbench.model import (
+    DirtySweep,
+    EnvironmentFacts,
+    Evidence,
+    FlushDelta,
+    Host,
+    Pragmas,
+    SecondFdCheck,
+    SweepPoint,
+    SyncTrace,
+    SyscallComparison,
 )
 
 #: Pragma combinations whose syncs per commit are traced (cheap: no timing under strace).
@@ -349,7 +349,7 @@ def trace_syncs(
             done = subprocess.run(argv, env=_child_env(ld_preload), capture_output=True,
                                   timeout=STRACE_TIMEOUT_S, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.SubprocessError) as exc:
-            raise FsyncbenchError(f"strace could not run: {exc}")
+            raise FsyncbenchError(f"strace could not run: {exc}") from exc
         if done.returncode != 0:
             lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
             raise FsyncbenchError(f"strace failed: {lines[-1] if lines else done.returncode}")

@@ -130,7 +130,7 @@ def _run_worker(request: Path, result: Path, k: int, total_rounds: int,
         return (tuple(from_jsonable(Result, r) for r in data["results"]),
                 tuple(from_jsonable(Result, r) for r in data["floors"]))
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise FsyncbenchError(f"round {k + 1} left no readable results ({exc})")
+        raise FsyncbenchError(f"round {k + 1} left no readable results ({exc})") from exc
 
 
 def _plan_jsonable(plan: RunPlan) -> dict[str, Any]:

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsyncbench import host as hostmod
-from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure.timing import MAX_SAMPLES, EmptyOp, Sampler
-from fsyncbench.model import FlushDelta, Host, Pragmas, Result
 from fsyncbench.fmt import fmt_precision
+from fsyncbench.measure import stats
+from fsyncbench.measure.timing import MAX_SAMPLES, EmptyOp, Sampler
 from fsyncbench.measure.workloads import (
     BLOCK_BYTES,
     JOURNAL_MODES,
@@ -34,6 +33,7 @@ from fsyncbench.measure.workloads import (
     sqlite_sync_primitive,
     sync_primitives,
 )
+from fsyncbench.model import FlushDelta, Host, Pragmas, Result
 
 DEFAULT_JOURNAL_MODES = ("DELETE", "TRUNCATE", "WAL")
 DEFAULT_SYNCHRONOUS = ("OFF", "NORMAL", "FULL")
@@ -217,17 +217,17 @@ def check_target(target: Path) -> Path:
     try:
         st = os.stat(target)
     except FileNotFoundError:
-        raise FsyncbenchError(f"directory {target} does not exist")
+        raise FsyncbenchError(f"directory {target} does not exist") from None
     except OSError as exc:
         hint = (" (a FUSE daemon that died, a network filesystem whose server is gone, or a "
                 "failing disk: check the mount)") if exc.errno in _DEAD_MOUNT_ERRNOS else ""
-        raise FsyncbenchError(f"cannot read {target}: {exc.strerror}{hint}")
+        raise FsyncbenchError(f"cannot read {target}: {exc.strerror}{hint}") from exc
     if not stat.S_ISDIR(st.st_mode):
         raise FsyncbenchError(f"{target} is not a directory")
     try:
         return target.resolve()
     except OSError as exc:
-        raise FsyncbenchError(f"cannot resolve {target}: {exc.strerror}")
+        raise FsyncbenchError(f"cannot resolve {target}: {exc.strerror}") from exc
 
 
 def run_plan(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> tuple[Result, ...]:

@@ -43,7 +43,7 @@ def scratch_dir(target: Path) -> Iterator[Path]:
         try:
             path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=target))
         except OSError as exc:
-            raise FsyncbenchError(f"cannot create a working directory in {target}: {exc.strerror}")
+            raise FsyncbenchError(f"cannot create a working directory in {target}: {exc.strerror}") from exc
         _SCRATCH[path] = False
         parent_fd = _open_dir(target)
         with contextlib.suppress(OSError):

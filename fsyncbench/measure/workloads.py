@@ -468,7 +468,7 @@ def trace_child(argv: list[str]) -> None:
         directory = Path(tempfile.mkdtemp(prefix="trace-", dir=argv[0]))
     except OSError as exc:
         print(f"trace child: cannot create a directory in {argv[0]}: {exc.strerror}", file=sys.stderr)
-        raise SystemExit(3)
+        raise SystemExit(3) from exc
     try:
         for label in argv[3:]:
             mode, sync = label.split("/")
@@ -483,7 +483,7 @@ def trace_child(argv: list[str]) -> None:
                 journal.close()
     except (FsyncbenchError, ValueError) as exc:
         print(f"trace child: {exc}", file=sys.stderr)
-        raise SystemExit(3)
+        raise SystemExit(3) from exc
 
 
 def _mark(which: str, label: str) -> None:

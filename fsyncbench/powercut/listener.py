@@ -261,7 +261,7 @@ class _Connection:
         while True:
             try:
                 lines = reader.recv_lines()
-            except socket.timeout:
+            except TimeoutError:
                 return f"idle for {self.idle_timeout_s:g} s (power cut?), connection closed"
             except OSError as exc:
                 return f"connection lost ({exc.strerror or exc})"
@@ -418,7 +418,7 @@ class Listener:
             while not stop.is_set():
                 try:
                     conn, addr = self.sock.accept()
-                except socket.timeout:
+                except TimeoutError:
                     continue
                 except OSError as exc:  # e.g. EMFILE: keep serving the others
                     self.log(f"accept failed: {exc.strerror or exc}")

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure.workloads import step_output
 from fsyncbench.model import Host, Pragmas, from_jsonable, to_jsonable
 from fsyncbench.report.store import write_durably
-from fsyncbench.measure.workloads import step_output
 
 POWERCUT_DIRNAME = ".fsyncbench-powercut"
 RUN_FILE = "run.json"

@@ -20,12 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench import __version__
-from fsyncbench.judge import commit_rules, rule_facts
-from fsyncbench.report import store
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.host.layers import SYNC_DISABLING_LIBS
-from fsyncbench.judge import stack
-from fsyncbench.host.layers import SYNC_DISABLING_LIBS
+from fsyncbench.judge import commit_rules, rule_facts, stack
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFO,
@@ -55,6 +52,7 @@ from fsyncbench.powercut.run import (
     make_row,
     powercut_root,
 )
+from fsyncbench.report import store
 
 DISKCHECKER = ("Brad Fitzpatrick, diskchecker.pl (9 May 2005): a second host records every "
                "write the first believes durable; after power loss anything recorded but "

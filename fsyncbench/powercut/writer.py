@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure.workloads import JournalCommit, sqlite_sync_primitive
 from fsyncbench.model import Pragmas
 from fsyncbench.powercut import protocol
 from fsyncbench.powercut.protocol import MAX_ACK_SPAN, TO_WRITER, Client, encode
@@ -40,7 +41,6 @@ from fsyncbench.powercut.run import (
     save_run,
 )
 from fsyncbench.report.store import fsync_dir
-from fsyncbench.measure.workloads import JournalCommit, sqlite_sync_primitive
 
 #: Ping the listener when nothing was reported for this long (listener.IDLE_TIMEOUT_S is 120).
 PING_EVERY_S = 10.0

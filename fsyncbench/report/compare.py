@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from fsyncbench.measure import stats
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure import stats
 from fsyncbench.model import Interval, Report, Result
 
 CONFIDENCE = 0.95

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fsyncbench.measure import stats
+from fsyncbench.fmt import fmt_bandwidth, fmt_interval, fmt_ns, fmt_spread
 from fsyncbench.judge import stack
+from fsyncbench.measure import stats
 from fsyncbench.model import Finding, Report
 from fsyncbench.report.answer import (
     DEFAULT_MODEL_CALL_MS,
@@ -30,7 +31,6 @@ from fsyncbench.report.document import (
     Section,
     Table,
 )
-from fsyncbench.fmt import fmt_bandwidth, fmt_interval, fmt_ns, fmt_spread
 from fsyncbench.report.wording import (
     P999_MIN_SAMPLES,
     STRENGTH_MEANING,

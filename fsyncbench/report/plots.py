@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from fsyncbench.model import Report, Result
 from fsyncbench.fmt import fmt_ns
+from fsyncbench.model import Report, Result
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -22,7 +22,6 @@ from fsyncbench.model import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported (st
 from fsyncbench.model import Report, from_jsonable, to_jsonable
 
 
-
 def report_to_json(report: Report) -> str:
     """The report as indented JSON text; each raw-sample tuple (fields ending in
     ``samples_ns``) is written compactly on one line.
@@ -36,7 +35,7 @@ def report_to_json(report: Report) -> str:
     try:
         text = json.dumps(data, indent=1, allow_nan=False)
     except ValueError:
-        raise FsyncbenchError("the report holds a NaN or infinite number and cannot be saved as JSON")
+        raise FsyncbenchError("the report holds a NaN or infinite number and cannot be saved as JSON") from None
     if packed:
         text = _PACKED.sub(lambda m: json.dumps(packed[int(m.group(1))], separators=(",", ":")), text)
     return text + "\n"
@@ -74,11 +73,11 @@ def report_from_json(text: str, source: str = "report") -> Report:
     try:
         data = json.loads(text, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
-        raise FsyncbenchError(f"{source} is not valid JSON ({exc.msg}, line {exc.lineno})")
+        raise FsyncbenchError(f"{source} is not valid JSON ({exc.msg}, line {exc.lineno})") from exc
     except ValueError as exc:  # e.g. an integer longer than Python's 4,300-digit limit
-        raise FsyncbenchError(f"{source} is not a valid fsyncbench report ({exc})")
+        raise FsyncbenchError(f"{source} is not a valid fsyncbench report ({exc})") from exc
     except RecursionError:
-        raise FsyncbenchError(f"{source} is not a valid fsyncbench report (nested too deeply)")
+        raise FsyncbenchError(f"{source} is not a valid fsyncbench report (nested too deeply)") from None
     if not isinstance(data, dict) or "schema_version" not in data:
         raise FsyncbenchError(f"{source} is not an fsyncbench report (no schema_version)")
     version = data["schema_version"]
@@ -93,7 +92,7 @@ def report_from_json(text: str, source: str = "report") -> Report:
         report: Report = from_jsonable(Report, data)
         check_consistent(report)
     except ValueError as exc:
-        raise FsyncbenchError(f"{source} is not a valid fsyncbench report: {exc}")
+        raise FsyncbenchError(f"{source} is not a valid fsyncbench report: {exc}") from exc
     return report
 
 
@@ -167,9 +166,9 @@ def load_report(path: Path) -> Report:
             raise FsyncbenchError(f"report {path} is larger than {MAX_REPORT_BYTES >> 20} MiB")
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise FsyncbenchError(f"report {path} does not exist")
+        raise FsyncbenchError(f"report {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise FsyncbenchError(f"cannot read report {path}: {getattr(exc, 'strerror', None) or exc}")
+        raise FsyncbenchError(f"cannot read report {path}: {getattr(exc, 'strerror', None) or exc}") from exc
     return report_from_json(text, str(path))
 
 
@@ -193,7 +192,7 @@ def write_durably(path: Path, text: str) -> None:
         tmp = None
         fsync_dir(directory)
     except OSError as exc:
-        raise FsyncbenchError(f"cannot write {path}: {exc.strerror or exc}")
+        raise FsyncbenchError(f"cannot write {path}: {exc.strerror or exc}") from exc
     finally:
         if fd is not None:
             os.close(fd)
@@ -231,7 +230,7 @@ def claim_name(directory: Path, base: str, suffixes: tuple[str, ...]) -> Path:
         except OSError as exc:
             for target in made:
                 target.unlink(missing_ok=True)
-            raise FsyncbenchError(f"cannot write to {directory}: {exc.strerror or exc}")
+            raise FsyncbenchError(f"cannot write to {directory}: {exc.strerror or exc}") from exc
     raise FsyncbenchError(f"too many reports named {base}* in {directory}")
 
 
@@ -268,7 +267,7 @@ def check_output_dir(directory: Path) -> Path:
         with tempfile.TemporaryFile(dir=probe):
             pass
     except OSError as exc:
-        raise FsyncbenchError(f"output directory {directory} is not writable ({exc.strerror or exc})")
+        raise FsyncbenchError(f"output directory {directory} is not writable ({exc.strerror or exc})") from exc
     return directory
 
 
@@ -278,7 +277,7 @@ def prepare_output_dir(directory: Path) -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise FsyncbenchError(f"cannot create output directory {directory}: {exc.strerror}")
+        raise FsyncbenchError(f"cannot create output directory {directory}: {exc.strerror}") from exc
     return directory
 
 

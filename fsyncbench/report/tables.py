@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
-from fsyncbench.model import Host, Report, Result, to_jsonable
 from fsyncbench.fmt import fmt_interval, fmt_ns
+from fsyncbench.model import Host, Report, Result, to_jsonable
 from fsyncbench.report.wording import host_lines
 
 #: tabulate layout of a table per output format.

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 from tabulate import tabulate
 
+from fsyncbench.fmt import fmt_bandwidth, fmt_ns, fmt_precision
 from fsyncbench.judge import stack
 from fsyncbench.model import Finding, Host, Report, Result, ResultVerdict, Verdict
-from fsyncbench.fmt import fmt_bandwidth, fmt_ns, fmt_precision
 
 #: Fewest samples for which p99.9 is printed: with fewer it is within a sample or two of the
 #: maximum (the 99.9th percentile needs 1,000 samples to have one above it).
@@ -201,7 +201,8 @@ def methodology(report: Report) -> str:
             "call the named sync primitive (queue depth 1); `none` is the write alone."
         )
     if any_r is not None and any_r.ci_target_pct is not None:
-        from fsyncbench.measure import timing as measure, runner
+        from fsyncbench.measure import runner
+        from fsyncbench.measure import timing as measure
 
         counts = sorted({r.summary.count for r in report.results})
         parts.append(
@@ -368,4 +369,4 @@ def verdict_lines(report: Report) -> list[str]:
         rows.append([v.subject, v.path_verdict, v.strength or "-", v.decided_by, durable])
     table = tabulate(rows, headers=["subject", "verdict", "strength", "decided by", "durable config"],
                      tablefmt="simple", disable_numparse=True)
-    return ["Verdicts per sync primitive and configuration"] + ["  " + l for l in table.splitlines()]
+    return ["Verdicts per sync primitive and configuration"] + ["  " + line for line in table.splitlines()]
