@@ -12,11 +12,28 @@ __version__ = "0.1.0"
 
 #: The names :mod:`fsyncbench.api` exports here (``host`` and ``crash`` are subpackages,
 #: hence ``host_record`` and ``kill_matrix``).
-_API = frozenset({
-    "run", "audit", "host_record", "kill_matrix", "load", "save", "render", "gate", "compare",
-    "powercut_listen", "powercut_write", "powercut_verify", "Gates", "Outputs", "GateResult",
-    "Comparison", "FsyncbenchError", "Interrupted",
-})
+_API = frozenset(
+    {
+        "run",
+        "audit",
+        "host_record",
+        "kill_matrix",
+        "load",
+        "save",
+        "render",
+        "gate",
+        "compare",
+        "powercut_listen",
+        "powercut_write",
+        "powercut_verify",
+        "Gates",
+        "Outputs",
+        "GateResult",
+        "Comparison",
+        "FsyncbenchError",
+        "Interrupted",
+    }
+)
 
 
 def __getattr__(name: str):

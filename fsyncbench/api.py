@@ -41,10 +41,28 @@ from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import store
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
-__all__ = ["run", "audit", "host_record", "kill_matrix", "load", "save", "render", "gate",
-           "compare", "powercut_listen", "powercut_write", "powercut_verify", "build_report",
-           "write_file", "Gates", "Outputs", "GateResult", "Comparison", "FsyncbenchError",
-           "Interrupted"]
+__all__ = [
+    "run",
+    "audit",
+    "host_record",
+    "kill_matrix",
+    "load",
+    "save",
+    "render",
+    "gate",
+    "compare",
+    "powercut_listen",
+    "powercut_write",
+    "powercut_verify",
+    "build_report",
+    "write_file",
+    "Gates",
+    "Outputs",
+    "GateResult",
+    "Comparison",
+    "FsyncbenchError",
+    "Interrupted",
+]
 
 PathLike = str | os.PathLike[str]
 #: progress(label, index, total, done, target, elapsed_ns, budget_ns): ``label`` the
@@ -60,16 +78,29 @@ Notes = Callable[[str], None]
 # --------------------------------------------------------------------------- measuring
 
 
-def run(target: PathLike = ".", *, journal_modes: str | Sequence[str] | None = None,
-        synchronous: str | Sequence[str] | None = None,
-        fullfsync: str | bool | Sequence[str | bool] | None = None, samples: int | None = None,
-        ci_target_pct: float | None = None, min_samples: int | None = None,
-        budget_seconds: float = 10.0, run_budget_seconds: float | None = None,
-        rounds: int = runner.DEFAULT_ROUNDS, warmup: int = 50, payload_bytes: int = 512,
-        primitives: bool = True, assume: Sequence[str] = (), redact: bool = False,
-        gates: Gates | None = None, outputs: Outputs | None = None,
-        progress: Progress | None = None, notes: Notes | None = None,
-        command_line: Sequence[str] | None = None) -> Report:
+def run(
+    target: PathLike = ".",
+    *,
+    journal_modes: str | Sequence[str] | None = None,
+    synchronous: str | Sequence[str] | None = None,
+    fullfsync: str | bool | Sequence[str | bool] | None = None,
+    samples: int | None = None,
+    ci_target_pct: float | None = None,
+    min_samples: int | None = None,
+    budget_seconds: float = 10.0,
+    run_budget_seconds: float | None = None,
+    rounds: int = runner.DEFAULT_ROUNDS,
+    warmup: int = 50,
+    payload_bytes: int = 512,
+    primitives: bool = True,
+    assume: Sequence[str] = (),
+    redact: bool = False,
+    gates: Gates | None = None,
+    outputs: Outputs | None = None,
+    progress: Progress | None = None,
+    notes: Notes | None = None,
+    command_line: Sequence[str] | None = None,
+) -> Report:
     """``fsyncbench run``: measure journal-commit latency per pragma combination (and the raw
     sync primitives) in a fresh working directory under the existing directory ``target``,
     removed again, and return the judged report (kind "run"); nothing else is written.
@@ -89,10 +120,20 @@ def run(target: PathLike = ".", *, journal_modes: str | Sequence[str] | None = N
     started = time.monotonic_ns()
     path = options.target_dir(target)
     plan = options.run_plan(
-        path, journal_modes=journal_modes, synchronous=synchronous, fullfsync=fullfsync,
-        samples=samples, ci_target_pct=ci_target_pct, min_samples=min_samples,
-        budget_seconds=budget_seconds, run_budget_seconds=run_budget_seconds, rounds=rounds,
-        warmup=warmup, payload_bytes=payload_bytes, primitives=primitives)
+        path,
+        journal_modes=journal_modes,
+        synchronous=synchronous,
+        fullfsync=fullfsync,
+        samples=samples,
+        ci_target_pct=ci_target_pct,
+        min_samples=min_samples,
+        budget_seconds=budget_seconds,
+        run_budget_seconds=run_budget_seconds,
+        rounds=rounds,
+        warmup=warmup,
+        payload_bytes=payload_bytes,
+        primitives=primitives,
+    )
     if gates is not None:
         gates.check_configs(runner.result_names(plan), "this run measures")
     facts = options.assumed(assume)
@@ -100,23 +141,44 @@ def run(target: PathLike = ".", *, journal_modes: str | Sequence[str] | None = N
         outputs.check()
     host = _declare(_collect_host(path), facts)
     if fullfsync is not None and host.os_name != "Darwin":
-        _note(notes, "fullfsync has no effect outside macOS "
-              "(https://www.sqlite.org/pragma.html#pragma_fullfsync): its rows will differ "
-              "only by noise")
+        _note(
+            notes,
+            "fullfsync has no effect outside macOS "
+            "(https://www.sqlite.org/pragma.html#pragma_fullfsync): its rows will differ "
+            "only by noise",
+        )
     _sweep(path, notes)
     with _Measuring(progress) as where:
         results, floors = runner.run_with_floors(plan, host, where)
-    report = build_report("run", host, results, _command_line(command_line), floors,
-                          elapsed_ns=time.monotonic_ns() - started)
+    report = build_report(
+        "run",
+        host,
+        results,
+        _command_line(command_line),
+        floors,
+        elapsed_ns=time.monotonic_ns() - started,
+    )
     return _redacted(report, redact)
 
 
-def audit(target: PathLike | None = None, *, from_report: PathLike | None = None,
-          samples: int = 200, budget_seconds: float = 5.0, compare_syncs: int = 200,
-          sweep_repeats: int = 3, sweep_max_mib: int = 64, trace_commits: int = 20,
-          trace: bool = True, assume: Sequence[str] = (), redact: bool = False,
-          outputs: Outputs | None = None, progress: Progress | None = None,
-          notes: Notes | None = None, command_line: Sequence[str] | None = None) -> Report:
+def audit(
+    target: PathLike | None = None,
+    *,
+    from_report: PathLike | None = None,
+    samples: int = 200,
+    budget_seconds: float = 5.0,
+    compare_syncs: int = 200,
+    sweep_repeats: int = 3,
+    sweep_max_mib: int = 64,
+    trace_commits: int = 20,
+    trace: bool = True,
+    assume: Sequence[str] = (),
+    redact: bool = False,
+    outputs: Outputs | None = None,
+    progress: Progress | None = None,
+    notes: Notes | None = None,
+    command_line: Sequence[str] | None = None,
+) -> Report:
     """``fsyncbench audit``: measure in ``target`` (default ".") only what the verdict needs
     (``samples`` per flush primitive and commit configuration, at most ``budget_seconds``
     each), gather the evidence (``compare_syncs`` syncs per side of libc vs raw syscall,
@@ -142,9 +204,15 @@ def audit(target: PathLike | None = None, *, from_report: PathLike | None = None
 
     path = options.target_dir(target if target is not None else ".")
     plan, ev_plan = options.audit_plans(
-        path, samples=samples, budget_seconds=budget_seconds, compare_syncs=compare_syncs,
-        sweep_repeats=sweep_repeats, sweep_max_mib=sweep_max_mib, trace_commits=trace_commits,
-        trace=trace)
+        path,
+        samples=samples,
+        budget_seconds=budget_seconds,
+        compare_syncs=compare_syncs,
+        sweep_repeats=sweep_repeats,
+        sweep_max_mib=sweep_max_mib,
+        trace_commits=trace_commits,
+        trace=trace,
+    )
     facts = options.assumed(assume)
     if outputs is not None:
         outputs.check()
@@ -158,13 +226,20 @@ def audit(target: PathLike | None = None, *, from_report: PathLike | None = None
             where.label = f"audit evidence ({name})"
 
         ev = evidence.collect(path, host, ev_plan, progress=step)
-    report = build_report("audit", host, results, _command_line(command_line), evidence=ev,
-                          elapsed_ns=time.monotonic_ns() - started)
+    report = build_report(
+        "audit",
+        host,
+        results,
+        _command_line(command_line),
+        evidence=ev,
+        elapsed_ns=time.monotonic_ns() - started,
+    )
     return _redacted(report, redact)
 
 
-def host_record(target: PathLike = ".", *, assume: Sequence[str] = (),
-                outputs: Outputs | None = None) -> Host:
+def host_record(
+    target: PathLike = ".", *, assume: Sequence[str] = (), outputs: Outputs | None = None
+) -> Host:
     """``fsyncbench host``: the host record (OS, SQLite, filesystem, storage stack, devices,
     virtualization) of the directory ``target``, with the ``assume`` facts declared;
     nothing is measured."""
@@ -175,9 +250,14 @@ def host_record(target: PathLike = ".", *, assume: Sequence[str] = (),
     return _declare(_collect_host(path), facts)
 
 
-def kill_matrix(target: PathLike = ".", *, journal_mode: str = "wal",
-                synchronous: str = "full", outputs: Outputs | None = None,
-                notes: Notes | None = None):
+def kill_matrix(
+    target: PathLike = ".",
+    *,
+    journal_mode: str = "wal",
+    synchronous: str = "full",
+    outputs: Outputs | None = None,
+    notes: Notes | None = None,
+):
     """``fsyncbench crash``: SIGKILL a scripted 10-step agent at every step under four
     persistence policies, its step journal in a working directory under ``target`` with one
     ``journal_mode`` and ``synchronous``; returns the
@@ -195,10 +275,14 @@ def kill_matrix(target: PathLike = ".", *, journal_mode: str = "wal",
         raise Interrupted("interrupted during the kill matrix; working directory removed") from None
 
 
-def powercut_listen(bind: str = "127.0.0.1", port: int = 5400,
-                    state: PathLike = "fsyncbench-powercut-listener.db", *,
-                    log: Callable[[str], None] = lambda _line: None,
-                    ready: Callable[[tuple[str, int]], None] | None = None) -> None:
+def powercut_listen(
+    bind: str = "127.0.0.1",
+    port: int = 5400,
+    state: PathLike = "fsyncbench-powercut-listener.db",
+    *,
+    log: Callable[[str], None] = lambda _line: None,
+    ready: Callable[[tuple[str, int]], None] | None = None,
+) -> None:
     """``fsyncbench powercut listen``: record what writers report, durably in the SQLite
     file ``state``, until SIGINT/SIGTERM; ``log`` gets each status line, ``ready`` the bound
     (address, port) (:func:`fsyncbench.powercut.listen`)."""
@@ -207,11 +291,19 @@ def powercut_listen(bind: str = "127.0.0.1", port: int = 5400,
     powercut.listen(bind, port, Path(state), log, ready)
 
 
-def powercut_write(target: PathLike = ".", *, to: str, journal_mode: str = "wal",
-                   synchronous: str = "full", fullfsync: str | bool | None = None,
-                   payload_bytes: int = 512, max_commits: int | None = None,
-                   status: Callable | None = None, log: Callable[[str], None] | None = None,
-                   outputs: Outputs | None = None):
+def powercut_write(
+    target: PathLike = ".",
+    *,
+    to: str,
+    journal_mode: str = "wal",
+    synchronous: str = "full",
+    fullfsync: str | bool | None = None,
+    payload_bytes: int = 512,
+    max_commits: int | None = None,
+    status: Callable | None = None,
+    log: Callable[[str], None] | None = None,
+    outputs: Outputs | None = None,
+):
     """``fsyncbench powercut write``: commit journal rows in ``target`` and report each to the
     listener at ``to`` (HOST:PORT) once COMMIT returned, until ``max_commits`` or a stop;
     ``status`` gets a :class:`fsyncbench.powercut.writer.WriterStatus` now and then, ``log``
@@ -223,13 +315,26 @@ def powercut_write(target: PathLike = ".", *, to: str, journal_mode: str = "wal"
     pragmas = options.one_pragmas(journal_mode, synchronous, fullfsync, command="powercut write")
     if outputs is not None:
         outputs.check()
-    return powercut.write(address, path, pragmas, payload_bytes, max_commits,
-                          status or (lambda _s: None), log or (lambda _line: None))
+    return powercut.write(
+        address,
+        path,
+        pragmas,
+        payload_bytes,
+        max_commits,
+        status or (lambda _s: None),
+        log or (lambda _line: None),
+    )
 
 
-def powercut_verify(target: PathLike = ".", *, listener: str, run_id: str | None = None,
-                    report_dir: PathLike = "reports", outputs: Outputs | None = None,
-                    command_line: Sequence[str] | None = None):
+def powercut_verify(
+    target: PathLike = ".",
+    *,
+    listener: str,
+    run_id: str | None = None,
+    report_dir: PathLike = "reports",
+    outputs: Outputs | None = None,
+    command_line: Sequence[str] | None = None,
+):
     """``fsyncbench powercut verify``: check every commit the ``listener`` (HOST:PORT)
     recorded for the run ``run_id`` (default: the newest in ``target``) against its journal,
     and save the report (kind "powercut") in ``report_dir``. Returns the
@@ -240,13 +345,20 @@ def powercut_verify(target: PathLike = ".", *, listener: str, run_id: str | None
     path = options.target_dir(target)
     if outputs is not None:
         outputs.check()
-    return powercut.verify(address, path, run_id, Path(report_dir),
-                           list(_command_line(command_line)))
+    return powercut.verify(
+        address, path, run_id, Path(report_dir), list(_command_line(command_line))
+    )
 
 
-def build_report(kind: str, host: Host, results: Sequence[Result], command_line: Sequence[str],
-                 floors: Sequence[Result] = (), evidence: Evidence | None = None,
-                 elapsed_ns: int | None = None) -> Report:
+def build_report(
+    kind: str,
+    host: Host,
+    results: Sequence[Result],
+    command_line: Sequence[str],
+    floors: Sequence[Result] = (),
+    evidence: Evidence | None = None,
+    elapsed_ns: int | None = None,
+) -> Report:
     """Assemble a report of ``kind`` ("run" or "audit"): the verdict is derived here from
     ``host``, ``results`` and ``evidence`` (what ``fsyncbench audit`` measured,
     :mod:`fsyncbench.measure.evidence`), the notes from the measurement
@@ -295,8 +407,9 @@ class _Measuring:
 
         where = self.label or "setup"
         if issubclass(kind, KeyboardInterrupt):
-            raise Interrupted(f"interrupted while measuring {where}; {scratch_cleanup()}, "
-                              "no report written")
+            raise Interrupted(
+                f"interrupted while measuring {where}; {scratch_cleanup()}, no report written"
+            )
         raise FsyncbenchError(f"{exc} (while measuring {where}; {scratch_cleanup()})")
 
 
@@ -310,8 +423,9 @@ def _declare(host: Host, facts: Sequence[str]) -> Host:
     """``host`` with the ``facts`` recorded in its target (``declared``)."""
     if not facts:
         return host
-    target = dataclasses.replace(host.target, declared=tuple(
-        dict.fromkeys((*host.target.declared, *facts))))
+    target = dataclasses.replace(
+        host.target, declared=tuple(dict.fromkeys((*host.target.declared, *facts)))
+    )
     return dataclasses.replace(host, target=target)
 
 
@@ -344,8 +458,13 @@ def _redacted(report: Report, redact: bool) -> Report:
 # --------------------------------------------------------------------------- reports
 
 
-def load(path: PathLike, *, redact: bool = False, gates: Gates | None = None,
-         outputs: Outputs | None = None) -> Report:
+def load(
+    path: PathLike,
+    *,
+    redact: bool = False,
+    gates: Gates | None = None,
+    outputs: Outputs | None = None,
+) -> Report:
     """``fsyncbench show``'s report: read and check a saved report file (run, audit or
     powercut; a newer schema raises "upgrade fsyncbench"), ``redact``-ed if asked. ``gates``'
     configurations must be in it; ``outputs`` must not overwrite it (both checked)."""
@@ -358,9 +477,15 @@ def load(path: PathLike, *, redact: bool = False, gates: Gates | None = None,
     return report
 
 
-def save(report: Report, report_dir: PathLike | None, *, html: bool = False,
-         csv: PathLike | None = None, model_call_ms: float = DEFAULT_MODEL_CALL_MS,
-         rendered: dict[str, str] | None = None) -> list[Path]:
+def save(
+    report: Report,
+    report_dir: PathLike | None,
+    *,
+    html: bool = False,
+    csv: PathLike | None = None,
+    model_call_ms: float = DEFAULT_MODEL_CALL_MS,
+    rendered: dict[str, str] | None = None,
+) -> list[Path]:
     """Write ``<host>-<time>.json`` and ``.md`` (and ``.html``) under a name no other report
     holds in ``report_dir`` (created if needed; None: no report files), then the raw samples
     as CSV to ``csv`` (replaced if it exists, like fio's and hyperfine's output files), all
@@ -376,9 +501,14 @@ def save(report: Report, report_dir: PathLike | None, *, html: bool = False,
         stem = store.claim_name(out_dir, store.report_basename(report), suffixes)
         paths = [stem.with_name(stem.name + suffix) for suffix in suffixes]
     done = rendered or {}
-    texts = {suffix: (lambda fmt=fmt: done[fmt] if fmt in done
-                      else render(report, fmt, model_call_ms=model_call_ms))
-             for suffix, fmt in ((".json", "json"), (".md", "markdown"), (".html", "html"))}
+    texts = {
+        suffix: (
+            lambda fmt=fmt: (
+                done[fmt] if fmt in done else render(report, fmt, model_call_ms=model_call_ms)
+            )
+        )
+        for suffix, fmt in ((".json", "json"), (".md", "markdown"), (".html", "html"))
+    }
     written: list[Path] = []
     try:
         for path, suffix in zip(paths, suffixes):
@@ -435,8 +565,16 @@ def render(result, fmt: str = "text", *, model_call_ms: float = DEFAULT_MODEL_CA
         return store.report_to_json(result.report) if fmt == "json" else result.text
     if isinstance(result, WriterSummary):
         if options.choice(fmt, options.VERIFY_FORMATS, "--format") == "json":
-            return json.dumps({k: str(v) if isinstance(v, Path) else v
-                               for k, v in to_jsonable(result).items()}, indent=1) + "\n"
+            return (
+                json.dumps(
+                    {
+                        k: str(v) if isinstance(v, Path) else v
+                        for k, v in to_jsonable(result).items()
+                    },
+                    indent=1,
+                )
+                + "\n"
+            )
         return format_summary(result) + "\n"
     from fsyncbench.crash import CrashExperiment
 
@@ -468,9 +606,14 @@ class GateResult:
         return bool(self.failures)
 
 
-def gate(report: Report, gates: Gates | None = None, *, max_p99: str | int | None = None,
-         fail_on: str | Sequence[str] | None = None,
-         configs: str | Sequence[str] | None = None) -> GateResult:
+def gate(
+    report: Report,
+    gates: Gates | None = None,
+    *,
+    max_p99: str | int | None = None,
+    fail_on: str | Sequence[str] | None = None,
+    configs: str | Sequence[str] | None = None,
+) -> GateResult:
     """The CI gates over ``report``: each configuration (``configs``; default all but the
     no-sync write baseline) whose p99 is above ``max_p99`` ("10ms", or ns) or whose path
     verdict is in ``fail_on`` ("volatile_cache,no_flush") fails. Give ``gates`` (parsed) or
@@ -505,9 +648,13 @@ class Comparison:
     lines: tuple[str, ...] = ()
 
 
-def compare(reports: Sequence[PathLike | Report], *, configs: str | Sequence[str] | None = None,
-            fail_on_regression: float | None = None, outputs: Outputs | None = None
-            ) -> Comparison:
+def compare(
+    reports: Sequence[PathLike | Report],
+    *,
+    configs: str | Sequence[str] | None = None,
+    fail_on_regression: float | None = None,
+    outputs: Outputs | None = None,
+) -> Comparison:
     """``fsyncbench compare``: two or more reports (files or Report objects; the first is the
     baseline, each labelled by its file name, or its path where names repeat). ``configs``:
     the configuration to sort a fleet by (default wal/full), or those the regression check
@@ -522,8 +669,11 @@ def compare(reports: Sequence[PathLike | Report], *, configs: str | Sequence[str
     if outputs is not None:
         outputs.check()
     names = [store.report_basename(r) if isinstance(r, Report) else Path(r).name for r in reports]
-    labels = names if len(set(names)) == len(names) else [
-        store.report_basename(r) if isinstance(r, Report) else str(Path(r)) for r in reports]
+    labels = (
+        names
+        if len(set(names)) == len(names)
+        else [store.report_basename(r) if isinstance(r, Report) else str(Path(r)) for r in reports]
+    )
     loaded = [r if isinstance(r, Report) else store.load_report(Path(r)) for r in reports]
     comparing.check_comparable(loaded, labels)
     wanted = checks.parse_names([configs] if isinstance(configs, str) else configs)
@@ -538,10 +688,17 @@ def compare(reports: Sequence[PathLike | Report], *, configs: str | Sequence[str
         if len(wanted) > 1:
             raise FsyncbenchError("a fleet is sorted by one configuration: give one --config")
         config = comparing.fleet_config(loaded, wanted[0] if wanted else None)
-        out = dataclasses.replace(out, fleet=tuple(comparing.fleet(loaded, labels, config)),
-                                  config=config)
-        pairs = [] if limit is None else [(label, comparing.compare_pair(loaded[0], rep))
-                                          for rep, label in zip(loaded[1:], labels[1:])]
+        out = dataclasses.replace(
+            out, fleet=tuple(comparing.fleet(loaded, labels, config)), config=config
+        )
+        pairs = (
+            []
+            if limit is None
+            else [
+                (label, comparing.compare_pair(loaded[0], rep))
+                for rep, label in zip(loaded[1:], labels[1:])
+            ]
+        )
     if limit is None:
         return out
     found, skipped = [], []
@@ -550,13 +707,19 @@ def compare(reports: Sequence[PathLike | Report], *, configs: str | Sequence[str
         if untested and len(untested) == looked:
             raise FsyncbenchError(
                 f"--fail-on-regression could test no configuration of {label} against "
-                f"{labels[0]}: " + "; ".join(untested[:2])
-                + (f"; and {len(untested) - 2} more" if len(untested) > 2 else ""))
+                f"{labels[0]}: "
+                + "; ".join(untested[:2])
+                + (f"; and {len(untested) - 2} more" if len(untested) > 2 else "")
+            )
         skipped += [f"{u} in {label}" for u in untested]
         found += comparing.regressions(pair, limit, labels[0], label, wanted)
-    return dataclasses.replace(out, limit_pct=limit, regressions=tuple(found),
-                               not_checked=tuple(skipped),
-                               lines=tuple(_regression_lines(limit, pairs, labels[0], found, skipped)))
+    return dataclasses.replace(
+        out,
+        limit_pct=limit,
+        regressions=tuple(found),
+        not_checked=tuple(skipped),
+        lines=tuple(_regression_lines(limit, pairs, labels[0], found, skipped)),
+    )
 
 
 def _regression_lines(limit: float, pairs, baseline: str, found, skipped) -> list[str]:
@@ -567,8 +730,9 @@ def _regression_lines(limit: float, pairs, baseline: str, found, skipped) -> lis
 
     lines = []
     if skipped:
-        lines.append("Not checked for a regression (no p99 interval to test): "
-                     + "; ".join(skipped) + ".")
+        lines.append(
+            "Not checked for a regression (no p99 interval to test): " + "; ".join(skipped) + "."
+        )
     if not found:
         lines.append(f"No p99 regression above {limit:g} % against {baseline}.")
         return lines
@@ -582,7 +746,8 @@ def _regression_lines(limit: float, pairs, baseline: str, found, skipped) -> lis
             f"REGRESSION {r.name}: p99 {fmt_ns(q.a_ns)} in {r.baseline} -> "
             f"{fmt_ns(q.b_ns)} in {r.candidate} ({q.change_pct:+.0f} %, ratio 95% CI "
             f"[{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}]), more than --fail-on-regression "
-            f"{r.limit_pct:g} % worse ({comparing.ADJUSTMENT}-adjusted one-sided p {r.p_adjusted:.2g})")
+            f"{r.limit_pct:g} % worse ({comparing.ADJUSTMENT}-adjusted one-sided p {r.p_adjusted:.2g})"
+        )
     return lines
 
 
@@ -591,8 +756,9 @@ def _render_comparison(c: Comparison, fmt: str) -> str:
 
     if fmt != "json":
         if c.pair is not None:
-            return tables.render_compare(c.reports[0], c.reports[1], c.pair, c.labels,
-                                         tables.TABLEFMT[fmt])
+            return tables.render_compare(
+                c.reports[0], c.reports[1], c.pair, c.labels, tables.TABLEFMT[fmt]
+            )
         return tables.render_fleet(list(c.fleet), c.config, tables.TABLEFMT[fmt])
     if c.pair is not None:
         data = tables.compare_jsonable(c.reports[0], c.reports[1], c.pair, c.labels)
@@ -600,6 +766,9 @@ def _render_comparison(c: Comparison, fmt: str) -> str:
         data = tables.fleet_jsonable(list(c.fleet), c.config)
     if c.limit_pct is not None:
         data["regression_check"] = {
-            "limit_pct": c.limit_pct, "baseline": c.labels[0],
-            "not_checked": list(c.not_checked), "regressions": [to_jsonable(r) for r in c.regressions]}
+            "limit_pct": c.limit_pct,
+            "baseline": c.labels[0],
+            "not_checked": list(c.not_checked),
+            "regressions": [to_jsonable(r) for r in c.regressions],
+        }
     return _json(data)

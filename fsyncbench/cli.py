@@ -30,13 +30,27 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     progress = _Progress(quiet=args.quiet)
     try:
         report = api.run(
-            args.dir, journal_modes=args.journal_mode, synchronous=args.synchronous,
-            fullfsync=args.fullfsync, samples=args.samples, ci_target_pct=args.ci_target_pct,
-            min_samples=args.min_samples, budget_seconds=args.budget_seconds,
-            run_budget_seconds=args.run_budget_seconds, rounds=args.rounds, warmup=args.warmup,
-            payload_bytes=args.payload_bytes, primitives=not args.no_primitives,
-            assume=args.assume or (), redact=args.redact, gates=gates, outputs=_outputs(args),
-            progress=progress, notes=_note, command_line=["fsyncbench", *argv])
+            args.dir,
+            journal_modes=args.journal_mode,
+            synchronous=args.synchronous,
+            fullfsync=args.fullfsync,
+            samples=args.samples,
+            ci_target_pct=args.ci_target_pct,
+            min_samples=args.min_samples,
+            budget_seconds=args.budget_seconds,
+            run_budget_seconds=args.run_budget_seconds,
+            rounds=args.rounds,
+            warmup=args.warmup,
+            payload_bytes=args.payload_bytes,
+            primitives=not args.no_primitives,
+            assume=args.assume or (),
+            redact=args.redact,
+            gates=gates,
+            outputs=_outputs(args),
+            progress=progress,
+            notes=_note,
+            command_line=["fsyncbench", *argv],
+        )
     finally:
         progress.close()
     return _finish_report(report, args, gates)
@@ -47,12 +61,22 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
     progress = _Progress(quiet=args.quiet)
     try:
         report = api.audit(
-            args.dir, from_report=args.from_report, samples=args.samples,
-            budget_seconds=args.budget_seconds, compare_syncs=args.compare_syncs,
-            sweep_repeats=args.sweep_repeats, sweep_max_mib=args.sweep_max_mib,
-            trace_commits=args.trace_commits, trace=not args.no_trace,
-            assume=args.assume or (), redact=args.redact, outputs=_outputs(args),
-            progress=progress, notes=_note, command_line=["fsyncbench", *argv])
+            args.dir,
+            from_report=args.from_report,
+            samples=args.samples,
+            budget_seconds=args.budget_seconds,
+            compare_syncs=args.compare_syncs,
+            sweep_repeats=args.sweep_repeats,
+            sweep_max_mib=args.sweep_max_mib,
+            trace_commits=args.trace_commits,
+            trace=not args.no_trace,
+            assume=args.assume or (),
+            redact=args.redact,
+            outputs=_outputs(args),
+            progress=progress,
+            notes=_note,
+            command_line=["fsyncbench", *argv],
+        )
     finally:
         progress.close()
     return _finish_report(report, args, gates)
@@ -63,8 +87,14 @@ def _finish_report(report: Report, args: argparse.Namespace, gates: api.Gates) -
     closed pipe or a full stdout cannot lose the measurement, then print it in --format (or
     write it to --output), say on stderr what was saved, and apply the gates."""
     text = api.render(report, args.format, model_call_ms=args.model_call_ms)
-    paths = api.save(report, _outputs(args).save_dir, html=args.format == "html", csv=args.csv,
-                     model_call_ms=args.model_call_ms, rendered={args.format: text})
+    paths = api.save(
+        report,
+        _outputs(args).save_dir,
+        html=args.format == "html",
+        csv=args.csv,
+        model_call_ms=args.model_call_ms,
+        rendered={args.format: text},
+    )
     _emit(args, text)
     if paths:
         print("Report written: " + ", ".join(str(p) for p in paths), file=sys.stderr)
@@ -93,21 +123,31 @@ def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
 
 
 def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
-    outcome = api.kill_matrix(args.dir, journal_mode=args.journal_mode,
-                              synchronous=args.synchronous, outputs=_outputs(args), notes=_note)
+    outcome = api.kill_matrix(
+        args.dir,
+        journal_mode=args.journal_mode,
+        synchronous=args.synchronous,
+        outputs=_outputs(args),
+        notes=_note,
+    )
     _emit(args, api.render(outcome, args.format, model_call_ms=args.model_call_ms))
     return EXIT_OK
 
 
 def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
-    result = api.compare(args.reports, configs=args.config,
-                         fail_on_regression=args.fail_on_regression, outputs=_outputs(args))
+    result = api.compare(
+        args.reports,
+        configs=args.config,
+        fail_on_regression=args.fail_on_regression,
+        outputs=_outputs(args),
+    )
     _emit(args, api.render(result, args.format))
     if args.fail_on_regression is None:
         return EXIT_OK
     # the regression gate's lines: after the table, or on stderr when stdout carries JSON
     to_stderr = (args.output is None and args.format == "json") or getattr(
-        sys.stdout, "closed_by_reader", False)
+        sys.stdout, "closed_by_reader", False
+    )
     out = sys.stderr if to_stderr else sys.stdout
     if out is sys.stdout and args.output is None:
         print()
@@ -126,9 +166,14 @@ def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
         api.powercut_listen(args.bind, args.port, args.state, log=log)
         return EXIT_OK
     if args.action == "verify":
-        outcome = api.powercut_verify(args.dir, listener=args.listener, run_id=args.run_id,
-                                      report_dir=args.report_dir, outputs=_outputs(args),
-                                      command_line=["fsyncbench", *argv])
+        outcome = api.powercut_verify(
+            args.dir,
+            listener=args.listener,
+            run_id=args.run_id,
+            report_dir=args.report_dir,
+            outputs=_outputs(args),
+            command_line=["fsyncbench", *argv],
+        )
         _emit(args, api.render(outcome, args.format))
         print(f"Report written: {outcome.path}", file=sys.stderr)
         return EXIT_RISK if outcome.failed else EXIT_OK
@@ -137,27 +182,47 @@ def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
         from fsyncbench.powercut import format_status
 
         line = format_status(s)
-        print("\r\033[K" + line if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+        print(
+            "\r\033[K" + line if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True
+        )
 
     summary = api.powercut_write(
-        args.dir, to=args.to, journal_mode=args.journal_mode, synchronous=args.synchronous,
-        fullfsync=args.fullfsync, payload_bytes=args.payload_bytes,
-        max_commits=args.max_commits, status=status, log=log, outputs=_outputs(args))
+        args.dir,
+        to=args.to,
+        journal_mode=args.journal_mode,
+        synchronous=args.synchronous,
+        fullfsync=args.fullfsync,
+        payload_bytes=args.payload_bytes,
+        max_commits=args.max_commits,
+        status=status,
+        log=log,
+        outputs=_outputs(args),
+    )
     if tty:
         print(file=sys.stderr)
     _emit(args, api.render(summary, args.format))
     return EXIT_OK
 
 
-_COMMANDS = {"run": cmd_run, "host": cmd_host, "crash": cmd_crash, "show": cmd_show,
-             "compare": cmd_compare, "audit": cmd_audit, "powercut": cmd_powercut}
+_COMMANDS = {
+    "run": cmd_run,
+    "host": cmd_host,
+    "crash": cmd_crash,
+    "show": cmd_show,
+    "compare": cmd_compare,
+    "audit": cmd_audit,
+    "powercut": cmd_powercut,
+}
 
 
 def _outputs(args: argparse.Namespace) -> api.Outputs:
     """The files a command's options name (--output, --csv, --report-dir, --no-report)."""
-    return api.Outputs(output=getattr(args, "output", None), csv=getattr(args, "csv", None),
-                       report_dir=getattr(args, "report_dir", None),
-                       no_report=getattr(args, "no_report", False))
+    return api.Outputs(
+        output=getattr(args, "output", None),
+        csv=getattr(args, "csv", None),
+        report_dir=getattr(args, "report_dir", None),
+        no_report=getattr(args, "no_report", False),
+    )
 
 
 def _note(message: str) -> None:
@@ -190,8 +255,11 @@ def _apply_gates(result: api.GateResult, to_stderr: bool = False) -> int:
     for f in result.failures:
         print(f"GATE FAILED [{f.gate}] {f.message}", file=out)
     n = len(result.failures)
-    print(f"{n} gate failure{'s' if n != 1 else ''} in {_configurations(result.checked)} "
-          "checked: exit 1.", file=out)
+    print(
+        f"{n} gate failure{'s' if n != 1 else ''} in {_configurations(result.checked)} "
+        "checked: exit 1.",
+        file=out,
+    )
     return EXIT_RISK
 
 
@@ -223,7 +291,9 @@ class _Stdout:
             self._reader_gone()
             return len(text)
         except OSError as exc:
-            raise FsyncbenchError(f"cannot write to standard output: {exc.strerror or exc}") from exc
+            raise FsyncbenchError(
+                f"cannot write to standard output: {exc.strerror or exc}"
+            ) from exc
 
     def flush(self) -> None:
         if self.closed_by_reader:
@@ -233,7 +303,9 @@ class _Stdout:
         except BrokenPipeError:
             self._reader_gone()
         except OSError as exc:
-            raise FsyncbenchError(f"cannot write to standard output: {exc.strerror or exc}") from exc
+            raise FsyncbenchError(
+                f"cannot write to standard output: {exc.strerror or exc}"
+            ) from exc
 
     def _reader_gone(self) -> None:
         self.closed_by_reader = True
@@ -307,9 +379,15 @@ class _Progress:
             from tqdm import tqdm
 
             columns, rows = _terminal_size(sys.stderr, self.FALLBACK_SIZE)
-            self._bar = tqdm(total=total, unit="config", file=sys.stderr, disable=False,
-                             ncols=columns, nrows=rows,
-                             bar_format="{l_bar}{bar}| {n:.1f}/{total} workloads [{elapsed}<{remaining}]{postfix}")
+            self._bar = tqdm(
+                total=total,
+                unit="config",
+                file=sys.stderr,
+                disable=False,
+                ncols=columns,
+                nrows=rows,
+                bar_format="{l_bar}{bar}| {n:.1f}/{total} workloads [{elapsed}<{remaining}]{postfix}",
+            )
         # budget_ns 0: a run-budgeted run, where index already is the time spent, in workloads
         frac = min(1.0, max(done / target, elapsed_ns / budget_ns)) if budget_ns else 0.0
         self._bar.n = index + frac

@@ -14,8 +14,13 @@ from fsyncbench.measure import runner
 from fsyncbench.options import REPORT_FORMATS, TABLE_FORMATS, VERIFY_FORMATS
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
-__all__ = ["build_parser", "glue_negative_values", "REPORT_FORMATS", "TABLE_FORMATS",
-           "VERIFY_FORMATS"]
+__all__ = [
+    "build_parser",
+    "glue_negative_values",
+    "REPORT_FORMATS",
+    "TABLE_FORMATS",
+    "VERIFY_FORMATS",
+]
 
 
 def _path(text: str) -> Path:
@@ -41,54 +46,121 @@ def build_parser() -> argparse.ArgumentParser:
         "-o/--output FILE; run, audit and powercut verify also save report files in "
         "--report-dir DIR (default ./reports).",
     )
-    parser.add_argument("--version", action="version", version=f"fsyncbench {__version__}",
-                        help="print the version and exit")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser,
-                                help="the command; fsyncbench COMMAND --help for its options")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"fsyncbench {__version__}",
+        help="print the version and exit",
+    )
+    sub = parser.add_subparsers(
+        dest="command",
+        required=True,
+        parser_class=_Parser,
+        help="the command; fsyncbench COMMAND --help for its options",
+    )
 
-    run = sub.add_parser("run", help="measure journal-commit latency per SQLite pragma combination",
-                         description="Measure journal-commit latency per SQLite pragma combination "
-                         "and the raw sync primitives in DIR, print the report and save it "
-                         "(JSON + Markdown, + HTML with --format html) in --report-dir.")
-    run.add_argument("dir", nargs="?", default=".", type=_path, metavar="DIR",
-                     help="directory on the storage to test (default: current directory)")
-    run.add_argument("--journal-mode", metavar="MODES",
-                     help="comma list: delete,truncate,persist,memory,wal,off "
-                     "(default: delete,truncate,wal)")
-    run.add_argument("--synchronous", metavar="LEVELS",
-                     help="comma list: off,normal,full,extra (default: off,normal,full)")
-    run.add_argument("--fullfsync", metavar="VALUES",
-                     help="comma list: on,off (default on macOS: off,on; elsewhere not set)")
-    run.add_argument("--samples", type=int, metavar="N",
-                     help="take exactly N samples per configuration instead of sampling "
-                     "until the p99 CI target is met (default: adaptive)")
-    run.add_argument("--ci-target-pct", type=float, metavar="PCT",
-                     help="sample each configuration until the 95%% CI of its p99 is within "
-                     f"+-PCT %% of p99 (default {runner.DEFAULT_CI_TARGET_PCT:g})")
-    run.add_argument("--min-samples", type=int, metavar="N",
-                     help="fewest samples before the CI target may stop a configuration "
-                     f"(default {runner.DEFAULT_MIN_SAMPLES})")
-    run.add_argument("--budget-seconds", type=float, default=10.0, metavar="S",
-                     help="most time one configuration may take, in seconds (default 10)")
-    run.add_argument("--run-budget-seconds", type=float, metavar="S",
-                     help="time all configurations share, in seconds; time one does not need "
-                     "goes to those whose CI is still too wide (default "
-                     f"{runner.DEFAULT_RUN_BUDGET_S:g} when adaptive, none with --samples)")
-    run.add_argument("--rounds", type=int, default=runner.DEFAULT_ROUNDS, metavar="N",
-                     help="repeat the whole measurement N times, each round with fresh files "
-                     "and an equal share of the time; the report shows each round's p99 and "
-                     "widens the intervals where rounds disagree more than slices "
-                     f"(default {runner.DEFAULT_ROUNDS})")
-    run.add_argument("--warmup", type=int, default=50, metavar="N",
-                     help="untimed warmup operations (default 50)")
-    run.add_argument("--payload-bytes", type=int, default=512, metavar="N",
-                     help="size of each step's JSON output, in bytes (default 512)")
-    run.add_argument("--no-primitives", action="store_true",
-                     help="skip the raw write+sync primitive measurements")
-    run.add_argument("--quiet", "-q", action="store_true",
-                     help="no progress bar (it is shown on stderr only when stderr is a terminal)")
-    _add_format_option(run, REPORT_FORMATS, "html: a self-contained page with plots, also saved "
-                       "as <report>.html in --report-dir")
+    run = sub.add_parser(
+        "run",
+        help="measure journal-commit latency per SQLite pragma combination",
+        description="Measure journal-commit latency per SQLite pragma combination "
+        "and the raw sync primitives in DIR, print the report and save it "
+        "(JSON + Markdown, + HTML with --format html) in --report-dir.",
+    )
+    run.add_argument(
+        "dir",
+        nargs="?",
+        default=".",
+        type=_path,
+        metavar="DIR",
+        help="directory on the storage to test (default: current directory)",
+    )
+    run.add_argument(
+        "--journal-mode",
+        metavar="MODES",
+        help="comma list: delete,truncate,persist,memory,wal,off (default: delete,truncate,wal)",
+    )
+    run.add_argument(
+        "--synchronous",
+        metavar="LEVELS",
+        help="comma list: off,normal,full,extra (default: off,normal,full)",
+    )
+    run.add_argument(
+        "--fullfsync",
+        metavar="VALUES",
+        help="comma list: on,off (default on macOS: off,on; elsewhere not set)",
+    )
+    run.add_argument(
+        "--samples",
+        type=int,
+        metavar="N",
+        help="take exactly N samples per configuration instead of sampling "
+        "until the p99 CI target is met (default: adaptive)",
+    )
+    run.add_argument(
+        "--ci-target-pct",
+        type=float,
+        metavar="PCT",
+        help="sample each configuration until the 95%% CI of its p99 is within "
+        f"+-PCT %% of p99 (default {runner.DEFAULT_CI_TARGET_PCT:g})",
+    )
+    run.add_argument(
+        "--min-samples",
+        type=int,
+        metavar="N",
+        help="fewest samples before the CI target may stop a configuration "
+        f"(default {runner.DEFAULT_MIN_SAMPLES})",
+    )
+    run.add_argument(
+        "--budget-seconds",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="most time one configuration may take, in seconds (default 10)",
+    )
+    run.add_argument(
+        "--run-budget-seconds",
+        type=float,
+        metavar="S",
+        help="time all configurations share, in seconds; time one does not need "
+        "goes to those whose CI is still too wide (default "
+        f"{runner.DEFAULT_RUN_BUDGET_S:g} when adaptive, none with --samples)",
+    )
+    run.add_argument(
+        "--rounds",
+        type=int,
+        default=runner.DEFAULT_ROUNDS,
+        metavar="N",
+        help="repeat the whole measurement N times, each round with fresh files "
+        "and an equal share of the time; the report shows each round's p99 and "
+        "widens the intervals where rounds disagree more than slices "
+        f"(default {runner.DEFAULT_ROUNDS})",
+    )
+    run.add_argument(
+        "--warmup", type=int, default=50, metavar="N", help="untimed warmup operations (default 50)"
+    )
+    run.add_argument(
+        "--payload-bytes",
+        type=int,
+        default=512,
+        metavar="N",
+        help="size of each step's JSON output, in bytes (default 512)",
+    )
+    run.add_argument(
+        "--no-primitives",
+        action="store_true",
+        help="skip the raw write+sync primitive measurements",
+    )
+    run.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress bar (it is shown on stderr only when stderr is a terminal)",
+    )
+    _add_format_option(
+        run,
+        REPORT_FORMATS,
+        "html: a self-contained page with plots, also saved as <report>.html in --report-dir",
+    )
     _add_output_option(run)
     _add_report_dir_options(run)
     _add_model_call_option(run)
@@ -96,60 +168,135 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sharing_options(run)
     _add_gate_options(run)
 
-    host = sub.add_parser("host", help="print the host record for DIR without measuring",
-                          description="Print the host record (OS, SQLite, filesystem, storage "
-                          "stack, devices, virtualization) for DIR; nothing is measured.")
-    host.add_argument("dir", nargs="?", default=".", type=_path, metavar="DIR",
-                      help="directory whose storage to describe (default: current directory)")
+    host = sub.add_parser(
+        "host",
+        help="print the host record for DIR without measuring",
+        description="Print the host record (OS, SQLite, filesystem, storage "
+        "stack, devices, virtualization) for DIR; nothing is measured.",
+    )
+    host.add_argument(
+        "dir",
+        nargs="?",
+        default=".",
+        type=_path,
+        metavar="DIR",
+        help="directory whose storage to describe (default: current directory)",
+    )
     _add_format_option(host, TABLE_FORMATS)
     _add_output_option(host)
     _add_json_alias(host)
     _add_assume_option(host)
 
-    crash = sub.add_parser("crash", help="the kill matrix: what a step journal buys an agent "
-                           "that is SIGKILLed",
-                           description="Kill a scripted 10-step agent with SIGKILL at every "
-                           "step under four persistence policies and print the duplicate writes "
-                           "and extra tokens each policy costs.")
-    crash.add_argument("dir", nargs="?", default=".", type=_path, metavar="DIR",
-                       help="directory for the journal and outside-world databases (default: .)")
-    crash.add_argument("--journal-mode", default="wal", metavar="MODE",
-                       help="journal_mode of the step journal (default wal)")
-    crash.add_argument("--synchronous", default="full", metavar="LEVEL",
-                       help="synchronous of the step journal (default full)")
+    crash = sub.add_parser(
+        "crash",
+        help="the kill matrix: what a step journal buys an agent that is SIGKILLed",
+        description="Kill a scripted 10-step agent with SIGKILL at every "
+        "step under four persistence policies and print the duplicate writes "
+        "and extra tokens each policy costs.",
+    )
+    crash.add_argument(
+        "dir",
+        nargs="?",
+        default=".",
+        type=_path,
+        metavar="DIR",
+        help="directory for the journal and outside-world databases (default: .)",
+    )
+    crash.add_argument(
+        "--journal-mode",
+        default="wal",
+        metavar="MODE",
+        help="journal_mode of the step journal (default wal)",
+    )
+    crash.add_argument(
+        "--synchronous",
+        default="full",
+        metavar="LEVEL",
+        help="synchronous of the step journal (default full)",
+    )
     _add_model_call_option(crash)
     _add_format_option(crash, TABLE_FORMATS)
     _add_output_option(crash)
     _add_json_alias(crash)
 
-    aud = sub.add_parser("audit", help="the fsync auditor: evidence that a flush really reaches "
-                         "stable media, and a verdict per storage path and sync primitive",
-                         description="Measure only what the verdict needs, print the evidence, "
-                         "the findings and one verdict per storage path and sync primitive, and "
-                         "save the report (JSON + Markdown) in --report-dir.")
-    aud.add_argument("dir", nargs="?", type=_path, metavar="DIR",
-                     help="directory on the storage to audit (default: current directory)")
-    aud.add_argument("--from", dest="from_report", type=_path, metavar="REPORT",
-                     help="re-derive the verdict of a saved report (run or audit) from its "
-                     "recorded facts; measures nothing")
-    aud.add_argument("--samples", type=int, default=200, metavar="N",
-                     help="samples per flush primitive and commit configuration (default 200)")
-    aud.add_argument("--budget-seconds", type=float, default=5.0, metavar="S",
-                     help="most time one of those may take, in seconds (default 5)")
-    aud.add_argument("--compare-syncs", type=int, default=200, metavar="N",
-                     help="syncs per side of libc vs raw syscall and of the second-descriptor "
-                     "check (default 200)")
-    aud.add_argument("--sweep-repeats", type=int, default=3, metavar="N",
-                     help="syncs per size of the dirty-size sweep (default 3)")
-    aud.add_argument("--sweep-max-mib", type=int, default=64, metavar="N",
-                     help="largest dirty size of the sweep, in MiB (default 64)")
-    aud.add_argument("--trace-commits", type=int, default=20, metavar="N",
-                     help="commits traced with strace per pragma combination (default 20)")
+    aud = sub.add_parser(
+        "audit",
+        help="the fsync auditor: evidence that a flush really reaches "
+        "stable media, and a verdict per storage path and sync primitive",
+        description="Measure only what the verdict needs, print the evidence, "
+        "the findings and one verdict per storage path and sync primitive, and "
+        "save the report (JSON + Markdown) in --report-dir.",
+    )
+    aud.add_argument(
+        "dir",
+        nargs="?",
+        type=_path,
+        metavar="DIR",
+        help="directory on the storage to audit (default: current directory)",
+    )
+    aud.add_argument(
+        "--from",
+        dest="from_report",
+        type=_path,
+        metavar="REPORT",
+        help="re-derive the verdict of a saved report (run or audit) from its "
+        "recorded facts; measures nothing",
+    )
+    aud.add_argument(
+        "--samples",
+        type=int,
+        default=200,
+        metavar="N",
+        help="samples per flush primitive and commit configuration (default 200)",
+    )
+    aud.add_argument(
+        "--budget-seconds",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="most time one of those may take, in seconds (default 5)",
+    )
+    aud.add_argument(
+        "--compare-syncs",
+        type=int,
+        default=200,
+        metavar="N",
+        help="syncs per side of libc vs raw syscall and of the second-descriptor "
+        "check (default 200)",
+    )
+    aud.add_argument(
+        "--sweep-repeats",
+        type=int,
+        default=3,
+        metavar="N",
+        help="syncs per size of the dirty-size sweep (default 3)",
+    )
+    aud.add_argument(
+        "--sweep-max-mib",
+        type=int,
+        default=64,
+        metavar="N",
+        help="largest dirty size of the sweep, in MiB (default 64)",
+    )
+    aud.add_argument(
+        "--trace-commits",
+        type=int,
+        default=20,
+        metavar="N",
+        help="commits traced with strace per pragma combination (default 20)",
+    )
     aud.add_argument("--no-trace", action="store_true", help="do not trace syncs per commit")
-    aud.add_argument("--quiet", "-q", action="store_true",
-                     help="no progress bar (it is shown on stderr only when stderr is a terminal)")
-    _add_format_option(aud, REPORT_FORMATS, "html: a self-contained page, also saved as "
-                       "<report>.html in --report-dir")
+    aud.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress bar (it is shown on stderr only when stderr is a terminal)",
+    )
+    _add_format_option(
+        aud,
+        REPORT_FORMATS,
+        "html: a self-contained page, also saved as <report>.html in --report-dir",
+    )
     _add_output_option(aud)
     _add_json_alias(aud)
     _add_report_dir_options(aud)
@@ -158,138 +305,268 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sharing_options(aud)
     _add_gate_options(aud)
 
-    show = sub.add_parser("show", help="render a saved report",
-                          description="Render a saved report (run, audit or powercut) in "
-                          "--format; nothing is measured.")
-    show.add_argument("report", type=_path, metavar="REPORT",
-                      help="a report JSON file written by run, audit or powercut verify")
+    show = sub.add_parser(
+        "show",
+        help="render a saved report",
+        description="Render a saved report (run, audit or powercut) in "
+        "--format; nothing is measured.",
+    )
+    show.add_argument(
+        "report",
+        type=_path,
+        metavar="REPORT",
+        help="a report JSON file written by run, audit or powercut verify",
+    )
     _add_format_option(show, REPORT_FORMATS, "html: a self-contained page with plots")
     _add_output_option(show)
     _add_model_call_option(show)
     _add_sharing_options(show)
     _add_gate_options(show)
 
-    cmp_ = sub.add_parser("compare", help="compare reports: two side by side with significance, "
-                          "or several as a fleet table",
-                          description="Two reports: host differences and each configuration's "
-                          "p50 and p99 side by side with intervals and Holm-adjusted "
-                          "significance. Three or more: a fleet table sorted by p99.")
-    cmp_.add_argument("reports", nargs="+", type=_path, metavar="REPORT",
-                      help="two or more report JSON files (the first is the baseline)")
-    cmp_.add_argument("--config", action="append", metavar="NAME",
-                      help="configuration to sort a fleet by (default wal/full), or the "
-                      "configurations the regression check looks at (comma list)")
-    cmp_.add_argument("--fail-on-regression", type=_percent, metavar="PCT",
-                      help="exit 1 when a configuration's p99 is more than PCT %% worse than in "
-                      "the first report, and significantly so")
+    cmp_ = sub.add_parser(
+        "compare",
+        help="compare reports: two side by side with significance, or several as a fleet table",
+        description="Two reports: host differences and each configuration's "
+        "p50 and p99 side by side with intervals and Holm-adjusted "
+        "significance. Three or more: a fleet table sorted by p99.",
+    )
+    cmp_.add_argument(
+        "reports",
+        nargs="+",
+        type=_path,
+        metavar="REPORT",
+        help="two or more report JSON files (the first is the baseline)",
+    )
+    cmp_.add_argument(
+        "--config",
+        action="append",
+        metavar="NAME",
+        help="configuration to sort a fleet by (default wal/full), or the "
+        "configurations the regression check looks at (comma list)",
+    )
+    cmp_.add_argument(
+        "--fail-on-regression",
+        type=_percent,
+        metavar="PCT",
+        help="exit 1 when a configuration's p99 is more than PCT %% worse than in "
+        "the first report, and significantly so",
+    )
     _add_format_option(cmp_, TABLE_FORMATS)
     _add_output_option(cmp_)
 
-    pc = sub.add_parser("powercut", help="power-pull test (diskchecker method): a second machine "
-                        "records each acknowledged commit; after the reboot verify finds lost ones",
-                        description="Power-pull test in three steps: listen (on a second "
-                        "machine), write (on the machine under test; pull its power), verify "
-                        "(after the reboot).")
-    pcs = pc.add_subparsers(dest="action", required=True, parser_class=_Parser,
-                            help="the step; fsyncbench powercut ACTION --help for its options")
+    pc = sub.add_parser(
+        "powercut",
+        help="power-pull test (diskchecker method): a second machine "
+        "records each acknowledged commit; after the reboot verify finds lost ones",
+        description="Power-pull test in three steps: listen (on a second "
+        "machine), write (on the machine under test; pull its power), verify "
+        "(after the reboot).",
+    )
+    pcs = pc.add_subparsers(
+        dest="action",
+        required=True,
+        parser_class=_Parser,
+        help="the step; fsyncbench powercut ACTION --help for its options",
+    )
     pcl = pcs.add_parser("listen", help="on the second machine: durably record what writers report")
-    pcl.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS",
-                     help="address to listen on (default 127.0.0.1; give this machine's LAN "
-                     "address for a two-machine test)")
-    pcl.add_argument("--port", type=int, default=5400, metavar="PORT",
-                     help="TCP port (default 5400; 0: any free one)")
-    pcl.add_argument("--state", type=_path, default=Path("fsyncbench-powercut-listener.db"),
-                     metavar="FILE",
-                     help="the durable record, an SQLite file; a restarted listener continues it "
-                     "(default ./fsyncbench-powercut-listener.db)")
-    pcw = pcs.add_parser("write", help="on the machine under test: commit journal rows, report "
-                         "each to the listener after COMMIT returned; pull the power meanwhile")
-    pcw.add_argument("dir", nargs="?", default=".", type=_path, metavar="DIR",
-                     help="directory on the storage to test (default .); the journal is kept in "
-                     "DIR/.fsyncbench-powercut/<run id>/ for verify (delete it when done)")
+    pcl.add_argument(
+        "--bind",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="address to listen on (default 127.0.0.1; give this machine's LAN "
+        "address for a two-machine test)",
+    )
+    pcl.add_argument(
+        "--port",
+        type=int,
+        default=5400,
+        metavar="PORT",
+        help="TCP port (default 5400; 0: any free one)",
+    )
+    pcl.add_argument(
+        "--state",
+        type=_path,
+        default=Path("fsyncbench-powercut-listener.db"),
+        metavar="FILE",
+        help="the durable record, an SQLite file; a restarted listener continues it "
+        "(default ./fsyncbench-powercut-listener.db)",
+    )
+    pcw = pcs.add_parser(
+        "write",
+        help="on the machine under test: commit journal rows, report "
+        "each to the listener after COMMIT returned; pull the power meanwhile",
+    )
+    pcw.add_argument(
+        "dir",
+        nargs="?",
+        default=".",
+        type=_path,
+        metavar="DIR",
+        help="directory on the storage to test (default .); the journal is kept in "
+        "DIR/.fsyncbench-powercut/<run id>/ for verify (delete it when done)",
+    )
     pcw.add_argument("--to", required=True, metavar="HOST:PORT", help="the listener")
-    pcw.add_argument("--journal-mode", default="wal", metavar="MODE",
-                     help="delete, truncate, persist, memory, wal or off (default wal)")
-    pcw.add_argument("--synchronous", default="full", metavar="LEVEL",
-                     help="off, normal, full or extra (default full)")
-    pcw.add_argument("--fullfsync", metavar="VALUE",
-                     help="on or off (macOS only; default on there, unset elsewhere)")
-    pcw.add_argument("--payload-bytes", type=int, default=512, metavar="N",
-                     help="size of each step's JSON output, in bytes (default 512)")
-    pcw.add_argument("--max-commits", type=int, metavar="N",
-                     help="stop cleanly after N commits (default: until Ctrl-C or the power goes)")
-    _add_format_option(pcw, VERIFY_FORMATS, "the summary printed at a clean stop (status lines "
-                       "go to stderr)")
+    pcw.add_argument(
+        "--journal-mode",
+        default="wal",
+        metavar="MODE",
+        help="delete, truncate, persist, memory, wal or off (default wal)",
+    )
+    pcw.add_argument(
+        "--synchronous",
+        default="full",
+        metavar="LEVEL",
+        help="off, normal, full or extra (default full)",
+    )
+    pcw.add_argument(
+        "--fullfsync",
+        metavar="VALUE",
+        help="on or off (macOS only; default on there, unset elsewhere)",
+    )
+    pcw.add_argument(
+        "--payload-bytes",
+        type=int,
+        default=512,
+        metavar="N",
+        help="size of each step's JSON output, in bytes (default 512)",
+    )
+    pcw.add_argument(
+        "--max-commits",
+        type=int,
+        metavar="N",
+        help="stop cleanly after N commits (default: until Ctrl-C or the power goes)",
+    )
+    _add_format_option(
+        pcw, VERIFY_FORMATS, "the summary printed at a clean stop (status lines go to stderr)"
+    )
     _add_output_option(pcw)
-    pcv = pcs.add_parser("verify", help="after the reboot: is every acknowledged commit in the journal?",
-                         description="Check every commit the listener recorded against the "
-                         "journal, print the result and save the report JSON in --report-dir "
-                         "(read it again with fsyncbench show). Exit 1 when commits were lost.")
-    pcv.add_argument("dir", nargs="?", default=".", type=_path, metavar="DIR",
-                     help="the DIR given to write (default .); its .fsyncbench-powercut/ holds the run")
-    pcv.add_argument("--from", dest="listener", required=True, metavar="HOST:PORT", help="the listener")
+    pcv = pcs.add_parser(
+        "verify",
+        help="after the reboot: is every acknowledged commit in the journal?",
+        description="Check every commit the listener recorded against the "
+        "journal, print the result and save the report JSON in --report-dir "
+        "(read it again with fsyncbench show). Exit 1 when commits were lost.",
+    )
+    pcv.add_argument(
+        "dir",
+        nargs="?",
+        default=".",
+        type=_path,
+        metavar="DIR",
+        help="the DIR given to write (default .); its .fsyncbench-powercut/ holds the run",
+    )
+    pcv.add_argument(
+        "--from", dest="listener", required=True, metavar="HOST:PORT", help="the listener"
+    )
     pcv.add_argument("--run-id", metavar="ID", help="the run to check (default: the newest in DIR)")
     _add_format_option(pcv, VERIFY_FORMATS)
     _add_output_option(pcv)
-    pcv.add_argument("--report-dir", type=_path, default=Path("reports"), metavar="DIR",
-                     help="directory to save the report JSON in, created if needed "
-                     "(default ./reports)")
+    pcv.add_argument(
+        "--report-dir",
+        type=_path,
+        default=Path("reports"),
+        metavar="DIR",
+        help="directory to save the report JSON in, created if needed (default ./reports)",
+    )
     return parser
 
 
-def _add_format_option(p: argparse.ArgumentParser, choices: tuple[str, ...], extra: str = "") -> None:
+def _add_format_option(
+    p: argparse.ArgumentParser, choices: tuple[str, ...], extra: str = ""
+) -> None:
     offered = ", ".join(choices)
-    p.add_argument("--format", choices=choices, default="text",
-                   help=f"what to print: {offered} (default text)" + (f"; {extra}" if extra else "")
-                   + ("" if "html" in choices else "; no html for this command"))
+    p.add_argument(
+        "--format",
+        choices=choices,
+        default="text",
+        help=f"what to print: {offered} (default text)"
+        + (f"; {extra}" if extra else "")
+        + ("" if "html" in choices else "; no html for this command"),
+    )
 
 
 def _add_json_alias(p: argparse.ArgumentParser) -> None:
     """The --json of earlier versions: the same as --format json (hidden from --help)."""
-    p.add_argument("--json", dest="format", action="store_const", const="json",
-                   help=argparse.SUPPRESS)
+    p.add_argument(
+        "--json", dest="format", action="store_const", const="json", help=argparse.SUPPRESS
+    )
 
 
 def _add_output_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--output", "-o", type=_file_path, metavar="FILE",
-                   help="write what would be printed (in --format) to FILE instead of standard "
-                   "output, durably; an existing FILE is replaced (-: standard output)")
+    p.add_argument(
+        "--output",
+        "-o",
+        type=_file_path,
+        metavar="FILE",
+        help="write what would be printed (in --format) to FILE instead of standard "
+        "output, durably; an existing FILE is replaced (-: standard output)",
+    )
 
 
 def _add_report_dir_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--report-dir", type=_path, default=Path("reports"), metavar="DIR",
-                   help="directory to save the report files in (<host>-<time>.json and .md), "
-                   "created if needed (default ./reports)")
-    p.add_argument("--no-report", action="store_true",
-                   help="save no report files (only print, or write --output)")
+    p.add_argument(
+        "--report-dir",
+        type=_path,
+        default=Path("reports"),
+        metavar="DIR",
+        help="directory to save the report files in (<host>-<time>.json and .md), "
+        "created if needed (default ./reports)",
+    )
+    p.add_argument(
+        "--no-report",
+        action="store_true",
+        help="save no report files (only print, or write --output)",
+    )
 
 
 def _add_sharing_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--redact", action="store_true",
-                   help="remove hostname, serial numbers and user paths from every output")
-    p.add_argument("--csv", type=_path, metavar="FILE",
-                   help="also write the raw samples as CSV (configuration, primitive, kind, index, "
-                   "ns, slice, round); an existing FILE is replaced, as fio and hyperfine do")
+    p.add_argument(
+        "--redact",
+        action="store_true",
+        help="remove hostname, serial numbers and user paths from every output",
+    )
+    p.add_argument(
+        "--csv",
+        type=_path,
+        metavar="FILE",
+        help="also write the raw samples as CSV (configuration, primitive, kind, index, "
+        "ns, slice, round); an existing FILE is replaced, as fio and hyperfine do",
+    )
 
 
 def _add_assume_option(p: argparse.ArgumentParser) -> None:
     from fsyncbench.judge.devices import DECLARABLE
 
-    p.add_argument("--assume", action="append", choices=sorted(DECLARABLE), metavar="FACT",
-                   help="state a fact the machine cannot show, recorded in the report as "
-                   "user-declared: plp = the drive has power-loss protection, so a fast flush "
-                   "on its write-back cache is plausible (repeatable)")
+    p.add_argument(
+        "--assume",
+        action="append",
+        choices=sorted(DECLARABLE),
+        metavar="FACT",
+        help="state a fact the machine cannot show, recorded in the report as "
+        "user-declared: plp = the drive has power-loss protection, so a fast flush "
+        "on its write-back cache is plausible (repeatable)",
+    )
 
 
 def _add_gate_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--max-p99", metavar="DURATION",
-                   help="exit 1 when a configuration's p99 is above DURATION (e.g. 10ms, 500us)")
-    p.add_argument("--fail-on", metavar="VERDICTS",
-                   help="exit 1 when a configuration's path verdict is one of these (comma list "
-                   "of no_flush, volatile_cache, unverifiable, honest_flush)")
-    p.add_argument("--config", action="append", metavar="NAME",
-                   help="configurations the gates look at (comma list or repeated; default: "
-                   "all but the no-sync write baseline)")
+    p.add_argument(
+        "--max-p99",
+        metavar="DURATION",
+        help="exit 1 when a configuration's p99 is above DURATION (e.g. 10ms, 500us)",
+    )
+    p.add_argument(
+        "--fail-on",
+        metavar="VERDICTS",
+        help="exit 1 when a configuration's path verdict is one of these (comma list "
+        "of no_flush, volatile_cache, unverifiable, honest_flush)",
+    )
+    p.add_argument(
+        "--config",
+        action="append",
+        metavar="NAME",
+        help="configurations the gates look at (comma list or repeated; default: "
+        "all but the no-sync write baseline)",
+    )
 
 
 def _percent(text: str) -> float:
@@ -316,7 +593,12 @@ def glue_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> li
     while i < len(argv):
         tok = argv[i]
         nxt = argv[i + 1] if i + 1 < len(argv) else ""
-        if tok in takes_value and len(nxt) > 1 and nxt[0] == "-" and (nxt[1].isdigit() or nxt[1] == "."):
+        if (
+            tok in takes_value
+            and len(nxt) > 1
+            and nxt[0] == "-"
+            and (nxt[1].isdigit() or nxt[1] == ".")
+        ):
             out.append(f"{tok}={nxt}")
             i += 2
             continue
@@ -335,10 +617,15 @@ def _model_call(text: str) -> float:
 
 
 def _add_model_call_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--model-call-ms", type=_model_call, default=DEFAULT_MODEL_CALL_MS,
-                        metavar="MS", help="duration of one model call (or any unit of work a "
-                        "durable commit is set against), in milliseconds "
-                        f"(default {DEFAULT_MODEL_CALL_MS:g})")
+    parser.add_argument(
+        "--model-call-ms",
+        type=_model_call,
+        default=DEFAULT_MODEL_CALL_MS,
+        metavar="MS",
+        help="duration of one model call (or any unit of work a "
+        "durable commit is set against), in milliseconds "
+        f"(default {DEFAULT_MODEL_CALL_MS:g})",
+    )
 
 
 def _file_path(text: str) -> Path | None:
@@ -348,5 +635,6 @@ def _file_path(text: str) -> Path | None:
         return None
     if text.endswith(("/", os.sep)) and len(text) > 1:
         raise argparse.ArgumentTypeError(
-            f"{text} names a directory: --output takes a FILE (report files go to --report-dir DIR)")
+            f"{text} names a directory: --output takes a FILE (report files go to --report-dir DIR)"
+        )
     return _path(text)

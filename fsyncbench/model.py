@@ -255,13 +255,13 @@ class Virtualization:
 
 
 #: What a storage layer does with a flush (``StorageLayer.flush``).
-FLUSH_PASSES_DOWN = "passes-down"            # partition, dm, md, a filesystem, overlay upper dir
+FLUSH_PASSES_DOWN = "passes-down"  # partition, dm, md, a filesystem, overlay upper dir
 FLUSH_FSYNCS_BACKING_FILE = "fsyncs-backing-file"  # loop: the flush becomes vfs_fsync(backing)
-FLUSH_DROPPED = "dropped"                    # overlay volatile, a nobarrier/barrier=0 filesystem
+FLUSH_DROPPED = "dropped"  # overlay volatile, a nobarrier/barrier=0 filesystem
 FLUSH_NOTHING_TO_FLUSH = "nothing-to-flush"  # RAM holds the bytes: tmpfs, ramfs, zram, brd
-FLUSH_FORWARDED = "forwarded"                # FUSE daemon, network filesystem, network disk
-FLUSH_TO_HOST = "to-host"                    # a virtual disk: the hypervisor gets the flush
-FLUSH_TO_DEVICE = "to-device"                # a physical disk: its cache gets a flush command
+FLUSH_FORWARDED = "forwarded"  # FUSE daemon, network filesystem, network disk
+FLUSH_TO_HOST = "to-host"  # a virtual disk: the hypervisor gets the flush
+FLUSH_TO_DEVICE = "to-device"  # a physical disk: its cache gets a flush command
 FLUSH_UNKNOWN = "unknown"
 
 
@@ -436,10 +436,12 @@ def to_jsonable(obj: Any) -> Any:
 MAX_JSON_INT = 2**63
 
 #: Field names that are counts or durations and cannot be negative (on load).
-_NON_NEGATIVE = re.compile(r"(_ns|_ms|_bytes|_s)$|^(count|flushes|writes|syncs_issued|syncs|"
-                           r"commits|samples_ns\[\]|slice_counts\[\]|slice_rounds\[\]|blocks|df|"
-                           r"warmup|target_samples|elapsed_ns|"
-                           r"libc_flushes|syscall_flushes|same_fd_flushes|second_fd_flushes)$")
+_NON_NEGATIVE = re.compile(
+    r"(_ns|_ms|_bytes|_s)$|^(count|flushes|writes|syncs_issued|syncs|"
+    r"commits|samples_ns\[\]|slice_counts\[\]|slice_rounds\[\]|blocks|df|"
+    r"warmup|target_samples|elapsed_ns|"
+    r"libc_flushes|syscall_flushes|same_fd_flushes|second_fd_flushes)$"
+)
 
 
 #: Fitted values that may fall below zero (a least-squares intercept).

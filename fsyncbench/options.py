@@ -40,7 +40,9 @@ def choice(value: str, allowed: Sequence[str], option: str) -> str:
     """``value`` if it is one of ``allowed``; else argparse's words for a bad choice."""
     if value not in allowed:
         offered = ", ".join(repr(a) for a in allowed)
-        raise FsyncbenchError(f"argument {option}: invalid choice: {value!r} (choose from {offered})")
+        raise FsyncbenchError(
+            f"argument {option}: invalid choice: {value!r} (choose from {offered})"
+        )
     return value
 
 
@@ -48,8 +50,10 @@ def model_call_ms(value: float, shown: str | None = None) -> float:
     """--model-call-ms: milliseconds between 0.001 and 3,600,000 (one hour); ``shown`` is
     the value as the user wrote it, for the message."""
     if not MODEL_CALL_MS_MIN <= value <= MODEL_CALL_MS_MAX:  # worded like every other range check
-        raise FsyncbenchError("--model-call-ms must be between 0.001 and 3600000, got "
-                              + (shown if shown is not None else f"{value:g}"))
+        raise FsyncbenchError(
+            "--model-call-ms must be between 0.001 and 3600000, got "
+            + (shown if shown is not None else f"{value:g}")
+        )
     return value
 
 
@@ -89,25 +93,36 @@ def _fullfsync_list(value: str | bool | Sequence[str | bool] | None) -> str | No
     return ",".join(("on" if v else "off") if isinstance(v, bool) else str(v) for v in value)
 
 
-def run_plan(target: Path, *, journal_modes: str | Sequence[str] | None = None,
-             synchronous: str | Sequence[str] | None = None,
-             fullfsync: str | bool | Sequence[str | bool] | None = None,
-             samples: int | None = None, ci_target_pct: float | None = None,
-             min_samples: int | None = None, budget_seconds: float = 10.0,
-             run_budget_seconds: float | None = None, rounds: int = runner.DEFAULT_ROUNDS,
-             warmup: int = 50, payload_bytes: int = 512, primitives: bool = True
-             ) -> runner.RunPlan:
+def run_plan(
+    target: Path,
+    *,
+    journal_modes: str | Sequence[str] | None = None,
+    synchronous: str | Sequence[str] | None = None,
+    fullfsync: str | bool | Sequence[str | bool] | None = None,
+    samples: int | None = None,
+    ci_target_pct: float | None = None,
+    min_samples: int | None = None,
+    budget_seconds: float = 10.0,
+    run_budget_seconds: float | None = None,
+    rounds: int = runner.DEFAULT_ROUNDS,
+    warmup: int = 50,
+    payload_bytes: int = 512,
+    primitives: bool = True,
+) -> runner.RunPlan:
     """The plan of ``fsyncbench run`` (``target`` already checked): the pragma lists parsed
     (comma strings or sequences), the defaults of an adaptive or a fixed run filled in, and
     every bound checked (:class:`fsyncbench.measure.runner.RunPlan`)."""
     if samples is not None and (ci_target_pct is not None or min_samples is not None):
-        raise FsyncbenchError("--samples fixes the sample count; it cannot be combined with "
-                              "--ci-target-pct or --min-samples")
+        raise FsyncbenchError(
+            "--samples fixes the sample count; it cannot be combined with "
+            "--ci-target-pct or --min-samples"
+        )
     adaptive = samples is None
     return runner.RunPlan(
         target=target,
-        configs=runner.build_configs(_comma_list(journal_modes), _comma_list(synchronous),
-                                     _fullfsync_list(fullfsync)),
+        configs=runner.build_configs(
+            _comma_list(journal_modes), _comma_list(synchronous), _fullfsync_list(fullfsync)
+        ),
         samples=samples,
         budget_s=budget_seconds,
         warmup=warmup,
@@ -115,15 +130,24 @@ def run_plan(target: Path, *, journal_modes: str | Sequence[str] | None = None,
         primitives=primitives,
         ci_target_pct=runner.DEFAULT_CI_TARGET_PCT if ci_target_pct is None else ci_target_pct,
         min_samples=runner.DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
-        run_budget_s=run_budget_seconds if run_budget_seconds is not None
+        run_budget_s=run_budget_seconds
+        if run_budget_seconds is not None
         else (runner.DEFAULT_RUN_BUDGET_S if adaptive else None),
         rounds=rounds,
     )
 
 
-def audit_plans(target: Path, *, samples: int = 200, budget_seconds: float = 5.0,
-                compare_syncs: int = 200, sweep_repeats: int = 3, sweep_max_mib: int = 64,
-                trace_commits: int = 20, trace: bool = True):
+def audit_plans(
+    target: Path,
+    *,
+    samples: int = 200,
+    budget_seconds: float = 5.0,
+    compare_syncs: int = 200,
+    sweep_repeats: int = 3,
+    sweep_max_mib: int = 64,
+    trace_commits: int = 20,
+    trace: bool = True,
+):
     """(RunPlan, EvidencePlan) of ``fsyncbench audit`` (``target`` already checked): a fixed
     sample count of the flush primitives and :data:`fsyncbench.measure.evidence.TIMED_CONFIGS`
     in one round, then the evidence (:class:`fsyncbench.measure.evidence.EvidencePlan`)."""
@@ -131,16 +155,27 @@ def audit_plans(target: Path, *, samples: int = 200, budget_seconds: float = 5.0
 
     if samples < 1:
         raise FsyncbenchError(f"--samples must be at least 1, got {samples}")
-    plan = runner.RunPlan(target=target, configs=evidence.TIMED_CONFIGS, samples=samples,
-                          budget_s=budget_seconds, warmup=10, run_budget_s=None)
+    plan = runner.RunPlan(
+        target=target,
+        configs=evidence.TIMED_CONFIGS,
+        samples=samples,
+        budget_s=budget_seconds,
+        warmup=10,
+        run_budget_s=None,
+    )
     ev_plan = evidence.EvidencePlan(
-        compare_syncs=compare_syncs, sweep_repeats=sweep_repeats,
-        sweep_max_bytes=sweep_max_mib << 20, trace_commits=trace_commits, trace=trace)
+        compare_syncs=compare_syncs,
+        sweep_repeats=sweep_repeats,
+        sweep_max_bytes=sweep_max_mib << 20,
+        trace_commits=trace_commits,
+        trace=trace,
+    )
     return plan, ev_plan
 
 
-def one_pragmas(journal_mode: str, synchronous: str, fullfsync: str | bool | None = None,
-                *, command: str) -> Pragmas:
+def one_pragmas(
+    journal_mode: str, synchronous: str, fullfsync: str | bool | None = None, *, command: str
+) -> Pragmas:
     """One pragma combination (``crash``, ``powercut write``): ``fullfsync`` None or empty
     means on on macOS, unset elsewhere (``crash`` has no fullfsync)."""
     from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
@@ -152,8 +187,9 @@ def one_pragmas(journal_mode: str, synchronous: str, fullfsync: str | bool | Non
             raise FsyncbenchError("crash takes one journal_mode and one synchronous value")
         return Pragmas(mode[0], sync[0])
     text = _fullfsync_list(fullfsync)
-    full = (runner.parse_fullfsync(text) if text
-            else (True,) if sys.platform == "darwin" else (None,))
+    full = (
+        runner.parse_fullfsync(text) if text else (True,) if sys.platform == "darwin" else (None,)
+    )
     if len(mode) != 1 or len(sync) != 1 or len(full) != 1:
         raise FsyncbenchError(f"{command} takes one journal_mode, synchronous and fullfsync value")
     return Pragmas(mode[0], sync[0], full[0])
@@ -178,8 +214,12 @@ class Gates:
     configs: tuple[str, ...] = ()
 
     @classmethod
-    def parse(cls, max_p99: str | int | None = None, fail_on: str | Sequence[str] | None = None,
-              configs: str | Sequence[str] | None = None) -> Gates:
+    def parse(
+        cls,
+        max_p99: str | int | None = None,
+        fail_on: str | Sequence[str] | None = None,
+        configs: str | Sequence[str] | None = None,
+    ) -> Gates:
         """``max_p99`` a duration with a unit (``"10ms"``, ``"500us"``) or ns as an int;
         ``fail_on`` and ``configs`` comma lists or sequences (``--config`` may repeat)."""
         from fsyncbench.judge import gates
@@ -237,10 +277,15 @@ class Outputs:
             store.check_output_dir(report_dir)
         if out is not None:
             if out.is_dir():
-                hint = (f"; to save the report files in it, use --report-dir {out}"
-                        if report_dir is not None else "")
-                raise FsyncbenchError(f"--output {out} is a directory: --output takes the FILE to "
-                                      f"write the printed result to{hint}")
+                hint = (
+                    f"; to save the report files in it, use --report-dir {out}"
+                    if report_dir is not None
+                    else ""
+                )
+                raise FsyncbenchError(
+                    f"--output {out} is a directory: --output takes the FILE to "
+                    f"write the printed result to{hint}"
+                )
             writable_file(out)
         writable_file(csv)
         if out is not None and csv is not None and same_file(out, csv):
@@ -248,8 +293,9 @@ class Outputs:
         if source is not None:
             for path in (out, csv):
                 if path is not None and same_file(path, source):
-                    raise FsyncbenchError(f"{path} is the report being shown: give another "
-                                          "output file")
+                    raise FsyncbenchError(
+                        f"{path} is the report being shown: give another output file"
+                    )
 
 
 def writable_file(path: Path | None) -> None:
@@ -262,8 +308,10 @@ def writable_file(path: Path | None) -> None:
         raise FsyncbenchError(f"{path} is a directory, not a file")
     if path.exists() and not path.is_file():
         # written by rename over it: /dev/null or a FIFO would be replaced, not written to
-        raise FsyncbenchError(f"cannot write {path}: not a regular file (output files are "
-                              "replaced by rename, so it cannot be a device or a FIFO)")
+        raise FsyncbenchError(
+            f"cannot write {path}: not a regular file (output files are "
+            "replaced by rename, so it cannot be a device or a FIFO)"
+        )
     if not parent.is_dir():
         why = "is not a directory" if parent.exists() else "does not exist"
         raise FsyncbenchError(f"cannot write {path}: {parent} {why}")

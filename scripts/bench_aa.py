@@ -55,8 +55,9 @@ from fsyncbench.report import compare, store  # noqa: E402
 
 
 def fsb(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "fsyncbench", *args], capture_output=True,
-                          text=True, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "fsyncbench", *args], capture_output=True, text=True, cwd=ROOT
+    )
 
 
 def inside(value: float, ci) -> bool:
@@ -70,7 +71,7 @@ def expected_coverage(df: int) -> float:
 
     if df < 1:
         return float("nan")
-    half = float(stdtrit(df, 0.975)) / 2 ** 0.5
+    half = float(stdtrit(df, 0.975)) / 2**0.5
     return float(1 - 2 * stdtr(df, -half))
 
 
@@ -79,8 +80,12 @@ def main() -> int:
     parser.add_argument("dir", type=Path, nargs="?")
     parser.add_argument("--runs", type=int, default=4, help="back-to-back runs (default 4)")
     parser.add_argument("--run-args", default="", help="extra arguments for fsyncbench run")
-    parser.add_argument("--limit-pct", type=float, default=20.0,
-                        help="--fail-on-regression percentage to try on each pair (default 20)")
+    parser.add_argument(
+        "--limit-pct",
+        type=float,
+        default=20.0,
+        help="--fail-on-regression percentage to try on each pair (default 20)",
+    )
     parser.add_argument("--keep", type=Path, help="copy the reports into this directory")
     parser.add_argument("--reports", type=Path, nargs="+", help="analyse these saved reports")
     args = parser.parse_args()
@@ -95,8 +100,14 @@ def main() -> int:
         for k in range(args.runs):
             out = Path(tmp) / f"run{k}"
             t0 = time.perf_counter()
-            proc = fsb("run", str(args.dir), "--report-dir", str(out), "--quiet",
-                       *shlex.split(args.run_args))
+            proc = fsb(
+                "run",
+                str(args.dir),
+                "--report-dir",
+                str(out),
+                "--quiet",
+                *shlex.split(args.run_args),
+            )
             walls.append(time.perf_counter() - t0)
             if proc.returncode not in (0, 1):
                 print(proc.stderr, file=sys.stderr)
@@ -123,8 +134,9 @@ def _checks(a, b):
             continue
         sa, sb = ra.summary, other.summary
         for est_a, ci_a, iv_a, est_b, ci_b, iv_b in (
-                (sa.p50_ns, sa.p50_ci_ns, sa.p50_interval, sb.p50_ns, sb.p50_ci_ns, sb.p50_interval),
-                (sa.p99_ns, sa.p99_ci_ns, sa.p99_interval, sb.p99_ns, sb.p99_ci_ns, sb.p99_interval)):
+            (sa.p50_ns, sa.p50_ci_ns, sa.p50_interval, sb.p50_ns, sb.p50_ci_ns, sb.p50_interval),
+            (sa.p99_ns, sa.p99_ci_ns, sa.p99_interval, sb.p99_ns, sb.p99_ci_ns, sb.p99_interval),
+        ):
             for est, ci, iv in ((est_b, ci_a, iv_a), (est_a, ci_b, iv_b)):
                 yield ra.name, (None if ci is None else inside(est, ci)), (iv.df if iv else 0)
 
@@ -155,36 +167,79 @@ def analyse(paths: list[Path], walls: list[float], limit_pct: float) -> int:
         n = sum(2 for _ in pair.configs)
         tally.significant += sig
         tally.compared += n
-        gate = fsb("compare", str(paths[i]), str(paths[j]), "--fail-on-regression", f"{limit_pct:g}")
+        gate = fsb(
+            "compare", str(paths[i]), str(paths[j]), "--fail-on-regression", f"{limit_pct:g}"
+        )
         tally.pairs += 1
         tally.gates += gate.returncode == 1
         flagged = [line for line in gate.stdout.splitlines() if line.startswith("REGRESSION")]
-        floor = "; ".join(f"{name.split(' (')[0].split(',')[0]} {q.ratio:.2f}x"
-                          for name, q in pair.floor_moved) or "no"
-        rows.append([f"{i + 1} vs {j + 1}", floor, f"{sig}/{n}", gate.returncode,
-                     "; ".join(line.strip()[:48] for line in flagged) or "-"])
-    print(tabulate(rows, headers=["pair", "tool's floor moved", "significant",
-                                  f"--fail-on-regression {limit_pct:g} exit", "regressions reported"],
-                   tablefmt="simple"))
+        floor = (
+            "; ".join(
+                f"{name.split(' (')[0].split(',')[0]} {q.ratio:.2f}x"
+                for name, q in pair.floor_moved
+            )
+            or "no"
+        )
+        rows.append(
+            [
+                f"{i + 1} vs {j + 1}",
+                floor,
+                f"{sig}/{n}",
+                gate.returncode,
+                "; ".join(line.strip()[:48] for line in flagged) or "-",
+            ]
+        )
+    print(
+        tabulate(
+            rows,
+            headers=[
+                "pair",
+                "tool's floor moved",
+                "significant",
+                f"--fail-on-regression {limit_pct:g} exit",
+                "regressions reported",
+            ],
+            tablefmt="simple",
+        )
+    )
     print()
-    print(tabulate([[name, f"{h}/{n}", f"{100 * h / n:.0f} %" if n else "-", none]
-                    for name, (h, n, none) in per_config.items()],
-                   headers=["configuration", "estimates inside the other run's 95 % CI", "coverage",
-                            "no interval"], tablefmt="simple"))
+    print(
+        tabulate(
+            [
+                [name, f"{h}/{n}", f"{100 * h / n:.0f} %" if n else "-", none]
+                for name, (h, n, none) in per_config.items()
+            ],
+            headers=[
+                "configuration",
+                "estimates inside the other run's 95 % CI",
+                "coverage",
+                "no interval",
+            ],
+            tablefmt="simple",
+        )
+    )
     print()
-    for moved, label in ((False, "pairs whose floor did not move (an unchanged machine)"),
-                         (True, "pairs whose floor moved (the machine changed)")):
+    for moved, label in (
+        (False, "pairs whose floor did not move (an unchanged machine)"),
+        (True, "pairs whose floor moved (the machine changed)"),
+    ):
         t = groups[moved]
         if not t.pairs:
             continue
         ref = f"{100 * sum(t.expected) / len(t.expected):.1f} %" if t.expected else "-"
         print(f"{label}: {t.pairs}")
-        print(f"  coverage (p50 and p99, both directions): {t.covered}/{t.checks} = "
-              f"{100 * t.covered / max(t.checks, 1):.1f} %  (target >= 90 %; a calibrated 95 % "
-              f"interval with these degrees of freedom: {ref}); {t.no_interval} without an interval")
-        print(f"  compare 'significant': {t.significant}/{t.compared} = "
-              f"{100 * t.significant / max(t.compared, 1):.1f} % of statistics  (target <= 5 %)")
-        print(f"  --fail-on-regression {limit_pct:g} exited 1 on {t.gates} of {t.pairs} pairs (target: 0)")
+        print(
+            f"  coverage (p50 and p99, both directions): {t.covered}/{t.checks} = "
+            f"{100 * t.covered / max(t.checks, 1):.1f} %  (target >= 90 %; a calibrated 95 % "
+            f"interval with these degrees of freedom: {ref}); {t.no_interval} without an interval"
+        )
+        print(
+            f"  compare 'significant': {t.significant}/{t.compared} = "
+            f"{100 * t.significant / max(t.compared, 1):.1f} % of statistics  (target <= 5 %)"
+        )
+        print(
+            f"  --fail-on-regression {limit_pct:g} exited 1 on {t.gates} of {t.pairs} pairs (target: 0)"
+        )
     if walls:
         print("wall time per run: " + ", ".join(f"{w:.1f} s" for w in walls) + "  (target <= 30 s)")
     return 0

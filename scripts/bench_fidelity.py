@@ -72,8 +72,10 @@ from fsyncbench.measure.timing import Sampler
 from fsyncbench.measure.workloads import BLOCK_BYTES, FlushWorkload, SyncPrimitive, scratch_dir
 
 FIO_INSTALL = "fio not found: install it with `apt-get install -y fio` (Debian/Ubuntu package fio)"
-PG_INSTALL = ("pg_test_fsync not found: install it with `apt-get install -y postgresql` (Debian/"
-              "Ubuntu; it lands in /usr/lib/postgresql/<version>/bin/pg_test_fsync)")
+PG_INSTALL = (
+    "pg_test_fsync not found: install it with `apt-get install -y postgresql` (Debian/"
+    "Ubuntu; it lands in /usr/lib/postgresql/<version>/bin/pg_test_fsync)"
+)
 #: A turn with more device flushes per own sync than this shared the disk with other writers.
 QUIET_FLUSHES_PER_OP = 1.15
 #: pg_test_fsync's first section ("Compare file sync methods using one 8kB write"), fdatasync row.
@@ -103,8 +105,10 @@ def find_pg_test_fsync() -> str | None:
     found = shutil.which("pg_test_fsync")
     if found:
         return found
-    candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_test_fsync"),
-                        key=lambda p: int(re.search(r"/(\d+)/bin", p).group(1)))
+    candidates = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/pg_test_fsync"),
+        key=lambda p: int(re.search(r"/(\d+)/bin", p).group(1)),
+    )
     return candidates[-1] if candidates else None
 
 
@@ -127,26 +131,52 @@ def run_fsyncbench(workload, seconds: float) -> dict:
     finally:
         workload.close()
     x = np.asarray(sampler.samples, dtype=np.float64)
-    return {"n": x.size, "p50": float(np.percentile(x, 50)), "p99": float(np.percentile(x, 99)),
-            "mean": float(x.mean()), "ops": x.size + sampler.untimed}
+    return {
+        "n": x.size,
+        "p50": float(np.percentile(x, 50)),
+        "p99": float(np.percentile(x, 99)),
+        "mean": float(x.mean()),
+        "ops": x.size + sampler.untimed,
+    }
 
 
 def run_fio(fio: str, work: Path, seconds: float) -> dict:
-    cmd = [fio, "--name=fidelity", f"--directory={work}", "--filename=fio-4k.dat",
-           "--rw=write", "--ioengine=sync", "--fdatasync=1", "--bs=4k", "--size=4k",
-           "--invalidate=0", "--time_based", f"--runtime={seconds:g}", "--output-format=json"]
+    cmd = [
+        fio,
+        "--name=fidelity",
+        f"--directory={work}",
+        "--filename=fio-4k.dat",
+        "--rw=write",
+        "--ioengine=sync",
+        "--fdatasync=1",
+        "--bs=4k",
+        "--size=4k",
+        "--invalidate=0",
+        "--time_based",
+        f"--runtime={seconds:g}",
+        "--output-format=json",
+    ]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    job = json.loads(out[out.index("{"):])["jobs"][0]
+    job = json.loads(out[out.index("{") :])["jobs"][0]
     sync, wr = job["sync"]["lat_ns"], job["write"]["clat_ns"]
-    return {"n": sync["N"], "p50": sync["percentile"]["50.000000"],
-            "p99": sync["percentile"]["99.000000"], "mean": sync["mean"],
-            "write_p50": wr["percentile"]["50.000000"], "write_p99": wr["percentile"]["99.000000"],
-            "ops": sync["N"]}
+    return {
+        "n": sync["N"],
+        "p50": sync["percentile"]["50.000000"],
+        "p99": sync["percentile"]["99.000000"],
+        "mean": sync["mean"],
+        "write_p50": wr["percentile"]["50.000000"],
+        "write_p99": wr["percentile"]["99.000000"],
+        "ops": sync["N"],
+    }
 
 
 def run_pg(pg: str, work: Path, seconds: int) -> dict:
-    out = subprocess.run([pg, "-f", str(work / "pg_test_fsync.dat"), "-s", str(seconds)],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [pg, "-f", str(work / "pg_test_fsync.dat"), "-s", str(seconds)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     m = PG_FDATASYNC.search(out)
     if not m:
         raise RuntimeError("could not find the fdatasync line in pg_test_fsync's output:\n" + out)
@@ -166,12 +196,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", type=Path)
     parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--seconds", type=float, default=2.0,
-                        help="time per fsyncbench and fio turn (default 2)")
-    parser.add_argument("--pg-runs", type=int, default=2,
-                        help="pg_test_fsync runs, in evenly spaced rounds (default 2)")
-    parser.add_argument("--pg-seconds", type=int, default=1,
-                        help="pg_test_fsync -s: seconds per each of its tests (default 1)")
+    parser.add_argument(
+        "--seconds", type=float, default=2.0, help="time per fsyncbench and fio turn (default 2)"
+    )
+    parser.add_argument(
+        "--pg-runs",
+        type=int,
+        default=2,
+        help="pg_test_fsync runs, in evenly spaced rounds (default 2)",
+    )
+    parser.add_argument(
+        "--pg-seconds",
+        type=int,
+        default=1,
+        help="pg_test_fsync -s: seconds per each of its tests (default 1)",
+    )
     args = parser.parse_args()
     if not args.dir.is_dir():
         print(f"bench_fidelity: {args.dir} is not a directory", file=sys.stderr)
@@ -185,11 +224,15 @@ def main() -> int:
     host = hostmod.collect_host(str(args.dir))
     disks = [d.name for d in host.target.disks if d.has_flush_counters]
     m = host.target.mount
-    print(f"Directory {host.target.path}: {m.fs_type if m else '?'} on "
-          f"{' -> '.join(host.target.chain) or 'no block device'}; flush counters on "
-          f"{', '.join(disks) or 'none'}; load average {loadavg()}")
-    print(f"fio: {fio or 'missing'}; pg_test_fsync: {pg or 'missing'}; {args.rounds} rounds, "
-          f"{args.seconds:g} s per fsyncbench/fio turn, pg_test_fsync -s {args.pg_seconds}\n")
+    print(
+        f"Directory {host.target.path}: {m.fs_type if m else '?'} on "
+        f"{' -> '.join(host.target.chain) or 'no block device'}; flush counters on "
+        f"{', '.join(disks) or 'none'}; load average {loadavg()}"
+    )
+    print(
+        f"fio: {fio or 'missing'}; pg_test_fsync: {pg or 'missing'}; {args.rounds} rounds, "
+        f"{args.seconds:g} s per fsyncbench/fio turn, pg_test_fsync -s {args.pg_seconds}\n"
+    )
 
     tools = ["fsyncbench write+fdatasync", "fsyncbench fdatasync alone"]
     if fio:
@@ -201,12 +244,13 @@ def main() -> int:
     with scratch_dir(args.dir) as work:
         for rnd in range(args.rounds):
             here = [t for t in tools if t != "pg_test_fsync" or rnd in pg_rounds]
-            order = here[rnd % len(here):] + here[:rnd % len(here)]
+            order = here[rnd % len(here) :] + here[: rnd % len(here)]
             got = {}
             for tool in order:
                 if tool == "fsyncbench write+fdatasync":
                     fn = lambda: run_fsyncbench(  # noqa: E731
-                        FlushWorkload(work, SyncPrimitive("fdatasync", os.fdatasync)), args.seconds)
+                        FlushWorkload(work, SyncPrimitive("fdatasync", os.fdatasync)), args.seconds
+                    )
                 elif tool == "fsyncbench fdatasync alone":
                     fn = lambda: run_fsyncbench(SyncAlone(work), args.seconds)  # noqa: E731
                 elif tool == "fio":
@@ -219,9 +263,24 @@ def main() -> int:
                 rows.append(_row(rnd + 1, tool, r))
             per_round.append(got)
 
-    print(tabulate(rows, headers=["round", "tool", "operation", "n", "median", "p99", "mean",
-                                  "device flushes/op", "kernel time/flush"],
-                   tablefmt="simple", disable_numparse=True))
+    print(
+        tabulate(
+            rows,
+            headers=[
+                "round",
+                "tool",
+                "operation",
+                "n",
+                "median",
+                "p99",
+                "mean",
+                "device flushes/op",
+                "kernel time/flush",
+            ],
+            tablefmt="simple",
+            disable_numparse=True,
+        )
+    )
     print()
     summary = []
     for tool in tools:
@@ -229,42 +288,74 @@ def main() -> int:
         med = lambda k, vals=vals: statistics.median(v[k] for v in vals) if k in vals[0] else None  # noqa: E731
         summary.append([tool, fmt_ns(med("p50")), fmt_ns(med("p99")), fmt_ns(med("mean"))])
     print("Median over rounds:")
-    print(tabulate(summary, headers=["tool", "median", "p99", "mean"], tablefmt="simple",
-                   disable_numparse=True))
+    print(
+        tabulate(
+            summary,
+            headers=["tool", "median", "p99", "mean"],
+            tablefmt="simple",
+            disable_numparse=True,
+        )
+    )
     print()
     if fio:
         alone = [g["fsyncbench fdatasync alone"]["p50"] / g["fio"]["p50"] for g in per_round]
-        both = [g["fsyncbench write+fdatasync"]["p50"] / (g["fio"]["p50"] + g["fio"]["write_p50"])
-                for g in per_round]
-        print("Ratio fsyncbench/fio of medians, fdatasync alone (same operation; target <= 1.05): "
-              + ", ".join(f"{x:.3f}" for x in alone) + f"; median {statistics.median(alone):.3f}")
-        print("Ratio fsyncbench write+fdatasync / (fio write median + fio sync median): "
-              + ", ".join(f"{x:.3f}" for x in both) + f"; median {statistics.median(both):.3f}")
-        quiet = [i for i, g in enumerate(per_round) if all(
-            g[t].get("flushes") is not None and g[t].get("ops")
-            and g[t]["flushes"] / g[t]["ops"] <= QUIET_FLUSHES_PER_OP
-            for t in g if t != "pg_test_fsync")]
+        both = [
+            g["fsyncbench write+fdatasync"]["p50"] / (g["fio"]["p50"] + g["fio"]["write_p50"])
+            for g in per_round
+        ]
+        print(
+            "Ratio fsyncbench/fio of medians, fdatasync alone (same operation; target <= 1.05): "
+            + ", ".join(f"{x:.3f}" for x in alone)
+            + f"; median {statistics.median(alone):.3f}"
+        )
+        print(
+            "Ratio fsyncbench write+fdatasync / (fio write median + fio sync median): "
+            + ", ".join(f"{x:.3f}" for x in both)
+            + f"; median {statistics.median(both):.3f}"
+        )
+        quiet = [
+            i
+            for i, g in enumerate(per_round)
+            if all(
+                g[t].get("flushes") is not None
+                and g[t].get("ops")
+                and g[t]["flushes"] / g[t]["ops"] <= QUIET_FLUSHES_PER_OP
+                for t in g
+                if t != "pg_test_fsync"
+            )
+        ]
         if quiet:
-            print(f"Quiet rounds (no other flushes on the disk during any turn: "
-                  f"{', '.join(str(i + 1) for i in quiet)}): fdatasync-alone ratio median "
-                  f"{statistics.median(alone[i] for i in quiet):.3f}, write+fdatasync ratio median "
-                  f"{statistics.median(both[i] for i in quiet):.3f}")
+            print(
+                f"Quiet rounds (no other flushes on the disk during any turn: "
+                f"{', '.join(str(i + 1) for i in quiet)}): fdatasync-alone ratio median "
+                f"{statistics.median(alone[i] for i in quiet):.3f}, write+fdatasync ratio median "
+                f"{statistics.median(both[i] for i in quiet):.3f}"
+            )
         else:
             print("No quiet round: other processes flushed the same disk during every round.")
     if pg:
-        ratio = [g["fsyncbench write+fdatasync"]["mean"] / g["pg_test_fsync"]["mean"]
-                 for g in per_round if "pg_test_fsync" in g]
-        print("Ratio fsyncbench write+fdatasync (4 KiB) / pg_test_fsync one 8kB write + fdatasync, "
-              "of means: " + ", ".join(f"{x:.3f}" for x in ratio)
-              + f"; median {statistics.median(ratio):.3f}")
-    flush_ms = [(g[t]["flush_ms"], g[t]["flushes"]) for g in per_round for t in g
-                if g[t]["flushes"]]
+        ratio = [
+            g["fsyncbench write+fdatasync"]["mean"] / g["pg_test_fsync"]["mean"]
+            for g in per_round
+            if "pg_test_fsync" in g
+        ]
+        print(
+            "Ratio fsyncbench write+fdatasync (4 KiB) / pg_test_fsync one 8kB write + fdatasync, "
+            "of means: "
+            + ", ".join(f"{x:.3f}" for x in ratio)
+            + f"; median {statistics.median(ratio):.3f}"
+        )
+    flush_ms = [
+        (g[t]["flush_ms"], g[t]["flushes"]) for g in per_round for t in g if g[t]["flushes"]
+    ]
     if flush_ms:
         total_ms = sum(a for a, _ in flush_ms)
         total = sum(b for _, b in flush_ms)
-        print(f"Kernel-accounted device flush time over all turns: {total} flushes, "
-              f"{total_ms} ms, {1e3 * total_ms / total:.0f} us per flush "
-              "(block layer's time from flush issue to completion)")
+        print(
+            f"Kernel-accounted device flush time over all turns: {total} flushes, "
+            f"{total_ms} ms, {1e3 * total_ms / total:.0f} us per flush "
+            "(block layer's time from flush issue to completion)"
+        )
     print(f"Load average at the end: {loadavg()}")
     return 0
 
@@ -278,12 +369,26 @@ def _row(rnd: int, tool: str, r: dict) -> list:
         op = "fdatasync after untimed 4 KiB pwrite@0"
     else:
         op = "4 KiB pwrite@0 + fdatasync"
-    per_op = (f"{r['flushes'] / r['ops']:.2f}" if r.get("flushes") is not None and r.get("ops")
-              else "-" if r.get("flushes") is None else f"{r['flushes']} in all its tests")
-    per_flush = (f"{1e3 * r['flush_ms'] / r['flushes']:.0f} us" if r.get("flushes") else "-")
+    per_op = (
+        f"{r['flushes'] / r['ops']:.2f}"
+        if r.get("flushes") is not None and r.get("ops")
+        else "-"
+        if r.get("flushes") is None
+        else f"{r['flushes']} in all its tests"
+    )
+    per_flush = f"{1e3 * r['flush_ms'] / r['flushes']:.0f} us" if r.get("flushes") else "-"
     n = r.get("n", "-")
-    row = [rnd, tool, op, n, fmt_ns(r.get("p50")), fmt_ns(r.get("p99")), fmt_ns(r.get("mean")),
-           per_op, per_flush]
+    row = [
+        rnd,
+        tool,
+        op,
+        n,
+        fmt_ns(r.get("p50")),
+        fmt_ns(r.get("p99")),
+        fmt_ns(r.get("mean")),
+        per_op,
+        per_flush,
+    ]
     if tool == "fio":
         row[2] += f"; write clat p50 {fmt_ns(r['write_p50'])}"
     return row

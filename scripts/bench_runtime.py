@@ -67,8 +67,9 @@ print(f"{base:.1f} {rss():.1f} {result.summary.count} {size} {t1 - t0:.2f} {t2 -
 
 def fsb(*args: str) -> tuple[float, subprocess.CompletedProcess]:
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "fsyncbench", *args], capture_output=True,
-                          text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fsyncbench", *args], capture_output=True, text=True, cwd=ROOT
+    )
     return time.perf_counter() - t0, proc
 
 
@@ -86,15 +87,31 @@ def bench_run(target: Path) -> None:
     rows = []
     for r in report.results:
         half = r.summary.p99_ci_halfwidth_pct
-        rows.append([r.name, r.summary.count, r.phases, r.stop_reason, f"{r.elapsed_ns / 1e9:.2f}",
-                     "-" if half is None else f"+-{half:.1f} %",
-                     {True: "yes", False: "NO", None: "-"}[r.ci_target_met]])
+        rows.append(
+            [
+                r.name,
+                r.summary.count,
+                r.phases,
+                r.stop_reason,
+                f"{r.elapsed_ns / 1e9:.2f}",
+                "-" if half is None else f"+-{half:.1f} %",
+                {True: "yes", False: "NO", None: "-"}[r.ci_target_met],
+            ]
+        )
     met = sum(1 for r in report.results if r.ci_target_met)
     target = report.results[0].ci_target_pct if report.results else None
-    print(f"fsyncbench run {target_label(target)}: wall {wall:.1f} s, {len(report.results)} "
-          f"workloads, {met} of them met the p99 CI target, {sum(r.summary.count for r in report.results):,} samples")
-    print(tabulate(rows, headers=["workload", "n", "slices", "stop", "timed s", "p99 CI", "met"],
-                   tablefmt="simple", disable_numparse=True))
+    print(
+        f"fsyncbench run {target_label(target)}: wall {wall:.1f} s, {len(report.results)} "
+        f"workloads, {met} of them met the p99 CI target, {sum(r.summary.count for r in report.results):,} samples"
+    )
+    print(
+        tabulate(
+            rows,
+            headers=["workload", "n", "slices", "stop", "timed s", "p99 CI", "met"],
+            tablefmt="simple",
+            disable_numparse=True,
+        )
+    )
     floors = ", ".join(f"{f.name} {f.summary.p50_ns:,.0f} ns" for f in report.floors)
     print(f"floors (p50): {floors or '-'}")
 
@@ -109,8 +126,14 @@ def bench_audit(target: Path) -> None:
         print("audit: this fsyncbench has no `audit` subcommand yet; skipped")
         return
     wall, proc = fsb("audit", str(target), "--no-report")
-    print(f"fsyncbench audit: wall {wall:.1f} s, exit {proc.returncode}"
-          + (f" ({proc.stderr.strip().splitlines()[-1]})" if proc.returncode not in (0, 1) and proc.stderr else ""))
+    print(
+        f"fsyncbench audit: wall {wall:.1f} s, exit {proc.returncode}"
+        + (
+            f" ({proc.stderr.strip().splitlines()[-1]})"
+            if proc.returncode not in (0, 1) and proc.stderr
+            else ""
+        )
+    )
 
 
 def bench_crash(target: Path) -> None:
@@ -119,14 +142,18 @@ def bench_crash(target: Path) -> None:
 
 
 def bench_rss() -> None:
-    proc = subprocess.run([sys.executable, "-c", RSS_CHILD, str(ROOT)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", RSS_CHILD, str(ROOT)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         print(f"peak RSS: child failed: {proc.stderr.strip()}")
         return
     base, peak, n, size, t_measure, t_summary, t_store = proc.stdout.split()
-    print(f"peak RSS for {int(n):,} samples measured, summarised and stored: {float(peak):.0f} MiB "
-          f"(after imports {float(base):.0f} MiB; target <= 100 MB); JSON {int(size) / 2**20:.1f} MiB; "
-          f"summary {t_summary} s, report + durable write {t_store} s")
+    print(
+        f"peak RSS for {int(n):,} samples measured, summarised and stored: {float(peak):.0f} MiB "
+        f"(after imports {float(base):.0f} MiB; target <= 100 MB); JSON {int(size) / 2**20:.1f} MiB; "
+        f"summary {t_summary} s, report + durable write {t_store} s"
+    )
 
 
 def main() -> int:
@@ -140,8 +167,12 @@ def main() -> int:
     except OSError:
         load = "?"
     print(f"target {args.dir}, {os.cpu_count()} CPUs, load average {load}\n")
-    for name, fn in (("run", lambda: bench_run(args.dir)), ("audit", lambda: bench_audit(args.dir)),
-                     ("crash", lambda: bench_crash(args.dir)), ("rss", bench_rss)):
+    for name, fn in (
+        ("run", lambda: bench_run(args.dir)),
+        ("audit", lambda: bench_audit(args.dir)),
+        ("crash", lambda: bench_crash(args.dir)),
+        ("rss", bench_rss),
+    ):
         if name not in skip:
             fn()
             print()

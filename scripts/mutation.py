@@ -52,7 +52,9 @@ def configured_modules() -> list[str]:
     for pattern in config["only_mutate"]:
         for path in sorted(ROOT.glob(pattern)):
             if path.suffix == ".py" and path.name != "__init__.py":
-                modules.append(".".join(path.relative_to(ROOT / "fsyncbench").with_suffix("").parts))
+                modules.append(
+                    ".".join(path.relative_to(ROOT / "fsyncbench").with_suffix("").parts)
+                )
     return modules
 
 
@@ -71,16 +73,19 @@ def mutmut(*args: str) -> subprocess.CompletedProcess:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("modules", nargs="*", help="dotted module names (default: all configured)")
-    parser.add_argument("--report-only", action="store_true",
-                        help="print the last results without running mutmut")
+    parser.add_argument(
+        "--report-only", action="store_true", help="print the last results without running mutmut"
+    )
     parser.add_argument("--survivors", action="store_true", help="print each survivor's diff")
     args = parser.parse_args()
     known = configured_modules()
     modules = args.modules or known
     unknown = [m for m in modules if m not in known]
     if unknown:
-        parser.error(f"not configured in pyproject's [tool.mutmut]: {', '.join(unknown)} "
-                     f"(configured: {', '.join(known)})")
+        parser.error(
+            f"not configured in pyproject's [tool.mutmut]: {', '.join(unknown)} "
+            f"(configured: {', '.join(known)})"
+        )
     if not Path(sys.executable).with_name("mutmut").exists() and shutil.which("mutmut") is None:
         print("mutation.py: mutmut is not installed: pip install -e '.[mutation]'", file=sys.stderr)
         return 2
@@ -108,13 +113,28 @@ def main() -> int:
         killed = sum(n for s, n in counts.items() if s in KILLED)
         score = 100.0 * killed / total if total else float("nan")
         met &= total > 0 and score >= TARGET_PCT
-        rows.append([module, total, killed, counts["survived"], counts["no tests"],
-                     counts["not checked"] + counts["suspicious"],
-                     f"{score:.1f} %" if total else "-"])
-    print(tabulate(rows, headers=["module", "mutants", "killed", "survived", "no test",
-                                  "other", "score"], tablefmt="simple"))
-    print(f"target: >= {TARGET_PCT:g} % killed per module; "
-          f"{'met' if met else 'NOT met'}; {len(survivors)} survivor(s)")
+        rows.append(
+            [
+                module,
+                total,
+                killed,
+                counts["survived"],
+                counts["no tests"],
+                counts["not checked"] + counts["suspicious"],
+                f"{score:.1f} %" if total else "-",
+            ]
+        )
+    print(
+        tabulate(
+            rows,
+            headers=["module", "mutants", "killed", "survived", "no test", "other", "score"],
+            tablefmt="simple",
+        )
+    )
+    print(
+        f"target: >= {TARGET_PCT:g} % killed per module; "
+        f"{'met' if met else 'NOT met'}; {len(survivors)} survivor(s)"
+    )
     if args.survivors:
         for name in survivors:
             print()

@@ -44,8 +44,12 @@ def main() -> None:
     for path in args.reports:
         label, x = samples(path, args.config)
         y = (np.arange(x.size) + 0.5) / x.size
-        ax.plot(x / 1e6, y, label=f"{label}: p50 {np.percentile(x, 50) / 1e6:.3g} ms, "
-                                  f"p99 {np.percentile(x, 99) / 1e6:.3g} ms")
+        ax.plot(
+            x / 1e6,
+            y,
+            label=f"{label}: p50 {np.percentile(x, 50) / 1e6:.3g} ms, "
+            f"p99 {np.percentile(x, 99) / 1e6:.3g} ms",
+        )
     ax.set_xscale("log")
     ax.set_yscale("logit")  # stretches both tails: p1 ... p50 ... p99 evenly readable
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"p{v * 100:.3g}"))

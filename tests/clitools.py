@@ -11,7 +11,11 @@ def fsb(*args, prefix=(), cwd=None, env=None, timeout=300) -> subprocess.Complet
     """``[prefix...] python -m fsyncbench ARGS`` with captured text output."""
     return subprocess.run(
         [*prefix, sys.executable, "-m", "fsyncbench", *map(str, args)],
-        capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
     )
 
 
@@ -34,10 +38,27 @@ def start_long_run(target: Path, output: Path, *extra, settle_s: float = 0.3):
     import time
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fsyncbench", "run", str(target), "--report-dir", str(output),
-         "--samples", "100000000", "--budget-seconds", "60", "--quiet", "--rounds", "1",
-         *map(str, extra)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "fsyncbench",
+            "run",
+            str(target),
+            "--report-dir",
+            str(output),
+            "--samples",
+            "100000000",
+            "--budget-seconds",
+            "60",
+            "--quiet",
+            "--rounds",
+            "1",
+            *map(str, extra),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not leftovers(target) and time.monotonic() < deadline:
         time.sleep(0.05)

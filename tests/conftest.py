@@ -15,9 +15,12 @@ import pytest
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--unit-only", action="store_true",
-                     help="only fast in-process tests: skip slow ones and any that start a "
-                          "process (mutation runs)")
+    parser.addoption(
+        "--unit-only",
+        action="store_true",
+        help="only fast in-process tests: skip slow ones and any that start a "
+        "process (mutation runs)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

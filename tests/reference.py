@@ -32,15 +32,17 @@ def _jackknife(x: np.ndarray, groups: list[np.ndarray], pct: float, confidence: 
     est = float(np.percentile(x, pct, method="linear"))
     b = len(groups)
     m = np.array([g.size for g in groups], dtype=float)
-    beyond = np.array([np.sum(x[g] >= est) if q >= 0.5 else np.sum(x[g] <= est) for g in groups],
-                      dtype=float)
-    effective = beyond.sum() ** 2 / np.sum(beyond ** 2) if beyond.sum() > 0 else 0.0
+    beyond = np.array(
+        [np.sum(x[g] >= est) if q >= 0.5 else np.sum(x[g] <= est) for g in groups], dtype=float
+    )
+    effective = beyond.sum() ** 2 / np.sum(beyond**2) if beyond.sum() > 0 else 0.0
     if effective < MIN_TAIL_BLOCKS:
         return None
     df = min(b - 1.0, effective - 1.0)
     theta = math.log(est)
-    theta_j = np.array([math.log(np.percentile(np.delete(x, g), pct, method="linear"))
-                        for g in groups])
+    theta_j = np.array(
+        [math.log(np.percentile(np.delete(x, g), pct, method="linear")) for g in groups]
+    )
     h = n / m
     pseudo = h * theta - (h - 1.0) * theta_j
     theta_jack = b * theta - np.sum((1.0 - m / n) * theta_j)
@@ -66,8 +68,12 @@ def jackknife(samples, slice_counts, pct: float, slice_rounds=(), confidence: fl
     best = _jackknife(x, slices, pct, confidence)
     rounds = sorted(set(slice_rounds))
     if best is not None and best[2] is not None and len(rounds) >= MIN_ROUNDS:
-        by_round = [np.concatenate([np.arange(s, s + c) for s, c, r in
-                                    zip(starts, counts, slice_rounds) if r == k]) for k in rounds]
+        by_round = [
+            np.concatenate(
+                [np.arange(s, s + c) for s, c, r in zip(starts, counts, slice_rounds) if r == k]
+            )
+            for k in rounds
+        ]
         wide = _jackknife(x, by_round, pct, confidence)
         if wide is None or wide[2] is None or wide[2][1] / wide[2][0] > best[2][1] / best[2][0]:
             best = wide
@@ -86,8 +92,8 @@ def welch_p(a: tuple, b: tuple) -> float:
     """Two-sided p-value of log(B) - log(A) over the combined standard error of two
     :func:`jackknife` results, with Welch-Satterthwaite degrees of freedom (Welch 1947)."""
     (ea, sa, dfa, _), (eb, sb, dfb, _) = a, b
-    va, vb = sa ** 2, sb ** 2
-    df = (va + vb) ** 2 / (va ** 2 / dfa + vb ** 2 / dfb)
+    va, vb = sa**2, sb**2
+    df = (va + vb) ** 2 / (va**2 / dfa + vb**2 / dfb)
     return float(2.0 * student_t.sf(abs(math.log(eb / ea)) / math.sqrt(va + vb), df))
 
 

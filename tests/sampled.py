@@ -21,40 +21,91 @@ def samples(median_ns: float, n: int = 400, seed: int = 0, sigma: float = 0.35) 
     return tuple(int(v) for v in median_ns * rng.lognormal(0.0, sigma, size=n))
 
 
-def result(kind: str, name: str, primitive: str, median_ns: float, n: int = 400, seed: int = 0,
-           payload_bytes: int | None = None, **kw) -> Result:
+def result(
+    kind: str,
+    name: str,
+    primitive: str,
+    median_ns: float,
+    n: int = 400,
+    seed: int = 0,
+    payload_bytes: int | None = None,
+    **kw,
+) -> Result:
     data = samples(median_ns, n, seed)
     kw.setdefault("slice_counts", even_slices(n))
     return Result(
-        kind=kind, name=name, primitive=primitive, samples_ns=data,
-        summary=stats.summarize(data, kw["slice_counts"], kw.get("slice_rounds", ())), warmup=0, target_samples=n, budget_s=10.0,
-        target_reached=True, elapsed_ns=sum(data),
-        payload_bytes=payload_bytes if payload_bytes is not None else (512 if kind == "commit" else 4096),
+        kind=kind,
+        name=name,
+        primitive=primitive,
+        samples_ns=data,
+        summary=stats.summarize(data, kw["slice_counts"], kw.get("slice_rounds", ())),
+        warmup=0,
+        target_samples=n,
+        budget_s=10.0,
+        target_reached=True,
+        elapsed_ns=sum(data),
+        payload_bytes=payload_bytes
+        if payload_bytes is not None
+        else (512 if kind == "commit" else 4096),
         **kw,
     )
 
 
 def commit(mode: str, sync: str, median_ns: float, seed: int = 0, n: int = 400, **kw) -> Result:
     p = Pragmas(mode, sync)
-    return result("commit", p.label, "none" if sync == "OFF" else "fdatasync", median_ns, n, seed,
-                  requested=p, effective=p, **kw)
+    return result(
+        "commit",
+        p.label,
+        "none" if sync == "OFF" else "fdatasync",
+        median_ns,
+        n,
+        seed,
+        requested=p,
+        effective=p,
+        **kw,
+    )
 
 
-def flush(primitive: str, median_ns: float, seed: int = 0, n: int = 400, flushes: int | None = None) -> Result:
+def flush(
+    primitive: str, median_ns: float, seed: int = 0, n: int = 400, flushes: int | None = None
+) -> Result:
     deltas = () if flushes is None else (FlushDelta("vda", flushes, flushes // 4),)
-    return result("flush", f"write+{primitive}", primitive, median_ns, n, seed,
-                  device_flushes=deltas, syncs_issued=n)
+    return result(
+        "flush",
+        f"write+{primitive}",
+        primitive,
+        median_ns,
+        n,
+        seed,
+        device_flushes=deltas,
+        syncs_issued=n,
+    )
 
 
-def report(scale: float = 1.0, seed: int = 0, the_host=None, n: int = 2000,
-           payload_bytes: int = 512, command_line=("fsyncbench", "run", "/data")) -> Report:
+def report(
+    scale: float = 1.0,
+    seed: int = 0,
+    the_host=None,
+    n: int = 2000,
+    payload_bytes: int = 512,
+    command_line=("fsyncbench", "run", "/data"),
+) -> Report:
     """A run on an ext4 SSD: write baseline, fdatasync, and three WAL commits; every time
     multiplied by ``scale``."""
     from fsyncbench.model import BlockDevice
 
-    h = the_host or host(disks=(BlockDevice("sda", model="Samsung SSD 870", rotational=False,
-                                             write_cache="write back", serial="S6PNNS0T123456",
-                                             has_flush_counters=True),))
+    h = the_host or host(
+        disks=(
+            BlockDevice(
+                "sda",
+                model="Samsung SSD 870",
+                rotational=False,
+                write_cache="write back",
+                serial="S6PNNS0T123456",
+                has_flush_counters=True,
+            ),
+        )
+    )
     results = (
         result("write", "write (no sync)", "none", 2_000 * scale, n, seed, syncs_issued=0),
         flush("fdatasync", 900_000 * scale, seed + 1, n, flushes=n),

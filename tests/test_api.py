@@ -25,10 +25,17 @@ def measured(tmp_path_factory):
     """One small real run: WAL at synchronous OFF and FULL, no raw primitives, one round."""
     target = tmp_path_factory.mktemp("api-target")
     calls, notes = [], []
-    report = fsyncbench.run(target, journal_modes="wal", synchronous=["off", "full"],
-                            samples=SAMPLES, rounds=1, primitives=False,
-                            progress=lambda *args: calls.append(args), notes=notes.append,
-                            command_line=["my-engine-tests"])
+    report = fsyncbench.run(
+        target,
+        journal_modes="wal",
+        synchronous=["off", "full"],
+        samples=SAMPLES,
+        rounds=1,
+        primitives=False,
+        progress=lambda *args: calls.append(args),
+        notes=notes.append,
+        command_line=["my-engine-tests"],
+    )
     return target, report, calls, notes
 
 
@@ -53,8 +60,9 @@ def test_run_returns_a_judged_report_of_what_it_measured(measured):
 
 
 def test_run_prints_nothing(tmp_path, capsys):
-    fsyncbench.run(tmp_path, journal_modes="wal", synchronous="full", samples=5, rounds=1,
-                   primitives=False)
+    fsyncbench.run(
+        tmp_path, journal_modes="wal", synchronous="full", samples=5, rounds=1, primitives=False
+    )
     assert capsys.readouterr() == ("", "")
 
 
@@ -97,24 +105,42 @@ BAD = [
     (lambda d: fsyncbench.run(d, samples=2), ["run", "{d}", "--samples", "2"]),
     (lambda d: fsyncbench.run(d, rounds=51), ["run", "{d}", "--rounds", "51"]),
     (lambda d: fsyncbench.run(d, ci_target_pct=100), ["run", "{d}", "--ci-target-pct", "100"]),
-    (lambda d: fsyncbench.run(d, samples=10, min_samples=5),
-     ["run", "{d}", "--samples", "10", "--min-samples", "5"]),
+    (
+        lambda d: fsyncbench.run(d, samples=10, min_samples=5),
+        ["run", "{d}", "--samples", "10", "--min-samples", "5"],
+    ),
     (lambda d: fsyncbench.run(d, journal_modes="wal2"), ["run", "{d}", "--journal-mode", "wal2"]),
-    (lambda d: fsyncbench.run(d, synchronous=["full", ""]), ["run", "{d}", "--synchronous", "full,"]),
+    (
+        lambda d: fsyncbench.run(d, synchronous=["full", ""]),
+        ["run", "{d}", "--synchronous", "full,"],
+    ),
     (lambda d: fsyncbench.run(d, payload_bytes=0), ["run", "{d}", "--payload-bytes", "0"]),
     (lambda d: fsyncbench.run(d / "missing"), ["run", "{d}/missing"]),
-    (lambda d: fsyncbench.run(d, gates=fsyncbench.Gates.parse(configs="wal/fast")),
-     ["run", "{d}", "--config", "wal/fast"]),
-    (lambda d: fsyncbench.host_record(d, outputs=fsyncbench.Outputs(output=d)), ["host", "{d}", "-o", "{d}"]),
+    (
+        lambda d: fsyncbench.run(d, gates=fsyncbench.Gates.parse(configs="wal/fast")),
+        ["run", "{d}", "--config", "wal/fast"],
+    ),
+    (
+        lambda d: fsyncbench.host_record(d, outputs=fsyncbench.Outputs(output=d)),
+        ["host", "{d}", "-o", "{d}"],
+    ),
     (lambda d: fsyncbench.gate(None, max_p99="10"), ["run", "{d}", "--max-p99", "10"]),
-    (lambda d: fsyncbench.gate(None, fail_on="sometimes"), ["run", "{d}", "--fail-on", "sometimes"]),
+    (
+        lambda d: fsyncbench.gate(None, fail_on="sometimes"),
+        ["run", "{d}", "--fail-on", "sometimes"],
+    ),
     (lambda d: fsyncbench.audit(d, samples=0), ["audit", "{d}", "--samples", "0"]),
     (lambda d: fsyncbench.audit(d, compare_syncs=1), ["audit", "{d}", "--compare-syncs", "1"]),
-    (lambda d: fsyncbench.kill_matrix(d, journal_mode="wal,delete"),
-     ["crash", "{d}", "--journal-mode", "wal,delete"]),
+    (
+        lambda d: fsyncbench.kill_matrix(d, journal_mode="wal,delete"),
+        ["crash", "{d}", "--journal-mode", "wal,delete"],
+    ),
     (lambda d: fsyncbench.load(d / "none.json"), ["show", "{d}/none.json"]),
     (lambda d: fsyncbench.compare([d / "a.json"]), ["compare", "{d}/a.json"]),
-    (lambda d: fsyncbench.powercut_write(d, to="nohost"), ["powercut", "write", "{d}", "--to", "nohost"]),
+    (
+        lambda d: fsyncbench.powercut_write(d, to="nohost"),
+        ["powercut", "write", "{d}", "--to", "nohost"],
+    ),
 ]
 
 
@@ -140,15 +166,17 @@ def test_interrupted_is_a_keyboard_interrupt():
 
 
 def test_import_fsyncbench_does_not_import_numpy_or_the_api():
-    code = "; ".join([
-        "import sys, fsyncbench",
-        "from fsyncbench import __version__",
-        "print(sorted(m for m in ('numpy', 'scipy', 'fsyncbench.api') if m in sys.modules))",
-        "import fsyncbench.powercut.verify",  # a lower module that imports __version__
-        "print('fsyncbench.api' in sys.modules)",
-        "fsyncbench.run",
-        "print('fsyncbench.api' in sys.modules)",
-    ])
+    code = "; ".join(
+        [
+            "import sys, fsyncbench",
+            "from fsyncbench import __version__",
+            "print(sorted(m for m in ('numpy', 'scipy', 'fsyncbench.api') if m in sys.modules))",
+            "import fsyncbench.powercut.verify",  # a lower module that imports __version__
+            "print('fsyncbench.api' in sys.modules)",
+            "fsyncbench.run",
+            "print('fsyncbench.api' in sys.modules)",
+        ]
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.splitlines() == ["[]", "False", "True"]
 
@@ -156,8 +184,9 @@ def test_import_fsyncbench_does_not_import_numpy_or_the_api():
 def test_the_readme_example_runs(tmp_path):
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     example = readme.split("## Python API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
-    proc = subprocess.run([sys.executable, "-c", example], capture_output=True, text=True,
-                          cwd=tmp_path, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", example], capture_output=True, text=True, cwd=tmp_path, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("wal/full: p50 "), proc.stdout
     assert list(tmp_path.iterdir()) == []

@@ -70,7 +70,9 @@ def test_public_case_rederives_its_expected_verdict(path):
     report = store.load_report(path)
     again = engine.rejudge(report)
     assert (again.verdict.path_verdict, again.verdict.decided_by) == (
-        data["verdict"]["path_verdict"], data["verdict"]["decided_by"])
+        data["verdict"]["path_verdict"],
+        data["verdict"]["decided_by"],
+    )
     assert again.notes == report.notes  # no "re-derived ... differs" note
 
 
@@ -160,15 +162,17 @@ def _sweep(bandwidth, flush_cost=500_000.0, top=64 << 20, top_ns=80_000_000, poi
 def test_impossible_sweep_is_no_flush():
     h = host(disks=(BlockDevice("vda", rotational=True, write_cache="write back"),), virt=VM)
     # 64 MiB "synced" in 1.6 us: even a 16 GB/s link needs 4.2 ms
-    v = engine.judge(h, [flush("fdatasync", 2_000)],
-                    Evidence(dirty_sweep=_sweep(None, 1_500.0, top_ns=1_600)))
+    v = engine.judge(
+        h, [flush("fdatasync", 2_000)], Evidence(dirty_sweep=_sweep(None, 1_500.0, top_ns=1_600))
+    )
     assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "sync-bandwidth-impossible")
     f = finding(v, "sync-bandwidth-impossible")
     assert f.evidence["largest_p50_ns"] == 1_600 and f.evidence["least_possible_ns"] == 4_194_304
     # a hand-written sweep without points is judged on its fit
     for bw in (None, 5e12):
-        v = engine.judge(h, [flush("fdatasync", 2_000)],
-                        Evidence(dirty_sweep=_sweep(bw, 1_500.0, points=False)))
+        v = engine.judge(
+            h, [flush("fdatasync", 2_000)], Evidence(dirty_sweep=_sweep(bw, 1_500.0, points=False))
+        )
         assert v.decided_by == "sync-bandwidth-impossible"
 
 
@@ -176,8 +180,11 @@ def test_noisy_flat_sweep_on_real_storage_is_not_impossible():
     """A busy disk can flatten the fit (no slope), but the 64 MiB sync still took longer
     than any link needs: no verdict from the sweep."""
     h = host(disks=(BlockDevice("vda", rotational=True, write_cache="write back"),), virt=VM)
-    v = engine.judge(h, [flush("fdatasync", 3_000_000)],
-                    Evidence(dirty_sweep=_sweep(None, 20_000_000.0, top_ns=19_000_000)))
+    v = engine.judge(
+        h,
+        [flush("fdatasync", 3_000_000)],
+        Evidence(dirty_sweep=_sweep(None, 20_000_000.0, top_ns=19_000_000)),
+    )
     assert v.decided_by == "virtualized-storage"
     assert "sync-bandwidth-impossible" not in codes(v)
 
@@ -195,20 +202,27 @@ def test_noisy_honest_disk_is_not_called_interposed():
     sending a flush per call. Counters decide; without them the libc call is still real I/O."""
     h = host(disks=(WB_SSD,), virt=VM)
     noisy = _cmp(libc=313_000, raw=2_370_000, libc_f=205, raw_f=210)
-    v = engine.judge(h, [flush("fdatasync", 313_000, flushes=205, syncs=200)],
-                    Evidence(syscall_comparisons=(noisy,)))
+    v = engine.judge(
+        h,
+        [flush("fdatasync", 313_000, flushes=205, syncs=200)],
+        Evidence(syscall_comparisons=(noisy,)),
+    )
     assert v.decided_by == "virtualized-storage"
     assert "libc-sync-interposed" not in codes(v)
     no_counters = _cmp(libc=313_000, raw=9_000_000)
-    v2 = engine.judge(h, [flush("fdatasync", 313_000)], Evidence(syscall_comparisons=(no_counters,)))
+    v2 = engine.judge(
+        h, [flush("fdatasync", 313_000)], Evidence(syscall_comparisons=(no_counters,))
+    )
     assert "libc-sync-interposed" not in codes(v2)
 
 
 def test_noisy_flush_numbers_do_not_fake_a_commit_that_skips_syncs():
     """The consistency check takes the least flush estimate that did real I/O."""
     h = host(disks=(WB_SSD,), virt=VM)
-    ev = Evidence(syscall_comparisons=(_cmp(libc=313_000, raw=2_370_000, libc_f=205, raw_f=210),),
-                  sync_traces=(_trace("DELETE", "FULL", 4),))
+    ev = Evidence(
+        syscall_comparisons=(_cmp(libc=313_000, raw=2_370_000, libc_f=205, raw_f=210),),
+        sync_traces=(_trace("DELETE", "FULL", 4),),
+    )
     v = engine.judge(h, [flush("fdatasync", 330_000), commit("DELETE", "FULL", 1_270_000)], ev)
     assert "commit-not-waiting-for-sync" not in codes(v)
 
@@ -220,13 +234,19 @@ def test_sweep_ceiling_grows_with_leaf_disks():
     at least 67,108,864 / 16e9 s = 4,194,304 ns over one link and 1,048,576 ns over four. A
     sync after 64 MiB in 2 ms (33.6 GB/s) is impossible with one disk, possible with four;
     so is a fitted 40 GB/s in a sweep without points (ceilings 16 and 64 GB/s)."""
+
     def judge(leaf_disks, sweep):
-        disks = tuple(BlockDevice(f"nvme{i}n1", rotational=False, write_cache="write back")
-                      for i in range(leaf_disks))
+        disks = tuple(
+            BlockDevice(f"nvme{i}n1", rotational=False, write_cache="write back")
+            for i in range(leaf_disks)
+        )
         # 2 ms per fdatasync: above the 150 us floor of an SSD with a volatile write cache,
         # so where the sweep is silent the latency rule finds it plausible
-        return engine.judge(host(disks=disks, virt=BARE), [flush("fdatasync", 2_000_000)],
-                           Evidence(dirty_sweep=sweep))
+        return engine.judge(
+            host(disks=disks, virt=BARE),
+            [flush("fdatasync", 2_000_000)],
+            Evidence(dirty_sweep=sweep),
+        )
 
     for sweep in (_sweep(33.6e9, top_ns=2_000_000), _sweep(40e9, points=False)):
         one, four = judge(1, sweep), judge(4, sweep)
@@ -236,8 +256,11 @@ def test_sweep_ceiling_grows_with_leaf_disks():
         assert "sync-bandwidth-impossible" not in codes(four)
     one = judge(1, _sweep(33.6e9, top_ns=2_000_000))
     evidence = finding(one, "sync-bandwidth-impossible").evidence
-    assert (evidence["largest_bytes"], evidence["largest_p50_ns"],
-            evidence["least_possible_ns"]) == (67_108_864, 2_000_000, 4_194_304)
+    assert (
+        evidence["largest_bytes"],
+        evidence["largest_p50_ns"],
+        evidence["least_possible_ns"],
+    ) == (67_108_864, 2_000_000, 4_194_304)
 
 
 def test_sweep_bound_is_the_largest_size_over_the_link_bandwidth():
@@ -277,15 +300,20 @@ def test_nobarrier_is_volatile_unless_counters_show_flushes():
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
     v2 = engine.judge(h, [flush("fdatasync", 1_600_000, flushes=1000, syncs=1000)])
     assert v2.decided_by == "flushes-reach-device"  # the kernel ignored the option (xfs >= 4.19)
-    wt = host(disks=(BlockDevice("sda", rotational=False, write_cache="write through"),),
-              virt=BARE, mount_options=("nobarrier",))
+    wt = host(
+        disks=(BlockDevice("sda", rotational=False, write_cache="write through"),),
+        virt=BARE,
+        mount_options=("nobarrier",),
+    )
     assert engine.judge(wt, [flush("fdatasync", 40_000)]).decided_by != "barriers-disabled"
 
 
 def test_network_filesystem_is_unverifiable():
     for fs in ("nfs4", "fuse.sshfs", "9p"):
-        assert engine.judge(host(fs_type=fs, virt=BARE), [flush("fsync", 900_000)]).decided_by \
+        assert (
+            engine.judge(host(fs_type=fs, virt=BARE), [flush("fsync", 900_000)]).decided_by
             == "network-filesystem"
+        )
 
 
 def test_counted_flushes_on_bare_metal_decide_honest_and_latency_cannot_override():
@@ -299,21 +327,33 @@ def test_counted_flushes_on_bare_metal_decide_honest_and_latency_cannot_override
 
 def test_plp_drive_at_30us_is_not_called_volatile_by_latency():
     """Honest PLP drives flush in 25-40 us (DESIGN.md): above the 15 us SSD floor."""
-    h = host(disks=(BlockDevice("nvme0n1", model="Micron_7400_MTFDKBA960TDZ", rotational=False,
-                                write_cache="write through"),), virt=BARE)
+    h = host(
+        disks=(
+            BlockDevice(
+                "nvme0n1",
+                model="Micron_7400_MTFDKBA960TDZ",
+                rotational=False,
+                write_cache="write through",
+            ),
+        ),
+        virt=BARE,
+    )
     assert engine.judge(h, [flush("fdatasync", 30_000)]).path_verdict == HONEST_FLUSH
 
 
 def test_cloud_block_storage_needs_real_io_latency():
-    h = host(disks=(BlockDevice("nvme1n1", model="Amazon Elastic Block Store", rotational=False),),
-             virt=VM)
+    h = host(
+        disks=(BlockDevice("nvme1n1", model="Amazon Elastic Block Store", rotational=False),),
+        virt=VM,
+    )
     assert engine.judge(h, [flush("fdatasync", 600_000)]).decided_by == "cloud-block-storage"
     assert engine.judge(h, [flush("fdatasync", 3_000)]).path_verdict == UNVERIFIABLE
 
 
 def test_azure_virtual_disk_stays_unverifiable():
-    h = host(disks=(BlockDevice("sdb", vendor="Msft", model="Virtual Disk", rotational=True),),
-             virt=VM)
+    h = host(
+        disks=(BlockDevice("sdb", vendor="Msft", model="Virtual Disk", rotational=True),), virt=VM
+    )
     assert engine.judge(h, [flush("fdatasync", 2_000_000)]).decided_by == "virtualized-storage"
 
 
@@ -321,8 +361,12 @@ def test_azure_virtual_disk_stays_unverifiable():
 
 
 def _trace(mode, sync, syncs, preload=None, commits=20):
-    return SyncTrace(Pragmas(mode, sync), commits, {"fdatasync": syncs * commits} if syncs else {},
-                     ld_preload=preload)
+    return SyncTrace(
+        Pragmas(mode, sync),
+        commits,
+        {"fdatasync": syncs * commits} if syncs else {},
+        ld_preload=preload,
+    )
 
 
 def test_measured_syncs_per_commit_tighten_the_consistency_check():
@@ -340,8 +384,10 @@ def test_measured_syncs_per_commit_tighten_the_consistency_check():
 
 def test_consistency_check_uses_raw_syscall_flush_cost():
     h = host(disks=(WB_SSD,), virt=VM, ld_preload="libeatmydata.so")
-    ev = Evidence(syscall_comparisons=(_cmp(libc=2_000, raw=400_000),),
-                  sync_traces=(_trace("WAL", "FULL", 1),))
+    ev = Evidence(
+        syscall_comparisons=(_cmp(libc=2_000, raw=400_000),),
+        sync_traces=(_trace("WAL", "FULL", 1),),
+    )
     v = engine.judge(h, [flush("fdatasync", 2_000), commit("WAL", "FULL", 40_000)], ev)
     f = finding(v, "commit-not-waiting-for-sync")
     assert f.evidence["flush_source"] == "raw syscall fdatasync p50"
@@ -349,8 +395,12 @@ def test_consistency_check_uses_raw_syscall_flush_cost():
 
 def test_syncs_intercepted_between_sqlite_and_kernel():
     h = host(disks=(WB_SSD,), virt=VM, ld_preload="libeatmydata.so")
-    ev = Evidence(sync_traces=(_trace("DELETE", "FULL", 0, preload="libeatmydata.so"),
-                               _trace("DELETE", "FULL", 4)))
+    ev = Evidence(
+        sync_traces=(
+            _trace("DELETE", "FULL", 0, preload="libeatmydata.so"),
+            _trace("DELETE", "FULL", 4),
+        )
+    )
     v = engine.judge(h, [commit("DELETE", "FULL", 150_000)], ev)
     r = by_subject(v)["delete/full"]
     assert (r.path_verdict, r.decided_by) == (NO_FLUSH, "commit-syncs-intercepted")
@@ -365,7 +415,9 @@ def test_commit_issuing_no_sync_at_full():
     assert by_subject(v)["wal/full"].decided_by == "commit-issues-no-sync"
     # WAL/NORMAL legitimately issues no sync per commit: no such finding
     ev2 = Evidence(sync_traces=(_trace("WAL", "NORMAL", 0),))
-    assert "commit-issues-no-sync" not in codes(engine.judge(h, [commit("WAL", "NORMAL", 30_000)], ev2))
+    assert "commit-issues-no-sync" not in codes(
+        engine.judge(h, [commit("WAL", "NORMAL", 30_000)], ev2)
+    )
 
 
 # --------------------------------------------------------------------------- evidence findings
@@ -376,7 +428,9 @@ def test_second_fd_sync_ignored_by_counters_and_honoured():
     bad = SecondFdCheck("fsync", 200, 400_000, 3_000, 300, 0)
     assert "second-fd-sync-ignored" in codes(engine.judge(h, [], Evidence(second_fd=bad)))
     bad_no_counters = SecondFdCheck("fsync", 200, 400_000, 3_000)
-    assert "second-fd-sync-ignored" in codes(engine.judge(h, [], Evidence(second_fd=bad_no_counters)))
+    assert "second-fd-sync-ignored" in codes(
+        engine.judge(h, [], Evidence(second_fd=bad_no_counters))
+    )
     noisy = SecondFdCheck("fsync", 200, 4_000_000, 300_000)  # slower blocks, still real I/O
     assert "second-fd-sync-honoured" in codes(engine.judge(h, [], Evidence(second_fd=noisy)))
     good = SecondFdCheck("fsync", 200, 400_000, 390_000, 300, 296)
@@ -384,8 +438,14 @@ def test_second_fd_sync_ignored_by_counters_and_honoured():
 
 
 def test_missing_counters_say_counter_not_available():
-    h = host(disks=(BlockDevice("sda", rotational=False, write_cache="write back",
-                                has_flush_counters=False),), virt=BARE)
+    h = host(
+        disks=(
+            BlockDevice(
+                "sda", rotational=False, write_cache="write back", has_flush_counters=False
+            ),
+        ),
+        virt=BARE,
+    )
     v = engine.judge(h, [flush("fdatasync", 1_000_000)])
     f = finding(v, "flush-counters-unavailable")
     assert "counter not available" in f.message
@@ -396,8 +456,10 @@ def test_missing_counters_say_counter_not_available():
 
 def test_rejudge_notes_a_differing_recorded_verdict():
     report = store.load_report(REPORTS / "aws-ebs-nvme.json")
-    tampered = dataclasses.replace(report, verdict=dataclasses.replace(
-        report.verdict, path_verdict=NO_FLUSH, decided_by="made-up"))
+    tampered = dataclasses.replace(
+        report,
+        verdict=dataclasses.replace(report.verdict, path_verdict=NO_FLUSH, decided_by="made-up"),
+    )
     again = engine.rejudge(tampered)
     assert again.verdict.path_verdict == HONEST_FLUSH
     assert "recorded no_flush (decided by made-up)" in again.notes[-1]
@@ -407,8 +469,10 @@ def test_judge_gives_the_verdict_and_every_signal_in_rule_order():
     """eatmydata on a VM's write-back SSD, as recorded facts. Worked out from the judge's rules
     (PATH_RULES order, then the commit rules, then the evidence findings)."""
     h = host(disks=(WB_SSD,), virt=VM, ld_preload="libeatmydata.so")
-    ev = Evidence(syscall_comparisons=(_cmp(libc_f=0, raw_f=330),),
-                  dirty_sweep=_sweep(None, 1e3, top_ns=1_500))
+    ev = Evidence(
+        syscall_comparisons=(_cmp(libc_f=0, raw_f=330),),
+        dirty_sweep=_sweep(None, 1e3, top_ns=1_500),
+    )
     results = [flush("fdatasync", 2_000, flushes=0, syncs=200), commit("WAL", "FULL", 40_000)]
     v = engine.judge(h, results, ev)
     assert (v.path_verdict, v.decided_by, v.strength) == (NO_FLUSH, "flushes-dropped", MEASURED)
@@ -437,10 +501,12 @@ def test_judge_gives_the_verdict_and_every_signal_in_rule_order():
     ]
     # each row: (subject, verdict, config durable, decided by, strength); WAL + FULL is a
     # durable config and inherits fdatasync's path verdict
-    assert [(r.subject, r.path_verdict, r.config_durable, r.decided_by, r.strength)
-            for r in v.results] == [
+    assert [
+        (r.subject, r.path_verdict, r.config_durable, r.decided_by, r.strength) for r in v.results
+    ] == [
         ("write+fdatasync", NO_FLUSH, None, "flushes-dropped", MEASURED),
-        ("wal/full", NO_FLUSH, True, "flushes-dropped", MEASURED)]
+        ("wal/full", NO_FLUSH, True, "flushes-dropped", MEASURED),
+    ]
     assert finding(v, "flushes-dropped").evidence["flushes_per_sync"] == 0.0
     assert finding(v, "commit-not-waiting-for-sync").evidence["ratio"] == 0.1  # 40 / 400
 

@@ -17,8 +17,17 @@ from fsyncbench import cli
 from fsyncbench.model import to_jsonable
 from fsyncbench.report import store
 
-FAST = ["--samples", "60", "--compare-syncs", "120", "--sweep-repeats", "2",
-        "--trace-commits", "5", "--quiet"]
+FAST = [
+    "--samples",
+    "60",
+    "--compare-syncs",
+    "120",
+    "--sweep-repeats",
+    "2",
+    "--trace-commits",
+    "5",
+    "--quiet",
+]
 LINUX = sys.platform.startswith("linux")
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
 
@@ -47,7 +56,9 @@ def test_dev_shm_is_no_flush():
     assert "flush-counters-unavailable" in codes(report)
     deciding = next(f for f in v["findings"] if f["stance"] == "decides")
     assert (deciding["code"], deciding["evidence"]) == (
-        "no-flush-filesystem", {"fs_type": "tmpfs", "mount_point": "/dev/shm"})
+        "no-flush-filesystem",
+        {"fs_type": "tmpfs", "mount_point": "/dev/shm"},
+    )
     assert {r["decided_by"] for r in v["results"]} == {"no-flush-filesystem"}
     ev = report["evidence"]
     assert "no block device" in ev["unavailable"]["flush_counters"]
@@ -64,7 +75,7 @@ def _assert_sweep_recorded(sweep) -> None:
     assert sweep["primitive"] == "fdatasync"
     sizes = [p["dirty_bytes"] for p in sweep["points"]]
     distinct = sorted(set(sizes))
-    assert distinct == [4096 * 4 ** k for k in range(len(distinct))] and (1 << 20) in distinct
+    assert distinct == [4096 * 4**k for k in range(len(distinct))] and (1 << 20) in distinct
     assert all(sizes.count(size) == 2 for size in distinct) and len(sizes) == 2 * len(distinct)
 
 
@@ -93,8 +104,11 @@ def test_disk_is_unverifiable_in_this_vm_with_counter_evidence(disk_audit):
     fdatasync = next(r for r in report.results if r.name == "write+fdatasync")
     least = min(d.flushes for d in fdatasync.device_flushes)
     assert least >= 0.5 * fdatasync.syncs_issued  # the syncs reached the virtual disk
-    deciding = next(f for f in report.verdict.findings if f.code == "virtualized-storage"
-                    and f.subject == "write+fdatasync")
+    deciding = next(
+        f
+        for f in report.verdict.findings
+        if f.code == "virtualized-storage" and f.subject == "write+fdatasync"
+    )
     assert deciding.evidence["flushes_per_sync"] >= 0.5
     assert "Device flush counters" in proc.stdout
     c = next(c for c in report.evidence.syscall_comparisons if c.primitive == "fdatasync")
@@ -137,31 +151,51 @@ def test_from_reproduces_the_audit_verdict(disk_audit):
     again = json.loads(fsb("audit", "--from", path, "--json", "--no-report").stdout)
     assert again["verdict"]["path_verdict"] == saved.verdict.path_verdict
     assert again["verdict"]["decided_by"] == saved.verdict.decided_by
-    assert [r["decided_by"] for r in again["verdict"]["results"]] == \
-        [r.decided_by for r in saved.verdict.results]
+    assert [r["decided_by"] for r in again["verdict"]["results"]] == [
+        r.decided_by for r in saved.verdict.results
+    ]
     text = fsb("audit", "--from", path, "--no-report")
     assert text.returncode == 0 and "re-derived" not in text.stdout
 
 
 def test_from_reproduces_a_run_report(tmp_path):
     out = tmp_path / "out"
-    run = fsb("run", tmp_path, "--report-dir", out, "--journal-mode", "wal", "--synchronous",
-              "off,full", "--samples", "20", "--warmup", "2", "--quiet")
+    run = fsb(
+        "run",
+        tmp_path,
+        "--report-dir",
+        out,
+        "--journal-mode",
+        "wal",
+        "--synchronous",
+        "off,full",
+        "--samples",
+        "20",
+        "--warmup",
+        "2",
+        "--quiet",
+    )
     assert run.returncode == 0, run.stderr
     path = next(out.glob("*.json"))
     saved = store.load_report(path)
     assert saved.evidence is None
     again = json.loads(fsb("audit", "--from", path, "--json", "--no-report").stdout)
     assert (again["verdict"]["path_verdict"], again["verdict"]["decided_by"]) == (
-        saved.verdict.path_verdict, saved.verdict.decided_by)
+        saved.verdict.path_verdict,
+        saved.verdict.decided_by,
+    )
 
 
-@pytest.mark.skipif(not LINUX or shutil.which("eatmydata") is None,
-                    reason="needs eatmydata (apt-get install eatmydata; .ci/run does)")
+@pytest.mark.skipif(
+    not LINUX or shutil.which("eatmydata") is None,
+    reason="needs eatmydata (apt-get install eatmydata; .ci/run does)",
+)
 def test_eatmydata_is_no_flush_by_measurement_not_by_name(tmp_path):
     report = audit_json(tmp_path, prefix=("eatmydata",))
     assert "eatmydata" in (report["host"]["ld_preload"] or "")
-    assert any("libeatmydata" in p for p in report["evidence"]["environment"]["preloaded_libraries"])
+    assert any(
+        "libeatmydata" in p for p in report["evidence"]["environment"]["preloaded_libraries"]
+    )
     v = report["verdict"]
     # the name alone never decides where a libc-vs-syscall comparison was measured
     assert "sync-disabled-by-preload" not in codes(report)
@@ -169,8 +203,11 @@ def test_eatmydata_is_no_flush_by_measurement_not_by_name(tmp_path):
     assert c["syncs"] == 120  # --compare-syncs 120
     traces = report["evidence"]["sync_traces"]
     if traces:
-        full = {(t["ld_preload"] is not None): t for t in traces
-                if t["pragmas"]["journal_mode"] == "DELETE" and t["pragmas"]["synchronous"] == "FULL"}
+        full = {
+            (t["ld_preload"] is not None): t
+            for t in traces
+            if t["pragmas"]["journal_mode"] == "DELETE" and t["pragmas"]["synchronous"] == "FULL"
+        }
         # SQLite asks for 4 fdatasyncs per DELETE/FULL commit (strace of SQLite 3.40.1; see
         # test_disk_audit_records_syncs_per_commit_and_sweep), 5 commits traced; eatmydata
         # lets none of them reach the kernel
@@ -185,18 +222,27 @@ def test_eatmydata_is_no_flush_by_measurement_not_by_name(tmp_path):
     assert v["path_verdict"] == "no_flush" and v["strength"] == "measured"
     assert v["decided_by"] in ("flushes-dropped", "libc-sync-interposed")
     assert c["libc_flushes"] < 0.1 * c["syncs"] <= c["syscall_flushes"]
-    interposed = next(f for f in v["findings"] if f["code"] == "libc-sync-interposed"
-                      and f["subject"] == "write+fdatasync")
+    interposed = next(
+        f
+        for f in v["findings"]
+        if f["code"] == "libc-sync-interposed" and f["subject"] == "write+fdatasync"
+    )
     assert interposed["strength"] == "measured"
-    assert interposed["stance"] == ("decides" if v["decided_by"] == "libc-sync-interposed"
-                                    else "agrees")
+    assert interposed["stance"] == (
+        "decides" if v["decided_by"] == "libc-sync-interposed" else "agrees"
+    )
     if traces:
         by = {r["subject"]: r for r in v["results"]}
         # the measured path signal keeps deciding the row; the trace agrees, shown as such
         assert (by["delete/full"]["path_verdict"], by["delete/full"]["decided_by"]) == (
-            "no_flush", v["decided_by"])
-        agreeing = [f for f in v["findings"] if f["code"] == "commit-syncs-intercepted"
-                    and f["subject"] == "delete/full"]
+            "no_flush",
+            v["decided_by"],
+        )
+        agreeing = [
+            f
+            for f in v["findings"]
+            if f["code"] == "commit-syncs-intercepted" and f["subject"] == "delete/full"
+        ]
         assert [(f["stance"], f["strength"]) for f in agreeing] == [("agrees", "measured")]
 
 

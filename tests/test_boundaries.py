@@ -102,25 +102,46 @@ def _stacked(layers, virt=BARE) -> Host:
     disks = tuple(layer.device for layer in layers if layer.holds_bytes and layer.device)
     top = next(layer for layer in layers if layer.fs_type)
     mount = Mount(top.name, top.fs_type, top.source or "/dev/x", top.options)
-    return Host(hostname="h", os_name="Linux", virtualization=virt,
-                target=StorageTarget(path=top.name, mount=mount, layers=tuple(layers),
-                                     disks=disks, chain=tuple(layer.name for layer in layers
-                                                              if layer.device)))
+    return Host(
+        hostname="h",
+        os_name="Linux",
+        virtualization=virt,
+        target=StorageTarget(
+            path=top.name,
+            mount=mount,
+            layers=tuple(layers),
+            disks=disks,
+            chain=tuple(layer.name for layer in layers if layer.device),
+        ),
+    )
 
 
 def _loop_on_spinning_disk() -> Host:
     """ext4 on loop0 (a write-back layer holding nothing), its backing file on ext4 on vda
     (a spinning disk, bare metal): loop0's counters show what the filesystem sent."""
-    loop0 = BlockDevice("loop0", rotational=False, write_cache="write back", transport="loop",
-                        has_flush_counters=True)
+    loop0 = BlockDevice(
+        "loop0",
+        rotational=False,
+        write_cache="write back",
+        transport="loop",
+        has_flush_counters=True,
+    )
     vda = BlockDevice("vda", rotational=True, write_cache="write back", has_flush_counters=True)
-    return _stacked([
-        filesystem_layer(Mount("/mnt", "ext4", "/dev/loop0", ("rw",)), 0),
-        StorageLayer("loop", "loop0", FLUSH_FSYNCS_BACKING_FILE, 1, device=loop0,
-                     note="backing file /img"),
-        filesystem_layer(Mount("/", "ext4", "/dev/vda", ("rw",)), 2),
-        disk_layer(vda, 3),
-    ])
+    return _stacked(
+        [
+            filesystem_layer(Mount("/mnt", "ext4", "/dev/loop0", ("rw",)), 0),
+            StorageLayer(
+                "loop",
+                "loop0",
+                FLUSH_FSYNCS_BACKING_FILE,
+                1,
+                device=loop0,
+                note="backing file /img",
+            ),
+            filesystem_layer(Mount("/", "ext4", "/dev/vda", ("rw",)), 2),
+            disk_layer(vda, 3),
+        ]
+    )
 
 
 # =========================================================================== REAL_IO_FLOOR_NS
@@ -158,8 +179,10 @@ def test_cloud_block_storage_needs_a_real_io_p50(side):
     (``p50 < REAL_IO_FLOOR_NS``: at the floor the identity decides). Sources: CLOUD_BLOCK_DOC
     (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volumes.html) and
     ../shared/DESIGN.md signal 7 for the 10 us floor."""
-    h = host(disks=(BlockDevice("nvme1n1", model="Amazon Elastic Block Store",
-                                rotational=False),), virt=VM)
+    h = host(
+        disks=(BlockDevice("nvme1n1", model="Amazon Elastic Block Store", rotational=False),),
+        virt=VM,
+    )
     v = engine.judge(h, [flush("fdatasync", rule_facts.REAL_IO_FLOOR_NS + _step(side))])
     if side == BELOW:
         assert decision(v) == (UNVERIFIABLE, "virtualized-storage")
@@ -183,7 +206,9 @@ def test_full_commit_must_cost_a_real_io_floor_per_sync_more_than_off(side, sync
     full = subject(v, "wal/full")
     if side == BELOW:
         assert (full.path_verdict, full.decided_by) == (NO_FLUSH, "sync-costs-nothing")
-        assert finding(v, "sync-costs-nothing").evidence["floor_ns"] == rule_facts.REAL_IO_FLOOR_NS * s
+        assert (
+            finding(v, "sync-costs-nothing").evidence["floor_ns"] == rule_facts.REAL_IO_FLOOR_NS * s
+        )
     else:
         assert "sync-costs-nothing" not in codes(v)
         assert full.decided_by != "sync-costs-nothing"
@@ -198,8 +223,9 @@ def test_interposed_libc_call_must_be_below_the_real_io_floor(side):
     libc = rule_facts.REAL_IO_FLOOR_NS + _step(side)
     raw = 1_000_000  # over INTERPOSED_RATIO x libc on every side
     h = host(disks=(WB_SSD,), virt=BARE)
-    v = engine.judge(h, [flush("fdatasync", SLOW_ENOUGH_NS)],
-                    Evidence(syscall_comparisons=(_cmp(libc, raw),)))
+    v = engine.judge(
+        h, [flush("fdatasync", SLOW_ENOUGH_NS)], Evidence(syscall_comparisons=(_cmp(libc, raw),))
+    )
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "libc-sync-interposed")
     else:
@@ -215,8 +241,9 @@ def test_interposed_raw_call_must_reach_the_real_io_floor(side):
     raw = rule_facts.REAL_IO_FLOOR_NS + _step(side)
     libc = 100  # far under raw / INTERPOSED_RATIO on every side
     h = host(disks=(WB_SSD,), virt=BARE)
-    v = engine.judge(h, [flush("fdatasync", SLOW_ENOUGH_NS)],
-                    Evidence(syscall_comparisons=(_cmp(libc, raw),)))
+    v = engine.judge(
+        h, [flush("fdatasync", SLOW_ENOUGH_NS)], Evidence(syscall_comparisons=(_cmp(libc, raw),))
+    )
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
         assert "libc-sync-interposed" not in codes(v)
@@ -274,24 +301,50 @@ def test_flush_cost_leaves_out_estimates_below_the_real_io_floor(side):
 
 #: (device class name, constant name, host) for every class device_class() returns.
 DEVICE_CLASSES = [
-    ("Apple internal SSD (F_FULLFSYNC)", "APPLE_FULLFSYNC_FLOOR_NS",
-     host(os_name="Darwin", fs_type="apfs",
-          disks=(BlockDevice("disk0", model="APPLE SSD", rotational=False,
-                             transport="Apple Fabric"),),
-          virt=Virtualization(mac_vmm_present=False),
-          darwin={"BusProtocol": "Apple Fabric", "Internal": True, "SolidState": True})),
-    ("network block storage", "NETWORK_BLOCK_FLOOR_NS",
-     host(disks=(BlockDevice("sdb", vendor="Msft", model="Virtual Disk", rotational=True),),
-          virt=BARE)),
-    ("spinning disk", "SPINNING_FLOOR_NS",
-     host(disks=(BlockDevice("sda", rotational=True, write_cache="write back"),), virt=BARE)),
-    ("SSD with a volatile write cache and no known power-loss protection",
-     "CONSUMER_SSD_FLOOR_NS", host(disks=(WB_SSD,), virt=BARE)),
-    ("SSD with power-loss protection or no volatile write cache", "PLP_SSD_FLOOR_NS",
-     host(disks=(BlockDevice("nvme0n1", rotational=False, write_cache="write through"),),
-          virt=BARE)),
-    ("SSD (write cache not known)", "PLP_SSD_FLOOR_NS",
-     host(disks=(BlockDevice("sda", rotational=False),), virt=BARE)),
+    (
+        "Apple internal SSD (F_FULLFSYNC)",
+        "APPLE_FULLFSYNC_FLOOR_NS",
+        host(
+            os_name="Darwin",
+            fs_type="apfs",
+            disks=(
+                BlockDevice("disk0", model="APPLE SSD", rotational=False, transport="Apple Fabric"),
+            ),
+            virt=Virtualization(mac_vmm_present=False),
+            darwin={"BusProtocol": "Apple Fabric", "Internal": True, "SolidState": True},
+        ),
+    ),
+    (
+        "network block storage",
+        "NETWORK_BLOCK_FLOOR_NS",
+        host(
+            disks=(BlockDevice("sdb", vendor="Msft", model="Virtual Disk", rotational=True),),
+            virt=BARE,
+        ),
+    ),
+    (
+        "spinning disk",
+        "SPINNING_FLOOR_NS",
+        host(disks=(BlockDevice("sda", rotational=True, write_cache="write back"),), virt=BARE),
+    ),
+    (
+        "SSD with a volatile write cache and no known power-loss protection",
+        "CONSUMER_SSD_FLOOR_NS",
+        host(disks=(WB_SSD,), virt=BARE),
+    ),
+    (
+        "SSD with power-loss protection or no volatile write cache",
+        "PLP_SSD_FLOOR_NS",
+        host(
+            disks=(BlockDevice("nvme0n1", rotational=False, write_cache="write through"),),
+            virt=BARE,
+        ),
+    ),
+    (
+        "SSD (write cache not known)",
+        "PLP_SSD_FLOOR_NS",
+        host(disks=(BlockDevice("sda", rotational=False),), virt=BARE),
+    ),
     ("block device", "REAL_IO_FLOOR_NS", host(disks=(BlockDevice("sda"),), virt=BARE)),
 ]
 
@@ -311,8 +364,9 @@ def test_device_floor_values():
 
 
 @pytest.mark.parametrize("side", SIDES)
-@pytest.mark.parametrize("cls_name,const,the_host", DEVICE_CLASSES,
-                         ids=[c[0].split(" (")[0] for c in DEVICE_CLASSES])
+@pytest.mark.parametrize(
+    "cls_name,const,the_host", DEVICE_CLASSES, ids=[c[0].split(" (")[0] for c in DEVICE_CLASSES]
+)
 def test_latency_floor_of_each_device_class(cls_name, const, the_host, side):
     """rule_latency_floor: a p50 below the device class's floor is acknowledged from a cache
     (``p50 < floor_ns``: a p50 exactly at the floor is plausible). Source: ../shared/DESIGN.md
@@ -337,8 +391,9 @@ def test_counted_flushes_still_need_the_device_floor(side):
     Sources: KERNEL_STAT_DOC (https://www.kernel.org/doc/html/latest/block/stat.html) and
     ../shared/DESIGN.md signal 7 (CONSUMER_SSD_FLOOR_NS)."""
     p50 = devices.CONSUMER_SSD_FLOOR_NS + _step(side)
-    v = engine.judge(host(disks=(WB_SSD,), virt=BARE),
-                    [flush("fdatasync", p50, flushes=1000, syncs=1000)])
+    v = engine.judge(
+        host(disks=(WB_SSD,), virt=BARE), [flush("fdatasync", p50, flushes=1000, syncs=1000)]
+    )
     if side == BELOW:
         assert decision(v) == (VOLATILE_CACHE, "flush-below-device-floor")
     else:
@@ -362,8 +417,10 @@ def test_commit_faster_than_half_a_flush(side):
     https://www.sqlite.org/atomiccommit.html."""
     cost = 1_000_000
     commit_p50 = rule_facts.COMMIT_VS_FLUSH_MIN_RATIO * cost + _step(side)
-    v = engine.judge(host(disks=(WB_SSD,), virt=BARE),
-                    [flush("fdatasync", cost), commit("WAL", "FULL", commit_p50)])
+    v = engine.judge(
+        host(disks=(WB_SSD,), virt=BARE),
+        [flush("fdatasync", cost), commit("WAL", "FULL", commit_p50)],
+    )
     full = subject(v, "wal/full")
     if side == BELOW:
         assert (full.path_verdict, full.decided_by) == (NO_FLUSH, "commit-not-waiting-for-sync")
@@ -388,8 +445,10 @@ def test_flush_counter_needs_counter_min_syncs(side):
     a write-back disk are dropped flushes once counted. Source of the counters:
     KERNEL_STAT_DOC (https://www.kernel.org/doc/html/latest/block/stat.html, fields 16-17)."""
     syncs = rule_facts.COUNTER_MIN_SYNCS + _step(side)
-    v = engine.judge(host(disks=(WB_SSD,), virt=BARE),
-                    [flush("fdatasync", SLOW_ENOUGH_NS, flushes=0, syncs=syncs)])
+    v = engine.judge(
+        host(disks=(WB_SSD,), virt=BARE),
+        [flush("fdatasync", SLOW_ENOUGH_NS, flushes=0, syncs=syncs)],
+    )
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
     else:
@@ -430,8 +489,10 @@ def test_media_flushes_below_dropped_ratio_are_dropped(side):
     stat.html, fields 16-17)."""
     syncs = 1000
     flushes = int(rule_facts.DROPPED_FLUSH_RATIO * syncs) + _step(side)
-    v = engine.judge(host(disks=(WB_SSD,), virt=BARE),
-                    [flush("fdatasync", SLOW_ENOUGH_NS, flushes=flushes, syncs=syncs)])
+    v = engine.judge(
+        host(disks=(WB_SSD,), virt=BARE),
+        [flush("fdatasync", SLOW_ENOUGH_NS, flushes=flushes, syncs=syncs)],
+    )
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "flushes-dropped")
     else:  # not dropped, not reached either: latency decides
@@ -445,8 +506,9 @@ def test_nothing_written_below_dropped_ratio(side):
     (``written < DROPPED_FLUSH_RATIO``). Source: KERNEL_STAT_DOC, field 5 (writes)."""
     syncs = 1000
     writes = int(rule_facts.DROPPED_FLUSH_RATIO * syncs) + _step(side)
-    r = with_deltas(flush("fdatasync", SLOW_ENOUGH_NS, syncs=syncs),
-                    FlushDelta("sda", 0, 0, writes))
+    r = with_deltas(
+        flush("fdatasync", SLOW_ENOUGH_NS, syncs=syncs), FlushDelta("sda", 0, 0, writes)
+    )
     v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [r])
     assert decision(v) == (NO_FLUSH, "flushes-dropped")
     message = finding(v, "flushes-dropped").message
@@ -462,9 +524,11 @@ def test_first_block_layer_flushes_below_dropped_ratio_are_not_sent(side):
     BLOCK_FLUSH_DOC (block/blk-core.c)."""
     syncs = 1000
     loop_flushes = int(rule_facts.DROPPED_FLUSH_RATIO * syncs) + _step(side)
-    r = with_deltas(flush("fdatasync", 5_000_000, syncs=syncs),
-                    FlushDelta("loop0", loop_flushes, 0, syncs),
-                    FlushDelta("vda", syncs, 0, syncs))
+    r = with_deltas(
+        flush("fdatasync", 5_000_000, syncs=syncs),
+        FlushDelta("loop0", loop_flushes, 0, syncs),
+        FlushDelta("vda", syncs, 0, syncs),
+    )
     v = engine.judge(_loop_on_spinning_disk(), [r])
     if side == BELOW:
         assert decision(v) == (VOLATILE_CACHE, "flushes-not-sent")
@@ -499,8 +563,10 @@ def test_flushes_reach_device_at_reached_ratio(side):
     Source: KERNEL_STAT_DOC (https://www.kernel.org/doc/html/latest/block/stat.html)."""
     syncs = 1000
     flushes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
-    v = engine.judge(host(disks=(WB_SSD,), virt=BARE),
-                    [flush("fdatasync", SLOW_ENOUGH_NS, flushes=flushes, syncs=syncs)])
+    v = engine.judge(
+        host(disks=(WB_SSD,), virt=BARE),
+        [flush("fdatasync", SLOW_ENOUGH_NS, flushes=flushes, syncs=syncs)],
+    )
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
     else:
@@ -516,10 +582,12 @@ def test_background_flushes_of_half_the_syncs_void_the_counter(side):
     KERNEL_STAT_DOC (the counters are device-wide)."""
     syncs, window = 1000, 1 << 30
     background = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
-    base = dataclasses.replace(with_deltas(write(2_000), FlushDelta("sda", background, 0)),
-                               elapsed_ns=window)
-    r = dataclasses.replace(flush("fdatasync", SLOW_ENOUGH_NS, flushes=syncs, syncs=syncs),
-                            elapsed_ns=window)
+    base = dataclasses.replace(
+        with_deltas(write(2_000), FlushDelta("sda", background, 0)), elapsed_ns=window
+    )
+    r = dataclasses.replace(
+        flush("fdatasync", SLOW_ENOUGH_NS, flushes=syncs, syncs=syncs), elapsed_ns=window
+    )
     v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [base, r])
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flushes-reach-device")
@@ -552,8 +620,9 @@ def test_data_written_at_reached_ratio_is_volatile_cache_not_no_flush(side):
     writes, fields 16-17 flushes)."""
     syncs = 1000
     writes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
-    r = with_deltas(flush("fdatasync", SLOW_ENOUGH_NS, syncs=syncs),
-                    FlushDelta("sda", 0, 0, writes))
+    r = with_deltas(
+        flush("fdatasync", SLOW_ENOUGH_NS, syncs=syncs), FlushDelta("sda", 0, 0, writes)
+    )
     v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [r])
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "flushes-dropped")
@@ -570,8 +639,11 @@ def test_flushes_stripped_below_the_disk_at_reached_ratio(side):
     KERNEL_STAT_DOC; BLOCK_FLUSH_DOC (block/blk-core.c submit_bio_noacct)."""
     syncs = 1000
     loop_flushes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
-    r = with_deltas(flush("fdatasync", 40_000, syncs=syncs),
-                    FlushDelta("loop0", loop_flushes, 0, 0), FlushDelta("vda", 0, 0, 0))
+    r = with_deltas(
+        flush("fdatasync", 40_000, syncs=syncs),
+        FlushDelta("loop0", loop_flushes, 0, 0),
+        FlushDelta("vda", 0, 0, 0),
+    )
     v = engine.judge(_loop_on_spinning_disk(), [r])
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "flushes-dropped")
@@ -637,8 +709,9 @@ def test_interposer_that_writes_at_reached_ratio_leaves_a_volatile_cache(side):
     syncs = 1000
     writes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
     r = with_deltas(flush("fdatasync", 2_000, syncs=syncs), FlushDelta("sda", syncs, 0, writes))
-    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [r],
-                    Evidence(syscall_comparisons=(_cmp(2_000, 400_000),)))
+    v = engine.judge(
+        host(disks=(WB_SSD,), virt=BARE), [r], Evidence(syscall_comparisons=(_cmp(2_000, 400_000),))
+    )
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "libc-sync-interposed")
     else:
@@ -654,8 +727,10 @@ def test_vm_says_flushes_reach_the_disk_at_reached_ratio(side):
     block-caching.md); KERNEL_STAT_DOC."""
     syncs = 1000
     flushes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
-    v = engine.judge(host(disks=(WB_SSD,), virt=VM),
-                    [flush("fdatasync", SLOW_ENOUGH_NS, flushes=flushes, syncs=syncs)])
+    v = engine.judge(
+        host(disks=(WB_SSD,), virt=VM),
+        [flush("fdatasync", SLOW_ENOUGH_NS, flushes=flushes, syncs=syncs)],
+    )
     assert decision(v) == (UNVERIFIABLE, "virtualized-storage")
     message = finding(v, "virtualized-storage").message
     if side == BELOW:
@@ -696,8 +771,11 @@ def test_raw_call_interposed_ratio_times_slower(side):
     libc = 2_000
     raw = int(libc * rule_facts.INTERPOSED_RATIO) + _step(side)
     assert raw >= rule_facts.REAL_IO_FLOOR_NS  # only the ratio is at its edge
-    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
-                    Evidence(syscall_comparisons=(_cmp(libc, raw),)))
+    v = engine.judge(
+        host(disks=(WB_SSD,), virt=BARE),
+        [flush("fdatasync", SLOW_ENOUGH_NS)],
+        Evidence(syscall_comparisons=(_cmp(libc, raw),)),
+    )
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
     else:
@@ -713,8 +791,9 @@ def _sweep(largest, latency_ns, bandwidth=None):
 
 
 def _ssds(n):
-    return tuple(BlockDevice(f"nvme{i}n1", rotational=False, write_cache="write back")
-                 for i in range(n))
+    return tuple(
+        BlockDevice(f"nvme{i}n1", rotational=False, write_cache="write back") for i in range(n)
+    )
 
 
 def test_sweep_constant_values():
@@ -736,8 +815,11 @@ def test_sweep_faster_than_the_links_allow(side, disks):
     ceiling = rule_facts.MAX_LINK_BANDWIDTH * disks
     least = largest / ceiling * 1e9
     assert least == int(least)  # representable: the "at" case is exact
-    v = engine.judge(host(disks=_ssds(disks), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
-                    Evidence(dirty_sweep=_sweep(largest, int(least) + _step(side))))
+    v = engine.judge(
+        host(disks=_ssds(disks), virt=BARE),
+        [flush("fdatasync", SLOW_ENOUGH_NS)],
+        Evidence(dirty_sweep=_sweep(largest, int(least) + _step(side))),
+    )
     if side == BELOW:
         assert decision(v) == (NO_FLUSH, "sync-bandwidth-impossible")
         f = finding(v, "sync-bandwidth-impossible")
@@ -754,8 +836,11 @@ def test_fitted_sweep_bandwidth_above_the_link(side):
     leaf disks is impossible (``bw <= ceiling`` is plausible: exactly the link's rate is
     allowed). Source: PCIE_DOC."""
     bw = rule_facts.MAX_LINK_BANDWIDTH + _step(side)
-    v = engine.judge(host(disks=_ssds(1), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
-                    Evidence(dirty_sweep=_sweep(None, 0, bandwidth=bw)))
+    v = engine.judge(
+        host(disks=_ssds(1), virt=BARE),
+        [flush("fdatasync", SLOW_ENOUGH_NS)],
+        Evidence(dirty_sweep=_sweep(None, 0, bandwidth=bw)),
+    )
     if side == ABOVE:
         assert decision(v) == (NO_FLUSH, "sync-bandwidth-impossible")
     else:
@@ -769,8 +854,11 @@ def test_sweep_must_reach_sweep_min_bytes(side):
     impossible for any size that counts. Source: PCIE_DOC for the bandwidth bound;
     SWEEP_MIN_BYTES itself has none in the code."""
     largest = rule_facts.SWEEP_MIN_BYTES + _step(side)
-    v = engine.judge(host(disks=_ssds(1), virt=BARE), [flush("fdatasync", SLOW_ENOUGH_NS)],
-                    Evidence(dirty_sweep=_sweep(largest, 1)))
+    v = engine.judge(
+        host(disks=_ssds(1), virt=BARE),
+        [flush("fdatasync", SLOW_ENOUGH_NS)],
+        Evidence(dirty_sweep=_sweep(largest, 1)),
+    )
     if side == BELOW:
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
     else:
@@ -961,8 +1049,13 @@ def test_at_tool_floor_within_floor_factor(side):
     table marks it. FLOOR_FACTOR has no cited source (stats.py comment only)."""
     floor = 1_000
     r = flush("fdatasync", stats.FLOOR_FACTOR * floor + _step(side))
-    report = api.build_report("run", host(disks=(WB_SSD,), virt=BARE), [r],
-                                 ("fsyncbench", "run", "/data"), floors=(_floor(floor),))
+    report = api.build_report(
+        "run",
+        host(disks=(WB_SSD,), virt=BARE),
+        [r],
+        ("fsyncbench", "run", "/data"),
+        floors=(_floor(floor),),
+    )
     at = side != ABOVE
     assert stats.at_tool_floor(r, report.floors) is at
     label = describe.results_table(report).rows[0][1].text
@@ -977,8 +1070,9 @@ def _floor_comparison(ratio):
 
 
 def _pair(ratio):
-    return compare.PairComparison((), (), (), compare.CONFIDENCE,
-                                  floors=((stats.FLOOR_WRITE, _floor_comparison(ratio)),))
+    return compare.PairComparison(
+        (), (), (), compare.CONFIDENCE, floors=((stats.FLOOR_WRITE, _floor_comparison(ratio)),)
+    )
 
 
 def test_compare_constant_values():
@@ -997,9 +1091,11 @@ def test_floor_moved_strictly_beyond_the_ratio_up(side):
     and compare prints it. Neighbouring floats are the nearest representable "just below"
     and "just above". Source: compare.py comment (up to 15 % process-to-process spread on
     this project's VM; README "How far to trust the intervals")."""
-    ratio = {BELOW: math.nextafter(compare.FLOOR_MOVED_RATIO, 0),
-             AT: compare.FLOOR_MOVED_RATIO,
-             ABOVE: math.nextafter(compare.FLOOR_MOVED_RATIO, 2)}[side]
+    ratio = {
+        BELOW: math.nextafter(compare.FLOOR_MOVED_RATIO, 0),
+        AT: compare.FLOOR_MOVED_RATIO,
+        ABOVE: math.nextafter(compare.FLOOR_MOVED_RATIO, 2),
+    }[side]
     pair = _pair(ratio)
     line = render.floor_moved_line(pair)
     if side == ABOVE:
@@ -1051,8 +1147,9 @@ def test_p_value_of_exactly_five_percent_is_not_significant():
 
 def _gate_report(p99_ns):
     r = with_p99(flush("fdatasync", SLOW_ENOUGH_NS), p99_ns)
-    return api.build_report("run", host(disks=(WB_SSD,), virt=BARE), [write(2_000), r],
-                               ("fsyncbench", "run", "/data"))
+    return api.build_report(
+        "run", host(disks=(WB_SSD,), virt=BARE), [write(2_000), r], ("fsyncbench", "run", "/data")
+    )
 
 
 def test_gate_example_limit_is_etcds():
@@ -1088,12 +1185,13 @@ def test_fail_on_is_exact_membership(verdict):
     assert gates.check(report, fail_on=others) == []
     (failure,) = gates.check(report, fail_on=(verdict,))
     assert failure.gate == "fail-on"
-    assert failure.message == (f"write+fdatasync: path verdict {verdict} (decided by "
-                               f"made-up-code) is in --fail-on {verdict}")
+    assert failure.message == (
+        f"write+fdatasync: path verdict {verdict} (decided by "
+        f"made-up-code) is in --fail-on {verdict}"
+    )
 
 
-@pytest.mark.parametrize("text,side", [("-1ns", BELOW), ("0ns", AT), ("0.0ns", AT),
-                                       ("1ns", ABOVE)])
+@pytest.mark.parametrize("text,side", [("-1ns", BELOW), ("0ns", AT), ("0.0ns", AT), ("1ns", ABOVE)])
 def test_parse_duration_must_be_more_than_zero(text, side):
     """parse_duration: a duration must be more than zero (``ns <= 0`` after rounding to whole ns is refused: exactly 0
     is refused; a minus sign is not a number the pattern takes). Source: gates.py

@@ -23,7 +23,8 @@ def _codes(v, subject=None):
 
 def test_e1_apple_m1_fsync_volatile_fullfsync_honest():
     h = host(
-        os_name="Darwin", fs_type="apfs",
+        os_name="Darwin",
+        fs_type="apfs",
         disks=(BlockDevice("disk0", model="APPLE SSD AP0512Q", rotational=False),),
         virt=Virtualization(mac_vmm_present=False),
         darwin={"BusProtocol": "Apple Fabric", "Internal": True, "SolidState": True},
@@ -40,8 +41,18 @@ def test_e1_apple_m1_fsync_volatile_fullfsync_honest():
 
 
 def test_e2_consumer_nvme_bare_metal_honest():
-    h = host(fs_type="xfs", disks=(BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB",
-             rotational=False, write_cache="write back", fua=True),))
+    h = host(
+        fs_type="xfs",
+        disks=(
+            BlockDevice(
+                "nvme0n1",
+                model="Samsung SSD 990 PRO 2TB",
+                rotational=False,
+                write_cache="write back",
+                fua=True,
+            ),
+        ),
+    )
     results = [write(3_000), flush("fdatasync", 1_600_000), flush("fsync", 5_600_000)]
     v = engine.judge(h, results)
     assert v.path_verdict == HONEST_FLUSH
@@ -50,8 +61,13 @@ def test_e2_consumer_nvme_bare_metal_honest():
 
 
 def test_e3_commit_not_waiting_for_its_syncs_on_an_honest_disk():
-    h = host(disks=(BlockDevice("sda", model="ST2000DM008", rotational=True,
-             write_cache="write back", fua=False),))
+    h = host(
+        disks=(
+            BlockDevice(
+                "sda", model="ST2000DM008", rotational=True, write_cache="write back", fua=False
+            ),
+        )
+    )
     results = [flush("fdatasync", 14_500_000), commit("WAL", "FULL", 400_000)]
     v = engine.judge(h, results)
     assert v.path_verdict == HONEST_FLUSH
@@ -64,8 +80,11 @@ def test_e3_commit_not_waiting_for_its_syncs_on_an_honest_disk():
 
 def test_e4_tmpfs_no_flush():
     h = host(fs_type="tmpfs")
-    results = [flush("fdatasync", 500), commit("DELETE", "FULL", 84_000),
-               commit("DELETE", "OFF", 83_000)]
+    results = [
+        flush("fdatasync", 500),
+        commit("DELETE", "FULL", 84_000),
+        commit("DELETE", "OFF", 83_000),
+    ]
     v = engine.judge(h, results)
     assert v.path_verdict == NO_FLUSH
     assert v.decided_by == "no-flush-filesystem"
@@ -75,8 +94,16 @@ def test_e4_tmpfs_no_flush():
 
 def test_e5_firecracker_unverifiable_and_wal_normal_not_durable():
     h = host(
-        disks=(BlockDevice("vda", rotational=True, write_cache="write back", fua=False,
-                           transport="virtio", has_flush_counters=True),),
+        disks=(
+            BlockDevice(
+                "vda",
+                rotational=True,
+                write_cache="write back",
+                fua=False,
+                transport="virtio",
+                has_flush_counters=True,
+            ),
+        ),
         virt=Virtualization(hypervisor_flag=True),
     )
     results = [
@@ -99,16 +126,24 @@ def test_e5_firecracker_unverifiable_and_wal_normal_not_durable():
 
 def test_flushes_dropped_above_write_back_disk_is_no_flush():
     """Counters: 1000 fdatasyncs, 0 device flushes on a write-back disk (eatmydata-like)."""
-    h = host(disks=(BlockDevice("sda", rotational=False, write_cache="write back",
-                                has_flush_counters=True),))
+    h = host(
+        disks=(
+            BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True),
+        )
+    )
     v = engine.judge(h, [flush("fdatasync", 60_000, flushes=0, syncs=1000)])
     assert v.path_verdict == NO_FLUSH
     assert v.decided_by == "flushes-dropped"
 
 
 def test_write_through_disk_without_flushes_is_not_called_dropped():
-    h = host(disks=(BlockDevice("sda", rotational=False, write_cache="write through",
-                                has_flush_counters=True),))
+    h = host(
+        disks=(
+            BlockDevice(
+                "sda", rotational=False, write_cache="write through", has_flush_counters=True
+            ),
+        )
+    )
     v = engine.judge(h, [flush("fdatasync", 60_000, flushes=0, syncs=1000)])
     assert v.path_verdict == HONEST_FLUSH
 
@@ -121,14 +156,18 @@ def test_fast_flush_on_bare_metal_ssd_is_volatile_cache():
 
 
 def test_fast_flush_in_vm_is_unverifiable_not_volatile():
-    h = host(disks=(BlockDevice("vda", rotational=True, write_cache="write back"),),
-             virt=Virtualization(hypervisor_flag=True))
+    h = host(
+        disks=(BlockDevice("vda", rotational=True, write_cache="write back"),),
+        virt=Virtualization(hypervisor_flag=True),
+    )
     assert engine.judge(h, [flush("fdatasync", 3_000)]).path_verdict == UNVERIFIABLE
 
 
 def test_eatmydata_preload_is_no_flush():
-    h = host(disks=(BlockDevice("sda", rotational=False),),
-             ld_preload="/usr/lib/x86_64-linux-gnu/libeatmydata.so")
+    h = host(
+        disks=(BlockDevice("sda", rotational=False),),
+        ld_preload="/usr/lib/x86_64-linux-gnu/libeatmydata.so",
+    )
     v = engine.judge(h, [flush("fdatasync", 400_000)])
     assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "sync-disabled-by-preload")
 
@@ -136,10 +175,17 @@ def test_eatmydata_preload_is_no_flush():
 def test_config_durability_rules():
     h = host(disks=(BlockDevice("sda", rotational=False),))
     cases = {
-        ("DELETE", "OFF"): False, ("DELETE", "NORMAL"): False, ("DELETE", "FULL"): False,
-        ("DELETE", "EXTRA"): True, ("TRUNCATE", "NORMAL"): False, ("TRUNCATE", "FULL"): True,
-        ("PERSIST", "NORMAL"): True, ("WAL", "EXTRA"): True,
-        ("WAL", "NORMAL"): False, ("WAL", "FULL"): True, ("MEMORY", "FULL"): False,
+        ("DELETE", "OFF"): False,
+        ("DELETE", "NORMAL"): False,
+        ("DELETE", "FULL"): False,
+        ("DELETE", "EXTRA"): True,
+        ("TRUNCATE", "NORMAL"): False,
+        ("TRUNCATE", "FULL"): True,
+        ("PERSIST", "NORMAL"): True,
+        ("WAL", "EXTRA"): True,
+        ("WAL", "NORMAL"): False,
+        ("WAL", "FULL"): True,
+        ("MEMORY", "FULL"): False,
     }
     results = [commit(m, s, 2_000_000) for m, s in cases]
     by = _verdicts(engine.judge(h, results))
@@ -185,8 +231,13 @@ def _trace(mode, sync, s, commits=20):
 
 
 def test_e3_with_traced_syncs_per_commit():
-    h = host(disks=(BlockDevice("sda", model="ST2000DM008", rotational=True,
-             write_cache="write back", fua=False),))
+    h = host(
+        disks=(
+            BlockDevice(
+                "sda", model="ST2000DM008", rotational=True, write_cache="write back", fua=False
+            ),
+        )
+    )
     ev = Evidence(sync_traces=(_trace("WAL", "FULL", 1),))
     v = engine.judge(h, [flush("fdatasync", 14_500_000), commit("WAL", "FULL", 400_000)], ev)
     f = next(f for f in v.findings if f.code == "commit-not-waiting-for-sync")
@@ -196,12 +247,22 @@ def test_e3_with_traced_syncs_per_commit():
 
 def test_e4_tmpfs_sweep_corroborates_the_filesystem_fact():
     h = host(fs_type="tmpfs")
-    sweep = DirtySweep("fdatasync", 1_400.0, None, 0.7,
-                       (SweepPoint(4096, 1_300), SweepPoint(64 << 20, 1_500)))
-    ev = Evidence(dirty_sweep=sweep,
-                  syscall_comparisons=(SyscallComparison("fdatasync", 75, "x86_64", 200, 2_200, 3_900),))
-    v = engine.judge(h, [flush("fdatasync", 500), commit("DELETE", "FULL", 84_000),
-                        commit("DELETE", "OFF", 83_000)], ev)
+    sweep = DirtySweep(
+        "fdatasync", 1_400.0, None, 0.7, (SweepPoint(4096, 1_300), SweepPoint(64 << 20, 1_500))
+    )
+    ev = Evidence(
+        dirty_sweep=sweep,
+        syscall_comparisons=(SyscallComparison("fdatasync", 75, "x86_64", 200, 2_200, 3_900),),
+    )
+    v = engine.judge(
+        h,
+        [
+            flush("fdatasync", 500),
+            commit("DELETE", "FULL", 84_000),
+            commit("DELETE", "OFF", 83_000),
+        ],
+        ev,
+    )
     assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "no-flush-filesystem")
     assert "sync-bandwidth-impossible" in _codes(v)
     assert "libc-sync-interposed" not in _codes(v)  # raw and libc agree: nothing interposed
@@ -209,15 +270,34 @@ def test_e4_tmpfs_sweep_corroborates_the_filesystem_fact():
 
 def test_e5_with_full_audit_evidence_stays_unverifiable():
     h = host(
-        disks=(BlockDevice("vda", rotational=True, write_cache="write back", fua=False,
-                           transport="virtio", has_flush_counters=True),),
+        disks=(
+            BlockDevice(
+                "vda",
+                rotational=True,
+                write_cache="write back",
+                fua=False,
+                transport="virtio",
+                has_flush_counters=True,
+            ),
+        ),
         virt=Virtualization(hypervisor_flag=True),
     )
     ev = Evidence(
-        sync_traces=(_trace("DELETE", "FULL", 4), _trace("WAL", "FULL", 1), _trace("WAL", "NORMAL", 0)),
-        syscall_comparisons=(SyscallComparison("fdatasync", 75, "x86_64", 500, 200_000, 205_000, 510, 505),),
-        dirty_sweep=DirtySweep("fdatasync", 250_000.0, 900e6, 0.999,
-                               (SweepPoint(4096, 250_000), SweepPoint(64 << 20, 75_000_000))),
+        sync_traces=(
+            _trace("DELETE", "FULL", 4),
+            _trace("WAL", "FULL", 1),
+            _trace("WAL", "NORMAL", 0),
+        ),
+        syscall_comparisons=(
+            SyscallComparison("fdatasync", 75, "x86_64", 500, 200_000, 205_000, 510, 505),
+        ),
+        dirty_sweep=DirtySweep(
+            "fdatasync",
+            250_000.0,
+            900e6,
+            0.999,
+            (SweepPoint(4096, 250_000), SweepPoint(64 << 20, 75_000_000)),
+        ),
     )
     results = [
         flush("fdatasync", 200_000, flushes=500, syncs=500, device="vda"),
@@ -228,8 +308,15 @@ def test_e5_with_full_audit_evidence_stays_unverifiable():
     v = engine.judge(h, results, ev)
     assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "virtualized-storage")
     codes = _codes(v)
-    assert not {"commit-not-waiting-for-sync", "libc-sync-interposed",
-                "sync-bandwidth-impossible", "commit-issues-no-sync"} & codes
+    assert (
+        not {
+            "commit-not-waiting-for-sync",
+            "libc-sync-interposed",
+            "sync-bandwidth-impossible",
+            "commit-issues-no-sync",
+        }
+        & codes
+    )
     assert {"syncs-per-commit", "libc-vs-syscall", "sync-size-fit"} <= codes
     assert _verdicts(v)["wal/normal"].config_durable is False
 

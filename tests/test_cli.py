@@ -95,8 +95,17 @@ def test_run_on_tmpfs_is_no_flush(tmp_path):
     shm = Path("/dev/shm")
     if not shm.is_dir():
         pytest.skip("no /dev/shm")
-    proc = fsb("run", shm, "--report-dir", tmp_path, "--journal-mode", "delete,wal",
-               "--synchronous", "off,full", *QUICK)
+    proc = fsb(
+        "run",
+        shm,
+        "--report-dir",
+        tmp_path,
+        "--journal-mode",
+        "delete,wal",
+        "--synchronous",
+        "off,full",
+        *QUICK,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Path verdict: no_flush" in proc.stdout
     report = store.load_report(next(tmp_path.glob("*.json")))
@@ -114,7 +123,9 @@ def test_host_command(tmp_path):
 
 
 def test_missing_dir(tmp_path):
-    assert_usage_error(fsb("run", tmp_path / "nope"), f"directory {tmp_path / 'nope'} does not exist")
+    assert_usage_error(
+        fsb("run", tmp_path / "nope"), f"directory {tmp_path / 'nope'} does not exist"
+    )
 
 
 def test_dir_is_a_file(tmp_path):
@@ -131,31 +142,57 @@ def test_dir_not_writable(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("option,value,line", [
-    ("--journal-mode", "delete,bogus",
-     "invalid journal_mode bogus: allowed values are delete, truncate, persist, memory, wal, off"),
-    ("--synchronous", "fast", "invalid synchronous fast: allowed values are off, normal, full, extra"),
-    ("--fullfsync", "maybe", "invalid fullfsync maybe: allowed values are on, off"),
-    ("--samples", "0", "--samples must be at least 1, got 0"),
-    ("--budget-seconds", "-1", "--budget-seconds must be positive and at most 86400, got -1"),
-    ("--warmup", "-3", "--warmup must be 0 or more, got -3"),
-    ("--payload-bytes", "0", "--payload-bytes must be between 1 and 67108864, got 0"),
-    ("--payload-bytes", "3000000000", "--payload-bytes must be between 1 and 67108864, got 3000000000"),
-    ("--budget-seconds", "inf", "--budget-seconds must be positive and at most 86400, got inf"),
-    ("--budget-seconds", "nan", "--budget-seconds must be positive and at most 86400, got nan"),
-    ("--journal-mode", "", "invalid journal_mode '': an empty item (allowed values are delete, truncate, persist, memory, wal, off)"),
-    ("--samples", "many", "argument --samples: invalid int value: 'many' (see fsyncbench run --help)"),
-])
+@pytest.mark.parametrize(
+    "option,value,line",
+    [
+        (
+            "--journal-mode",
+            "delete,bogus",
+            "invalid journal_mode bogus: allowed values are delete, truncate, persist, memory, wal, off",
+        ),
+        (
+            "--synchronous",
+            "fast",
+            "invalid synchronous fast: allowed values are off, normal, full, extra",
+        ),
+        ("--fullfsync", "maybe", "invalid fullfsync maybe: allowed values are on, off"),
+        ("--samples", "0", "--samples must be at least 1, got 0"),
+        ("--budget-seconds", "-1", "--budget-seconds must be positive and at most 86400, got -1"),
+        ("--warmup", "-3", "--warmup must be 0 or more, got -3"),
+        ("--payload-bytes", "0", "--payload-bytes must be between 1 and 67108864, got 0"),
+        (
+            "--payload-bytes",
+            "3000000000",
+            "--payload-bytes must be between 1 and 67108864, got 3000000000",
+        ),
+        ("--budget-seconds", "inf", "--budget-seconds must be positive and at most 86400, got inf"),
+        ("--budget-seconds", "nan", "--budget-seconds must be positive and at most 86400, got nan"),
+        (
+            "--journal-mode",
+            "",
+            "invalid journal_mode '': an empty item (allowed values are delete, truncate, persist, memory, wal, off)",
+        ),
+        (
+            "--samples",
+            "many",
+            "argument --samples: invalid int value: 'many' (see fsyncbench run --help)",
+        ),
+    ],
+)
 def test_bad_values(tmp_path, option, value, line):
     assert_usage_error(fsb("run", tmp_path, option, value, "--report-dir", tmp_path / "out"), line)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_empty_output_path_is_refused(tmp_path):
-    assert_usage_error(fsb("run", tmp_path, "-o", ""),
-                       "argument --output/-o: empty path (see fsyncbench run --help)")
-    assert_usage_error(fsb("run", tmp_path, "--report-dir", ""),
-                       "argument --report-dir: empty path (see fsyncbench run --help)")
+    assert_usage_error(
+        fsb("run", tmp_path, "-o", ""),
+        "argument --output/-o: empty path (see fsyncbench run --help)",
+    )
+    assert_usage_error(
+        fsb("run", tmp_path, "--report-dir", ""),
+        "argument --report-dir: empty path (see fsyncbench run --help)",
+    )
 
 
 def test_output_under_proc_is_refused_before_measuring(tmp_path):
@@ -206,10 +243,27 @@ def test_ctrl_c_and_sigterm_clean_up_and_say_where(tmp_path, signum, rounds):
     target = tmp_path / "t"
     target.mkdir()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fsyncbench", "run", str(target), "--report-dir", str(out),
-         "--samples", "100000000", "--budget-seconds", "60", "--quiet", "--rounds", rounds],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "fsyncbench",
+            "run",
+            str(target),
+            "--report-dir",
+            str(out),
+            "--samples",
+            "100000000",
+            "--budget-seconds",
+            "60",
+            "--quiet",
+            "--rounds",
+            rounds,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+
     def measuring() -> bool:  # a scratch directory; with rounds, the worker's inside it
         inner = [d for d in target.glob(".fsyncbench-*/.fsyncbench-*")]
         return bool(leftovers(target)) and (rounds == "1" or bool(inner))
@@ -231,9 +285,13 @@ def test_ctrl_c_and_sigterm_clean_up_and_say_where(tmp_path, signum, rounds):
 def _small_tmpfs(mnt: Path, size: str) -> None:
     """Mount a real tmpfs of ``size`` at ``mnt`` (made here), or skip without root."""
     mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True
-    ).returncode != 0:
+    if (
+        os.geteuid() != 0
+        or subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)], capture_output=True
+        ).returncode
+        != 0
+    ):
         pytest.skip("needs root to mount a small tmpfs")
 
 
@@ -242,9 +300,22 @@ def test_disk_full_mid_run(tmp_path):
     mnt = tmp_path / "small"
     _small_tmpfs(mnt, "256k")
     try:
-        proc = fsb("run", mnt, "--report-dir", tmp_path / "out", "--journal-mode", "delete",
-                   "--synchronous", "off", "--samples", "5000", "--payload-bytes", "4096",
-                   "--no-primitives", "--quiet")
+        proc = fsb(
+            "run",
+            mnt,
+            "--report-dir",
+            tmp_path / "out",
+            "--journal-mode",
+            "delete",
+            "--synchronous",
+            "off",
+            "--samples",
+            "5000",
+            "--payload-bytes",
+            "4096",
+            "--no-primitives",
+            "--quiet",
+        )
         assert proc.returncode == 2
         assert len(proc.stderr.splitlines()) == 1
         assert "no space left on the device (ENOSPC)" in proc.stderr
@@ -266,9 +337,17 @@ def test_crash_json_gives_the_published_table(tmp_path):
     proc = fsb("crash", tmp_path, "--json")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    got = [(r["policy"], r["kills_causing_duplicates"], r["worst_duplicates"],
-            r["mean_extra_tokens"], r["worst_extra_tokens"], r["worst_extra_pct"])
-           for r in data["table"]]
+    got = [
+        (
+            r["policy"],
+            r["kills_causing_duplicates"],
+            r["worst_duplicates"],
+            r["mean_extra_tokens"],
+            r["worst_extra_tokens"],
+            r["worst_extra_pct"],
+        )
+        for r in data["table"]
+    ]
     assert got == PUBLISHED
     assert data["kills"] == 120
     assert data["replay"]["replay_effects"] == 0
@@ -281,7 +360,9 @@ def test_crash_text_table(tmp_path):
     proc = fsb("crash", tmp_path, "--synchronous", "normal")
     assert proc.returncode == 0, proc.stderr
     # text tables are tabulate "simple", as in run's report (Markdown only with --format markdown)
-    assert re.search(r"^step journal +3 +1 +1,233 +10,400 \(\+28 %\)$", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^step journal +3 +1 +1,233 +10,400 \(\+28 %\)$", proc.stdout, re.M), (
+        proc.stdout
+    )
     assert "|" not in proc.stdout
     assert "37,000 (+100 %)" in proc.stdout and "6,167" in proc.stdout
     assert "journal wal/normal" in proc.stdout
@@ -289,11 +370,17 @@ def test_crash_text_table(tmp_path):
 
 
 def test_crash_bad_values(tmp_path):
-    assert_usage_error(fsb("crash", tmp_path, "--journal-mode", "nope"),
-                       "invalid journal_mode nope: allowed values are delete, truncate, persist, memory, wal, off")
-    assert_usage_error(fsb("crash", tmp_path, "--synchronous", "full,off"),
-                       "crash takes one journal_mode and one synchronous value")
-    assert_usage_error(fsb("crash", tmp_path / "missing"), f"directory {tmp_path / 'missing'} does not exist")
+    assert_usage_error(
+        fsb("crash", tmp_path, "--journal-mode", "nope"),
+        "invalid journal_mode nope: allowed values are delete, truncate, persist, memory, wal, off",
+    )
+    assert_usage_error(
+        fsb("crash", tmp_path, "--synchronous", "full,off"),
+        "crash takes one journal_mode and one synchronous value",
+    )
+    assert_usage_error(
+        fsb("crash", tmp_path / "missing"), f"directory {tmp_path / 'missing'} does not exist"
+    )
 
 
 def test_show_refuses_to_overwrite_the_report_it_shows(disk_run):
@@ -333,10 +420,26 @@ def test_a_report_with_a_5000_digit_number_is_one_line(tmp_path):
 def test_run_with_stdout_on_a_full_device_keeps_its_report(tmp_path):
     out = tmp_path / "out"
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([sys.executable, "-m", "fsyncbench", "run", str(tmp_path),
-                               "--report-dir", str(out), "--journal-mode", "wal",
-                               "--synchronous", "full", *QUICK],
-                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "fsyncbench",
+                "run",
+                str(tmp_path),
+                "--report-dir",
+                str(out),
+                "--journal-mode",
+                "wal",
+                "--synchronous",
+                "full",
+                *QUICK,
+            ],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1, proc.stderr
     assert len(list(out.glob("*.json"))) == 1  # saved before printing
 
@@ -349,9 +452,24 @@ def test_a_failing_csv_leaves_no_reports_behind(tmp_path):
     try:
         (small / "filler").write_bytes(b"\0" * 60_000)
         out = tmp_path / "out"
-        proc = fsb("run", tmp_path, "--report-dir", out, "--samples", "3000", "--rounds", "1",
-                   "--no-primitives", "--journal-mode", "wal", "--synchronous", "off", "--quiet",
-                   "--csv", small / "samples.csv")
+        proc = fsb(
+            "run",
+            tmp_path,
+            "--report-dir",
+            out,
+            "--samples",
+            "3000",
+            "--rounds",
+            "1",
+            "--no-primitives",
+            "--journal-mode",
+            "wal",
+            "--synchronous",
+            "off",
+            "--quiet",
+            "--csv",
+            small / "samples.csv",
+        )
         assert proc.returncode == 2, proc.stderr
         assert len(proc.stderr.splitlines()) == 1 and "Traceback" not in proc.stderr
         assert f"cannot write {small / 'samples.csv'}" in proc.stderr
@@ -368,9 +486,24 @@ def test_a_reader_that_goes_away_is_no_error_and_the_gate_still_speaks(tmp_path,
     import sampled
 
     path = sampled.save(sampled.report(1.0, seed=0, n=20_000), tmp_path / "r.json")
-    proc = subprocess.Popen([sys.executable, "-m", "fsyncbench", "show", str(path), "--format", fmt,
-                             "--max-p99", "1ns", "--csv", str(tmp_path / "s.csv")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsyncbench",
+            "show",
+            str(path),
+            "--format",
+            fmt,
+            "--max-p99",
+            "1ns",
+            "--csv",
+            str(tmp_path / "s.csv"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     proc.stdout.close()  # the reader is gone before a byte is read
     stderr = proc.stderr.read()
     proc.wait(timeout=60)
@@ -385,19 +518,32 @@ def test_a_full_stdout_is_one_line_and_exit_2(tmp_path):
 
     path = sampled.save(sampled.report(1.0, seed=0), tmp_path / "r.json")
     with open("/dev/full", "w") as full:
-        proc = subprocess.run([sys.executable, "-m", "fsyncbench", "show", str(path)],
-                              stdout=full, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "fsyncbench", "show", str(path)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        "fsyncbench: error: cannot write to standard output: No space left on device"]
+        "fsyncbench: error: cannot write to standard output: No space left on device"
+    ]
 
 
 def test_target_removed_mid_run_names_the_real_cause(tmp_path):
     """rm -r of the target while measuring: one line, exit 2, nothing left running."""
     target = tmp_path / "t"
     target.mkdir()
-    proc = start_long_run(target, tmp_path / "out", "--no-primitives", "--journal-mode", "delete",
-                          "--synchronous", "off", settle_s=0.5)
+    proc = start_long_run(
+        target,
+        tmp_path / "out",
+        "--no-primitives",
+        "--journal-mode",
+        "delete",
+        "--synchronous",
+        "off",
+        settle_s=0.5,
+    )
     while target.exists():  # SQLite creates and deletes its journal meanwhile: retry
         shutil.rmtree(target, ignore_errors=True)
     _out, stderr = proc.communicate(timeout=120)
@@ -408,25 +554,48 @@ def test_target_removed_mid_run_names_the_real_cause(tmp_path):
     assert stderr.startswith("fsyncbench: error: "), stderr
 
 
-@pytest.mark.parametrize("args,line", [
-    (("--max-p99", "-5ms"), "invalid --max-p99 '-5ms': give a number with a unit, e.g. 10ms, 500us, 2s"),
-    (("--synchronous", "full,"), "invalid synchronous 'full,': an empty item (allowed values are "
-                                 "off, normal, full, extra)"),
-    (("--journal-mode", ",wal"), "invalid journal_mode ',wal': an empty item (allowed values are "
-                                 "delete, truncate, persist, memory, wal, off)"),
-    (("--fullfsync", "on,"), "invalid fullfsync 'on,': an empty item (allowed values are on, off)"),
-    (("--min-samples", "2000000"), "--min-samples 2000000 is above the most samples one "
-                                   "configuration may take (1000000)"),
-    (("--rounds", "0"), "--rounds must be between 1 and 50, got 0"),
-    (("--rounds", "-2"), "--rounds must be between 1 and 50, got -2"),
-    (("--report-dir", "/dev/null"), "output /dev/null is not a directory"),
-    (("--output", "/dev/null"), "cannot write /dev/null: not a regular file (output files are "
-                                "replaced by rename, so it cannot be a device or a FIFO)"),
-    (("--max-p99", "1ms", "--config", "wal/fast"), "unknown configuration wal/fast: this run measures "
-     "write (no sync), write+fsync, write+fdatasync, write (O_DSYNC), write (O_SYNC), delete/off, "
-     "delete/normal, delete/full, truncate/off, truncate/normal, truncate/full, wal/off, wal/normal, "
-     "wal/full"),
-])
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (
+            ("--max-p99", "-5ms"),
+            "invalid --max-p99 '-5ms': give a number with a unit, e.g. 10ms, 500us, 2s",
+        ),
+        (
+            ("--synchronous", "full,"),
+            "invalid synchronous 'full,': an empty item (allowed values are "
+            "off, normal, full, extra)",
+        ),
+        (
+            ("--journal-mode", ",wal"),
+            "invalid journal_mode ',wal': an empty item (allowed values are "
+            "delete, truncate, persist, memory, wal, off)",
+        ),
+        (
+            ("--fullfsync", "on,"),
+            "invalid fullfsync 'on,': an empty item (allowed values are on, off)",
+        ),
+        (
+            ("--min-samples", "2000000"),
+            "--min-samples 2000000 is above the most samples one configuration may take (1000000)",
+        ),
+        (("--rounds", "0"), "--rounds must be between 1 and 50, got 0"),
+        (("--rounds", "-2"), "--rounds must be between 1 and 50, got -2"),
+        (("--report-dir", "/dev/null"), "output /dev/null is not a directory"),
+        (
+            ("--output", "/dev/null"),
+            "cannot write /dev/null: not a regular file (output files are "
+            "replaced by rename, so it cannot be a device or a FIFO)",
+        ),
+        (
+            ("--max-p99", "1ms", "--config", "wal/fast"),
+            "unknown configuration wal/fast: this run measures "
+            "write (no sync), write+fsync, write+fdatasync, write (O_DSYNC), write (O_SYNC), delete/off, "
+            "delete/normal, delete/full, truncate/off, truncate/normal, truncate/full, wal/off, wal/normal, "
+            "wal/full",
+        ),
+    ],
+)
 def test_bad_run_options_are_one_line_before_anything_is_done(tmp_path, args, line):
     (tmp_path / "users-file").write_text("keep")
     proc = fsb("run", tmp_path, "--quiet", *args)
@@ -435,16 +604,29 @@ def test_bad_run_options_are_one_line_before_anything_is_done(tmp_path, args, li
 
 
 def test_bad_audit_sweep_size_names_its_own_option(tmp_path):
-    assert_usage_error(fsb("audit", tmp_path, "--sweep-max-mib", "0"),
-                       "--sweep-max-mib must be at least 1")
+    assert_usage_error(
+        fsb("audit", tmp_path, "--sweep-max-mib", "0"), "--sweep-max-mib must be at least 1"
+    )
 
 
 def test_ctrl_c_while_starting_up_is_one_line_not_a_traceback(tmp_path):
     """Ctrl-C in the first second lands in the middle of importing numpy: still one line."""
     for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.45):
-        proc = subprocess.Popen([sys.executable, "-m", "fsyncbench", "run", str(tmp_path), "--quiet",
-                                 "--report-dir", str(tmp_path / "out")],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "fsyncbench",
+                "run",
+                str(tmp_path),
+                "--quiet",
+                "--report-dir",
+                str(tmp_path / "out"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=120)

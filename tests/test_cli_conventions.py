@@ -25,8 +25,20 @@ from fsyncbench import cli
 from fsyncbench.model import Pragmas
 
 ROOT = Path(__file__).resolve().parent.parent
-QUICK_RUN = ["--samples", "30", "--rounds", "1", "--warmup", "2", "--no-primitives",
-             "--journal-mode", "wal", "--synchronous", "off,full", "--quiet"]
+QUICK_RUN = [
+    "--samples",
+    "30",
+    "--rounds",
+    "1",
+    "--warmup",
+    "2",
+    "--no-primitives",
+    "--journal-mode",
+    "wal",
+    "--synchronous",
+    "off,full",
+    "--quiet",
+]
 
 
 # --------------------------------------------------------------------------- the parser
@@ -55,10 +67,16 @@ PRINTS = {
 }
 #: metavar by what an option's value is
 METAVAR_BY_NAME = [
-    (r"-seconds$", "S"), (r"-ms$", "MS"), (r"-pct$|^--fail-on-regression$", "PCT"),
-    (r"^--(samples|min-samples|rounds|warmup|payload-bytes|compare-syncs|sweep-repeats|"
-     r"sweep-max-mib|trace-commits|max-commits)$", "N"),
-    (r"^--(output|csv|state)$", "FILE"), (r"^--report-dir$", "DIR"),
+    (r"-seconds$", "S"),
+    (r"-ms$", "MS"),
+    (r"-pct$|^--fail-on-regression$", "PCT"),
+    (
+        r"^--(samples|min-samples|rounds|warmup|payload-bytes|compare-syncs|sweep-repeats|"
+        r"sweep-max-mib|trace-commits|max-commits)$",
+        "N",
+    ),
+    (r"^--(output|csv|state)$", "FILE"),
+    (r"^--report-dir$", "DIR"),
 ]
 
 
@@ -150,8 +168,17 @@ def test_run_saves_in_reports_by_default_and_output_gets_what_would_be_printed(s
 
 
 def test_run_markdown_output_is_the_saved_markdown(tmp_path):
-    proc = fsb("run", tmp_path, *QUICK_RUN, "--format", "markdown", "-o", tmp_path / "r.md",
-               "--report-dir", tmp_path / "saved")
+    proc = fsb(
+        "run",
+        tmp_path,
+        *QUICK_RUN,
+        "--format",
+        "markdown",
+        "-o",
+        tmp_path / "r.md",
+        "--report-dir",
+        tmp_path / "saved",
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "r.md").read_bytes() == next((tmp_path / "saved").glob("*.md")).read_bytes()
 
@@ -174,7 +201,9 @@ def test_no_report_saves_nothing(tmp_path):
 def test_audit_saves_in_report_dir_by_default(saved, tmp_path):
     """audit used to save nothing without --output; now it saves like run."""
     _root, _proc, _out, a, _b = saved
-    proc = fsb("audit", "--from", a, "--format", "json", "-o", tmp_path / "printed.json", cwd=tmp_path)
+    proc = fsb(
+        "audit", "--from", a, "--format", "json", "-o", tmp_path / "printed.json", cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     files = sorted((tmp_path / "reports").iterdir())
     assert [p.suffix for p in files] == [".json", ".md"]
@@ -187,10 +216,16 @@ def test_audit_saves_in_report_dir_by_default(saved, tmp_path):
     assert len(list((tmp_path / "reports").iterdir())) == 2  # the first two, no more
 
 
-@pytest.mark.parametrize("old,new", [
-    (("audit", "--from", "A", "--json", "--no-report"), ("audit", "--from", "A", "--format", "json", "--no-report")),
-    (("host", "DIR", "--json"), ("host", "DIR", "--format", "json")),
-])
+@pytest.mark.parametrize(
+    "old,new",
+    [
+        (
+            ("audit", "--from", "A", "--json", "--no-report"),
+            ("audit", "--from", "A", "--format", "json", "--no-report"),
+        ),
+        (("host", "DIR", "--json"), ("host", "DIR", "--format", "json")),
+    ],
+)
 def test_the_old_json_flag_still_works(saved, tmp_path, old, new):
     _root, _proc, _out, a, _b = saved
 
@@ -206,13 +241,16 @@ def test_the_old_json_flag_still_works(saved, tmp_path, old, new):
     assert old_data == new_data
 
 
-@pytest.mark.parametrize("argv", [
-    ("show", "A"),
-    ("compare", "A", "B"),
-    ("compare", "A", "B", "A"),
-    ("compare", "A", "B", "--fail-on-regression", "20"),
-    ("host", "DIR"),
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("show", "A"),
+        ("compare", "A", "B"),
+        ("compare", "A", "B", "A"),
+        ("compare", "A", "B", "--fail-on-regression", "20"),
+        ("host", "DIR"),
+    ],
+)
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
 def test_output_file_gets_exactly_what_stdout_shows(saved, tmp_path, argv, fmt):
     _root, _proc, _out, a, b = saved
@@ -261,14 +299,21 @@ def test_crash_format_json_to_a_file(tmp_path):
 @pytest.mark.parametrize("command", ["run", "audit", "show", "host", "compare", "crash"])
 def test_output_at_a_directory_is_one_line_naming_report_dir(saved, tmp_path, command):
     _root, _proc, _out, a, b = saved
-    argv = {"run": ("run", tmp_path, *QUICK_RUN), "audit": ("audit", "--from", a),
-            "show": ("show", a), "host": ("host", tmp_path), "compare": ("compare", a, b),
-            "crash": ("crash", tmp_path)}[command]
+    argv = {
+        "run": ("run", tmp_path, *QUICK_RUN),
+        "audit": ("audit", "--from", a),
+        "show": ("show", a),
+        "host": ("host", tmp_path),
+        "compare": ("compare", a, b),
+        "crash": ("crash", tmp_path),
+    }[command]
     (tmp_path / "reports").mkdir()
     proc = fsb(*argv, "--output", tmp_path / "reports", cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    line = (f"fsyncbench: error: --output {tmp_path / 'reports'} is a directory: --output takes "
-            "the FILE to write the printed result to")
+    line = (
+        f"fsyncbench: error: --output {tmp_path / 'reports'} is a directory: --output takes "
+        "the FILE to write the printed result to"
+    )
     if command in ("run", "audit"):
         line += f"; to save the report files in it, use --report-dir {tmp_path / 'reports'}"
     assert proc.stderr.splitlines() == [line]
@@ -285,12 +330,26 @@ def _powercut_report(tmp_path: Path, present, acked=((1, 100),), name="pc.json")
     from fsyncbench.powercut.verify import JournalState, PowercutFacts, _report, judge
 
     journal = JournalState("/data/journal-wal-full.db", True, None, tuple(present), (), ("ok",))
-    facts = PowercutFacts(run_id="a" * 32, config=Pragmas("WAL", "FULL"), primitive="fdatasync",
-                          writer_host=fake_host(), acknowledged=tuple(acked), journal=journal,
-                          rebooted=True, clean_stop=None, listener="192.0.2.20:5400")
-    info = {"host": "case-host", "pid": 4242, "started_utc": "2026-12-01T10:00:00Z",
-            "last_seen_utc": "2026-12-01T10:05:00Z"}
-    report = _report(facts, judge(facts), fake_host(), ["fsyncbench", "powercut", "verify"], [], info)
+    facts = PowercutFacts(
+        run_id="a" * 32,
+        config=Pragmas("WAL", "FULL"),
+        primitive="fdatasync",
+        writer_host=fake_host(),
+        acknowledged=tuple(acked),
+        journal=journal,
+        rebooted=True,
+        clean_stop=None,
+        listener="192.0.2.20:5400",
+    )
+    info = {
+        "host": "case-host",
+        "pid": 4242,
+        "started_utc": "2026-12-01T10:00:00Z",
+        "last_seen_utc": "2026-12-01T10:05:00Z",
+    }
+    report = _report(
+        facts, judge(facts), fake_host(), ["fsyncbench", "powercut", "verify"], [], info
+    )
     return sampled.save(report, tmp_path / name)
 
 
@@ -300,13 +359,18 @@ def test_show_of_a_powercut_report_prints_the_result_and_lost_line(tmp_path):
     proc = fsb("show", failed)
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^lost +10 acknowledged commits: 91-100$", proc.stdout, re.M), proc.stdout
-    assert ("Result: FAIL: 10 of 100 acknowledged commits are lost: the storage acknowledged "
-            "writes it did not keep.") in proc.stdout
+    assert (
+        "Result: FAIL: 10 of 100 acknowledged commits are lost: the storage acknowledged "
+        "writes it did not keep."
+    ) in proc.stdout
     assert "Path verdict for wal/full: volatile_cache, proven by a power cut" in proc.stdout
     assert "Latency per configuration" not in proc.stdout  # no empty results table
     proc = fsb("show", passed)
     assert re.search(r"^lost +none$", proc.stdout, re.M), proc.stdout
-    assert "Result: PASS: all 100 acknowledged commits survived and the journal is intact." in proc.stdout
+    assert (
+        "Result: PASS: all 100 acknowledged commits survived and the journal is intact."
+        in proc.stdout
+    )
     assert "5 committed but not acknowledged (normal)" in proc.stdout
     md = fsb("show", failed, "--format", "markdown")
     assert md.returncode == 0 and md.stdout.startswith("# fsyncbench powercut verify")
@@ -327,24 +391,57 @@ def test_powercut_verify_format_json_and_report_dir(tmp_path):
         target = tmp_path / "data"
         target.mkdir()
         summary = tmp_path / "write.json"
-        writer = fsb("powercut", "write", "--to", lst.to, target, "--max-commits", "50",
-                     "--format", "json", "-o", summary, timeout=120)
+        writer = fsb(
+            "powercut",
+            "write",
+            "--to",
+            lst.to,
+            target,
+            "--max-commits",
+            "50",
+            "--format",
+            "json",
+            "-o",
+            summary,
+            timeout=120,
+        )
         assert writer.returncode == 0, writer.stderr
         assert writer.stdout == ""
         written = json.loads(summary.read_text())
-        assert (written["commits"], written["recorded"]) == (50, 50) and "--max-commits" in written["reason"]
+        assert (written["commits"], written["recorded"]) == (50, 50) and "--max-commits" in written[
+            "reason"
+        ]
         assert run_dir_of(target).is_dir()
         out = tmp_path / "verify.json"
-        proc = fsb("powercut", "verify", "--from", lst.to, target, "--format", "json", "-o", out,
-                   cwd=tmp_path, timeout=120)
+        proc = fsb(
+            "powercut",
+            "verify",
+            "--from",
+            lst.to,
+            target,
+            "--format",
+            "json",
+            "-o",
+            out,
+            cwd=tmp_path,
+            timeout=120,
+        )
         assert proc.returncode == 0, proc.stderr  # a clean stop: a pass that proves nothing
         saved = sorted((tmp_path / "reports").glob("*-powercut.json"))
         assert len(saved) == 1 and proc.stdout == ""
         assert out.read_bytes() == saved[0].read_bytes()
         assert json.loads(out.read_text())["kind"] == "powercut"
         assert proc.stderr == f"Report written: {Path('reports') / saved[0].name}\n"
-        text = fsb("powercut", "verify", "--from", lst.to, target, "--report-dir", tmp_path / "r2",
-                   timeout=120)
+        text = fsb(
+            "powercut",
+            "verify",
+            "--from",
+            lst.to,
+            target,
+            "--report-dir",
+            tmp_path / "r2",
+            timeout=120,
+        )
         assert "Result: PASS: all 50 acknowledged commits survived" in text.stdout
         assert len(list((tmp_path / "r2").glob("*-powercut.json"))) == 1
     finally:
@@ -362,8 +459,14 @@ def _stderr_on_a_pty(argv, cwd) -> tuple[int, bytes]:
 
     master, slave = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
-    proc = subprocess.Popen([sys.executable, "-m", "fsyncbench", *map(str, argv)], cwd=cwd,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fsyncbench", *map(str, argv)],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=slave,
+        env=env,
+    )
     os.close(slave)
     seen = b""
     while True:
@@ -382,7 +485,13 @@ def _stderr_on_a_pty(argv, cwd) -> tuple[int, bytes]:
 
 
 def test_progress_bar_on_a_terminal_of_unknown_size(tmp_path):
-    argv = ["run", tmp_path, *[a for a in QUICK_RUN if a != "--quiet"], "--report-dir", tmp_path / "o"]
+    argv = [
+        "run",
+        tmp_path,
+        *[a for a in QUICK_RUN if a != "--quiet"],
+        "--report-dir",
+        tmp_path / "o",
+    ]
     code, seen = _stderr_on_a_pty(argv, tmp_path)
     assert code == 0, seen
     assert re.search(rb"\d+%\|.*\| [\d.]+/2 workloads", seen), seen
@@ -391,7 +500,9 @@ def test_progress_bar_on_a_terminal_of_unknown_size(tmp_path):
 
 
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
-    proc = fsb("run", tmp_path, *[a for a in QUICK_RUN if a != "--quiet"], "--report-dir", tmp_path / "o")
+    proc = fsb(
+        "run", tmp_path, *[a for a in QUICK_RUN if a != "--quiet"], "--report-dir", tmp_path / "o"
+    )
     assert proc.returncode == 0, proc.stderr
     assert "workloads" not in proc.stderr and "\r" not in proc.stderr
     assert proc.stderr.startswith("Report written: ")
@@ -419,7 +530,9 @@ def _readme_commands() -> list[str]:
                 part = part.split("  #")[0].strip()
                 for prefix in ("fsyncbench ", ".venv/bin/fsyncbench"):
                     if part.startswith(prefix):
-                        found.append(part.removeprefix(".venv/bin/").removeprefix("fsyncbench").strip())
+                        found.append(
+                            part.removeprefix(".venv/bin/").removeprefix("fsyncbench").strip()
+                        )
     return found
 
 
@@ -452,8 +565,10 @@ def test_redact_knows_every_option_that_takes_no_value():
     that takes none (a flag) must be known to it, or the next argument is blanked too."""
     from fsyncbench.report import redact
 
-    flags = {opt for _name, p in ALL for a in p._actions if a.nargs == 0
-             for opt in a.option_strings}
+    flags = {
+        opt for _name, p in ALL for a in p._actions if a.nargs == 0 for opt in a.option_strings
+    }
     assert flags and flags <= redact._FLAGS, sorted(flags - redact._FLAGS)
-    assert redact.redact_command_line(("fsyncbench", "run", "--no-report", "--quiet"), "/home/u") \
-        == ("fsyncbench", "run", "--no-report", "--quiet")
+    assert redact.redact_command_line(
+        ("fsyncbench", "run", "--no-report", "--quiet"), "/home/u"
+    ) == ("fsyncbench", "run", "--no-report", "--quiet")

@@ -36,8 +36,11 @@ def _dependent_report(seed: int, scale: float = 1.0, slices: int = 12, per_slice
         levels = np.repeat(rng.lognormal(0, 0.25, slices), per_slice)
         data = tuple(int(v) for v in np.asarray(r.samples_ns) * levels)
         counts = (per_slice,) * slices
-        results.append(dataclasses.replace(r, samples_ns=data, slice_counts=counts,
-                                           summary=stats.summarize(data, counts)))
+        results.append(
+            dataclasses.replace(
+                r, samples_ns=data, slice_counts=counts, summary=stats.summarize(data, counts)
+            )
+        )
     return dataclasses.replace(rep, results=tuple(results))
 
 
@@ -59,14 +62,25 @@ def test_two_reports_of_the_same_process_differ_in_nothing_significant():
 def test_intervals_that_assume_independence_would_cry_wolf():
     """The same pairs, with every sample its own slice: the dependence is ignored and
     almost every pair shows a 'significant' difference. (Why the slices matter.)"""
+
     def independent(rep):
-        return dataclasses.replace(rep, results=tuple(dataclasses.replace(
-            r, slice_counts=(1,) * len(r.samples_ns)) for r in rep.results))
+        return dataclasses.replace(
+            rep,
+            results=tuple(
+                dataclasses.replace(r, slice_counts=(1,) * len(r.samples_ns)) for r in rep.results
+            ),
+        )
+
     alarms = sum(
-        any(q.significant for c in compare.compare_pair(
-            independent(_dependent_report(2 * k)), independent(_dependent_report(2 * k + 1))).configs
-            for q in (c.p50, c.p99))
-        for k in range(10))
+        any(
+            q.significant
+            for c in compare.compare_pair(
+                independent(_dependent_report(2 * k)), independent(_dependent_report(2 * k + 1))
+            ).configs
+            for q in (c.p50, c.p99)
+        )
+        for k in range(10)
+    )
     assert alarms >= 8
 
 
@@ -86,13 +100,17 @@ def test_compare_pair_finds_a_real_slowdown_and_survives_a_save(tmp_path):
     and Welch tests of tests/reference.py, Holm's adjustment, scipy's Mann-Whitney U."""
     a, b = sampled.report(1.0, seed=0), sampled.report(1.5, seed=100)
     pair = compare.compare_pair(a, b)
-    assert [c.name for c in pair.configs] == [r.name for r in a.results] == [
-        "write (no sync)", "write+fdatasync", "wal/off", "wal/normal", "wal/full"]
+    assert (
+        [c.name for c in pair.configs]
+        == [r.name for r in a.results]
+        == ["write (no sync)", "write+fdatasync", "wal/off", "wal/normal", "wal/full"]
+    )
     p_values = []
     for c, ra, rb in zip(pair.configs, a.results, b.results):
         for q, pct in ((c.p50, 50), (c.p99, 99)):
-            want = (np.percentile(rb.samples_ns, pct, method="linear")
-                    / np.percentile(ra.samples_ns, pct, method="linear"))
+            want = np.percentile(rb.samples_ns, pct, method="linear") / np.percentile(
+                ra.samples_ns, pct, method="linear"
+            )
             assert q.ratio == pytest.approx(want, rel=1e-12), (c.name, pct)
             ja = reference.jackknife(ra.samples_ns, ra.slice_counts, pct)
             jb = reference.jackknife(rb.samples_ns, rb.slice_counts, pct)
@@ -105,7 +123,8 @@ def test_compare_pair_finds_a_real_slowdown_and_survives_a_save(tmp_path):
         assert c.rank.p_value == pytest.approx(u.pvalue, rel=1e-9, abs=0)
     adjusted = reference.holm(p_values)
     assert [q.p_adjusted for c in pair.configs for q in (c.p50, c.p99)] == pytest.approx(
-        adjusted, rel=1e-6, abs=0)
+        adjusted, rel=1e-6, abs=0
+    )
     # all ten statistics moved by ~1.5x; the least clear ones (p99 of write+fdatasync and of
     # wal/off, Holm p = 0.00019) are still far below 0.05: every one is significant
     assert max(adjusted) < 0.001
@@ -128,24 +147,36 @@ def test_compare_pair_finds_a_real_slowdown_and_survives_a_save(tmp_path):
 def test_without_raw_samples_significance_is_unknown():
     """A hand-written report: summaries with bounds only, no samples, no interval records."""
     a = sampled.report()
-    bare = dataclasses.replace(a, results=tuple(dataclasses.replace(
-        r, samples_ns=(), slice_counts=(),
-        summary=dataclasses.replace(r.summary, p50_interval=None, p99_interval=None))
-        for r in a.results))
+    bare = dataclasses.replace(
+        a,
+        results=tuple(
+            dataclasses.replace(
+                r,
+                samples_ns=(),
+                slice_counts=(),
+                summary=dataclasses.replace(r.summary, p50_interval=None, p99_interval=None),
+            )
+            for r in a.results
+        ),
+    )
     pair = compare.compare_pair(bare, a)
     assert all(c.p99.significant is None and c.rank is None for c in pair.configs)
     assert all(c.p99.ratio == pytest.approx(1.0) for c in pair.configs)
     assert all("no slices" in c.p99.reason for c in pair.configs)
     # a summary-only report that kept its interval records can still be tested
-    summaries = dataclasses.replace(a, results=tuple(
-        dataclasses.replace(r, samples_ns=()) for r in a.results))
+    summaries = dataclasses.replace(
+        a, results=tuple(dataclasses.replace(r, samples_ns=()) for r in a.results)
+    )
     assert all(c.p50.significant is False for c in compare.compare_pair(summaries, a).configs)
 
 
 def test_schema_1_reports_are_shown_but_not_called_significant():
     a = sampled.report(1.0, seed=0)
-    old = dataclasses.replace(a, schema_version=1, results=tuple(
-        dataclasses.replace(r, slice_counts=()) for r in a.results))
+    old = dataclasses.replace(
+        a,
+        schema_version=1,
+        results=tuple(dataclasses.replace(r, slice_counts=()) for r in a.results),
+    )
     pair = compare.compare_pair(old, sampled.report(3.0, seed=1))
     full = next(c for c in pair.configs if c.name == "wal/full")
     assert full.p50.significant is None and full.p50.ratio == pytest.approx(3.0, rel=0.1)
@@ -171,8 +202,9 @@ def test_check_comparable_refuses_mixed_reports():
         compare.check_comparable([a, sampled.report(payload_bytes=4096)], ["a", "b"])
     with pytest.raises(FsyncbenchError, match="of kind 'run' but b of kind 'audit'"):
         compare.check_comparable([a, dataclasses.replace(a, kind="audit")], ["a", "b"])
-    other = dataclasses.replace(a, results=tuple(
-        dataclasses.replace(r, name="x" + r.name) for r in a.results))
+    other = dataclasses.replace(
+        a, results=tuple(dataclasses.replace(r, name="x" + r.name) for r in a.results)
+    )
     with pytest.raises(FsyncbenchError, match="no configuration in common"):
         compare.check_comparable([a, other], ["a", "b"])
 
@@ -213,7 +245,10 @@ def test_cli_fail_on_regression_exits_1_with_the_reason(two_runs):
     a, b = two_runs
     proc = fsb("compare", a, b, "--fail-on-regression", "20")
     assert proc.returncode == 1, proc.stderr
-    assert "REGRESSION wal/full: p99" in proc.stdout and "more than --fail-on-regression 20 % worse" in proc.stdout
+    assert (
+        "REGRESSION wal/full: p99" in proc.stdout
+        and "more than --fail-on-regression 20 % worse" in proc.stdout
+    )
     # B against itself: nothing got worse
     same = fsb("compare", b, b, "--fail-on-regression", "20")
     assert same.returncode == 0 and "No p99 regression above 20 %" in same.stdout
@@ -223,8 +258,13 @@ def test_cli_fail_on_regression_exits_1_with_the_reason(two_runs):
 
 def test_cli_compare_three_reports_prints_the_fleet(tmp_path):
     """Three hosts, each with its own verdict; the table must show each report's own."""
-    ssd = BlockDevice("sda", model="Samsung SSD 870", rotational=False, write_cache="write back",
-                      has_flush_counters=True)
+    ssd = BlockDevice(
+        "sda",
+        model="Samsung SSD 870",
+        rotational=False,
+        write_cache="write back",
+        has_flush_counters=True,
+    )
     hosts = {
         # bare metal, the SSD's counters show a flush per fdatasync (sampled.flush: n of n)
         # and p50 ~450 us is above the 150 us floor of an SSD with a volatile write cache
@@ -246,13 +286,18 @@ def test_cli_compare_three_reports_prints_the_fleet(tmp_path):
     assert "sorted by p99 of wal/full" in proc.stdout
     rows = [ln.split() for ln in proc.stdout.splitlines() if ln[:1].isdigit()]
     # wal/full p99 scales with 0.5, 1.0, 2.0: server, vm, laptop
-    assert [r[:3] for r in rows] == [["1", "server.json", "server"], ["2", "vm.json", "vm"],
-                                     ["3", "laptop.json", "laptop"]]
+    assert [r[:3] for r in rows] == [
+        ["1", "server.json", "server"],
+        ["2", "vm.json", "vm"],
+        ["3", "laptop.json", "laptop"],
+    ]
     assert [r[4] for r in rows] == ["ext4", "ext4", "tmpfs"]  # the fs column
     # last three columns: wal/full verdict, durable config (WAL + FULL: yes), path verdict
-    assert [r[-3:] for r in rows] == [["honest_flush", "yes", "honest_flush"],
-                                      ["unverifiable", "yes", "unverifiable"],
-                                      ["no_flush", "yes", "no_flush"]]
+    assert [r[-3:] for r in rows] == [
+        ["honest_flush", "yes", "honest_flush"],
+        ["unverifiable", "yes", "unverifiable"],
+        ["no_flush", "yes", "no_flush"],
+    ]
     by_write = fsb("compare", *paths, "--config", "write+fdatasync")
     assert by_write.returncode == 0 and "sorted by p99 of write+fdatasync" in by_write.stdout
 
@@ -264,7 +309,8 @@ def test_cli_compare_refuses_mismatched_reports(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         "fsyncbench: error: wal/off wrote 512-byte payloads in a.json but 4096-byte payloads in "
-        "big.json: re-run with the same --payload-bytes to compare"]
+        "big.json: re-run with the same --payload-bytes to compare"
+    ]
 
     data = json.loads(a.read_text())
     data["schema_version"] = 0
@@ -273,13 +319,17 @@ def test_cli_compare_refuses_mismatched_reports(tmp_path):
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
     assert "old.json has an invalid schema_version 0" in proc.stderr
 
-    newer = sampled.save_raw({**data, "schema_version": store.SCHEMA_VERSION + 1}, tmp_path / "new.json")
+    newer = sampled.save_raw(
+        {**data, "schema_version": store.SCHEMA_VERSION + 1}, tmp_path / "new.json"
+    )
     proc = fsb("compare", a, newer)
     assert proc.returncode == 2 and proc.stderr.rstrip().endswith("upgrade fsyncbench")
 
-    for args, msg in (((a,), "compare needs at least two reports"),
-                      ((a, a, "--config", "nope"), "unknown configuration nope: every report has"),
-                      ((a, a, "--fail-on-regression", "-5"), "invalid percentage '-5'")):
+    for args, msg in (
+        ((a,), "compare needs at least two reports"),
+        ((a, a, "--config", "nope"), "unknown configuration nope: every report has"),
+        ((a, a, "--fail-on-regression", "-5"), "invalid percentage '-5'"),
+    ):
         proc = fsb("compare", *args)
         assert proc.returncode == 2 and msg in proc.stderr and len(proc.stderr.splitlines()) == 1
 
@@ -292,8 +342,9 @@ def test_a_statistic_without_an_interval_is_not_tested():
     from factories import _result
 
     a = _result("flush", "write+fdatasync", "fdatasync", 0, samples=list(range(1, 10_001)))
-    b = _result("flush", "write+fdatasync", "fdatasync", 0,
-                samples=[int(1.3 * x) for x in range(1, 10_001)])
+    b = _result(
+        "flush", "write+fdatasync", "fdatasync", 0, samples=[int(1.3 * x) for x in range(1, 10_001)]
+    )
     assert a.summary.p50_interval.bounds is None
     assert "disagree too much" in a.summary.p50_interval.reason
     q = compare.compare_quantile(a, b, 50)

@@ -182,7 +182,9 @@ def journal_db() -> sqlite3.Connection:
     conn.close()
 
 
-def test_journal_replays_recorded_output_without_calling_again(journal_db: sqlite3.Connection) -> None:
+def test_journal_replays_recorded_output_without_calling_again(
+    journal_db: sqlite3.Connection,
+) -> None:
     calls: list[int] = []
 
     def work(x: int) -> dict[str, int]:
@@ -280,9 +282,13 @@ def test_ctrl_c_during_the_kill_matrix_is_one_clean_line(tmp_path):
     for k in range(12):
         target = tmp_path / f"t{k}"
         target.mkdir()
-        proc = subprocess.Popen([sys.executable, "-m", "fsyncbench", "crash", str(target)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fsyncbench", "crash", str(target)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
         deadline = time.monotonic() + 30
         while not leftovers(target) and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.01)

@@ -49,13 +49,20 @@ class Call:
     ret: int
 
 
-def trace(cmd: list[str], out: Path, *inject: str, env=None) -> tuple[subprocess.CompletedProcess, list[Call]]:
+def trace(
+    cmd: list[str], out: Path, *inject: str, env=None
+) -> tuple[subprocess.CompletedProcess, list[Call]]:
     """Run ``cmd`` under ``strace -f -y`` (file descriptors shown with their paths); the
     completed process and the calls of :data:`TRACED`, in order."""
     extra = [arg for spec in inject for arg in ("-e", f"inject={spec}")]
-    proc = subprocess.run([_strace(), "-f", "-y", "-qq", "-e", f"trace={TRACED}", *extra,
-                           "-o", str(out), *cmd], capture_output=True, text=True, cwd=ROOT,
-                          env=env, timeout=300)
+    proc = subprocess.run(
+        [_strace(), "-f", "-y", "-qq", "-e", f"trace={TRACED}", *extra, "-o", str(out), *cmd],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=300,
+    )
     calls = []
     for line in out.read_text().splitlines():
         m = LINE.match(line)
@@ -80,8 +87,11 @@ def durable_sequence(calls: list[Call], final: Path) -> list[str]:
     ``final``, the directory's open and fsync. Raises AssertionError when nothing was
     renamed onto ``final``."""
     directory = str(final.parent)
-    renames = [c for c in calls if c.name.startswith("rename") and c.ret == 0
-               and _quoted(c)[-1:] == [str(final)]]
+    renames = [
+        c
+        for c in calls
+        if c.name.startswith("rename") and c.ret == 0 and _quoted(c)[-1:] == [str(final)]
+    ]
     assert renames, f"nothing was renamed onto {final}"
     rename = renames[-1]
     tmp = _quoted(rename)[0]
@@ -97,7 +107,7 @@ def durable_sequence(calls: list[Call], final: Path) -> list[str]:
         elif c.name in ("fsync", "fdatasync") and _fd_path(c) == tmp:
             steps.append(c.name)
     steps.append("rename")
-    for c in mine[cut + 1:]:
+    for c in mine[cut + 1 :]:
         if c.name == "openat" and _quoted(c)[:1] == [directory] and c.ret >= 0:
             steps.append("open-dir")
         elif c.name == "fsync" and _fd_path(c) == directory:
@@ -108,8 +118,9 @@ def durable_sequence(calls: list[Call], final: Path) -> list[str]:
 
 def written_bytes(calls: list[Call], tmp_dir: Path, prefix: str) -> int:
     """Bytes written to temporary files named ``prefix*`` in ``tmp_dir``."""
-    return sum(c.ret for c in calls if c.name == "write"
-               and _fd_path(c).startswith(f"{tmp_dir}/{prefix}"))
+    return sum(
+        c.ret for c in calls if c.name == "write" and _fd_path(c).startswith(f"{tmp_dir}/{prefix}")
+    )
 
 
 DURABLE = ["create-excl", "write", "fsync", "rename", "open-dir", "fsync-dir"]
@@ -138,11 +149,14 @@ def test_write_durably_writes_temp_fsyncs_renames_and_fsyncs_the_directory(tmp_p
     out = tmp_path / "reports" / "r.json"
     out.parent.mkdir()
     text = "x" * 100_000 + "\n"
-    proc, calls = trace([sys.executable, "-c", SNIPPET, str(out), text], tmp_path / "trace",
-                        env=_env())
+    proc, calls = trace(
+        [sys.executable, "-c", SNIPPET, str(out), text], tmp_path / "trace", env=_env()
+    )
     assert proc.returncode == 0, proc.stderr
     assert durable_sequence(calls, out) == DURABLE
-    assert written_bytes(calls, out.parent, ".r.json.") == 100_001  # every byte went to the temp file
+    assert (
+        written_bytes(calls, out.parent, ".r.json.") == 100_001
+    )  # every byte went to the temp file
     assert out.read_text() == text
     assert [p.name for p in out.parent.iterdir()] == ["r.json"]
 
@@ -151,10 +165,34 @@ def test_run_report_files_and_csv_are_each_written_durably(tmp_path):
     """JSON, Markdown, HTML and the raw-sample CSV of a real run, traced across the round
     worker processes: each final name is made the durable way."""
     out, csv = tmp_path / "reports", tmp_path / "samples.csv"
-    proc, calls = trace([sys.executable, "-m", "fsyncbench", "run", str(tmp_path), "--report-dir",
-                         str(out), "--format", "html", "--csv", str(csv), "--journal-mode", "wal",
-                         "--synchronous", "full", "--no-primitives", "--samples", "30",
-                         "--rounds", "1", "--warmup", "2", "--quiet"], tmp_path / "trace")
+    proc, calls = trace(
+        [
+            sys.executable,
+            "-m",
+            "fsyncbench",
+            "run",
+            str(tmp_path),
+            "--report-dir",
+            str(out),
+            "--format",
+            "html",
+            "--csv",
+            str(csv),
+            "--journal-mode",
+            "wal",
+            "--synchronous",
+            "full",
+            "--no-primitives",
+            "--samples",
+            "30",
+            "--rounds",
+            "1",
+            "--warmup",
+            "2",
+            "--quiet",
+        ],
+        tmp_path / "trace",
+    )
     assert proc.returncode in (0, 1), proc.stderr
     finals = sorted(out.iterdir())
     assert [p.suffix for p in finals] == [".html", ".json", ".md"]
@@ -167,26 +205,46 @@ def test_show_output_file_is_written_durably(tmp_path):
     report = sampled.save(sampled.report(1.0, seed=3), tmp_path / "r.json")
     for fmt in ("markdown", "html", "json"):
         target = tmp_path / f"out-{fmt}"
-        proc, calls = trace([sys.executable, "-m", "fsyncbench", "show", str(report), "--format",
-                             fmt, "-o", str(target)], tmp_path / "trace")
+        proc, calls = trace(
+            [
+                sys.executable,
+                "-m",
+                "fsyncbench",
+                "show",
+                str(report),
+                "--format",
+                fmt,
+                "-o",
+                str(target),
+            ],
+            tmp_path / "trace",
+        )
         assert proc.returncode == 0, proc.stderr
         assert durable_sequence(calls, target) == DURABLE, fmt
 
 
 def test_powercut_run_record_is_written_durably(tmp_path):
     """The writer's run record (run.json), saved by the function the writer calls."""
-    snippet = "\n".join([
-        "import sys", "from pathlib import Path", f"sys.path.insert(0, {str(ROOT / 'tests')!r})",
-        "from factories import host", "from fsyncbench.model import Pragmas",
-        "from fsyncbench.powercut import run",
-        "p = Pragmas('WAL', 'FULL')",
-        "run.save_run(Path(sys.argv[1]), run.RunRecord(run.RUN_FORMAT, run.RUN_VERSION, 'abc',"
-        " '2026-12-01T00:00:00Z', 1, None, sys.argv[1], 'journal.db', '127.0.0.1:1', p, p,"
-        " 'fdatasync', 64, host()))"])
-    proc, calls = trace([sys.executable, "-c", snippet, str(tmp_path)], tmp_path / "trace",
-                        env=_env())
+    snippet = "\n".join(
+        [
+            "import sys",
+            "from pathlib import Path",
+            f"sys.path.insert(0, {str(ROOT / 'tests')!r})",
+            "from factories import host",
+            "from fsyncbench.model import Pragmas",
+            "from fsyncbench.powercut import run",
+            "p = Pragmas('WAL', 'FULL')",
+            "run.save_run(Path(sys.argv[1]), run.RunRecord(run.RUN_FORMAT, run.RUN_VERSION, 'abc',"
+            " '2026-12-01T00:00:00Z', 1, None, sys.argv[1], 'journal.db', '127.0.0.1:1', p, p,"
+            " 'fdatasync', 64, host()))",
+        ]
+    )
+    proc, calls = trace(
+        [sys.executable, "-c", snippet, str(tmp_path)], tmp_path / "trace", env=_env()
+    )
     assert proc.returncode == 0, proc.stderr
     from fsyncbench.powercut import run
+
     assert durable_sequence(calls, tmp_path / run.RUN_FILE) == DURABLE
     assert json.loads((tmp_path / run.RUN_FILE).read_text())["run_id"] == "abc"
 

@@ -31,13 +31,26 @@ def _paths(node, prefix=()):
 
 PATHS = [p for p in _paths(BASE) if p]
 #: What the statistics read: drawn as often as everything else together.
-HOT = [p for p in PATHS if p[0] in ("results", "floors") and any(
-    k in p for k in ("samples_ns", "slice_counts", "slice_rounds", "summary", "kind", "primitive"))]
+HOT = [
+    p
+    for p in PATHS
+    if p[0] in ("results", "floors")
+    and any(
+        k in p
+        for k in ("samples_ns", "slice_counts", "slice_rounds", "summary", "kind", "primitive")
+    )
+]
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-2**70, 2**70)
-    | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=20),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-    max_leaves=6)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
 
 
 def _mutated(path, value):
@@ -70,8 +83,19 @@ def test_a_fuzzed_report_loads_renders_and_compares_or_is_refused_in_one_line(pa
     compare.regressions(pair, 20, "a", "b")
 
 
-@pytest.mark.parametrize("text", ["", "[]", "null", '{"schema_version": true}', "{" * 5000,
-                                  '{"schema_version": 2}', "\x00\x01", '{"schema_version": 1e999}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "[]",
+        "null",
+        '{"schema_version": true}',
+        "{" * 5000,
+        '{"schema_version": 2}',
+        "\x00\x01",
+        '{"schema_version": 1e999}',
+    ],
+)
 def test_garbage_is_one_line(text):
     with pytest.raises(FsyncbenchError) as info:
         store.report_from_json(text, "g.json")

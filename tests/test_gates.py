@@ -19,23 +19,35 @@ ALLOWED = "allowed values are no_flush, volatile_cache, unverifiable, honest_flu
 QUICK = ["--samples", "30", "--budget-seconds", "5", "--warmup", "2", "--quiet"]
 
 
-@pytest.mark.parametrize("text,ns", [
-    ("10ms", 10_000_000), ("500us", 500_000), ("500µs", 500_000), ("2s", 2_000_000_000),
-    ("1.5ms", 1_500_000), ("250ns", 250), (" 3 MS ", 3_000_000), (".5s", 500_000_000),
-])
+@pytest.mark.parametrize(
+    "text,ns",
+    [
+        ("10ms", 10_000_000),
+        ("500us", 500_000),
+        ("500µs", 500_000),
+        ("2s", 2_000_000_000),
+        ("1.5ms", 1_500_000),
+        ("250ns", 250),
+        (" 3 MS ", 3_000_000),
+        (".5s", 500_000_000),
+    ],
+)
 def test_parse_duration(text, ns):
     assert gates.parse_duration(text) == ns
 
 
-@pytest.mark.parametrize("text,message", [
-    ("10", "invalid --max-p99 '10': give a number with a unit, e.g. 10ms, 500us, 2s"),
-    ("ten ms", "invalid --max-p99 'ten ms': give a number with a unit, e.g. 10ms, 500us, 2s"),
-    ("10 m", "invalid --max-p99 '10 m': give a number with a unit, e.g. 10ms, 500us, 2s"),
-    ("-1ms", "invalid --max-p99 '-1ms': give a number with a unit, e.g. 10ms, 500us, 2s"),
-    ("", "invalid --max-p99 '': give a number with a unit, e.g. 10ms, 500us, 2s"),
-    ("0ms", "invalid --max-p99 '0ms': must be at least 1 ns"),
-    ("0.4ns", "invalid --max-p99 '0.4ns': must be at least 1 ns"),  # rounds to 0 ns
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("10", "invalid --max-p99 '10': give a number with a unit, e.g. 10ms, 500us, 2s"),
+        ("ten ms", "invalid --max-p99 'ten ms': give a number with a unit, e.g. 10ms, 500us, 2s"),
+        ("10 m", "invalid --max-p99 '10 m': give a number with a unit, e.g. 10ms, 500us, 2s"),
+        ("-1ms", "invalid --max-p99 '-1ms': give a number with a unit, e.g. 10ms, 500us, 2s"),
+        ("", "invalid --max-p99 '': give a number with a unit, e.g. 10ms, 500us, 2s"),
+        ("0ms", "invalid --max-p99 '0ms': must be at least 1 ns"),
+        ("0.4ns", "invalid --max-p99 '0.4ns': must be at least 1 ns"),  # rounds to 0 ns
+    ],
+)
 def test_parse_duration_rejects(text, message):
     with pytest.raises(FsyncbenchError) as err:
         gates.parse_duration(text, "--max-p99")
@@ -48,27 +60,46 @@ def test_parse_verdicts():
     assert gates.parse_names(["wal/full,delete/full", "wal/full"]) == ("wal/full", "delete/full")
 
 
-@pytest.mark.parametrize("text,message", [
-    ("no_flush,slow", f"invalid --fail-on slow: {ALLOWED}"),
-    ("slow,fast", f"invalid --fail-on slow, fast: {ALLOWED}"),
-    ("Slow-Disk", f"invalid --fail-on slow_disk: {ALLOWED}"),  # named as normalized
-    ("", f"invalid --fail-on '': {ALLOWED}"),               # nothing given: the text itself
-    (" , ", f"invalid --fail-on ' , ': {ALLOWED}"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("no_flush,slow", f"invalid --fail-on slow: {ALLOWED}"),
+        ("slow,fast", f"invalid --fail-on slow, fast: {ALLOWED}"),
+        ("Slow-Disk", f"invalid --fail-on slow_disk: {ALLOWED}"),  # named as normalized
+        ("", f"invalid --fail-on '': {ALLOWED}"),  # nothing given: the text itself
+        (" , ", f"invalid --fail-on ' , ': {ALLOWED}"),
+    ],
+)
 def test_parse_verdicts_rejects(text, message):
     with pytest.raises(FsyncbenchError) as err:
         gates.parse_verdicts(text)
     assert str(err.value) == message
 
 
-@pytest.mark.parametrize("names,known,where,message", [
-    (["wal/fast"], ["wal/off", "wal/full"], None,
-     "unknown configuration wal/fast: this report has wal/off, wal/full"),
-    (["a", "wal/full", "b"], ["wal/full"], None,
-     "unknown configuration a, b: this report has wal/full"),
-    (["x"], [], None, "unknown configuration x: this report has none"),
-    (["x"], ["wal/full"], "every report has", "unknown configuration x: every report has wal/full"),
-])
+@pytest.mark.parametrize(
+    "names,known,where,message",
+    [
+        (
+            ["wal/fast"],
+            ["wal/off", "wal/full"],
+            None,
+            "unknown configuration wal/fast: this report has wal/off, wal/full",
+        ),
+        (
+            ["a", "wal/full", "b"],
+            ["wal/full"],
+            None,
+            "unknown configuration a, b: this report has wal/full",
+        ),
+        (["x"], [], None, "unknown configuration x: this report has none"),
+        (
+            ["x"],
+            ["wal/full"],
+            "every report has",
+            "unknown configuration x: every report has wal/full",
+        ),
+    ],
+)
 def test_check_names_rejects(names, known, where, message):
     with pytest.raises(FsyncbenchError) as err:
         if where is None:
@@ -91,42 +122,72 @@ def gate_report(*results, verdicts=()):
 
 
 def test_select_skips_the_no_sync_baseline_unless_named():
-    rep = gate_report(factories.write(2_000), factories.flush("fdatasync", 900_000),
-                      factories.commit("WAL", "FULL", 1_000_000))
+    rep = gate_report(
+        factories.write(2_000),
+        factories.flush("fdatasync", 900_000),
+        factories.commit("WAL", "FULL", 1_000_000),
+    )
     assert [r.name for r in gates.select(rep)] == ["write+fdatasync", "wal/full"]
     assert [r.name for r in gates.select(rep, ["WAL/FULL", "write (no sync)"])] == [
-        "write (no sync)", "wal/full"]  # in report order
+        "write (no sync)",
+        "wal/full",
+    ]  # in report order
 
 
 def test_max_p99_failure_message():
     # factories: p99 = 1.5 x p50 = 3 ms, its CI 0.9 x and 1.1 x that, n = 1000
     rep = gate_report(factories.write(2_000), factories.flush("fdatasync", 2_000_000))
-    assert gates.check(rep, max_p99_ns=1_000_000) == [GateFailure(
-        "write+fdatasync", "max-p99",
-        "write+fdatasync: p99 3 ms (95% CI [2.7 ms, 3.3 ms], n=1000) is above --max-p99 1 ms")]
+    assert gates.check(rep, max_p99_ns=1_000_000) == [
+        GateFailure(
+            "write+fdatasync",
+            "max-p99",
+            "write+fdatasync: p99 3 ms (95% CI [2.7 ms, 3.3 ms], n=1000) is above --max-p99 1 ms",
+        )
+    ]
     assert gates.check(rep, max_p99_ns=3_000_000) == []  # at the limit is not above it
 
 
 def test_max_p99_failure_message_without_an_interval():
     flush = factories.flush("fdatasync", 2_000_000)
-    why = Interval(3_000_000.0, None, None, None, 0.0, 2, "block-jackknife",
-                   "2 slice(s): too few for a p99 interval (needs 5)")
-    flush = dataclasses.replace(flush, summary=dataclasses.replace(
-        flush.summary, p99_ci_ns=None, p99_interval=why))
-    assert gates.check(gate_report(flush), max_p99_ns=2_500_000) == [GateFailure(
-        "write+fdatasync", "max-p99",
-        "write+fdatasync: p99 3 ms (95% CI none (2 slices), n=1000) is above --max-p99 2.5 ms")]
+    why = Interval(
+        3_000_000.0,
+        None,
+        None,
+        None,
+        0.0,
+        2,
+        "block-jackknife",
+        "2 slice(s): too few for a p99 interval (needs 5)",
+    )
+    flush = dataclasses.replace(
+        flush, summary=dataclasses.replace(flush.summary, p99_ci_ns=None, p99_interval=why)
+    )
+    assert gates.check(gate_report(flush), max_p99_ns=2_500_000) == [
+        GateFailure(
+            "write+fdatasync",
+            "max-p99",
+            "write+fdatasync: p99 3 ms (95% CI none (2 slices), n=1000) is above --max-p99 2.5 ms",
+        )
+    ]
 
 
 def test_fail_on_failure_message():
     rep = gate_report(
-        factories.flush("fdatasync", 2_000_000), factories.commit("WAL", "FULL", 1_000_000),
-        verdicts=(ResultVerdict("write+fdatasync", "no_flush", False, "tmpfs keeps data in RAM"),
-                  ResultVerdict("wal/full", "honest_flush", True, "flush counters")))
-    assert gates.check(rep, fail_on=("volatile_cache", "no_flush")) == [GateFailure(
-        "write+fdatasync", "fail-on",
-        "write+fdatasync: path verdict no_flush (decided by tmpfs keeps data in RAM) is in "
-        "--fail-on volatile_cache,no_flush")]
+        factories.flush("fdatasync", 2_000_000),
+        factories.commit("WAL", "FULL", 1_000_000),
+        verdicts=(
+            ResultVerdict("write+fdatasync", "no_flush", False, "tmpfs keeps data in RAM"),
+            ResultVerdict("wal/full", "honest_flush", True, "flush counters"),
+        ),
+    )
+    assert gates.check(rep, fail_on=("volatile_cache", "no_flush")) == [
+        GateFailure(
+            "write+fdatasync",
+            "fail-on",
+            "write+fdatasync: path verdict no_flush (decided by tmpfs keeps data in RAM) is in "
+            "--fail-on volatile_cache,no_flush",
+        )
+    ]
 
 
 def test_max_p99_names_each_failing_configuration():
@@ -145,8 +206,9 @@ def test_max_p99_names_each_failing_configuration():
 def test_fail_on_verdicts():
     tmpfs = sampled.report(the_host=host(fs_type="tmpfs"))
     failures = gates.check(tmpfs, fail_on=("volatile_cache", "no_flush"))
-    assert failures and all(f.gate == "fail-on" and "path verdict no_flush" in f.message
-                            for f in failures)
+    assert failures and all(
+        f.gate == "fail-on" and "path verdict no_flush" in f.message for f in failures
+    )
     assert "write+fdatasync" in {f.subject for f in failures}
     assert gates.check(tmpfs, fail_on=("volatile_cache",)) == []
 
@@ -154,8 +216,21 @@ def test_fail_on_verdicts():
 def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
     """A real run on tmpfs: every sync is dropped, so --fail-on no_flush fails."""
     out = tmp_path / "out"
-    proc = fsb("run", "/dev/shm", "--report-dir", out, "--journal-mode", "wal", "--synchronous",
-               "off,full", *QUICK, "--fail-on", "volatile_cache,no_flush", "--config", "wal/full")
+    proc = fsb(
+        "run",
+        "/dev/shm",
+        "--report-dir",
+        out,
+        "--journal-mode",
+        "wal",
+        "--synchronous",
+        "off,full",
+        *QUICK,
+        "--fail-on",
+        "volatile_cache,no_flush",
+        "--config",
+        "wal/full",
+    )
     assert proc.returncode == 1, proc.stderr
     assert "GATE FAILED [fail-on] wal/full: path verdict no_flush" in proc.stdout, proc.stdout
     assert "1 gate failure in 1 configuration checked" in proc.stdout
@@ -167,17 +242,40 @@ def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
     assert ok.returncode == 0 and "Gates passed" in ok.stdout
 
 
-@pytest.mark.parametrize("args,line", [
-    (("--max-p99", "10"), "invalid --max-p99 '10': give a number with a unit, e.g. 10ms, 500us, 2s"),
-    (("--max-p99", "fast"), "invalid --max-p99 'fast': give a number with a unit, e.g. 10ms, 500us, 2s"),
-    (("--fail-on", "bogus"), f"invalid --fail-on bogus: {ALLOWED}"),
-    (("--max-p99", "10ms", "--config", "wal/fast"), (
-        "unknown configuration wal/fast: this run measures write (no sync), write+fsync, "
-        "write+fdatasync, write (O_DSYNC), write (O_SYNC), wal/off, wal/full")),
-])
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (
+            ("--max-p99", "10"),
+            "invalid --max-p99 '10': give a number with a unit, e.g. 10ms, 500us, 2s",
+        ),
+        (
+            ("--max-p99", "fast"),
+            "invalid --max-p99 'fast': give a number with a unit, e.g. 10ms, 500us, 2s",
+        ),
+        (("--fail-on", "bogus"), f"invalid --fail-on bogus: {ALLOWED}"),
+        (
+            ("--max-p99", "10ms", "--config", "wal/fast"),
+            (
+                "unknown configuration wal/fast: this run measures write (no sync), write+fsync, "
+                "write+fdatasync, write (O_DSYNC), write (O_SYNC), wal/off, wal/full"
+            ),
+        ),
+    ],
+)
 def test_cli_bad_gate_values_fail_before_measuring(tmp_path, args, line):
-    proc = fsb("run", tmp_path, "--report-dir", tmp_path / "out", "--journal-mode", "wal",
-               "--synchronous", "off,full", *QUICK, *args)
+    proc = fsb(
+        "run",
+        tmp_path,
+        "--report-dir",
+        tmp_path / "out",
+        "--journal-mode",
+        "wal",
+        "--synchronous",
+        "off,full",
+        *QUICK,
+        *args,
+    )
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [f"fsyncbench: error: {line}"]
     assert list(tmp_path.iterdir()) == []  # nothing measured, nothing written

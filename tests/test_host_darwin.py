@@ -22,7 +22,12 @@ Part = namedtuple("Part", "device mountpoint fstype opts")
 
 MAC_PARTITIONS = [
     Part("/dev/disk3s1s1", "/", "apfs", "ro,local,rootfs,dovolfs,journaled,multilabel"),
-    Part("/dev/disk3s5", "/System/Volumes/Data", "apfs", "rw,local,dovolfs,dontbrowse,journaled,multilabel"),
+    Part(
+        "/dev/disk3s5",
+        "/System/Volumes/Data",
+        "apfs",
+        "rw,local,dovolfs,dontbrowse,journaled,multilabel",
+    ),
     Part("/dev/disk3s7", "/nix", "apfs", "rw,local,nobrowse,journaled"),
     Part("/dev/disk5s1", "/Volumes/Ext SSD", "exfat", "rw,nosuid,local,ignore-ownership"),
 ]
@@ -75,7 +80,14 @@ def test_unusable_diskutil_output_is_none(data: bytes | None) -> None:
 
 @pytest.mark.parametrize(
     ("identifier", "whole"),
-    [("disk0s2", "disk0"), ("disk3s1s1", "disk3"), ("disk10s3", "disk10"), ("disk4", "disk4"), ("", None), (None, None)],
+    [
+        ("disk0s2", "disk0"),
+        ("disk3s1s1", "disk3"),
+        ("disk10s3", "disk10"),
+        ("disk4", "disk4"),
+        ("", None),
+        (None, None),
+    ],
 )
 def test_whole_disk_of(identifier: str | None, whole: str | None) -> None:
     assert _darwin.whole_disk_of(identifier) == whole
@@ -84,7 +96,10 @@ def test_whole_disk_of(identifier: str | None, whole: str | None) -> None:
 def test_chain_of_apfs_volume() -> None:
     volume = _darwin.parse_diskutil_info(APPLE_FABRIC)
     assert volume is not None
-    assert _darwin.chain_and_whole_disks(volume) == (("disk3s7", "disk3", "disk0s2", "disk0"), ("disk0",))
+    assert _darwin.chain_and_whole_disks(volume) == (
+        ("disk3s7", "disk3", "disk0s2", "disk0"),
+        ("disk0",),
+    )
 
 
 def test_chain_of_plain_partition_uses_parent_whole_disk() -> None:
@@ -107,16 +122,28 @@ def fake_diskutil(outputs: dict[str, bytes]):
 
 def test_storage_target_apple_silicon_volume_and_internal_disk() -> None:
     internal = synthetic_plist(
-        DeviceIdentifier="disk0", BusProtocol="Apple Fabric", MediaName="APPLE SSD AP0512Q", SolidState=True, Internal=True
+        DeviceIdentifier="disk0",
+        BusProtocol="Apple Fabric",
+        MediaName="APPLE SSD AP0512Q",
+        SolidState=True,
+        Internal=True,
     )
     diskutil, calls = fake_diskutil({"/nix": APPLE_FABRIC, "disk0": internal})
     target = _darwin.storage_target("/nix/store/x", diskutil, MAC_PARTITIONS)
-    assert target.mount is not None and (target.mount.mount_point, target.mount.fs_type) == ("/nix", "apfs")
+    assert target.mount is not None and (target.mount.mount_point, target.mount.fs_type) == (
+        "/nix",
+        "apfs",
+    )
     assert "nobrowse" in target.mount.options
     assert calls == ["/nix", "disk0"]
     assert target.chain == ("disk3s7", "disk3", "disk0s2", "disk0")
     (disk,) = target.disks
-    assert (disk.name, disk.model, disk.rotational, disk.transport) == ("disk0", "APPLE SSD AP0512Q", False, "Apple Fabric")
+    assert (disk.name, disk.model, disk.rotational, disk.transport) == (
+        "disk0",
+        "APPLE SSD AP0512Q",
+        False,
+        "Apple Fabric",
+    )
     assert disk.has_flush_counters is False
     assert target.darwin is not None and target.darwin["BusProtocol"] == "Apple Fabric"
 
@@ -124,11 +151,21 @@ def test_storage_target_apple_silicon_volume_and_internal_disk() -> None:
 def test_whole_disk_lookup_failure_falls_back_to_volume_keys() -> None:
     diskutil, _ = fake_diskutil({"/nix": APPLE_FABRIC})
     (disk,) = _darwin.storage_target("/nix", diskutil, MAC_PARTITIONS).disks
-    assert (disk.name, disk.model, disk.rotational, disk.transport) == ("disk0", None, None, "Apple Fabric")
+    assert (disk.name, disk.model, disk.rotational, disk.transport) == (
+        "disk0",
+        None,
+        None,
+        "Apple Fabric",
+    )
 
 
 def test_spinning_vbox_disk_under_hfs_volume() -> None:
-    volume = synthetic_plist(DeviceIdentifier="disk0s2", ParentWholeDisk="disk0", BusProtocol="SATA", FilesystemType="hfs")
+    volume = synthetic_plist(
+        DeviceIdentifier="disk0s2",
+        ParentWholeDisk="disk0",
+        BusProtocol="SATA",
+        FilesystemType="hfs",
+    )
     diskutil, _ = fake_diskutil({"/System/Volumes/Data": volume, "disk0": VBOX_DISK})
     target = _darwin.storage_target("/System/Volumes/Data/Users/me", diskutil, MAC_PARTITIONS)
     (disk,) = target.disks
@@ -138,15 +175,27 @@ def test_spinning_vbox_disk_under_hfs_volume() -> None:
 def test_usb_volume_without_solid_state_key() -> None:
     # Synthetic: no citable complete USB recording was found (see fixtures README).
     volume = synthetic_plist(
-        DeviceIdentifier="disk5s1", ParentWholeDisk="disk5", BusProtocol="USB", Internal=False,
-        FilesystemType="exfat", FilesystemName="ExFAT", MountPoint="/Volumes/Ext SSD",
+        DeviceIdentifier="disk5s1",
+        ParentWholeDisk="disk5",
+        BusProtocol="USB",
+        Internal=False,
+        FilesystemType="exfat",
+        FilesystemName="ExFAT",
+        MountPoint="/Volumes/Ext SSD",
     )
-    whole = synthetic_plist(DeviceIdentifier="disk5", BusProtocol="USB", MediaName="SanDisk 3.2Gen1", Internal=False)
+    whole = synthetic_plist(
+        DeviceIdentifier="disk5", BusProtocol="USB", MediaName="SanDisk 3.2Gen1", Internal=False
+    )
     diskutil, calls = fake_diskutil({"/Volumes/Ext SSD": volume, "disk5": whole})
     target = _darwin.storage_target("/Volumes/Ext SSD/bench", diskutil, MAC_PARTITIONS)
     assert calls[0] == "/Volumes/Ext SSD"  # the mount point with its space, as one argument
     (disk,) = target.disks
-    assert (disk.name, disk.model, disk.rotational, disk.transport) == ("disk5", "SanDisk 3.2Gen1", None, "USB")
+    assert (disk.name, disk.model, disk.rotational, disk.transport) == (
+        "disk5",
+        "SanDisk 3.2Gen1",
+        None,
+        "USB",
+    )
     assert target.darwin is not None and target.darwin["Internal"] is False
 
 
@@ -162,7 +211,13 @@ def test_diskutil_failure_keeps_mount_only() -> None:
 
 @pytest.mark.parametrize(
     ("result", "expected"),
-    [((0, b"1\n"), True), ((0, b"0\n"), False), ((1, b""), None), ((0, b"maybe\n"), None), (None, None)],
+    [
+        ((0, b"1\n"), True),
+        ((0, b"0\n"), False),
+        ((1, b""), None),
+        ((0, b"maybe\n"), None),
+        (None, None),
+    ],
 )
 def test_parse_hv_vmm_present(result: tuple[int, bytes] | None, expected: bool | None) -> None:
     assert _darwin.parse_hv_vmm_present(result) is expected
@@ -220,8 +275,13 @@ class FakeDyld:
 
 
 def test_loaded_images_reads_every_dyld_image(monkeypatch) -> None:
-    names = [b"/usr/lib/dyld", b"/usr/lib/libSystem.B.dylib", None,
-             b"/usr/lib/libsqlite3.dylib", b"/Users/j\xc3\xb6rg/lib/caf\xe9.dylib"]
+    names = [
+        b"/usr/lib/dyld",
+        b"/usr/lib/libSystem.B.dylib",
+        None,
+        b"/usr/lib/libsqlite3.dylib",
+        b"/Users/j\xc3\xb6rg/lib/caf\xe9.dylib",
+    ]
     lib = FakeDyld(names)
     opened: list[object] = []
 
@@ -232,8 +292,12 @@ def test_loaded_images_reads_every_dyld_image(monkeypatch) -> None:
     monkeypatch.setattr(_darwin.ctypes, "CDLL", cdll)
     images = _darwin.loaded_images()
     # a NULL name is skipped; UTF-8 is decoded, an undecodable byte kept as a surrogate
-    assert images == ["/usr/lib/dyld", "/usr/lib/libSystem.B.dylib", "/usr/lib/libsqlite3.dylib",
-                      "/Users/j\u00f6rg/lib/caf\udce9.dylib"]
+    assert images == [
+        "/usr/lib/dyld",
+        "/usr/lib/libSystem.B.dylib",
+        "/usr/lib/libsqlite3.dylib",
+        "/Users/j\u00f6rg/lib/caf\udce9.dylib",
+    ]
     assert opened == [None]  # the process's own images (dlopen(NULL))
     assert lib._dyld_get_image_name.calls == [(0,), (1,), (2,), (3,), (4,)]
     assert lib._dyld_get_image_name.restype is ctypes.c_char_p
@@ -262,7 +326,10 @@ def test_windows_paths_match_drive_mounts() -> None:
 
 
 def test_other_platform_target_has_mount_only() -> None:
-    parts = [Part("/dev/ada0p2", "/", "ufs", "rw"), Part("zroot/home", "/usr/home", "zfs", "rw,nfsv4acls")]
+    parts = [
+        Part("/dev/ada0p2", "/", "ufs", "rw"),
+        Part("zroot/home", "/usr/home", "zfs", "rw,nfsv4acls"),
+    ]
     facts = _other.collect("/usr/home/me", partitions=parts)
     assert facts.target.mount is not None and facts.target.mount.fs_type == "zfs"
     assert (facts.target.chain, facts.target.disks) == ((), ())

@@ -118,8 +118,15 @@ class FakeRoot:
         self._register(name, directory, dev, whole=True)
         return directory
 
-    def virtual(self, name: str, dev: str, *, write_cache: str = "write back",
-                backing_file: str | None = None, stat: str = STAT_17) -> Path:
+    def virtual(
+        self,
+        name: str,
+        dev: str,
+        *,
+        write_cache: str = "write back",
+        backing_file: str | None = None,
+        stat: str = STAT_17,
+    ) -> Path:
         """A device under ``sys/devices/virtual/block`` (loop, zram, nbd, brd ``ram*``);
         ``backing_file`` makes it a bound loop device (``loop/backing_file``)."""
         directory = self.devices / "virtual" / "block" / name
@@ -169,10 +176,20 @@ def fake(tmp_path: Path) -> FakeRoot:
     return FakeRoot(tmp_path / "root")
 
 
-def line(dev: str, mount_point: str, fs_type: str, source: str, mount_id: int = 30,
-         super_options: str = "rw", root: str = "/", options: str = "rw,relatime") -> str:
-    return (f"{mount_id} 1 {dev} {root} {mount_point} {options} shared:1 - {fs_type} {source} "
-            f"{super_options}")
+def line(
+    dev: str,
+    mount_point: str,
+    fs_type: str,
+    source: str,
+    mount_id: int = 30,
+    super_options: str = "rw",
+    root: str = "/",
+    options: str = "rw,relatime",
+) -> str:
+    return (
+        f"{mount_id} 1 {dev} {root} {mount_point} {options} shared:1 - {fs_type} {source} "
+        f"{super_options}"
+    )
 
 
 # --------------------------------------------------------------------------- mountinfo
@@ -194,7 +211,9 @@ def test_mountinfo_line_with_optional_fields_and_escaped_space() -> None:
 
 
 def test_mountinfo_line_without_optional_fields_and_other_escapes() -> None:
-    mount = _mountinfo.parse_line(r"27 1 254:0 / /a\011b\134c\012d rw,relatime - xfs /dev/my\040vg rw,attr2")
+    mount = _mountinfo.parse_line(
+        r"27 1 254:0 / /a\011b\134c\012d rw,relatime - xfs /dev/my\040vg rw,attr2"
+    )
     assert mount is not None
     assert mount.mount_point == "/a\tb\\c\nd"
     assert mount.source == "/dev/my vg"
@@ -202,7 +221,9 @@ def test_mountinfo_line_without_optional_fields_and_other_escapes() -> None:
     assert mount.super_options == ("rw", "attr2")
 
 
-@pytest.mark.parametrize("text", ["", "garbage", "1 2 3:4 / /x rw shared:1 ext4 /dev/x rw", "1 2 3:4 / /x rw -"])
+@pytest.mark.parametrize(
+    "text", ["", "garbage", "1 2 3:4 / /x rw shared:1 ext4 /dev/x rw", "1 2 3:4 / /x rw -"]
+)
 def test_mountinfo_malformed_lines_are_skipped(text: str) -> None:
     assert _mountinfo.parse_line(text) is None
 
@@ -211,7 +232,11 @@ def test_recorded_mountinfo_tmp_and_doubly_mounted_dev_shm() -> None:
     mounts = _mountinfo.parse_mountinfo((FIXTURES / "mountinfo_firecracker_vm.txt").read_text())
     assert len(mounts) == 20
     root = _mountinfo.find_mount("/tmp/x", mounts)
-    assert root is not None and (root.mount_point, root.fs_type, root.device_number) == ("/", "ext4", "254:0")
+    assert root is not None and (root.mount_point, root.fs_type, root.device_number) == (
+        "/",
+        "ext4",
+        "254:0",
+    )
     assert "discard" in root.super_options
     shm = _mountinfo.find_mount("/dev/shm/f", mounts)
     # /dev/shm is mounted twice (0:23, then 0:27 on top): the later one wins.
@@ -295,7 +320,9 @@ def test_md_raid_reaches_both_leaf_disks(fake: FakeRoot) -> None:
     sda1 = fake.partition(fake.sata_disk("sda", "8:0", 0), "sda1", "8:1")
     sdb1 = fake.partition(fake.sata_disk("sdb", "8:16", 1), "sdb1", "8:17")
     fake.stacked("md0", "9:0", [sda1, sdb1])
-    fake.mountinfo(line("8:1", "/boot", "ext4", "/dev/sda1", 20), line("9:0", "/", "xfs", "/dev/md0", 21))
+    fake.mountinfo(
+        line("8:1", "/boot", "ext4", "/dev/sda1", 20), line("9:0", "/", "xfs", "/dev/md0", 21)
+    )
     target = _linux.storage_target("/var/lib/db", str(fake.root))
     assert target.mount is not None and target.mount.fs_type == "xfs"
     assert target.chain == ("md0", "sda1", "sda", "sdb1", "sdb")
@@ -322,9 +349,14 @@ def test_major_zero_resolves_dev_mapper_source_by_dm_name(fake: FakeRoot) -> Non
 @pytest.mark.parametrize(
     ("fs_type", "source"), [("tmpfs", "tmpfs"), ("overlay", "overlay"), ("nfs4", "server:/export")]
 )
-def test_targets_without_block_device_have_no_disks(fake: FakeRoot, fs_type: str, source: str) -> None:
+def test_targets_without_block_device_have_no_disks(
+    fake: FakeRoot, fs_type: str, source: str
+) -> None:
     fake.nvme_disk()
-    fake.mountinfo(line("259:0", "/", "ext4", "/dev/nvme0n1", 20), line("0:50", "/scratch", fs_type, source, 21))
+    fake.mountinfo(
+        line("259:0", "/", "ext4", "/dev/nvme0n1", 20),
+        line("0:50", "/scratch", fs_type, source, 21),
+    )
     target = _linux.storage_target("/scratch/run", str(fake.root))
     assert target.mount is not None and target.mount.fs_type == fs_type
     assert (target.chain, target.disks) == ((), ())
@@ -346,7 +378,12 @@ def test_virtio_disk_serial_on_disk_and_transport(fake: FakeRoot) -> None:
     )
     fake.mountinfo(line("254:0", "/", "ext4", "/dev/vda"))
     (disk,) = _linux.storage_target("/", str(fake.root)).disks
-    assert (disk.name, disk.transport, disk.vendor, disk.serial) == ("vda", "virtio", "0x1af4", "1716630669075013")
+    assert (disk.name, disk.transport, disk.vendor, disk.serial) == (
+        "vda",
+        "virtio",
+        "0x1af4",
+        "1716630669075013",
+    )
     assert disk.model is None
 
 
@@ -404,13 +441,16 @@ def test_flush_deltas() -> None:
 
 # --------------------------------------------------------------------------- virtualization
 
-CPUINFO_GUEST = "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu vme sse2 hypervisor lahf_lm\n\n"
+CPUINFO_GUEST = (
+    "processor\t: 0\nvendor_id\t: AuthenticAMD\nflags\t\t: fpu vme sse2 hypervisor lahf_lm\n\n"
+)
 CPUINFO_METAL = "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu vme sse2 lahf_lm\n\n"
 CPUINFO_ARM = "processor\t: 0\nBogoMIPS\t: 48.00\nFeatures\t: fp asimd evtstrm aes\n\n"
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"), [(CPUINFO_GUEST, True), (CPUINFO_METAL, False), (CPUINFO_ARM, None), (None, None)]
+    ("text", "expected"),
+    [(CPUINFO_GUEST, True), (CPUINFO_METAL, False), (CPUINFO_ARM, None), (None, None)],
 )
 def test_hypervisor_flag(text: str | None, expected: bool | None) -> None:
     assert _virt.parse_hypervisor_flag(text) is expected
@@ -422,9 +462,14 @@ def _no_runner(argv: list[str]) -> None:
 
 @pytest.mark.parametrize(
     ("vendor", "product", "cpuinfo"),
-    [("QEMU", "Standard PC (Q35 + ICH9, 2009)", CPUINFO_GUEST), ("Amazon EC2", "m6i.large", CPUINFO_GUEST)],
+    [
+        ("QEMU", "Standard PC (Q35 + ICH9, 2009)", CPUINFO_GUEST),
+        ("Amazon EC2", "m6i.large", CPUINFO_GUEST),
+    ],
 )
-def test_dmi_and_flag_from_fake_root(fake: FakeRoot, vendor: str, product: str, cpuinfo: str) -> None:
+def test_dmi_and_flag_from_fake_root(
+    fake: FakeRoot, vendor: str, product: str, cpuinfo: str
+) -> None:
     fake.write("proc/cpuinfo", cpuinfo)
     fake.write("sys/class/dmi/id/sys_vendor", vendor + "\n")
     fake.write("sys/class/dmi/id/product_name", product + "\n")
@@ -450,14 +495,16 @@ def test_bare_metal_fake_root_is_not_virtualized(fake: FakeRoot) -> None:
     ("files", "environ", "expected"),
     [
         ({".dockerenv": ""}, {}, "docker"),
-        ({"run/.containerenv": "engine=\"podman-4.9\"\n"}, {}, "podman"),
+        ({"run/.containerenv": 'engine="podman-4.9"\n'}, {}, "podman"),
         ({"proc/1/cgroup": "12:pids:/kubepods/besteffort/pod1/abc\n"}, {}, "kubepods"),
         ({"proc/1/cgroup": "3:cpu:/docker/0123abcd\n"}, {}, "docker"),
         ({"proc/1/cgroup": "0::/init.scope\n"}, {"container": "systemd-nspawn"}, "systemd-nspawn"),
         ({"proc/1/cgroup": "0::/\n"}, {}, None),
     ],
 )
-def test_container_hints(fake: FakeRoot, files: dict[str, str], environ: dict[str, str], expected: str | None) -> None:
+def test_container_hints(
+    fake: FakeRoot, files: dict[str, str], environ: dict[str, str], expected: str | None
+) -> None:
     for relative, text in files.items():
         fake.write(relative, text)
     assert _virt.container_hint(str(fake.root), environ) == expected
@@ -529,7 +576,10 @@ MAPS = """\
 
 
 def test_maps_names_shared_libsqlite3() -> None:
-    assert _linux.parse_maps_for_sqlite(MAPS, "/ext.so") == "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0.8.6"
+    assert (
+        _linux.parse_maps_for_sqlite(MAPS, "/ext.so")
+        == "/usr/lib/x86_64-linux-gnu/libsqlite3.so.0.8.6"
+    )
 
 
 def test_maps_deleted_and_spaced_paths() -> None:
@@ -583,7 +633,8 @@ def test_collect_host_common_facts(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- live (this machine)
 
 needs_vda = pytest.mark.skipif(
-    not IS_LINUX or not os.path.exists("/sys/block/vda"), reason="needs Linux with a /sys/block/vda disk"
+    not IS_LINUX or not os.path.exists("/sys/block/vda"),
+    reason="needs Linux with a /sys/block/vda disk",
 )
 
 
@@ -597,7 +648,9 @@ def test_live_target_on_ext4_vda(tmp_path: Path) -> None:
     assert host.sqlite_library and os.path.exists(host.sqlite_library)
 
 
-@pytest.mark.skipif(not IS_LINUX or not os.path.isdir("/dev/shm"), reason="needs Linux with /dev/shm")
+@pytest.mark.skipif(
+    not IS_LINUX or not os.path.isdir("/dev/shm"), reason="needs Linux with /dev/shm"
+)
 def test_live_dev_shm_is_tmpfs_without_disks() -> None:
     host = collect_host("/dev/shm")
     assert host.target.mount is not None and host.target.mount.fs_type == "tmpfs"

@@ -37,8 +37,10 @@ def kinds(t):
 
 def test_loop_backing_file_on_tmpfs_ends_in_ram(fake):
     fake.virtual("loop0", "7:0", backing_file="/dev/shm/img")
-    fake.mountinfo(line("0:25", "/dev/shm", "tmpfs", "tmpfs", 20),
-                   line("7:0", "/mnt/img", "ext4", "/dev/loop0", 40))
+    fake.mountinfo(
+        line("0:25", "/dev/shm", "tmpfs", "tmpfs", 20),
+        line("7:0", "/mnt/img", "ext4", "/dev/loop0", 40),
+    )
     t = target(fake, "/mnt/img/journal")
     assert kinds(t) == [
         ("filesystem", "/mnt/img", FLUSH_PASSES_DOWN, 0),
@@ -58,9 +60,11 @@ def test_loop_in_loop_on_a_partition_of_a_sata_disk(fake):
     fake.partition(sda, "sda1", "8:1")
     fake.virtual("loop0", "7:0", backing_file="/srv/outer.img")
     fake.virtual("loop1", "7:1", backing_file="/mnt/outer/inner.img")
-    fake.mountinfo(line("8:1", "/", "ext4", "/dev/sda1", 20),
-                   line("7:0", "/mnt/outer", "xfs", "/dev/loop0", 30),
-                   line("7:1", "/mnt/inner", "ext4", "/dev/loop1", 40))
+    fake.mountinfo(
+        line("8:1", "/", "ext4", "/dev/sda1", 20),
+        line("7:0", "/mnt/outer", "xfs", "/dev/loop0", 30),
+        line("7:1", "/mnt/inner", "ext4", "/dev/loop1", 40),
+    )
     t = target(fake, "/mnt/inner")
     assert kinds(t) == [
         ("filesystem", "/mnt/inner", FLUSH_PASSES_DOWN, 0),
@@ -90,8 +94,9 @@ def test_a_loop_cycle_is_cut(fake):
 def test_deleted_backing_file_is_followed_and_named(fake):
     fake.sata_disk("sda", "8:0", 0)
     fake.virtual("loop3", "7:3", backing_file="/var/img (deleted)")
-    fake.mountinfo(line("8:0", "/", "ext4", "/dev/sda", 20),
-                   line("7:3", "/mnt", "ext4", "/dev/loop3", 40))
+    fake.mountinfo(
+        line("8:0", "/", "ext4", "/dev/sda", 20), line("7:3", "/mnt", "ext4", "/dev/loop3", 40)
+    )
     t = target(fake, "/mnt")
     assert "deleted" in t.layers[1].note
     assert [d.name for d in t.disks] == ["sda"]
@@ -100,8 +105,9 @@ def test_deleted_backing_file_is_followed_and_named(fake):
 def test_zram_and_brd_are_ram_media(fake):
     fake.virtual("zram0", "253:0", write_cache="write through")
     fake.virtual("ram0", "1:0", write_cache="write through")
-    fake.mountinfo(line("253:0", "/z", "ext4", "/dev/zram0", 30),
-                   line("1:0", "/r", "ext2", "/dev/ram0", 31))
+    fake.mountinfo(
+        line("253:0", "/z", "ext4", "/dev/zram0", 30), line("1:0", "/r", "ext2", "/dev/ram0", 31)
+    )
     for path, name in (("/z", "zram0"), ("/r", "ram0")):
         t = target(fake, path)
         assert kinds(t)[1] == ("ram-disk", name, FLUSH_NOTHING_TO_FLUSH, 1)
@@ -126,16 +132,24 @@ def test_dm_over_md_over_two_disks(fake):
     fake.mountinfo(line("254:0", "/data", "xfs", "/dev/mapper/vg-data", 30))
     t = target(fake, "/data")
     assert [(layer.kind, layer.name, layer.depth) for layer in t.layers] == [
-        ("filesystem", "/data", 0), ("dm", "dm-0", 1), ("md", "md0", 2),
-        ("disk", "sda", 3), ("disk", "sdb", 3)]
+        ("filesystem", "/data", 0),
+        ("dm", "dm-0", 1),
+        ("md", "md0", 2),
+        ("disk", "sda", 3),
+        ("disk", "sdb", 3),
+    ]
     assert t.layers[1].note == "vg-data"
     assert [d.name for d in t.disks] == ["sda", "sdb"]
     assert stack.chain_text(t) == "xfs /data → dm-0 → md0 → sda + sdb"
 
 
 def test_virtio_disk_hands_the_flush_to_the_host(fake):
-    fake.disk("vda", "pci0000:00/0000:00:05.0/virtio2", "254:0",
-              queue={"rotational": "1", "write_cache": "write back"})
+    fake.disk(
+        "vda",
+        "pci0000:00/0000:00:05.0/virtio2",
+        "254:0",
+        queue={"rotational": "1", "write_cache": "write back"},
+    )
     fake.mountinfo(line("254:0", "/", "ext4", "/dev/vda", 20))
     t = target(fake, "/srv")
     assert kinds(t)[1] == ("virtual-disk", "vda", FLUSH_TO_HOST, 1)
@@ -146,8 +160,15 @@ def test_overlay_upper_dir_is_followed_and_volatile_in_every_spelling(fake, spel
     fake.nvme_disk()
     fake.mountinfo(
         line("259:0", "/", "ext4", "/dev/nvme0n1", 20),
-        line("0:50", "/merged", "overlay", "overlay", 60,
-             super_options=f"rw,lowerdir=/l,upperdir=/var/up/u,workdir=/var/up/w,{spelling}"))
+        line(
+            "0:50",
+            "/merged",
+            "overlay",
+            "overlay",
+            60,
+            super_options=f"rw,lowerdir=/l,upperdir=/var/up/u,workdir=/var/up/w,{spelling}",
+        ),
+    )
     t = target(fake, "/merged/app")
     assert kinds(t) == [
         ("overlay", "/merged", FLUSH_DROPPED, 0),
@@ -159,8 +180,16 @@ def test_overlay_upper_dir_is_followed_and_volatile_in_every_spelling(fake, spel
 
 
 def test_overlay_with_a_relative_upper_dir_says_it_cannot_follow(fake):
-    fake.mountinfo(line("0:50", "/merged", "overlay", "overlay", 60,
-                        super_options="rw,lowerdir=l,upperdir=up,workdir=w"))
+    fake.mountinfo(
+        line(
+            "0:50",
+            "/merged",
+            "overlay",
+            "overlay",
+            60,
+            super_options="rw,lowerdir=l,upperdir=up,workdir=w",
+        )
+    )
     t = target(fake, "/merged")
     assert kinds(t) == [("overlay", "/merged", FLUSH_PASSES_DOWN, 0)]
     assert "relative" in t.layers[0].note
@@ -172,7 +201,11 @@ def test_fuse_forwards_and_names_its_source(fake):
     t = target(fake, "/remote/x")
     (layer,) = t.layers
     assert (layer.kind, layer.flush, layer.fs_type, layer.source) == (
-        "fuse", FLUSH_FORWARDED, "fuse.sshfs", "me@host:/srv")
+        "fuse",
+        FLUSH_FORWARDED,
+        "fuse.sshfs",
+        "me@host:/srv",
+    )
 
 
 def test_fuseblk_continues_to_its_block_device(fake):
@@ -185,8 +218,10 @@ def test_fuseblk_continues_to_its_block_device(fake):
 
 def test_bind_mount_names_its_source_directory(fake):
     fake.sata_disk("sda", "8:0", 0)
-    fake.mountinfo(line("8:0", "/", "ext4", "/dev/sda", 20),
-                   line("8:0", "/jail/data", "ext4", "/dev/sda", 50, root="/srv/data"))
+    fake.mountinfo(
+        line("8:0", "/", "ext4", "/dev/sda", 20),
+        line("8:0", "/jail/data", "ext4", "/dev/sda", 50, root="/srv/data"),
+    )
     t = target(fake, "/jail/data")
     assert "bind mount of /srv/data of /dev/sda" in t.layers[0].note
     assert [d.name for d in t.disks] == ["sda"]
@@ -206,9 +241,11 @@ def test_a_loop_device_on_a_block_device_follows_the_device_not_devtmpfs(fake):
     sda = fake.sata_disk("sda", "8:0", 0)
     fake.virtual("loop2", "7:2", backing_file="/srv/disk.img")
     fake.virtual("loop3", "7:3", backing_file="/dev/loop2")
-    fake.mountinfo(line("0:5", "/dev", "devtmpfs", "udev", 10),
-                   line("8:0", "/", "ext4", "/dev/sda", 20),
-                   line("7:3", "/mnt", "ext4", "/dev/loop3", 40))
+    fake.mountinfo(
+        line("0:5", "/dev", "devtmpfs", "udev", 10),
+        line("8:0", "/", "ext4", "/dev/sda", 20),
+        line("7:3", "/mnt", "ext4", "/dev/loop3", 40),
+    )
     t = target(fake, "/mnt")
     assert [layer.name for layer in t.layers] == ["/mnt", "loop3", "loop2", "/", "sda"]
     assert stack.ram_media(t) == []
@@ -218,8 +255,9 @@ def test_a_loop_device_on_a_block_device_follows_the_device_not_devtmpfs(fake):
 def test_a_loop_device_claiming_write_through_drops_flushes(fake):
     fake.sata_disk("sda", "8:0", 0)
     fake.virtual("loop0", "7:0", write_cache="write through", backing_file="/img")
-    fake.mountinfo(line("8:0", "/", "ext4", "/dev/sda", 20),
-                   line("7:0", "/mnt", "ext4", "/dev/loop0", 40))
+    fake.mountinfo(
+        line("8:0", "/", "ext4", "/dev/sda", 20), line("7:0", "/mnt", "ext4", "/dev/loop0", 40)
+    )
     loop = target(fake, "/mnt").layers[1]
     assert loop.flush == FLUSH_DROPPED and "write-through" in loop.note
 

@@ -106,7 +106,8 @@ def test_wide_tail_runs_to_the_budget_and_records_its_precision(clock):
     # here by the reference (numpy percentiles without each phase, scipy's t)
     assert len(m.slice_counts) == 8 and sum(m.slice_counts) == len(m.samples_ns)
     assert m.p99_ci_halfwidth_pct == pytest.approx(
-        reference.p99_halfwidth_pct(m.samples_ns, m.slice_counts), rel=1e-9)
+        reference.p99_halfwidth_pct(m.samples_ns, m.slice_counts), rel=1e-9
+    )
     # nothing but run() was timed: the samples are the scripted durations in order, minus
     # the untimed warmup operations of later phases
     used = list(durations[: len(m.samples_ns) + m.warmup])
@@ -149,7 +150,9 @@ def test_resumed_journal_commits_keep_unique_step_numbers(tmp_path):
     import sqlite3
 
     db = sqlite3.connect(next(tmp_path.glob("journal-*.db")))
-    assert db.execute("SELECT count(*) FROM steps WHERE seq >= 0").fetchone()[0] == len(m.samples_ns)
+    assert db.execute("SELECT count(*) FROM steps WHERE seq >= 0").fetchone()[0] == len(
+        m.samples_ns
+    )
     assert db.execute("SELECT count(*) FROM steps WHERE seq < 0").fetchone()[0] == m.warmup
 
 
@@ -182,11 +185,11 @@ FLOORS = (
 
 
 def test_floor_label_on_recorded_numbers():
-    wal_off = commit("WAL", "OFF", 30_000)          # 1.8x the in-memory commit
-    wal_full = commit("WAL", "FULL", 260_000)       # 15x
-    cached_write = write(1_750)                     # 1.25x the in-memory write
+    wal_off = commit("WAL", "OFF", 30_000)  # 1.8x the in-memory commit
+    wal_full = commit("WAL", "FULL", 260_000)  # 15x
+    cached_write = write(1_750)  # 1.25x the in-memory write
     fdatasync = flush("fdatasync", 150_000)
-    tmpfs_flush = flush("fdatasync", 2_700)         # 1.9x: a "sync" that costs nothing
+    tmpfs_flush = flush("fdatasync", 2_700)  # 1.9x: a "sync" that costs nothing
     assert stats.tool_floor(wal_off, FLOORS).name == stats.FLOOR_COMMIT
     assert stats.tool_floor(fdatasync, FLOORS).name == stats.FLOOR_WRITE
     assert stats.at_tool_floor(wal_off, FLOORS)
@@ -212,11 +215,21 @@ def _report(results, floors=FLOORS):
 
 
 def test_render_labels_results_at_the_floor_in_text_and_markdown():
-    report = _report([write(1_750), flush("fdatasync", 150_000), commit("WAL", "OFF", 30_000),
-                      commit("WAL", "FULL", 260_000)])
+    report = _report(
+        [
+            write(1_750),
+            flush("fdatasync", 150_000),
+            commit("WAL", "OFF", 30_000),
+            commit("WAL", "FULL", 260_000),
+        ]
+    )
     text, md = report_out.render(report, "text"), report_out.render(report, "markdown")
     for out in (text, md):
-        rows = [line for line in out.splitlines() if line.lstrip("| ").startswith(("commit", "write", "flush"))]
+        rows = [
+            line
+            for line in out.splitlines()
+            if line.lstrip("| ").startswith(("commit", "write", "flush"))
+        ]
         labelled = [line for line in rows if "at the tool's floor)" in line]
         assert len(labelled) == 2
         assert any("wal/off" in line for line in labelled)
@@ -243,10 +256,19 @@ def test_floors_round_trip_and_old_reports_still_load():
 def test_unmet_ci_target_is_said_in_notes_and_table():
     r = commit("WAL", "FULL", 260_000)
     wide = dataclasses.replace(
-        r, ci_target_pct=10.0, ci_target_met=False, stop_reason="budget",
-        summary=dataclasses.replace(r.summary, p99_ci_halfwidth_pct=23.5, p99_ci_ns=(
-            r.summary.p99_ns * 0.8, r.summary.p99_ns * 1.235)))
-    met = dataclasses.replace(commit("WAL", "NORMAL", 30_000), ci_target_pct=10.0, ci_target_met=True)
+        r,
+        ci_target_pct=10.0,
+        ci_target_met=False,
+        stop_reason="budget",
+        summary=dataclasses.replace(
+            r.summary,
+            p99_ci_halfwidth_pct=23.5,
+            p99_ci_ns=(r.summary.p99_ns * 0.8, r.summary.p99_ns * 1.235),
+        ),
+    )
+    met = dataclasses.replace(
+        commit("WAL", "NORMAL", 30_000), ci_target_pct=10.0, ci_target_met=True
+    )
     report = _report([wide, met])
     assert any("NOT met" in n and "wal/full (+-23.5%, n=1000)" in n for n in report.notes)
     assert "wal/normal" not in " ".join(report.notes)
@@ -271,9 +293,26 @@ def test_measure_floors_records_each_floor(tmp_path):
 
 def test_adaptive_run_records_precision_and_floors(tmp_path):
     out = tmp_path / "out"
-    proc = fsb("run", tmp_path, "--report-dir", out, "--quiet", "--journal-mode", "wal",
-               "--synchronous", "off,full", "--no-primitives", "--min-samples", "200",
-               "--ci-target-pct", "25", "--run-budget-seconds", "3", "--warmup", "5")
+    proc = fsb(
+        "run",
+        tmp_path,
+        "--report-dir",
+        out,
+        "--quiet",
+        "--journal-mode",
+        "wal",
+        "--synchronous",
+        "off,full",
+        "--no-primitives",
+        "--min-samples",
+        "200",
+        "--ci-target-pct",
+        "25",
+        "--run-budget-seconds",
+        "3",
+        "--warmup",
+        "5",
+    )
     assert proc.returncode == 0, proc.stderr
     report = store.load_report(next(out.glob("*.json")))
     assert [f.name for f in report.floors][:2] == [stats.FLOOR_LOOP, stats.FLOOR_COMMIT]
@@ -294,9 +333,24 @@ def test_adaptive_run_records_precision_and_floors(tmp_path):
 
 
 def test_impossible_ci_target_is_reported_not_met(tmp_path):
-    proc = fsb("run", tmp_path, "--report-dir", tmp_path / "out", "--quiet", "--journal-mode", "wal",
-               "--synchronous", "off", "--no-primitives", "--min-samples", "100",
-               "--ci-target-pct", "0.0001", "--run-budget-seconds", "1")
+    proc = fsb(
+        "run",
+        tmp_path,
+        "--report-dir",
+        tmp_path / "out",
+        "--quiet",
+        "--journal-mode",
+        "wal",
+        "--synchronous",
+        "off",
+        "--no-primitives",
+        "--min-samples",
+        "100",
+        "--ci-target-pct",
+        "0.0001",
+        "--run-budget-seconds",
+        "1",
+    )
     assert proc.returncode == 0, proc.stderr
     assert "(not met)" in proc.stdout
     assert "p99 CI target (+-0.0001 %) was NOT met" in proc.stdout

@@ -62,8 +62,12 @@ def fsb(*args, timeout=120):
 def spawn(*args, log: Path, stdout=subprocess.DEVNULL):
     fh = open(log, "ab")
     try:
-        return subprocess.Popen([sys.executable, "-m", "fsyncbench", *map(str, args)],
-                                stdout=stdout, stderr=fh, env=_env())
+        return subprocess.Popen(
+            [sys.executable, "-m", "fsyncbench", *map(str, args)],
+            stdout=stdout,
+            stderr=fh,
+            env=_env(),
+        )
     finally:
         fh.close()
 
@@ -87,8 +91,9 @@ def kill(proc: subprocess.Popen) -> None:
 class ListenerProc:
     def __init__(self, tmp: Path, state: Path, port: int = 0, name: str = "listener") -> None:
         self.log = tmp / f"{name}.log"
-        self.proc = spawn("powercut", "listen", "--bind", LOOPBACK, "--port", port,
-                          "--state", state, log=self.log)
+        self.proc = spawn(
+            "powercut", "listen", "--bind", LOOPBACK, "--port", port, "--state", state, log=self.log
+        )
 
         def bound():
             if self.proc.poll() is not None:
@@ -122,8 +127,9 @@ def listener(tmp_path, procs):
 def start_writer(procs, lst: ListenerProc, target: Path, *extra, name="writer"):
     target.mkdir(exist_ok=True)
     log = target.parent / f"{name}.log"
-    proc = spawn("powercut", "write", "--to", lst.to, target, *extra, log=log,
-                 stdout=subprocess.PIPE)
+    proc = spawn(
+        "powercut", "write", "--to", lst.to, target, *extra, log=log, stdout=subprocess.PIPE
+    )
     procs.append(proc)
     return proc, log
 
@@ -132,6 +138,7 @@ def run_dir_of(target: Path) -> Path:
     def found():
         dirs = [d for d in (target / POWERCUT_DIRNAME).glob("*") if (d / "run.json").exists()]
         return dirs[0] if dirs else None
+
     return wait_for(found, f"a run record in {target}")
 
 
@@ -149,6 +156,7 @@ def wait_recorded(address, run_id: str, at_least: int, proc=None) -> int:
             raise AssertionError(f"writer exited early with {proc.returncode}")
         n = recorded(address, run_id)[0]
         return n if n >= at_least else None
+
     return wait_for(enough, f"{at_least} recorded commits of run {run_id}")
 
 
@@ -180,8 +188,14 @@ def test_sigkilled_writer_loses_nothing(tmp_path, listener, procs):
     run_dir = run_dir_of(target)
     wait_recorded(listener.address, run_dir.name, 200, writer)
     # the writer shows its commit rate and latency as it goes
-    wait_for(lambda: re.search(r"wal/full: [\d,]+ commits, [\d,]+/s, p50 .*, p99 .*listener "
-                               r"recorded", log.read_text()), "a status line")
+    wait_for(
+        lambda: re.search(
+            r"wal/full: [\d,]+ commits, [\d,]+/s, p50 .*, p99 .*listener "
+            r"recorded",
+            log.read_text(),
+        ),
+        "a status line",
+    )
     writer.kill()
     writer.wait(timeout=DEADLINE_S)
     proc, report = verify(listener, target, tmp_path / "reports")
@@ -261,8 +275,10 @@ def test_restored_older_copy_is_detected(tmp_path, listener, procs):
     proc, report = verify(listener, target, tmp_path / "reports")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert evidence(report)["lost_ranges"] == [list(r) for r in expected]
-    assert f"lost       {R.count(expected):,} acknowledged commits: " \
-           f"{R.format_ranges(expected)}" in proc.stdout
+    assert (
+        f"lost       {R.count(expected):,} acknowledged commits: "
+        f"{R.format_ranges(expected)}" in proc.stdout
+    )
     assert report.verdict.path_verdict == VOLATILE_CACHE
 
 
@@ -300,8 +316,10 @@ def test_listener_restart_keeps_its_record(tmp_path, procs):
 def protocol_ranges_offline(state: Path, run_id: str):
     conn = sqlite3.connect(state)
     try:
-        return R.to_ranges(r[0] for r in conn.execute(
-            "SELECT seq FROM acks WHERE run_id=? ORDER BY seq", (run_id,)))
+        return R.to_ranges(
+            r[0]
+            for r in conn.execute("SELECT seq FROM acks WHERE run_id=? ORDER BY seq", (run_id,))
+        )
     finally:
         conn.close()
 
@@ -327,8 +345,16 @@ def _exchange(address, payload: bytes, timeout: float = 10.0) -> list[dict]:
     return [json.loads(line) for line in data.splitlines()]
 
 
-HELLO = {"v": 1, "type": "hello", "run_id": RUN_A, "host": "h", "dir": "/d",
-         "config": "wal/full", "pid": 1, "started_utc": "2026-01-01T00:00:00Z"}
+HELLO = {
+    "v": 1,
+    "type": "hello",
+    "run_id": RUN_A,
+    "host": "h",
+    "dir": "/d",
+    "config": "wal/full",
+    "pid": 1,
+    "started_utc": "2026-01-01T00:00:00Z",
+}
 
 BAD_LINES = [
     b"not json",
@@ -368,7 +394,10 @@ def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
     assert [r["type"] for r in replies] == ["welcome"] + ["error"] * len(bad_acks)
 
     # oversized: without a newline, and as one complete line; each closes its connection
-    for blob in (b"x" * (3 * MAX_LINE_BYTES), b'{"v":1,"type":"ping","p":"' + b"y" * MAX_LINE_BYTES + b'"}\n'):
+    for blob in (
+        b"x" * (3 * MAX_LINE_BYTES),
+        b'{"v":1,"type":"ping","p":"' + b"y" * MAX_LINE_BYTES + b'"}\n',
+    ):
         with socket.create_connection(listener.address, timeout=10) as s:
             s.sendall(blob)
             data = b""
@@ -383,15 +412,25 @@ def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
     # too many connections: the extra one is refused, the listener carries on
     idle = [socket.create_connection(listener.address, timeout=10) for _ in range(MAX_CONNECTIONS)]
     try:
-        wait_for(lambda: (_try_exchange(listener.address, b"") or [])[0:1] == [
-            {"v": 1, "type": "error", "error": "too many connections"}], "a refused connection")
+        wait_for(
+            lambda: (
+                (_try_exchange(listener.address, b"") or [])[0:1]
+                == [{"v": 1, "type": "error", "error": "too many connections"}]
+            ),
+            "a refused connection",
+        )
     finally:
         for s in idle:
             s.close()
 
     assert listener.proc.poll() is None
-    ok = wait_for(lambda: _try_exchange(listener.address, b'{"v":1,"type":"ping"}\n') == [
-        {"v": 1, "type": "pong"}], "a pong")
+    ok = wait_for(
+        lambda: (
+            _try_exchange(listener.address, b'{"v":1,"type":"ping"}\n')
+            == [{"v": 1, "type": "pong"}]
+        ),
+        "a pong",
+    )
     assert ok
     _info, acked = protocol.fetch_run(listener.address, RUN_A)
     assert acked == []  # none of the bad acks was recorded
@@ -401,8 +440,16 @@ def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
 def test_a_second_writer_does_not_corrupt_the_first(tmp_path, listener, procs):
     a_dir, b_dir = tmp_path / "a", tmp_path / "b"
     wa, _ = start_writer(procs, listener, a_dir, name="writer-a")
-    wb, _ = start_writer(procs, listener, b_dir, "--journal-mode", "delete",
-                         "--synchronous", "extra", name="writer-b")
+    wb, _ = start_writer(
+        procs,
+        listener,
+        b_dir,
+        "--journal-mode",
+        "delete",
+        "--synchronous",
+        "extra",
+        name="writer-b",
+    )
     run_a, run_b = run_dir_of(a_dir).name, run_dir_of(b_dir).name
     assert run_a != run_b
     wait_recorded(listener.address, run_a, 100, wa)
@@ -411,13 +458,15 @@ def test_a_second_writer_does_not_corrupt_the_first(tmp_path, listener, procs):
     # a third party cannot add to A's record: not on its own run, not by claiming A's id
     rogue = {**HELLO, "run_id": "c" * 32}
     forged = {"v": 1, "type": "ack", "run_id": run_a, "from": 10**6, "to": 10**6}
-    replies = _exchange(listener.address, json.dumps(rogue).encode() + b"\n"
-                        + json.dumps(forged).encode() + b"\n")
+    replies = _exchange(
+        listener.address, json.dumps(rogue).encode() + b"\n" + json.dumps(forged).encode() + b"\n"
+    )
     assert [r["type"] for r in replies] == ["welcome", "error"]
     info_a, _ = protocol.fetch_run(listener.address, run_a)
     claim = {**HELLO, "run_id": run_a, "config": info_a["config"], "dir": info_a["dir"]}
-    replies = _exchange(listener.address, json.dumps(claim).encode() + b"\n"
-                        + json.dumps(forged).encode() + b"\n")
+    replies = _exchange(
+        listener.address, json.dumps(claim).encode() + b"\n" + json.dumps(forged).encode() + b"\n"
+    )
     assert replies[0]["type"] == "error" and "another writer" in replies[0]["error"]
 
     wa.kill()
@@ -463,7 +512,8 @@ def test_cli_errors(tmp_path, listener):
     proc = fsb("powercut", "write", "--to", f"{LOOPBACK}:{port}", target)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
-        f"fsyncbench: error: cannot reach the listener at {LOOPBACK}:{port}: Connection refused"]
+        f"fsyncbench: error: cannot reach the listener at {LOOPBACK}:{port}: Connection refused"
+    ]
     assert list(target.iterdir()) == []  # nothing created in DIR
 
     def err(*args):
@@ -472,24 +522,39 @@ def test_cli_errors(tmp_path, listener):
         assert "Traceback" not in p.stderr
         return p.stderr.removeprefix("fsyncbench: error: ").rstrip("\n")
 
-    assert err("powercut", "write", "--to", "nohost", tmp_path) == \
-        "invalid --to 'nohost': expected HOST:PORT"
-    assert err("powercut", "write", "--to", listener.to, tmp_path, "--journal-mode", "wal,delete") == \
-        "powercut write takes one journal_mode, synchronous and fullfsync value"
-    assert err("powercut", "write", "--to", listener.to, tmp_path, "--max-commits", "0") == \
-        "--max-commits must be at least 1, got 0"
-    assert err("powercut", "verify", "--from", listener.to, tmp_path) == \
-        f"no powercut run in {tmp_path / POWERCUT_DIRNAME}"
-    assert err("powercut", "verify", "--from", listener.to, tmp_path, "--run-id", "f" * 32) == \
-        f"the listener at {listener.to} says: no record of run {'f' * 32} here"
-    assert err("powercut", "verify", "--from", listener.to, tmp_path, "--run-id", "../x") == \
-        "invalid --run-id '../x': expected 32 lower-case hex digits"
-    assert err("powercut", "listen", "--port", "70000", "--state", tmp_path / "s.db") == \
-        "--port must be from 0 to 65535, got 70000"
+    assert (
+        err("powercut", "write", "--to", "nohost", tmp_path)
+        == "invalid --to 'nohost': expected HOST:PORT"
+    )
+    assert (
+        err("powercut", "write", "--to", listener.to, tmp_path, "--journal-mode", "wal,delete")
+        == "powercut write takes one journal_mode, synchronous and fullfsync value"
+    )
+    assert (
+        err("powercut", "write", "--to", listener.to, tmp_path, "--max-commits", "0")
+        == "--max-commits must be at least 1, got 0"
+    )
+    assert (
+        err("powercut", "verify", "--from", listener.to, tmp_path)
+        == f"no powercut run in {tmp_path / POWERCUT_DIRNAME}"
+    )
+    assert (
+        err("powercut", "verify", "--from", listener.to, tmp_path, "--run-id", "f" * 32)
+        == f"the listener at {listener.to} says: no record of run {'f' * 32} here"
+    )
+    assert (
+        err("powercut", "verify", "--from", listener.to, tmp_path, "--run-id", "../x")
+        == "invalid --run-id '../x': expected 32 lower-case hex digits"
+    )
+    assert (
+        err("powercut", "listen", "--port", "70000", "--state", tmp_path / "s.db")
+        == "--port must be from 0 to 65535, got 70000"
+    )
     junk = tmp_path / "junk.db"
     junk.write_text("not a database at all" * 100)
     assert err("powercut", "listen", "--port", "0", "--state", junk).startswith(
-        f"cannot open listener state {junk}")
+        f"cannot open listener state {junk}"
+    )
 
 
 # --------------------------------------------------------------------------- in-process units
@@ -501,7 +566,9 @@ def test_ranges():
     assert R.subtract([(1, 3), (10, 12)], [(2, 11)]) == [(1, 1), (12, 12)]
     assert R.subtract([(1, 5)], []) == [(1, 5)] and R.subtract([], [(1, 5)]) == []
     assert R.format_ranges([(100, 102), (251, 300), (412, 412)]) == "100-102, 251-300, 412"
-    assert R.format_ranges([(i, i) for i in range(1, 100, 2)], limit=2) == "1, 3, ... (48 more ranges)"
+    assert (
+        R.format_ranges([(i, i) for i in range(1, 100, 2)], limit=2) == "1, 3, ... (48 more ranges)"
+    )
 
 
 def test_protocol_round_trip_and_rejections():
@@ -522,11 +589,14 @@ def test_protocol_round_trip_and_rejections():
         decode(b"[" * 5000, protocol.TO_LISTENER)
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("127.0.0.1:5400", ("127.0.0.1", 5400)),
-    ("db2.lan:1", ("db2.lan", 1)),
-    ("[::1]:5400", ("::1", 5400)),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("127.0.0.1:5400", ("127.0.0.1", 5400)),
+        ("db2.lan:1", ("db2.lan", 1)),
+        ("[::1]:5400", ("::1", 5400)),
+    ],
+)
 def test_parse_address(text, expected):
     assert protocol.parse_address(text) == expected
 
@@ -538,15 +608,30 @@ def test_parse_address_rejects(text):
 
 
 def _journal(present=((1, 100),), integrity=("ok",), error=None, exists=True, damaged=()):
-    return JournalState("/data/j.db", exists, error, tuple(present), tuple(damaged), tuple(integrity))
+    return JournalState(
+        "/data/j.db", exists, error, tuple(present), tuple(damaged), tuple(integrity)
+    )
 
 
-def _facts(acked=((1, 100),), journal=None, config=Pragmas("WAL", "FULL"), rebooted=True,
-           clean_stop=None, host=None):
+def _facts(
+    acked=((1, 100),),
+    journal=None,
+    config=Pragmas("WAL", "FULL"),
+    rebooted=True,
+    clean_stop=None,
+    host=None,
+):
     return PowercutFacts(
-        run_id=RUN_A, config=config, primitive="fdatasync", writer_host=host or fake_host(),
-        acknowledged=tuple(acked), journal=journal or _journal(), rebooted=rebooted,
-        clean_stop=clean_stop, listener="127.0.0.1:5400")
+        run_id=RUN_A,
+        config=config,
+        primitive="fdatasync",
+        writer_host=host or fake_host(),
+        acknowledged=tuple(acked),
+        journal=journal or _journal(),
+        rebooted=rebooted,
+        clean_stop=clean_stop,
+        listener="127.0.0.1:5400",
+    )
 
 
 LOST_91_100 = "10 of 100 acknowledged commits are missing from the journal: seq 91-100."
@@ -559,101 +644,258 @@ CORRUPT = ("*** in database main ***", "Page 7: never used")
 # present one. A failure leads the findings (in the order lost, corrupt, damaged, holes),
 # then the context (config, clean stop, reboot); a pass leads with powercut-survived.
 # A loss is proven only with a durable config after a reboot; a pass is one measurement.
-@pytest.mark.parametrize("facts,outcome,verdict,decided_by,strength,codes,evidence,says", [
-    pytest.param(_facts(), "pass", HONEST_FLUSH, "powercut-survived", MEASURED,
-                 ["powercut-survived"],
-                 {"config": "wal/full", "acknowledged": 100, "present": 100, "lost": 0,
-                  "lost_ranges": [], "hole_ranges": [], "committed_not_acknowledged": 0,
-                  "rebooted": True}, SURVIVED_100, id="survived"),
-    pytest.param(_facts(journal=_journal(present=[(1, 120)])), "pass", HONEST_FLUSH,
-                 "powercut-survived", MEASURED, ["powercut-survived"],
-                 {"present": 120, "lost": 0, "committed_not_acknowledged": 20},  # 101-120
-                 "the journal is intact; 20 more were committed but not yet acknowledged.",
-                 id="more-than-acknowledged"),
-    pytest.param(_facts(rebooted=False), "pass", UNVERIFIABLE, "powercut-no-reboot", MEASURED,
-                 ["powercut-survived", "powercut-no-reboot"], {"rebooted": False, "lost": 0},
-                 SURVIVED_100, id="no-reboot"),
-    pytest.param(_facts(rebooted=None), "pass", HONEST_FLUSH, "powercut-survived", MEASURED,
-                 ["powercut-survived", "powercut-reboot-unknown"], {"rebooted": None},
-                 SURVIVED_100, id="reboot-unknown"),
-    pytest.param(_facts(clean_stop="stopped by Ctrl-C"), "pass", UNVERIFIABLE,
-                 "powercut-clean-stop", MEASURED, ["powercut-survived", "powercut-clean-stop"],
-                 {"clean_stop": "stopped by Ctrl-C"}, SURVIVED_100, id="clean-stop"),
-    pytest.param(_facts(config=Pragmas("WAL", "NORMAL")), "pass", UNVERIFIABLE,
-                 "config-not-durable", MEASURED, ["powercut-survived", "config-not-durable"],
-                 {"config": "wal/normal", "lost": 0}, SURVIVED_100, id="pass-not-durable"),
-    pytest.param(_facts(acked=()), "inconclusive", UNVERIFIABLE, "powercut-nothing-acknowledged",
-                 NO_STRENGTH, ["powercut-nothing-acknowledged"],
-                 {"acknowledged": 0, "acknowledged_ranges": [], "lost": 0,
-                  "committed_not_acknowledged": 100},
-                 "The listener holds no acknowledged commit of this run: there is nothing "
-                 "to check.",
-                 id="nothing-acknowledged"),
-    pytest.param(_facts(journal=_journal(present=[(1, 90)])), "fail", VOLATILE_CACHE,
-                 "powercut-acknowledged-lost", PROVEN, ["powercut-acknowledged-lost"],
-                 {"present": 90, "lost": 10, "lost_ranges": [[91, 100]], "hole_ranges": [],
-                  "committed_not_acknowledged": 0}, LOST_91_100, id="lost"),
-    pytest.param(_facts(journal=_journal(present=[(1, 90)]), host=fake_host(fs_type="tmpfs")),
-                 "fail", NO_FLUSH, "powercut-acknowledged-lost", PROVEN,
-                 ["powercut-acknowledged-lost"], {"lost_ranges": [[91, 100]]},
-                 LOST_91_100 + " The journal was on tmpfs, which keeps data in RAM.",
-                 id="lost-on-tmpfs"),
-    pytest.param(_facts(journal=_journal(present=[(1, 90)]),
-                        host=fake_host(ld_preload="libeatmydata.so")),
-                 "fail", NO_FLUSH, "powercut-acknowledged-lost", PROVEN,
-                 ["powercut-acknowledged-lost"], {"lost_ranges": [[91, 100]]},
-                 LOST_91_100 + " The writer ran with LD_PRELOAD=libeatmydata.so, which turns "
-                 "syncs into no-ops.", id="lost-under-eatmydata"),
-    pytest.param(_facts(journal=_journal(present=[(1, 90)]), config=Pragmas("WAL", "NORMAL")),
-                 "fail", UNVERIFIABLE, "config-not-durable", MEASURED,
-                 ["powercut-acknowledged-lost", "config-not-durable"],
-                 {"config": "wal/normal", "lost_ranges": [[91, 100]]}, LOST_91_100,
-                 id="lost-wal-normal"),
-    pytest.param(_facts(journal=_journal(present=[(1, 90)]), config=Pragmas("DELETE", "FULL")),
-                 "fail", UNVERIFIABLE, "config-not-durable", MEASURED,
-                 ["powercut-acknowledged-lost", "config-not-durable"],
-                 {"config": "delete/full", "lost_ranges": [[91, 100]]}, LOST_91_100,
-                 id="lost-delete-full"),
-    pytest.param(_facts(journal=_journal(present=[(1, 90)]), config=Pragmas("DELETE", "EXTRA")),
-                 "fail", VOLATILE_CACHE, "powercut-acknowledged-lost", PROVEN,
-                 ["powercut-acknowledged-lost"], {"config": "delete/extra", "lost": 10},
-                 LOST_91_100, id="lost-delete-extra"),
-    pytest.param(_facts(journal=_journal(present=[], exists=False)), "fail", VOLATILE_CACHE,
-                 "powercut-acknowledged-lost", PROVEN, ["powercut-acknowledged-lost"],
-                 {"journal_exists": False, "present": 0, "lost": 100, "lost_ranges": [[1, 100]]},
-                 "100 of 100 acknowledged commits are missing from the journal: seq 1-100.",
-                 id="journal-gone"),
-    pytest.param(_facts(journal=_journal(integrity=CORRUPT)),
-                 "fail", VOLATILE_CACHE, "powercut-journal-corrupt", PROVEN,
-                 ["powercut-journal-corrupt"], {"integrity_check": list(CORRUPT), "error": None},
-                 "The journal is damaged after the power cut: PRAGMA integrity_check: *** in "
-                 "database main ***; Page 7: never used.", id="journal-corrupt"),
-    pytest.param(_facts(journal=_journal(damaged=[(50, 51)])), "fail", VOLATILE_CACHE,
-                 "powercut-damaged-rows", PROVEN, ["powercut-damaged-rows"],
-                 {"damaged_ranges": [[50, 51]]},
-                 "2 rows differ from what the writer committed: seq 50-51.", id="damaged-rows"),
-    pytest.param(_facts(journal=_journal(damaged=[(50, 50)])), "fail", VOLATILE_CACHE,
-                 "powercut-damaged-rows", PROVEN, ["powercut-damaged-rows"],
-                 {"damaged_ranges": [[50, 50]]},
-                 "1 row differs from what the writer committed: seq 50.", id="damaged-row"),
-    pytest.param(_facts(acked=[(1, 50)], journal=_journal(present=[(1, 50), (60, 70)])),
-                 "fail", VOLATILE_CACHE, "powercut-out-of-order", PROVEN, ["powercut-out-of-order"],
-                 {"hole_ranges": [[51, 59]]},  # 51-59 missing below the surviving 60-70
-                 "Commits 51-59 are missing although later commits survived: writes reached "
-                 "stable media out of order.", id="out-of-order"),
-    pytest.param(_facts(acked=[(1, 55)], journal=_journal(present=[(1, 50), (60, 70)])),
-                 "fail", VOLATILE_CACHE, "powercut-acknowledged-lost", PROVEN,
-                 ["powercut-acknowledged-lost", "powercut-out-of-order"],
-                 # 51-55 acknowledged and gone; 56-59 never acknowledged, missing below 60-70
-                 {"lost_ranges": [[51, 55]], "hole_ranges": [[56, 59]],
-                  "committed_not_acknowledged": 11},  # 60-70
-                 "5 of 55 acknowledged commits are missing from the journal: seq 51-55.",
-                 id="lost-and-out-of-order"),
-])
+@pytest.mark.parametrize(
+    "facts,outcome,verdict,decided_by,strength,codes,evidence,says",
+    [
+        pytest.param(
+            _facts(),
+            "pass",
+            HONEST_FLUSH,
+            "powercut-survived",
+            MEASURED,
+            ["powercut-survived"],
+            {
+                "config": "wal/full",
+                "acknowledged": 100,
+                "present": 100,
+                "lost": 0,
+                "lost_ranges": [],
+                "hole_ranges": [],
+                "committed_not_acknowledged": 0,
+                "rebooted": True,
+            },
+            SURVIVED_100,
+            id="survived",
+        ),
+        pytest.param(
+            _facts(journal=_journal(present=[(1, 120)])),
+            "pass",
+            HONEST_FLUSH,
+            "powercut-survived",
+            MEASURED,
+            ["powercut-survived"],
+            {"present": 120, "lost": 0, "committed_not_acknowledged": 20},  # 101-120
+            "the journal is intact; 20 more were committed but not yet acknowledged.",
+            id="more-than-acknowledged",
+        ),
+        pytest.param(
+            _facts(rebooted=False),
+            "pass",
+            UNVERIFIABLE,
+            "powercut-no-reboot",
+            MEASURED,
+            ["powercut-survived", "powercut-no-reboot"],
+            {"rebooted": False, "lost": 0},
+            SURVIVED_100,
+            id="no-reboot",
+        ),
+        pytest.param(
+            _facts(rebooted=None),
+            "pass",
+            HONEST_FLUSH,
+            "powercut-survived",
+            MEASURED,
+            ["powercut-survived", "powercut-reboot-unknown"],
+            {"rebooted": None},
+            SURVIVED_100,
+            id="reboot-unknown",
+        ),
+        pytest.param(
+            _facts(clean_stop="stopped by Ctrl-C"),
+            "pass",
+            UNVERIFIABLE,
+            "powercut-clean-stop",
+            MEASURED,
+            ["powercut-survived", "powercut-clean-stop"],
+            {"clean_stop": "stopped by Ctrl-C"},
+            SURVIVED_100,
+            id="clean-stop",
+        ),
+        pytest.param(
+            _facts(config=Pragmas("WAL", "NORMAL")),
+            "pass",
+            UNVERIFIABLE,
+            "config-not-durable",
+            MEASURED,
+            ["powercut-survived", "config-not-durable"],
+            {"config": "wal/normal", "lost": 0},
+            SURVIVED_100,
+            id="pass-not-durable",
+        ),
+        pytest.param(
+            _facts(acked=()),
+            "inconclusive",
+            UNVERIFIABLE,
+            "powercut-nothing-acknowledged",
+            NO_STRENGTH,
+            ["powercut-nothing-acknowledged"],
+            {
+                "acknowledged": 0,
+                "acknowledged_ranges": [],
+                "lost": 0,
+                "committed_not_acknowledged": 100,
+            },
+            "The listener holds no acknowledged commit of this run: there is nothing to check.",
+            id="nothing-acknowledged",
+        ),
+        pytest.param(
+            _facts(journal=_journal(present=[(1, 90)])),
+            "fail",
+            VOLATILE_CACHE,
+            "powercut-acknowledged-lost",
+            PROVEN,
+            ["powercut-acknowledged-lost"],
+            {
+                "present": 90,
+                "lost": 10,
+                "lost_ranges": [[91, 100]],
+                "hole_ranges": [],
+                "committed_not_acknowledged": 0,
+            },
+            LOST_91_100,
+            id="lost",
+        ),
+        pytest.param(
+            _facts(journal=_journal(present=[(1, 90)]), host=fake_host(fs_type="tmpfs")),
+            "fail",
+            NO_FLUSH,
+            "powercut-acknowledged-lost",
+            PROVEN,
+            ["powercut-acknowledged-lost"],
+            {"lost_ranges": [[91, 100]]},
+            LOST_91_100 + " The journal was on tmpfs, which keeps data in RAM.",
+            id="lost-on-tmpfs",
+        ),
+        pytest.param(
+            _facts(
+                journal=_journal(present=[(1, 90)]), host=fake_host(ld_preload="libeatmydata.so")
+            ),
+            "fail",
+            NO_FLUSH,
+            "powercut-acknowledged-lost",
+            PROVEN,
+            ["powercut-acknowledged-lost"],
+            {"lost_ranges": [[91, 100]]},
+            LOST_91_100 + " The writer ran with LD_PRELOAD=libeatmydata.so, which turns "
+            "syncs into no-ops.",
+            id="lost-under-eatmydata",
+        ),
+        pytest.param(
+            _facts(journal=_journal(present=[(1, 90)]), config=Pragmas("WAL", "NORMAL")),
+            "fail",
+            UNVERIFIABLE,
+            "config-not-durable",
+            MEASURED,
+            ["powercut-acknowledged-lost", "config-not-durable"],
+            {"config": "wal/normal", "lost_ranges": [[91, 100]]},
+            LOST_91_100,
+            id="lost-wal-normal",
+        ),
+        pytest.param(
+            _facts(journal=_journal(present=[(1, 90)]), config=Pragmas("DELETE", "FULL")),
+            "fail",
+            UNVERIFIABLE,
+            "config-not-durable",
+            MEASURED,
+            ["powercut-acknowledged-lost", "config-not-durable"],
+            {"config": "delete/full", "lost_ranges": [[91, 100]]},
+            LOST_91_100,
+            id="lost-delete-full",
+        ),
+        pytest.param(
+            _facts(journal=_journal(present=[(1, 90)]), config=Pragmas("DELETE", "EXTRA")),
+            "fail",
+            VOLATILE_CACHE,
+            "powercut-acknowledged-lost",
+            PROVEN,
+            ["powercut-acknowledged-lost"],
+            {"config": "delete/extra", "lost": 10},
+            LOST_91_100,
+            id="lost-delete-extra",
+        ),
+        pytest.param(
+            _facts(journal=_journal(present=[], exists=False)),
+            "fail",
+            VOLATILE_CACHE,
+            "powercut-acknowledged-lost",
+            PROVEN,
+            ["powercut-acknowledged-lost"],
+            {"journal_exists": False, "present": 0, "lost": 100, "lost_ranges": [[1, 100]]},
+            "100 of 100 acknowledged commits are missing from the journal: seq 1-100.",
+            id="journal-gone",
+        ),
+        pytest.param(
+            _facts(journal=_journal(integrity=CORRUPT)),
+            "fail",
+            VOLATILE_CACHE,
+            "powercut-journal-corrupt",
+            PROVEN,
+            ["powercut-journal-corrupt"],
+            {"integrity_check": list(CORRUPT), "error": None},
+            "The journal is damaged after the power cut: PRAGMA integrity_check: *** in "
+            "database main ***; Page 7: never used.",
+            id="journal-corrupt",
+        ),
+        pytest.param(
+            _facts(journal=_journal(damaged=[(50, 51)])),
+            "fail",
+            VOLATILE_CACHE,
+            "powercut-damaged-rows",
+            PROVEN,
+            ["powercut-damaged-rows"],
+            {"damaged_ranges": [[50, 51]]},
+            "2 rows differ from what the writer committed: seq 50-51.",
+            id="damaged-rows",
+        ),
+        pytest.param(
+            _facts(journal=_journal(damaged=[(50, 50)])),
+            "fail",
+            VOLATILE_CACHE,
+            "powercut-damaged-rows",
+            PROVEN,
+            ["powercut-damaged-rows"],
+            {"damaged_ranges": [[50, 50]]},
+            "1 row differs from what the writer committed: seq 50.",
+            id="damaged-row",
+        ),
+        pytest.param(
+            _facts(acked=[(1, 50)], journal=_journal(present=[(1, 50), (60, 70)])),
+            "fail",
+            VOLATILE_CACHE,
+            "powercut-out-of-order",
+            PROVEN,
+            ["powercut-out-of-order"],
+            {"hole_ranges": [[51, 59]]},  # 51-59 missing below the surviving 60-70
+            "Commits 51-59 are missing although later commits survived: writes reached "
+            "stable media out of order.",
+            id="out-of-order",
+        ),
+        pytest.param(
+            _facts(acked=[(1, 55)], journal=_journal(present=[(1, 50), (60, 70)])),
+            "fail",
+            VOLATILE_CACHE,
+            "powercut-acknowledged-lost",
+            PROVEN,
+            ["powercut-acknowledged-lost", "powercut-out-of-order"],
+            # 51-55 acknowledged and gone; 56-59 never acknowledged, missing below 60-70
+            {
+                "lost_ranges": [[51, 55]],
+                "hole_ranges": [[56, 59]],
+                "committed_not_acknowledged": 11,
+            },  # 60-70
+            "5 of 55 acknowledged commits are missing from the journal: seq 51-55.",
+            id="lost-and-out-of-order",
+        ),
+    ],
+)
 def test_judge(facts, outcome, verdict, decided_by, strength, codes, evidence, says):
     jm = judge(facts)
     assert (jm.outcome, jm.path_verdict, jm.decided_by, jm.strength) == (
-        outcome, verdict, decided_by, strength)
+        outcome,
+        verdict,
+        decided_by,
+        strength,
+    )
     assert [f.code for f in jm.findings] == codes
     first = jm.findings[0]
     assert {k: first.evidence[k] for k in evidence} == evidence
@@ -670,10 +912,13 @@ def test_judge_lists_lost_and_unacknowledged():
 def test_read_journal_checks_rows_and_integrity(tmp_path):
     db = tmp_path / "journal.db"
     conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE steps(run_id TEXT, seq INTEGER, name TEXT, input_hash TEXT, "
-                 "output TEXT, PRIMARY KEY (run_id, seq))")
-    conn.executemany("INSERT INTO steps VALUES (?, ?, ?, ?, ?)",
-                     [make_row(RUN_A, s, 64) for s in (1, 2, 3, 5)])
+    conn.execute(
+        "CREATE TABLE steps(run_id TEXT, seq INTEGER, name TEXT, input_hash TEXT, "
+        "output TEXT, PRIMARY KEY (run_id, seq))"
+    )
+    conn.executemany(
+        "INSERT INTO steps VALUES (?, ?, ?, ?, ?)", [make_row(RUN_A, s, 64) for s in (1, 2, 3, 5)]
+    )
     conn.execute("INSERT INTO steps VALUES (?, 6, 'step-6', 'bad', 'x')", (RUN_A,))
     conn.execute("INSERT INTO steps VALUES (?, ?, ?, ?, ?)", make_row(RUN_B, 4, 64))
     conn.commit()
@@ -725,8 +970,11 @@ def test_silent_writer_times_out_and_leaves_its_last_seq_in_the_log(tmp_path):
     thread.start()
     try:
         with socket.create_connection(server.address, timeout=10) as s:
-            s.sendall(json.dumps(HELLO).encode() + b"\n"
-                      + encode("ack", run_id=RUN_A, **{"from": 1, "to": 42}))
+            s.sendall(
+                json.dumps(HELLO).encode()
+                + b"\n"
+                + encode("ack", run_id=RUN_A, **{"from": 1, "to": 42})
+            )
             wait_for(lambda: any("highest seq 42" in line for line in lines), "the idle close")
         assert any("idle for 0.5 s (power cut?)" in line for line in lines)
         assert protocol.fetch_run(server.address, RUN_A)[1] == [(1, 42)]
@@ -752,10 +1000,13 @@ def test_a_writer_whose_stack_ends_in_ram_lost_to_no_flush():
     from fsyncbench.model import StorageLayer
 
     h = fake_host()
-    layers = (StorageLayer("filesystem", "/data", "passes-down", 0, fs_type="ext4"),
-              StorageLayer("loop", "loop0", "fsyncs-backing-file", 1),
-              StorageLayer("filesystem-ram", "/dev/shm", "nothing-to-flush", 2, True, True,
-                           fs_type="tmpfs"))
+    layers = (
+        StorageLayer("filesystem", "/data", "passes-down", 0, fs_type="ext4"),
+        StorageLayer("loop", "loop0", "fsyncs-backing-file", 1),
+        StorageLayer(
+            "filesystem-ram", "/dev/shm", "nothing-to-flush", 2, True, True, fs_type="tmpfs"
+        ),
+    )
     h = dataclasses.replace(h, target=dataclasses.replace(h.target, layers=layers))
     jm = judge(_facts(journal=_journal(present=[(1, 90)]), host=h))
     assert (jm.outcome, jm.path_verdict) == ("fail", NO_FLUSH)

@@ -23,8 +23,19 @@ from fsyncbench.report import store
 
 LINUX = sys.platform.startswith("linux")
 ROOT = LINUX and os.geteuid() == 0
-FAST = ["--samples", "60", "--compare-syncs", "120", "--sweep-repeats", "1",
-        "--sweep-max-mib", "16", "--trace-commits", "3", "--quiet"]
+FAST = [
+    "--samples",
+    "60",
+    "--compare-syncs",
+    "120",
+    "--sweep-repeats",
+    "1",
+    "--sweep-max-mib",
+    "16",
+    "--trace-commits",
+    "3",
+    "--quiet",
+]
 
 needs_root = pytest.mark.skipif(not ROOT, reason="building block stacks needs root on Linux")
 
@@ -46,7 +57,9 @@ def audit(directory: Path, *extra: str, env=None) -> dict:
 
 def deciding(report: dict) -> dict:
     v = report["verdict"]
-    return next(f for f in v["findings"] if f["code"] == v["decided_by"] and f["stance"] == "decides")
+    return next(
+        f for f in v["findings"] if f["code"] == v["decided_by"] and f["stance"] == "decides"
+    )
 
 
 class Stack:
@@ -64,8 +77,12 @@ class Stack:
 
     def mount(self, source: str, point: Path, *options: str, fs_type: str | None = None) -> Path:
         point.mkdir(parents=True, exist_ok=True)
-        argv = ["mount"] + (["-t", fs_type] if fs_type else []) + (
-            ["-o", ",".join(options)] if options else []) + [source, str(point)]
+        argv = (
+            ["mount"]
+            + (["-t", fs_type] if fs_type else [])
+            + (["-o", ",".join(options)] if options else [])
+            + [source, str(point)]
+        )
         subprocess.run(argv, check=True, capture_output=True)
         self.undo.append(["umount", "-l", str(point)])
         return point
@@ -92,8 +109,10 @@ def _shm_dir() -> Path | None:
 
 
 @needs_root
-@pytest.mark.skipif(not _have("losetup", "mkfs.ext4") or _shm_dir() is None,
-                    reason="needs losetup, mkfs.ext4 and a writable /dev/shm")
+@pytest.mark.skipif(
+    not _have("losetup", "mkfs.ext4") or _shm_dir() is None,
+    reason="needs losetup, mkfs.ext4 and a writable /dev/shm",
+)
 def test_ext4_on_a_loop_device_backed_by_tmpfs_is_no_flush(stack, tmp_path):
     backing = Path("/dev/shm") / f"fsyncbench-test-{os.getpid()}.img"
     stack.undo.append(["rm", "-f", str(backing)])
@@ -102,7 +121,10 @@ def test_ext4_on_a_loop_device_backed_by_tmpfs_is_no_flush(stack, tmp_path):
     report = audit(mnt)
     v = report["verdict"]
     assert (v["path_verdict"], v["decided_by"], v["strength"]) == (
-        "no_flush", "ram-backed-storage", "measured")
+        "no_flush",
+        "ram-backed-storage",
+        "measured",
+    )
     name = Path(dev).name
     assert f"{name} → tmpfs /dev/shm (RAM)" in deciding(report)["message"]
     layers = report["host"]["target"]["layers"]
@@ -114,18 +136,38 @@ def test_ext4_on_a_loop_device_backed_by_tmpfs_is_no_flush(stack, tmp_path):
     assert "flushes-counted-above-media" in {f["code"] for f in v["findings"]}
     # run and audit --from agree
     out = tmp_path / "out"
-    run = fsb("run", mnt, "--report-dir", out, "--journal-mode", "wal", "--synchronous", "full",
-              "--samples", "30", "--warmup", "2", "--quiet")
+    run = fsb(
+        "run",
+        mnt,
+        "--report-dir",
+        out,
+        "--journal-mode",
+        "wal",
+        "--synchronous",
+        "full",
+        "--samples",
+        "30",
+        "--warmup",
+        "2",
+        "--quiet",
+    )
     assert run.returncode == 0, run.stderr
     saved = store.load_report(next(out.glob("*.json")))
-    assert (saved.verdict.path_verdict, saved.verdict.decided_by) == ("no_flush", "ram-backed-storage")
-    again = json.loads(fsb("audit", "--from", next(out.glob("*.json")), "--json", "--no-report").stdout)
+    assert (saved.verdict.path_verdict, saved.verdict.decided_by) == (
+        "no_flush",
+        "ram-backed-storage",
+    )
+    again = json.loads(
+        fsb("audit", "--from", next(out.glob("*.json")), "--json", "--no-report").stdout
+    )
     assert again["verdict"]["decided_by"] == "ram-backed-storage"
 
 
 @needs_root
 @pytest.mark.skipif(not _have("losetup", "mkfs.ext4"), reason="needs losetup and mkfs.ext4")
-def test_nobarrier_ext4_on_a_loop_file_on_the_disk_is_volatile_cache_naming_the_option(stack, tmp_path):
+def test_nobarrier_ext4_on_a_loop_file_on_the_disk_is_volatile_cache_naming_the_option(
+    stack, tmp_path
+):
     """The data reaches the loop device (writes counted), no flush follows: volatile_cache,
     caused by the mount option, not no_flush."""
     dev = stack.loop(tmp_path / "disk.img")
@@ -133,7 +175,10 @@ def test_nobarrier_ext4_on_a_loop_file_on_the_disk_is_volatile_cache_naming_the_
     report = audit(mnt)
     v = report["verdict"]
     assert (v["path_verdict"], v["decided_by"], v["strength"]) == (
-        "volatile_cache", "barriers-disabled", "measured")
+        "volatile_cache",
+        "barriers-disabled",
+        "measured",
+    )
     assert "nobarrier" in deciding(report)["message"]
     flushes = next(r for r in report["results"] if r["name"] == "write+fdatasync")
     loop = next(d for d in flushes["device_flushes"] if d["device"] == Path(dev).name)
@@ -176,16 +221,29 @@ def test_ext4_on_zram_is_no_flush(stack, tmp_path):
 
 
 @needs_root
-def test_overlay_volatile_is_no_flush_and_a_plain_overlay_is_followed_to_its_upper_dir(stack, tmp_path):
+def test_overlay_volatile_is_no_flush_and_a_plain_overlay_is_followed_to_its_upper_dir(
+    stack, tmp_path
+):
     for d in ("lower", "up/u", "up/w", "vol/u", "vol/w"):
         (tmp_path / d).mkdir(parents=True)
     try:
-        plain = stack.mount("overlay", tmp_path / "plain", f"lowerdir={tmp_path / 'lower'}",
-                            f"upperdir={tmp_path / 'up/u'}", f"workdir={tmp_path / 'up/w'}",
-                            fs_type="overlay")
-        vol = stack.mount("overlay", tmp_path / "vol", f"lowerdir={tmp_path / 'lower'}",
-                          f"upperdir={tmp_path / 'vol/u'}", f"workdir={tmp_path / 'vol/w'}",
-                          "volatile", fs_type="overlay")
+        plain = stack.mount(
+            "overlay",
+            tmp_path / "plain",
+            f"lowerdir={tmp_path / 'lower'}",
+            f"upperdir={tmp_path / 'up/u'}",
+            f"workdir={tmp_path / 'up/w'}",
+            fs_type="overlay",
+        )
+        vol = stack.mount(
+            "overlay",
+            tmp_path / "vol",
+            f"lowerdir={tmp_path / 'lower'}",
+            f"upperdir={tmp_path / 'vol/u'}",
+            f"workdir={tmp_path / 'vol/w'}",
+            "volatile",
+            fs_type="overlay",
+        )
     except subprocess.CalledProcessError as exc:
         pytest.skip(f"overlay mount failed: {exc.stderr.strip()}")
     report = audit(vol, "--no-trace")
@@ -198,7 +256,9 @@ def test_overlay_volatile_is_no_flush_and_a_plain_overlay_is_followed_to_its_upp
 
 
 @needs_root
-@pytest.mark.skipif(not _have("bindfs"), reason="needs bindfs (apt-get install bindfs; .ci/run does)")
+@pytest.mark.skipif(
+    not _have("bindfs"), reason="needs bindfs (apt-get install bindfs; .ci/run does)"
+)
 def test_fuse_is_unverifiable_and_a_dead_fuse_mount_is_one_line_exit_2(tmp_path):
     src, mnt = tmp_path / "src", tmp_path / "mnt"
     src.mkdir()
@@ -262,16 +322,22 @@ def test_a_loop_device_on_a_loop_device_is_followed_as_a_device(stack, tmp_path)
 
 
 @needs_root
-@pytest.mark.skipif(not _have("losetup", "mkfs.ext4", "unshare"),
-                    reason="needs losetup, mkfs.ext4 and unshare")
+@pytest.mark.skipif(
+    not _have("losetup", "mkfs.ext4", "unshare"), reason="needs losetup, mkfs.ext4 and unshare"
+)
 def test_a_loop_backing_file_in_another_mount_namespace_is_not_followed(stack, tmp_path):
     """The backing file's tmpfs exists only in the namespace that made the loop device: its
     path here names another file (or none), so the walk stops and says so."""
     private = tmp_path / "private"
     private.mkdir()
-    dev = sh("unshare", "-m", "sh", "-c",
-             f"mount --make-rprivate / && mount -t tmpfs tmpfs {private} && "
-             f"truncate -s 64M {private}/img && losetup -f --show {private}/img")
+    dev = sh(
+        "unshare",
+        "-m",
+        "sh",
+        "-c",
+        f"mount --make-rprivate / && mount -t tmpfs tmpfs {private} && "
+        f"truncate -s 64M {private}/img && losetup -f --show {private}/img",
+    )
     stack.undo.append(["losetup", "-d", dev])
     mnt = stack.ext4(dev, tmp_path / "mnt")
     report = audit(mnt, "--no-trace")

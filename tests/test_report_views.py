@@ -43,8 +43,11 @@ def _para(doc, lead: str) -> Paragraph:
 
 
 def test_bottom_line_names_the_fastest_durable_configuration_and_its_cost():
-    rep = _honest(commit("WAL", "OFF", 40_000), commit("WAL", "FULL", 1_000_000),
-                  commit("TRUNCATE", "FULL", 1_500_000))
+    rep = _honest(
+        commit("WAL", "OFF", 40_000),
+        commit("WAL", "FULL", 1_000_000),
+        commit("TRUNCATE", "FULL", 1_500_000),
+    )
     b = answer.bottom_line(rep)
     assert (b.durable.name, b.fastest_other.name) == ("wal/full", "wal/off")
     assert b.cost_p50_ns == 960_000 and b.cost_ratio == pytest.approx(25.0)
@@ -54,25 +57,32 @@ def test_bottom_line_names_the_fastest_durable_configuration_and_its_cost():
     assert _para(doc, "Choose:").text == (
         "wal/full: p50 1 ms, p99 1.5 ms [1.35 ms, 1.65 ms], 952 commits/s. It is the fastest "
         "configuration measured here whose settings promise a durable commit (it waits for "
-        "fdatasync).")
+        "fdatasync)."
+    )
     assert _para(doc, "Cost of durability:").text == (
         "960 us more per commit at p50 (25x) than wal/off, the fastest configuration that does "
         "not promise durability (p50 40 us, p99 60 us [54 us, 66 us], 23,810 commits/s). At p99 "
         "a durable commit adds 0.15 % to a 1.00 s model call per step (set yours with "
-        "--model-call-ms).")
+        "--model-call-ms)."
+    )
     trust = _para(doc, "Trust the storage?").text
     assert trust.startswith("Yes. Path verdict: honest_flush, ")
     assert _para(doc, "Next step:").text != ""
 
 
 def test_bottom_line_says_when_durable_configurations_cannot_be_told_apart():
-    rep = _honest(commit("WAL", "FULL", 1_000_000), commit("TRUNCATE", "FULL", 1_010_000),
-                  commit("WAL", "NORMAL", 1_005_000))
+    rep = _honest(
+        commit("WAL", "FULL", 1_000_000),
+        commit("TRUNCATE", "FULL", 1_010_000),
+        commit("WAL", "NORMAL", 1_005_000),
+    )
     b = answer.bottom_line(rep)
     assert b.durable.name == "wal/full" and b.durable.ties == ("truncate/full",)
     doc = describe.describe(rep)
-    assert ("truncate/full is not measurably slower at p50 (the 95 % intervals overlap or one "
-            "has none).") in _para(doc, "Choose:").text
+    assert (
+        "truncate/full is not measurably slower at p50 (the 95 % intervals overlap or one "
+        "has none)."
+    ) in _para(doc, "Choose:").text
     # wal/normal's p50 [0.985, 1.025] ms overlaps wal/full's: no cost is claimed
     assert "cannot be told apart at p50" in _para(doc, "Cost of durability:").text
 
@@ -81,7 +91,8 @@ def test_bottom_line_without_a_durable_configuration_says_what_to_measure():
     rep = _honest(commit("WAL", "OFF", 40_000), commit("WAL", "NORMAL", 45_000))
     doc = describe.describe(rep)
     assert _para(doc, "Choose:").text.startswith(
-        "no configuration measured here promises a durable commit")
+        "no configuration measured here promises a durable commit"
+    )
     assert all(b.lead != "Cost of durability:" for b in doc.section("answer").blocks)
 
 
@@ -89,18 +100,23 @@ def test_bottom_line_of_a_report_without_commits_says_so():
     doc = describe.describe(_honest())
     assert _para(doc, "Choose:").text == (
         "no commit configuration was measured here, only the raw sync primitives below; "
-        "`fsyncbench run DIR` measures the commits too.")
+        "`fsyncbench run DIR` measures the commits too."
+    )
 
 
 def test_bottom_line_on_storage_that_drops_syncs_says_nothing_is_durable():
-    rep = _report([commit("WAL", "FULL", 30_000), commit("WAL", "OFF", 25_000)],
-                  the_host=host(fs_type="tmpfs", virt=BARE))
+    rep = _report(
+        [commit("WAL", "FULL", 30_000), commit("WAL", "OFF", 25_000)],
+        the_host=host(fs_type="tmpfs", virt=BARE),
+    )
     assert rep.verdict.path_verdict == "no_flush"
     b = answer.bottom_line(rep)
     assert b.durable_here is False and b.trust == "no"
     text = _para(describe.describe(rep), "Choose:").text
-    assert text.startswith("nothing measured here is durable on this storage: syncs do not "
-                           "reach stable media (path verdict no_flush).")
+    assert text.startswith(
+        "nothing measured here is durable on this storage: syncs do not "
+        "reach stable media (path verdict no_flush)."
+    )
 
 
 def test_model_call_is_the_users_unit(tmp_path):
@@ -127,11 +143,15 @@ def _facts(text: str) -> Counter:
     return Counter(tokens + words)
 
 
-@pytest.mark.parametrize("build", [
-    lambda: sampled.report(),
-    lambda: _honest(commit("WAL", "OFF", 40_000), commit("WAL", "FULL", 1_000_000)),
-    lambda: sampled.report(the_host=host(fs_type="tmpfs")),
-], ids=["sampled", "factories", "tmpfs"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: sampled.report(),
+        lambda: _honest(commit("WAL", "OFF", 40_000), commit("WAL", "FULL", 1_000_000)),
+        lambda: sampled.report(the_host=host(fs_type="tmpfs")),
+    ],
+    ids=["sampled", "factories", "tmpfs"],
+)
 def test_text_markdown_and_html_carry_the_same_facts(build):
     rep = build()
     text, md, page = (report_out.render(rep, f) for f in ("text", "markdown", "html"))
@@ -152,8 +172,12 @@ def test_a_dropped_cell_would_show():
 def test_hostile_strings_are_shown_not_interpreted():
     evil = "<img src=x onerror=alert(1)> | *x* [l](http://e)"
     rep = sampled.report()
-    rep = dataclasses.replace(rep, host=dataclasses.replace(
-        rep.host, hostname=evil, target=dataclasses.replace(rep.host.target, path="/d/" + evil)))
+    rep = dataclasses.replace(
+        rep,
+        host=dataclasses.replace(
+            rep.host, hostname=evil, target=dataclasses.replace(rep.host.target, path="/d/" + evil)
+        ),
+    )
     md = report_out.render(rep, "markdown")
     assert not re.search(r"(?<!\\)<img", md) and "\\<img src=x onerror=alert(1)\\>" in md
     assert "[l](" not in md and "\\[l\\](http://e)" in md
@@ -162,7 +186,10 @@ def test_hostile_strings_are_shown_not_interpreted():
 
 
 def test_pretty_units_only_after_digits():
-    assert pretty("41.8 us +-4.2% 3.1x, tell us, 0x10, p99 +-") == "41.8 µs ±4.2% 3.1×, tell us, 0x10, p99 ±"
+    assert (
+        pretty("41.8 us +-4.2% 3.1x, tell us, 0x10, p99 +-")
+        == "41.8 µs ±4.2% 3.1×, tell us, 0x10, p99 ±"
+    )
 
 
 def test_findings_are_grouped_by_code_with_their_configurations():
@@ -172,22 +199,34 @@ def test_findings_are_grouped_by_code_with_their_configurations():
     codes = [item.lead for item, _subs in bullets.items]
     assert len(codes) == len(set(codes))
     item, subs = next((i, s) for i, s in bullets.items if "config-not-durable" in i.lead)
-    assert subs == ("wal/off: synchronous=OFF hands data to the OS without any sync. Evidence: "
-                    "journal mode WAL; synchronous OFF; fullfsync unknown.",
-                    "wal/normal: WAL with synchronous=NORMAL syncs only at checkpoints; the last "
-                    "commits may roll back after power loss. Evidence: journal mode WAL; "
-                    "synchronous NORMAL; fullfsync unknown.")
+    assert subs == (
+        "wal/off: synchronous=OFF hands data to the OS without any sync. Evidence: "
+        "journal mode WAL; synchronous OFF; fullfsync unknown.",
+        "wal/normal: WAL with synchronous=NORMAL syncs only at checkpoints; the last "
+        "commits may roll back after power loss. Evidence: journal mode WAL; "
+        "synchronous NORMAL; fullfsync unknown.",
+    )
     assert item.text.startswith("Advice: For a journal that must survive power loss")
 
 
 def test_evidence_reads_as_sentences_with_units():
-    assert describe.evidence_text({"p50_ns": 45_270.0, "hypervisor_flag": True, "dmi_vendor": None,
-                                   "flush_ms": 0.1141, "dirty_bytes": 4096,
-                                   "bandwidth_bytes_per_s": 5.665e8, "elapsed_s": 2.5,
-                                   "ops_per_s": 1234.4, "lost_ranges": [[91, 100], [120, 120]]}) == (
+    assert describe.evidence_text(
+        {
+            "p50_ns": 45_270.0,
+            "hypervisor_flag": True,
+            "dmi_vendor": None,
+            "flush_ms": 0.1141,
+            "dirty_bytes": 4096,
+            "bandwidth_bytes_per_s": 5.665e8,
+            "elapsed_s": 2.5,
+            "ops_per_s": 1234.4,
+            "lost_ranges": [[91, 100], [120, 120]],
+        }
+    ) == (
         "p50 45.3 us; hypervisor flag yes; dmi vendor unknown; flush 0.1141 ms; "
         "dirty 4,096 bytes; bandwidth 566 MB/s; elapsed 2.5 s; ops 1,234/s; lost ranges 91-100, "
-        "120-120")
+        "120-120"
+    )
 
 
 # --------------------------------------------------------------------------- first screen
@@ -197,15 +236,28 @@ def _layout(page: str, tmp_path: Path) -> dict[str, float]:
     """Bottom edges (CSS px) of the answer box and the results table at 1400x900, measured
     by headless Chromium on a copy of the page with a probe script added (the report
     itself has none)."""
-    probe = ("<script>window.addEventListener('load',()=>{const b=s=>document.querySelector(s)"
-             ".getBoundingClientRect().bottom;document.title=JSON.stringify({answer:b('#answer'),"
-             "table:b('#results table'),viewport:window.innerHeight})})</script>")
+    probe = (
+        "<script>window.addEventListener('load',()=>{const b=s=>document.querySelector(s)"
+        ".getBoundingClientRect().bottom;document.title=JSON.stringify({answer:b('#answer'),"
+        "table:b('#results table'),viewport:window.innerHeight})})</script>"
+    )
     path = tmp_path / "probe.html"
     path.write_text(page.replace("</body>", probe + "</body>"))
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    proc = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu",
-                           "--window-size=1400,900", "--dump-dom", path.as_uri()],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--window-size=1400,900",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     import json
 
     title = re.search(r"<title>(\{.*?\})</title>", proc.stdout)
@@ -213,8 +265,10 @@ def _layout(page: str, tmp_path: Path) -> dict[str, float]:
     return json.loads(html_lib.unescape(title.group(1)))
 
 
-@pytest.mark.skipif(not (shutil.which("chromium") or shutil.which("chromium-browser")),
-                    reason="headless Chromium not installed (apt-get install chromium)")
+@pytest.mark.skipif(
+    not (shutil.which("chromium") or shutil.which("chromium-browser")),
+    reason="headless Chromium not installed (apt-get install chromium)",
+)
 @pytest.mark.parametrize("which", ["example", "sampled"])
 def test_html_first_screen_holds_the_answer_and_the_latency_table(tmp_path, which):
     """The committed example is a default run of this VM (14 rows, 3 rounds); the sampled

@@ -18,8 +18,12 @@ from fsyncbench.report import compare, store
 
 def _round(seed, scale=1.0, flushes=100):
     rep = sampled.report(scale, seed=seed, n=1000)
-    return tuple(dataclasses.replace(r, device_flushes=(FlushDelta("vda", flushes, 5, 200),))
-                 if r.kind == "flush" else r for r in rep.results)
+    return tuple(
+        dataclasses.replace(r, device_flushes=(FlushDelta("vda", flushes, 5, 200),))
+        if r.kind == "flush"
+        else r
+        for r in rep.results
+    )
 
 
 def test_merge_joins_samples_in_round_order_and_tags_each_slice():
@@ -37,7 +41,9 @@ def test_merge_joins_samples_in_round_order_and_tags_each_slice():
     assert full.summary.p50_interval.method == stats.METHOD_ROUNDS
     flush = next(r for r in merged if r.kind == "flush")
     assert flush.device_flushes == (FlushDelta("vda", 300, 15, 600),)
-    assert flush.syncs_issued == sum(next(r for r in p if r.kind == "flush").syncs_issued for p in parts)
+    assert flush.syncs_issued == sum(
+        next(r for r in p if r.kind == "flush").syncs_issued for p in parts
+    )
 
 
 def test_merge_refuses_rounds_that_measured_different_things():
@@ -47,8 +53,14 @@ def test_merge_refuses_rounds_that_measured_different_things():
 
 
 def test_round_plans_share_budgets_and_counts_exactly(tmp_path):
-    plan = runner.RunPlan(target=tmp_path, configs=runner.build_configs("wal", "full"),
-                          samples=100, run_budget_s=9.0, budget_s=6.0, rounds=3)
+    plan = runner.RunPlan(
+        target=tmp_path,
+        configs=runner.build_configs("wal", "full"),
+        samples=100,
+        run_budget_s=9.0,
+        budget_s=6.0,
+        rounds=3,
+    )
     subs = [rounds.round_plan(plan, k, tmp_path) for k in range(3)]
     assert sum(s.samples for s in subs) == 100
     assert all(s.rounds == 1 and s.run_budget_s == 3.0 and s.budget_s == 2.0 for s in subs)
@@ -60,16 +72,38 @@ def test_a_failing_worker_is_one_line(tmp_path):
     request = tmp_path / "request.json"
     request.write_text(json.dumps({"plan": {"target": str(tmp_path / "gone")}, "host": {}}))
     proc = subprocess.run(
-        [sys.executable, "-m", "fsyncbench.measure.rounds", str(request), str(tmp_path / "out.json")],
-        capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "fsyncbench.measure.rounds",
+            str(request),
+            str(tmp_path / "out.json"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
     assert proc.stderr.startswith("fsyncbench: ") and "Traceback" not in proc.stderr
 
 
 def test_run_with_rounds_end_to_end(tmp_path):
     out = tmp_path / "out"
-    proc = fsb("run", tmp_path, "--rounds", "3", "--no-primitives", "--journal-mode", "wal",
-               "--synchronous", "off,full", "--run-budget-seconds", "3", "--quiet", "--report-dir", out)
+    proc = fsb(
+        "run",
+        tmp_path,
+        "--rounds",
+        "3",
+        "--no-primitives",
+        "--journal-mode",
+        "wal",
+        "--synchronous",
+        "off,full",
+        "--run-budget-seconds",
+        "3",
+        "--quiet",
+        "--report-dir",
+        out,
+    )
     assert proc.returncode == 0, proc.stderr
     assert leftovers(tmp_path) == []
     report = store.load_report(next(out.glob("*.json")))
@@ -87,13 +121,16 @@ def test_compare_says_when_the_machine_itself_changed():
     a, b = sampled.report(1.0, seed=0), sampled.report(1.0, seed=1)
     floor = sampled.result("floor", stats.FLOOR_COMMIT, "none", 10_000, 2000, 7)
     slower = sampled.result("floor", stats.FLOOR_COMMIT, "none", 20_000, 2000, 8)
-    same = compare.compare_pair(dataclasses.replace(a, floors=(floor,)),
-                                dataclasses.replace(b, floors=(floor,)))
+    same = compare.compare_pair(
+        dataclasses.replace(a, floors=(floor,)), dataclasses.replace(b, floors=(floor,))
+    )
     assert same.floor_moved == ()
-    moved = compare.compare_pair(dataclasses.replace(a, floors=(floor,)),
-                                 dataclasses.replace(b, floors=(slower,)))
+    moved = compare.compare_pair(
+        dataclasses.replace(a, floors=(floor,)), dataclasses.replace(b, floors=(slower,))
+    )
     assert [name for name, _ in moved.floor_moved] == [stats.FLOOR_COMMIT]
     from fsyncbench.report import tables as render
 
     assert "The machine itself changed between the runs" in render.render_compare(
-        a, b, moved, ["a", "b"])
+        a, b, moved, ["a", "b"]
+    )

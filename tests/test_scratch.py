@@ -41,14 +41,24 @@ def test_sweep_removes_dead_owners_and_leaves_live_and_unknown_ones(tmp_path):
     me = psutil.Process()
     (tmp_path / "users-file").write_text("keep")
     (tmp_path / ".fsyncbench-not-a-dir").write_text("a file of the user's")
-    dead = _leftover(tmp_path, "dead", {"pid": _dead_pid(), "started": 1.0,
-                                        "boot_id": scratch.boot_id()})
-    rebooted = _leftover(tmp_path, "reboot", {"pid": os.getpid(), "started": me.create_time(),
-                                              "boot_id": "another-boot"})
-    reused = _leftover(tmp_path, "reused", {"pid": os.getpid(), "started": me.create_time() - 3600,
-                                            "boot_id": scratch.boot_id()})
-    live = _leftover(tmp_path, "live", {"pid": os.getpid(), "started": me.create_time(),
-                                        "boot_id": scratch.boot_id()})
+    dead = _leftover(
+        tmp_path, "dead", {"pid": _dead_pid(), "started": 1.0, "boot_id": scratch.boot_id()}
+    )
+    rebooted = _leftover(
+        tmp_path,
+        "reboot",
+        {"pid": os.getpid(), "started": me.create_time(), "boot_id": "another-boot"},
+    )
+    reused = _leftover(
+        tmp_path,
+        "reused",
+        {"pid": os.getpid(), "started": me.create_time() - 3600, "boot_id": scratch.boot_id()},
+    )
+    live = _leftover(
+        tmp_path,
+        "live",
+        {"pid": os.getpid(), "started": me.create_time(), "boot_id": scratch.boot_id()},
+    )
     unknown = _leftover(tmp_path, "old", None)
     messages = scratch.sweep_leftovers(tmp_path)
     assert not dead.exists() and not rebooted.exists() and not reused.exists()
@@ -67,8 +77,22 @@ def test_after_sigkill_the_next_run_removes_the_leftover_and_says_so(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
     (left,) = leftovers(target)
-    nxt = fsb("run", target, "--report-dir", tmp_path / "o2", "--samples", "20", "--quiet",
-              "--rounds", "1", "--no-primitives", "--journal-mode", "wal", "--synchronous", "off")
+    nxt = fsb(
+        "run",
+        target,
+        "--report-dir",
+        tmp_path / "o2",
+        "--samples",
+        "20",
+        "--quiet",
+        "--rounds",
+        "1",
+        "--no-primitives",
+        "--journal-mode",
+        "wal",
+        "--synchronous",
+        "off",
+    )
     assert nxt.returncode == 0, nxt.stderr
     assert f"fsyncbench: note: removed {target / left}, left behind by a run" in nxt.stderr
     assert f"(pid {proc.pid}, no longer running)" in nxt.stderr
@@ -81,8 +105,22 @@ def test_a_concurrent_run_is_left_alone(tmp_path):
     proc = start_long_run(target, tmp_path / "o1")
     try:
         (theirs,) = leftovers(target)
-        nxt = fsb("run", target, "--report-dir", tmp_path / "o2", "--samples", "20", "--quiet",
-                  "--rounds", "1", "--no-primitives", "--journal-mode", "wal", "--synchronous", "off")
+        nxt = fsb(
+            "run",
+            target,
+            "--report-dir",
+            tmp_path / "o2",
+            "--samples",
+            "20",
+            "--quiet",
+            "--rounds",
+            "1",
+            "--no-primitives",
+            "--journal-mode",
+            "wal",
+            "--synchronous",
+            "off",
+        )
         assert nxt.returncode == 0, nxt.stderr
         assert f"another fsyncbench (pid {proc.pid}) is working in {target}" in nxt.stderr
         assert (target / theirs).is_dir()

@@ -29,21 +29,31 @@ from fsyncbench.model import (
 )
 from fsyncbench.report import wording
 
-VDA = BlockDevice("vda", rotational=True, write_cache="write back", transport="virtio",
-                  has_flush_counters=True)
-LOOP0 = BlockDevice("loop0", rotational=False, write_cache="write back", transport="loop",
-                    has_flush_counters=True)
+VDA = BlockDevice(
+    "vda", rotational=True, write_cache="write back", transport="virtio", has_flush_counters=True
+)
+LOOP0 = BlockDevice(
+    "loop0", rotational=False, write_cache="write back", transport="loop", has_flush_counters=True
+)
 
 
 def stacked(layers, virt=BARE, declared=()) -> Host:
     disks = tuple(layer.device for layer in layers if layer.holds_bytes and layer.device)
     top = next(layer for layer in layers if layer.fs_type)
     mount = Mount(top.name, top.fs_type, top.source or "/dev/x", top.options)
-    return Host(hostname="h", os_name="Linux", virtualization=virt,
-                target=StorageTarget(path=top.name, mount=mount, layers=tuple(layers),
-                                     disks=disks, chain=tuple(layer.name for layer in layers
-                                                              if layer.device),
-                                     declared=tuple(declared)))
+    return Host(
+        hostname="h",
+        os_name="Linux",
+        virtualization=virt,
+        target=StorageTarget(
+            path=top.name,
+            mount=mount,
+            layers=tuple(layers),
+            disks=disks,
+            chain=tuple(layer.name for layer in layers if layer.device),
+            declared=tuple(declared),
+        ),
+    )
 
 
 def fs(mount_point, fs_type="ext4", source="/dev/x", options=("rw",), depth=0):
@@ -51,8 +61,9 @@ def fs(mount_point, fs_type="ext4", source="/dev/x", options=("rw",), depth=0):
 
 
 def loop(name="loop0", depth=1, device=LOOP0):
-    return StorageLayer("loop", name, FLUSH_FSYNCS_BACKING_FILE, depth, device=device,
-                        note="backing file /img")
+    return StorageLayer(
+        "loop", name, FLUSH_FSYNCS_BACKING_FILE, depth, device=device, note="backing file /img"
+    )
 
 
 def counted(p50_ns, deltas, syncs=1000, primitive="fdatasync"):
@@ -77,8 +88,13 @@ def test_loop_on_tmpfs_is_no_flush_and_its_loop_counters_prove_nothing():
 
 
 def test_zram_is_no_flush_even_though_it_claims_write_through():
-    zram = BlockDevice("zram0", rotational=False, write_cache="write through", transport="zram",
-                       has_flush_counters=True)
+    zram = BlockDevice(
+        "zram0",
+        rotational=False,
+        write_cache="write through",
+        transport="zram",
+        has_flush_counters=True,
+    )
     h = stacked([fs("/z", source="/dev/zram0"), disk_layer(zram, 1)], virt=VM)
     v = engine.judge(h, [counted(13_000, [FlushDelta("zram0", 0, 0, 1000)])])
     assert (v.path_verdict, v.decided_by) == (NO_FLUSH, "ram-backed-storage")
@@ -92,7 +108,11 @@ def test_flushes_lost_between_a_layer_that_got_them_and_the_disk_are_volatile_ca
     h = stacked([fs("/mnt"), loop(), fs("/", depth=2), disk_layer(VDA, 3)])
     r = counted(40_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("vda", 0, 0, 1000)])
     v = engine.judge(h, [r])
-    assert (v.path_verdict, v.decided_by, v.strength) == (VOLATILE_CACHE, "flushes-stripped", MEASURED)
+    assert (v.path_verdict, v.decided_by, v.strength) == (
+        VOLATILE_CACHE,
+        "flushes-stripped",
+        MEASURED,
+    )
     assert "loop0 received 1.00 flushes per sync" in deciding(v).message
 
 
@@ -123,8 +143,9 @@ def test_nobarrier_names_the_mount_option_and_is_volatile_cache_not_no_flush():
 
 
 def test_nobarrier_on_the_filesystem_holding_a_loop_backing_file_is_found():
-    h = stacked([fs("/mnt"), loop(), fs("/", options=("rw", "barrier=0"), depth=2),
-                 disk_layer(VDA, 3)])
+    h = stacked(
+        [fs("/mnt"), loop(), fs("/", options=("rw", "barrier=0"), depth=2), disk_layer(VDA, 3)]
+    )
     r = counted(40_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("vda", 0, 0, 1000)])
     v = engine.judge(h, [r])
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
@@ -149,26 +170,39 @@ def test_apple_m1_nvme_with_deferred_flushes_is_volatile_cache_by_device_floor()
     """Bare metal, Asahi's apple-nvme deferring flushes: 83 µs per write+flush on a
     write-back consumer NVMe without power-loss protection (a flush to NAND there takes
     17-18 ms, Jens Axboe's 'defer cache flushes' commit)."""
-    nvme = BlockDevice("nvme0n1", model="APPLE SSD AP0512Q", rotational=False,
-                       write_cache="write back", transport="nvme", has_flush_counters=True)
+    nvme = BlockDevice(
+        "nvme0n1",
+        model="APPLE SSD AP0512Q",
+        rotational=False,
+        write_cache="write back",
+        transport="nvme",
+        has_flush_counters=True,
+    )
     h = stacked([fs("/", source="/dev/nvme0n1p5"), disk_layer(nvme, 1)])
     v = engine.judge(h, [counted(83_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
     assert (v.path_verdict, v.decided_by, v.strength) == (
-        VOLATILE_CACHE, "flush-below-device-floor", INFERRED)
+        VOLATILE_CACHE,
+        "flush-below-device-floor",
+        INFERRED,
+    )
     assert deciding(v).evidence["floor_ns"] == 150_000
     assert "power-loss protection" in deciding(v).evidence["device_class"]
 
 
 def test_fast_flush_is_plausible_on_a_plp_family_a_write_through_drive_or_when_declared():
     def judge(model, cache, declared=()):
-        d = BlockDevice("nvme0n1", model=model, rotational=False, write_cache=cache,
-                        has_flush_counters=True)
+        d = BlockDevice(
+            "nvme0n1", model=model, rotational=False, write_cache=cache, has_flush_counters=True
+        )
         h = stacked([fs("/"), disk_layer(d, 1)], declared=declared)
         return engine.judge(h, [counted(30_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
 
     plp = judge("SAMSUNG MZQL2960HCJR-00A07", "write back")  # PM9A3
     assert (plp.path_verdict, plp.decided_by, plp.strength) == (
-        HONEST_FLUSH, "flushes-reach-device", INFERRED)
+        HONEST_FLUSH,
+        "flushes-reach-device",
+        INFERRED,
+    )
     assert "PM9A3" in deciding(plp).evidence["fast_flush_allowed_by"]
     consumer = judge("Samsung SSD 990 PRO 2TB", "write back")
     assert consumer.path_verdict == VOLATILE_CACHE
@@ -180,13 +214,22 @@ def test_fast_flush_is_plausible_on_a_plp_family_a_write_through_drive_or_when_d
 
 
 def test_virtualbox_guest_is_volatile_cache_inferred_from_the_default():
-    vbox = BlockDevice("sda", vendor="ATA", model="VBOX HARDDISK", rotational=True,
-                       write_cache="write back", has_flush_counters=True)
+    vbox = BlockDevice(
+        "sda",
+        vendor="ATA",
+        model="VBOX HARDDISK",
+        rotational=True,
+        write_cache="write back",
+        has_flush_counters=True,
+    )
     virt = Virtualization(hypervisor_flag=True, dmi_vendor="innotek GmbH", dmi_product="VirtualBox")
     h = stacked([fs("/"), disk_layer(vbox, 1)], virt=virt)
     v = engine.judge(h, [counted(900_000, [FlushDelta("sda", 1000, 100, 1000)])])
     assert (v.path_verdict, v.decided_by, v.strength) == (
-        VOLATILE_CACHE, "hypervisor-ignores-flush", INFERRED)
+        VOLATILE_CACHE,
+        "hypervisor-ignores-flush",
+        INFERRED,
+    )
     assert "IgnoreFlush" in deciding(v).advice
     # the generic VM rule (the host's cache mode cannot be seen) points elsewhere: shown
     assert any(f.code == "virtualized-storage" and f.stance == "disagrees" for f in v.findings)
@@ -194,16 +237,26 @@ def test_virtualbox_guest_is_volatile_cache_inferred_from_the_default():
 
 def test_only_non_standard_primitive_names_still_decide_the_path():
     """FreeBSD diskinfo -S flushes with ioctl(DIOCGFLUSH) (diskinfo.c slogbench)."""
-    h = simple_host(disks=(BlockDevice("ada0", rotational=True, write_cache="write back"),),
-                    virt=BARE)
+    h = simple_host(
+        disks=(BlockDevice("ada0", rotational=True, write_cache="write back"),), virt=BARE
+    )
     v = engine.judge(h, [flush("DIOCGFLUSH", 8_000_000)])
     assert v.decided_by != "no-evidence"
     assert (v.path_verdict, v.decided_by) == (HONEST_FLUSH, "flush-latency-plausible")
 
 
 def test_latency_only_honest_says_so_in_every_rendering():
-    h = simple_host(disks=(BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB",
-                                       rotational=False, write_cache="write back"),), virt=BARE)
+    h = simple_host(
+        disks=(
+            BlockDevice(
+                "nvme0n1",
+                model="Samsung SSD 990 PRO 2TB",
+                rotational=False,
+                write_cache="write back",
+            ),
+        ),
+        virt=BARE,
+    )
     from fsyncbench import api
 
     v = engine.judge(h, [flush("fdatasync", 1_600_000)])
@@ -219,8 +272,10 @@ def test_latency_only_honest_says_so_in_every_rendering():
 
 
 def test_weaker_disagreeing_signal_is_shown_not_hidden():
-    h = simple_host(disks=(BlockDevice("vda", rotational=True, write_cache="write back",
-                                       transport="virtio"),), virt=VM)
+    h = simple_host(
+        disks=(BlockDevice("vda", rotational=True, write_cache="write back", transport="virtio"),),
+        virt=VM,
+    )
     v = engine.judge(h, [flush("fdatasync", 300_000)])
     assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "virtualized-storage")
     other = next(f for f in v.findings if f.code == "flush-latency-plausible")
@@ -239,8 +294,13 @@ def test_an_old_report_whose_walk_stopped_at_a_loop_device_is_not_trusted():
 def test_counters_are_read_on_the_disk_holding_the_bytes_not_the_loop_device():
     """Bare metal, a loop file on an SSD: loop0 counts what the inner filesystem sent (1 per
     sync), the SSD what reached it (1.5: the outer ext4's journal adds a pre-flush)."""
-    sda = BlockDevice("sda", model="Samsung SSD 990 PRO 2TB", rotational=False,
-                      write_cache="write back", has_flush_counters=True)
+    sda = BlockDevice(
+        "sda",
+        model="Samsung SSD 990 PRO 2TB",
+        rotational=False,
+        write_cache="write back",
+        has_flush_counters=True,
+    )
     h = stacked([fs("/mnt"), loop(), fs("/", depth=2), disk_layer(sda, 3)])
     r = counted(1_600_000, [FlushDelta("loop0", 1000, 0, 1000), FlushDelta("sda", 1500, 900, 2000)])
     v = engine.judge(h, [r])
@@ -257,8 +317,13 @@ def _baseline(flushes_on, elapsed_ns, device="vda"):
     from factories import write
 
     w = write(3_000)
-    return w.__class__(**{**w.__dict__, "elapsed_ns": elapsed_ns,
-                          "device_flushes": (FlushDelta(device, flushes_on, 0, 0),)})
+    return w.__class__(
+        **{
+            **w.__dict__,
+            "elapsed_ns": elapsed_ns,
+            "device_flushes": (FlushDelta(device, flushes_on, 0, 0),),
+        }
+    )
 
 
 def _timed(r, elapsed_ns):
@@ -281,8 +346,10 @@ def test_other_io_on_the_disk_cannot_fake_flushes_reaching_it():
 def test_zero_flushes_on_the_loop_device_under_a_nobarrier_filesystem_beats_disk_noise():
     """The loop device under the filesystem sees only what the filesystem sent: 0 flushes
     there is measured whatever other processes make the disk below count."""
-    h = stacked([fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2),
-                 disk_layer(VDA, 3)], virt=VM)
+    h = stacked(
+        [fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2), disk_layer(VDA, 3)],
+        virt=VM,
+    )
     r = counted(40_000, [FlushDelta("loop0", 0, 0, 1000), FlushDelta("vda", 900, 50, 1900)])
     v = engine.judge(h, [r])
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
@@ -293,10 +360,12 @@ def test_nobarrier_over_a_loop_device_is_volatile_even_on_a_write_through_disk()
     """The cache right below the nobarrier filesystem is the loop device's (the host page
     cache), whatever the disk under the backing file reports."""
     wt = BlockDevice("sda", rotational=False, write_cache="write through", has_flush_counters=True)
-    h = stacked([fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2),
-                 disk_layer(wt, 3)])
-    v = engine.judge(h, [counted(20_000, [FlushDelta("loop0", 0, 0, 1000),
-                                         FlushDelta("sda", 0, 0, 0)])])
+    h = stacked(
+        [fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2), disk_layer(wt, 3)]
+    )
+    v = engine.judge(
+        h, [counted(20_000, [FlushDelta("loop0", 0, 0, 1000), FlushDelta("sda", 0, 0, 0)])]
+    )
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
     v2 = engine.judge(h, [flush("fdatasync", 20_000)])  # no counters at all
     assert (v2.path_verdict, v2.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
@@ -313,8 +382,9 @@ def test_an_interposer_that_writes_without_flushing_is_named():
     import dataclasses
 
     h = dataclasses.replace(h, ld_preload="/opt/lib/libcompat.so")
-    c = SyscallComparison("fdatasync", 75, "x86_64", 200, 198_000, 769_000,
-                          libc_flushes=61, syscall_flushes=242)
+    c = SyscallComparison(
+        "fdatasync", 75, "x86_64", 200, 198_000, 769_000, libc_flushes=61, syscall_flushes=242
+    )
     r = counted(198_000, [FlushDelta("sda", 20, 0, 1000)])
     v = engine.judge(h, [r], Evidence(syscall_comparisons=(c,)))
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "preload-skips-flush")
@@ -335,24 +405,35 @@ def test_a_legacy_report_naming_a_loop_in_its_chain_is_read_with_that_loop():
     version. Its loop2 counts are not media counts and the stack is not followed."""
     from fsyncbench.model import Host, Mount, StorageTarget
 
-    h = Host("h", "Linux", StorageTarget("/mnt", Mount("/mnt", "ext4", "/dev/loop2"),
-                                         chain=("loop2",)), virtualization=VM)
+    h = Host(
+        "h",
+        "Linux",
+        StorageTarget("/mnt", Mount("/mnt", "ext4", "/dev/loop2"), chain=("loop2",)),
+        virtualization=VM,
+    )
     v = engine.judge(h, [counted(40_000, [FlushDelta("loop2", 1000, 20, 2000)])])
     assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "stack-not-followed")
-    assert "1.00 device flushes" not in " ".join(f.message for f in v.findings
-                                                   if f.code == "virtualized-storage")
+    assert "1.00 device flushes" not in " ".join(
+        f.message for f in v.findings if f.code == "virtualized-storage"
+    )
 
 
 def test_a_commit_rule_agrees_with_a_stronger_no_flush_instead_of_replacing_it():
     from factories import commit
 
     h = stacked([fs("/mnt/img"), loop(), fs("/dev/shm", "tmpfs", "tmpfs", depth=2)], virt=VM)
-    results = [flush("fdatasync", 40_000), commit("DELETE", "OFF", 80_000),
-               commit("DELETE", "FULL", 82_000)]
+    results = [
+        flush("fdatasync", 40_000),
+        commit("DELETE", "OFF", 80_000),
+        commit("DELETE", "FULL", 82_000),
+    ]
     v = engine.judge(h, results)
     row = next(x for x in v.results if x.subject == "delete/full")
     assert (row.path_verdict, row.decided_by, row.strength) == (
-        NO_FLUSH, "ram-backed-storage", MEASURED)
+        NO_FLUSH,
+        "ram-backed-storage",
+        MEASURED,
+    )
     agree = next(f for f in v.findings if f.code == "sync-costs-nothing")
     assert (agree.stance, agree.strength) == ("agrees", INFERRED)
     assert "no slower than" not in agree.message  # 2 us slower: "only 2.0 us more"
@@ -361,18 +442,28 @@ def test_a_commit_rule_agrees_with_a_stronger_no_flush_instead_of_replacing_it()
 def test_a_flush_no_slower_than_the_plain_write_reaches_no_device():
     from factories import write
 
-    h = simple_host(disks=(BlockDevice("vda", rotational=True, write_cache="write back",
-                                       transport="virtio"),), virt=VM)
+    h = simple_host(
+        disks=(BlockDevice("vda", rotational=True, write_cache="write back", transport="virtio"),),
+        virt=VM,
+    )
     v = engine.judge(h, [write(3_000), flush("fsync", 3_500), flush("fdatasync", 120_000)])
     by = {x.subject: x for x in v.results}
-    assert (by["write+fsync"].path_verdict, by["write+fsync"].decided_by,
-            by["write+fsync"].strength) == (NO_FLUSH, "flush-costs-nothing", INFERRED)
+    assert (
+        by["write+fsync"].path_verdict,
+        by["write+fsync"].decided_by,
+        by["write+fsync"].strength,
+    ) == (NO_FLUSH, "flush-costs-nothing", INFERRED)
     assert by["write+fdatasync"].path_verdict == UNVERIFIABLE
 
 
 def test_declarations_are_normalised_and_unknown_ones_reported():
-    d = BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB", rotational=False,
-                    write_cache="write back", has_flush_counters=True)
+    d = BlockDevice(
+        "nvme0n1",
+        model="Samsung SSD 990 PRO 2TB",
+        rotational=False,
+        write_cache="write back",
+        has_flush_counters=True,
+    )
     h = stacked([fs("/"), disk_layer(d, 1)], declared=("PLP", "nonsense"))
     v = engine.judge(h, [counted(30_000, [FlushDelta("nvme0n1", 1000, 10, 1000)])])
     assert v.path_verdict == HONEST_FLUSH
@@ -383,8 +474,9 @@ def test_declarations_are_normalised_and_unknown_ones_reported():
 def test_primitives_on_either_side_of_a_floor_are_called_out():
     """8 % apart, one each side of the 150 µs consumer-SSD floor: the report says the two
     primitives of one path disagree instead of leaving the contradiction silent."""
-    d = BlockDevice("nvme0n1", model="Samsung SSD 990 PRO 2TB", rotational=False,
-                    write_cache="write back")
+    d = BlockDevice(
+        "nvme0n1", model="Samsung SSD 990 PRO 2TB", rotational=False, write_cache="write back"
+    )
     h = simple_host(disks=(d,), virt=BARE)
     v = engine.judge(h, [flush("fdatasync", 140_700), flush("fsync", 152_200)])
     by = {x.subject: x.path_verdict for x in v.results}
@@ -407,17 +499,25 @@ def test_a_stack_partly_on_ram_is_a_named_risk_not_a_certain_loss():
 
 
 def test_nobarrier_directly_on_a_power_protected_disk_is_not_a_risk_but_on_a_loop_it_is():
-    plp = BlockDevice("sda", model="INTEL SSDSC2KB96", rotational=False,
-                      write_cache="write back", has_flush_counters=True)
+    plp = BlockDevice(
+        "sda",
+        model="INTEL SSDSC2KB96",
+        rotational=False,
+        write_cache="write back",
+        has_flush_counters=True,
+    )
     on_disk = stacked([fs("/data", options=("rw", "nobarrier")), disk_layer(plp, 1)])
     r = counted(30_000, [FlushDelta("sda", 0, 0, 1000)])
     v = engine.judge(on_disk, [r])
     assert v.path_verdict == HONEST_FLUSH and "barriers-disabled" not in {
-        f.code for f in v.findings}
-    on_loop = stacked([fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2),
-                       disk_layer(plp, 3)])
-    v2 = engine.judge(on_loop, [counted(30_000, [FlushDelta("loop0", 0, 0, 1000),
-                                                FlushDelta("sda", 0, 0, 0)])])
+        f.code for f in v.findings
+    }
+    on_loop = stacked(
+        [fs("/mnt", options=("rw", "nobarrier")), loop(), fs("/", depth=2), disk_layer(plp, 3)]
+    )
+    v2 = engine.judge(
+        on_loop, [counted(30_000, [FlushDelta("loop0", 0, 0, 1000), FlushDelta("sda", 0, 0, 0)])]
+    )
     assert (v2.path_verdict, v2.decided_by) == (VOLATILE_CACHE, "barriers-disabled")
 
 
@@ -429,16 +529,24 @@ def test_an_interposer_that_still_writes_agrees_and_keeps_commit_rows_volatile()
     from fsyncbench.model import Evidence, Pragmas, SyncTrace, SyscallComparison
 
     ssd = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
-    h = dataclasses.replace(stacked([fs("/data"), disk_layer(ssd, 1)]),
-                            ld_preload="/opt/lib/libcompat.so")
-    c = SyscallComparison("fdatasync", 75, "x86_64", 200, 198_000, 769_000,
-                          libc_flushes=0, syscall_flushes=205)
-    traces = (SyncTrace(Pragmas("WAL", "FULL"), 20, {"sync_file_range": 20},
-                        ld_preload="/opt/lib/libcompat.so"),
-              SyncTrace(Pragmas("WAL", "FULL"), 20, {"fdatasync": 20}))
+    h = dataclasses.replace(
+        stacked([fs("/data"), disk_layer(ssd, 1)]), ld_preload="/opt/lib/libcompat.so"
+    )
+    c = SyscallComparison(
+        "fdatasync", 75, "x86_64", 200, 198_000, 769_000, libc_flushes=0, syscall_flushes=205
+    )
+    traces = (
+        SyncTrace(
+            Pragmas("WAL", "FULL"), 20, {"sync_file_range": 20}, ld_preload="/opt/lib/libcompat.so"
+        ),
+        SyncTrace(Pragmas("WAL", "FULL"), 20, {"fdatasync": 20}),
+    )
     r = counted(198_000, [FlushDelta("sda", 0, 0, 1000)])
-    v = engine.judge(h, [r, commit("WAL", "FULL", 400_000)], Evidence(syscall_comparisons=(c,),
-                                                                     sync_traces=traces))
+    v = engine.judge(
+        h,
+        [r, commit("WAL", "FULL", 400_000)],
+        Evidence(syscall_comparisons=(c,), sync_traces=traces),
+    )
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "preload-skips-flush")
     libc = next(f for f in v.findings if f.code == "libc-sync-interposed")
     assert (libc.points_to, libc.stance) == (VOLATILE_CACHE, "agrees")
@@ -458,8 +566,9 @@ def _o_dsync(p50_ns, deltas, syncs=1000, primitive="O_DSYNC"):
 def test_o_dsync_writes_without_flushes_on_a_fua_disk_are_not_called_lost():
     """A disk that declares FUA may take an O_DSYNC write write-through, with no cache flush
     counted: 0 flushes with the writes arriving is no evidence of loss there."""
-    fua = BlockDevice("nvme0n1", rotational=False, write_cache="write back", fua=True,
-                      has_flush_counters=True)
+    fua = BlockDevice(
+        "nvme0n1", rotational=False, write_cache="write back", fua=True, has_flush_counters=True
+    )
     h = stacked([fs("/data"), disk_layer(fua, 1)])
     v = engine.judge(h, [_o_dsync(400_000, [FlushDelta("nvme0n1", 0, 0, 1000)])])
     assert v.path_verdict not in (VOLATILE_CACHE, NO_FLUSH)
@@ -467,14 +576,16 @@ def test_o_dsync_writes_without_flushes_on_a_fua_disk_are_not_called_lost():
 
 
 def test_o_dsync_writes_without_flushes_on_a_disk_without_fua_are_flushes_not_sent():
-    nofua = BlockDevice("sda", rotational=False, write_cache="write back", fua=False,
-                        has_flush_counters=True)
+    nofua = BlockDevice(
+        "sda", rotational=False, write_cache="write back", fua=False, has_flush_counters=True
+    )
     h = stacked([fs("/data"), disk_layer(nofua, 1)])
     v = engine.judge(h, [_o_dsync(40_000, [FlushDelta("sda", 0, 0, 1000)])])
     assert (v.path_verdict, v.decided_by) == (VOLATILE_CACHE, "flushes-not-sent")
     # the same write with nothing reaching the disk is dropped, FUA or not
-    fua = BlockDevice("nvme0n1", rotational=False, write_cache="write back", fua=True,
-                      has_flush_counters=True)
+    fua = BlockDevice(
+        "nvme0n1", rotational=False, write_cache="write back", fua=True, has_flush_counters=True
+    )
     h2 = stacked([fs("/data"), disk_layer(fua, 1)])
     v2 = engine.judge(h2, [_o_dsync(2_000, [FlushDelta("nvme0n1", 0, 0, 2)])])
     assert (v2.path_verdict, v2.decided_by) == (NO_FLUSH, "flushes-dropped")
@@ -558,12 +669,16 @@ def test_labels_name_ram_partitions_volatile_overlays_and_barrier_options():
     assert stack.label(disk_layer(ZRAM0, 1)) == "zram0 (RAM)"
     assert stack.label(disk_layer(SDA_WB, 1)) == "sda"
     assert stack.label(_partition()) == "sda1"
-    assert stack.label(fs("/merged", "overlay", "overlay", ("rw", "volatile"))) == \
-        "overlay /merged (volatile)"
+    assert (
+        stack.label(fs("/merged", "overlay", "overlay", ("rw", "volatile")))
+        == "overlay /merged (volatile)"
+    )
     assert stack.label(fs("/merged", "overlay", "overlay", ("rw",))) == "overlay /merged"
     assert stack.label(fs("/data", options=("rw", "nobarrier"))) == "ext4 /data (nobarrier)"
-    assert stack.label(fs("/data", "xfs", options=("rw", "nobarrier", "barrier=0"))) == \
-        "xfs /data (barrier=0, nobarrier)"
+    assert (
+        stack.label(fs("/data", "xfs", options=("rw", "nobarrier", "barrier=0")))
+        == "xfs /data (barrier=0, nobarrier)"
+    )
 
 
 def test_chain_text_joins_siblings_with_plus_and_says_unknown_for_no_stack():
@@ -580,10 +695,12 @@ def test_chain_text_joins_siblings_with_plus_and_says_unknown_for_no_stack():
 
 
 def _ssd_class(model, cache, declared=()):
-    d = BlockDevice("nvme0n1", model=model, rotational=False, write_cache=cache,
-                    has_flush_counters=True)
-    return devices.device_class(stacked([fs("/"), disk_layer(d, 1)], declared=declared),
-                                "fdatasync")
+    d = BlockDevice(
+        "nvme0n1", model=model, rotational=False, write_cache=cache, has_flush_counters=True
+    )
+    return devices.device_class(
+        stacked([fs("/"), disk_layer(d, 1)], declared=declared), "fdatasync"
+    )
 
 
 def test_why_a_fast_flush_is_allowed_is_said_exactly():
@@ -593,22 +710,31 @@ def test_why_a_fast_flush_is_allowed_is_said_exactly():
     name = "SSD with power-loss protection or no volatile write cache"
     declared = _ssd_class("Samsung SSD 990 PRO 2TB", "write back", declared=("plp",))
     assert (declared.name, declared.floor_ns, declared.plp) == (
-        name, 15_000,
-        "power-loss protection declared by the user (--assume plp), not verified")
+        name,
+        15_000,
+        "power-loss protection declared by the user (--assume plp), not verified",
+    )
     through = _ssd_class("Samsung SSD 990 PRO 2TB", "write through")
     assert (through.name, through.floor_ns, through.plp) == (
-        name, 15_000,
+        name,
+        15_000,
         "the disk reports no volatile write cache (queue/write_cache 'write through'; "
-        "for NVMe the kernel sets it from the controller's VWC bit)")
+        "for NVMe the kernel sets it from the controller's VWC bit)",
+    )
     family = _ssd_class("SAMSUNG MZQL2960HCJR-00A07", "write back")
     assert (family.name, family.floor_ns, family.plp) == (
-        name, 15_000,
+        name,
+        15_000,
         "a drive family documented with power-loss protection: "
         "https://semiconductor.samsung.com/ssd/datacenter-ssd/ (Samsung PM883/PM893/"
-        "PM983/PM9A3 data sheets: 'Power Loss Protection'); PM9A3")
+        "PM983/PM9A3 data sheets: 'Power Loss Protection'); PM9A3",
+    )
     consumer = _ssd_class("Samsung SSD 990 PRO 2TB", "write back")
     assert (consumer.name, consumer.floor_ns, consumer.plp) == (
-        "SSD with a volatile write cache and no known power-loss protection", 150_000, "")
+        "SSD with a volatile write cache and no known power-loss protection",
+        150_000,
+        "",
+    )
 
 
 def test_the_apple_floor_needs_both_the_apple_fabric_and_f_fullfsync():

@@ -32,7 +32,7 @@ def test_summary_matches_numpy_on_known_samples():
     # put them; Kish's effective count of those slices, less one, is the df (numpy here)
     where = np.bincount(np.flatnonzero(np.asarray(samples) >= 990.01) // 100, minlength=10)
     assert s.p99_interval.blocks == 10
-    assert s.p99_interval.df == pytest.approx(min(9.0, where.sum() ** 2 / np.sum(where ** 2) - 1))
+    assert s.p99_interval.df == pytest.approx(min(9.0, where.sum() ** 2 / np.sum(where**2) - 1))
     for pct, iv in ((50, s.p50_interval), (99, s.p99_interval)):
         est, bounds = reference.interval(samples, [100] * 10, pct)
         assert iv.estimate_ns == pytest.approx(est)
@@ -89,7 +89,9 @@ def test_a_tail_held_by_one_slice_gives_no_interval():
     iv = stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 99)
     assert iv.bounds is None and "too few slices (1.00 effective)" in iv.reason
     # and a median from slices that each hold another range cannot have one either
-    assert "disagree too much" in stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 50).reason
+    assert (
+        "disagree too much" in stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 50).reason
+    )
 
 
 def test_one_sample_is_no_interval():
@@ -99,8 +101,10 @@ def test_one_sample_is_no_interval():
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=10**9), min_size=1, max_size=300),
-       st.integers(min_value=1, max_value=12))
+@given(
+    st.lists(st.integers(min_value=1, max_value=10**9), min_size=1, max_size=300),
+    st.integers(min_value=1, max_value=12),
+)
 def test_percentiles_are_ordered(samples, slices):
     counts = [len(samples) // slices] * slices
     counts[-1] += len(samples) - sum(counts)
@@ -111,8 +115,12 @@ def test_percentiles_are_ordered(samples, slices):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(min_value=1, max_value=40), min_size=2, max_size=10),
-       st.sampled_from([0.01, 0.5, 0.9, 0.99, 0.999]), st.booleans(), st.integers(0, 2**31))
+@given(
+    st.lists(st.integers(min_value=1, max_value=40), min_size=2, max_size=10),
+    st.sampled_from([0.01, 0.5, 0.9, 0.99, 0.999]),
+    st.booleans(),
+    st.integers(0, 2**31),
+)
 def test_leave_one_block_out_equals_recomputing_without_the_block(counts, q, ties, seed):
     rng = np.random.default_rng(seed)
     n = sum(counts)
@@ -144,7 +152,7 @@ def _stall_latencies(rng, n, stay=50, share=0.03):
     lengths[0::2] = rng.geometric(p_enter, k)  # normal
     lengths[1::2] = rng.geometric(p_leave, k)  # stalled
     flags = np.tile([False, True], k)
-    state = np.repeat(flags, lengths)[rng.integers(0, 1000):][:n]
+    state = np.repeat(flags, lengths)[rng.integers(0, 1000) :][:n]
     base = rng.lognormal(0, 0.2, n) * 100.0
     return np.where(state, base * 10, base)
 
@@ -200,10 +208,12 @@ def test_rounds_that_disagree_widen_the_interval_to_their_spread():
     assert with_rounds.method == stats.METHOD_ROUNDS and with_rounds.blocks == rounds
     assert with_rounds.high_ns - with_rounds.low_ns > by_slices.high_ns - by_slices.low_ns
     assert with_rounds.bounds == pytest.approx(
-        reference.interval(x, counts, 50, slice_rounds)[1], rel=1e-9)
+        reference.interval(x, counts, 50, slice_rounds)[1], rel=1e-9
+    )
     # each round's median, by numpy on that round's 2,000 samples
     assert stats.round_percentiles(x, counts, slice_rounds, 50) == pytest.approx(
-        [np.percentile(x[2000 * r:2000 * (r + 1)], 50) for r in range(rounds)])
+        [np.percentile(x[2000 * r : 2000 * (r + 1)], 50) for r in range(rounds)]
+    )
 
 
 def test_fewer_rounds_than_blocks_keep_the_slice_interval():
@@ -212,7 +222,9 @@ def test_fewer_rounds_than_blocks_keep_the_slice_interval():
     iv = stats.quantile_interval(x, counts, 50, slice_rounds=slice_rounds)
     assert iv.method == stats.METHOD_BLOCKS and iv.blocks == 10
     assert stats.round_percentiles(x, counts, slice_rounds, 50) == (
-        np.percentile(x[:5000], 50), np.percentile(x[5000:], 50))
+        np.percentile(x[:5000], 50),
+        np.percentile(x[5000:], 50),
+    )
 
 
 # --------------------------------------------------------------------------- order-statistic CIs
@@ -221,8 +233,16 @@ def test_fewer_rounds_than_blocks_keep_the_slice_interval():
 def _exact_ranks(n, q, confidence=0.95):
     import math
 
-    pmf = [math.exp(math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-                    + k * math.log(q) + (n - k) * math.log1p(-q)) for k in range(n + 1)]
+    pmf = [
+        math.exp(
+            math.lgamma(n + 1)
+            - math.lgamma(k + 1)
+            - math.lgamma(n - k + 1)
+            + k * math.log(q)
+            + (n - k) * math.log1p(-q)
+        )
+        for k in range(n + 1)
+    ]
     cdf = np.cumsum(pmf)
     a = (1 - confidence) / 2
     lows = [k for k in range(n + 1) if cdf[k] <= a]
@@ -230,8 +250,21 @@ def _exact_ranks(n, q, confidence=0.95):
     return None if not lows or hi >= n else (max(lows), hi)
 
 
-@pytest.mark.parametrize("n,q", [(50, 0.5), (400, 0.99), (1000, 0.99), (1000, 0.5), (3000, 0.99),
-                                 (367, 0.99), (368, 0.99), (5, 0.5), (6, 0.5), (100, 0.01)])
+@pytest.mark.parametrize(
+    "n,q",
+    [
+        (50, 0.5),
+        (400, 0.99),
+        (1000, 0.99),
+        (1000, 0.5),
+        (3000, 0.99),
+        (367, 0.99),
+        (368, 0.99),
+        (5, 0.5),
+        (6, 0.5),
+        (100, 0.01),
+    ],
+)
 def test_quantile_ci_ranks_match_the_exact_binomial(n, q):
     assert stats.quantile_ci_ranks(n, q) == _exact_ranks(n, q)
 
@@ -274,7 +307,8 @@ def test_p99_halfwidth_by_hand():
     assert s.p99_ns == pytest.approx(101.0)
     assert s.p99_ci_halfwidth_pct == pytest.approx(20.876303046, rel=1e-9)
     assert s.p99_ci_ns == pytest.approx(  # (83.556, 122.085)
-        (101 * math.exp(-t_975_4 * se), 101 * math.exp(t_975_4 * se)), rel=1e-9)
+        (101 * math.exp(-t_975_4 * se), 101 * math.exp(t_975_4 * se)), rel=1e-9
+    )
     assert s.p99_interval.se_log == pytest.approx(se) and s.p99_interval.df == 4.0
     # two slices: fewer than the five an interval needs
     assert stats.p99_ci_halfwidth_pct(samples, [500, 500]) is None
@@ -291,13 +325,16 @@ def test_identical_samples_give_a_point_interval_not_none():
     [100, 100] (up to rounding), not "the slices disagree"."""
     iv = stats.quantile_interval([100] * 1000, [100] * 10, 50)
     assert iv.reason is None
-    assert iv.low_ns == pytest.approx(100, rel=1e-12) and iv.high_ns == pytest.approx(100, rel=1e-12)
+    assert iv.low_ns == pytest.approx(100, rel=1e-12) and iv.high_ns == pytest.approx(
+        100, rel=1e-12
+    )
 
 
 # --------------------------------------------------------------------------- exact fields
 #
 # Every expected value below is a hand computation (shown), numpy/scipy on the samples, the
 # exact binomial of _exact_ranks, or tests/reference.py: never fsyncbench itself.
+
 
 def _disagreeing_rounds():
     """Six rounds of four 500-sample slices whose levels differ by round (x1, x1.3, x1.6):
@@ -354,8 +391,9 @@ def test_independent_interval_of_a_low_percentile_at_90_percent():
     lo, hi = _exact_ranks(1000, 0.01, 0.90)
     assert (lo, hi) != _exact_ranks(1000, 0.01, 0.95)  # the level matters here
     iv = stats.quantile_interval(np.arange(1, 1001)[::-1], (), 1, confidence=0.90)
-    assert iv == Interval(pytest.approx(10.99), lo + 1.0, hi + 1.0, None, 0, 0,
-                          "order-statistic", None)
+    assert iv == Interval(
+        pytest.approx(10.99), lo + 1.0, hi + 1.0, None, 0, 0, "order-statistic", None
+    )
     assert iv.df == 0 and iv.blocks == 0 and iv.se_log is None
     # a percentile below 1 is as valid
     half = stats.quantile_interval(np.arange(1, 1001), (), 0.5)
@@ -367,14 +405,30 @@ def test_no_interval_results_carry_every_field():
     """n=600 and p99: 6 samples beyond it, fewer than 10, so n must reach 10 / 0.01 = 1000.
     p99 by hand: h = 599 x 0.99 = 593.01 -> 594.01."""
     small = stats.quantile_interval(np.arange(1, 601), [60] * 10, 99)
-    assert small == Interval(pytest.approx(594.01), None, None, None, 0, 10, "block-jackknife",
-                             "n=600 too small for a p99 interval (needs 1000)")
+    assert small == Interval(
+        pytest.approx(594.01),
+        None,
+        None,
+        None,
+        0,
+        10,
+        "block-jackknife",
+        "n=600 too small for a p99 interval (needs 1000)",
+    )
     assert small.df == 0 and small.blocks == 10
     # a slice of no samples is no block: four slices hold the 1,000 samples
     x = np.random.default_rng(0).permutation(np.arange(1, 1001))
     few = stats.quantile_interval(x, [250, 0, 250, 250, 250], 50)
-    assert few == Interval(500.5, None, None, None, 0, 4, "block-jackknife",
-                           "4 slice(s): too few for a p50 interval (needs 5)")
+    assert few == Interval(
+        500.5,
+        None,
+        None,
+        None,
+        0,
+        4,
+        "block-jackknife",
+        "4 slice(s): too few for a p50 interval (needs 5)",
+    )
     assert few.df == 0 and few.blocks == 4
 
 
@@ -399,14 +453,28 @@ def test_low_percentile_tail_in_one_slice_gives_no_interval():
     """1..10000 in ten slices of 1000: the samples at or below p1 (h = 9999 x 0.01 = 99.99
     -> 100.99) are 1..100, all in slice 0: one effective slice, so df = 0."""
     iv = stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 1)
-    assert iv == Interval(pytest.approx(100.99), None, None, None, 0.0, 10, "block-jackknife",
-                          "the samples at or beyond p1 lie in too few slices (1.00 effective) "
-                          "for an interval")
+    assert iv == Interval(
+        pytest.approx(100.99),
+        None,
+        None,
+        None,
+        0.0,
+        10,
+        "block-jackknife",
+        "the samples at or beyond p1 lie in too few slices (1.00 effective) for an interval",
+    )
     assert iv.df == 0.0
     high = stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 99)
-    assert high == Interval(pytest.approx(9900.01), None, None, None, 0.0, 10, "block-jackknife",
-                            "the samples at or beyond p99 lie in too few slices (1.00 effective) "
-                            "for an interval")
+    assert high == Interval(
+        pytest.approx(9900.01),
+        None,
+        None,
+        None,
+        0.0,
+        10,
+        "block-jackknife",
+        "the samples at or beyond p99 lie in too few slices (1.00 effective) for an interval",
+    )
 
 
 def test_slices_that_disagree_give_no_interval_but_keep_the_se():
@@ -417,10 +485,17 @@ def test_slices_that_disagree_give_no_interval_but_keep_the_se():
     est, se, df, bounds = reference.jackknife(x, [1000] * 10, 50)
     assert bounds is None and df == 4.0
     iv = stats.quantile_interval(x, [1000] * 10, 50)
-    assert iv == Interval(5000.5, None, None, pytest.approx(se, rel=1e-9), 4.0, 10,
-                          "block-jackknife",
-                          "the slices disagree too much for an interval (it would reach beyond "
-                          "the samples measured; 5.0 effective slices)")
+    assert iv == Interval(
+        5000.5,
+        None,
+        None,
+        pytest.approx(se, rel=1e-9),
+        4.0,
+        10,
+        "block-jackknife",
+        "the slices disagree too much for an interval (it would reach beyond "
+        "the samples measured; 5.0 effective slices)",
+    )
 
 
 def test_a_coarse_clock_counts_samples_equal_to_the_percentile_as_beyond_it():
@@ -457,12 +532,28 @@ def test_zero_times_give_no_interval():
     df: Kish over the ticks per slice, 501^2 / (60^2 + 9 x 49^2) - 1 = 251001 / 25209 - 1."""
     x = _coarse_zero_clock([60] + [49] * 9)
     iv = stats.quantile_interval(x, [100] * 10, 50)
-    assert iv == Interval(1000.0, None, None, None, pytest.approx(251001 / 25209 - 1), 10,
-                          "block-jackknife", "the timer could not resolve the operation (zero times)")
+    assert iv == Interval(
+        1000.0,
+        None,
+        None,
+        None,
+        pytest.approx(251001 / 25209 - 1),
+        10,
+        "block-jackknife",
+        "the timer could not resolve the operation (zero times)",
+    )
     # all zero at the median: p50 = 0, all 1,000 samples at or above it, df 9
     zero = stats.quantile_interval(_coarse_zero_clock([40] * 10), [100] * 10, 50)
-    assert zero == Interval(0.0, None, None, None, 9.0, 10, "block-jackknife",
-                            "the timer could not resolve the operation (zero times)")
+    assert zero == Interval(
+        0.0,
+        None,
+        None,
+        None,
+        9.0,
+        10,
+        "block-jackknife",
+        "the timer could not resolve the operation (zero times)",
+    )
 
 
 def test_one_nanosecond_is_a_resolved_time():
@@ -490,11 +581,19 @@ def test_rounds_with_gaps_in_their_numbers_and_a_one_sample_round():
 def test_no_slice_interval_stays_none_whatever_the_rounds():
     """The tail in one slice (and so in one round): the slice result is given, not the
     round one."""
-    iv = stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 99,
-                                 slice_rounds=[0, 0, 1, 1, 2, 2, 3, 3, 4, 4])
-    assert iv == Interval(pytest.approx(9900.01), None, None, None, 0.0, 10, "block-jackknife",
-                          "the samples at or beyond p99 lie in too few slices (1.00 effective) "
-                          "for an interval")
+    iv = stats.quantile_interval(
+        np.arange(1, 10_001), [1000] * 10, 99, slice_rounds=[0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    )
+    assert iv == Interval(
+        pytest.approx(9900.01),
+        None,
+        None,
+        None,
+        0.0,
+        10,
+        "block-jackknife",
+        "the samples at or beyond p99 lie in too few slices (1.00 effective) for an interval",
+    )
 
 
 def test_a_tail_in_one_round_only_removes_the_interval():
@@ -509,10 +608,16 @@ def test_a_tail_in_one_round_only_removes_the_interval():
     assert reference.interval(x, counts, 99)[1] is not None
     assert reference.interval(x, counts, 99, rounds)[1] is None
     iv = stats.quantile_interval(x, counts, 99, slice_rounds=rounds)
-    assert iv == Interval(pytest.approx(np.percentile(x, 99)), None, None, None, 0.0, 3,
-                          "round-jackknife",
-                          "the samples at or beyond p99 lie in too few rounds (1.00 effective) "
-                          "for an interval")
+    assert iv == Interval(
+        pytest.approx(np.percentile(x, 99)),
+        None,
+        None,
+        None,
+        0.0,
+        3,
+        "round-jackknife",
+        "the samples at or beyond p99 lie in too few rounds (1.00 effective) for an interval",
+    )
 
 
 def test_rounds_narrower_than_the_slices_keep_the_slice_interval():
@@ -536,26 +641,30 @@ def test_summarize_uses_the_rounds_for_both_intervals_and_per_round_percentiles(
     s = stats.summarize(x, counts, slice_rounds)
     for pct, iv in ((50, s.p50_interval), (99, s.p99_interval)):
         assert iv.method == "round-jackknife" and iv.blocks == 6
-        assert iv.bounds == pytest.approx(reference.interval(x, counts, pct, slice_rounds)[1],
-                                          rel=1e-9)
+        assert iv.bounds == pytest.approx(
+            reference.interval(x, counts, pct, slice_rounds)[1], rel=1e-9
+        )
     assert s.ci_method == "round-jackknife"
     assert s.p50_ci_ns == s.p50_interval.bounds and s.p99_ci_ns == s.p99_interval.bounds
-    rounds = [x[2000 * r:2000 * (r + 1)] for r in range(6)]
+    rounds = [x[2000 * r : 2000 * (r + 1)] for r in range(6)]
     assert s.round_p50_ns == pytest.approx([np.percentile(r, 50) for r in rounds], rel=1e-12)
     assert s.round_p99_ns == pytest.approx([np.percentile(r, 99) for r in rounds], rel=1e-12)
     assert len(s.round_p50_ns) == len(s.round_p99_ns) == 6
     assert stats.p99_ci_halfwidth_pct(x, counts, slice_rounds) == pytest.approx(
-        reference.p99_halfwidth_pct(x, counts, slice_rounds), rel=1e-9)
+        reference.p99_halfwidth_pct(x, counts, slice_rounds), rel=1e-9
+    )
 
 
 def test_summarize_at_another_confidence_level():
     x, counts, _ = _disagreeing_rounds()
     s = stats.summarize(x, counts, confidence=0.90)
     assert s.ci_level == 0.90 and s.ci_resamples == 0
-    assert s.p50_ci_ns == pytest.approx(reference.interval(x, counts, 50, confidence=0.90)[1],
-                                        rel=1e-9)
-    assert s.p99_ci_ns == pytest.approx(reference.interval(x, counts, 99, confidence=0.90)[1],
-                                        rel=1e-9)
+    assert s.p50_ci_ns == pytest.approx(
+        reference.interval(x, counts, 50, confidence=0.90)[1], rel=1e-9
+    )
+    assert s.p99_ci_ns == pytest.approx(
+        reference.interval(x, counts, 99, confidence=0.90)[1], rel=1e-9
+    )
 
 
 def test_summary_of_tiny_and_zero_samples_by_hand():
@@ -584,8 +693,8 @@ def test_round_percentiles_of_one_round_are_empty():
 
 
 def test_ci_halfwidth_of_estimates_at_or_below_one_ns():
-    assert stats.ci_halfwidth_pct(0.5, (0.25, 1.0)) == 100.0   # (1 - 0.5) / 0.5
-    assert stats.ci_halfwidth_pct(1.0, (0.5, 1.25)) == 50.0    # (1 - 0.5) / 1
+    assert stats.ci_halfwidth_pct(0.5, (0.25, 1.0)) == 100.0  # (1 - 0.5) / 0.5
+    assert stats.ci_halfwidth_pct(1.0, (0.5, 1.25)) == 50.0  # (1 - 0.5) / 1
     assert stats.ci_halfwidth_pct(-1.0, (-2.0, 0.0)) is None
 
 
@@ -601,7 +710,7 @@ def test_tool_floor_ignores_unknown_floors_and_takes_the_highest():
     assert stats.tool_floor(cached, (wfloor, unknown, commit_floor, loop)) is wfloor
     assert stats.tool_floor(cached, (unknown,)) is None
     assert stats.at_tool_floor(cached, (loop, unknown, wfloor))  # 2000 <= 2 x 1400
-    assert not stats.at_tool_floor(cached, (loop, unknown))      # 2000 > 2 x 200
+    assert not stats.at_tool_floor(cached, (loop, unknown))  # 2000 > 2 x 200
 
 
 def test_ratio():
@@ -621,8 +730,11 @@ def test_linear_fit_by_hand():
     b, m, r2 = stats.linear_fit([0, 1, 2, 3], [0.1, 0.3, 0.2, 0.5])
     assert (b, m, r2) == (pytest.approx(0.11), pytest.approx(0.11), pytest.approx(1 - 2.7 / 8.75))
     # two points: the line through them, R^2 1
-    assert stats.linear_fit([1, 2], [3, 5]) == (pytest.approx(1.0), pytest.approx(2.0),
-                                               pytest.approx(1.0))
+    assert stats.linear_fit([1, 2], [3, 5]) == (
+        pytest.approx(1.0),
+        pytest.approx(2.0),
+        pytest.approx(1.0),
+    )
     # no variance in y: no R^2
     b, m, r2 = stats.linear_fit([1, 2, 3], [5, 5, 5])
     assert (b, m, r2) == (pytest.approx(5.0), pytest.approx(0.0, abs=1e-12), None)
@@ -646,7 +758,14 @@ def test_an_interval_reaching_below_the_fastest_sample_is_not_given():
     est, se, df, bounds = reference.jackknife(x, [200] * 10, 1)
     assert bounds is None and df == 4.0
     iv = stats.quantile_interval(x, [200] * 10, 1)
-    assert iv == Interval(pytest.approx(10.399), None, None, pytest.approx(se, rel=1e-9), 4.0, 10,
-                          "block-jackknife",
-                          "the slices disagree too much for an interval (it would reach beyond "
-                          "the samples measured; 5.0 effective slices)")
+    assert iv == Interval(
+        pytest.approx(10.399),
+        None,
+        None,
+        pytest.approx(se, rel=1e-9),
+        4.0,
+        10,
+        "block-jackknife",
+        "the slices disagree too much for an interval (it would reach beyond "
+        "the samples measured; 5.0 effective slices)",
+    )

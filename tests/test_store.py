@@ -27,31 +27,46 @@ def test_json_round_trip_is_lossless():
     # a p99 interval of 0.9-1.1 x p99; mean 1.05 x p50 over 1,000 samples = 1.575 s
     flush = data["results"][0]
     assert (flush["name"], flush["primitive"], flush["syncs_issued"]) == (
-        "write+fdatasync", "fdatasync", 1000)
+        "write+fdatasync",
+        "fdatasync",
+        1000,
+    )
     assert flush["summary"]["p50_ns"] == 1_500_000 and flush["summary"]["p99_ns"] == 2_250_000
     assert flush["summary"]["p99_ci_ns"] == pytest.approx([2_025_000, 2_475_000])
     assert flush["elapsed_ns"] == 1_575_000_000
-    assert data["results"][1]["requested"] == {"journal_mode": "WAL", "synchronous": "NORMAL",
-                                               "fullfsync": None}
+    assert data["results"][1]["requested"] == {
+        "journal_mode": "WAL",
+        "synchronous": "NORMAL",
+        "fullfsync": None,
+    }
     # the verdict, worked out from the judge's rules: no flush counters recorded, bare metal,
     # ext4 without nobarrier, no preload, no network layer, so only the latency rule speaks;
     # an SSD with a write-back cache and no known power-loss protection has a 150 us floor
     # (judge.devices.CONSUMER_SSD_FLOOR_NS) and 1.5 ms is above it: flush-latency-plausible
-    want = [("write+fdatasync", "honest_flush", None, "flush-latency-plausible", "inferred"),
-            # WAL + NORMAL syncs only at checkpoints: not durable; path verdict of fdatasync
-            ("wal/normal", "honest_flush", False, "flush-latency-plausible", "inferred")]
-    assert (data["verdict"]["path_verdict"], data["verdict"]["decided_by"],
-            data["verdict"]["strength"]) == ("honest_flush", "flush-latency-plausible", "inferred")
+    want = [
+        ("write+fdatasync", "honest_flush", None, "flush-latency-plausible", "inferred"),
+        # WAL + NORMAL syncs only at checkpoints: not durable; path verdict of fdatasync
+        ("wal/normal", "honest_flush", False, "flush-latency-plausible", "inferred"),
+    ]
+    assert (
+        data["verdict"]["path_verdict"],
+        data["verdict"]["decided_by"],
+        data["verdict"]["strength"],
+    ) == ("honest_flush", "flush-latency-plausible", "inferred")
     assert [tuple(v.values()) for v in data["verdict"]["results"]] == want
     assert [f["code"] for f in data["verdict"]["findings"]] == [
-        "flush-latency-plausible", "config-not-durable",
-        "flush-counters-unavailable"]  # a Linux disk recorded without flush counters
+        "flush-latency-plausible",
+        "config-not-durable",
+        "flush-counters-unavailable",
+    ]  # a Linux disk recorded without flush counters
     again = store.report_from_json(text)
     assert again == r
     # judged again from the loaded facts alone: the same verdict
     rejudged = engine.rejudge(again)
-    assert [(v.subject, v.path_verdict, v.config_durable, v.decided_by, v.strength)
-            for v in rejudged.verdict.results] == want
+    assert [
+        (v.subject, v.path_verdict, v.config_durable, v.decided_by, v.strength)
+        for v in rejudged.verdict.results
+    ] == want
     assert rejudged.notes == again.notes  # no "re-derived ... differs" note
 
 
@@ -77,11 +92,14 @@ def test_newer_schema_refused(tmp_path):
         store.load_report(path)
 
 
-@pytest.mark.parametrize("text,msg", [
-    ("{not json", "not valid JSON"),
-    ("[1, 2]", "not an fsyncbench report"),
-    ('{"schema_version": 1, "kind": "run"}', "missing field"),
-])
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "not an fsyncbench report"),
+        ('{"schema_version": 1, "kind": "run"}', "missing field"),
+    ],
+)
 def test_corrupt_reports_refused(tmp_path, text, msg):
     path = tmp_path / "r.json"
     path.write_text(text)
@@ -147,12 +165,15 @@ def test_output_check_refuses_proc_and_dangling_links(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling"]
 
 
-@pytest.mark.parametrize("path,value,msg", [
-    (("results", 0, "syncs_issued"), 10**400, "number out of range"),
-    (("results", 0, "summary", "p50_ns"), float("nan"), "not a finite number"),
-    (("results", 0, "summary", "p50_ns"), -5.0, "negative p50_ns"),
-    (("results", 0, "device_flushes", 0, "flushes"), -300, "negative flushes"),
-])
+@pytest.mark.parametrize(
+    "path,value,msg",
+    [
+        (("results", 0, "syncs_issued"), 10**400, "number out of range"),
+        (("results", 0, "summary", "p50_ns"), float("nan"), "not a finite number"),
+        (("results", 0, "summary", "p50_ns"), -5.0, "negative p50_ns"),
+        (("results", 0, "device_flushes", 0, "flushes"), -300, "negative flushes"),
+    ],
+)
 def test_numbers_a_report_cannot_hold_are_refused(tmp_path, path, value, msg):
     """A hand-edited report with a 400-digit count, a NaN or a negative duration would be
     judged with confidence (NaN fails every comparison): refused on load, one line."""
@@ -181,17 +202,36 @@ def _set(data, path, value):
     node[path[-1]] = value
 
 
-@pytest.mark.parametrize("path,value,msg", [
-    (("results", 0, "kind"), "benchmark", "results[0].kind: unknown kind 'benchmark'"),
-    (("verdict", "path_verdict"), "probably_fine", "unknown path verdict 'probably_fine'"),
-    (("results", 1, "summary", "count"), 7, "results[1].summary.count: 7, but there are 2000 samples"),
-    (("results", 1, "slice_counts"), [1000, 999], "slice_counts: they add up to 1999, not the 2000"),
-    (("results", 1, "slice_counts"), [-1] + [201] * 9 + [192], "negative"),
-    (("results", 1, "slice_rounds"), [0, 1], "slice_rounds: 2 entries for 10 slices"),
-    (("results", 1, "summary", "p99_ci_ns"), [5e6, 1e6], "p99_ci_ns: low bound 5e+06 above high bound 1e+06"),
-    (("results", 1, "summary", "p99_interval", "df"), -3, "negative df"),
-    (("results", 1, "summary", "p99_interval", "low_ns"), 9e12, "p99_interval: low bound above high bound"),
-])
+@pytest.mark.parametrize(
+    "path,value,msg",
+    [
+        (("results", 0, "kind"), "benchmark", "results[0].kind: unknown kind 'benchmark'"),
+        (("verdict", "path_verdict"), "probably_fine", "unknown path verdict 'probably_fine'"),
+        (
+            ("results", 1, "summary", "count"),
+            7,
+            "results[1].summary.count: 7, but there are 2000 samples",
+        ),
+        (
+            ("results", 1, "slice_counts"),
+            [1000, 999],
+            "slice_counts: they add up to 1999, not the 2000",
+        ),
+        (("results", 1, "slice_counts"), [-1] + [201] * 9 + [192], "negative"),
+        (("results", 1, "slice_rounds"), [0, 1], "slice_rounds: 2 entries for 10 slices"),
+        (
+            ("results", 1, "summary", "p99_ci_ns"),
+            [5e6, 1e6],
+            "p99_ci_ns: low bound 5e+06 above high bound 1e+06",
+        ),
+        (("results", 1, "summary", "p99_interval", "df"), -3, "negative df"),
+        (
+            ("results", 1, "summary", "p99_interval", "low_ns"),
+            9e12,
+            "p99_interval: low bound above high bound",
+        ),
+    ],
+)
 def test_reports_that_cannot_be_a_measurement_are_refused(tmp_path, path, value, msg):
     data = _sampled_report_data()
     _set(data, path, value)

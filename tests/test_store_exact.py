@@ -18,11 +18,15 @@ from fsyncbench.report import store
 
 
 def _report(hostname="case-host", created="2024-03-05T14:07:09Z"):
-    r = api.build_report("run", host(), [flush("fdatasync", 1_500_000),
-                                            commit("WAL", "NORMAL", 30_000)],
-                            ["fsyncbench", "run", "/data"])
-    return dataclasses.replace(r, created_utc=created,
-                               host=dataclasses.replace(r.host, hostname=hostname))
+    r = api.build_report(
+        "run",
+        host(),
+        [flush("fdatasync", 1_500_000), commit("WAL", "NORMAL", 30_000)],
+        ["fsyncbench", "run", "/data"],
+    )
+    return dataclasses.replace(
+        r, created_utc=created, host=dataclasses.replace(r.host, hostname=hostname)
+    )
 
 
 def _sampled():
@@ -33,22 +37,27 @@ def _sampled():
 
 # --- report_basename / _name_part ---------------------------------------------------------
 
-@pytest.mark.parametrize("hostname,created,want", [
-    ("case-host", "2024-03-05T14:07:09Z", "case-host-20240305T140709Z"),
-    ("MyHost.Lab_9", "2024-03-05T14:07:09Z", "MyHost.Lab_9-20240305T140709Z"),
-    ("../../etc/pa  ss", "2024-03-05T14:07:09Z", "_.._etc_pa_ss-20240305T140709Z"),
-    (".x.", "2024-03-05T14:07:09Z", "x.-20240305T140709Z"),
-    ("X.host", "2024-03-05T14:07:09Z", "X.host-20240305T140709Z"),
-    ("...", "::--", "host-time"),
-    ("", "", "host-time"),
-    ("a" * 150, "2024-03-05T14:07:09Z", "a" * 100 + "-20240305T140709Z"),
-    ("h", "2024/03/05 14:07", "h-2024_03_05_1407"),
-])
+
+@pytest.mark.parametrize(
+    "hostname,created,want",
+    [
+        ("case-host", "2024-03-05T14:07:09Z", "case-host-20240305T140709Z"),
+        ("MyHost.Lab_9", "2024-03-05T14:07:09Z", "MyHost.Lab_9-20240305T140709Z"),
+        ("../../etc/pa  ss", "2024-03-05T14:07:09Z", "_.._etc_pa_ss-20240305T140709Z"),
+        (".x.", "2024-03-05T14:07:09Z", "x.-20240305T140709Z"),
+        ("X.host", "2024-03-05T14:07:09Z", "X.host-20240305T140709Z"),
+        ("...", "::--", "host-time"),
+        ("", "", "host-time"),
+        ("a" * 150, "2024-03-05T14:07:09Z", "a" * 100 + "-20240305T140709Z"),
+        ("h", "2024/03/05 14:07", "h-2024_03_05_1407"),
+    ],
+)
 def test_report_basename_exact(hostname, created, want):
     assert store.report_basename(_report(hostname, created)) == want
 
 
 # --- report_to_json / _without_samples -----------------------------------------------------
+
 
 def test_json_is_indented_by_one_with_compact_samples():
     r = _sampled()
@@ -62,8 +71,9 @@ def test_json_is_indented_by_one_with_compact_samples():
 
 
 def test_evidence_samples_are_packed_too():
-    sc = SyscallComparison("fdatasync", 75, "x86_64", 4, 1.0, 2.0,
-                           libc_samples_ns=(1, 2), syscall_samples_ns=(3, 4))
+    sc = SyscallComparison(
+        "fdatasync", 75, "x86_64", 4, 1.0, 2.0, libc_samples_ns=(1, 2), syscall_samples_ns=(3, 4)
+    )
     r = dataclasses.replace(_report(), evidence=Evidence(syscall_comparisons=(sc,)))
     text = store.report_to_json(r)
     assert '"libc_samples_ns": [1,2]' in text
@@ -90,15 +100,24 @@ def test_nan_is_refused_with_exact_message():
 
 # --- report_from_json -----------------------------------------------------------------------
 
-@pytest.mark.parametrize("text,msg", [
-    ("{bad", "report is not valid JSON (Expecting property name enclosed in double quotes, line 1)"),
-    ("{}", "report is not an fsyncbench report (no schema_version)"),
-    ('{"schema_version": 0}', "report has an invalid schema_version 0"),
-    ('{"schema_version": "2"}', "report has an invalid schema_version '2'"),
-    ('{"schema_version": true}', "report has an invalid schema_version True"),
-    ('{"schema_version": 3}', "report uses report schema 3, newer than this fsyncbench reads (2): "
-                              "upgrade fsyncbench"),
-])
+
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        (
+            "{bad",
+            "report is not valid JSON (Expecting property name enclosed in double quotes, line 1)",
+        ),
+        ("{}", "report is not an fsyncbench report (no schema_version)"),
+        ('{"schema_version": 0}', "report has an invalid schema_version 0"),
+        ('{"schema_version": "2"}', "report has an invalid schema_version '2'"),
+        ('{"schema_version": true}', "report has an invalid schema_version True"),
+        (
+            '{"schema_version": 3}',
+            "report uses report schema 3, newer than this fsyncbench reads (2): upgrade fsyncbench",
+        ),
+    ],
+)
 def test_report_from_json_messages(text, msg):
     with pytest.raises(FsyncbenchError) as e:
         store.report_from_json(text)
@@ -107,15 +126,23 @@ def test_report_from_json_messages(text, msg):
 
 # --- check_consistent -----------------------------------------------------------------------
 
+
 def _with_summary(r, i=0, **changes):
     res = r.results[i]
     new = dataclasses.replace(res, summary=dataclasses.replace(res.summary, **changes))
-    return dataclasses.replace(r, results=r.results[:i] + (new,) + r.results[i + 1:])
+    return dataclasses.replace(r, results=r.results[:i] + (new,) + r.results[i + 1 :])
 
 
 def _iv(low, high, se_log=0.1):
-    return Interval(estimate_ns=1000.0, low_ns=low, high_ns=high, se_log=se_log, df=9.0,
-                    blocks=10, method="block-jackknife")
+    return Interval(
+        estimate_ns=1000.0,
+        low_ns=low,
+        high_ns=high,
+        se_log=se_log,
+        df=9.0,
+        blocks=10,
+        method="block-jackknife",
+    )
 
 
 def _msg(r):
@@ -129,22 +156,29 @@ def test_check_consistent_exact_messages():
     v = dataclasses.replace(r.verdict, path_verdict="fine")
     assert _msg(dataclasses.replace(r, verdict=v)) == (
         "verdict: unknown path verdict 'fine' (known: no_flush, volatile_cache, unverifiable, "
-        "honest_flush)")
+        "honest_flush)"
+    )
     res = dataclasses.replace(r.results[0], kind="bench")
     assert _msg(dataclasses.replace(r, results=(res,))) == (
-        "results[0].kind: unknown kind 'bench' (known: commit, flush, write, floor)")
+        "results[0].kind: unknown kind 'bench' (known: commit, flush, write, floor)"
+    )
     assert _msg(_with_summary(r, p50_ns=1500.0, p50_ci_ns=(2000.0, 1000.0))) == (
-        "results[0].summary.p50_ci_ns: low bound 2000 above high bound 1000")
+        "results[0].summary.p50_ci_ns: low bound 2000 above high bound 1000"
+    )
     assert _msg(_with_summary(r, p50_ns=999.0, p50_ci_ns=(1000.0, 2000.0))) == (
         "results[0].summary.p50_ci_ns: [1000, 2000] does not hold the estimate 999 it is an "
-        "interval of")
+        "interval of"
+    )
     assert _msg(_with_summary(r, p50_ns=3000.0, p50_ci_ns=(1000.0, 2000.0))) == (
         "results[0].summary.p50_ci_ns: [1000, 2000] does not hold the estimate 3000 it is an "
-        "interval of")
+        "interval of"
+    )
     assert _msg(_with_summary(r, p50_interval=_iv(2000.0, 1000.0))) == (
-        "results[0].summary.p50_interval: low bound above high bound")
+        "results[0].summary.p50_interval: low bound above high bound"
+    )
     assert _msg(_with_summary(r, p50_interval=_iv(1000.0, 2000.0, se_log=-0.1))) == (
-        "results[0].summary.p50_interval.se_log: negative")
+        "results[0].summary.p50_interval.se_log: negative"
+    )
 
 
 def test_check_consistent_boundaries_accepted():
@@ -152,19 +186,26 @@ def test_check_consistent_boundaries_accepted():
     store.check_consistent(_with_summary(r, p50_ns=1000.0 * (1 - 1e-9), p50_ci_ns=(1000.0, 2000.0)))
     store.check_consistent(_with_summary(r, p50_ns=2000.0 * (1 + 1e-9), p50_ci_ns=(1000.0, 2000.0)))
     store.check_consistent(_with_summary(r, p50_interval=_iv(1000.0, 1000.0, se_log=0.0)))
-    store.check_consistent(_with_summary(r, p50_interval=_iv(None, None, se_log=None),
-                                         p99_interval=_iv(1000.0, 1000.0, se_log=None)))
+    store.check_consistent(
+        _with_summary(
+            r,
+            p50_interval=_iv(None, None, se_log=None),
+            p99_interval=_iv(1000.0, 1000.0, se_log=None),
+        )
+    )
 
 
 # --- load_report ----------------------------------------------------------------------------
+
 
 def test_load_report_messages(tmp_path, monkeypatch):
     p = tmp_path / "r.json"
     p.write_text("{bad")
     with pytest.raises(FsyncbenchError) as e:
         store.load_report(p)
-    assert str(e.value) == (f"{p} is not valid JSON (Expecting property name enclosed in double "
-                            "quotes, line 1)")
+    assert str(e.value) == (
+        f"{p} is not valid JSON (Expecting property name enclosed in double quotes, line 1)"
+    )
     big = tmp_path / "big.json"
     with open(big, "wb") as fh:
         fh.truncate(store.MAX_REPORT_BYTES + 1)
@@ -175,8 +216,10 @@ def test_load_report_messages(tmp_path, monkeypatch):
     bad.write_bytes(b"\xff{}")
     with pytest.raises(FsyncbenchError) as e:
         store.load_report(bad)
-    assert str(e.value) == (f"cannot read report {bad}: 'utf-8' codec can't decode byte 0xff "
-                            "in position 0: invalid start byte")
+    assert str(e.value) == (
+        f"cannot read report {bad}: 'utf-8' codec can't decode byte 0xff "
+        "in position 0: invalid start byte"
+    )
 
     def denied(self, *a, **k):
         raise PermissionError(errno.EACCES, "Permission denied", str(self))
@@ -212,6 +255,7 @@ def test_load_report_reads_utf8_whatever_the_locale(tmp_path, monkeypatch):
 
 # --- write_durably --------------------------------------------------------------------------
 
+
 def test_write_durably_temp_file_name_and_place(tmp_path, monkeypatch):
     target = tmp_path / "r.json"
     listings = []
@@ -224,7 +268,9 @@ def test_write_durably_temp_file_name_and_place(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "fsync", spy)
     store.write_durably(target, "x")
     assert len(listings) == 2
-    assert len(listings[0]) == 1 and re.fullmatch(r"\.r\.json\.[A-Za-z0-9_]{6,}\.tmp", listings[0][0])
+    assert len(listings[0]) == 1 and re.fullmatch(
+        r"\.r\.json\.[A-Za-z0-9_]{6,}\.tmp", listings[0][0]
+    )
     assert listings[1] == ["r.json"]
 
 
@@ -273,6 +319,7 @@ def test_write_durably_fsync_failure_removes_temp(tmp_path, monkeypatch):
 
 # --- claim_name -----------------------------------------------------------------------------
 
+
 def test_claim_name_mode_follows_umask(tmp_path):
     old = os.umask(0o022)
     try:
@@ -315,8 +362,10 @@ def test_claim_name_tolerates_placeholder_removed_meanwhile(tmp_path, monkeypatc
         calls.append(Path(path).name)
         if len(calls) == 2:
             (tmp_path / "b.json").unlink()
-            raise second_error(errno.EEXIST if second_error is FileExistsError else errno.EACCES,
-                               "Permission denied")
+            raise second_error(
+                errno.EEXIST if second_error is FileExistsError else errno.EACCES,
+                "Permission denied",
+            )
         return real(path, flags, mode)
 
     monkeypatch.setattr(os, "open", racy)
@@ -329,6 +378,7 @@ def test_claim_name_tolerates_placeholder_removed_meanwhile(tmp_path, monkeypatc
 
 
 # --- fsync_dir ------------------------------------------------------------------------------
+
 
 def test_fsync_dir_syncs_the_directory(tmp_path, monkeypatch):
     synced = []
@@ -353,6 +403,7 @@ def test_fsync_dir_is_skipped_on_windows(tmp_path, monkeypatch):
 
 
 # --- check_output_dir / prepare_output_dir --------------------------------------------------
+
 
 def test_output_dir_messages(tmp_path, monkeypatch):
     f = tmp_path / "file"

@@ -36,9 +36,13 @@ def test_journal_commit_writes_step_rows_and_reads_pragmas_back(tmp_path):
     assert w.effective == Pragmas("WAL", "NORMAL")
     assert len(m.samples_ns) == 25 and m.target_reached and m.warmup == 5
     db = next(tmp_path.glob("journal-*.db"))
-    rows = sqlite3.connect(db).execute(
-        "SELECT seq, name, length(input_hash), length(output) FROM steps WHERE seq >= 0 ORDER BY seq"
-    ).fetchall()
+    rows = (
+        sqlite3.connect(db)
+        .execute(
+            "SELECT seq, name, length(input_hash), length(output) FROM steps WHERE seq >= 0 ORDER BY seq"
+        )
+        .fetchall()
+    )
     assert len(rows) == 25
     assert rows[0] == (0, "step-0", 64, 512)
 
@@ -112,15 +116,24 @@ def test_step_output_has_payload_size():
         assert out == head + "x" * (n - 38) + tail and len(out.encode()) == n
     # a five-digit step number takes four characters more of the same payload
     assert workloads.step_output(12345, 100) == (
-        '{"seq": 12345, "status": "ok", "data": "' + "x" * 58 + '"}')
+        '{"seq": 12345, "status": "ok", "data": "' + "x" * 58 + '"}'
+    )
 
 
 def test_sqlite_primitive_names():
     assert workloads.sqlite_sync_primitive("Linux", Pragmas("WAL", "OFF"), False) == "none"
     assert workloads.sqlite_sync_primitive("Linux", Pragmas("WAL", "FULL"), False) == "fdatasync"
-    assert workloads.sqlite_sync_primitive("Darwin", Pragmas("WAL", "FULL", True), False) == "F_FULLFSYNC"
-    assert workloads.sqlite_sync_primitive("Darwin", Pragmas("WAL", "FULL", True), True) == "F_BARRIERFSYNC"
-    assert workloads.sqlite_sync_primitive("Darwin", Pragmas("WAL", "FULL", False), False) == "fsync"
+    assert (
+        workloads.sqlite_sync_primitive("Darwin", Pragmas("WAL", "FULL", True), False)
+        == "F_FULLFSYNC"
+    )
+    assert (
+        workloads.sqlite_sync_primitive("Darwin", Pragmas("WAL", "FULL", True), True)
+        == "F_BARRIERFSYNC"
+    )
+    assert (
+        workloads.sqlite_sync_primitive("Darwin", Pragmas("WAL", "FULL", False), False) == "fsync"
+    )
 
 
 def test_scratch_dir_in_unwritable_place_is_a_clear_error():
@@ -145,8 +158,11 @@ def test_a_working_directory_gone_is_named_as_the_cause(tmp_path):
     try:
         w.run(w.prepare(0))
         shutil.rmtree(work)
-        with pytest.raises(FsyncbenchError, match=r"the working directory .*work is gone \(removed or "
-                                                  r"renamed while measuring"):
+        with pytest.raises(
+            FsyncbenchError,
+            match=r"the working directory .*work is gone \(removed or "
+            r"renamed while measuring",
+        ):
             w.run(w.prepare(1))
     finally:
         w.close()

@@ -93,7 +93,7 @@ class _ChildReport:
 def _send(fd: int, message: dict[str, Any]) -> None:
     data = (json.dumps(message) + "\n").encode()
     while data:
-        data = data[os.write(fd, data):]
+        data = data[os.write(fd, data) :]
 
 
 def _child_main(fd: int, spec: _RunSpec, parent: int) -> NoReturn:
@@ -216,7 +216,9 @@ def _run_child(spec: _RunSpec) -> _ChildReport:
             os.close(write_fd)
     killed_by = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
     if message is None:
-        how = f"signal {killed_by}" if killed_by else f"exit code {os.waitstatus_to_exitcode(status)}"
+        how = (
+            f"signal {killed_by}" if killed_by else f"exit code {os.waitstatus_to_exitcode(status)}"
+        )
         raise CrashError(f"a crash-matrix child died unreported ({how})")
     event = message["event"]
     if event == "point" and killed_by != signal.SIGKILL:

@@ -28,18 +28,24 @@ def crash_jsonable(outcome, model_call_ms: float) -> dict:
     s = stats.summarize(m.journal_commit_ns)
     return {
         "table": [
-            {"policy": r.label, "kills": len(r.kills),
-             "kills_causing_duplicates": r.kills_causing_duplicates,
-             "worst_duplicates": r.worst_duplicates,
-             "mean_extra_tokens": round(r.mean_extra_tokens),
-             "worst_extra_tokens": r.worst_extra_tokens,
-             "worst_extra_pct": round(r.worst_extra_pct)}
+            {
+                "policy": r.label,
+                "kills": len(r.kills),
+                "kills_causing_duplicates": r.kills_causing_duplicates,
+                "worst_duplicates": r.worst_duplicates,
+                "mean_extra_tokens": round(r.mean_extra_tokens),
+                "worst_extra_tokens": r.worst_extra_tokens,
+                "worst_extra_pct": round(r.worst_extra_pct),
+            }
             for r in m.rows
         ],
         "journal_commit": {
             "primitive_config": m.effective.label,
-            "count": s.count, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
-            "p50_ci_ns": s.p50_ci_ns, "p99_ci_ns": s.p99_ci_ns,
+            "count": s.count,
+            "p50_ns": s.p50_ns,
+            "p99_ns": s.p99_ns,
+            "p50_ci_ns": s.p50_ci_ns,
+            "p99_ci_ns": s.p99_ci_ns,
             "model_call_ms_assumed": model_call_ms,
             "p99_share_of_model_call": s.p99_ns / (model_call_ms * 1e6),
         },
@@ -62,8 +68,10 @@ def render_crash(outcome, model_call_ms: float, fmt: str = "text") -> str:
     md = fmt == "markdown"
     if md:
         rows = [{_md(k): _md(str(v)) for k, v in row.items()} for row in rows]
-    title = (f"Kill matrix: {m.kill_count} real SIGKILLs of a 10-step agent "
-             f"(journal {m.effective.label}, SQLite {m.sqlite_version}), {m.elapsed_ns / 1e9:.2f} s")
+    title = (
+        f"Kill matrix: {m.kill_count} real SIGKILLs of a 10-step agent "
+        f"(journal {m.effective.label}, SQLite {m.sqlite_version}), {m.elapsed_ns / 1e9:.2f} s"
+    )
     table = tabulate(rows, headers="keys", tablefmt=TABLEFMT[fmt], disable_numparse=True)
     lines = [
         f"Journal commit (BEGIN; INSERT step; COMMIT, {m.effective.label}): "
@@ -77,9 +85,14 @@ def render_crash(outcome, model_call_ms: float, fmt: str = "text") -> str:
         "SIGKILL is process death, not power loss: the page cache survives it, so these "
         "counts do not depend on synchronous (fsyncbench powercut tests a real power cut).",
         "Reordered code after a crash: "
-        + (f"stopped: {outcome.reorder.message}" if outcome.reorder.stopped
-           else "did NOT stop (non-determinism went undetected)"),
+        + (
+            f"stopped: {outcome.reorder.message}"
+            if outcome.reorder.stopped
+            else "did NOT stop (non-determinism went undetected)"
+        ),
     ]
     if md:
-        return "\n\n".join([f"# {_md(title)}", table, *(_md(line) for line in lines if line)]) + "\n"
+        return (
+            "\n\n".join([f"# {_md(title)}", table, *(_md(line) for line in lines if line)]) + "\n"
+        )
     return "\n".join([title, "", table, "", *lines]) + "\n"

@@ -70,7 +70,9 @@ class World:
             (run_id, seq, kind, payload, key),
         )
         return int(
-            self.conn.execute("SELECT id FROM effects WHERE idempotency_key=?", (key,)).fetchone()[0]
+            self.conn.execute("SELECT id FROM effects WHERE idempotency_key=?", (key,)).fetchone()[
+                0
+            ]
         )
 
     def alerts(self, service: str) -> list[dict[str, str]]:

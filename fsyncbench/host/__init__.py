@@ -29,9 +29,13 @@ def counter_devices(target: StorageTarget) -> list[str]:
     top first: the first block layer (what the filesystem sent) down to the disks holding
     the bytes (what reached them). Partitions are left out (their disk counts). Without a
     recorded stack: the recorded disks."""
-    names = [layer.name for layer in target.layers
-             if layer.device is not None and layer.kind != "partition"
-             and layer.device.has_flush_counters]
+    names = [
+        layer.name
+        for layer in target.layers
+        if layer.device is not None
+        and layer.kind != "partition"
+        and layer.device.has_flush_counters
+    ]
     if not target.layers:
         names = [d.name for d in target.disks if d.has_flush_counters]
     return list(dict.fromkeys(names))

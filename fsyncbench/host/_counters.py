@@ -100,8 +100,14 @@ def flush_deltas(
     for name in names:
         old = tuple(before.get(name, ())) + (None, None, None)
         new = tuple(after.get(name, ())) + (None, None, None)
-        deltas.append(FlushDelta(device=name, flushes=_diff(old[0], new[0]),
-                                 flush_time_ms=_diff(old[1], new[1]), writes=_diff(old[2], new[2])))
+        deltas.append(
+            FlushDelta(
+                device=name,
+                flushes=_diff(old[0], new[0]),
+                flush_time_ms=_diff(old[1], new[1]),
+                writes=_diff(old[2], new[2]),
+            )
+        )
     return tuple(deltas)
 
 

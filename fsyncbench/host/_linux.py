@@ -60,7 +60,9 @@ def storage_target(target: str, root: str = "/") -> StorageTarget:
     mount, layers = _stack.walk(path, _mountinfo.read_mountinfo(root), root)
     blocks = _stack.block_layers(layers)
     chain = tuple(dict.fromkeys(layer.name for layer in blocks))
-    disks = tuple(layer.device for layer in blocks if layer.holds_bytes and layer.device is not None)
+    disks = tuple(
+        layer.device for layer in blocks if layer.holds_bytes and layer.device is not None
+    )
     return StorageTarget(path=path, mount=mount, chain=chain, disks=disks, layers=layers)
 
 

@@ -42,7 +42,9 @@ def parse_line(line: str) -> Mount | None:
         fs_type=unescape(fields[sep + 1]),
         source=unescape(fields[sep + 2]),
         options=tuple(fields[5].split(",")),
-        super_options=tuple(o for o in fields[sep + 3].split(",") if o) if len(fields) > sep + 3 else (),
+        super_options=tuple(o for o in fields[sep + 3].split(",") if o)
+        if len(fields) > sep + 3
+        else (),
         device_number=fields[2],
         root=unescape(fields[3]),
     )

@@ -80,8 +80,11 @@ class _Walk:
             return
         start = _sysblock.device_dir(self.root, mount)
         if start is None:
-            self._annotate(layer, f"no block device found for {mount.source or mount.fs_type}"
-                           + ("; the pool's devices are not followed" if mount.fs_type == "zfs" else ""))
+            self._annotate(
+                layer,
+                f"no block device found for {mount.source or mount.fs_type}"
+                + ("; the pool's devices are not followed" if mount.fs_type == "zfs" else ""),
+            )
             return
         for device_dir in self._filesystem_devices(mount, start):
             self.block(device_dir, depth + 1)
@@ -89,8 +92,9 @@ class _Walk:
     def _cut(self, depth: int) -> None:
         """Say on the last layer that the walk stopped at :data:`MAX_DEPTH`."""
         if self.layers:
-            self._annotate(self.layers[-1], f"the walk stopped here: more than {MAX_DEPTH} "
-                           "layers deep")
+            self._annotate(
+                self.layers[-1], f"the walk stopped here: more than {MAX_DEPTH} layers deep"
+            )
 
     def _filesystem_devices(self, mount: Mount, start: str) -> list[str]:
         """Every block device a filesystem spans: btrfs lists its members in
@@ -119,8 +123,11 @@ class _Walk:
         if upper is None:
             self._annotate(layer, "no upper directory: nothing is written here")
         elif not upper.startswith("/"):
-            self._annotate(layer, f"upper directory {upper!r} is relative to where it was "
-                           "mounted: its filesystem cannot be followed")
+            self._annotate(
+                layer,
+                f"upper directory {upper!r} is relative to where it was "
+                "mounted: its filesystem cannot be followed",
+            )
         else:
             self.path(os.path.normpath(upper), depth + 1, note=f"overlay upper directory {upper}")
 
@@ -142,7 +149,9 @@ class _Walk:
         self.seen.add(name)
         device = _sysblock.block_device(self.root, name)
         if os.path.exists(os.path.join(directory, "partition")):
-            self.layers.append(StorageLayer("partition", name, FLUSH_PASSES_DOWN, depth, device=device))
+            self.layers.append(
+                StorageLayer("partition", name, FLUSH_PASSES_DOWN, depth, device=device)
+            )
             self.block(os.path.dirname(directory), depth + 1)
             return
         backing = read_text(os.path.join(directory, "loop", "backing_file"))
@@ -153,9 +162,11 @@ class _Walk:
         if slaves:
             kind = "dm" if name.startswith("dm-") else "md" if name.startswith("md") else "stacked"
             label = read_text(os.path.join(directory, "dm", "name")) or read_text(
-                os.path.join(directory, "md", "level"))
-            self.layers.append(StorageLayer(kind, name, FLUSH_PASSES_DOWN, depth, device=device,
-                                            note=label or ""))
+                os.path.join(directory, "md", "level")
+            )
+            self.layers.append(
+                StorageLayer(kind, name, FLUSH_PASSES_DOWN, depth, device=device, note=label or "")
+            )
             for slave in slaves:
                 self.block(slave, depth + 1)
             return
@@ -163,13 +174,16 @@ class _Walk:
 
     def _loop(self, name: str, device: BlockDevice, backing: str, depth: int) -> None:
         path = backing[: -len(_DELETED)] if backing.endswith(_DELETED) else backing
-        note = f"backing file {path}" + (" (deleted: still open by the loop device)"
-                                         if path != backing else "")
+        note = f"backing file {path}" + (
+            " (deleted: still open by the loop device)" if path != backing else ""
+        )
         flush = FLUSH_FSYNCS_BACKING_FILE
         if (device.write_cache or "").strip() == "write through":
             flush = FLUSH_DROPPED
-            note += ("; claims a write-through cache, so the block layer completes flushes "
-                     "without passing them to it (no fsync of the backing file)")
+            note += (
+                "; claims a write-through cache, so the block layer completes flushes "
+                "without passing them to it (no fsync of the backing file)"
+            )
         layer = StorageLayer("loop", name, flush, depth, device=device, note=note)
         self.layers.append(layer)
         if not path.startswith("/"):
@@ -182,8 +196,9 @@ class _Walk:
         identity = _loop_identity(name) if self.root == "/" else None
         if identity is None:
             if self.root == "/" and not os.path.exists(path):
-                self._annotate(layer, "the backing file is not found from this mount namespace: "
-                               "not followed")
+                self._annotate(
+                    layer, "the backing file is not found from this mount namespace: not followed"
+                )
                 return
             self.path(os.path.normpath(path), depth + 1, note=f"holds {path}")
             return
@@ -193,12 +208,18 @@ class _Walk:
             return
         mount = next((m for m in reversed(self.mounts) if m.device_number == dev), None)
         if mount is None:
-            self._annotate(layer, f"the backing file's filesystem (device {dev}) is not mounted "
-                           "in this mount namespace: not followed")
+            self._annotate(
+                layer,
+                f"the backing file's filesystem (device {dev}) is not mounted "
+                "in this mount namespace: not followed",
+            )
             return
         # the filesystem itself, even where another mount covers its mount point
-        self.filesystem(mount, depth + 1,
-                        note=f"holds the backing file (device {dev}, inode {ino}; not at {path} here)")
+        self.filesystem(
+            mount,
+            depth + 1,
+            note=f"holds the backing file (device {dev}, inode {ino}; not at {path} here)",
+        )
 
     def _block_device_node(self, path: str) -> str | None:
         """Resolved sysfs directory when ``path`` is a block device node, else None."""
@@ -254,7 +275,9 @@ def _same_file(path: str, dev: str, ino: int) -> bool:
     return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}" == dev and st.st_ino == ino
 
 
-def walk(path: str, mounts: list[Mount], root: str = "/") -> tuple[Mount | None, tuple[StorageLayer, ...]]:
+def walk(
+    path: str, mounts: list[Mount], root: str = "/"
+) -> tuple[Mount | None, tuple[StorageLayer, ...]]:
     """(the mount holding ``path``, every layer under it in walk order).
 
     ``path`` must be absolute and resolved; ``mounts`` the parsed mount table; ``root``

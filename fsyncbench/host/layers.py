@@ -50,10 +50,24 @@ RAM_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "devtmpfs"})
 
 #: Filesystems whose sync is forwarded to a server or a user-space daemon: nfs(5), cifs,
 #: 9p, virtiofs, FUSE. Whether that side persists it cannot be seen from here.
-NETWORK_FILESYSTEMS = frozenset({
-    "nfs", "nfs4", "cifs", "smb3", "smbfs", "9p", "virtiofs", "ceph", "glusterfs",
-    "lustre", "afs", "vboxsf", "prl_fs", "vmhgfs",
-})
+NETWORK_FILESYSTEMS = frozenset(
+    {
+        "nfs",
+        "nfs4",
+        "cifs",
+        "smb3",
+        "smbfs",
+        "9p",
+        "virtiofs",
+        "ceph",
+        "glusterfs",
+        "lustre",
+        "afs",
+        "vboxsf",
+        "prl_fs",
+        "vmhgfs",
+    }
+)
 
 #: Mount options that stop the filesystem from sending cache flushes (ext4/ext3 barrier=0,
 #: nobarrier; f2fs fsync_mode=nobarrier; xfs nobarrier before Linux 4.19).
@@ -71,12 +85,19 @@ NETWORK_TRANSPORTS = frozenset({"nbd", "rbd", "iscsi", "nvme-fabrics"})
 #: Block transports of paravirtual disks: the flush goes to the hypervisor.
 VIRTUAL_TRANSPORTS = frozenset({"virtio", "xen", "hyperv", "uml"})
 #: Model strings of emulated disks (QEMU, VirtualBox, VMware, Hyper-V, Parallels), lower case.
-VIRTUAL_DISK_MODELS = ("qemu harddisk", "vbox harddisk", "vmware virtual", "virtual disk",
-                       "msft virtual disk", "parallels")
+VIRTUAL_DISK_MODELS = (
+    "qemu harddisk",
+    "vbox harddisk",
+    "vmware virtual",
+    "virtual disk",
+    "msft virtual disk",
+    "parallels",
+)
 
 #: Layer kinds that hold the bytes at the bottom of a stack.
-MEDIA_KINDS = frozenset({"disk", "virtual-disk", "ram-disk", "network-disk", "pmem",
-                         "filesystem-ram"})
+MEDIA_KINDS = frozenset(
+    {"disk", "virtual-disk", "ram-disk", "network-disk", "pmem", "filesystem-ram"}
+)
 
 
 def mount_options(mount: Mount | None) -> set[str]:
@@ -96,7 +117,7 @@ def overlay_upperdir(mount: Mount) -> str | None:
     """The ``upperdir=`` option of an overlay mount (as the kernel prints it), or None."""
     for option in (*mount.super_options, *mount.options):
         if option.startswith("upperdir="):
-            return option[len("upperdir="):] or None
+            return option[len("upperdir=") :] or None
     return None
 
 
@@ -110,13 +131,20 @@ def filesystem_layer(mount: Mount, depth: int = 0, note: str = "") -> StorageLay
     fs = mount.fs_type
     opts = mount_options(mount)
     name = mount.mount_point
-    kwargs: dict[str, Any] = dict(name=name, depth=depth, fs_type=fs, source=mount.source,
-                                  options=tuple(sorted(opts)))
+    kwargs: dict[str, Any] = dict(
+        name=name, depth=depth, fs_type=fs, source=mount.source, options=tuple(sorted(opts))
+    )
     if mount.root not in (None, "/"):
         note = (note + "; " if note else "") + f"bind mount of {mount.root} of {mount.source}"
     if fs in RAM_FILESYSTEMS:
-        return StorageLayer(kind="filesystem-ram", flush=FLUSH_NOTHING_TO_FLUSH,
-                            holds_bytes=True, volatile=True, note=note, **kwargs)
+        return StorageLayer(
+            kind="filesystem-ram",
+            flush=FLUSH_NOTHING_TO_FLUSH,
+            holds_bytes=True,
+            volatile=True,
+            note=note,
+            **kwargs,
+        )
     if fs == "overlay":
         flush = FLUSH_DROPPED if overlay_volatile(opts) else FLUSH_PASSES_DOWN
         return StorageLayer(kind="overlay", flush=flush, note=note, **kwargs)
@@ -133,36 +161,77 @@ def disk_layer(device: BlockDevice, depth: int = 0, note: str = "") -> StorageLa
     transport = device.transport or ""
     model = f"{device.vendor or ''} {device.model or ''}".lower()
     if transport in RAM_TRANSPORTS:
-        return StorageLayer("ram-disk", device.name, FLUSH_NOTHING_TO_FLUSH, depth, True, True,
-                            device=device, note=note)
+        return StorageLayer(
+            "ram-disk",
+            device.name,
+            FLUSH_NOTHING_TO_FLUSH,
+            depth,
+            True,
+            True,
+            device=device,
+            note=note,
+        )
     if transport == "pmem":
-        return StorageLayer("pmem", device.name, FLUSH_UNKNOWN, depth, True, None, device=device,
-                            note=note or "persistent memory: whether a DIMM backs it is not judged")
+        return StorageLayer(
+            "pmem",
+            device.name,
+            FLUSH_UNKNOWN,
+            depth,
+            True,
+            None,
+            device=device,
+            note=note or "persistent memory: whether a DIMM backs it is not judged",
+        )
     if transport in NETWORK_TRANSPORTS:
-        return StorageLayer("network-disk", device.name, FLUSH_FORWARDED, depth, True, None,
-                            device=device, note=note)
+        return StorageLayer(
+            "network-disk",
+            device.name,
+            FLUSH_FORWARDED,
+            depth,
+            True,
+            None,
+            device=device,
+            note=note,
+        )
     if transport in VIRTUAL_TRANSPORTS or any(m in model for m in VIRTUAL_DISK_MODELS):
-        return StorageLayer("virtual-disk", device.name, FLUSH_TO_HOST, depth, True, None,
-                            device=device, note=note)
+        return StorageLayer(
+            "virtual-disk", device.name, FLUSH_TO_HOST, depth, True, None, device=device, note=note
+        )
     if transport == "loop":  # a loop device whose backing file was not followed
-        return StorageLayer("loop", device.name, FLUSH_UNKNOWN, depth, False, None, device=device,
-                            note=note or "backing file not recorded: the storage below is unknown")
-    return StorageLayer("disk", device.name, FLUSH_TO_DEVICE, depth, True, False, device=device,
-                        note=note)
+        return StorageLayer(
+            "loop",
+            device.name,
+            FLUSH_UNKNOWN,
+            depth,
+            False,
+            None,
+            device=device,
+            note=note or "backing file not recorded: the storage below is unknown",
+        )
+    return StorageLayer(
+        "disk", device.name, FLUSH_TO_DEVICE, depth, True, False, device=device, note=note
+    )
 
 
 def _chain_layer(name: str, depth: int) -> StorageLayer:
     """A block device named in a recorded ``chain`` but not among its disks, by name."""
     device = BlockDevice(name, transport="loop" if name.startswith("loop") else None)
     if name.startswith("loop"):
-        return StorageLayer("loop", name, FLUSH_UNKNOWN, depth, device=device,
-                            note="backing file not recorded: the storage below is unknown")
+        return StorageLayer(
+            "loop",
+            name,
+            FLUSH_UNKNOWN,
+            depth,
+            device=device,
+            note="backing file not recorded: the storage below is unknown",
+        )
     kind = "dm" if name.startswith("dm-") else "md" if name.startswith("md") else "partition"
     return StorageLayer(kind, name, FLUSH_PASSES_DOWN, depth, device=device)
 
 
-def derived_layers(mount: Mount | None, disks: tuple[BlockDevice, ...],
-                   chain: tuple[str, ...] = ()) -> tuple[StorageLayer, ...]:
+def derived_layers(
+    mount: Mount | None, disks: tuple[BlockDevice, ...], chain: tuple[str, ...] = ()
+) -> tuple[StorageLayer, ...]:
     """A short stack for a report that recorded no ``layers`` (written before they existed,
     or by hand): the mount's filesystem, the block devices of ``chain`` that are not disks
     (a loop device, dm, md, a partition: by name), then each recorded disk as its media. A

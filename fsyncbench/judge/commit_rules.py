@@ -47,9 +47,18 @@ from fsyncbench.model import (
 #: DELETE ends with an unsynced unlink at NORMAL/FULL, TRUNCATE with an unsynced ftruncate
 #: at NORMAL, while PERSIST syncs its zeroed header already at NORMAL.
 UNSYNCED_COMMIT_POINT = {
-    ("DELETE", "NORMAL"): "the journal unlink that commits is not synced (DELETE needs synchronous=EXTRA)",
-    ("DELETE", "FULL"): "the journal unlink that commits is not synced (DELETE needs synchronous=EXTRA)",
-    ("TRUNCATE", "NORMAL"): "the journal truncation that commits is not synced (TRUNCATE needs synchronous=FULL)",
+    (
+        "DELETE",
+        "NORMAL",
+    ): "the journal unlink that commits is not synced (DELETE needs synchronous=EXTRA)",
+    (
+        "DELETE",
+        "FULL",
+    ): "the journal unlink that commits is not synced (DELETE needs synchronous=EXTRA)",
+    (
+        "TRUNCATE",
+        "NORMAL",
+    ): "the journal truncation that commits is not synced (TRUNCATE needs synchronous=FULL)",
 }
 
 
@@ -75,16 +84,29 @@ def config_durability(host: Host, r: Result) -> tuple[bool, Finding | None]:
         why = "WAL with synchronous=NORMAL syncs only at checkpoints; the last commits may roll back after power loss"
         source = SQLITE_WAL_DOC
     elif (p.journal_mode, p.synchronous) in UNSYNCED_COMMIT_POINT:
-        why = UNSYNCED_COMMIT_POINT[p.journal_mode, p.synchronous] + "; the last commit may roll back after power loss"
-        source = SQLITE_SYNC_DOC + " (EXTRA); strace of SQLite 3.40 (fsyncbench audit traces the calls)"
+        why = (
+            UNSYNCED_COMMIT_POINT[p.journal_mode, p.synchronous]
+            + "; the last commit may roll back after power loss"
+        )
+        source = (
+            SQLITE_SYNC_DOC + " (EXTRA); strace of SQLite 3.40 (fsyncbench audit traces the calls)"
+        )
     elif host.os_name == "Darwin" and not p.fullfsync:
-        why, source = "on macOS without fullfsync SQLite's fsync stops at the drive's cache", APPLE_FSYNC_DOC
+        why, source = (
+            "on macOS without fullfsync SQLite's fsync stops at the drive's cache",
+            APPLE_FSYNC_DOC,
+        )
     elif host.os_name == "Darwin" and r.primitive == "F_BARRIERFSYNC":
-        why, source = "this SQLite implements fullfsync with F_BARRIERFSYNC (ordering, not durability)", APPLE_BARRIER_DOC
+        why, source = (
+            "this SQLite implements fullfsync with F_BARRIERFSYNC (ordering, not durability)",
+            APPLE_BARRIER_DOC,
+        )
     if why is None:
         return True, None
     return False, Finding(
-        "config-not-durable", WARNING, r.name,
+        "config-not-durable",
+        WARNING,
+        r.name,
         f"{r.name}: {why}.",
         advice + (", with fullfsync=ON" if host.os_name == "Darwin" else "") + ".",
         {"journal_mode": p.journal_mode, "synchronous": p.synchronous, "fullfsync": p.fullfsync},
@@ -95,20 +117,28 @@ def config_durability(host: Host, r: Result) -> tuple[bool, Finding | None]:
 def _traces_for(evidence: Evidence | None, p: Pragmas) -> list[SyncTrace]:
     if evidence is None:
         return []
-    return [t for t in evidence.sync_traces
-            if t.pragmas.journal_mode == p.journal_mode and t.pragmas.synchronous == p.synchronous
-            and (t.pragmas.fullfsync or False) == (p.fullfsync or False)]
+    return [
+        t
+        for t in evidence.sync_traces
+        if t.pragmas.journal_mode == p.journal_mode
+        and t.pragmas.synchronous == p.synchronous
+        and (t.pragmas.fullfsync or False) == (p.fullfsync or False)
+    ]
 
 
-def syncs_per_commit(host: Host, evidence: Evidence | None, p: Pragmas) -> tuple[float | None, float | None]:
+def syncs_per_commit(
+    host: Host, evidence: Evidence | None, p: Pragmas
+) -> tuple[float | None, float | None]:
     """(S as run, S SQLite asks for) for pragmas ``p`` from the recorded traces: the trace
     run with the host's LD_PRELOAD shows what reaches the kernel; one run without LD_PRELOAD
     what SQLite itself issues. Either is None when not traced."""
     traces = _traces_for(evidence, p)
     as_run = next((t for t in traces if (t.ld_preload or None) == (host.ld_preload or None)), None)
     clean = next((t for t in traces if not t.ld_preload), None)
-    return (None if as_run is None else as_run.syncs_per_commit,
-            None if clean is None else clean.syncs_per_commit)
+    return (
+        None if as_run is None else as_run.syncs_per_commit,
+        None if clean is None else clean.syncs_per_commit,
+    )
 
 
 def rule_commit_issues_no_sync(f: Facts, r: Result) -> Finding | None:
@@ -123,15 +153,23 @@ def rule_commit_issues_no_sync(f: Facts, r: Result) -> Finding | None:
         return None
     intercepted = clean is not None and clean > 0
     return Finding(
-        "commit-syncs-intercepted" if intercepted else "commit-issues-no-sync", RISK, r.name,
+        "commit-syncs-intercepted" if intercepted else "commit-issues-no-sync",
+        RISK,
+        r.name,
         f"{r.name} commits reach the kernel with 0 sync calls"
-        + (f" although SQLite issues {clean:g} per commit without LD_PRELOAD "
-           f"({f.host.ld_preload})" if intercepted else "")
+        + (
+            f" although SQLite issues {clean:g} per commit without LD_PRELOAD ({f.host.ld_preload})"
+            if intercepted
+            else ""
+        )
         + ": nothing waits for storage.",
         "Remove the sync-disabling library or SQLite build option (SQLITE_NO_SYNC) and "
         "audit again.",
-        {"syncs_per_commit": as_run, "syncs_per_commit_without_preload": clean,
-         "ld_preload": f.host.ld_preload},
+        {
+            "syncs_per_commit": as_run,
+            "syncs_per_commit_without_preload": clean,
+            "ld_preload": f.host.ld_preload,
+        },
         "strace of the commits (fsyncbench.measure.evidence.trace_syncs); " + SQLITE_SYNC_DOC,
     )
 
@@ -152,13 +190,20 @@ def rule_full_equals_off(f: Facts, r: Result) -> Finding | None:
     if gap >= floor:
         return None
     return Finding(
-        "sync-costs-nothing", RISK, r.name,
+        "sync-costs-nothing",
+        RISK,
+        r.name,
         f"{r.name} commits take {r.summary.p50_ns / 1e3:.1f} us, "
         + (f"only {_us(gap)} more than" if gap > 0 else "no slower than")
         + f" {off.name}: its syncs reach no device.",
         "The filesystem or a library drops syncs; benchmark a directory on real storage.",
-        {"p50_ns": r.summary.p50_ns, "off_p50_ns": off.summary.p50_ns, "gap_ns": gap,
-         "floor_ns": floor, "syncs_per_commit": issued},
+        {
+            "p50_ns": r.summary.p50_ns,
+            "off_p50_ns": off.summary.p50_ns,
+            "gap_ns": gap,
+            "floor_ns": floor,
+            "syncs_per_commit": issued,
+        },
         DESIGN_BANDS,
     )
 
@@ -201,14 +246,21 @@ def rule_commit_faster_than_sync(f: Facts, r: Result) -> Finding | None:
     if ratio >= COMMIT_VS_FLUSH_MIN_RATIO:
         return None
     return Finding(
-        "commit-not-waiting-for-sync", RISK, r.name,
+        "commit-not-waiting-for-sync",
+        RISK,
+        r.name,
         f"{r.name} commits take {r.summary.p50_ns / 1e3:.1f} us but "
         f"{s:g} x one {_base_primitive(r.primitive)} here takes {expected / 1e3:.1f} us "
         f"({1 / ratio:.0f}x more): the commit does not wait for its syncs.",
         "Check the database configuration and LD_PRELOAD for a layer that skips syncs.",
-        {"commit_p50_ns": r.summary.p50_ns, "flush_p50_ns": cost[0], "flush_source": cost[1],
-         "syncs_per_commit": s, "syncs_traced": traced is not None,
-         "ratio": round(ratio, 4)},
+        {
+            "commit_p50_ns": r.summary.p50_ns,
+            "flush_p50_ns": cost[0],
+            "flush_source": cost[1],
+            "syncs_per_commit": s,
+            "syncs_traced": traced is not None,
+            "ratio": round(ratio, 4),
+        },
         "../shared/cases E3; SQLite issues >= 1 sync per commit at synchronous=FULL "
         "(https://www.sqlite.org/atomiccommit.html)",
     )
@@ -231,17 +283,27 @@ def slowness(r: Result) -> list[Finding]:
     out = []
     s = r.summary
     if s.p50_ns > SLOW_MEDIAN_NS:
-        out.append(Finding(
-            "slow-median", WARNING, r.name,
-            f"{r.name} p50 is {s.p50_ns / 1e6:.1f} ms: every durable step waits that long.",
-            "Batch several steps per commit, or use faster storage.",
-            {"p50_ns": s.p50_ns, "threshold_ns": SLOW_MEDIAN_NS}, "../shared/DESIGN.md",
-        ))
+        out.append(
+            Finding(
+                "slow-median",
+                WARNING,
+                r.name,
+                f"{r.name} p50 is {s.p50_ns / 1e6:.1f} ms: every durable step waits that long.",
+                "Batch several steps per commit, or use faster storage.",
+                {"p50_ns": s.p50_ns, "threshold_ns": SLOW_MEDIAN_NS},
+                "../shared/DESIGN.md",
+            )
+        )
     if s.p99_ns > GATE_P99_NS and r.primitive != "none":
-        out.append(Finding(
-            "p99-above-10ms", INFO, r.name,
-            f"{r.name} p99 is {s.p99_ns / 1e6:.1f} ms, above etcd's 10 ms gate.",
-            "If you gate on tail latency, compare this against your SLO.",
-            {"p99_ns": s.p99_ns, "threshold_ns": GATE_P99_NS}, ETCD_GATE_DOC,
-        ))
+        out.append(
+            Finding(
+                "p99-above-10ms",
+                INFO,
+                r.name,
+                f"{r.name} p99 is {s.p99_ns / 1e6:.1f} ms, above etcd's 10 ms gate.",
+                "If you gate on tail latency, compare this against your SLO.",
+                {"p99_ns": s.p99_ns, "threshold_ns": GATE_P99_NS},
+                ETCD_GATE_DOC,
+            )
+        )
     return out

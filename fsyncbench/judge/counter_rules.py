@@ -63,44 +63,61 @@ def _not_sent_cause(f: Facts) -> tuple[str, str, dict]:
     target = f.host.target
     nobarrier = stack.no_barrier_filesystems(target)
     if nobarrier:
-        names = ", ".join(f"{layer.fs_type} {layer.name} "
-                          f"({', '.join(sorted(set(layer.options) & NO_BARRIER_OPTIONS))})"
-                          for layer in nobarrier)
-        return ("barriers-disabled", f"the filesystem {names} is mounted without barriers",
-                {"mount_options": sorted({o for layer in nobarrier for o in layer.options})})
+        names = ", ".join(
+            f"{layer.fs_type} {layer.name} "
+            f"({', '.join(sorted(set(layer.options) & NO_BARRIER_OPTIONS))})"
+            for layer in nobarrier
+        )
+        return (
+            "barriers-disabled",
+            f"the filesystem {names} is mounted without barriers",
+            {"mount_options": sorted({o for layer in nobarrier for o in layer.options})},
+        )
     c = _comparison(f, "fdatasync") or _comparison(f, "fsync")
     libs = list(dict.fromkeys(_sync_disabling(_preload_names(f)) or _preload_names(f)))
     if c is not None and _interposed(c)[0]:
-        how = (f"it sent {c.libc_flushes} device flushes for {c.syncs} calls where the raw "
-               f"system call sent {c.syscall_flushes}"
-               if c.libc_flushes is not None and c.syscall_flushes is not None else
-               f"its p50 over {c.syncs} calls was {_us(c.libc_p50_ns)} against "
-               f"{_us(c.syscall_p50_ns)} for the raw system call")
-        return ("preload-skips-flush",
-                f"the libc sync call is interposed ({', '.join(libs) or 'a preloaded library'}): "
-                + how, {"ld_preload": f.host.ld_preload, "libraries": libs})
+        how = (
+            f"it sent {c.libc_flushes} device flushes for {c.syncs} calls where the raw "
+            f"system call sent {c.syscall_flushes}"
+            if c.libc_flushes is not None and c.syscall_flushes is not None
+            else f"its p50 over {c.syncs} calls was {_us(c.libc_p50_ns)} against "
+            f"{_us(c.syscall_p50_ns)} for the raw system call"
+        )
+        return (
+            "preload-skips-flush",
+            f"the libc sync call is interposed ({', '.join(libs) or 'a preloaded library'}): "
+            + how,
+            {"ld_preload": f.host.ld_preload, "libraries": libs},
+        )
     media = set(stack.media_devices(target))
-    through = [layer for layer in stack.block_devices(target)
-               if layer.name not in media and layer.device is not None
-               and (layer.device.write_cache or "").strip() == "write through"]
+    through = [
+        layer
+        for layer in stack.block_devices(target)
+        if layer.name not in media
+        and layer.device is not None
+        and (layer.device.write_cache or "").strip() == "write through"
+    ]
     if through and _write_back(f.host):
         names = ", ".join(layer.name for layer in through)
-        return ("flushes-stripped", f"{names} claims a write-through cache, so the block layer "
-                "completes flushes there without passing them to the write-back disk below",
-                {"write_through_layers": [layer.name for layer in through]})
+        return (
+            "flushes-stripped",
+            f"{names} claims a write-through cache, so the block layer "
+            "completes flushes there without passing them to the write-back disk below",
+            {"write_through_layers": [layer.name for layer in through]},
+        )
     return ("flushes-not-sent", "a layer above the disk sends no flush", {})
 
 
 #: What to do about each cause of data written but never flushed.
 NOT_SENT_ADVICE = {
     "barriers-disabled": "Remount without nobarrier/barrier=0 unless the cache below is "
-                         "battery- or capacitor-backed (then say so with --assume plp).",
+    "battery- or capacitor-backed (then say so with --assume plp).",
     "flushes-stripped": "Fix the layer named (its write-cache setting: queue/write_cache), or "
-                        "keep the journal on storage without it.",
+    "keep the journal on storage without it.",
     "preload-skips-flush": "Unset LD_PRELOAD / clear /etc/ld.so.preload of the library named "
-                           "and audit again.",
+    "and audit again.",
     "flushes-not-sent": "Find the layer that writes without flushing (mount options, "
-                        "LD_PRELOAD, the driver's write-cache setting) and audit again.",
+    "LD_PRELOAD, the driver's write-cache setting) and audit again.",
 }
 
 
@@ -130,13 +147,19 @@ def rule_flush_counters(f: Facts, r: Result | None):
     top_flushes = _per_sync(r, top, "flushes") if top not in media else None
     # a layer under the filesystem that nothing else uses (a loop device, dm) sees only what
     # the filesystem sent: 0 flushes there is a measurement no other process can disturb
-    top_write_back = (top_layer is not None and top_layer.device is not None
-                      and "back" in (top_layer.device.write_cache or ""))
+    top_write_back = (
+        top_layer is not None
+        and top_layer.device is not None
+        and "back" in (top_layer.device.write_cache or "")
+    )
     not_sent = top_flushes is not None and top_flushes < DROPPED_FLUSH_RATIO and top_write_back
     # other processes' flushes on the same disk only add: take the background out first
     background = _background_flushes(f, r)
-    net = ratio if ratio is None or background is None or not r.syncs_issued else max(
-        0.0, ratio - background / r.syncs_issued)
+    net = (
+        ratio
+        if ratio is None or background is None or not r.syncs_issued
+        else max(0.0, ratio - background / r.syncs_issued)
+    )
     lost = net is not None and net < DROPPED_FLUSH_RATIO and bool(_write_back(host))
     if not (not_sent or lost):
         return None
@@ -151,11 +174,14 @@ def rule_flush_counters(f: Facts, r: Result | None):
         media_writes = least_writes / r.syncs_issued
     if _fua_may_carry(r, host, top_writes if top_writes is not None else media_writes):
         return None  # written with FUA: durable without a cache flush, uncounted as one
-    evidence = {"syncs_issued": r.syncs_issued,
-                "device_flushes": {d.device: d.flushes for d in r.device_flushes},
-                "device_writes": {d.device: d.writes for d in r.device_flushes},
-                "flushes_per_sync": round(ratio, 3), "chain": _chain(f),
-                "write_cache": [d.write_cache for d in _media_disks(host)]}
+    evidence = {
+        "syncs_issued": r.syncs_issued,
+        "device_flushes": {d.device: d.flushes for d in r.device_flushes},
+        "device_writes": {d.device: d.writes for d in r.device_flushes},
+        "flushes_per_sync": round(ratio, 3),
+        "chain": _chain(f),
+        "write_cache": [d.write_cache for d in _media_disks(host)],
+    }
     written = top_writes if top_writes is not None else media_writes
     if written is not None:
         evidence["writes_per_sync"] = round(written, 3)
@@ -163,38 +189,63 @@ def rule_flush_counters(f: Facts, r: Result | None):
         evidence["first_block_device_flushes_per_sync"] = round(top_flushes, 3)
     stripped = top_flushes is not None and top_flushes >= REACHED_FLUSH_RATIO
     code, cause, extra = _not_sent_cause(f)
-    if stripped or (written is not None and written >= REACHED_FLUSH_RATIO) or (
-            written is None and code == "barriers-disabled"):
+    if (
+        stripped
+        or (written is not None and written >= REACHED_FLUSH_RATIO)
+        or (written is None and code == "barriers-disabled")
+    ):
         if stripped and code == "flushes-not-sent":
-            code, cause = "flushes-stripped", (f"{top} received {top_flushes:.2f} flushes per "
-                                               "sync but the disk holding the bytes got none")
+            code, cause = (
+                "flushes-stripped",
+                (
+                    f"{top} received {top_flushes:.2f} flushes per "
+                    "sync but the disk holding the bytes got none"
+                ),
+            )
         evidence.update(extra)
         return VOLATILE_CACHE, Finding(
-            code, RISK, r.name,
-            (f"{r.syncs_issued} {r.primitive} calls sent {top_flushes:.2f} flushes per sync "
-             f"to {top}, the first block device under the filesystem"
-             if not_sent else
-             f"{r.syncs_issued} {r.primitive} calls reached the write-back disk holding the "
-             f"bytes as {_least_flushes(r, host)} cache flushes")
-            + ("" if written is None else f", after writing {written:.2f} requests per sync to "
-               f"{top or 'the disk'}")
+            code,
+            RISK,
+            r.name,
+            (
+                f"{r.syncs_issued} {r.primitive} calls sent {top_flushes:.2f} flushes per sync "
+                f"to {top}, the first block device under the filesystem"
+                if not_sent
+                else f"{r.syncs_issued} {r.primitive} calls reached the write-back disk holding the "
+                f"bytes as {_least_flushes(r, host)} cache flushes"
+            )
+            + (
+                ""
+                if written is None
+                else f", after writing {written:.2f} requests per sync to {top or 'the disk'}"
+            )
             + f": {cause}. The data sits in a volatile cache ({_chain(f)}).",
             NOT_SENT_ADVICE.get(code, NOT_SENT_ADVICE["flushes-not-sent"]),
-            evidence, KERNEL_STAT_DOC + "; " + (BARRIER_DOC if code == "barriers-disabled"
-                                                else BLOCK_FLUSH_DOC), MEASURED,
+            evidence,
+            KERNEL_STAT_DOC
+            + "; "
+            + (BARRIER_DOC if code == "barriers-disabled" else BLOCK_FLUSH_DOC),
+            MEASURED,
         )
     nothing_written = written is not None and written < DROPPED_FLUSH_RATIO
     return NO_FLUSH, Finding(
-        "flushes-dropped", RISK, r.name,
-        (f"{r.syncs_issued} {r.primitive} calls sent {top_flushes:.2f} flushes per sync to "
-         f"{top}, the first block device under the filesystem" if not_sent else
-         f"{r.syncs_issued} {r.primitive} calls reached the disk as "
-         f"{_least_flushes(r, host)} cache flushes although its write-back cache needs them")
+        "flushes-dropped",
+        RISK,
+        r.name,
+        (
+            f"{r.syncs_issued} {r.primitive} calls sent {top_flushes:.2f} flushes per sync to "
+            f"{top}, the first block device under the filesystem"
+            if not_sent
+            else f"{r.syncs_issued} {r.primitive} calls reached the disk as "
+            f"{_least_flushes(r, host)} cache flushes although its write-back cache needs them"
+        )
         + ("" if written is None else f", with {written:.2f} writes per sync")
         + (": nothing is written at sync time, so" if nothing_written else ":")
         + " something above the block layer drops the syncs.",
         "Look for eatmydata, an LD_PRELOAD library or a no-op sync layer.",
-        evidence, KERNEL_STAT_DOC, MEASURED,
+        evidence,
+        KERNEL_STAT_DOC,
+        MEASURED,
     )
 
 
@@ -228,8 +279,10 @@ def _interposed(c) -> tuple[bool, bool]:
     if libc_ratio is not None and raw_ratio is not None:
         hit = raw_ratio >= REACHED_FLUSH_RATIO and raw_ratio - libc_ratio >= REACHED_FLUSH_RATIO
         return hit, True
-    hit = (c.libc_p50_ns < REAL_IO_FLOOR_NS <= c.syscall_p50_ns
-           and c.libc_p50_ns * INTERPOSED_RATIO <= c.syscall_p50_ns)
+    hit = (
+        c.libc_p50_ns < REAL_IO_FLOOR_NS <= c.syscall_p50_ns
+        and c.libc_p50_ns * INTERPOSED_RATIO <= c.syscall_p50_ns
+    )
     return hit, False
 
 
@@ -252,26 +305,42 @@ def rule_libc_interposed(f: Facts, r: Result | None):
     libs = list(dict.fromkeys(_sync_disabling(_preload_names(f)) or _preload_names(f)))
     # an interposer that still writes the data (sync_file_range) leaves it in a volatile
     # cache; one that skips the sync entirely writes nothing at sync time
-    written = None if r is None else (
-        _per_sync(r, stack.top_block_device(f.host.target), "writes"))
+    written = None if r is None else (_per_sync(r, stack.top_block_device(f.host.target), "writes"))
     keeps_writing = written is not None and written >= REACHED_FLUSH_RATIO
     return (VOLATILE_CACHE if keeps_writing else NO_FLUSH), Finding(
-        "libc-sync-interposed", RISK, _subject(r),
+        "libc-sync-interposed",
+        RISK,
+        _subject(r),
         f"libc {c.primitive} returns in {c.libc_p50_ns / 1e3:.1f} us but the raw system call "
         f"takes {c.syscall_p50_ns / 1e3:.1f} us"
-        + (f" and sends {raw_ratio:.2f} device flushes per call against {libc_ratio:.2f}"
-           if by_counter else "")
-        + (": a library interposes the libc call; it writes the data but sends no flush."
-           if keeps_writing else ": a library interposes the libc call and skips the sync."),
+        + (
+            f" and sends {raw_ratio:.2f} device flushes per call against {libc_ratio:.2f}"
+            if by_counter
+            else ""
+        )
+        + (
+            ": a library interposes the libc call; it writes the data but sends no flush."
+            if keeps_writing
+            else ": a library interposes the libc call and skips the sync."
+        ),
         "Unset LD_PRELOAD / clear /etc/ld.so.preload of "
-        + (", ".join(libs) if libs else "the interposing library") + " and audit again.",
-        {"primitive": c.primitive, "libc_p50_ns": c.libc_p50_ns,
-         "syscall_p50_ns": c.syscall_p50_ns, "syscall_number": c.syscall_number,
-         "machine": c.machine, "syncs_per_side": c.syncs,
-         "libc_flushes": c.libc_flushes, "syscall_flushes": c.syscall_flushes,
-         "ratio": round(c.syscall_p50_ns / max(c.libc_p50_ns, 1.0), 1),
-         "ld_preload": f.host.ld_preload, "sync_disabling_libraries": libs},
-        EATMYDATA_DOC, MEASURED,
+        + (", ".join(libs) if libs else "the interposing library")
+        + " and audit again.",
+        {
+            "primitive": c.primitive,
+            "libc_p50_ns": c.libc_p50_ns,
+            "syscall_p50_ns": c.syscall_p50_ns,
+            "syscall_number": c.syscall_number,
+            "machine": c.machine,
+            "syncs_per_side": c.syncs,
+            "libc_flushes": c.libc_flushes,
+            "syscall_flushes": c.syscall_flushes,
+            "ratio": round(c.syscall_p50_ns / max(c.libc_p50_ns, 1.0), 1),
+            "ld_preload": f.host.ld_preload,
+            "sync_disabling_libraries": libs,
+        },
+        EATMYDATA_DOC,
+        MEASURED,
     )
 
 
@@ -291,13 +360,21 @@ def rule_flushes_reach_device(f: Facts, r: Result | None):
     if r.summary.p50_ns < cls.floor_ns:
         return None  # flushes sent, answered too fast: the floor rule speaks
     return HONEST_FLUSH, Finding(
-        "flushes-reach-device", INFO, r.name,
+        "flushes-reach-device",
+        INFO,
+        r.name,
         f"Each {r.primitive} sent {ratio:.2f} cache flushes to the disk holding the bytes "
         f"(measured) and took {r.summary.p50_ns / 1e3:.1f} us (p50), as {_a(cls.name)} writing "
         "to stable media does (inferred from that time: not proven).",
         "A power-pull test (fsyncbench powercut) is the only proof beyond this.",
-        {"flushes_per_sync": round(ratio, 3), "flush_ms_per_flush": _flush_ms_per_flush(r, f.host),
-         "p50_ns": r.summary.p50_ns, "device_class": cls.name, "floor_ns": cls.floor_ns,
-         "fast_flush_allowed_by": cls.plp or None},
-        KERNEL_STAT_DOC + "; " + cls.source, INFERRED,
+        {
+            "flushes_per_sync": round(ratio, 3),
+            "flush_ms_per_flush": _flush_ms_per_flush(r, f.host),
+            "p50_ns": r.summary.p50_ns,
+            "device_class": cls.name,
+            "floor_ns": cls.floor_ns,
+            "fast_flush_allowed_by": cls.plp or None,
+        },
+        KERNEL_STAT_DOC + "; " + cls.source,
+        INFERRED,
     )

@@ -40,15 +40,23 @@ CLOUD_BLOCK_MODELS = ("amazon elastic block store", "persistentdisk", "nvme_card
 #: The user's word for a fact the machine cannot show (``--assume plp``).
 DECLARED_PLP = "plp"
 
-_INTEL_DC = ("https://www.intel.com/content/www/us/en/products/details/memory-storage/"
-             "data-center-ssds.html (Intel/Solidigm data center SSD product briefs: 'enhanced "
-             "power-loss data protection')")
-_SAMSUNG_DC = ("https://semiconductor.samsung.com/ssd/datacenter-ssd/ (Samsung PM883/PM893/"
-               "PM983/PM9A3 data sheets: 'Power Loss Protection')")
-_MICRON_DC = ("https://www.micron.com/products/storage/ssd/data-center-ssd (Micron 5300/5400/"
-              "7450 product briefs: 'power-loss protection')")
-_KIOXIA_DC = ("https://americas.kioxia.com/en-us/business/ssd/data-center-ssd.html (KIOXIA "
-              "CD6/CM6: 'power loss protection')")
+_INTEL_DC = (
+    "https://www.intel.com/content/www/us/en/products/details/memory-storage/"
+    "data-center-ssds.html (Intel/Solidigm data center SSD product briefs: 'enhanced "
+    "power-loss data protection')"
+)
+_SAMSUNG_DC = (
+    "https://semiconductor.samsung.com/ssd/datacenter-ssd/ (Samsung PM883/PM893/"
+    "PM983/PM9A3 data sheets: 'Power Loss Protection')"
+)
+_MICRON_DC = (
+    "https://www.micron.com/products/storage/ssd/data-center-ssd (Micron 5300/5400/"
+    "7450 product briefs: 'power-loss protection')"
+)
+_KIOXIA_DC = (
+    "https://americas.kioxia.com/en-us/business/ssd/data-center-ssd.html (KIOXIA "
+    "CD6/CM6: 'power loss protection')"
+)
 
 #: Model-string prefixes of data-center drive families whose vendors document power-loss
 #: protection, lower case, matched against the start of any word of ``vendor model`` as
@@ -123,8 +131,10 @@ def _fast_flush_allowed(host: Host, disks: Sequence[BlockDevice]) -> str:
     if DECLARED_PLP in declared_facts(host):
         return "power-loss protection declared by the user (--assume plp), not verified"
     if disks and all((d.write_cache or "").strip() == "write through" for d in disks):
-        return ("the disk reports no volatile write cache (queue/write_cache 'write through'; "
-                "for NVMe the kernel sets it from the controller's VWC bit)")
+        return (
+            "the disk reports no volatile write cache (queue/write_cache 'write through'; "
+            "for NVMe the kernel sets it from the controller's VWC bit)"
+        )
     sources = [plp_source(_model(d)) for d in disks]
     if disks and all(sources):
         return "a drive family documented with power-loss protection: " + str(sources[0])
@@ -140,7 +150,9 @@ def device_class(host: Host, primitive: str) -> DeviceClass:
     target = host.target
     darwin = target.darwin or {}
     if darwin.get("BusProtocol") == "Apple Fabric" and primitive == "F_FULLFSYNC":
-        return DeviceClass("Apple internal SSD (F_FULLFSYNC)", APPLE_FULLFSYNC_FLOOR_NS, DESIGN_BANDS)
+        return DeviceClass(
+            "Apple internal SSD (F_FULLFSYNC)", APPLE_FULLFSYNC_FLOOR_NS, DESIGN_BANDS
+        )
     disks = [layer.device for layer in stack.media(target) if layer.device is not None]
     models = " ".join(_model(d) for d in disks)
     if any(s in models for s in CLOUD_BLOCK_MODELS) or "msft virtual disk" in models:
@@ -150,10 +162,17 @@ def device_class(host: Host, primitive: str) -> DeviceClass:
     if disks and all(d.rotational is False for d in disks):
         allowed = _fast_flush_allowed(host, disks)
         if allowed:
-            return DeviceClass("SSD with power-loss protection or no volatile write cache",
-                               PLP_SSD_FLOOR_NS, DESIGN_BANDS, allowed)
+            return DeviceClass(
+                "SSD with power-loss protection or no volatile write cache",
+                PLP_SSD_FLOOR_NS,
+                DESIGN_BANDS,
+                allowed,
+            )
         if any("back" in (d.write_cache or "") for d in disks):
-            return DeviceClass("SSD with a volatile write cache and no known power-loss "
-                               "protection", CONSUMER_SSD_FLOOR_NS, DESIGN_BANDS)
+            return DeviceClass(
+                "SSD with a volatile write cache and no known power-loss protection",
+                CONSUMER_SSD_FLOOR_NS,
+                DESIGN_BANDS,
+            )
         return DeviceClass("SSD (write cache not known)", PLP_SSD_FLOOR_NS, DESIGN_BANDS)
     return DeviceClass("block device", REAL_IO_FLOOR_NS, DESIGN_BANDS)

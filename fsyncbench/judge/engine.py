@@ -131,42 +131,69 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
         if finding:
             findings.append(finding)
         verdict, code, strength = by_primitive.get(r.primitive) or by_primitive.get(
-            _base_primitive(r.primitive), path)
+            _base_primitive(r.primitive), path
+        )
         for rule in COMMIT_RULES:
             hit = rule(facts, r)
             if hit:
                 hit_strength = COMMIT_RULE_STRENGTH[hit.code]
                 if verdict in (NO_FLUSH, VOLATILE_CACHE) and strength == MEASURED:
                     # a measured signal already found the risk: keep it, show this one too
-                    findings.append(dataclasses.replace(
-                        hit, strength=hit_strength, points_to=NO_FLUSH,
-                        stance="agrees" if verdict == NO_FLUSH else "disagrees"))
+                    findings.append(
+                        dataclasses.replace(
+                            hit,
+                            strength=hit_strength,
+                            points_to=NO_FLUSH,
+                            stance="agrees" if verdict == NO_FLUSH else "disagrees",
+                        )
+                    )
                 else:
-                    findings.append(dataclasses.replace(
-                        hit, strength=hit_strength, points_to=NO_FLUSH, stance="decides"))
+                    findings.append(
+                        dataclasses.replace(
+                            hit, strength=hit_strength, points_to=NO_FLUSH, stance="decides"
+                        )
+                    )
                     verdict, code, strength = NO_FLUSH, hit.code, hit_strength
                 break
         findings.extend(slowness(r))
         verdicts.append(ResultVerdict(r.name, verdict, durable, code, strength))
     findings.extend(evidence_findings(facts))
-    split = {v.subject: (v.path_verdict, v.decided_by) for v in verdicts
-             if v.config_durable is None and v.subject != "path"}
+    split = {
+        v.subject: (v.path_verdict, v.decided_by)
+        for v in verdicts
+        if v.config_durable is None and v.subject != "path"
+    }
     if len({verdict for verdict, _ in split.values()}) > 1:
-        findings.append(Finding(
-            "primitives-disagree", WARNING, "path",
-            "The sync primitives on this one path got different verdicts: "
-            + "; ".join(f"{name} {verdict} ({code})" for name, (verdict, code) in split.items())
-            + ". Where one is decided only by latency near a floor, the line between them is "
-            "not sharp; where a measurement covers one primitive only, the other lacks it.",
-            "Read each verdict's strength; the path verdict is the one of the primitive the "
-            "journal uses.", {"verdicts": {k: v[0] for k, v in split.items()}}, DESIGN_BANDS))
+        findings.append(
+            Finding(
+                "primitives-disagree",
+                WARNING,
+                "path",
+                "The sync primitives on this one path got different verdicts: "
+                + "; ".join(f"{name} {verdict} ({code})" for name, (verdict, code) in split.items())
+                + ". Where one is decided only by latency near a floor, the line between them is "
+                "not sharp; where a measurement covers one primitive only, the other lacks it.",
+                "Read each verdict's strength; the path verdict is the one of the primitive the "
+                "journal uses.",
+                {"verdicts": {k: v[0] for k, v in split.items()}},
+                DESIGN_BANDS,
+            )
+        )
     unknown = sorted(devices.declared_facts(host) - set(devices.DECLARABLE))
     if unknown:
-        findings.append(Finding(
-            "unknown-declaration", WARNING, "path",
-            f"Declared facts not understood and ignored: {', '.join(unknown)}.",
-            "Declare only " + ", ".join(f"'{k}' ({v})" for k, v in devices.DECLARABLE.items())
-            + ".", {"declared": list(host.target.declared)}, "docs/report-schema.md"))
+        findings.append(
+            Finding(
+                "unknown-declaration",
+                WARNING,
+                "path",
+                f"Declared facts not understood and ignored: {', '.join(unknown)}.",
+                "Declare only "
+                + ", ".join(f"'{k}' ({v})" for k, v in devices.DECLARABLE.items())
+                + ".",
+                {"declared": list(host.target.declared)},
+                "docs/report-schema.md",
+            )
+        )
     order = {r.name: i for i, r in enumerate(results)}
     verdicts.sort(key=lambda v: order.get(v.subject, len(order)))
     return Verdict(path[0], path[1], tuple(verdicts), tuple(findings), path[2])
@@ -180,7 +207,9 @@ def rejudge(report: Report) -> Report:
     notes = tuple(report.notes)
     old = report.verdict
     if (old.path_verdict, old.decided_by) != (verdict.path_verdict, verdict.decided_by):
-        notes += (f"the report recorded {old.path_verdict} (decided by {old.decided_by}); "
-                  f"re-derived from its facts: {verdict.path_verdict} (decided by "
-                  f"{verdict.decided_by})",)
+        notes += (
+            f"the report recorded {old.path_verdict} (decided by {old.decided_by}); "
+            f"re-derived from its facts: {verdict.path_verdict} (decided by "
+            f"{verdict.decided_by})",
+        )
     return dataclasses.replace(report, verdict=verdict, notes=notes)

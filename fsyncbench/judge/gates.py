@@ -39,7 +39,9 @@ def parse_duration(text: str, option: str = "duration") -> int:
 def parse_verdicts(text: str) -> tuple[str, ...]:
     """``"volatile_cache,no_flush"`` -> the path verdicts; dashes are accepted for
     underscores. Raises FsyncbenchError listing the allowed values."""
-    values = tuple(v.strip().lower().replace("-", "_") for v in (text or "").split(",") if v.strip())
+    values = tuple(
+        v.strip().lower().replace("-", "_") for v in (text or "").split(",") if v.strip()
+    )
     bad = [v for v in values if v not in PATH_VERDICTS]
     if bad or not values:
         raise FsyncbenchError(
@@ -98,16 +100,22 @@ def check(
     for r in select(report, names):
         s = r.summary
         if max_p99_ns is not None and s.p99_ns > max_p99_ns:
-            failures.append(GateFailure(
-                r.name, "max-p99",
-                f"{r.name}: p99 {fmt_ns(s.p99_ns)} (95% CI {fmt_interval(s.p99_ci_ns, s.p99_interval)}, "
-                f"n={s.count}) is above --max-p99 {fmt_ns(max_p99_ns)}",
-            ))
+            failures.append(
+                GateFailure(
+                    r.name,
+                    "max-p99",
+                    f"{r.name}: p99 {fmt_ns(s.p99_ns)} (95% CI {fmt_interval(s.p99_ci_ns, s.p99_interval)}, "
+                    f"n={s.count}) is above --max-p99 {fmt_ns(max_p99_ns)}",
+                )
+            )
         v = verdicts.get(r.name)
         if fail_on and v is not None and v.path_verdict in fail_on:
-            failures.append(GateFailure(
-                r.name, "fail-on",
-                f"{r.name}: path verdict {v.path_verdict} (decided by {v.decided_by}) is in "
-                f"--fail-on {','.join(fail_on)}",
-            ))
+            failures.append(
+                GateFailure(
+                    r.name,
+                    "fail-on",
+                    f"{r.name}: path verdict {v.path_verdict} (decided by {v.decided_by}) is in "
+                    f"--fail-on {','.join(fail_on)}",
+                )
+            )
     return failures

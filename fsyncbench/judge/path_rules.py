@@ -69,8 +69,9 @@ PATH_RULES: tuple[PathRule, ...] = (
 )
 
 
-def judge_primitive(host: Host, r: Result | None, results: Sequence[Result],
-                    evidence: Evidence | None = None) -> tuple[str, str, Finding | None]:
+def judge_primitive(
+    host: Host, r: Result | None, results: Sequence[Result], evidence: Evidence | None = None
+) -> tuple[str, str, Finding | None]:
     """(path verdict, deciding finding code, its finding) for one flush result, or for the
     path itself (``r`` None) when no primitive was measured. The finding carries its
     strength, ``points_to`` the verdict and ``stance`` "decides"."""

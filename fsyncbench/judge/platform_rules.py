@@ -69,35 +69,46 @@ def rule_no_flush_filesystem(f: Facts, r: Result | None):
         return None
     if mount.fs_type in NO_FLUSH_FILESYSTEMS:
         return NO_FLUSH, Finding(
-            "no-flush-filesystem", RISK, _subject(r),
+            "no-flush-filesystem",
+            RISK,
+            _subject(r),
             f"The target is on {mount.fs_type}, which keeps data in RAM: {prim} "
             "never reaches a block device.",
             "Benchmark the directory your journal will really live on.",
             {"fs_type": mount.fs_type, "mount_point": mount.mount_point},
-            "Linux Documentation/filesystems/tmpfs.rst", MEASURED,
+            "Linux Documentation/filesystems/tmpfs.rst",
+            MEASURED,
         )
     overlays = stack.volatile_overlays(f.host.target)
     if overlays:
         return NO_FLUSH, Finding(
-            "overlay-volatile", RISK, _subject(r),
+            "overlay-volatile",
+            RISK,
+            _subject(r),
             f"The storage stack has an overlay mounted volatile ({_chain(f)}): {prim} is not "
             "passed to its upper filesystem.",
             "Remove the 'volatile' (fsync=volatile) option, or keep the journal outside the "
             "overlay.",
-            {"overlays": [o.name for o in overlays],
-             "options": sorted({opt for o in overlays for opt in o.options}),
-             "chain": _chain(f)},
-            OVERLAY_VOLATILE_DOC, MEASURED,
+            {
+                "overlays": [o.name for o in overlays],
+                "options": sorted({opt for o in overlays for opt in o.options}),
+                "chain": _chain(f),
+            },
+            OVERLAY_VOLATILE_DOC,
+            MEASURED,
         )
     zfs_sync = f.evidence.environment.zfs_sync if f.evidence else None
     if mount.fs_type == "zfs" and (zfs_sync or "").lower() == "disabled":
         return NO_FLUSH, Finding(
-            "zfs-sync-disabled", RISK, _subject(r),
+            "zfs-sync-disabled",
+            RISK,
+            _subject(r),
             f"The ZFS dataset {mount.source} has sync=disabled: {prim} returns at once and "
             "data reaches disk only with the next transaction group.",
             f"zfs set sync=standard {mount.source} (add a SLOG device if sync writes are slow).",
             {"fs_type": "zfs", "dataset": mount.source, "zfs_sync": zfs_sync},
-            ZFS_SYNC_DOC, MEASURED,
+            ZFS_SYNC_DOC,
+            MEASURED,
         )
     return None
 
@@ -117,26 +128,38 @@ def rule_ram_media(f: Facts, r: Result | None):
     stable = [layer for layer in stack.media(f.host.target) if layer.volatile is not True]
     if stable:
         return UNVERIFIABLE, Finding(
-            "part-ram-backed-storage", RISK, _subject(r),
+            "part-ram-backed-storage",
+            RISK,
+            _subject(r),
             f"Part of the storage holding the bytes is RAM "
             f"({', '.join(layer.name for layer in ram)}) and part is not "
             f"({', '.join(layer.name for layer in stable)}): {chain}. Whether an acknowledged "
             "commit survives a power loss depends on the redundancy profile (a mirror keeps "
             "it on the other device, a stripe or single copy loses it).",
             "Keep RAM devices out of a journal's filesystem.",
-            {"chain": chain, "ram_layers": [layer.name for layer in ram],
-             "stable_layers": [layer.name for layer in stable]},
-            RAM_STACK_DOC, MEASURED,
+            {
+                "chain": chain,
+                "ram_layers": [layer.name for layer in ram],
+                "stable_layers": [layer.name for layer in stable],
+            },
+            RAM_STACK_DOC,
+            MEASURED,
         )
     return NO_FLUSH, Finding(
-        "ram-backed-storage", RISK, _subject(r),
+        "ram-backed-storage",
+        RISK,
+        _subject(r),
         f"The bytes end in RAM: {chain}. {_primitive(f, r)} is passed down the stack, but "
         "the layer that holds the data is memory, lost with the power.",
         "Benchmark the directory your journal will really live on (a filesystem on a real "
         "disk, not on a loop file in tmpfs or a RAM block device).",
-        {"chain": chain, "ram_layers": [layer.name for layer in ram],
-         "kinds": [layer.kind for layer in ram]},
-        RAM_STACK_DOC, MEASURED,
+        {
+            "chain": chain,
+            "ram_layers": [layer.name for layer in ram],
+            "kinds": [layer.kind for layer in ram],
+        },
+        RAM_STACK_DOC,
+        MEASURED,
     )
 
 
@@ -151,13 +174,16 @@ def rule_sync_disabling_preload(f: Facts, r: Result | None):
     if _comparison(f, _primitive(f, r)) is not None or _counter_ratio(r, f.host) is not None:
         return None
     return NO_FLUSH, Finding(
-        "sync-disabled-by-preload", RISK, _subject(r),
+        "sync-disabled-by-preload",
+        RISK,
+        _subject(r),
         f"{', '.join(libs)} is preloaded into this process; it turns "
         f"{_primitive(f, r)} into a no-op (a name match: no measurement contradicts it).",
         "Run without eatmydata (unset LD_PRELOAD, clear /etc/ld.so.preload) to measure real "
         "flushes.",
         {"ld_preload": f.host.ld_preload, "libraries": libs},
-        EATMYDATA_DOC, INFERRED,
+        EATMYDATA_DOC,
+        INFERRED,
     )
 
 
@@ -174,28 +200,39 @@ def rule_barriers_disabled(f: Facts, r: Result | None):
     # (the host page cache) is volatile whatever the disk under its backing file reports
     media = set(stack.media_devices(f.host.target))
     protected = _power_protected_media(f.host)
-    layers = [layer for layer in stack.no_barrier_filesystems(f.host.target)
-              if "through" not in (stack.cache_below(f.host.target, layer) or "")
-              and not (protected and stack.device_below(f.host.target, layer) in media)]
+    layers = [
+        layer
+        for layer in stack.no_barrier_filesystems(f.host.target)
+        if "through" not in (stack.cache_below(f.host.target, layer) or "")
+        and not (protected and stack.device_below(f.host.target, layer) in media)
+    ]
     if not layers:
         return None
     ratio = _reached_ratio(f, r)
-    if ratio is not None and ratio >= REACHED_FLUSH_RATIO and \
-            stack.top_block_device(f.host.target) in stack.media_devices(f.host.target):
+    if (
+        ratio is not None
+        and ratio >= REACHED_FLUSH_RATIO
+        and stack.top_block_device(f.host.target) in stack.media_devices(f.host.target)
+    ):
         return None
     opts = sorted({o for layer in layers for o in layer.options} & NO_BARRIER_OPTIONS)
     names = ", ".join(f"{layer.fs_type} {layer.name}" for layer in layers)
     return VOLATILE_CACHE, Finding(
-        "barriers-disabled", RISK, _subject(r),
+        "barriers-disabled",
+        RISK,
+        _subject(r),
         f"{names} is mounted with {', '.join(opts)}: {_primitive(f, r)} writes data to the "
         "drive but never asks it to flush its volatile write cache.",
-        "Remount without nobarrier/barrier=0 unless the cache is battery- or "
-        "capacitor-backed.",
-        {"mount_options": sorted({o for layer in layers for o in layer.options}),
-         "filesystems": [layer.name for layer in layers], "chain": _chain(f),
-         "write_cache": [d.write_cache for d in _media_disks(f.host)],
-         "flushes_per_sync": None if ratio is None else round(ratio, 3)},
-        BARRIER_DOC, MEASURED,
+        "Remount without nobarrier/barrier=0 unless the cache is battery- or capacitor-backed.",
+        {
+            "mount_options": sorted({o for layer in layers for o in layer.options}),
+            "filesystems": [layer.name for layer in layers],
+            "chain": _chain(f),
+            "write_cache": [d.write_cache for d in _media_disks(f.host)],
+            "flushes_per_sync": None if ratio is None else round(ratio, 3),
+        },
+        BARRIER_DOC,
+        MEASURED,
     )
 
 
@@ -203,19 +240,29 @@ def rule_macos_plain_fsync(f: Facts, r: Result | None):
     """On macOS plain fsync, F_BARRIERFSYNC and O_DSYNC/O_SYNC writes return once data
     reaches the drive, whose cache is volatile (APPLE_FSYNC_DOC, APPLE_BARRIER_DOC: only
     F_FULLFSYNC asks the drive to flush). Platform semantics, inferred."""
-    if r is None or f.host.os_name != "Darwin" or r.primitive not in (
-            "fsync", "F_BARRIERFSYNC", "O_DSYNC", "O_SYNC"):
+    if (
+        r is None
+        or f.host.os_name != "Darwin"
+        or r.primitive not in ("fsync", "F_BARRIERFSYNC", "O_DSYNC", "O_SYNC")
+    ):
         return None
     full = next((x for x in _flush_results(f.results) if x.primitive == "F_FULLFSYNC"), None)
     return VOLATILE_CACHE, Finding(
-        "macos-fsync-stops-at-cache", RISK, r.name,
+        "macos-fsync-stops-at-cache",
+        RISK,
+        r.name,
         f"On macOS {r.primitive} returns once data reaches the drive's volatile cache.",
         "Use F_FULLFSYNC (SQLite: PRAGMA fullfsync=ON with a SQLite that maps it to "
         "F_FULLFSYNC) for power-loss durability.",
-        {"primitive": r.primitive, "p50_ns": r.summary.p50_ns,
-         "fullfsync_ratio": None if full is None
-         else round(full.summary.p50_ns / r.summary.p50_ns)},
-        APPLE_FSYNC_DOC if r.primitive == "fsync" else APPLE_BARRIER_DOC, INFERRED,
+        {
+            "primitive": r.primitive,
+            "p50_ns": r.summary.p50_ns,
+            "fullfsync_ratio": None
+            if full is None
+            else round(full.summary.p50_ns / r.summary.p50_ns),
+        },
+        APPLE_FSYNC_DOC if r.primitive == "fsync" else APPLE_BARRIER_DOC,
+        INFERRED,
     )
 
 
@@ -245,14 +292,17 @@ def rule_hypervisor_ignores_flush(f: Facts, r: Result | None):
     if not signs:
         return None
     return VOLATILE_CACHE, Finding(
-        "hypervisor-ignores-flush", RISK, _subject(r),
+        "hypervisor-ignores-flush",
+        RISK,
+        _subject(r),
         f"This is a VirtualBox guest ({'; '.join(signs)}): by default VirtualBox ignores the "
         f"guest's flush requests, so {_primitive(f, r)} ends in the host's cache.",
         "On the host: VBoxManage setextradata VM-name "
-        "\"VBoxInternal/Devices/ahci/0/LUN#0/Config/IgnoreFlush\" 0 (piix3ide for IDE disks; "
+        '"VBoxInternal/Devices/ahci/0/LUN#0/Config/IgnoreFlush" 0 (piix3ide for IDE disks; '
         "the VM log then lacks 'Flushes will be ignored'), or run fsyncbench on the host.",
         {"signs": signs, "flushes_per_sync": _counter_ratio(r, f.host)},
-        VIRTUALBOX_DOC, INFERRED,
+        VIRTUALBOX_DOC,
+        INFERRED,
     )
 
 
@@ -266,22 +316,29 @@ def rule_cloud_block_storage(f: Facts, r: Result | None):
     disks = _media_disks(f.host)
     if hit is None or not disks:
         return None
-    if not all(any(m in f"{d.vendor or ''} {d.model or ''}".lower() for m in CLOUD_BLOCK_MODELS)
-               for d in disks):
+    if not all(
+        any(m in f"{d.vendor or ''} {d.model or ''}".lower() for m in CLOUD_BLOCK_MODELS)
+        for d in disks
+    ):
         return None
     if r is not None and r.summary.p50_ns < REAL_IO_FLOOR_NS:
         return None
     return HONEST_FLUSH, Finding(
-        "cloud-block-storage", INFO, _subject(r),
+        "cloud-block-storage",
+        INFO,
+        _subject(r),
         f"The target sits on {', '.join(sorted({d.model or '?' for d in disks}))}, "
         "network block storage whose provider acknowledges a write only once it is stored "
         "redundantly.",
         "Mind the volume's IOPS/latency limits; a local instance-store disk would not be "
         "durable across instance stop.",
-        {"models": [d.model for d in disks],
-         "write_cache": [d.write_cache for d in disks],
-         "p50_ns": None if r is None else r.summary.p50_ns},
-        CLOUD_BLOCK_DOC, INFERRED,
+        {
+            "models": [d.model for d in disks],
+            "write_cache": [d.write_cache for d in disks],
+            "p50_ns": None if r is None else r.summary.p50_ns,
+        },
+        CLOUD_BLOCK_DOC,
+        INFERRED,
     )
 
 
@@ -295,18 +352,30 @@ def rule_network_filesystem(f: Facts, r: Result | None):
         return None
     first = forwarding[0]
     kind = {"fuse": "the FUSE filesystem", "network-fs": "the network filesystem"}.get(
-        first.kind, "the network block device")
-    what = (f"{kind} {first.name} (type {first.fs_type}, source {first.source})"
-            if first.fs_type else f"{kind} {first.name}")
+        first.kind, "the network block device"
+    )
+    what = (
+        f"{kind} {first.name} (type {first.fs_type}, source {first.source})"
+        if first.fs_type
+        else f"{kind} {first.name}"
+    )
     return UNVERIFIABLE, Finding(
-        "network-filesystem", WARNING, _subject(r),
+        "network-filesystem",
+        WARNING,
+        _subject(r),
         f"The target's storage goes through {what}: {_primitive(f, r)} is "
         "forwarded to a server or daemon whose storage cannot be seen from here.",
         "Run fsyncbench audit where the data is stored, or keep the journal on local storage.",
-        {"fs_type": first.fs_type, "source": first.source, "layer": first.name,
-         "kind": first.kind, "chain": _chain(f)},
+        {
+            "fs_type": first.fs_type,
+            "source": first.source,
+            "layer": first.name,
+            "kind": first.kind,
+            "chain": _chain(f),
+        },
         "nfs(5); Linux Documentation/filesystems/fuse.rst; "
-        "Documentation/admin-guide/blockdev/nbd.rst", MEASURED,
+        "Documentation/admin-guide/blockdev/nbd.rst",
+        MEASURED,
     )
 
 
@@ -323,26 +392,38 @@ def rule_virtualized(f: Facts, r: Result | None):
     ratio = _reached_ratio(f, r) if r is not None else None
     raw = _counter_ratio(r, f.host)
     virtual = [layer for layer in stack.media(f.host.target) if layer.kind == "virtual-disk"]
-    through = [layer.name for layer in virtual if layer.device is not None
-               and (layer.device.write_cache or "").strip() == "write through"]
+    through = [
+        layer.name
+        for layer in virtual
+        if layer.device is not None and (layer.device.write_cache or "").strip() == "write through"
+    ]
     where = "the virtual disk" if virtual else "whatever this stack ends in"
     if ratio is not None and ratio >= REACHED_FLUSH_RATIO:
         seen = f"{_primitive(f, r)} reaches {where} ({ratio:.2f} device flushes per sync)"
     elif raw is not None and raw >= REACHED_FLUSH_RATIO:
-        seen = (f"{_primitive(f, r)} was followed by {raw:.2f} device flushes per sync, but "
-                "other I/O on the disk could explain them")
+        seen = (
+            f"{_primitive(f, r)} was followed by {raw:.2f} device flushes per sync, but "
+            "other I/O on the disk could explain them"
+        )
     elif raw is not None:
         seen = f"only {raw:.2f} device flushes per sync arrived for {_primitive(f, r)}"
     else:
         seen = f"{_primitive(f, r)} goes to {where}"
-    text = (f"This is a virtual machine: {seen}, and whether the host persists what it gets "
-            "cannot be seen from inside.")
+    text = (
+        f"This is a virtual machine: {seen}, and whether the host persists what it gets "
+        "cannot be seen from inside."
+    )
     if through:
-        text = (f"This is a virtual machine whose disk {', '.join(through)} reports a "
-                "write-through cache: the guest sends it no flush, and whether the host "
-                "writes through or keeps the data in its page cache cannot be seen from inside.")
+        text = (
+            f"This is a virtual machine whose disk {', '.join(through)} reports a "
+            "write-through cache: the guest sends it no flush, and whether the host "
+            "writes through or keeps the data in its page cache cannot be seen from inside."
+        )
     return UNVERIFIABLE, Finding(
-        "virtualized-storage", WARNING, _subject(r), text,
+        "virtualized-storage",
+        WARNING,
+        _subject(r),
+        text,
         "Check the hypervisor's disk cache mode: Firecracker's default cache_type Unsafe "
         "advertises no flush and never syncs on the host, Writeback fsyncs the backing file "
         "on every guest flush; QEMU cache=unsafe ignores flushes, its other modes honour "
@@ -357,7 +438,8 @@ def rule_virtualized(f: Facts, r: Result | None):
             "flush_ms_per_flush": None if r is None else _flush_ms_per_flush(r, f.host),
             "p50_ns": None if r is None else r.summary.p50_ns,
         },
-        FIRECRACKER_DOC, MEASURED,
+        FIRECRACKER_DOC,
+        MEASURED,
     )
 
 
@@ -372,14 +454,19 @@ def rule_stack_not_followed(f: Facts, r: Result | None):
         stuck = [layer for layer in stuck if layer.device is not None]
     if not stuck or stack.media(target):
         return None
-    notes = [f"{stack.label(layer)}: {layer.note}" if layer.note else stack.label(layer)
-             for layer in stuck]
+    notes = [
+        f"{stack.label(layer)}: {layer.note}" if layer.note else stack.label(layer)
+        for layer in stuck
+    ]
     return UNVERIFIABLE, Finding(
-        "stack-not-followed", WARNING, _subject(r),
+        "stack-not-followed",
+        WARNING,
+        _subject(r),
         f"The storage under the target could not be followed to the medium holding the "
         f"bytes ({_chain(f)}; {'; '.join(notes)}): nothing measured here can be tied to it.",
         "Run fsyncbench on the directory that holds the data, or with absolute overlay "
         "paths; `fsyncbench host DIR` shows the stack.",
         {"chain": _chain(f), "stopped_at": [layer.name for layer in stuck]},
-        "fsyncbench.host._stack", MEASURED,
+        "fsyncbench.host._stack",
+        MEASURED,
     )

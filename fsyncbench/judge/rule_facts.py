@@ -173,8 +173,13 @@ def _commit(results: Sequence[Result], like: Pragmas, sync: str) -> Result | Non
     """The commit result with ``like``'s journal_mode and fullfsync at ``sync``."""
     for r in results:
         p = r.effective or r.requested
-        if (r.kind == "commit" and p and p.journal_mode == like.journal_mode
-                and p.fullfsync == like.fullfsync and p.synchronous == sync):
+        if (
+            r.kind == "commit"
+            and p
+            and p.journal_mode == like.journal_mode
+            and p.fullfsync == like.fullfsync
+            and p.synchronous == sync
+        ):
             return r
     return None
 

@@ -52,8 +52,9 @@ def top_block_layer(target: StorageTarget) -> StorageLayer | None:
 def non_media_devices(target: StorageTarget) -> set[str]:
     """Names of block devices in the stack that hold no bytes (loop, dm, md, partitions):
     counts on them show what was sent, never what reached stable media."""
-    return {layer.name for layer in layers(target) if layer.device is not None
-            and not layer.holds_bytes}
+    return {
+        layer.name for layer in layers(target) if layer.device is not None and not layer.holds_bytes
+    }
 
 
 def block_devices(target: StorageTarget) -> list[StorageLayer]:
@@ -63,13 +64,20 @@ def block_devices(target: StorageTarget) -> list[StorageLayer]:
 
 def no_barrier_filesystems(target: StorageTarget) -> list[StorageLayer]:
     """Filesystem layers mounted ``nobarrier``/``barrier=0``: they send no cache flush."""
-    return [layer for layer in layers(target)
-            if layer.kind == "filesystem" and set(layer.options) & NO_BARRIER_OPTIONS]
+    return [
+        layer
+        for layer in layers(target)
+        if layer.kind == "filesystem" and set(layer.options) & NO_BARRIER_OPTIONS
+    ]
 
 
 def volatile_overlays(target: StorageTarget) -> list[StorageLayer]:
     """Overlay layers mounted volatile: they drop every sync to their upper directory."""
-    return [layer for layer in layers(target) if layer.kind == "overlay" and layer.flush == FLUSH_DROPPED]
+    return [
+        layer
+        for layer in layers(target)
+        if layer.kind == "overlay" and layer.flush == FLUSH_DROPPED
+    ]
 
 
 def forwarding_layers(target: StorageTarget) -> list[StorageLayer]:
@@ -80,8 +88,11 @@ def forwarding_layers(target: StorageTarget) -> list[StorageLayer]:
 def write_back_media(target: StorageTarget) -> bool | None:
     """True when a disk holding the bytes has a volatile write cache ("write back"), False
     when every known one writes through, None when none says."""
-    caches = [layer.device.write_cache for layer in media(target)
-              if layer.device is not None and layer.device.write_cache]
+    caches = [
+        layer.device.write_cache
+        for layer in media(target)
+        if layer.device is not None and layer.device.write_cache
+    ]
     if not caches:
         return None
     return any("back" in c for c in caches)
@@ -91,7 +102,7 @@ def block_below(target: StorageTarget, above: StorageLayer) -> StorageLayer | No
     """The first block device below layer ``above`` (partitions skipped: their disk's
     cache is the one that counts), i.e. where ``above`` sends its writes and flushes."""
     all_layers = layers(target)
-    for layer in all_layers[all_layers.index(above) + 1:]:
+    for layer in all_layers[all_layers.index(above) + 1 :]:
         if layer.depth <= above.depth:
             break
         if layer.device is not None and layer.kind != "partition":

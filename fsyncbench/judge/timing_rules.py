@@ -52,9 +52,13 @@ def rule_sweep_bandwidth(f: Facts, r: Result | None):
         return None
     ceiling = _sweep_ceiling(f)
     bw = sweep.bandwidth_bytes_per_s
-    evidence = {"primitive": sweep.primitive, "flush_cost_ns": sweep.flush_cost_ns,
-                "bandwidth_bytes_per_s": bw, "ceiling_bytes_per_s": ceiling,
-                "r_squared": sweep.r_squared}
+    evidence = {
+        "primitive": sweep.primitive,
+        "flush_cost_ns": sweep.flush_cost_ns,
+        "bandwidth_bytes_per_s": bw,
+        "ceiling_bytes_per_s": ceiling,
+        "r_squared": sweep.r_squared,
+    }
     if sweep.points:
         largest = max(p.dirty_bytes for p in sweep.points)
         if largest < SWEEP_MIN_BYTES:
@@ -64,22 +68,33 @@ def rule_sweep_bandwidth(f: Facts, r: Result | None):
         least = largest / ceiling * 1e9
         if median >= least:
             return None
-        evidence.update(largest_bytes=largest, largest_p50_ns=median, least_possible_ns=round(least))
-        shown = (f"a sync after {largest >> 20} MiB took {_us(median)}, less than the "
-                 f"{_us(least)} {largest >> 20} MiB need at {ceiling / 1e9:.0f} GB/s, the most "
-                 "the storage links here carry")
+        evidence.update(
+            largest_bytes=largest, largest_p50_ns=median, least_possible_ns=round(least)
+        )
+        shown = (
+            f"a sync after {largest >> 20} MiB took {_us(median)}, less than the "
+            f"{_us(least)} {largest >> 20} MiB need at {ceiling / 1e9:.0f} GB/s, the most "
+            "the storage links here carry"
+        )
     else:
         if bw is not None and bw <= ceiling:
             return None
-        shown = ("latency did not grow with the bytes written" if bw is None else
-                 f"the fitted bandwidth {bw / 1e9:,.0f} GB/s exceeds {ceiling / 1e9:.0f} GB/s, "
-                 "the most the storage links here carry")
+        shown = (
+            "latency did not grow with the bytes written"
+            if bw is None
+            else f"the fitted bandwidth {bw / 1e9:,.0f} GB/s exceeds {ceiling / 1e9:.0f} GB/s, "
+            "the most the storage links here carry"
+        )
     return NO_FLUSH, Finding(
-        "sync-bandwidth-impossible", RISK, _subject(r),
+        "sync-bandwidth-impossible",
+        RISK,
+        _subject(r),
         f"Dirty-size sweep with {sweep.primitive}: {shown}: the data never left RAM.",
         "Find the layer that acknowledges syncs from memory (eatmydata, a no-op sync, a RAM "
         "disk) and audit the real storage path.",
-        evidence, PCIE_DOC, MEASURED,
+        evidence,
+        PCIE_DOC,
+        MEASURED,
     )
 
 
@@ -97,16 +112,23 @@ def rule_flush_costs_nothing(f: Facts, r: Result | None):
     if gap >= REAL_IO_FLOOR_NS:
         return None
     return NO_FLUSH, Finding(
-        "flush-costs-nothing", RISK, r.name,
+        "flush-costs-nothing",
+        RISK,
+        r.name,
         f"write+{r.primitive} p50 {_us(r.summary.p50_ns)} is "
         + (f"only {_us(gap)} more than" if gap > 0 else "no slower than")
         + f" the same write without a sync ({_us(base.summary.p50_ns)}): the {r.primitive} "
         "reaches no device.",
         "Find the layer that acknowledges syncs from memory (tmpfs, eatmydata, an overlay "
         "mounted volatile) and audit the real storage path.",
-        {"p50_ns": r.summary.p50_ns, "write_p50_ns": base.summary.p50_ns, "gap_ns": gap,
-         "floor_ns": REAL_IO_FLOOR_NS},
-        DESIGN_BANDS, INFERRED,
+        {
+            "p50_ns": r.summary.p50_ns,
+            "write_p50_ns": base.summary.p50_ns,
+            "gap_ns": gap,
+            "floor_ns": REAL_IO_FLOOR_NS,
+        },
+        DESIGN_BANDS,
+        INFERRED,
     )
 
 
@@ -120,24 +142,36 @@ def rule_latency_floor(f: Facts, r: Result | None):
         return None
     cls = device_class(host, r.primitive)
     p50 = r.summary.p50_ns
-    evidence = {"p50_ns": p50, "device_class": cls.name, "floor_ns": cls.floor_ns,
-                "flushes_per_sync": _counter_ratio(r, host),
-                "fast_flush_allowed_by": cls.plp or None}
+    evidence = {
+        "p50_ns": p50,
+        "device_class": cls.name,
+        "floor_ns": cls.floor_ns,
+        "flushes_per_sync": _counter_ratio(r, host),
+        "fast_flush_allowed_by": cls.plp or None,
+    }
     if p50 < cls.floor_ns:
         return VOLATILE_CACHE, Finding(
-            "flush-below-device-floor", RISK, r.name,
+            "flush-below-device-floor",
+            RISK,
+            r.name,
             f"{r.primitive} p50 {p50 / 1e3:.1f} us is below the {cls.floor_ns / 1e3:.0f} us "
             f"a flush to stable media takes on {_a(cls.name)}: something acknowledges it from "
             "a cache.",
             "Check the drive's write cache and power-loss protection (nvme id-ctrl: vwc; "
             "the vendor's data sheet); if the drive has power-loss protection, say so with "
             "--assume plp. A power pull (fsyncbench powercut) settles it.",
-            evidence, cls.source, INFERRED,
+            evidence,
+            cls.source,
+            INFERRED,
         )
     return HONEST_FLUSH, Finding(
-        "flush-latency-plausible", INFO, r.name,
+        "flush-latency-plausible",
+        INFO,
+        r.name,
         f"{r.primitive} p50 {p50 / 1e3:.1f} us is consistent with {_a(cls.name)} writing "
         "to stable media: inferred from latency only, not proven.",
         "Latency alone cannot prove durability; a power-pull test (fsyncbench powercut) can.",
-        evidence, cls.source, INFERRED,
+        evidence,
+        cls.source,
+        INFERRED,
     )

@@ -79,14 +79,24 @@ TRACE_CONFIGS = tuple(Pragmas(m, s) for m in TRACE_MODES for s in TRACE_SYNCS)
 
 #: Pragma combinations the audit times (FULL vs OFF per journal mode, WAL/NORMAL).
 TIMED_CONFIGS = (
-    Pragmas("DELETE", "OFF"), Pragmas("DELETE", "FULL"),
-    Pragmas("WAL", "OFF"), Pragmas("WAL", "NORMAL"), Pragmas("WAL", "FULL"),
+    Pragmas("DELETE", "OFF"),
+    Pragmas("DELETE", "FULL"),
+    Pragmas("WAL", "OFF"),
+    Pragmas("WAL", "NORMAL"),
+    Pragmas("WAL", "FULL"),
 )
 
 #: The sync system calls a trace counts (syscalls(2)); ``?`` lets strace skip a name the
 #: architecture lacks instead of failing (strace(1), "-e trace=").
-SYNC_SYSCALLS = ("fsync", "fdatasync", "sync_file_range", "sync_file_range2", "syncfs",
-                 "sync", "msync")
+SYNC_SYSCALLS = (
+    "fsync",
+    "fdatasync",
+    "sync_file_range",
+    "sync_file_range2",
+    "syncfs",
+    "sync",
+    "msync",
+)
 STRACE_TIMEOUT_S = 120.0
 ZFS_TIMEOUT_S = 5.0
 
@@ -98,14 +108,14 @@ Runner = Callable[[list[str]], "tuple[int, bytes] | None"]
 class EvidencePlan:
     """How much evidence to gather (the ``audit`` command's sample options)."""
 
-    compare_syncs: int = 200      # per side of libc vs syscall (and of the second-fd check)
-    compare_blocks: int = 4       # interleaved blocks per side
-    sweep_repeats: int = 3        # syncs per dirty size
+    compare_syncs: int = 200  # per side of libc vs syscall (and of the second-fd check)
+    compare_blocks: int = 4  # interleaved blocks per side
+    sweep_repeats: int = 3  # syncs per dirty size
     sweep_max_bytes: int = SWEEP_SIZES[-1]
-    trace_commits: int = 20       # commits traced per pragma combination
+    trace_commits: int = 20  # commits traced per pragma combination
     payload_bytes: int = 512
     trace: bool = True
-    budget_s: float = 20.0        # per timed block set
+    budget_s: float = 20.0  # per timed block set
 
     def __post_init__(self) -> None:
         if self.compare_syncs < self.compare_blocks or self.compare_blocks < 1:
@@ -113,7 +123,9 @@ class EvidencePlan:
         if self.sweep_repeats < 1:
             raise FsyncbenchError(f"--sweep-repeats must be at least 1, got {self.sweep_repeats}")
         if self.sweep_max_bytes < SWEEP_SIZES[1]:
-            raise FsyncbenchError(f"--sweep-max-mib must be at least {max(1, SWEEP_SIZES[1] >> 20)}")
+            raise FsyncbenchError(
+                f"--sweep-max-mib must be at least {max(1, SWEEP_SIZES[1] >> 20)}"
+            )
         if self.trace_commits < 1:
             raise FsyncbenchError(f"--trace-commits must be at least 1, got {self.trace_commits}")
 
@@ -139,13 +151,21 @@ def counter_reason(host: Host) -> str | None:
         return f"no block device holds the bytes under the target ({host.target.mount.fs_type})"
     missing = [d.name for d in host.target.disks if not d.has_flush_counters]
     if missing:
-        return (f"/sys/block/{','.join(missing)}/stat has no flush fields 16-17 "
-                "(Linux < 5.5 or an unusual driver)")
+        return (
+            f"/sys/block/{','.join(missing)}/stat has no flush fields 16-17 "
+            "(Linux < 5.5 or an unusual driver)"
+        )
     return None
 
 
-def _blocks(workloads: Sequence[Workload], syncs: int, blocks: int, disks: Sequence[str],
-            counters: Counters, budget_s: float) -> list[tuple[list[int], int | None]]:
+def _blocks(
+    workloads: Sequence[Workload],
+    syncs: int,
+    blocks: int,
+    disks: Sequence[str],
+    counters: Counters,
+    budget_s: float,
+) -> list[tuple[list[int], int | None]]:
     """Run each workload in turn, ``blocks`` times, ``syncs // blocks`` timed operations per
     block, reading the counters around every block. Per workload: (samples, flushes)."""
     per = max(1, syncs // blocks)
@@ -172,8 +192,12 @@ def _p50(samples: Sequence[int]) -> float:
 
 
 def compare_libc_syscall(
-    directory: Path, primitive: str, plan: EvidencePlan, disks: Sequence[str],
-    counters: Counters = hostmod.read_flush_counters, machine: str | None = None,
+    directory: Path,
+    primitive: str,
+    plan: EvidencePlan,
+    disks: Sequence[str],
+    counters: Counters = hostmod.read_flush_counters,
+    machine: str | None = None,
 ) -> SyscallComparison | None:
     """``os.<primitive>`` against ``syscall(SYS_<primitive>)`` after identical 4 KiB writes,
     interleaved in ``plan.compare_blocks`` blocks per side with the flush counters read
@@ -185,27 +209,41 @@ def compare_libc_syscall(
         return None
     (libc_s, libc_f), (raw_s, raw_f) = _paired(
         lambda: FlushWorkload(directory, SyncPrimitive(primitive, libc_call)),
-        lambda: FlushWorkload(directory, raw), plan, disks, counters)
+        lambda: FlushWorkload(directory, raw),
+        plan,
+        disks,
+        counters,
+    )
     return SyscallComparison(
-        primitive=primitive, syscall_number=syscall_number(primitive, machine),
-        machine=machine, syncs=min(len(libc_s), len(raw_s)),
-        libc_p50_ns=_p50(libc_s), syscall_p50_ns=_p50(raw_s),
-        libc_flushes=libc_f, syscall_flushes=raw_f,
-        libc_samples_ns=tuple(libc_s), syscall_samples_ns=tuple(raw_s),
+        primitive=primitive,
+        syscall_number=syscall_number(primitive, machine),
+        machine=machine,
+        syncs=min(len(libc_s), len(raw_s)),
+        libc_p50_ns=_p50(libc_s),
+        syscall_p50_ns=_p50(raw_s),
+        libc_flushes=libc_f,
+        syscall_flushes=raw_f,
+        libc_samples_ns=tuple(libc_s),
+        syscall_samples_ns=tuple(raw_s),
     )
 
 
-def _paired(make_a: Callable[[], FlushWorkload], make_b: Callable[[], FlushWorkload],
-            plan: EvidencePlan, disks: Sequence[str],
-            counters: Counters) -> list[tuple[list[int], int | None]]:
+def _paired(
+    make_a: Callable[[], FlushWorkload],
+    make_b: Callable[[], FlushWorkload],
+    plan: EvidencePlan,
+    disks: Sequence[str],
+    counters: Counters,
+) -> list[tuple[list[int], int | None]]:
     """Open two workloads, time them in interleaved blocks with counters (:func:`_blocks`)
     and close both; returns ((samples_a, flushes_a), (samples_b, flushes_b))."""
     a = make_a()
     try:
         b = make_b()
         try:
-            return _blocks((a, b), plan.compare_syncs, plan.compare_blocks, disks, counters,
-                           plan.budget_s)
+            return _blocks(
+                (a, b), plan.compare_syncs, plan.compare_blocks, disks, counters, plan.budget_s
+            )
         finally:
             b.close()
     finally:
@@ -216,19 +254,29 @@ def _paired(make_a: Callable[[], FlushWorkload], make_b: Callable[[], FlushWorkl
 
 
 def second_fd_check(
-    directory: Path, plan: EvidencePlan, disks: Sequence[str],
-    counters: Counters = hostmod.read_flush_counters, primitive: str = "fsync",
+    directory: Path,
+    plan: EvidencePlan,
+    disks: Sequence[str],
+    counters: Counters = hostmod.read_flush_counters,
+    primitive: str = "fsync",
 ) -> SecondFdCheck:
     """Write through one descriptor and ``primitive`` on a second one, against write and
     sync on the same descriptor, interleaved blocks with counters (pg_test_fsync's check)."""
     prim = SyncPrimitive(primitive, getattr(os, primitive))
     (same_s, same_f), (second_s, second_f) = _paired(
-        lambda: FlushWorkload(directory, prim), lambda: SecondFdFlush(directory, prim),
-        plan, disks, counters)
+        lambda: FlushWorkload(directory, prim),
+        lambda: SecondFdFlush(directory, prim),
+        plan,
+        disks,
+        counters,
+    )
     return SecondFdCheck(
-        primitive=primitive, syncs=min(len(same_s), len(second_s)),
-        same_fd_p50_ns=_p50(same_s), second_fd_p50_ns=_p50(second_s),
-        same_fd_flushes=same_f, second_fd_flushes=second_f,
+        primitive=primitive,
+        syncs=min(len(same_s), len(second_s)),
+        same_fd_p50_ns=_p50(same_s),
+        second_fd_p50_ns=_p50(second_s),
+        same_fd_flushes=same_f,
+        second_fd_flushes=second_f,
     )
 
 
@@ -284,7 +332,9 @@ def sweep(directory: Path, primitive: SyncPrimitive, plan: EvidencePlan) -> Dirt
     sizes = sweep_sizes(directory, plan.sweep_max_bytes)
     if not sizes or primitive.call is None:
         return None
-    return fit_sweep(primitive.name, dirty_sweep(directory, primitive.call, sizes, plan.sweep_repeats))
+    return fit_sweep(
+        primitive.name, dirty_sweep(directory, primitive.call, sizes, plan.sweep_repeats)
+    )
 
 
 # --------------------------------------------------------------------------- 2. syncs per commit
@@ -320,7 +370,9 @@ def parse_strace(text: str) -> dict[str, collections.Counter[str]]:
 def _child_env(ld_preload: str | None) -> dict[str, str]:
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = package_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = package_root + (
+        os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else ""
+    )
     if ld_preload:
         env["LD_PRELOAD"] = ld_preload
     else:
@@ -329,7 +381,10 @@ def _child_env(ld_preload: str | None) -> dict[str, str]:
 
 
 def trace_syncs(
-    directory: Path, configs: Sequence[Pragmas], plan: EvidencePlan, strace: str,
+    directory: Path,
+    configs: Sequence[Pragmas],
+    plan: EvidencePlan,
+    strace: str,
     ld_preload: str | None,
 ) -> tuple[SyncTrace, ...]:
     """Sync calls per commit for each of ``configs``, observed by strace on a child Python
@@ -338,16 +393,31 @@ def trace_syncs(
     labels = [f"{p.journal_mode}/{p.synchronous}" for p in configs]
     with tempfile.NamedTemporaryFile("r", prefix="fsyncbench-strace-", suffix=".txt") as out:
         argv = [
-            strace, "-f", "-qq", "-e", "signal=none",
-            "-e", "trace=" + ",".join(["?" + s for s in SYNC_SYSCALLS] + ["statfs"]),
-            "-o", out.name,
-            sys.executable, "-c",
+            strace,
+            "-f",
+            "-qq",
+            "-e",
+            "signal=none",
+            "-e",
+            "trace=" + ",".join(["?" + s for s in SYNC_SYSCALLS] + ["statfs"]),
+            "-o",
+            out.name,
+            sys.executable,
+            "-c",
             "import sys; from fsyncbench.measure.workloads import trace_child; trace_child(sys.argv[1:])",
-            str(directory), str(plan.trace_commits), str(plan.payload_bytes), *labels,
+            str(directory),
+            str(plan.trace_commits),
+            str(plan.payload_bytes),
+            *labels,
         ]
         try:
-            done = subprocess.run(argv, env=_child_env(ld_preload), capture_output=True,
-                                  timeout=STRACE_TIMEOUT_S, stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                argv,
+                env=_child_env(ld_preload),
+                capture_output=True,
+                timeout=STRACE_TIMEOUT_S,
+                stdin=subprocess.DEVNULL,
+            )
         except (OSError, subprocess.SubprocessError) as exc:
             raise FsyncbenchError(f"strace could not run: {exc}") from exc
         if done.returncode != 0:
@@ -357,8 +427,14 @@ def trace_syncs(
     traces = []
     for p, label in zip(configs, labels):
         if label in counts:
-            traces.append(SyncTrace(p, plan.trace_commits, dict(sorted(counts[label].items())),
-                                    ld_preload=ld_preload or None))
+            traces.append(
+                SyncTrace(
+                    p,
+                    plan.trace_commits,
+                    dict(sorted(counts[label].items())),
+                    ld_preload=ld_preload or None,
+                )
+            )
     return tuple(traces)
 
 
@@ -375,7 +451,9 @@ def parse_ld_so_preload(text: str | None) -> tuple[str, ...]:
     return tuple(entries)
 
 
-def preloaded_libraries(maps_text: str, named: Sequence[str], known: Sequence[str]) -> tuple[str, ...]:
+def preloaded_libraries(
+    maps_text: str, named: Sequence[str], known: Sequence[str]
+) -> tuple[str, ...]:
     """Mapped files (``/proc/self/maps``, proc(5): path is the sixth field) whose base name
     matches an entry of ``named`` (LD_PRELOAD, ld.so.preload) or contains one of ``known``."""
     wanted = {os.path.basename(n) for n in named if n}
@@ -396,20 +474,29 @@ def parse_zfs_sync(result: tuple[int, bytes] | None) -> str | None:
     if result is None or result[0] != 0:
         return None
     value = result[1].decode("utf-8", "replace").strip().splitlines()
-    return value[0].strip() if value and value[0].strip() in ("standard", "always", "disabled") else None
+    return (
+        value[0].strip()
+        if value and value[0].strip() in ("standard", "always", "disabled")
+        else None
+    )
 
 
 def _run(argv: list[str]) -> tuple[int, bytes] | None:
     try:
-        done = subprocess.run(argv, capture_output=True, timeout=ZFS_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            argv, capture_output=True, timeout=ZFS_TIMEOUT_S, stdin=subprocess.DEVNULL
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return done.returncode, done.stdout
 
 
-def environment_facts(host: Host, root: str = "/", environ: Mapping[str, str] | None = None,
-                      runner: Runner | None = None) -> EnvironmentFacts:
+def environment_facts(
+    host: Host,
+    root: str = "/",
+    environ: Mapping[str, str] | None = None,
+    runner: Runner | None = None,
+) -> EnvironmentFacts:
     """The audit's environment facts for ``host`` (see EnvironmentFacts); ``root`` re-bases
     /etc and /proc for tests. Never raises."""
     from fsyncbench.host.layers import SYNC_DISABLING_LIBS
@@ -423,8 +510,9 @@ def environment_facts(host: Host, root: str = "/", environ: Mapping[str, str] | 
     if mount is not None and mount.fs_type == "zfs":
         zfs = shutil.which("zfs") if runner is None else "zfs"
         if zfs:
-            zfs_sync = parse_zfs_sync((runner or _run)([zfs, "get", "-H", "-o", "value", "sync",
-                                                        mount.source]))
+            zfs_sync = parse_zfs_sync(
+                (runner or _run)([zfs, "get", "-H", "-o", "value", "sync", mount.source])
+            )
     return EnvironmentFacts(
         ld_so_preload=ld_so,
         preloaded_libraries=preloaded_libraries(maps, named, SYNC_DISABLING_LIBS),
@@ -448,9 +536,13 @@ def _read(path: str) -> str | None:
 Progress = Callable[[str, int, int], None]
 
 
-def collect(target: Path, host: Host, plan: EvidencePlan,
-            counters: Counters = hostmod.read_flush_counters,
-            progress: Progress | None = None) -> Evidence:
+def collect(
+    target: Path,
+    host: Host,
+    plan: EvidencePlan,
+    counters: Counters = hostmod.read_flush_counters,
+    progress: Progress | None = None,
+) -> Evidence:
     """Gather evidence 2-6 for ``target`` (evidence 1, counters around the flush and commit
     results, is read by :func:`fsyncbench.measure.runner.run_plan`). Runs inside a fresh scratch
     directory of ``target``, removed afterwards. Raises FsyncbenchError on I/O errors;
@@ -478,7 +570,9 @@ def collect(target: Path, host: Host, plan: EvidencePlan,
                 if c is not None:
                     comparisons.append(c)
             if not comparisons:
-                unavailable["syscall_comparisons"] = f"no raw syscall numbers for {platform.machine()}"
+                unavailable["syscall_comparisons"] = (
+                    f"no raw syscall numbers for {platform.machine()}"
+                )
         else:
             unavailable["syscall_comparisons"] = "raw sync system calls are measured on Linux only"
         step(1)

@@ -61,14 +61,20 @@ def round_plan(plan: RunPlan, k: int, target: Path) -> RunPlan:
 
     minimum = share(plan.min_samples)
     return dataclasses.replace(
-        plan, target=target, rounds=1, samples=None if plan.samples is None else share(plan.samples),
+        plan,
+        target=target,
+        rounds=1,
+        samples=None if plan.samples is None else share(plan.samples),
         budget_s=plan.budget_s / r,
         run_budget_s=None if plan.run_budget_s is None else plan.run_budget_s / r,
-        min_samples=minimum, max_samples=max(minimum, share(plan.max_samples)))
+        min_samples=minimum,
+        max_samples=max(minimum, share(plan.max_samples)),
+    )
 
 
-def run_rounds(plan: RunPlan, host: Host, progress: RoundsProgress | None = None,
-               floors: bool = True) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
+def run_rounds(
+    plan: RunPlan, host: Host, progress: RoundsProgress | None = None, floors: bool = True
+) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
     """Run ``plan.rounds`` rounds of ``plan`` (a :class:`fsyncbench.measure.runner.RunPlan`), each in
     a worker process, one after the other, inside one scratch directory of ``plan.target``;
     the merged results and (``floors``) the merged floors, each worker having measured its
@@ -83,23 +89,41 @@ def run_rounds(plan: RunPlan, host: Host, progress: RoundsProgress | None = None
     with scratch_dir(plan.target) as work:
         for k in range(plan.rounds):
             sub = round_plan(plan, k, work)
-            request, result = work / f"round-{k + 1}-request.json", work / f"round-{k + 1}-results.json"
-            request.write_text(json.dumps({
-                "plan": _plan_jsonable(sub), "host": to_jsonable(host),
-                "floor_budget_s": FLOOR_BUDGET_S / plan.rounds if floors else 0.0}))
+            request, result = (
+                work / f"round-{k + 1}-request.json",
+                work / f"round-{k + 1}-results.json",
+            )
+            request.write_text(
+                json.dumps(
+                    {
+                        "plan": _plan_jsonable(sub),
+                        "host": to_jsonable(host),
+                        "floor_budget_s": FLOOR_BUDGET_S / plan.rounds if floors else 0.0,
+                    }
+                )
+            )
             got, got_floors = _run_worker(request, result, k, plan.rounds, progress, start)
             results.append(got)
             floor_sets.append(got_floors)
     return merge_rounds(results), (merge_rounds(floor_sets) if floors else ())
 
 
-def _run_worker(request: Path, result: Path, k: int, total_rounds: int,
-                progress: RoundsProgress | None,
-                start: float) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
+def _run_worker(
+    request: Path,
+    result: Path,
+    k: int,
+    total_rounds: int,
+    progress: RoundsProgress | None,
+    start: float,
+) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
     proc = None
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "fsyncbench.measure.rounds", str(request), str(result)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "fsyncbench.measure.rounds", str(request), str(result)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert proc.stdout is not None
         for line in proc.stdout:
             parts = line.rstrip("\n").split("\t")
@@ -107,9 +131,15 @@ def _run_worker(request: Path, result: Path, k: int, total_rounds: int,
                 continue
             label, index, total, done, target = parts
             n = float(total)
-            progress(f"{label} (round {k + 1}/{total_rounds})",
-                     min(n - 0.01, (k * n + float(index)) / total_rounds), int(n), int(done),
-                     int(target), 0, 0)
+            progress(
+                f"{label} (round {k + 1}/{total_rounds})",
+                min(n - 0.01, (k * n + float(index)) / total_rounds),
+                int(n),
+                int(done),
+                int(target),
+                0,
+                0,
+            )
         proc.wait()
     finally:
         if proc is not None and proc.poll() is None:  # interrupted: it cleans up on SIGTERM
@@ -127,8 +157,10 @@ def _run_worker(request: Path, result: Path, k: int, total_rounds: int,
         raise FsyncbenchError(f"round {k + 1} failed: {last.removeprefix('fsyncbench: ')}")
     try:
         data = json.loads(result.read_text())
-        return (tuple(from_jsonable(Result, r) for r in data["results"]),
-                tuple(from_jsonable(Result, r) for r in data["floors"]))
+        return (
+            tuple(from_jsonable(Result, r) for r in data["results"]),
+            tuple(from_jsonable(Result, r) for r in data["floors"]),
+        )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise FsyncbenchError(f"round {k + 1} left no readable results ({exc})") from exc
 
@@ -170,18 +202,34 @@ def merge_rounds(rounds: Sequence[Sequence[Result]]) -> tuple[Result, ...]:
         slice_rounds = tuple(k for k, p in enumerate(parts) for _ in p.slice_counts)
         target = sum(p.target_samples for p in parts)
         m = Measurement(
-            samples_ns=samples, warmup=sum(p.warmup for p in parts), target_samples=target,
-            budget_s=sum(p.budget_s for p in parts), target_reached=len(samples) >= target,
-            elapsed_ns=sum(p.elapsed_ns for p in parts), ci_target_pct=head.ci_target_pct,
+            samples_ns=samples,
+            warmup=sum(p.warmup for p in parts),
+            target_samples=target,
+            budget_s=sum(p.budget_s for p in parts),
+            target_reached=len(samples) >= target,
+            elapsed_ns=sum(p.elapsed_ns for p in parts),
+            ci_target_pct=head.ci_target_pct,
             stop_reason=parts[-1].stop_reason or STOP_CI_TARGET,
-            phases=sum(p.phases for p in parts), slice_counts=slice_counts,
-            slice_rounds=slice_rounds)
-        syncs = None if any(p.syncs_issued is None for p in parts) else sum(
-            p.syncs_issued or 0 for p in parts)
+            phases=sum(p.phases for p in parts),
+            slice_counts=slice_counts,
+            slice_rounds=slice_rounds,
+        )
+        syncs = (
+            None
+            if any(p.syncs_issued is None for p in parts)
+            else sum(p.syncs_issued or 0 for p in parts)
+        )
         result = runner.result_from(
-            m, _sum_deltas(parts), kind=head.kind, name=head.name, primitive=head.primitive,
-            payload_bytes=head.payload_bytes, requested=head.requested, effective=head.effective,
-            syncs_issued=syncs)
+            m,
+            _sum_deltas(parts),
+            kind=head.kind,
+            name=head.name,
+            primitive=head.primitive,
+            payload_bytes=head.payload_bytes,
+            requested=head.requested,
+            effective=head.effective,
+            syncs_issued=syncs,
+        )
         if result.ci_target_met:
             result = dataclasses.replace(result, stop_reason=STOP_CI_TARGET)
         elif result.stop_reason == STOP_CI_TARGET:  # each round met it alone, all together not
@@ -192,6 +240,7 @@ def merge_rounds(rounds: Sequence[Sequence[Result]]) -> tuple[Result, ...]:
 
 def _sum_deltas(parts: Sequence[Result]) -> tuple[FlushDelta, ...]:
     """Flush counter changes summed per device over the rounds (None stays None)."""
+
     def add(a: int | None, b: int | None) -> int | None:
         return None if a is None or b is None else a + b
 
@@ -199,9 +248,16 @@ def _sum_deltas(parts: Sequence[Result]) -> tuple[FlushDelta, ...]:
     for p in parts:
         for d in p.device_flushes:
             old = total.get(d.device)
-            total[d.device] = d if old is None else FlushDelta(
-                d.device, add(old.flushes, d.flushes), add(old.flush_time_ms, d.flush_time_ms),
-                add(old.writes, d.writes))
+            total[d.device] = (
+                d
+                if old is None
+                else FlushDelta(
+                    d.device,
+                    add(old.flushes, d.flushes),
+                    add(old.flush_time_ms, d.flush_time_ms),
+                    add(old.writes, d.writes),
+                )
+            )
     return tuple(total.values())
 
 
@@ -218,12 +274,15 @@ def worker_main(argv: Sequence[str]) -> int:
 
     signal.signal(signal.SIGTERM, _interrupted)
     if len(argv) != 2:
-        print("fsyncbench: usage: python -m fsyncbench.measure.rounds REQUEST RESULT", file=sys.stderr)
+        print(
+            "fsyncbench: usage: python -m fsyncbench.measure.rounds REQUEST RESULT", file=sys.stderr
+        )
         return 2
     request, result = Path(argv[0]), Path(argv[1])
 
-    def report(label: str, index: float, total: int, done: int, target: int, _elapsed: int,
-               _budget: int) -> None:
+    def report(
+        label: str, index: float, total: int, done: int, target: int, _elapsed: int, _budget: int
+    ) -> None:
         print(f"{label}\t{index}\t{total}\t{done}\t{target}", flush=True)
 
     try:
@@ -233,7 +292,9 @@ def worker_main(argv: Sequence[str]) -> int:
         budget = float(data.get("floor_budget_s", 0.0))
         floors = runner.measure_floors(plan, budget) if budget > 0 else ()
         results = runner.run_round(plan, host, report)
-        result.write_text(json.dumps({"results": to_jsonable(results), "floors": to_jsonable(floors)}))
+        result.write_text(
+            json.dumps({"results": to_jsonable(results), "floors": to_jsonable(floors)})
+        )
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # the parent is gone

@@ -37,8 +37,16 @@ from fsyncbench.model import FlushDelta, Host, Pragmas, Result
 
 DEFAULT_JOURNAL_MODES = ("DELETE", "TRUNCATE", "WAL")
 DEFAULT_SYNCHRONOUS = ("OFF", "NORMAL", "FULL")
-FULLFSYNC_VALUES = {"on": True, "off": False, "1": True, "0": False, "true": True,
-                    "false": False, "yes": True, "no": False}
+FULLFSYNC_VALUES = {
+    "on": True,
+    "off": False,
+    "1": True,
+    "0": False,
+    "true": True,
+    "false": False,
+    "yes": True,
+    "no": False,
+}
 
 
 def parse_choices(text: str, allowed: Sequence[str], what: str) -> tuple[str, ...]:
@@ -46,8 +54,10 @@ def parse_choices(text: str, allowed: Sequence[str], what: str) -> tuple[str, ..
     Raises FsyncbenchError listing the allowed values."""
     given = [v.strip() for v in text.split(",")]
     if any(not g for g in given):
-        raise FsyncbenchError(f"invalid {what} {text!r}: an empty item (allowed values are "
-                              f"{', '.join(a.lower() for a in allowed)})")
+        raise FsyncbenchError(
+            f"invalid {what} {text!r}: an empty item (allowed values are "
+            f"{', '.join(a.lower() for a in allowed)})"
+        )
     values = tuple(v.upper() for v in given)
     bad = [g for g, v in zip(given, values) if v not in allowed]
     if bad or not values:
@@ -62,7 +72,9 @@ def parse_fullfsync(text: str) -> tuple[bool, ...]:
     """``"on,off"`` -> ``(True, False)``. Raises FsyncbenchError listing allowed values."""
     values = [v.strip().lower() for v in text.split(",")]
     if any(not v for v in values):
-        raise FsyncbenchError(f"invalid fullfsync {text!r}: an empty item (allowed values are on, off)")
+        raise FsyncbenchError(
+            f"invalid fullfsync {text!r}: an empty item (allowed values are on, off)"
+        )
     bad = [v for v in values if v not in FULLFSYNC_VALUES]
     if bad or not values:
         raise FsyncbenchError(
@@ -82,8 +94,16 @@ def build_configs(
     Defaults: DELETE, TRUNCATE, WAL x OFF, NORMAL, FULL; on macOS each with fullfsync OFF
     and ON (SQLite honours fullfsync only there: https://www.sqlite.org/pragma.html).
     """
-    modes = DEFAULT_JOURNAL_MODES if journal_modes is None else parse_choices(journal_modes, JOURNAL_MODES, "journal_mode")
-    syncs = DEFAULT_SYNCHRONOUS if synchronous is None else parse_choices(synchronous, SYNCHRONOUS, "synchronous")
+    modes = (
+        DEFAULT_JOURNAL_MODES
+        if journal_modes is None
+        else parse_choices(journal_modes, JOURNAL_MODES, "journal_mode")
+    )
+    syncs = (
+        DEFAULT_SYNCHRONOUS
+        if synchronous is None
+        else parse_choices(synchronous, SYNCHRONOUS, "synchronous")
+    )
     if fullfsync is not None:
         fulls: tuple[bool | None, ...] = parse_fullfsync(fullfsync)
     else:
@@ -166,23 +186,35 @@ class RunPlan:
         if self.samples is not None and self.samples < 1:
             raise FsyncbenchError(f"--samples must be at least 1, got {self.samples}")
         if self.samples is not None and self.samples < self.rounds:
-            raise FsyncbenchError(f"--samples {self.samples} is fewer than --rounds {self.rounds}: "
-                                  "every round takes at least one sample (give --rounds 1)")
+            raise FsyncbenchError(
+                f"--samples {self.samples} is fewer than --rounds {self.rounds}: "
+                "every round takes at least one sample (give --rounds 1)"
+            )
         if not 0 < self.budget_s <= MAX_BUDGET_S:
-            raise FsyncbenchError(f"--budget-seconds must be positive and at most {MAX_BUDGET_S:g}, got {self.budget_s:g}")
+            raise FsyncbenchError(
+                f"--budget-seconds must be positive and at most {MAX_BUDGET_S:g}, got {self.budget_s:g}"
+            )
         if self.run_budget_s is not None and not 0 < self.run_budget_s <= MAX_BUDGET_S:
-            raise FsyncbenchError(f"--run-budget-seconds must be positive and at most {MAX_BUDGET_S:g}, got {self.run_budget_s:g}")
+            raise FsyncbenchError(
+                f"--run-budget-seconds must be positive and at most {MAX_BUDGET_S:g}, got {self.run_budget_s:g}"
+            )
         if not 0 < self.ci_target_pct < 100:
-            raise FsyncbenchError(f"--ci-target-pct must be above 0 and below 100, got {self.ci_target_pct:g}")
+            raise FsyncbenchError(
+                f"--ci-target-pct must be above 0 and below 100, got {self.ci_target_pct:g}"
+            )
         if self.min_samples < 1:
             raise FsyncbenchError(f"--min-samples must be at least 1, got {self.min_samples}")
         if self.max_samples < self.min_samples:
-            raise FsyncbenchError(f"--min-samples {self.min_samples} is above the most samples "
-                                  f"one configuration may take ({self.max_samples})")
+            raise FsyncbenchError(
+                f"--min-samples {self.min_samples} is above the most samples "
+                f"one configuration may take ({self.max_samples})"
+            )
         if self.warmup < 0:
             raise FsyncbenchError(f"--warmup must be 0 or more, got {self.warmup}")
         if not 1 <= self.payload_bytes <= MAX_PAYLOAD_BYTES:
-            raise FsyncbenchError(f"--payload-bytes must be between 1 and {MAX_PAYLOAD_BYTES}, got {self.payload_bytes}")
+            raise FsyncbenchError(
+                f"--payload-bytes must be between 1 and {MAX_PAYLOAD_BYTES}, got {self.payload_bytes}"
+            )
 
     @property
     def adaptive(self) -> bool:
@@ -192,12 +224,18 @@ class RunPlan:
     def sampler(self, workload) -> Sampler:
         """A :class:`Sampler` of ``workload`` with this plan's stop rule."""
         if self.adaptive:
-            return Sampler(workload, max_samples=self.max_samples, min_samples=self.min_samples,
-                           ci_target_pct=self.ci_target_pct, warmup=self.warmup,
-                           min_phases=MIN_PHASES)
+            return Sampler(
+                workload,
+                max_samples=self.max_samples,
+                min_samples=self.min_samples,
+                ci_target_pct=self.ci_target_pct,
+                warmup=self.warmup,
+                min_phases=MIN_PHASES,
+            )
         assert self.samples is not None
-        return Sampler(workload, max_samples=self.samples, warmup=self.warmup,
-                       min_phases=MIN_PHASES)
+        return Sampler(
+            workload, max_samples=self.samples, warmup=self.warmup, min_phases=MIN_PHASES
+        )
 
 
 #: progress(label, index, total, done, target, elapsed_ns, budget_ns)
@@ -206,8 +244,14 @@ RunProgress = Callable[[str, int, int, int, int, int, int], None]
 
 #: errno values of a mount that cannot be read: a FUSE daemon gone (ENOTCONN), a network
 #: filesystem's server gone (ESTALE, EHOSTDOWN...), a failing device (EIO).
-_DEAD_MOUNT_ERRNOS = {errno.ENOTCONN, errno.ESTALE, errno.EIO, errno.EHOSTDOWN,
-                      errno.EHOSTUNREACH, errno.ETIMEDOUT}
+_DEAD_MOUNT_ERRNOS = {
+    errno.ENOTCONN,
+    errno.ESTALE,
+    errno.EIO,
+    errno.EHOSTDOWN,
+    errno.EHOSTUNREACH,
+    errno.ETIMEDOUT,
+}
 
 
 def check_target(target: Path) -> Path:
@@ -219,8 +263,14 @@ def check_target(target: Path) -> Path:
     except FileNotFoundError:
         raise FsyncbenchError(f"directory {target} does not exist") from None
     except OSError as exc:
-        hint = (" (a FUSE daemon that died, a network filesystem whose server is gone, or a "
-                "failing disk: check the mount)") if exc.errno in _DEAD_MOUNT_ERRNOS else ""
+        hint = (
+            (
+                " (a FUSE daemon that died, a network filesystem whose server is gone, or a "
+                "failing disk: check the mount)"
+            )
+            if exc.errno in _DEAD_MOUNT_ERRNOS
+            else ""
+        )
         raise FsyncbenchError(f"cannot read {target}: {exc.strerror}{hint}") from exc
     if not stat.S_ISDIR(st.st_mode):
         raise FsyncbenchError(f"{target} is not a directory")
@@ -238,8 +288,9 @@ def run_plan(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> 
     return run_with_floors(plan, host, progress, floors=False)[0]
 
 
-def run_with_floors(plan: RunPlan, host: Host, progress: RunProgress | None = None,
-                    floors: bool = True) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
+def run_with_floors(
+    plan: RunPlan, host: Host, progress: RunProgress | None = None, floors: bool = True
+) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
     """(results, the tool's floors) of ``plan``: with several rounds each worker measures
     its share of the floors too (:func:`measure_floors`), so the floors' intervals see the
     same process-to-process variation as the results; with one round, here. ``floors``
@@ -279,15 +330,28 @@ def run_round(plan: RunPlan, host: Host, progress: RunProgress | None = None) ->
             stack.callback(jobs[-1].workload.close)
         for pragmas in plan.configs:
             primitive = sqlite_sync_primitive(host.os_name, pragmas, apple_sqlite)
-            jobs.append(_commit_job(plan, JournalCommit(work, pragmas, plan.payload_bytes),
-                                    pragmas, primitive, disks))
+            jobs.append(
+                _commit_job(
+                    plan,
+                    JournalCommit(work, pragmas, plan.payload_bytes),
+                    pragmas,
+                    primitive,
+                    disks,
+                )
+            )
             stack.callback(jobs[-1].workload.close)
         _sample_round(plan, jobs, work, start, deadline, progress)
         return tuple(job.result() for job in jobs)
 
 
-def _sample_round(plan: RunPlan, jobs: list[_Job], work: Path, start: float,
-                  deadline: float | None, progress: RunProgress | None) -> None:
+def _sample_round(
+    plan: RunPlan,
+    jobs: list[_Job],
+    work: Path,
+    start: float,
+    deadline: float | None,
+    progress: RunProgress | None,
+) -> None:
     """The slices of :func:`run_round`: round-robin until every job is done, out of
     ``plan.budget_s``, or ``deadline`` (monotonic seconds) has passed."""
     budget_s = plan.budget_s
@@ -306,8 +370,10 @@ def _sample_round(plan: RunPlan, jobs: list[_Job], work: Path, start: float,
             slice_s = min(SLICE_S, budget_s - job.sampler.elapsed_ns / 1e9)
             if deadline is not None:
                 slice_s = min(slice_s, (deadline - now) / (len(active) - k))
-            job.phase(max(MIN_SLICE_S, slice_s), _bind(progress, job.label, jobs.index(job),
-                                                        len(jobs), start, deadline))
+            job.phase(
+                max(MIN_SLICE_S, slice_s),
+                _bind(progress, job.label, jobs.index(job), len(jobs), start, deadline),
+            )
             settle(work)  # the next slice does not pay for this one's dirty data
         if deadline is not None and time.monotonic() >= deadline:
             break
@@ -320,8 +386,9 @@ def _within_reach(active: list[_Job], remaining_s: float, target_pct: float) -> 
     of checkpoint stalls) does not starve several that are nearly there. When none fits,
     all of them."""
     chosen, need_total = [], 0.0
-    for need, job in sorted(((j.seconds_to_target(target_pct), j) for j in active),
-                            key=lambda t: t[0]):
+    for need, job in sorted(
+        ((j.seconds_to_target(target_pct), j) for j in active), key=lambda t: t[0]
+    ):
         if need_total + need <= remaining_s:
             chosen.append(job)
             need_total += need
@@ -332,7 +399,9 @@ class _Job:
     """One workload being sampled: its sampler, the flush counters summed over its phases,
     and how to turn it into a Result."""
 
-    def __init__(self, label: str, workload, sampler: Sampler, disks: Sequence[str], fields: dict) -> None:
+    def __init__(
+        self, label: str, workload, sampler: Sampler, disks: Sequence[str], fields: dict
+    ) -> None:
         self.label = label
         self.workload = workload
         self.sampler = sampler
@@ -350,9 +419,16 @@ class _Job:
         self.syncs += getattr(self.workload, "syncs", 0) - syncs_before
         for d in hostmod.flush_deltas(before, after):
             old = self.deltas.get(d.device)
-            self.deltas[d.device] = d if old is None else FlushDelta(
-                d.device, _add(old.flushes, d.flushes), _add(old.flush_time_ms, d.flush_time_ms),
-                _add(old.writes, d.writes))
+            self.deltas[d.device] = (
+                d
+                if old is None
+                else FlushDelta(
+                    d.device,
+                    _add(old.flushes, d.flushes),
+                    _add(old.flush_time_ms, d.flush_time_ms),
+                    _add(old.writes, d.writes),
+                )
+            )
 
     def seconds_to_target(self, target_pct: float) -> float:
         """Estimated extra sampling time to the CI target (CI width ~ 1/sqrt(n), plus 15 %
@@ -383,24 +459,37 @@ def _add(a: int | None, b: int | None) -> int | None:
 
 
 def _primitive_job(plan: RunPlan, workload: FlushWorkload, prim: SyncPrimitive, disks) -> _Job:
-    return _Job(prim.result_name, workload, plan.sampler(workload), disks, dict(
-        kind="flush" if prim.syncs else "write",
-        name=prim.result_name,
-        primitive=prim.name,
-        payload_bytes=BLOCK_BYTES,
-        syncs_issued=0,
-    ))
+    return _Job(
+        prim.result_name,
+        workload,
+        plan.sampler(workload),
+        disks,
+        dict(
+            kind="flush" if prim.syncs else "write",
+            name=prim.result_name,
+            primitive=prim.name,
+            payload_bytes=BLOCK_BYTES,
+            syncs_issued=0,
+        ),
+    )
 
 
-def _commit_job(plan: RunPlan, workload: JournalCommit, pragmas: Pragmas, primitive: str,
-                disks) -> _Job:
-    return _Job(pragmas.label, workload, plan.sampler(workload), disks, dict(
-        kind="commit",
-        name=pragmas.label,
-        primitive=primitive,
-        payload_bytes=plan.payload_bytes,
-        requested=pragmas,
-    ))
+def _commit_job(
+    plan: RunPlan, workload: JournalCommit, pragmas: Pragmas, primitive: str, disks
+) -> _Job:
+    return _Job(
+        pragmas.label,
+        workload,
+        plan.sampler(workload),
+        disks,
+        dict(
+            kind="commit",
+            name=pragmas.label,
+            primitive=primitive,
+            payload_bytes=plan.payload_bytes,
+            requested=pragmas,
+        ),
+    )
 
 
 def measure_floors(plan: RunPlan, budget_s: float = FLOOR_BUDGET_S) -> tuple[Result, ...]:
@@ -410,9 +499,14 @@ def measure_floors(plan: RunPlan, budget_s: float = FLOOR_BUDGET_S) -> tuple[Res
     in slices of :data:`FLOOR_SLICE_S` (the blocks of their intervals). Nothing is written
     under the target."""
     floors = []
-    makers = [(stats.FLOOR_LOOP, EmptyOp, 0),
-              (stats.FLOOR_COMMIT, lambda: JournalCommit(None, Pragmas("MEMORY", "OFF"), plan.payload_bytes),
-               plan.payload_bytes)]
+    makers = [
+        (stats.FLOOR_LOOP, EmptyOp, 0),
+        (
+            stats.FLOOR_COMMIT,
+            lambda: JournalCommit(None, Pragmas("MEMORY", "OFF"), plan.payload_bytes),
+            plan.payload_bytes,
+        ),
+    ]
     if MemoryFileWrite.available():
         makers.append((stats.FLOOR_WRITE, MemoryFileWrite, BLOCK_BYTES))
     for name, make, payload in makers:
@@ -423,8 +517,16 @@ def measure_floors(plan: RunPlan, budget_s: float = FLOOR_BUDGET_S) -> tuple[Res
                 sampler.run(FLOOR_SLICE_S)
         finally:
             workload.close()
-        floors.append(result_from(sampler.measurement(), (), kind="floor", name=name, primitive="none",
-                              payload_bytes=payload))
+        floors.append(
+            result_from(
+                sampler.measurement(),
+                (),
+                kind="floor",
+                name=name,
+                primitive="none",
+                payload_bytes=payload,
+            )
+        )
     return tuple(floors)
 
 
@@ -432,12 +534,17 @@ def result_names(plan: RunPlan) -> tuple[str, ...]:
     """The names the results of ``plan`` will have, in measuring order (to check a
     ``--config`` before measuring)."""
     prims = sync_primitives() if plan.primitives else ()
-    return (*(p.result_name for p in prims),
-            *(p.label for p in plan.configs))
+    return (*(p.result_name for p in prims), *(p.label for p in plan.configs))
 
 
-def _bind(progress: RunProgress | None, label: str, index: int, total: int,
-          start: float, deadline: float | None):
+def _bind(
+    progress: RunProgress | None,
+    label: str,
+    index: int,
+    total: int,
+    start: float,
+    deadline: float | None,
+):
     """The sampler's progress callback for one slice, as a RunProgress call.
 
     With a run budget the bar follows the clock: ``index`` is the share of the run budget
@@ -445,11 +552,14 @@ def _bind(progress: RunProgress | None, label: str, index: int, total: int,
     if progress is None:
         return None
     if deadline is None:
-        return lambda done, target, elapsed, budget: progress(label, index, total, done, target, elapsed, budget)
+        return lambda done, target, elapsed, budget: progress(
+            label, index, total, done, target, elapsed, budget
+        )
 
     def report(done: int, target: int, _elapsed: int, _budget: int) -> None:
         spent = (time.monotonic() - start) / (deadline - start)
         progress(label, min(total - 0.01, spent * total), total, done, target, 0, 0)
+
     return report
 
 
@@ -471,8 +581,9 @@ def result_from(m, deltas, **fields) -> Result:
         ci_target_pct=m.ci_target_pct,
         # the same interval the adaptive stop checked; below the minimum sample count the
         # target counts as not met
-        ci_target_met=None if m.ci_target_pct is None else (
-            m.target_reached and half is not None and half <= m.ci_target_pct),
+        ci_target_met=None
+        if m.ci_target_pct is None
+        else (m.target_reached and half is not None and half <= m.ci_target_pct),
         stop_reason=m.stop_reason,
         phases=m.phases,
         slice_counts=m.slice_counts,
@@ -499,17 +610,28 @@ def measurement_notes(host: Host, results: Sequence[Result]) -> tuple[str, ...]:
     if wide:
         notes.append(
             f"the p99 CI target (+-{wide[0].ci_target_pct:g} %) was NOT met within the time "
-            "budget for: " + ", ".join(
+            "budget for: "
+            + ", ".join(
                 f"{r.name} ({fmt_precision(r.summary.p99_ns, r.summary.p99_ci_ns)}, n={r.summary.count})"
-                if r.summary.p99_ci_ns else f"{r.name} ({_why(r)})" for r in wide)
+                if r.summary.p99_ci_ns
+                else f"{r.name} ({_why(r)})"
+                for r in wide
+            )
             + "; give them more time (--budget-seconds, --run-budget-seconds) or accept a "
             "wider --ci-target-pct"
         )
-    changed = [f"{r.requested.label} ran as {r.effective.label}" for r in results
-               if r.requested and r.effective and r.requested != r.effective]
+    changed = [
+        f"{r.requested.label} ran as {r.effective.label}"
+        for r in results
+        if r.requested and r.effective and r.requested != r.effective
+    ]
     if changed:
         notes.append("SQLite did not apply every pragma: " + "; ".join(changed))
-    if host.os_name != "Darwin" and any(r.requested and r.requested.fullfsync is not None for r in results):
-        notes.append("fullfsync has no effect outside macOS (https://www.sqlite.org/pragma.html"
-                     "#pragma_fullfsync): the fullfsync rows differ only by noise")
+    if host.os_name != "Darwin" and any(
+        r.requested and r.requested.fullfsync is not None for r in results
+    ):
+        notes.append(
+            "fullfsync has no effect outside macOS (https://www.sqlite.org/pragma.html"
+            "#pragma_fullfsync): the fullfsync rows differ only by noise"
+        )
     return tuple(notes)

@@ -43,7 +43,9 @@ def scratch_dir(target: Path) -> Iterator[Path]:
         try:
             path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=target))
         except OSError as exc:
-            raise FsyncbenchError(f"cannot create a working directory in {target}: {exc.strerror}") from exc
+            raise FsyncbenchError(
+                f"cannot create a working directory in {target}: {exc.strerror}"
+            ) from exc
         _SCRATCH[path] = False
         parent_fd = _open_dir(target)
         with contextlib.suppress(OSError):
@@ -63,8 +65,9 @@ def scratch_dir(target: Path) -> Iterator[Path]:
 
 
 #: Signals a terminal or supervisor sends to end a run (they raise KeyboardInterrupt here).
-STOP_SIGNALS = frozenset(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT")
-                          if hasattr(signal, n))
+STOP_SIGNALS = frozenset(
+    getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT") if hasattr(signal, n)
+)
 
 
 @contextlib.contextmanager
@@ -219,12 +222,18 @@ def sweep_leftovers(target: Path) -> list[str]:
         if left.state == "dead":
             shutil.rmtree(left.path, ignore_errors=True)
             done = "removed" if _gone(left.path) else "could not remove"
-            messages.append(f"{done} {left.path}, left behind by a run that ended without "
-                            f"cleaning up (pid {left.pid}, no longer running)")
+            messages.append(
+                f"{done} {left.path}, left behind by a run that ended without "
+                f"cleaning up (pid {left.pid}, no longer running)"
+            )
         elif left.state == "alive":
-            messages.append(f"another fsyncbench (pid {left.pid}) is working in {left.path.parent} "
-                            "now: two runs on one disk disturb each other's figures")
+            messages.append(
+                f"another fsyncbench (pid {left.pid}) is working in {left.path.parent} "
+                "now: two runs on one disk disturb each other's figures"
+            )
         else:
-            messages.append(f"left {left.path} alone: it has no owner record (an older "
-                            "fsyncbench, or not ours); remove it by hand if no run is using it")
+            messages.append(
+                f"left {left.path} alone: it has no owner record (an older "
+                "fsyncbench, or not ours); remove it by hand if no run is using it"
+            )
     return messages

@@ -65,8 +65,9 @@ def summarize(
     lowest, highest = float(data[0]), float(data[-1])
     mean = float(data.mean())
     stdev = _stdev(data, mean)
-    p50, p90, p99, p999 = np.percentile(data, [50, 90, 99, 99.9], method=PERCENTILE_METHOD,
-                                        overwrite_input=True)
+    p50, p90, p99, p999 = np.percentile(
+        data, [50, 90, 99, 99.9], method=PERCENTILE_METHOD, overwrite_input=True
+    )
     return Summary(
         count=n,
         min_ns=lowest,
@@ -83,7 +84,9 @@ def summarize(
         ci_level=confidence,
         ci_method=p99_iv.method,
         ci_resamples=0,
-        p99_ci_halfwidth_pct=None if p99_iv.bounds is None else ci_halfwidth_pct(float(p99), p99_iv.bounds),
+        p99_ci_halfwidth_pct=None
+        if p99_iv.bounds is None
+        else ci_halfwidth_pct(float(p99), p99_iv.bounds),
         p50_interval=p50_iv,
         p99_interval=p99_iv,
         round_p50_ns=round_p50,
@@ -96,7 +99,7 @@ def _stdev(data: np.ndarray, mean: float, chunk: int = 65_536) -> float:
     n = data.size
     if n < 2:
         return 0.0
-    squares = sum(float(np.sum(np.square(data[i:i + chunk] - mean))) for i in range(0, n, chunk))
+    squares = sum(float(np.sum(np.square(data[i : i + chunk] - mean))) for i in range(0, n, chunk))
     return math.sqrt(squares / (n - 1))
 
 
@@ -136,7 +139,7 @@ def order_statistic_min_n(q: float, confidence: float = 0.95) -> int:
     at 95 %)."""
     alpha = (1.0 - confidence) / 2.0
     n = max(1, math.ceil(max(math.log(alpha) / math.log(q), math.log(alpha) / math.log1p(-q))) - 1)
-    while q ** n > alpha or (1.0 - q) ** n > alpha:
+    while q**n > alpha or (1.0 - q) ** n > alpha:
         n += 1
     return n
 
@@ -167,9 +170,9 @@ MIN_ROUNDS = 3
 MIN_TAIL_SAMPLES = 10
 
 #: Method names (``Summary.ci_method``).
-METHOD_BLOCKS = "block-jackknife"          # over the slices of one run (module text)
-METHOD_ROUNDS = "round-jackknife"          # over the rounds, where wider than the slices'
-METHOD_INDEPENDENT = "order-statistic"     # schema 1 reports: assumes independent samples
+METHOD_BLOCKS = "block-jackknife"  # over the slices of one run (module text)
+METHOD_ROUNDS = "round-jackknife"  # over the rounds, where wider than the slices'
+METHOD_INDEPENDENT = "order-statistic"  # schema 1 reports: assumes independent samples
 
 
 def percentile_label(percentile: float) -> str:
@@ -220,9 +223,17 @@ def quantile_interval(
     if len(slice_counts) == 0:
         ranks = quantile_ci_ranks(n, q, confidence)
         if ranks is None:
-            return Interval(estimate, None, None, None, 0, 0, METHOD_INDEPENDENT,
-                            f"n={n} too small for a {label} interval "
-                            f"(needs {order_statistic_min_n(q, confidence)})")
+            return Interval(
+                estimate,
+                None,
+                None,
+                None,
+                0,
+                0,
+                METHOD_INDEPENDENT,
+                f"n={n} too small for a {label} interval "
+                f"(needs {order_statistic_min_n(q, confidence)})",
+            )
         lo, hi = ranks
         part = np.partition(x, (lo, hi))
         return Interval(estimate, float(part[lo]), float(part[hi]), None, 0, 0, METHOD_INDEPENDENT)
@@ -233,12 +244,27 @@ def quantile_interval(
     tail = n * min(q, 1.0 - q)
     if tail < MIN_TAIL_SAMPLES:
         need = math.ceil(MIN_TAIL_SAMPLES / min(q, 1.0 - q))
-        return Interval(estimate, None, None, None, 0, int(counts.size), METHOD_BLOCKS,
-                        f"n={n} too small for a {label} interval (needs {need})")
+        return Interval(
+            estimate,
+            None,
+            None,
+            None,
+            0,
+            int(counts.size),
+            METHOD_BLOCKS,
+            f"n={n} too small for a {label} interval (needs {need})",
+        )
     if counts.size < MIN_BLOCKS:
-        return Interval(estimate, None, None, None, 0, int(counts.size), METHOD_BLOCKS,
-                        f"{counts.size} slice(s): too few for a {label} interval "
-                        f"(needs {MIN_BLOCKS})")
+        return Interval(
+            estimate,
+            None,
+            None,
+            None,
+            0,
+            int(counts.size),
+            METHOD_BLOCKS,
+            f"{counts.size} slice(s): too few for a {label} interval (needs {MIN_BLOCKS})",
+        )
     best = _jackknife_interval(x, counts, q, estimate, confidence, METHOD_BLOCKS)
     if len(slice_rounds):
         rounds = np.asarray(slice_rounds, dtype=np.int64)
@@ -250,14 +276,16 @@ def quantile_interval(
             by_round = _jackknife_interval(x, per_round, q, estimate, confidence, METHOD_ROUNDS)
             # the wider of the two; the tail in one round only (no interval) is the widest
             best_b, round_b = best.bounds, by_round.bounds  # (low_ns, high_ns)
-            if best_b is not None and (round_b is None or (
-                    round_b[1] / round_b[0] > best_b[1] / best_b[0])):
+            if best_b is not None and (
+                round_b is None or (round_b[1] / round_b[0] > best_b[1] / best_b[0])
+            ):
                 best = by_round
     return best
 
 
-def _jackknife_interval(x: np.ndarray, counts: np.ndarray, q: float, estimate: float,
-                        confidence: float, method: str) -> Interval:
+def _jackknife_interval(
+    x: np.ndarray, counts: np.ndarray, q: float, estimate: float, confidence: float, method: str
+) -> Interval:
     """The delete-a-group jackknife interval of the ``q`` quantile on the log scale, the
     groups being consecutive runs of ``counts`` samples of ``x`` (see
     :func:`quantile_interval`).
@@ -271,20 +299,35 @@ def _jackknife_interval(x: np.ndarray, counts: np.ndarray, q: float, estimate: f
     b = int(counts.size)
     n = int(x.size)
     ids = np.repeat(np.arange(b), counts)
-    beyond = np.bincount(ids, weights=(x >= estimate) if q >= 0.5 else (x <= estimate),
-                         minlength=b)
+    beyond = np.bincount(ids, weights=(x >= estimate) if q >= 0.5 else (x <= estimate), minlength=b)
     total = float(beyond.sum())
     effective = total * total / float(np.sum(beyond * beyond)) if total > 0 else 0.0
     df = min(b - 1.0, effective - 1.0)
     unit = "slices" if method == METHOD_BLOCKS else "rounds"
     if effective < MIN_TAIL_BLOCKS:
-        return Interval(estimate, None, None, None, max(df, 0.0), b, method,
-                        f"the samples at or beyond {percentile_label(100 * q)} lie in too few "
-                        f"{unit} ({math.floor(effective * 100) / 100:.2f} effective) for an interval")
+        return Interval(
+            estimate,
+            None,
+            None,
+            None,
+            max(df, 0.0),
+            b,
+            method,
+            f"the samples at or beyond {percentile_label(100 * q)} lie in too few "
+            f"{unit} ({math.floor(effective * 100) / 100:.2f} effective) for an interval",
+        )
     dropped = leave_one_block_out(x, counts, q)
     if estimate <= 0 or np.any(dropped <= 0):  # a clock too coarse to time the operation
-        return Interval(estimate, None, None, None, df, b, method,
-                        "the timer could not resolve the operation (zero times)")
+        return Interval(
+            estimate,
+            None,
+            None,
+            None,
+            df,
+            b,
+            method,
+            "the timer could not resolve the operation (zero times)",
+        )
     theta = math.log(estimate)
     theta_j = np.log(dropped)
     h = n / counts.astype(np.float64)
@@ -298,9 +341,17 @@ def _jackknife_interval(x: np.ndarray, counts: np.ndarray, q: float, estimate: f
     if low < float(x.min()) * (1 - 1e-12) or high > float(x.max()) * (1 + 1e-12):
         # an interval reaching beyond every sample measured: the few blocks disagree too much
         # for the t approximation to mean anything (with 1 degree of freedom t is 12.7)
-        return Interval(estimate, None, None, se, df, b, method,
-                        f"the {unit} disagree too much for an interval (it would reach beyond "
-                        f"the samples measured; {df + 1:.1f} effective {unit})")
+        return Interval(
+            estimate,
+            None,
+            None,
+            se,
+            df,
+            b,
+            method,
+            f"the {unit} disagree too much for an interval (it would reach beyond "
+            f"the samples measured; {df + 1:.1f} effective {unit})",
+        )
     return Interval(estimate, low, high, se, df, b, method)
 
 
@@ -324,7 +375,7 @@ def leave_one_block_out(x: np.ndarray, counts: np.ndarray, q: float) -> np.ndarr
     hi = int(min(n - 1, int((k + 1 + counts).max())))
     order = np.argpartition(x, (lo, hi)) if hi > lo else np.argsort(x, kind="stable")
     below = np.bincount(ids[order[:lo]], minlength=b)
-    window = order[lo:hi + 1]
+    window = order[lo : hi + 1]
     window = window[np.argsort(x[window], kind="stable")]
     wx, wb = x[window], ids[window]
     out = np.empty(b)
@@ -337,8 +388,12 @@ def leave_one_block_out(x: np.ndarray, counts: np.ndarray, q: float) -> np.ndarr
     return out
 
 
-def round_percentiles(samples_ns: Sequence[int] | np.ndarray, slice_counts: Sequence[int],
-                      slice_rounds: Sequence[int], percentile: float) -> tuple[float, ...]:
+def round_percentiles(
+    samples_ns: Sequence[int] | np.ndarray,
+    slice_counts: Sequence[int],
+    slice_rounds: Sequence[int],
+    percentile: float,
+) -> tuple[float, ...]:
     """``percentile`` (ns) of each round's samples, in round order: the between-round
     spread shown beside a figure. Empty with fewer than two rounds."""
     if len(slice_rounds) == 0 or len(set(slice_rounds)) < 2:
@@ -385,8 +440,12 @@ def ci_halfwidth_pct(estimate: float, ci: Sequence[float]) -> float | None:
     return 100.0 * max(estimate - ci[0], ci[1] - estimate) / estimate
 
 
-def p99_ci_halfwidth_pct(samples_ns: Iterable[int] | np.ndarray, slice_counts: Sequence[int],
-                         slice_rounds: Sequence[int] = (), confidence: float = 0.95) -> float | None:
+def p99_ci_halfwidth_pct(
+    samples_ns: Iterable[int] | np.ndarray,
+    slice_counts: Sequence[int],
+    slice_rounds: Sequence[int] = (),
+    confidence: float = 0.95,
+) -> float | None:
     """The adaptive stop's check: the larger distance from p99 to a bound of its interval
     (:func:`quantile_interval`, the interval the report shows), in % of p99; None while
     the samples support no interval. ``samples_ns`` may be an ``array('q')``."""
@@ -414,8 +473,9 @@ def ratio(numerator_ns: float, denominator_ns: float) -> float | None:
     return numerator_ns / denominator_ns if denominator_ns else None
 
 
-def linear_fit(x: Sequence[float], y: Sequence[float],
-               weights: Sequence[float] | None = None) -> tuple[float, float, float | None]:
+def linear_fit(
+    x: Sequence[float], y: Sequence[float], weights: Sequence[float] | None = None
+) -> tuple[float, float, float | None]:
     """(Weighted) least squares y = intercept + slope * x (numpy.linalg.lstsq on rows scaled
     by ``weights``; weights 1/y minimise relative error, so small x values, whose y is
     small, still pin the intercept).

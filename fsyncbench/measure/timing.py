@@ -48,9 +48,9 @@ RESUME_WARMUP = 2
 MAX_SAMPLES = 1_000_000
 
 #: Why sampling stopped.
-STOP_CI_TARGET = "ci-target"   # the p99 CI met the target
-STOP_SAMPLES = "samples"       # the fixed (or maximum) sample count was reached
-STOP_BUDGET = "budget"         # the time budget ran out first
+STOP_CI_TARGET = "ci-target"  # the p99 CI met the target
+STOP_SAMPLES = "samples"  # the fixed (or maximum) sample count was reached
+STOP_BUDGET = "budget"  # the time budget ran out first
 
 
 class Workload(Protocol):
@@ -150,8 +150,11 @@ class Sampler:
     def target_met(self) -> bool:
         """The p99 interval met the CI target at the last :data:`CONFIRM_CHECKS` checks,
         with at least ``min_samples`` samples from at least ``min_phases`` phases."""
-        return (self._met_streak >= CONFIRM_CHECKS and len(self.samples) >= self.min_samples
-                and self.phases >= self.min_phases)
+        return (
+            self._met_streak >= CONFIRM_CHECKS
+            and len(self.samples) >= self.min_samples
+            and self.phases >= self.min_phases
+        )
 
     @property
     def done(self) -> bool:

@@ -58,8 +58,10 @@ def _io_error(exc: BaseException, what: str, where: Path | None = None) -> Fsync
     if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "disk is full" in text:
         return FsyncbenchError(f"{what}: no space left on the device (ENOSPC)")
     if where is not None and not os.path.isdir(where):
-        return FsyncbenchError(f"{what}: the working directory {where} is gone (removed or "
-                               f"renamed while measuring; {text})")
+        return FsyncbenchError(
+            f"{what}: the working directory {where} is gone (removed or "
+            f"renamed while measuring; {text})"
+        )
     return FsyncbenchError(f"{what}: {text}")
 
 
@@ -246,8 +248,11 @@ class JournalCommit:
         self.requested = pragmas
         self.payload_bytes = payload_bytes
         self._run_id = uuid.uuid4().hex
-        self._db_path = (Path(":memory:") if directory is None
-                         else directory / f"journal-{pragmas.label.replace('/', '-')}.db")
+        self._db_path = (
+            Path(":memory:")
+            if directory is None
+            else directory / f"journal-{pragmas.label.replace('/', '-')}.db"
+        )
         try:
             self._conn = sqlite3.connect(str(self._db_path), isolation_level=None)
             if pragmas.fullfsync is not None:
@@ -274,7 +279,9 @@ class JournalCommit:
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise _io_error(exc, f"commit on {self.requested.label}", self._db_path.parent) from None
+            raise _io_error(
+                exc, f"commit on {self.requested.label}", self._db_path.parent
+            ) from None
 
     def close(self) -> None:
         try:
@@ -310,7 +317,11 @@ def sqlite_sync_primitive(os_name: str, pragmas: Pragmas, apple_system_sqlite: b
     if pragmas.synchronous == "OFF":
         return "none"
     if os_name == "Darwin":
-        name = ("F_BARRIERFSYNC" if apple_system_sqlite else "F_FULLFSYNC") if pragmas.fullfsync else "fsync"
+        name = (
+            ("F_BARRIERFSYNC" if apple_system_sqlite else "F_FULLFSYNC")
+            if pragmas.fullfsync
+            else "fsync"
+        )
     elif os_name == "Windows":
         name = "FlushFileBuffers"
     else:
@@ -430,7 +441,7 @@ def dirty_sweep(
         os.fsync(fd)
         for r in range(repeats):
             for size in sorted(sizes):
-                _write_all(fd, data[r * BLOCK_BYTES: r * BLOCK_BYTES + size], 0)
+                _write_all(fd, data[r * BLOCK_BYTES : r * BLOCK_BYTES + size], 0)
                 t0 = clock()
                 call(fd)
                 points.append((size, clock() - t0))
@@ -467,7 +478,9 @@ def trace_child(argv: list[str]) -> None:
     try:
         directory = Path(tempfile.mkdtemp(prefix="trace-", dir=argv[0]))
     except OSError as exc:
-        print(f"trace child: cannot create a directory in {argv[0]}: {exc.strerror}", file=sys.stderr)
+        print(
+            f"trace child: cannot create a directory in {argv[0]}: {exc.strerror}", file=sys.stderr
+        )
         raise SystemExit(3) from exc
     try:
         for label in argv[3:]:

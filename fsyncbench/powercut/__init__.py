@@ -17,5 +17,12 @@ from fsyncbench.powercut.run import POWERCUT_DIRNAME
 from fsyncbench.powercut.verify import verify
 from fsyncbench.powercut.writer import format_status, format_summary, write
 
-__all__ = ["listen", "write", "verify", "parse_address", "format_status", "format_summary",
-           "POWERCUT_DIRNAME"]
+__all__ = [
+    "listen",
+    "write",
+    "verify",
+    "parse_address",
+    "format_status",
+    "format_summary",
+    "POWERCUT_DIRNAME",
+]

@@ -81,11 +81,13 @@ class ListenerState:
         try:
             self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             self._db.execute("PRAGMA busy_timeout=5000")
-            tables = {r[0] for r in self._db.execute(
-                "SELECT name FROM sqlite_master WHERE type='table'")}
+            tables = {
+                r[0] for r in self._db.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
             if tables and "meta" not in tables:
                 raise FsyncbenchError(
-                    f"{path} is not an fsyncbench powercut listener state; not touching it")
+                    f"{path} is not an fsyncbench powercut listener state; not touching it"
+                )
             mode = self._db.execute("PRAGMA journal_mode=WAL").fetchone()[0].upper()
             # Without WAL (some network filesystems) EXTRA also syncs the directory after
             # the rollback journal is deleted, which is the commit point in DELETE mode.
@@ -94,15 +96,18 @@ class ListenerState:
             meta = dict(self._db.execute("SELECT key, value FROM meta"))
             if not meta:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._db.executemany("INSERT INTO meta VALUES (?, ?)",
-                                     [("format", STATE_FORMAT), ("version", str(STATE_VERSION))])
+                self._db.executemany(
+                    "INSERT INTO meta VALUES (?, ?)",
+                    [("format", STATE_FORMAT), ("version", str(STATE_VERSION))],
+                )
                 self._db.execute("COMMIT")
             elif meta.get("format") != STATE_FORMAT:
                 raise FsyncbenchError(f"{path} is not an fsyncbench powercut listener state")
             elif not meta.get("version", "").isdigit() or int(meta["version"]) > STATE_VERSION:
                 raise FsyncbenchError(
                     f"{path} was written by a newer fsyncbench (state version "
-                    f"{meta.get('version')}): upgrade fsyncbench")
+                    f"{meta.get('version')}): upgrade fsyncbench"
+                )
         except sqlite3.Error as exc:
             raise FsyncbenchError(f"cannot open listener state {path}: {exc}") from None
 
@@ -124,15 +129,21 @@ class ListenerState:
                     raise Conflict(
                         f"run id {run_id} is recorded for another writer (host {known['host']}, "
                         f"dir {known['dir']}, config {known['config']}, pid {known['pid']}); "
-                        f"{', '.join(differ)} differ")
-                self._tx("UPDATE runs SET last_seen_utc=?, peer=? WHERE run_id=?",
-                         (now, peer, run_id))
+                        f"{', '.join(differ)} differ"
+                    )
+                self._tx(
+                    "UPDATE runs SET last_seen_utc=?, peer=? WHERE run_id=?", (now, peer, run_id)
+                )
             else:
                 if self._db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] >= MAX_RUNS:
-                    raise Conflict(f"this listener's record already holds {MAX_RUNS} runs; "
-                                   "start one with a new --state file")
-                self._tx("INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                         (run_id, *(hello[k] for k in _IDENTITY), now, now, peer))
+                    raise Conflict(
+                        f"this listener's record already holds {MAX_RUNS} runs; "
+                        "start one with a new --state file"
+                    )
+                self._tx(
+                    "INSERT INTO runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (run_id, *(hello[k] for k in _IDENTITY), now, now, peer),
+                )
             return self._count(run_id)
 
     def _tx(self, sql: str, params: tuple[Any, ...]) -> None:
@@ -152,9 +163,11 @@ class ListenerState:
             try:
                 self._db.executemany(
                     "INSERT OR IGNORE INTO acks VALUES (?, ?)",
-                    ((run_id, s) for a, b in spans for s in range(a, b + 1)))
-                self._db.execute("UPDATE runs SET last_seen_utc=? WHERE run_id=?",
-                                 (utc_now(), run_id))
+                    ((run_id, s) for a, b in spans for s in range(a, b + 1)),
+                )
+                self._db.execute(
+                    "UPDATE runs SET last_seen_utc=? WHERE run_id=?", (utc_now(), run_id)
+                )
                 self._db.execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:
@@ -180,24 +193,32 @@ class ListenerState:
         with self._lock:
             row = self._db.execute(
                 "SELECT run_id, host, dir, config, pid, started_utc, first_seen_utc, "
-                "last_seen_utc FROM runs WHERE run_id=?", (run_id,)).fetchone()
+                "last_seen_utc FROM runs WHERE run_id=?",
+                (run_id,),
+            ).fetchone()
             if row is None:
                 return None
             out: list[tuple[int, int]] = []
-            for (s,) in self._db.execute("SELECT seq FROM acks WHERE run_id=? ORDER BY seq",
-                                         (run_id,)):
+            for (s,) in self._db.execute(
+                "SELECT seq FROM acks WHERE run_id=? ORDER BY seq", (run_id,)
+            ):
                 if out and s == out[-1][1] + 1:
                     out[-1] = (out[-1][0], s)
                 else:
                     out.append((s, s))
         keys = ("run_id", *_IDENTITY, "first_seen_utc", "last_seen_utc")
-        info = {**dict(zip(keys, row)), "count": sum(b - a + 1 for a, b in out),
-                "max_seq": out[-1][1] if out else 0}
+        info = {
+            **dict(zip(keys, row)),
+            "count": sum(b - a + 1 for a, b in out),
+            "max_seq": out[-1][1] if out else 0,
+        }
         return info, out
 
     def run_ids(self) -> list[str]:
         with self._lock:
-            return [r[0] for r in self._db.execute("SELECT run_id FROM runs ORDER BY first_seen_utc")]
+            return [
+                r[0] for r in self._db.execute("SELECT run_id FROM runs ORDER BY first_seen_utc")
+            ]
 
     def summary(self) -> tuple[int, int]:
         """(runs, recorded commits) in the whole state."""
@@ -232,8 +253,14 @@ def _linger_close(sock: socket.socket) -> None:
 class _Connection:
     """One peer: reads bounded lines, answers each message, records acks durably."""
 
-    def __init__(self, sock: socket.socket, peer: str, state: ListenerState, log: Log,
-                 idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        sock: socket.socket,
+        peer: str,
+        state: ListenerState,
+        log: Log,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+    ) -> None:
         self.sock = sock
         self.idle_timeout_s = idle_timeout_s
         self.peer = peer
@@ -252,8 +279,10 @@ class _Connection:
             why = self._serve()
         finally:
             if self.run_id:
-                self.log(f"run {self.run_id}: writer {self.peer} {why}; {self.recorded_here} "
-                         f"commits recorded on this connection, highest seq {self.top}")
+                self.log(
+                    f"run {self.run_id}: writer {self.peer} {why}; {self.recorded_here} "
+                    f"commits recorded on this connection, highest seq {self.top}"
+                )
 
     def _serve(self) -> str:
         """Answer until the peer leaves; returns how the connection ended."""
@@ -270,9 +299,11 @@ class _Connection:
             if not self._answer(lines):
                 return "connection closed after an error"
             if reader.oversized:
-                self.log(f"rejected message from {self.peer}: a message of {reader.oversized}+ "
-                         f"bytes exceeds the {protocol.MAX_LINE_BYTES}-byte limit; closing the "
-                         "connection")
+                self.log(
+                    f"rejected message from {self.peer}: a message of {reader.oversized}+ "
+                    f"bytes exceeds the {protocol.MAX_LINE_BYTES}-byte limit; closing the "
+                    "connection"
+                )
                 self._send([self._error("message too long; closing the connection")])
                 self._linger_close()
                 return "connection closed after an oversized message"
@@ -309,9 +340,12 @@ class _Connection:
             kind = msg["type"]
             if kind == "ack":
                 if msg["run_id"] != self.run_id:
-                    replies.append(self._reject(
-                        f"ack for run {msg['run_id']} on a connection "
-                        + (f"bound to run {self.run_id}" if self.run_id else "without hello")))
+                    replies.append(
+                        self._reject(
+                            f"ack for run {msg['run_id']} on a connection "
+                            + (f"bound to run {self.run_id}" if self.run_id else "without hello")
+                        )
+                    )
                     continue
                 span = (msg["from"], msg["to"])
                 spans.append(span)
@@ -340,8 +374,12 @@ class _Connection:
             for a, b in spans:
                 self.recorded_here += b - a + 1
                 self.top = max(self.top, b)
-        out = [encode("recorded", run_id=self.run_id, **{"from": r[0], "to": r[1]})
-               if isinstance(r, tuple) else r for r in replies]
+        out = [
+            encode("recorded", run_id=self.run_id, **{"from": r[0], "to": r[1]})
+            if isinstance(r, tuple)
+            else r
+            for r in replies
+        ]
         return self._send(out)
 
     def _hello(self, msg: dict[str, Any]) -> bytes:
@@ -353,9 +391,11 @@ class _Connection:
             return self._reject(str(exc))
         if self.run_id is None:
             what = "resumed" if count else "started"
-            self.log(f"run {msg['run_id']}: writer {self.peer} {what} (host {msg['host']}, dir "
-                     f"{msg['dir']}, {msg['config']}, pid {msg['pid']}); {count} commits on "
-                     "record")
+            self.log(
+                f"run {msg['run_id']}: writer {self.peer} {what} (host {msg['host']}, dir "
+                f"{msg['dir']}, {msg['config']}, pid {msg['pid']}); {count} commits on "
+                "record"
+            )
         self.run_id = msg["run_id"]
         self.top = max(self.top, top)
         self._logged_top = self.top
@@ -369,7 +409,7 @@ class _Connection:
         info, ranges = snap
         yield encode("run", protocol.MAX_REPLY_BYTES, **info)
         for i in range(0, len(ranges), MAX_RANGES_PER_LINE):
-            chunk = [list(r) for r in ranges[i:i + MAX_RANGES_PER_LINE]]
+            chunk = [list(r) for r in ranges[i : i + MAX_RANGES_PER_LINE]]
             yield encode("ranges", protocol.MAX_REPLY_BYTES, run_id=run_id, ranges=chunk)
         yield encode("end", items=len(ranges), total=sum(b - a + 1 for a, b in ranges))
 
@@ -385,7 +425,11 @@ class _Connection:
 
     def _maybe_log_progress(self) -> None:
         now = time.monotonic()
-        if self.run_id and self.top > self._logged_top and now - self._logged_at >= PROGRESS_EVERY_S:
+        if (
+            self.run_id
+            and self.top > self._logged_top
+            and now - self._logged_at >= PROGRESS_EVERY_S
+        ):
             self.log(f"run {self.run_id}: recorded up to seq {self.top}")
             self._logged_at, self._logged_top = now, self.top
 
@@ -393,8 +437,14 @@ class _Connection:
 class Listener:
     """Accepts writers and verifiers; one thread per connection (at most MAX_CONNECTIONS)."""
 
-    def __init__(self, state: ListenerState, bind: str, port: int, log: Log,
-                 idle_timeout_s: float = IDLE_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        state: ListenerState,
+        bind: str,
+        port: int,
+        log: Log,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+    ) -> None:
         self.state = state
         self.log = log
         self.idle_timeout_s = idle_timeout_s
@@ -402,8 +452,9 @@ class Listener:
         try:
             self.sock = socket.create_server((bind, port), family=family, backlog=16)
         except OSError as exc:
-            raise FsyncbenchError(f"cannot listen on {protocol.format_address(bind, port)}: "
-                                  f"{exc.strerror or exc}") from None
+            raise FsyncbenchError(
+                f"cannot listen on {protocol.format_address(bind, port)}: {exc.strerror or exc}"
+            ) from None
         self.sock.settimeout(0.5)
         self.address = self.sock.getsockname()[:2]
         self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
@@ -432,8 +483,9 @@ class Listener:
                     else:
                         conn.close()
                     continue
-                thread = threading.Thread(target=self._run, args=(conn, peer), daemon=True,
-                                          name=f"powercut-{peer}")
+                thread = threading.Thread(
+                    target=self._run, args=(conn, peer), daemon=True, name=f"powercut-{peer}"
+                )
                 self._threads = [t for t in self._threads if t.is_alive()]
                 self._threads.append(thread)
                 thread.start()
@@ -495,8 +547,13 @@ def _timestamped(log: Log) -> Log:
     return lambda line: log(f"{utc_now()} {line}")
 
 
-def listen(bind: str, port: int, state_path: Path, log: Log,
-           ready: Callable[[tuple[str, int]], None] | None = None) -> None:
+def listen(
+    bind: str,
+    port: int,
+    state_path: Path,
+    log: Log,
+    ready: Callable[[tuple[str, int]], None] | None = None,
+) -> None:
     """Run the listener until SIGINT/SIGTERM (a clean stop). Raises FsyncbenchError if the
     state cannot be opened or the address cannot be bound; a state file this call created
     is then removed again (one that existed is kept as it was)."""
@@ -516,11 +573,15 @@ def listen(bind: str, port: int, state_path: Path, log: Log,
             raise
         runs, acks = state.summary()
         host, bound_port = server.address
-        log(f"listening on {protocol.format_address(host, bound_port)}; state "
-            f"{state_path} ({runs} runs, {acks} commits recorded); Ctrl-C stops")
+        log(
+            f"listening on {protocol.format_address(host, bound_port)}; state "
+            f"{state_path} ({runs} runs, {acks} commits recorded); Ctrl-C stops"
+        )
         if not _is_loopback(bind):
-            log("warning: listening on a non-loopback address without authentication: use it "
-                "on a trusted network only")
+            log(
+                "warning: listening on a non-loopback address without authentication: use it "
+                "on a trusted network only"
+            )
         if ready:
             ready((host, bound_port))
         stop = threading.Event()

@@ -89,6 +89,7 @@ def _int(lo: int, hi: int) -> Check:
         if not lo <= v <= hi:
             return f"must be from {lo} to {hi}"
         return None
+
     return check
 
 
@@ -103,6 +104,7 @@ def _text(max_chars: int, pattern: re.Pattern[str] | None = None, what: str = ""
         if _BAD_CHARS.search(v):
             return "must not contain control characters"
         return None
+
     return check
 
 
@@ -111,8 +113,7 @@ def _ranges(v: Any) -> str | None:
         return f"must be a list of 1 to {MAX_RANGES_PER_LINE} ranges"
     prev = 0
     for item in v:
-        if (not isinstance(item, list) or len(item) != 2
-                or any(type(x) is not int for x in item)):
+        if not isinstance(item, list) or len(item) != 2 or any(type(x) is not int for x in item):
             return "must hold [first, last] integer pairs"
         a, b = item
         if not (1 <= a <= b <= MAX_SEQ) or a <= prev:
@@ -143,8 +144,14 @@ SPECS: dict[str, dict[str, Check]] = {
     "welcome": {"run_id": _RUN_ID, "count": _COUNT, "max_seq": _COUNT},
     "recorded": {"run_id": _RUN_ID, "from": _SEQ, "to": _SEQ},
     "pong": {},
-    "run": {"run_id": _RUN_ID, **_IDENTITY, "first_seen_utc": _UTC, "last_seen_utc": _UTC,
-            "count": _COUNT, "max_seq": _COUNT},
+    "run": {
+        "run_id": _RUN_ID,
+        **_IDENTITY,
+        "first_seen_utc": _UTC,
+        "last_seen_utc": _UTC,
+        "count": _COUNT,
+        "max_seq": _COUNT,
+    },
     "ranges": {"run_id": _RUN_ID, "ranges": _ranges},
     "end": {"items": _COUNT, "total": _COUNT},
     "error": {"error": _text(MAX_ERROR_CHARS)},
@@ -179,8 +186,9 @@ def validate(msg: Any, allowed: frozenset[str]) -> dict[str, Any]:
     kind = msg.get("type")
     if not isinstance(kind, str) or kind not in allowed:
         shown = kind if isinstance(kind, str) and len(kind) <= 20 else "?"
-        raise ProtocolError(f"unexpected message type {shown!r} (expected one of "
-                            f"{', '.join(sorted(allowed))})")
+        raise ProtocolError(
+            f"unexpected message type {shown!r} (expected one of {', '.join(sorted(allowed))})"
+        )
     spec = SPECS[kind]
     extra = set(msg) - set(spec) - {"v", "type"}
     if extra:
@@ -311,7 +319,9 @@ class Client:
         try:
             self.sock.sendall(encode(kind, **fields))
         except OSError as exc:
-            raise FsyncbenchError(f"lost the listener at {self.name}: {exc.strerror or exc}") from None
+            raise FsyncbenchError(
+                f"lost the listener at {self.name}: {exc.strerror or exc}"
+            ) from None
 
     def pending(self) -> bool:
         """True if a complete reply is already buffered."""
@@ -334,7 +344,9 @@ class Client:
         try:
             return decode(self._lines.popleft(), allowed, MAX_REPLY_BYTES)
         except ProtocolError as exc:
-            raise FsyncbenchError(f"the listener at {self.name} sent an invalid reply: {exc}") from None
+            raise FsyncbenchError(
+                f"the listener at {self.name} sent an invalid reply: {exc}"
+            ) from None
 
     def close(self) -> None:
         try:
@@ -353,8 +365,9 @@ def _error(client: Client, msg: dict[str, Any]) -> FsyncbenchError:
     return FsyncbenchError(f"the listener at {client.name} says: {msg['error']}")
 
 
-def fetch_run(address: tuple[str, int], run_id: str, timeout_s: float = 30.0
-              ) -> tuple[dict[str, Any], list[tuple[int, int]]]:
+def fetch_run(
+    address: tuple[str, int], run_id: str, timeout_s: float = 30.0
+) -> tuple[dict[str, Any], list[tuple[int, int]]]:
     """(run record, acknowledged ranges) the listener holds for ``run_id``.
     Raises FsyncbenchError (unreachable listener, unknown run, invalid reply)."""
     with Client(address, timeout_s) as client:
@@ -380,8 +393,10 @@ def fetch_run(address: tuple[str, int], run_id: str, timeout_s: float = 30.0
                 ranges.append((a, b))
         total = sum(b - a + 1 for a, b in ranges)
         if msg["items"] != len(ranges) or msg["total"] != total or total != info["count"]:
-            raise FsyncbenchError(f"the listener at {client.name} sent an incomplete record "
-                                  f"({total} of {info['count']} commits)")
+            raise FsyncbenchError(
+                f"the listener at {client.name} sent an incomplete record "
+                f"({total} of {info['count']} commits)"
+            )
         return info, ranges
 
 

@@ -88,7 +88,9 @@ def load_run(run_dir: Path) -> RunRecord:
     except FileNotFoundError:
         raise FsyncbenchError(f"{path} does not exist") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise FsyncbenchError(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+        raise FsyncbenchError(
+            f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     if not isinstance(data, dict) or data.get("format") != RUN_FORMAT:
         raise FsyncbenchError(f"{path} is not an fsyncbench powercut run record")
     if not isinstance(data.get("version"), int) or data["version"] > RUN_VERSION:
@@ -129,8 +131,9 @@ def boot_id() -> str | None:
             return None
     elif sys.platform == "darwin":
         try:
-            out = subprocess.run(["sysctl", "-n", "kern.boottime"], capture_output=True,
-                                 text=True, timeout=2)
+            out = subprocess.run(
+                ["sysctl", "-n", "kern.boottime"], capture_output=True, text=True, timeout=2
+            )
         except (OSError, subprocess.SubprocessError):
             return None
         return out.stdout.strip() or None if out.returncode == 0 else None

@@ -54,14 +54,18 @@ from fsyncbench.powercut.run import (
 )
 from fsyncbench.report import store
 
-DISKCHECKER = ("Brad Fitzpatrick, diskchecker.pl (9 May 2005): a second host records every "
-               "write the first believes durable; after power loss anything recorded but "
-               "missing proves the storage lied (https://brad.livejournal.com/2116715.html, "
-               "https://gist.github.com/3172656)")
-SQLITE_EXTRA_DOC = ("https://www.sqlite.org/pragma.html#pragma_synchronous: EXTRA also syncs "
-                    "the directory after the rollback journal is unlinked to commit in DELETE "
-                    "mode, 'additional durability if the commit is followed closely by a power "
-                    "loss'")
+DISKCHECKER = (
+    "Brad Fitzpatrick, diskchecker.pl (9 May 2005): a second host records every "
+    "write the first believes durable; after power loss anything recorded but "
+    "missing proves the storage lied (https://brad.livejournal.com/2116715.html, "
+    "https://gist.github.com/3172656)"
+)
+SQLITE_EXTRA_DOC = (
+    "https://www.sqlite.org/pragma.html#pragma_synchronous: EXTRA also syncs "
+    "the directory after the rollback journal is unlinked to commit in DELETE "
+    "mode, 'additional durability if the commit is followed closely by a power "
+    "loss'"
+)
 INTEGRITY_MAX_ERRORS = 100
 
 
@@ -125,8 +129,9 @@ class VerifyOutcome:
 # --------------------------------------------------------------------------- journal
 
 
-def read_journal(db_path: Path, run_id: str, payload_bytes: int | None,
-                 busy_timeout_s: float = 5.0) -> JournalState:
+def read_journal(
+    db_path: Path, run_id: str, payload_bytes: int | None, busy_timeout_s: float = 5.0
+) -> JournalState:
     """Open the journal as the application would after a reboot (read-write, so SQLite
     rolls back a hot journal or replays its WAL; never creates a missing file), run
     ``PRAGMA integrity_check`` and read the run's rows. Rows whose content is not what the
@@ -144,18 +149,26 @@ def read_journal(db_path: Path, run_id: str, payload_bytes: int | None,
     error = note = None
     conn = None
     try:
-        conn = sqlite3.connect(db_path.resolve().as_uri() + "?mode=rw", uri=True,
-                               isolation_level=None, timeout=busy_timeout_s)
-        integrity = tuple(str(r[0]) for r in conn.execute(
-            f"PRAGMA integrity_check({INTEGRITY_MAX_ERRORS})"))
-        rows = conn.execute("SELECT seq, name, input_hash, output FROM steps WHERE run_id=? "
-                            "ORDER BY seq", (run_id,))
+        conn = sqlite3.connect(
+            db_path.resolve().as_uri() + "?mode=rw",
+            uri=True,
+            isolation_level=None,
+            timeout=busy_timeout_s,
+        )
+        integrity = tuple(
+            str(r[0]) for r in conn.execute(f"PRAGMA integrity_check({INTEGRITY_MAX_ERRORS})")
+        )
+        rows = conn.execute(
+            "SELECT seq, name, input_hash, output FROM steps WHERE run_id=? ORDER BY seq", (run_id,)
+        )
         for seq, name, input_hash, output in rows:
             if type(seq) is not int or seq < 1:
                 continue
             present.append(seq)
             want = make_row(run_id, seq, payload_bytes or 1)
-            if (name, input_hash) != want[2:4] or not _output_ok(seq, output, payload_bytes, want[4]):
+            if (name, input_hash) != want[2:4] or not _output_ok(
+                seq, output, payload_bytes, want[4]
+            ):
                 damaged.append(seq)
     except sqlite3.Error as exc:
         if _is_corruption(exc):
@@ -167,8 +180,15 @@ def read_journal(db_path: Path, run_id: str, payload_bytes: int | None,
     finally:
         if conn is not None:
             conn.close()
-    return JournalState(str(db_path), True, error, tuple(R.to_ranges(present)),
-                        tuple(R.to_ranges(damaged)), integrity, note)
+    return JournalState(
+        str(db_path),
+        True,
+        error,
+        tuple(R.to_ranges(present)),
+        tuple(R.to_ranges(damaged)),
+        integrity,
+        note,
+    )
 
 
 #: SQLite result codes that mean the file itself is damaged (https://www.sqlite.org/rescode.html).
@@ -210,7 +230,8 @@ def config_durability(host: Host, config: Pragmas, primitive: str) -> tuple[bool
     source of truth: e.g. DELETE needs synchronous=EXTRA, because FULL does not sync the
     directory after unlinking the journal, the commit point: SQLITE_EXTRA_DOC)."""
     return commit_rules.config_durability(
-        host, _CommitView(config.label, primitive, config, config))  # type: ignore[arg-type]
+        host, _CommitView(config.label, primitive, config, config)
+    )  # type: ignore[arg-type]
 
 
 def _drops_syncs(host: Host) -> str | None:
@@ -242,112 +263,183 @@ def judge(f: PowercutFacts) -> Judgement:
 
     failures: list[Finding] = []
     if n_acked and lost:
-        failures.append(Finding(
-            "powercut-acknowledged-lost", RISK, label,
-            f"{R.count(lost):,} of {n_acked:,} acknowledged commits are missing from the "
-            f"journal: seq {R.format_ranges(lost, 10)}.",
-            "Do not trust this storage path with a journal: find the volatile cache (drive "
-            "write cache without power-loss protection, hypervisor cache mode, RAID "
-            "controller) and disable it or fix its flush handling, then test again.",
-            ev, DISKCHECKER,
-        ))
+        failures.append(
+            Finding(
+                "powercut-acknowledged-lost",
+                RISK,
+                label,
+                f"{R.count(lost):,} of {n_acked:,} acknowledged commits are missing from the "
+                f"journal: seq {R.format_ranges(lost, 10)}.",
+                "Do not trust this storage path with a journal: find the volatile cache (drive "
+                "write cache without power-loss protection, hypervisor cache mode, RAID "
+                "controller) and disable it or fix its flush handling, then test again.",
+                ev,
+                DISKCHECKER,
+            )
+        )
     if j.exists and not j.intact:
-        failures.append(Finding(
-            "powercut-journal-corrupt", RISK, label,
-            "The journal is damaged after the power cut: "
-            + (j.error or "PRAGMA integrity_check: " + "; ".join(j.integrity[:3])) + ".",
-            "A durable configuration never leaves a corrupt database on honest storage: "
-            "writes were lost or reordered below SQLite.",
-            {"integrity_check": list(j.integrity), "error": j.error}, "https://www.sqlite.org/howtocorrupt.html",
-        ))
+        failures.append(
+            Finding(
+                "powercut-journal-corrupt",
+                RISK,
+                label,
+                "The journal is damaged after the power cut: "
+                + (j.error or "PRAGMA integrity_check: " + "; ".join(j.integrity[:3]))
+                + ".",
+                "A durable configuration never leaves a corrupt database on honest storage: "
+                "writes were lost or reordered below SQLite.",
+                {"integrity_check": list(j.integrity), "error": j.error},
+                "https://www.sqlite.org/howtocorrupt.html",
+            )
+        )
     if j.damaged:
-        failures.append(Finding(
-            "powercut-damaged-rows", RISK, label,
-            f"{R.count(list(j.damaged)):,} "
-            f"{'row differs' if R.count(list(j.damaged)) == 1 else 'rows differ'} from what the writer committed: "
-            f"seq {R.format_ranges(list(j.damaged), 10)}.",
-            "Torn or stale pages reached the disk: the storage does not keep writes whole.",
-            {"damaged_ranges": [list(r) for r in j.damaged]}, DISKCHECKER,
-        ))
+        failures.append(
+            Finding(
+                "powercut-damaged-rows",
+                RISK,
+                label,
+                f"{R.count(list(j.damaged)):,} "
+                f"{'row differs' if R.count(list(j.damaged)) == 1 else 'rows differ'} from what the writer committed: "
+                f"seq {R.format_ranges(list(j.damaged), 10)}.",
+                "Torn or stale pages reached the disk: the storage does not keep writes whole.",
+                {"damaged_ranges": [list(r) for r in j.damaged]},
+                DISKCHECKER,
+            )
+        )
     if holes and durable:
-        failures.append(Finding(
-            "powercut-out-of-order", RISK, label,
-            f"Commits {R.format_ranges(holes, 10)} are missing although later commits "
-            "survived: writes reached stable media out of order.",
-            "The storage reorders writes around flushes; do not trust it with a journal.",
-            {"hole_ranges": [list(r) for r in holes]}, DISKCHECKER,
-        ))
+        failures.append(
+            Finding(
+                "powercut-out-of-order",
+                RISK,
+                label,
+                f"Commits {R.format_ranges(holes, 10)} are missing although later commits "
+                "survived: writes reached stable media out of order.",
+                "The storage reorders writes around flushes; do not trust it with a journal.",
+                {"hole_ranges": [list(r) for r in holes]},
+                DISKCHECKER,
+            )
+        )
 
     context: list[Finding] = []
     if config_finding is not None:
         context.append(config_finding)
     if f.clean_stop:
-        context.append(Finding(
-            "powercut-clean-stop", WARNING, label,
-            f"The writer stopped cleanly ({f.clean_stop}) before the verify: it was not "
-            "running when the power went, so this run says nothing about power loss.",
-            "Pull the power while the writer is committing.", {"stop_reason": f.clean_stop}, "",
-        ))
+        context.append(
+            Finding(
+                "powercut-clean-stop",
+                WARNING,
+                label,
+                f"The writer stopped cleanly ({f.clean_stop}) before the verify: it was not "
+                "running when the power went, so this run says nothing about power loss.",
+                "Pull the power while the writer is committing.",
+                {"stop_reason": f.clean_stop},
+                "",
+            )
+        )
     if f.rebooted is False:
-        context.append(Finding(
-            "powercut-no-reboot", WARNING, label,
-            "The machine has not rebooted since the writer started (same boot id): no power "
-            "cut came between writing and verifying.",
-            "Pull the power cord while the writer runs, boot, then verify.",
-            {"rebooted": False}, "proc(5): /proc/sys/kernel/random/boot_id",
-        ))
+        context.append(
+            Finding(
+                "powercut-no-reboot",
+                WARNING,
+                label,
+                "The machine has not rebooted since the writer started (same boot id): no power "
+                "cut came between writing and verifying.",
+                "Pull the power cord while the writer runs, boot, then verify.",
+                {"rebooted": False},
+                "proc(5): /proc/sys/kernel/random/boot_id",
+            )
+        )
     elif f.rebooted is None:
-        context.append(Finding(
-            "powercut-reboot-unknown", INFO, label,
-            "This OS gives no boot id, so verify cannot tell whether a power cut happened.",
-            "Make sure the machine really lost power while the writer ran.", {"rebooted": None}, "",
-        ))
+        context.append(
+            Finding(
+                "powercut-reboot-unknown",
+                INFO,
+                label,
+                "This OS gives no boot id, so verify cannot tell whether a power cut happened.",
+                "Make sure the machine really lost power while the writer ran.",
+                {"rebooted": None},
+                "",
+            )
+        )
 
     if failures:
         if not durable:
-            verdict, code = UNVERIFIABLE, config_finding.code if config_finding else "config-not-durable"
+            verdict, code = (
+                UNVERIFIABLE,
+                config_finding.code if config_finding else "config-not-durable",
+            )
         else:
             why = _drops_syncs(f.writer_host)
             verdict = NO_FLUSH if why else VOLATILE_CACHE
             code = failures[0].code
             if why:
                 first = failures[0]
-                failures[0] = Finding(first.code, first.level, first.subject,
-                                      f"{first.message} {why[0].upper()}{why[1:]}.",
-                                      first.advice, first.evidence, first.source)
+                failures[0] = Finding(
+                    first.code,
+                    first.level,
+                    first.subject,
+                    f"{first.message} {why[0].upper()}{why[1:]}.",
+                    first.advice,
+                    first.evidence,
+                    first.source,
+                )
         if f.rebooted is False and durable:
-            context.append(Finding(
-                "powercut-loss-without-reboot", WARNING, label,
-                "Commits were lost although this machine did not reboot: a network storage "
-                "server, a restored backup or an edited database lost them, not this power cut.",
-                "Check what else writes to or restores this directory.", {}, "",
-            ))
+            context.append(
+                Finding(
+                    "powercut-loss-without-reboot",
+                    WARNING,
+                    label,
+                    "Commits were lost although this machine did not reboot: a network storage "
+                    "server, a restored backup or an edited database lost them, not this power cut.",
+                    "Check what else writes to or restores this directory.",
+                    {},
+                    "",
+                )
+            )
         findings = (*failures, *context)
         # a loss after a reboot proves the path lies; without one it is a measured loss only
         strength = PROVEN if durable and f.rebooted is not False else MEASURED
-        return Judgement("fail", verdict, code, durable, tuple(lost), tuple(holes), unacked,
-                         findings, strength)
+        return Judgement(
+            "fail", verdict, code, durable, tuple(lost), tuple(holes), unacked, findings, strength
+        )
 
     if not n_acked:
         finding = Finding(
-            "powercut-nothing-acknowledged", WARNING, label,
+            "powercut-nothing-acknowledged",
+            WARNING,
+            label,
             "The listener holds no acknowledged commit of this run: there is nothing to check.",
             "Start the listener first and let the writer report commits before pulling the power.",
-            ev, DISKCHECKER,
+            ev,
+            DISKCHECKER,
         )
-        return Judgement("inconclusive", UNVERIFIABLE, finding.code, durable, (), tuple(holes),
-                         unacked, (finding, *context))
+        return Judgement(
+            "inconclusive",
+            UNVERIFIABLE,
+            finding.code,
+            durable,
+            (),
+            tuple(holes),
+            unacked,
+            (finding, *context),
+        )
 
     survived = Finding(
-        "powercut-survived", INFO, label,
+        "powercut-survived",
+        INFO,
+        label,
         f"All {n_acked:,} acknowledged commits survived and the journal is intact"
         + (f"; {unacked:,} more were committed but not yet acknowledged." if unacked else "."),
         "One pass is not proof of honesty: repeat the pull several times, under load, and "
         "keep the reports.",
-        ev, DISKCHECKER,
+        ev,
+        DISKCHECKER,
     )
     if not durable:
-        verdict, code = UNVERIFIABLE, config_finding.code if config_finding else "config-not-durable"
+        verdict, code = (
+            UNVERIFIABLE,
+            config_finding.code if config_finding else "config-not-durable",
+        )
     elif f.clean_stop:
         verdict, code = UNVERIFIABLE, "powercut-clean-stop"
     elif f.rebooted is False:
@@ -355,8 +447,9 @@ def judge(f: PowercutFacts) -> Judgement:
     else:
         verdict, code = HONEST_FLUSH, survived.code
     # one survived power cut is a measurement, not proof: a lying cache may have drained
-    return Judgement("pass", verdict, code, durable, (), tuple(holes), unacked,
-                     (survived, *context), MEASURED)
+    return Judgement(
+        "pass", verdict, code, durable, (), tuple(holes), unacked, (survived, *context), MEASURED
+    )
 
 
 def _evidence(f: PowercutFacts, lost: R.Ranges, holes: R.Ranges, unacked: int) -> dict[str, Any]:
@@ -396,8 +489,9 @@ def _label_to_pragmas(label: str) -> Pragmas:
     return Pragmas(parts[0].upper(), parts[1].upper() if len(parts) > 1 else "?", full)
 
 
-def select_run(target: Path, run_id: str | None, address: tuple[str, int]
-               ) -> tuple[Path, RunRecord | None, list[str]]:
+def select_run(
+    target: Path, run_id: str | None, address: tuple[str, int]
+) -> tuple[Path, RunRecord | None, list[str]]:
     """(run directory, its record or None, notes). Without ``run_id`` the newest run with a
     record. Raises FsyncbenchError naming what the listener knows when nothing is found."""
     root = powercut_root(target)
@@ -410,8 +504,10 @@ def select_run(target: Path, run_id: str | None, address: tuple[str, int]
         if (run_dir / "run.json").exists():
             record = load_run(run_dir)
         else:
-            notes.append(f"no run record at {run_dir / 'run.json'}: the run's settings come from "
-                         "the listener")
+            notes.append(
+                f"no run record at {run_dir / 'run.json'}: the run's settings come from "
+                "the listener"
+            )
         return run_dir, record, notes
     runs = [(d, rec) for d, rec in find_runs(target) if rec is not None]
     if not runs:
@@ -421,18 +517,28 @@ def select_run(target: Path, run_id: str | None, address: tuple[str, int]
         except FsyncbenchError:
             known = []
         if known:
-            hint = ("; the listener knows run(s) " + ", ".join(r["run_id"] for r in known)
-                    + " from this directory: if the power cut lost the run record, pass --run-id")
+            hint = (
+                "; the listener knows run(s) "
+                + ", ".join(r["run_id"] for r in known)
+                + " from this directory: if the power cut lost the run record, pass --run-id"
+            )
         raise FsyncbenchError(f"no powercut run in {root}{hint}")
     run_dir, record = runs[-1]
     if len(runs) > 1:
-        notes.append(f"{len(runs) - 1} older run(s) in {root}; this is the newest (choose "
-                     "another with --run-id)")
+        notes.append(
+            f"{len(runs) - 1} older run(s) in {root}; this is the newest (choose "
+            "another with --run-id)"
+        )
     return run_dir, record, notes
 
 
-def verify(address: tuple[str, int], target: Path, run_id: str | None, out_dir: Path,
-           command_line: list[str]) -> VerifyOutcome:
+def verify(
+    address: tuple[str, int],
+    target: Path,
+    run_id: str | None,
+    out_dir: Path,
+    command_line: list[str],
+) -> VerifyOutcome:
     """Check one run and write its report (JSON, durably) to ``out_dir``. Raises
     FsyncbenchError (no run, unreachable listener, unknown run, unwritable output)."""
     from fsyncbench.host import collect_host
@@ -446,7 +552,8 @@ def verify(address: tuple[str, int], target: Path, run_id: str | None, out_dir: 
         raise FsyncbenchError(
             f"no run {rid} in {run_dir.parent}: is {target} the directory the writer used? "
             f"(the listener records {info.get('dir', 'another directory')}; the writer made and "
-            "fsync'd the run's directory before its first commit)")
+            "fsync'd the run's directory before its first commit)"
+        )
     if record is not None:
         config, primitive, payload = record.effective, record.primitive, record.payload_bytes
         db_path = run_dir / record.database
@@ -460,9 +567,15 @@ def verify(address: tuple[str, int], target: Path, run_id: str | None, out_dir: 
         writer_host, rebooted, clean_stop = None, None, None
     host = collect_host(str(target))
     facts = PowercutFacts(
-        run_id=rid, config=config, primitive=primitive, writer_host=writer_host or host,
-        acknowledged=tuple(acknowledged), journal=read_journal(db_path, rid, payload),
-        rebooted=rebooted, clean_stop=clean_stop, listener=format_address(*address),
+        run_id=rid,
+        config=config,
+        primitive=primitive,
+        writer_host=writer_host or host,
+        acknowledged=tuple(acknowledged),
+        journal=read_journal(db_path, rid, payload),
+        rebooted=rebooted,
+        clean_stop=clean_stop,
+        listener=format_address(*address),
     )
     judgement = judge(facts)
     report = _report(facts, judgement, host, command_line, notes, info)
@@ -471,8 +584,14 @@ def verify(address: tuple[str, int], target: Path, run_id: str | None, out_dir: 
     return VerifyOutcome(report, judgement, text, path)
 
 
-def _report(f: PowercutFacts, jm: Judgement, host: Host, command_line: list[str],
-            notes: list[str], info: dict[str, Any]) -> Report:
+def _report(
+    f: PowercutFacts,
+    jm: Judgement,
+    host: Host,
+    command_line: list[str],
+    notes: list[str],
+    info: dict[str, Any],
+) -> Report:
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
     return Report(
         schema_version=store.SCHEMA_VERSION,
@@ -482,13 +601,23 @@ def _report(f: PowercutFacts, jm: Judgement, host: Host, command_line: list[str]
         command_line=tuple(command_line),
         host=host,
         results=(),
-        verdict=Verdict(jm.path_verdict, jm.decided_by,
-                        (ResultVerdict(f.config.label, jm.path_verdict, jm.config_durable,
-                                       jm.decided_by, jm.strength),),
-                        jm.findings, jm.strength),
-        notes=(f"powercut {jm.outcome}: run {f.run_id} ({f.config.label}) from writer host "
-               f"{info['host']}, started {info['started_utc']}; listener {f.listener} last "
-               f"heard from it {info['last_seen_utc']}", *notes),
+        verdict=Verdict(
+            jm.path_verdict,
+            jm.decided_by,
+            (
+                ResultVerdict(
+                    f.config.label, jm.path_verdict, jm.config_durable, jm.decided_by, jm.strength
+                ),
+            ),
+            jm.findings,
+            jm.strength,
+        ),
+        notes=(
+            f"powercut {jm.outcome}: run {f.run_id} ({f.config.label}) from writer host "
+            f"{info['host']}, started {info['started_utc']}; listener {f.listener} last "
+            f"heard from it {info['last_seen_utc']}",
+            *notes,
+        ),
     )
 
 
@@ -515,40 +644,67 @@ def render_verify(f: PowercutFacts, jm: Judgement, info: dict[str, Any], notes: 
     elif j.error:
         journal_line = f"unreadable: {j.error}"
     else:
-        journal_line = (f"{R.count(list(j.present)):,} commits present "
-                        f"({R.format_ranges(list(j.present), 5)})")
+        journal_line = (
+            f"{R.count(list(j.present)):,} commits present ({R.format_ranges(list(j.present), 5)})"
+        )
         if j.note:
             journal_line += f"; {j.note}"
         if jm.unacknowledged:
             journal_line += f"; {jm.unacknowledged:,} committed but not acknowledged (normal)"
-    rebooted = {True: "yes (the boot id changed since the writer started)",
-                False: "NO (same boot as the writer: no power cut happened)",
-                None: "unknown"}[f.rebooted]
+    rebooted = {
+        True: "yes (the boot id changed since the writer started)",
+        False: "NO (same boot as the writer: no power cut happened)",
+        None: "unknown",
+    }[f.rebooted]
     rows = [
         ("run", f"{f.run_id} ({f.config.label}, sync primitive {f.primitive})"),
-        ("writer", f"host {info['host']}, pid {info['pid']}, started {info['started_utc']}; "
-                   + (f"stopped cleanly: {f.clean_stop}" if f.clean_stop
-                      else "no clean stop (running when it ended)")),
+        (
+            "writer",
+            f"host {info['host']}, pid {info['pid']}, started {info['started_utc']}; "
+            + (
+                f"stopped cleanly: {f.clean_stop}"
+                if f.clean_stop
+                else "no clean stop (running when it ended)"
+            ),
+        ),
         ("rebooted", rebooted),
-        ("listener", f"{f.listener}: {n_acked:,} acknowledged commits "
-                     f"({R.format_ranges(list(f.acknowledged), 5)})"),
+        (
+            "listener",
+            f"{f.listener}: {n_acked:,} acknowledged commits "
+            f"({R.format_ranges(list(f.acknowledged), 5)})",
+        ),
         ("journal", f"{j.path}"),
         ("", journal_line),
-        ("integrity", "ok" if j.integrity == ("ok",) else
-         ("not run" if not j.integrity else "; ".join(j.integrity[:5]))),
-        ("lost", "none" if not jm.lost else
-         f"{R.count(list(jm.lost)):,} acknowledged commits: {R.format_ranges(list(jm.lost))}"),
+        (
+            "integrity",
+            "ok"
+            if j.integrity == ("ok",)
+            else ("not run" if not j.integrity else "; ".join(j.integrity[:5])),
+        ),
+        (
+            "lost",
+            "none"
+            if not jm.lost
+            else f"{R.count(list(jm.lost)):,} acknowledged commits: {R.format_ranges(list(jm.lost))}",
+        ),
     ]
     if jm.holes:
-        rows.append(("holes", f"unacknowledged commits missing below later ones: "
-                              f"{R.format_ranges(list(jm.holes))}"))
+        rows.append(
+            (
+                "holes",
+                f"unacknowledged commits missing below later ones: "
+                f"{R.format_ranges(list(jm.holes))}",
+            )
+        )
     width = max(len(k) for k, _ in rows)
     out = ["fsyncbench powercut verify"]
     out += [f"  {k.ljust(width)}  {v}" for k, v in rows]
     out.append("")
     out.append(_headline(jm, n_acked))
-    out.append(f"Path verdict for {f.config.label}: "
-               + verdict_phrase(jm.path_verdict, jm.strength, jm.decided_by))
+    out.append(
+        f"Path verdict for {f.config.label}: "
+        + verdict_phrase(jm.path_verdict, jm.strength, jm.decided_by)
+    )
     for finding in jm.findings:
         out.append("  " + finding_line(finding))
     for note in notes:
@@ -558,17 +714,34 @@ def render_verify(f: PowercutFacts, jm: Judgement, info: dict[str, Any], notes: 
 
 def _headline(jm: Judgement, n_acked: int) -> str:
     if jm.outcome == "pass":
-        return (f"Result: PASS: all {n_acked:,} acknowledged commits survived and the journal "
-                "is intact.")
+        return (
+            f"Result: PASS: all {n_acked:,} acknowledged commits survived and the journal "
+            "is intact."
+        )
     if jm.outcome == "inconclusive":
         return "Result: INCONCLUSIVE: the listener holds no acknowledged commit of this run."
-    what = (f"{R.count(list(jm.lost)):,} of {n_acked:,} acknowledged commits are lost"
-            if jm.lost else "the journal did not survive intact")
+    what = (
+        f"{R.count(list(jm.lost)):,} of {n_acked:,} acknowledged commits are lost"
+        if jm.lost
+        else "the journal did not survive intact"
+    )
     if jm.config_durable:
         return f"Result: FAIL: {what}: the storage acknowledged writes it did not keep."
-    return (f"Result: FAIL: {what}; this configuration does not promise power-loss "
-            "durability, so the loss is the configuration's, not proof against the storage.")
+    return (
+        f"Result: FAIL: {what}; this configuration does not promise power-loss "
+        "durability, so the loss is the configuration's, not proof against the storage."
+    )
 
 
-__all__ = ["POWERCUT_DIRNAME", "verify", "judge", "read_journal", "PowercutFacts",
-           "JournalState", "Judgement", "VerifyOutcome", "render_verify", "config_durability"]
+__all__ = [
+    "POWERCUT_DIRNAME",
+    "verify",
+    "judge",
+    "read_journal",
+    "PowercutFacts",
+    "JournalState",
+    "Judgement",
+    "VerifyOutcome",
+    "render_verify",
+    "config_durability",
+]

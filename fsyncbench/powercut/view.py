@@ -24,39 +24,76 @@ def describe_powercut(report: Report) -> Document:
     v = report.verdict
     findings = v.findings
     codes = {f.code for f in findings}
-    outcome = ("pass" if "powercut-survived" in codes
-               else "inconclusive" if "powercut-nothing-acknowledged" in codes else "fail")
+    outcome = (
+        "pass"
+        if "powercut-survived" in codes
+        else "inconclusive"
+        if "powercut-nothing-acknowledged" in codes
+        else "fail"
+    )
     # the run's facts travel in the evidence of the lost / survived / nothing finding
-    ev = next((f.evidence for f in findings if isinstance(f.evidence, dict)
-               and "acknowledged_ranges" in f.evidence), {})
+    ev = next(
+        (
+            f.evidence
+            for f in findings
+            if isinstance(f.evidence, dict) and "acknowledged_ranges" in f.evidence
+        ),
+        {},
+    )
 
     def spans(key: str) -> list[tuple[int, int]]:
         return [(int(r[0]), int(r[1])) for r in ev.get(key) or ()]
 
-    acked, present, lost, holes = (spans(k) for k in (
-        "acknowledged_ranges", "present_ranges", "lost_ranges", "hole_ranges"))
+    acked, present, lost, holes = (
+        spans(k) for k in ("acknowledged_ranges", "present_ranges", "lost_ranges", "hole_ranges")
+    )
     first = v.results[0] if v.results else None
     label = first.subject if first else ev.get("config", "?")
     durable = bool(first.config_durable) if first else False
-    jm = Judgement(outcome, v.path_verdict, v.decided_by, durable, tuple(lost), tuple(holes),
-                   int(ev.get("committed_not_acknowledged") or 0), findings, v.strength)
+    jm = Judgement(
+        outcome,
+        v.path_verdict,
+        v.decided_by,
+        durable,
+        tuple(lost),
+        tuple(holes),
+        int(ev.get("committed_not_acknowledged") or 0),
+        findings,
+        v.strength,
+    )
     integrity = ev.get("integrity_check") or next(
-        (f.evidence.get("integrity_check") for f in findings
-         if f.code == "powercut-journal-corrupt" and isinstance(f.evidence, dict)), None)
+        (
+            f.evidence.get("integrity_check")
+            for f in findings
+            if f.code == "powercut-journal-corrupt" and isinstance(f.evidence, dict)
+        ),
+        None,
+    )
 
     rows: list[tuple[str, str]] = []
     if ev:
         rebooted: dict[bool | None, str] = {
             True: "yes (the boot id changed since the writer started)",
-            False: "NO (same boot as the writer: no power cut happened)"}
+            False: "NO (same boot as the writer: no power cut happened)",
+        }
         rows += [
-            ("run", f"{ev.get('run_id', '?')} ({label}, sync primitive "
-                    f"{ev.get('sync_primitive', '?')})"),
-            ("writer", f"stopped cleanly: {ev['clean_stop']}" if ev.get("clean_stop")
-             else "no clean stop (running when it ended)"),
+            (
+                "run",
+                f"{ev.get('run_id', '?')} ({label}, sync primitive "
+                f"{ev.get('sync_primitive', '?')})",
+            ),
+            (
+                "writer",
+                f"stopped cleanly: {ev['clean_stop']}"
+                if ev.get("clean_stop")
+                else "no clean stop (running when it ended)",
+            ),
             ("rebooted", rebooted.get(ev.get("rebooted"), "unknown")),
-            ("listener", f"{ev.get('listener', '?')}: {R.count(acked):,} acknowledged commits "
-                         f"({R.format_ranges(acked, 5)})"),
+            (
+                "listener",
+                f"{ev.get('listener', '?')}: {R.count(acked):,} acknowledged commits "
+                f"({R.format_ranges(acked, 5)})",
+            ),
             ("journal", str(ev.get("database", "?"))),
         ]
         if ev.get("journal_exists") is False:
@@ -73,31 +110,63 @@ def describe_powercut(report: Report) -> Document:
     else:
         rows.append(("run", label))
     if integrity is not None:
-        rows.append(("integrity", "ok" if list(integrity) == ["ok"] else
-                     ("not run" if not integrity else "; ".join(list(integrity)[:5]))))
-    rows.append(("lost", "none" if not lost else
-                 f"{R.count(lost):,} acknowledged commits: {R.format_ranges(lost)}"))
+        rows.append(
+            (
+                "integrity",
+                "ok"
+                if list(integrity) == ["ok"]
+                else ("not run" if not integrity else "; ".join(list(integrity)[:5])),
+            )
+        )
+    rows.append(
+        (
+            "lost",
+            "none"
+            if not lost
+            else f"{R.count(lost):,} acknowledged commits: {R.format_ranges(lost)}",
+        )
+    )
     if holes:
-        rows.append(("holes", "unacknowledged commits missing below later ones: "
-                              f"{R.format_ranges(holes)}"))
+        rows.append(
+            ("holes", f"unacknowledged commits missing below later ones: {R.format_ranges(holes)}")
+        )
 
     title = f"fsyncbench powercut verify: {report.host.hostname}, {report.created_utc}"
-    subtitle = (f"fsyncbench {report.tool_version}, report schema {report.schema_version}, "
-                f"target {report.host.target.path}")
+    subtitle = (
+        f"fsyncbench {report.tool_version}, report schema {report.schema_version}, "
+        f"target {report.host.target.path}"
+    )
     result = _headline(jm, R.count(acked))
-    verdict = f"Path verdict for {label}: " + verdict_phrase(v.path_verdict, v.strength, v.decided_by) + "."
+    verdict = (
+        f"Path verdict for {label}: "
+        + verdict_phrase(v.path_verdict, v.strength, v.decided_by)
+        + "."
+    )
     tone = {"pass": "good", "inconclusive": "caution"}.get(outcome, "bad")
-    answer = Section("answer", "Result", (
-        Paragraph(result.removeprefix("Result: "), lead="Result:", tone=tone),
-        Paragraph(verdict),
-        *(Paragraph(n, lead="Note:", tone="caution") for n in report.notes),
-    ))
-    facts = Section("facts", "What the listener recorded and the journal holds", (
-        Table(("field", "value"), tuple((Cell(k), Cell(val)) for k, val in rows)),))
-    return Document(title, subtitle, (
-        answer, facts, findings_section(report),
-        Section("host", "Host and storage stack", (host_table(report),)),
-    ))
+    answer = Section(
+        "answer",
+        "Result",
+        (
+            Paragraph(result.removeprefix("Result: "), lead="Result:", tone=tone),
+            Paragraph(verdict),
+            *(Paragraph(n, lead="Note:", tone="caution") for n in report.notes),
+        ),
+    )
+    facts = Section(
+        "facts",
+        "What the listener recorded and the journal holds",
+        (Table(("field", "value"), tuple((Cell(k), Cell(val)) for k, val in rows)),),
+    )
+    return Document(
+        title,
+        subtitle,
+        (
+            answer,
+            facts,
+            findings_section(report),
+            Section("host", "Host and storage stack", (host_table(report),)),
+        ),
+    )
 
 
 def render(report: Report, fmt: str) -> str:

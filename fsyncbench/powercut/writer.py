@@ -106,8 +106,9 @@ def _percentile(sorted_ns: list[int], q: float) -> float | None:
 class _Reporter(threading.Thread):
     """Reports committed sequence numbers; owns the listener connection."""
 
-    def __init__(self, client: Client, address: tuple[str, int], hello: dict[str, Any],
-                 log: Log) -> None:
+    def __init__(
+        self, client: Client, address: tuple[str, int], hello: dict[str, Any], log: Log
+    ) -> None:
         super().__init__(daemon=True, name="powercut-reporter")
         self._cond = threading.Condition()
         self._client: Client | None = client
@@ -145,8 +146,9 @@ class _Reporter(threading.Thread):
             with self._cond:
                 if self.fatal:
                     return
-                if self._stopping and (self.recorded >= self.committed
-                                       or time.monotonic() >= self._deadline):
+                if self._stopping and (
+                    self.recorded >= self.committed or time.monotonic() >= self._deadline
+                ):
                     return
                 if self._client is not None and self.committed <= self.sent:
                     self._cond.wait(0.05)
@@ -184,8 +186,9 @@ class _Reporter(threading.Thread):
         try:
             self._client.sock.sendall(b"".join(lines))
         except OSError as exc:
-            raise FsyncbenchError(f"lost the listener at {self._client.name}: "
-                                  f"{exc.strerror or exc}") from None
+            raise FsyncbenchError(
+                f"lost the listener at {self._client.name}: {exc.strerror or exc}"
+            ) from None
 
     def _drain(self) -> None:
         """Handle every reply already available (no waiting)."""
@@ -224,8 +227,10 @@ class _Reporter(threading.Thread):
             self.sent = self.recorded  # resend everything not confirmed: late, never early
         self._client = client
         self.connected = True
-        self._log(f"{utc_now()} reconnected to the listener at {client.name}; it holds "
-                  f"{msg['count']} commits of this run; resending from seq {self.sent + 1}")
+        self._log(
+            f"{utc_now()} reconnected to the listener at {client.name}; it holds "
+            f"{msg['count']} commits of this run; resending from seq {self.sent + 1}"
+        )
         return True
 
 
@@ -267,23 +272,40 @@ def write(
         journal = JournalCommit(run_dir, pragmas, payload_bytes)
         database = next(run_dir.glob("journal-*.db"))
         fsync_dir(run_dir)  # the database (and a WAL file) now exist durably
-        apple_sqlite = host.os_name == "Darwin" and (host.sqlite_library or "").startswith("/usr/lib/")
+        apple_sqlite = host.os_name == "Darwin" and (host.sqlite_library or "").startswith(
+            "/usr/lib/"
+        )
         record = RunRecord(
-            format=RUN_FORMAT, version=RUN_VERSION, run_id=run_id, started_utc=started,
-            pid=os.getpid(), boot_id=boot_id(), target=str(target), database=database.name,
-            listener=client.name, requested=pragmas, effective=journal.effective,
+            format=RUN_FORMAT,
+            version=RUN_VERSION,
+            run_id=run_id,
+            started_utc=started,
+            pid=os.getpid(),
+            boot_id=boot_id(),
+            target=str(target),
+            database=database.name,
+            listener=client.name,
+            requested=pragmas,
+            effective=journal.effective,
             primitive=sqlite_sync_primitive(host.os_name, journal.effective, apple_sqlite),
-            payload_bytes=payload_bytes, host=host,
+            payload_bytes=payload_bytes,
+            host=host,
         )
         save_run(run_dir, record)
-        hello = {"run_id": run_id, "host": _printable(host.hostname or "?", protocol.MAX_HOST_CHARS),
-                 "dir": _printable(str(target), protocol.MAX_DIR_CHARS),
-                 "config": journal.effective.label, "pid": os.getpid(), "started_utc": started}
+        hello = {
+            "run_id": run_id,
+            "host": _printable(host.hostname or "?", protocol.MAX_HOST_CHARS),
+            "dir": _printable(str(target), protocol.MAX_DIR_CHARS),
+            "config": journal.effective.label,
+            "pid": os.getpid(),
+            "started_utc": started,
+        }
         client.send("hello", **hello)
         msg = client.receive(TO_WRITER)
         if msg["type"] != "welcome":
-            raise FsyncbenchError(f"the listener at {client.name} refused the run: "
-                                  f"{msg.get('error', msg['type'])}")
+            raise FsyncbenchError(
+                f"the listener at {client.name} refused the run: {msg.get('error', msg['type'])}"
+            )
     except BaseException:
         client.close()
         if journal is not None:
@@ -291,10 +313,14 @@ def write(
         if run_dir is not None:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    log(f"{started} run {run_id}: committing {journal.effective.label} step rows to {database}; "
-        f"reporting each commit to {client.name} after COMMIT returns.")
-    log("Pull the power cord while this runs. After the reboot run: fsyncbench powercut verify "
-        f"--from {client.name} {target}")
+    log(
+        f"{started} run {run_id}: committing {journal.effective.label} step rows to {database}; "
+        f"reporting each commit to {client.name} after COMMIT returns."
+    )
+    log(
+        "Pull the power cord while this runs. After the reboot run: fsyncbench powercut verify "
+        f"--from {client.name} {target}"
+    )
     if journal.effective != pragmas:
         log(f"note: SQLite ran {pragmas.label} as {journal.effective.label}")
 
@@ -328,8 +354,11 @@ def write(
                 interval.append(dt)
                 now = time.monotonic()
                 if now >= next_status:
-                    status(_status(run_id, label, now - t_start, seq, interval, now - t_interval,
-                                   reporter))
+                    status(
+                        _status(
+                            run_id, label, now - t_start, seq, interval, now - t_interval, reporter
+                        )
+                    )
                     interval, t_interval, next_status = [], now, now + interval_s
         except FsyncbenchError as exc:
             error = exc
@@ -338,32 +367,57 @@ def write(
             journal.close()
         reporter.finish(FINISH_TIMEOUT_S)
         elapsed = time.monotonic() - t_start
-        record = replace(record, stopped_utc=utc_now(), stop_reason=reason,
-                         last_committed_seq=seq, last_recorded_seq=reporter.recorded)
+        record = replace(
+            record,
+            stopped_utc=utc_now(),
+            stop_reason=reason,
+            last_committed_seq=seq,
+            last_recorded_seq=reporter.recorded,
+        )
         save_run(run_dir, record)
     finally:
         restore_handlers(previous)
     if error is not None:
-        raise FsyncbenchError(f"{error} (after {seq} commits; the listener recorded "
-                              f"{reporter.recorded})")
+        raise FsyncbenchError(
+            f"{error} (after {seq} commits; the listener recorded {reporter.recorded})"
+        )
     ordered = sorted(samples)
     return WriterSummary(
-        run_id=run_id, run_dir=run_dir, database=database, config=label, commits=seq,
-        recorded=reporter.recorded, elapsed_s=elapsed, p50_ns=_percentile(ordered, 0.5),
-        p99_ns=_percentile(ordered, 0.99), max_ns=float(ordered[-1]) if ordered else None,
+        run_id=run_id,
+        run_dir=run_dir,
+        database=database,
+        config=label,
+        commits=seq,
+        recorded=reporter.recorded,
+        elapsed_s=elapsed,
+        p50_ns=_percentile(ordered, 0.5),
+        p99_ns=_percentile(ordered, 0.99),
+        max_ns=float(ordered[-1]) if ordered else None,
         reason=reason,
     )
 
 
-def _status(run_id: str, label: str, elapsed_s: float, seq: int, interval: list[int],
-            span_s: float, reporter: _Reporter) -> WriterStatus:
+def _status(
+    run_id: str,
+    label: str,
+    elapsed_s: float,
+    seq: int,
+    interval: list[int],
+    span_s: float,
+    reporter: _Reporter,
+) -> WriterStatus:
     ordered = sorted(interval)
     return WriterStatus(
-        run_id=run_id, config=label, elapsed_s=elapsed_s, commits=seq,
+        run_id=run_id,
+        config=label,
+        elapsed_s=elapsed_s,
+        commits=seq,
         rate_per_s=len(interval) / span_s if span_s > 0 else 0.0,
-        p50_ns=_percentile(ordered, 0.5), p99_ns=_percentile(ordered, 0.99),
+        p50_ns=_percentile(ordered, 0.5),
+        p99_ns=_percentile(ordered, 0.99),
         max_ns=float(ordered[-1]) if ordered else None,
-        recorded=reporter.recorded, connected=reporter.connected,
+        recorded=reporter.recorded,
+        connected=reporter.connected,
     )
 
 
@@ -371,10 +425,15 @@ def format_status(s: WriterStatus) -> str:
     """One status line: commits, rate and latency of the last interval, listener state."""
     from fsyncbench.fmt import fmt_ns
 
-    listener = (f"listener recorded {s.recorded:,}" if s.connected
-                else f"listener UNREACHABLE, retrying (recorded {s.recorded:,})")
-    return (f"{s.elapsed_s:7.0f} s  {s.config}: {s.commits:,} commits, {s.rate_per_s:,.0f}/s, "
-            f"p50 {fmt_ns(s.p50_ns)}, p99 {fmt_ns(s.p99_ns)}, max {fmt_ns(s.max_ns)} | {listener}")
+    listener = (
+        f"listener recorded {s.recorded:,}"
+        if s.connected
+        else f"listener UNREACHABLE, retrying (recorded {s.recorded:,})"
+    )
+    return (
+        f"{s.elapsed_s:7.0f} s  {s.config}: {s.commits:,} commits, {s.rate_per_s:,.0f}/s, "
+        f"p50 {fmt_ns(s.p50_ns)}, p99 {fmt_ns(s.p99_ns)}, max {fmt_ns(s.max_ns)} | {listener}"
+    )
 
 
 def format_summary(s: WriterSummary) -> str:
@@ -390,6 +449,9 @@ def format_summary(s: WriterSummary) -> str:
         "power loss. For a real test pull the power while the writer runs.",
     ]
     if s.recorded < s.commits:
-        lines.insert(1, f"{s.commits - s.recorded:,} commits were not confirmed by the listener "
-                        "(it was unreachable or slow); they are simply not counted.")
+        lines.insert(
+            1,
+            f"{s.commits - s.recorded:,} commits were not confirmed by the listener "
+            "(it was unreachable or slow); they are simply not counted.",
+        )
     return "\n".join(lines)

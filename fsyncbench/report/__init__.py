@@ -31,11 +31,14 @@ def render_document(doc: Document, fmt: str, report: Report) -> str:
     another format."""
     if fmt == "text":
         from fsyncbench.report.text import render_text
+
         return render_text(doc)
     if fmt == "markdown":
         from fsyncbench.report.markdown import render_markdown
+
         return render_markdown(doc)
     if fmt == "html":
         from fsyncbench.report.html import render_html
+
         return render_html(doc, report)
     raise ValueError(f"unknown report format {fmt!r} (known: {', '.join(FORMATS)})")

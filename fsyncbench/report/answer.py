@@ -24,16 +24,16 @@ NEXT_STEP: dict[str, str | dict[str, str]] = {
     "honest_flush": {
         "proven": "Nothing to do: a power cut kept every acknowledged commit.",
         "measured": "For proof, pull the power: `fsyncbench powercut` (two machines) counts "
-                    "acknowledged commits lost to a real power cut.",
+        "acknowledged commits lost to a real power cut.",
         "inferred": "Measure it: `fsyncbench audit DIR` reads the device flush counters and "
-                    "traces the syncs; `fsyncbench powercut` proves it with a real power cut.",
+        "traces the syncs; `fsyncbench powercut` proves it with a real power cut.",
     },
     "unverifiable": "Settle it where the flush ends: run fsyncbench on the host, or "
-                    "`fsyncbench powercut` across a real power cut.",
+    "`fsyncbench powercut` across a real power cut.",
     "volatile_cache": "Do not rely on this storage for durable commits until the cache is "
-                      "flushed or protected (see the findings).",
+    "flushed or protected (see the findings).",
     "no_flush": "Do not rely on this storage for durable commits: move the journal to a "
-                "directory on a real disk.",
+    "directory on a real disk.",
 }
 
 #: Whether to trust the storage, in a few words, per path verdict.
@@ -103,17 +103,28 @@ def _choice(results: list[Result], report: Report) -> Choice | None:
         return None
     best = min(results, key=lambda r: (r.summary.p50_ns, r.name))
     s = best.summary
-    ties = tuple(r.name for r in results
-                 if r is not best and _overlap(s.p50_ci_ns, r.summary.p50_ci_ns))
-    return Choice(name=best.name, primitive=best.primitive, p50_ns=s.p50_ns, p99_ns=s.p99_ns,
-                  p50_ci_ns=s.p50_ci_ns, p99_ci_ns=s.p99_ci_ns, ops_per_s=s.ops_per_s,
-                  at_floor=stats.at_tool_floor(best, report.floors), ties=ties)
+    ties = tuple(
+        r.name for r in results if r is not best and _overlap(s.p50_ci_ns, r.summary.p50_ci_ns)
+    )
+    return Choice(
+        name=best.name,
+        primitive=best.primitive,
+        p50_ns=s.p50_ns,
+        p99_ns=s.p99_ns,
+        p50_ci_ns=s.p50_ci_ns,
+        p99_ci_ns=s.p99_ci_ns,
+        ops_per_s=s.ops_per_s,
+        at_floor=stats.at_tool_floor(best, report.floors),
+        ties=ties,
+    )
 
 
 def _deciding(report: Report) -> Finding | None:
     v = report.verdict
-    return next((f for f in v.findings if f.code == v.decided_by and f.subject == "path"),
-                next((f for f in v.findings if f.code == v.decided_by), None))
+    return next(
+        (f for f in v.findings if f.code == v.decided_by and f.subject == "path"),
+        next((f for f in v.findings if f.code == v.decided_by), None),
+    )
 
 
 def next_step(report: Report) -> str:
@@ -144,9 +155,16 @@ def bottom_line(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) ->
     v = report.verdict
     here = {"honest_flush": True, "no_flush": False, "volatile_cache": False}.get(v.path_verdict)
     return BottomLine(
-        durable=durable, fastest_other=other, cost_p50_ns=cost, cost_ratio=ratio,
-        model_call_ms=model_call_ms, p99_share_of_model_call=share,
-        path_verdict=v.path_verdict, strength=v.strength, decided_by=v.decided_by,
-        durable_here=here, trust=TRUST.get(v.path_verdict, "cannot tell from here"),
+        durable=durable,
+        fastest_other=other,
+        cost_p50_ns=cost,
+        cost_ratio=ratio,
+        model_call_ms=model_call_ms,
+        p99_share_of_model_call=share,
+        path_verdict=v.path_verdict,
+        strength=v.strength,
+        decided_by=v.decided_by,
+        durable_here=here,
+        trust=TRUST.get(v.path_verdict, "cannot tell from here"),
         next_step=next_step(report),
     )

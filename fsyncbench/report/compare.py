@@ -126,8 +126,12 @@ class PairComparison:
         between A and B: the machine itself changed (its CPU speed, or its share of a shared
         host), so differences in the storage figures may be the machine's. (A ratio, not a
         test: the floors' own intervals rest on three rounds and are too wide to show it.)"""
-        return tuple((n, q) for n, q in self.floors if q.ratio is not None and (
-            q.ratio > FLOOR_MOVED_RATIO or q.ratio < 1.0 / FLOOR_MOVED_RATIO))
+        return tuple(
+            (n, q)
+            for n, q in self.floors
+            if q.ratio is not None
+            and (q.ratio > FLOOR_MOVED_RATIO or q.ratio < 1.0 / FLOOR_MOVED_RATIO)
+        )
 
 
 @dataclass(frozen=True)
@@ -205,20 +209,30 @@ def result_interval(r: Result, percentile: float, confidence: float = CONFIDENCE
     the raw samples and slices (the same function and data give the same numbers), or, for
     a report without raw samples, the summary's own."""
     if r.samples_ns:
-        return stats.quantile_interval(r.samples_ns, r.slice_counts, percentile, confidence,
-                                       r.slice_rounds)
+        return stats.quantile_interval(
+            r.samples_ns, r.slice_counts, percentile, confidence, r.slice_rounds
+        )
     s = r.summary
     stored = s.p50_interval if percentile == 50 else s.p99_interval
     if stored is not None:
         return stored
     value = s.p50_ns if percentile == 50 else s.p99_ns
     ci = s.p50_ci_ns if percentile == 50 else s.p99_ci_ns
-    return Interval(value, ci[0] if ci else None, ci[1] if ci else None, None, 0, 0,
-                    s.ci_method, None if ci else "no raw samples")
+    return Interval(
+        value,
+        ci[0] if ci else None,
+        ci[1] if ci else None,
+        None,
+        0,
+        0,
+        s.ci_method,
+        None if ci else "no raw samples",
+    )
 
 
-def compare_quantile(a: Result, b: Result, percentile: float,
-                     confidence: float = CONFIDENCE) -> QuantileComparison:
+def compare_quantile(
+    a: Result, b: Result, percentile: float, confidence: float = CONFIDENCE
+) -> QuantileComparison:
     """``percentile`` of A and B with their intervals, the ratio B/A with its interval and
     the unadjusted p-value of the Welch t test on the log scale (module docstring).
     ``significant`` and ``p_adjusted`` are filled in by :func:`compare_pair`; ``se_log`` and
@@ -226,14 +240,23 @@ def compare_quantile(a: Result, b: Result, percentile: float,
     ia, ib = result_interval(a, percentile, confidence), result_interval(b, percentile, confidence)
     pa, pb = ia.estimate_ns, ib.estimate_ns
     ratio = pb / pa if pa > 0 else None
-    base: dict[str, Any] = dict(percentile=percentile, a_ns=pa, a_ci_ns=ia.bounds, b_ns=pb,
-                                b_ci_ns=ib.bounds, ratio=ratio, a_interval=ia, b_interval=ib)
+    base: dict[str, Any] = dict(
+        percentile=percentile,
+        a_ns=pa,
+        a_ci_ns=ia.bounds,
+        b_ns=pb,
+        b_ci_ns=ib.bounds,
+        ratio=ratio,
+        a_interval=ia,
+        b_interval=ib,
+    )
     why = _no_test_reason(ia, "A") or _no_test_reason(ib, "B")
     if why or ratio is None or pb <= 0:
-        return QuantileComparison(**base, ratio_ci=None, significant=None,
-                                  reason=why or "a percentile of zero")
+        return QuantileComparison(
+            **base, ratio_ci=None, significant=None, reason=why or "a percentile of zero"
+        )
     assert ia.se_log is not None and ib.se_log is not None
-    va, vb = ia.se_log ** 2, ib.se_log ** 2
+    va, vb = ia.se_log**2, ib.se_log**2
     se = math.sqrt(va + vb)
     d = math.log(ratio)
     df = math.inf
@@ -241,12 +264,13 @@ def compare_quantile(a: Result, b: Result, percentile: float,
         p = 1.0 if d == 0 else 0.0
         ratio_ci = (ratio, ratio)
     else:
-        df = (va + vb) ** 2 / ((va ** 2 / ia.df if va else 0.0) + (vb ** 2 / ib.df if vb else 0.0))
+        df = (va + vb) ** 2 / ((va**2 / ia.df if va else 0.0) + (vb**2 / ib.df if vb else 0.0))
         t = stats.t_quantile(df, 0.5 + confidence / 2.0)
         ratio_ci = (math.exp(d - t * se), math.exp(d + t * se))
         p = stats.t_two_sided_p(d / se, df)
-    return QuantileComparison(**base, ratio_ci=ratio_ci, significant=None, p_value=p,
-                              se_log=se, df=df)
+    return QuantileComparison(
+        **base, ratio_ci=ratio_ci, significant=None, p_value=p, se_log=se, df=df
+    )
 
 
 def _no_test_reason(iv: Interval, side: str) -> str | None:
@@ -274,7 +298,9 @@ def holm(p_values: Sequence[float]) -> list[float]:
     return out
 
 
-def _adjust(comparisons: Sequence[QuantileComparison], confidence: float) -> list[QuantileComparison]:
+def _adjust(
+    comparisons: Sequence[QuantileComparison], confidence: float
+) -> list[QuantileComparison]:
     """``comparisons`` with Holm-adjusted p-values and significance over those that have a
     p-value (the others unchanged)."""
     tested = [i for i, q in enumerate(comparisons) if q.p_value is not None]
@@ -327,17 +353,27 @@ def compare_pair(a: Report, b: Report, confidence: float = CONFIDENCE) -> PairCo
     flat = _adjust(flat, confidence)
     rows = []
     for k, (ra, rb) in enumerate(pairs):
-        rows.append(ConfigComparison(
-            name=ra.name, kind=ra.kind, primitive_a=ra.primitive, primitive_b=rb.primitive,
-            n_a=ra.summary.count, n_b=rb.summary.count,
-            p50=flat[2 * k], p99=flat[2 * k + 1],
-            rank=rank_test(ra.samples_ns, rb.samples_ns),
-            verdict_a=va.get(ra.name), verdict_b=vb.get(ra.name),
-        ))
+        rows.append(
+            ConfigComparison(
+                name=ra.name,
+                kind=ra.kind,
+                primitive_a=ra.primitive,
+                primitive_b=rb.primitive,
+                n_a=ra.summary.count,
+                n_b=rb.summary.count,
+                p50=flat[2 * k],
+                p99=flat[2 * k + 1],
+                rank=rank_test(ra.samples_ns, rb.samples_ns),
+                verdict_a=va.get(ra.name),
+                verdict_b=vb.get(ra.name),
+            )
+        )
     mine = {r.name for r in a.results}
     floors_b = {f.name: f for f in b.floors}
     shared = [(f, floors_b[f.name]) for f in a.floors if f.name in floors_b]
-    floor_rows = _adjust([compare_quantile(fa, fb, 50, confidence) for fa, fb in shared], confidence)
+    floor_rows = _adjust(
+        [compare_quantile(fa, fb, 50, confidence) for fa, fb in shared], confidence
+    )
     return PairComparison(
         configs=tuple(rows),
         only_a=tuple(r.name for r in a.results if r.name not in theirs),
@@ -348,7 +384,10 @@ def compare_pair(a: Report, b: Report, confidence: float = CONFIDENCE) -> PairCo
 
 
 def regressions(
-    pair: PairComparison, limit_pct: float, baseline: str, candidate: str,
+    pair: PairComparison,
+    limit_pct: float,
+    baseline: str,
+    candidate: str,
     names: Sequence[str] | None = None,
 ) -> list[Regression]:
     """Configurations whose p99 is significantly more than ``limit_pct`` % worse in B than
@@ -379,13 +418,16 @@ def regressions(
         checked.append((c, p))
     adjusted = holm([p for _, p in checked])
     # and the table's own call: a REGRESSION line never stands beside "significant: no"
-    return [Regression(c.name, baseline, candidate, c.p99, limit_pct, pa)
-            for (c, _), pa in zip(checked, adjusted)
-            if pa < alpha(pair.confidence) and c.p99.significant]
+    return [
+        Regression(c.name, baseline, candidate, c.p99, limit_pct, pa)
+        for (c, _), pa in zip(checked, adjusted)
+        if pa < alpha(pair.confidence) and c.p99.significant
+    ]
 
 
-def regression_coverage(pair: PairComparison, names: Sequence[str] | None = None
-                        ) -> tuple[int, list[str]]:
+def regression_coverage(
+    pair: PairComparison, names: Sequence[str] | None = None
+) -> tuple[int, list[str]]:
     """(how many p99s a regression check looks at, why each one it cannot test cannot be
     tested): a check must say what it skipped, and one that tested nothing must not pass."""
     wanted = {n.lower() for n in names} if names else None
@@ -441,7 +483,15 @@ def fleet(reports: Sequence[Report], labels: Sequence[str], config: str) -> list
     for rep, label in zip(reports, labels):
         result = next(r for r in rep.results if r.name == config)
         v = next((v for v in rep.verdict.results if v.subject == config), None)
-        rows.append(FleetRow(label, rep, result, rep.verdict.path_verdict,
-                             v.path_verdict if v else None, v.config_durable if v else None))
+        rows.append(
+            FleetRow(
+                label,
+                rep,
+                result,
+                rep.verdict.path_verdict,
+                v.path_verdict if v else None,
+                v.config_durable if v else None,
+            )
+        )
     rows.sort(key=lambda row: row.result.summary.p99_ns)
     return rows

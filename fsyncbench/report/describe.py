@@ -51,29 +51,50 @@ _LEVEL_WORD = {"risk": "RISK", "warning": "Warning", "info": "Info"}
 
 #: The words a reader new to storage needs, in the order they meet them.
 GLOSSARY = (
-    ("commit", "one SQLite transaction that records one step of a journal (BEGIN; INSERT; "
-               "COMMIT). Its latency is what a workflow pays per durable step."),
-    ("sync, flush", "asking the operating system (fsync, fdatasync, F_FULLFSYNC on macOS) and "
-                    "then the disk to put written data on stable media before returning. A "
-                    "flush is *honoured* when it really does; some layers (VMs, tmpfs, "
-                    "eatmydata, drives with a volatile write-back cache) return early."),
+    (
+        "commit",
+        "one SQLite transaction that records one step of a journal (BEGIN; INSERT; "
+        "COMMIT). Its latency is what a workflow pays per durable step.",
+    ),
+    (
+        "sync, flush",
+        "asking the operating system (fsync, fdatasync, F_FULLFSYNC on macOS) and "
+        "then the disk to put written data on stable media before returning. A "
+        "flush is *honoured* when it really does; some layers (VMs, tmpfs, "
+        "eatmydata, drives with a volatile write-back cache) return early.",
+    ),
     ("durable", "a commit that survives a power cut once it has returned."),
-    ("journal_mode, synchronous (pragmas)", "SQLite settings that decide how a commit is "
-                                            "written and how many syncs it waits for; "
-                                            "e.g. wal/full is journal_mode=WAL with "
-                                            "synchronous=FULL."),
-    ("p50, p99", "the median and the 99th percentile of commit latency: half of the commits "
-                 "are faster than p50, 99 in 100 faster than p99 (the tail a busy system "
-                 "feels)."),
-    ("95 % interval", "the range the figure would likely fall in if the run were repeated; "
-                      "\"none\" where the data cannot support one."),
+    (
+        "journal_mode, synchronous (pragmas)",
+        "SQLite settings that decide how a commit is "
+        "written and how many syncs it waits for; "
+        "e.g. wal/full is journal_mode=WAL with "
+        "synchronous=FULL.",
+    ),
+    (
+        "p50, p99",
+        "the median and the 99th percentile of commit latency: half of the commits "
+        "are faster than p50, 99 in 100 faster than p99 (the tail a busy system "
+        "feels).",
+    ),
+    (
+        "95 % interval",
+        "the range the figure would likely fall in if the run were repeated; "
+        '"none" where the data cannot support one.',
+    ),
     ("ops/s, commits/s", "1e9 / mean operation time: what one writer achieves back to back."),
-    ("path verdict", "whether syncs on this storage path reach stable media: honest_flush, "
-                     "volatile_cache, no_flush or unverifiable; with how it is known: "
-                     "proven (a power cut), measured (counters, traces), inferred (identity, "
-                     "timings)."),
-    ("tool's floor", "the cost of the timing loop, Python and SQLite without storage; a figure "
-                     "near it measures the tool, not the disk."),
+    (
+        "path verdict",
+        "whether syncs on this storage path reach stable media: honest_flush, "
+        "volatile_cache, no_flush or unverifiable; with how it is known: "
+        "proven (a power cut), measured (counters, traces), inferred (identity, "
+        "timings).",
+    ),
+    (
+        "tool's floor",
+        "the cost of the timing loop, Python and SQLite without storage; a figure "
+        "near it measures the tool, not the disk.",
+    ),
 )
 
 
@@ -81,8 +102,10 @@ def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Do
     """The :class:`Document` of a run or audit ``report``; ``model_call_ms`` (> 0) is the
     unit a durable commit's p99 is set against in the bottom line."""
     title = f"fsyncbench {report.kind}: {report.host.hostname}, {report.created_utc}"
-    subtitle = (f"fsyncbench {report.tool_version}, report schema {report.schema_version}, "
-                f"target {report.host.target.path}")
+    subtitle = (
+        f"fsyncbench {report.tool_version}, report schema {report.schema_version}, "
+        f"target {report.host.target.path}"
+    )
     sections = [
         answer_section(report, bottom_line(report, model_call_ms)),
         results_section(report),
@@ -91,8 +114,11 @@ def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Do
         evidence_section(report),
         Section("host", "Host and storage stack", (host_table(report),)),
         method_section(report),
-        Section("glossary", "Glossary", (Bullets(tuple(
-            (Paragraph(text, lead=term), ()) for term, text in GLOSSARY)),)),
+        Section(
+            "glossary",
+            "Glossary",
+            (Bullets(tuple((Paragraph(text, lead=term), ()) for term, text in GLOSSARY)),),
+        ),
     ]
     return Document(title, subtitle, tuple(s for s in sections if s.blocks))
 
@@ -110,8 +136,10 @@ def _ties(c: Choice) -> str:
     if not c.ties:
         return ""
     verb = "is" if len(c.ties) == 1 else "are"
-    return (f" {', '.join(c.ties)} {verb} not measurably slower at p50 (the 95 % intervals "
-            "overlap or one has none).")
+    return (
+        f" {', '.join(c.ties)} {verb} not measurably slower at p50 (the 95 % intervals "
+        "overlap or one has none)."
+    )
 
 
 def choice_text(report: Report, b: BottomLine) -> Paragraph:
@@ -120,22 +148,35 @@ def choice_text(report: Report, b: BottomLine) -> Paragraph:
     if d is None and not any(r.kind == "commit" for r in report.results):
         return Paragraph(
             "no commit configuration was measured here, only the raw sync primitives below; "
-            "`fsyncbench run DIR` measures the commits too.", lead="Choose:", tone="caution")
+            "`fsyncbench run DIR` measures the commits too.",
+            lead="Choose:",
+            tone="caution",
+        )
     if d is None:
         return Paragraph(
             "no configuration measured here promises a durable commit (each syncs too little "
             "or never); measure one that does, e.g. `fsyncbench run DIR --journal-mode wal "
-            "--synchronous full`.", lead="Choose:", tone="caution")
-    text = (f"{d.name}: {_figures(d)}. It is the fastest configuration measured here whose "
-            f"settings promise a durable commit (it waits for {d.primitive}).{_ties(d)}")
+            "--synchronous full`.",
+            lead="Choose:",
+            tone="caution",
+        )
+    text = (
+        f"{d.name}: {_figures(d)}. It is the fastest configuration measured here whose "
+        f"settings promise a durable commit (it waits for {d.primitive}).{_ties(d)}"
+    )
     if d.at_floor:
-        text += (" Its figures lie at the tool's floor: they measure Python and SQLite, not "
-                 "the storage, which is implausible for a commit that waits for a disk.")
+        text += (
+            " Its figures lie at the tool's floor: they measure Python and SQLite, not "
+            "the storage, which is implausible for a commit that waits for a disk."
+        )
     if b.durable_here is False:
         return Paragraph(
             f"nothing measured here is durable on this storage: syncs do not reach stable "
             f"media (path verdict {b.path_verdict}). Were the storage fixed, the choice "
-            f"would be {text[0].lower()}{text[1:]}", lead="Choose:", tone="bad")
+            f"would be {text[0].lower()}{text[1:]}",
+            lead="Choose:",
+            tone="bad",
+        )
     return Paragraph(text, lead="Choose:", tone="good" if b.durable_here else "")
 
 
@@ -147,26 +188,38 @@ def cost_text(b: BottomLine) -> Paragraph | None:
         return None
     parts = []
     if o is not None and b.cost_p50_ns is not None:
-        overlap = (d.p50_ci_ns is not None and o.p50_ci_ns is not None
-                   and d.p50_ci_ns[0] <= o.p50_ci_ns[1] and o.p50_ci_ns[0] <= d.p50_ci_ns[1])
+        overlap = (
+            d.p50_ci_ns is not None
+            and o.p50_ci_ns is not None
+            and d.p50_ci_ns[0] <= o.p50_ci_ns[1]
+            and o.p50_ci_ns[0] <= d.p50_ci_ns[1]
+        )
         ratio = "" if b.cost_ratio is None else f" ({b.cost_ratio:.3g}x)"
         if overlap:
-            parts.append(f"{d.name} and {o.name}, the fastest configuration that does not "
-                         f"promise durability ({_figures(o)}), cannot be told apart at p50 "
-                         "(their 95 % intervals overlap).")
+            parts.append(
+                f"{d.name} and {o.name}, the fastest configuration that does not "
+                f"promise durability ({_figures(o)}), cannot be told apart at p50 "
+                "(their 95 % intervals overlap)."
+            )
         elif b.cost_p50_ns >= 0:
-            parts.append(f"{fmt_ns(b.cost_p50_ns)} more per commit at p50{ratio} than {o.name}, "
-                         f"the fastest configuration that does not promise durability "
-                         f"({_figures(o)}).")
+            parts.append(
+                f"{fmt_ns(b.cost_p50_ns)} more per commit at p50{ratio} than {o.name}, "
+                f"the fastest configuration that does not promise durability "
+                f"({_figures(o)})."
+            )
         else:
-            parts.append(f"{fmt_ns(-b.cost_p50_ns)} less per commit at p50{ratio} than "
-                         f"{o.name}, the fastest configuration that does not promise "
-                         f"durability ({_figures(o)}).")
+            parts.append(
+                f"{fmt_ns(-b.cost_p50_ns)} less per commit at p50{ratio} than "
+                f"{o.name}, the fastest configuration that does not promise "
+                f"durability ({_figures(o)})."
+            )
     if b.p99_share_of_model_call is not None:
         pct = 100 * b.p99_share_of_model_call
-        parts.append(f"At p99 a durable commit adds {pct:.2g} % to a "
-                     f"{fmt_ns(b.model_call_ms * 1e6)} model call per step (set yours with "
-                     "--model-call-ms).")
+        parts.append(
+            f"At p99 a durable commit adds {pct:.2g} % to a "
+            f"{fmt_ns(b.model_call_ms * 1e6)} model call per step (set yours with "
+            "--model-call-ms)."
+        )
     return Paragraph(" ".join(parts), lead="Cost of durability:") if parts else None
 
 
@@ -175,23 +228,32 @@ def trust_text(report: Report, b: BottomLine) -> Paragraph:
     message, and how many weaker signals point elsewhere."""
     v = report.verdict
     deciding = next((f for f in v.findings if f.code == v.decided_by), None)
-    text = (f"{b.trust[0].upper()}{b.trust[1:]}. Path verdict: {verdict_phrase(v.path_verdict, v.strength, v.decided_by)}. "
-            f"{VERDICT_MEANING.get(v.path_verdict, '')}")
+    text = (
+        f"{b.trust[0].upper()}{b.trust[1:]}. Path verdict: {verdict_phrase(v.path_verdict, v.strength, v.decided_by)}. "
+        f"{VERDICT_MEANING.get(v.path_verdict, '')}"
+    )
     if deciding is not None:
         text += f" {deciding.message}"
     against = [f for f in v.findings if f.stance == "disagrees"]
     if against:
-        text += (f" {len(against)} weaker signal{'s' if len(against) > 1 else ''} "
-                 f"point{'' if len(against) > 1 else 's'} elsewhere: "
-                 + "; ".join(f"{f.code} ({f.points_to}, {f.strength})" for f in against) + ".")
+        text += (
+            f" {len(against)} weaker signal{'s' if len(against) > 1 else ''} "
+            f"point{'' if len(against) > 1 else 's'} elsewhere: "
+            + "; ".join(f"{f.code} ({f.points_to}, {f.strength})" for f in against)
+            + "."
+        )
     tone = {"honest_flush": "good", "unverifiable": "caution"}.get(v.path_verdict, "bad")
     return Paragraph(text.strip(), lead="Trust the storage?", tone=tone)
 
 
 def answer_section(report: Report, b: BottomLine) -> Section:
     """The bottom line: choose, cost, trust, next step."""
-    blocks = [choice_text(report, b), cost_text(b), trust_text(report, b),
-              Paragraph(b.next_step, lead="Next step:")]
+    blocks = [
+        choice_text(report, b),
+        cost_text(b),
+        trust_text(report, b),
+        Paragraph(b.next_step, lead="Next step:"),
+    ]
     return Section("answer", "Bottom line", tuple(x for x in blocks if x is not None))
 
 
@@ -206,36 +268,83 @@ def results_table(report: Report) -> Table:
     max, ops/s."""
     verdicts = {v.subject: v for v in report.verdict.results}
     rounds = any(r.summary.round_p99_ns for r in report.results)
-    headers = ("kind", "configuration", "durable commit", "path verdict", "sync primitive", "n",
-               "p50", "p50 95% CI", "p90", "p99", "p99 95% CI", "p99 +-",
-               *(("p99 of each round",) if rounds else ()), "p99.9", "max", "ops/s")
+    headers = (
+        "kind",
+        "configuration",
+        "durable commit",
+        "path verdict",
+        "sync primitive",
+        "n",
+        "p50",
+        "p50 95% CI",
+        "p90",
+        "p99",
+        "p99 95% CI",
+        "p99 +-",
+        *(("p99 of each round",) if rounds else ()),
+        "p99.9",
+        "max",
+        "ops/s",
+    )
     rows = []
     for r in report.results:
         s = r.summary
         v = verdicts.get(r.name)
-        durable = (Cell("-") if v is None or v.config_durable is None else
-                   Cell("yes", "good") if v.config_durable else Cell("NO", "bad"))
+        durable = (
+            Cell("-")
+            if v is None or v.config_durable is None
+            else Cell("yes", "good")
+            if v.config_durable
+            else Cell("NO", "bad")
+        )
         label = result_label(r)
         if stats.at_tool_floor(r, report.floors):
             label += " (at the tool's floor)"
         # the strength where it differs from the report's (said once in the bottom line)
         other = v is not None and v.strength and v.strength != report.verdict.strength
-        verdict = (Cell("-") if v is None or r.primitive == "none" else
-                   Cell(v.path_verdict + (f" ({v.strength})" if other else "")))
-        rows.append((
-            Cell(r.kind), Cell(label), durable, verdict, Cell(r.primitive),
-            Cell(f"{s.count}" + ("" if r.target_reached else f" (<{r.target_samples})")),
-            Cell(fmt_ns(s.p50_ns)), Cell(fmt_interval(s.p50_ci_ns, s.p50_interval)),
-            Cell(fmt_ns(s.p90_ns)), Cell(fmt_ns(s.p99_ns)),
-            Cell(fmt_interval(s.p99_ci_ns, s.p99_interval)),
-            Cell(p99_precision(r), "caution" if r.ci_target_met is False else ""),
-            *((Cell(fmt_spread(s.round_p99_ns)),) if rounds else ()),
-            Cell(fmt_ns(s.p999_ns) if s.count >= P999_MIN_SAMPLES else "-"),
-            Cell(fmt_ns(s.max_ns)), Cell(f"{s.ops_per_s:,.0f}"),
-        ))
-    numeric = frozenset(i for i, h in enumerate(headers) if h in (
-        "n", "p50", "p50 95% CI", "p90", "p99", "p99 95% CI", "p99 +-", "p99 of each round",
-        "p99.9", "max", "ops/s"))
+        verdict = (
+            Cell("-")
+            if v is None or r.primitive == "none"
+            else Cell(v.path_verdict + (f" ({v.strength})" if other else ""))
+        )
+        rows.append(
+            (
+                Cell(r.kind),
+                Cell(label),
+                durable,
+                verdict,
+                Cell(r.primitive),
+                Cell(f"{s.count}" + ("" if r.target_reached else f" (<{r.target_samples})")),
+                Cell(fmt_ns(s.p50_ns)),
+                Cell(fmt_interval(s.p50_ci_ns, s.p50_interval)),
+                Cell(fmt_ns(s.p90_ns)),
+                Cell(fmt_ns(s.p99_ns)),
+                Cell(fmt_interval(s.p99_ci_ns, s.p99_interval)),
+                Cell(p99_precision(r), "caution" if r.ci_target_met is False else ""),
+                *((Cell(fmt_spread(s.round_p99_ns)),) if rounds else ()),
+                Cell(fmt_ns(s.p999_ns) if s.count >= P999_MIN_SAMPLES else "-"),
+                Cell(fmt_ns(s.max_ns)),
+                Cell(f"{s.ops_per_s:,.0f}"),
+            )
+        )
+    numeric = frozenset(
+        i
+        for i, h in enumerate(headers)
+        if h
+        in (
+            "n",
+            "p50",
+            "p50 95% CI",
+            "p90",
+            "p99",
+            "p99 95% CI",
+            "p99 +-",
+            "p99 of each round",
+            "p99.9",
+            "max",
+            "ops/s",
+        )
+    )
     return Table(headers, tuple(rows), numeric)
 
 
@@ -251,17 +360,28 @@ def results_section(report: Report) -> Section:
     blocks += [Paragraph(n, lead="Note:", tone="caution") for n in report.notes]
     if any(r.samples_ns for r in report.results):
         blocks += [
-            Figure("configurations", "p50 (dot) and p99 (bar) of each configuration with "
-                   "their 95 % intervals (whiskers), durable configurations apart from the "
-                   "rest (log scale)."),
-            Figure("cdf", "Cumulative distribution of every configuration's operation time "
-                   "(log scale). Colour is the journal mode; solid lines sync at every commit "
-                   "(synchronous=FULL), dashed at NORMAL, dotted never (OFF); the raw "
-                   "write+sync primitives are black and grey with their own markers."),
+            Figure(
+                "configurations",
+                "p50 (dot) and p99 (bar) of each configuration with "
+                "their 95 % intervals (whiskers), durable configurations apart from the "
+                "rest (log scale).",
+            ),
+            Figure(
+                "cdf",
+                "Cumulative distribution of every configuration's operation time "
+                "(log scale). Colour is the journal mode; solid lines sync at every commit "
+                "(synchronous=FULL), dashed at NORMAL, dotted never (OFF); the raw "
+                "write+sync primitives are black and grey with their own markers.",
+            ),
         ]
         if any(r.kind in ("flush", "write") and r.samples_ns for r in report.results):
-            blocks.append(Figure("histograms", "One histogram per raw sync primitive "
-                                 "(log-spaced bins); solid line p50, dashed line p99."))
+            blocks.append(
+                Figure(
+                    "histograms",
+                    "One histogram per raw sync primitive "
+                    "(log-spaced bins); solid line p50, dashed line p99.",
+                )
+            )
     return Section("results", "Latency per configuration", tuple(blocks))
 
 
@@ -270,7 +390,7 @@ def results_section(report: Report) -> Section:
 
 def _strip_subject(f: Finding) -> str:
     prefix = f"{f.subject}: "
-    return f.message[len(prefix):] if f.message.startswith(prefix) else f.message
+    return f.message[len(prefix) :] if f.message.startswith(prefix) else f.message
 
 
 def evidence_text(evidence: Mapping[str, Any]) -> str:
@@ -278,8 +398,11 @@ def evidence_text(evidence: Mapping[str, Any]) -> str:
     ``p50 45.3 us``; booleans yes/no, None "unknown", pairs as ranges (``91-100``), a
     mapping in parentheses; per-result
     tables (mappings of mappings) are left out: the report's tables and the JSON have them."""
-    return "; ".join(f"{_evidence_name(k)} {_evidence_value(k, v)}" for k, v in evidence.items()
-                     if not _nested(v))
+    return "; ".join(
+        f"{_evidence_name(k)} {_evidence_value(k, v)}"
+        for k, v in evidence.items()
+        if not _nested(v)
+    )
 
 
 def _nested(value: Any) -> bool:
@@ -335,9 +458,13 @@ def finding_groups(findings: Sequence[Finding]) -> list[tuple[str, str, list[Fin
     groups: dict[str, list[Finding]] = {}
     for f in findings:
         groups.setdefault(f.code, []).append(f)
-    ordered = sorted(groups.items(), key=lambda kv: min(_LEVEL_ORDER.get(f.level, 3) for f in kv[1]))
-    return [(min((f.level for f in fs), key=lambda lv: _LEVEL_ORDER.get(lv, 3)), code, fs)
-            for code, fs in ordered]
+    ordered = sorted(
+        groups.items(), key=lambda kv: min(_LEVEL_ORDER.get(f.level, 3) for f in kv[1])
+    )
+    return [
+        (min((f.level for f in fs), key=lambda lv: _LEVEL_ORDER.get(lv, 3)), code, fs)
+        for code, fs in ordered
+    ]
 
 
 def findings_section(report: Report) -> Section:
@@ -358,10 +485,18 @@ def findings_section(report: Report) -> Section:
             subs.append(line)
         advice = sorted({f.advice for f in fs if f.advice})
         sources = sorted({f.source for f in fs if f.source})
-        text = ("Advice: " + " ".join(advice) if advice else "") + (f" Source: {'; '.join(sources)}." if sources else "")
+        text = ("Advice: " + " ".join(advice) if advice else "") + (
+            f" Source: {'; '.join(sources)}." if sources else ""
+        )
         tone = {"risk": "bad", "warning": "caution"}.get(level, "")
-        items.append((Paragraph(text.strip(), lead=f"{_LEVEL_WORD.get(level, level)} `{code}`:",
-                                tone=tone), tuple(subs)))
+        items.append(
+            (
+                Paragraph(
+                    text.strip(), lead=f"{_LEVEL_WORD.get(level, level)} `{code}`:", tone=tone
+                ),
+                tuple(subs),
+            )
+        )
     if not items:
         return Section("findings", "Findings", (Paragraph("No findings."),))
     return Section("findings", "Findings", (Bullets(tuple(items)),))
@@ -378,36 +513,74 @@ def counters_table(report: Report) -> Table | None:
     rows = []
     for r in report.results:
         for d in r.device_flushes:
-            disk = d.device if media is None or d.device in media else f"{d.device} (holds no bytes)"
-            per_op = "-" if d.flushes is None or not r.summary.count else f"{d.flushes / r.summary.count:.2f}"
-            per_sync = "-" if d.flushes is None or not r.syncs_issued else f"{d.flushes / r.syncs_issued:.2f}"
-            rows.append(tuple(Cell(c) for c in (
-                r.name, r.primitive, disk, "-" if r.syncs_issued is None else f"{r.syncs_issued}",
-                "n/a" if d.flushes is None else f"{d.flushes}", per_sync, per_op)))
+            disk = (
+                d.device if media is None or d.device in media else f"{d.device} (holds no bytes)"
+            )
+            per_op = (
+                "-"
+                if d.flushes is None or not r.summary.count
+                else f"{d.flushes / r.summary.count:.2f}"
+            )
+            per_sync = (
+                "-"
+                if d.flushes is None or not r.syncs_issued
+                else f"{d.flushes / r.syncs_issued:.2f}"
+            )
+            rows.append(
+                tuple(
+                    Cell(c)
+                    for c in (
+                        r.name,
+                        r.primitive,
+                        disk,
+                        "-" if r.syncs_issued is None else f"{r.syncs_issued}",
+                        "n/a" if d.flushes is None else f"{d.flushes}",
+                        per_sync,
+                        per_op,
+                    )
+                )
+            )
     if not rows:
         return None
-    return Table(("configuration", "sync primitive", "disk", "syncs issued", "device flushes",
-                  "flushes per sync", "flushes per operation"), tuple(rows),
-                 frozenset({3, 4, 5, 6}))
+    return Table(
+        (
+            "configuration",
+            "sync primitive",
+            "disk",
+            "syncs issued",
+            "device flushes",
+            "flushes per sync",
+            "flushes per operation",
+        ),
+        tuple(rows),
+        frozenset({3, 4, 5, 6}),
+    )
 
 
 def others_flushed_text(report: Report) -> str:
     """What the configurations that issue no sync saw of the device's flushes: the
     counters are device-wide, so flushes during them came from elsewhere (other processes,
     the filesystem's own journal)."""
-    quiet = [(r.name, sum(d.flushes for d in r.device_flushes if d.flushes is not None))
-             for r in report.results
-             if r.primitive == "none" and any(d.flushes is not None for d in r.device_flushes)]
+    quiet = [
+        (r.name, sum(d.flushes for d in r.device_flushes if d.flushes is not None))
+        for r in report.results
+        if r.primitive == "none" and any(d.flushes is not None for d in r.device_flushes)
+    ]
     if not quiet:
         return ""
     busy = [(n, f) for n, f in quiet if f]
     if not busy:
-        return (f"The configurations that issue no sync ({', '.join(n for n, _ in quiet)}) saw "
-                "no device flush: nothing else flushed the device while they ran.")
-    return ("Other writers flushed the same device during the run: the configurations that "
-            "issue no sync still saw " + ", ".join(f"{n} {f}" for n, f in busy)
-            + " device flushes (other processes, or the filesystem's own journal), so the "
-            "per-sync figures may be high by as much.")
+        return (
+            f"The configurations that issue no sync ({', '.join(n for n, _ in quiet)}) saw "
+            "no device flush: nothing else flushed the device while they ran."
+        )
+    return (
+        "Other writers flushed the same device during the run: the configurations that "
+        "issue no sync still saw "
+        + ", ".join(f"{n} {f}" for n, f in busy)
+        + " device flushes (other processes, or the filesystem's own journal), so the "
+        "per-sync figures may be high by as much."
+    )
 
 
 def counters_section(report: Report) -> Section:
@@ -417,15 +590,25 @@ def counters_section(report: Report) -> Section:
     if table is None or report.evidence is not None:
         return Section("counters", "Device flush counters", ())
     others = others_flushed_text(report)
-    return Section("counters", "Device flush counters", tuple(x for x in (
-        Paragraph("Flushes the disk itself completed while each workload ran "
-                  "(`/sys/block/<disk>/stat` fields 16-17). They count the whole device, "
-                  "not fsyncbench alone. On an honest path every sync sends at least one "
-                  "flush to a write-back disk; a commit's flushes per operation are its syncs "
-                  "per commit as the device saw them."),
-        table,
-        Paragraph(others) if others else None,
-    ) if x is not None))
+    return Section(
+        "counters",
+        "Device flush counters",
+        tuple(
+            x
+            for x in (
+                Paragraph(
+                    "Flushes the disk itself completed while each workload ran "
+                    "(`/sys/block/<disk>/stat` fields 16-17). They count the whole device, "
+                    "not fsyncbench alone. On an honest path every sync sends at least one "
+                    "flush to a write-back disk; a commit's flushes per operation are its syncs "
+                    "per commit as the device saw them."
+                ),
+                table,
+                Paragraph(others) if others else None,
+            )
+            if x is not None
+        ),
+    )
 
 
 def evidence_section(report: Report) -> Section:
@@ -434,14 +617,27 @@ def evidence_section(report: Report) -> Section:
     if not lines:
         return Section("evidence", "Audit evidence", ())
     rows = tuple(
-        (Cell(v.subject), Cell(v.path_verdict), Cell(v.strength or "-"), Cell(v.decided_by),
-         Cell("-") if v.config_durable is None else
-         Cell("yes", "good") if v.config_durable else Cell("NO", "bad"))
-        for v in report.verdict.results)
-    return Section("evidence", "Audit evidence", (
-        Preformatted(tuple(lines[1:])),
-        Table(("subject", "path verdict", "strength", "decided by", "durable commit"), rows),
-    ))
+        (
+            Cell(v.subject),
+            Cell(v.path_verdict),
+            Cell(v.strength or "-"),
+            Cell(v.decided_by),
+            Cell("-")
+            if v.config_durable is None
+            else Cell("yes", "good")
+            if v.config_durable
+            else Cell("NO", "bad"),
+        )
+        for v in report.verdict.results
+    )
+    return Section(
+        "evidence",
+        "Audit evidence",
+        (
+            Preformatted(tuple(lines[1:])),
+            Table(("subject", "path verdict", "strength", "decided by", "durable commit"), rows),
+        ),
+    )
 
 
 # --------------------------------------------------------------------------- host, method
@@ -474,7 +670,11 @@ def method_section(report: Report) -> Section:
     text = methodology(report)
     if text:
         blocks.append(Paragraph(text))
-    blocks.append(Paragraph(
-        "Verdict strengths: " + "; ".join(f"{k}: {v}" for k, v in STRENGTH_MEANING.items()
-                                          if k != "none") + "."))
+    blocks.append(
+        Paragraph(
+            "Verdict strengths: "
+            + "; ".join(f"{k}: {v}" for k, v in STRENGTH_MEANING.items() if k != "none")
+            + "."
+        )
+    )
     return Section("method", "Method and provenance", tuple(blocks))

@@ -53,13 +53,19 @@ def _paragraph(p: dm.Paragraph, tag: str = "p") -> str:
 
 def _cell(c: dm.Cell, numeric: bool) -> str:
     classes = " ".join(x for x in ("num" if numeric else "", c.tone) if x)
-    return f'<td class="{classes}">{_inline(c.text)}</td>' if classes else f"<td>{_inline(c.text)}</td>"
+    return (
+        f'<td class="{classes}">{_inline(c.text)}</td>'
+        if classes
+        else f"<td>{_inline(c.text)}</td>"
+    )
 
 
 def _table(t: dm.Table) -> str:
     head = "".join(f"<th>{_inline(h)}</th>" for h in t.headers)
-    body = "".join("<tr>" + "".join(_cell(c, i in t.numeric) for i, c in enumerate(row)) + "</tr>"
-                   for row in t.rows)
+    body = "".join(
+        "<tr>" + "".join(_cell(c, i in t.numeric) for i, c in enumerate(row)) + "</tr>"
+        for row in t.rows
+    )
     caption = f"<caption>{_inline(t.caption)}</caption>" if t.caption else ""
     return f'<div class="wide"><table>{caption}<tr>{head}</tr>{body}</table></div>'
 
@@ -86,7 +92,11 @@ def _blocks(s: dm.Section, svgs: dict[str, str]) -> list[str]:
         elif isinstance(b, dm.Bullets):
             items = []
             for item, subs in b.items:
-                sub = ("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in subs) + "</ul>") if subs else ""
+                sub = (
+                    ("<ul>" + "".join(f"<li>{_inline(x)}</li>" for x in subs) + "</ul>")
+                    if subs
+                    else ""
+                )
                 items.append(_paragraph(item, "li") + sub + "</li>")
             out.append("<ul>" + "".join(items) + "</ul>")
         elif isinstance(b, dm.Table):
@@ -124,10 +134,20 @@ def render_html(doc: dm.Document, report: Report | None = None) -> str:
     for s in doc.sections:
         body = _blocks(s, svgs)
         if s.key == "answer":
-            tone = next((b.tone for b in s.blocks if isinstance(b, dm.Paragraph)
-                         and b.lead.startswith("Trust")), "")
-            parts.append(f'<section id="{s.key}" class="answer {tone}">' + "".join(body) + "</section>")
+            tone = next(
+                (
+                    b.tone
+                    for b in s.blocks
+                    if isinstance(b, dm.Paragraph) and b.lead.startswith("Trust")
+                ),
+                "",
+            )
+            parts.append(
+                f'<section id="{s.key}" class="answer {tone}">' + "".join(body) + "</section>"
+            )
         else:
-            parts.append(f'<section id="{s.key}"><h2>{_inline(s.title)}</h2>' + "".join(body) + "</section>")
+            parts.append(
+                f'<section id="{s.key}"><h2>{_inline(s.title)}</h2>' + "".join(body) + "</section>"
+            )
     parts.append("</body></html>\n")
     return "\n".join(parts)

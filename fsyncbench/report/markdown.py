@@ -23,8 +23,12 @@ def escape(text: str) -> str:
     """``text`` as Markdown showing exactly these characters; backtick spans stay code
     (inside them only ``|`` is escaped, for tables)."""
     parts = re.split(r"(`[^`]*`)", text)
-    return "".join(p.replace("|", "\\|") if p.startswith("`") and p.endswith("`") and len(p) > 1
-                   else _SPECIAL.sub(r"\\\1", p) for p in parts)
+    return "".join(
+        p.replace("|", "\\|")
+        if p.startswith("`") and p.endswith("`") and len(p) > 1
+        else _SPECIAL.sub(r"\\\1", p)
+        for p in parts
+    )
 
 
 def _inline(text: str) -> str:
@@ -39,8 +43,13 @@ def _paragraph(p: dm.Paragraph) -> str:
 def _table(t: dm.Table) -> list[str]:
     rows = [[_inline(c.text) for c in row] for row in t.rows]
     colalign = ["right" if i in t.numeric else "left" for i in range(len(t.headers))]
-    out = tabulate(rows, headers=[_inline(h) for h in t.headers], tablefmt="github",
-                   disable_numparse=True, colalign=colalign if rows else None).splitlines()
+    out = tabulate(
+        rows,
+        headers=[_inline(h) for h in t.headers],
+        tablefmt="github",
+        disable_numparse=True,
+        colalign=colalign if rows else None,
+    ).splitlines()
     return ([f"*{_inline(t.caption)}*", ""] if t.caption else []) + out
 
 

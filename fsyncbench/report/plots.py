@@ -33,14 +33,24 @@ logging.getLogger("matplotlib").setLevel(logging.ERROR)
 CDF_MAX_POINTS = 2000
 CDF_TAIL_FRACTION = 0.01
 
-_MODE_COLORS = {"DELETE": "#1f77b4", "TRUNCATE": "#ff7f0e", "PERSIST": "#9467bd",
-                "WAL": "#2ca02c", "MEMORY": "#8c564b", "OFF": "#e377c2"}
+_MODE_COLORS = {
+    "DELETE": "#1f77b4",
+    "TRUNCATE": "#ff7f0e",
+    "PERSIST": "#9467bd",
+    "WAL": "#2ca02c",
+    "MEMORY": "#8c564b",
+    "OFF": "#e377c2",
+}
 _SYNC_STYLES = {"OFF": ":", "NORMAL": "--", "FULL": "-", "EXTRA": "-."}
 #: Raw primitives: black and greys, each with its own dash pattern and marker, so they are
 #: told apart without colour.
-_PRIMITIVE_STYLES = (("#000000", "-", "o"), ("#555555", (0, (6, 2)), "s"),
-                     ("#888888", (0, (2, 1.5)), "^"), ("#17becf", "-.", "D"),
-                     ("#bcbd22", (0, (8, 2, 2, 2)), "v"))
+_PRIMITIVE_STYLES = (
+    ("#000000", "-", "o"),
+    ("#555555", (0, (6, 2)), "s"),
+    ("#888888", (0, (2, 1.5)), "^"),
+    ("#17becf", "-.", "D"),
+    ("#bcbd22", (0, (8, 2, 2, 2)), "v"),
+)
 
 
 # --------------------------------------------------------------------------- plots
@@ -57,8 +67,14 @@ def _style(r: Result, primitive_index: int) -> dict[str, Any]:
             "linewidth": 2.2 if p.fullfsync else 1.6,
         }
     color, dash, marker = _PRIMITIVE_STYLES[primitive_index % len(_PRIMITIVE_STYLES)]
-    return {"color": color, "linestyle": dash, "linewidth": 2.0, "marker": marker,
-            "markersize": 4.5, "markevery": 0.08}
+    return {
+        "color": color,
+        "linestyle": dash,
+        "linewidth": 2.0,
+        "marker": marker,
+        "markersize": 4.5,
+        "markevery": 0.08,
+    }
 
 
 def cdf_points(samples_ns: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -178,8 +194,11 @@ def histogram_svg(report: Report) -> str:
             s = r.summary
             ax.axvline(s.p50_ns, color="#d62728", linewidth=1.4)
             ax.axvline(s.p99_ns, color="#d62728", linewidth=1.4, linestyle="--")
-            ax.set_title(f"{r.name}: p50 {fmt_ns(s.p50_ns)}, p99 {fmt_ns(s.p99_ns)}, n={s.count}",
-                         fontsize=10, loc="left")
+            ax.set_title(
+                f"{r.name}: p50 {fmt_ns(s.p50_ns)}, p99 {fmt_ns(s.p99_ns)}, n={s.count}",
+                fontsize=10,
+                loc="left",
+            )
             ax.set_ylabel("count")
             ax.set_xscale("log")
             ax.grid(True, color="#eeeeee", linewidth=0.6)
@@ -198,8 +217,14 @@ def configurations_svg(report: Report, durable: dict[str, bool | None]) -> str:
     import matplotlib
 
     groups = [
-        ("durable commit", [r for r in report.results if r.kind == "commit" and durable.get(r.name) is True]),
-        ("not durable", [r for r in report.results if r.kind == "commit" and durable.get(r.name) is not True]),
+        (
+            "durable commit",
+            [r for r in report.results if r.kind == "commit" and durable.get(r.name) is True],
+        ),
+        (
+            "not durable",
+            [r for r in report.results if r.kind == "commit" and durable.get(r.name) is not True],
+        ),
         ("raw primitives", [r for r in report.results if r.kind != "commit"]),
     ]
     groups = [(g, rs) for g, rs in groups if rs]
@@ -209,21 +234,48 @@ def configurations_svg(report: Report, durable: dict[str, bool | None]) -> str:
         ax = fig.add_subplot(1, 1, 1)
         y = 0.0
         ticks, labels = [], []
-        colors = {"durable commit": "#1b6e20", "not durable": "#b05a00", "raw primitives": "#444444"}
+        colors = {
+            "durable commit": "#1b6e20",
+            "not durable": "#b05a00",
+            "raw primitives": "#444444",
+        }
         for title, rs in groups:
-            ax.text(0.0, y - 0.15, title, transform=ax.get_yaxis_transform(), ha="right",
-                    va="bottom", fontweight="bold", color=colors[title])
+            ax.text(
+                0.0,
+                y - 0.15,
+                title,
+                transform=ax.get_yaxis_transform(),
+                ha="right",
+                va="bottom",
+                fontweight="bold",
+                color=colors[title],
+            )
             y += 0.55
             for r in rs:
                 s = r.summary
                 c = colors[title]
                 ax.barh(y, s.p99_ns, height=0.55, color=c, alpha=0.28, left=0)
                 if s.p99_ci_ns:
-                    ax.errorbar(s.p99_ns, y, xerr=[[s.p99_ns - s.p99_ci_ns[0]], [s.p99_ci_ns[1] - s.p99_ns]],
-                                fmt="|", color=c, capsize=3, markersize=10)
-                ax.errorbar(s.p50_ns, y, xerr=None if not s.p50_ci_ns else
-                            [[s.p50_ns - s.p50_ci_ns[0]], [s.p50_ci_ns[1] - s.p50_ns]],
-                            fmt="o", color=c, capsize=3, markersize=4.5)
+                    ax.errorbar(
+                        s.p99_ns,
+                        y,
+                        xerr=[[s.p99_ns - s.p99_ci_ns[0]], [s.p99_ci_ns[1] - s.p99_ns]],
+                        fmt="|",
+                        color=c,
+                        capsize=3,
+                        markersize=10,
+                    )
+                ax.errorbar(
+                    s.p50_ns,
+                    y,
+                    xerr=None
+                    if not s.p50_ci_ns
+                    else [[s.p50_ns - s.p50_ci_ns[0]], [s.p50_ci_ns[1] - s.p50_ns]],
+                    fmt="o",
+                    color=c,
+                    capsize=3,
+                    markersize=4.5,
+                )
                 ticks.append(y)
                 labels.append(r.name)
                 y += 0.75
@@ -236,5 +288,7 @@ def configurations_svg(report: Report, durable: dict[str, bool | None]) -> str:
         _axis_label(ax)
         ax.set_xlabel("p50 (dot) and p99 (bar), 95 % intervals as whiskers (log scale)")
         ax.grid(True, axis="x", which="major", color="#e4e4e4", linewidth=0.8)
-        fig.subplots_adjust(left=0.30, right=0.97, top=0.97, bottom=0.9 / (0.34 * rows + 0.5 * len(groups) + 0.9))
+        fig.subplots_adjust(
+            left=0.30, right=0.97, top=0.97, bottom=0.9 / (0.34 * rows + 0.5 * len(groups) + 0.9)
+        )
         return _svg(fig, "configs")

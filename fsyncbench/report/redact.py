@@ -27,13 +27,30 @@ REDACTED = "[redacted]"
 REDACTED_HOST = "redacted-host"
 
 #: Options of any subcommand whose values are not paths, so they stay in the command line.
-PLAIN_VALUE_OPTIONS = frozenset({
-    "--journal-mode", "--synchronous", "--fullfsync", "--samples", "--budget-seconds",
-    "--warmup", "--payload-bytes", "--format", "--max-p99", "--config", "--fail-on",
-    "--fail-on-regression", "--model-call-ms", "--ci-target-pct", "--min-samples",
-    "--run-budget-seconds", "--compare-syncs", "--sweep-repeats", "--sweep-max-mib",
-    "--trace-commits",
-})
+PLAIN_VALUE_OPTIONS = frozenset(
+    {
+        "--journal-mode",
+        "--synchronous",
+        "--fullfsync",
+        "--samples",
+        "--budget-seconds",
+        "--warmup",
+        "--payload-bytes",
+        "--format",
+        "--max-p99",
+        "--config",
+        "--fail-on",
+        "--fail-on-regression",
+        "--model-call-ms",
+        "--ci-target-pct",
+        "--min-samples",
+        "--run-budget-seconds",
+        "--compare-syncs",
+        "--sweep-repeats",
+        "--sweep-max-mib",
+        "--trace-commits",
+    }
+)
 
 _HOME_ROOTS = ("/home/", "/Users/", "/var/home/", "/root/", "/export/home/")
 _PATH_CHARS = r"[^\s'\",;:()\[\]<>]"
@@ -66,20 +83,25 @@ def redact_report(report: Report, home: str | None = None) -> Report:
             layer,
             name=_path_or_redacted(layer.name, home),
             source=None if layer.source is None else _source(layer.source, home),
-            device=None if layer.device is None else dataclasses.replace(
-                layer.device, serial=REDACTED if layer.device.serial else layer.device.serial),
+            device=None
+            if layer.device is None
+            else dataclasses.replace(
+                layer.device, serial=REDACTED if layer.device.serial else layer.device.serial
+            ),
         )
         for layer in target.layers
     )
     darwin = target.darwin
     if darwin is not None:
-        darwin = {k: (_path_or_redacted(v, home) if isinstance(v, str) else v)
-                  for k, v in darwin.items()}
+        darwin = {
+            k: (_path_or_redacted(v, home) if isinstance(v, str) else v) for k, v in darwin.items()
+        }
     new_host = dataclasses.replace(
         host,
         hostname=REDACTED_HOST,
-        target=dataclasses.replace(target, path=REDACTED, mount=mount, disks=disks, darwin=darwin,
-                                   layers=layers),
+        target=dataclasses.replace(
+            target, path=REDACTED, mount=mount, disks=disks, darwin=darwin, layers=layers
+        ),
     )
     redacted = dataclasses.replace(
         report, host=new_host, command_line=redact_command_line(report.command_line, home)
@@ -123,11 +145,20 @@ def redact_command_line(argv: Iterable[str], home: str | None = None) -> tuple[s
 
 
 #: Options that take no value (flags); any other option is assumed to take one.
-_FLAGS = frozenset({
-    "--redact", "--quiet", "-q", "--no-primitives", "--no-trace", "--no-report", "--json",
-    "--help", "-h",
-    "--version",
-})
+_FLAGS = frozenset(
+    {
+        "--redact",
+        "--quiet",
+        "-q",
+        "--no-primitives",
+        "--no-trace",
+        "--no-report",
+        "--json",
+        "--help",
+        "-h",
+        "--version",
+    }
+)
 
 
 def _takes_value(option: str) -> bool:
@@ -159,12 +190,17 @@ def _source(text: str, home: str) -> str:
 def _secrets(report: Report, home: str) -> list[str]:
     """Literal strings to remove from every value, longest first."""
     values = {report.host.target.path}
-    devices = [*report.host.target.disks,
-               *(layer.device for layer in report.host.target.layers if layer.device is not None)]
+    devices = [
+        *report.host.target.disks,
+        *(layer.device for layer in report.host.target.layers if layer.device is not None),
+    ]
     values.update(d.serial for d in devices if d.serial and len(d.serial) >= 4)
     # network sources of forwarding layers (server:/export) wherever they are quoted
-    values.update(layer.source for layer in report.host.target.layers
-                  if layer.source and _source(layer.source, home) == REDACTED)
+    values.update(
+        layer.source
+        for layer in report.host.target.layers
+        if layer.source and _source(layer.source, home) == REDACTED
+    )
     if home and home not in ("/", ""):
         values.add(home)
     return sorted((v for v in values if v and v not in ("/", ".")), key=len, reverse=True)

@@ -35,9 +35,13 @@ def report_to_json(report: Report) -> str:
     try:
         text = json.dumps(data, indent=1, allow_nan=False)
     except ValueError:
-        raise FsyncbenchError("the report holds a NaN or infinite number and cannot be saved as JSON") from None
+        raise FsyncbenchError(
+            "the report holds a NaN or infinite number and cannot be saved as JSON"
+        ) from None
     if packed:
-        text = _PACKED.sub(lambda m: json.dumps(packed[int(m.group(1))], separators=(",", ":")), text)
+        text = _PACKED.sub(
+            lambda m: json.dumps(packed[int(m.group(1))], separators=(",", ":")), text
+        )
     return text + "\n"
 
 
@@ -77,7 +81,9 @@ def report_from_json(text: str, source: str = "report") -> Report:
     except ValueError as exc:  # e.g. an integer longer than Python's 4,300-digit limit
         raise FsyncbenchError(f"{source} is not a valid fsyncbench report ({exc})") from exc
     except RecursionError:
-        raise FsyncbenchError(f"{source} is not a valid fsyncbench report (nested too deeply)") from None
+        raise FsyncbenchError(
+            f"{source} is not a valid fsyncbench report (nested too deeply)"
+        ) from None
     if not isinstance(data, dict) or "schema_version" not in data:
         raise FsyncbenchError(f"{source} is not an fsyncbench report (no schema_version)")
     version = data["schema_version"]
@@ -120,27 +126,43 @@ def check_consistent(report: Report) -> None:
     verdicts = [report.verdict.path_verdict, *(v.path_verdict for v in report.verdict.results)]
     for word in verdicts:
         if word not in PATH_VERDICTS:
-            raise ValueError(f"verdict: unknown path verdict {word!r} (known: {', '.join(PATH_VERDICTS)})")
-    for where, r in [*((f"results[{i}]", r) for i, r in enumerate(report.results)),
-                     *((f"floors[{i}]", r) for i, r in enumerate(report.floors))]:
+            raise ValueError(
+                f"verdict: unknown path verdict {word!r} (known: {', '.join(PATH_VERDICTS)})"
+            )
+    for where, r in [
+        *((f"results[{i}]", r) for i, r in enumerate(report.results)),
+        *((f"floors[{i}]", r) for i, r in enumerate(report.floors)),
+    ]:
         if r.kind not in RESULT_KINDS:
-            raise ValueError(f"{where}.kind: unknown kind {r.kind!r} (known: {', '.join(RESULT_KINDS)})")
+            raise ValueError(
+                f"{where}.kind: unknown kind {r.kind!r} (known: {', '.join(RESULT_KINDS)})"
+            )
         n = len(r.samples_ns)
         if n and r.summary.count != n:
             raise ValueError(f"{where}.summary.count: {r.summary.count}, but there are {n} samples")
         if n and r.slice_counts and sum(r.slice_counts) != n:
-            raise ValueError(f"{where}.slice_counts: they add up to {sum(r.slice_counts)}, not "
-                             f"the {n} samples")
+            raise ValueError(
+                f"{where}.slice_counts: they add up to {sum(r.slice_counts)}, not the {n} samples"
+            )
         if r.slice_rounds and len(r.slice_rounds) != len(r.slice_counts):
-            raise ValueError(f"{where}.slice_rounds: {len(r.slice_rounds)} entries for "
-                             f"{len(r.slice_counts)} slices")
+            raise ValueError(
+                f"{where}.slice_rounds: {len(r.slice_rounds)} entries for "
+                f"{len(r.slice_counts)} slices"
+            )
         s = r.summary
-        for name, ci, value in (("p50_ci_ns", s.p50_ci_ns, s.p50_ns), ("p99_ci_ns", s.p99_ci_ns, s.p99_ns)):
+        for name, ci, value in (
+            ("p50_ci_ns", s.p50_ci_ns, s.p50_ns),
+            ("p99_ci_ns", s.p99_ci_ns, s.p99_ns),
+        ):
             if ci is not None and ci[0] > ci[1]:
-                raise ValueError(f"{where}.summary.{name}: low bound {ci[0]:g} above high bound {ci[1]:g}")
+                raise ValueError(
+                    f"{where}.summary.{name}: low bound {ci[0]:g} above high bound {ci[1]:g}"
+                )
             if ci is not None and not ci[0] * (1 - 1e-9) <= value <= ci[1] * (1 + 1e-9):
-                raise ValueError(f"{where}.summary.{name}: [{ci[0]:g}, {ci[1]:g}] does not hold "
-                                 f"the estimate {value:g} it is an interval of")
+                raise ValueError(
+                    f"{where}.summary.{name}: [{ci[0]:g}, {ci[1]:g}] does not hold "
+                    f"the estimate {value:g} it is an interval of"
+                )
         for name, iv in (("p50_interval", s.p50_interval), ("p99_interval", s.p99_interval)):
             if iv is not None and iv.bounds is not None and iv.bounds[0] > iv.bounds[1]:
                 raise ValueError(f"{where}.summary.{name}: low bound above high bound")
@@ -168,7 +190,9 @@ def load_report(path: Path) -> Report:
     except FileNotFoundError:
         raise FsyncbenchError(f"report {path} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise FsyncbenchError(f"cannot read report {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+        raise FsyncbenchError(
+            f"cannot read report {path}: {getattr(exc, 'strerror', None) or exc}"
+        ) from exc
     return report_from_json(text, str(path))
 
 
@@ -267,7 +291,9 @@ def check_output_dir(directory: Path) -> Path:
         with tempfile.TemporaryFile(dir=probe):
             pass
     except OSError as exc:
-        raise FsyncbenchError(f"output directory {directory} is not writable ({exc.strerror or exc})") from exc
+        raise FsyncbenchError(
+            f"output directory {directory} is not writable ({exc.strerror or exc})"
+        ) from exc
     return directory
 
 
@@ -277,14 +303,18 @@ def prepare_output_dir(directory: Path) -> Path:
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise FsyncbenchError(f"cannot create output directory {directory}: {exc.strerror}") from exc
+        raise FsyncbenchError(
+            f"cannot create output directory {directory}: {exc.strerror}"
+        ) from exc
     return directory
 
 
 def report_basename(report: Report) -> str:
     """``<host>-<UTC timestamp>`` with characters unsafe in file names replaced."""
-    return f"{_name_part(report.host.hostname, 'host')}-" \
+    return (
+        f"{_name_part(report.host.hostname, 'host')}-"
         f"{_name_part(report.created_utc.replace(':', '').replace('-', ''), 'time')}"
+    )
 
 
 def _name_part(text: str, fallback: str) -> str:

@@ -40,9 +40,13 @@ def render_host(host: Host, fmt: str = "text") -> str:
     """The host record: aligned ``field value`` lines (text), a two-column table (markdown)."""
     if fmt == "markdown":
         rows = [(_md(k), _md(v)) for k, v in host_lines(host)]
-        return ("# fsyncbench host: " + _md(host.hostname) + "\n\n"
-                + tabulate(rows, headers=["field", "value"], tablefmt="github",
-                           disable_numparse=True) + "\n")
+        return (
+            "# fsyncbench host: "
+            + _md(host.hostname)
+            + "\n\n"
+            + tabulate(rows, headers=["field", "value"], tablefmt="github", disable_numparse=True)
+            + "\n"
+        )
     return tabulate(host_lines(host), tablefmt="plain") + "\n"
 
 
@@ -84,12 +88,15 @@ def floor_moved_line(pair) -> str:
     moved = pair.floor_moved
     if not moved:
         return ""
-    parts = ", ".join(f"{name} p50 {fmt_ns(q.a_ns)} -> {fmt_ns(q.b_ns)} ({q.ratio:.2f}x)"
-                      for name, q in moved)
-    return ("The machine itself changed between the runs: the tool's floor (CPU-only work, no "
-            f"storage) moved significantly: {parts}. A slower or busier CPU (a shared host, "
-            "frequency scaling) moves every figure, so differences above may be the "
-            "machine's, not the storage's.")
+    parts = ", ".join(
+        f"{name} p50 {fmt_ns(q.a_ns)} -> {fmt_ns(q.b_ns)} ({q.ratio:.2f}x)" for name, q in moved
+    )
+    return (
+        "The machine itself changed between the runs: the tool's floor (CPU-only work, no "
+        f"storage) moved significantly: {parts}. A slower or busier CPU (a shared host, "
+        "frequency scaling) moves every figure, so differences above may be the "
+        "machine's, not the storage's."
+    )
 
 
 def _ratio(q) -> str:
@@ -116,8 +123,10 @@ def _significance(q) -> str:
 def host_differences(a: Report, b: Report) -> list[tuple[str, str, str]]:
     """(field, A, B) for every host-summary line that differs, report facts first."""
     rows = []
-    for label, va, vb in (("created", a.created_utc, b.created_utc),
-                          ("fsyncbench", a.tool_version, b.tool_version)):
+    for label, va, vb in (
+        ("created", a.created_utc, b.created_utc),
+        ("fsyncbench", a.tool_version, b.tool_version),
+    ):
         if va != vb:
             rows.append((label, va, vb))
     la, lb = dict(host_lines(a.host)), dict(host_lines(b.host))
@@ -129,50 +138,85 @@ def host_differences(a: Report, b: Report) -> list[tuple[str, str, str]]:
     return rows
 
 
-def render_compare(a: Report, b: Report, pair, labels: Sequence[str], tablefmt: str = "simple") -> str:
+def render_compare(
+    a: Report, b: Report, pair, labels: Sequence[str], tablefmt: str = "simple"
+) -> str:
     """Two reports: host differences first, then p50 and p99 of each configuration side by
     side with their intervals, the ratio B/A with its interval, the Holm-adjusted p-value,
     significance and P(B>A)."""
     la, lb = labels
-    out = [f"A = {la} ({a.host.hostname}, {a.created_utc})",
-           f"B = {lb} ({b.host.hostname}, {b.created_utc})", ""]
+    out = [
+        f"A = {la} ({a.host.hostname}, {a.created_utc})",
+        f"B = {lb} ({b.host.hostname}, {b.created_utc})",
+        "",
+    ]
     diffs = host_differences(a, b)
     if diffs:
-        out += ["Host differences:", tabulate(diffs, headers=["field", "A", "B"],
-                                              tablefmt=tablefmt, disable_numparse=True), ""]
+        out += [
+            "Host differences:",
+            tabulate(diffs, headers=["field", "A", "B"], tablefmt=tablefmt, disable_numparse=True),
+            "",
+        ]
     else:
         out += ["Host differences: none in the host summary (same host, same storage).", ""]
     rows = []
     for c in pair.configs:
         for q in (c.p50, c.p99):
             first = q is c.p50
-            rows.append([
-                c.name if first else "", f"p{q.percentile:g}",
-                f"{c.n_a}/{c.n_b}" if first else "",
-                f"{fmt_ns(q.a_ns)} {fmt_interval(q.a_ci_ns, q.a_interval)}",
-                f"{fmt_ns(q.b_ns)} {fmt_interval(q.b_ci_ns, q.b_interval)}",
-                _ratio(q), "-" if q.p_adjusted is None else f"{q.p_adjusted:.2g}",
-                _significance(q),
-                f"{c.rank.prob_b_slower:.2f}" if first and c.rank is not None else "",
-            ])
+            rows.append(
+                [
+                    c.name if first else "",
+                    f"p{q.percentile:g}",
+                    f"{c.n_a}/{c.n_b}" if first else "",
+                    f"{fmt_ns(q.a_ns)} {fmt_interval(q.a_ci_ns, q.a_interval)}",
+                    f"{fmt_ns(q.b_ns)} {fmt_interval(q.b_ci_ns, q.b_interval)}",
+                    _ratio(q),
+                    "-" if q.p_adjusted is None else f"{q.p_adjusted:.2g}",
+                    _significance(q),
+                    f"{c.rank.prob_b_slower:.2f}" if first and c.rank is not None else "",
+                ]
+            )
     conf = f"{pair.confidence * 100:g}%"
-    out.append(tabulate(rows, headers=["configuration", "stat", "n A/B", f"A [{conf} CI]",
-                                       f"B [{conf} CI]", f"B/A [{conf} CI]",
-                                       f"p ({pair.adjustment})", "significant", "P(B>A)"],
-                        tablefmt=tablefmt, disable_numparse=True))
+    out.append(
+        tabulate(
+            rows,
+            headers=[
+                "configuration",
+                "stat",
+                "n A/B",
+                f"A [{conf} CI]",
+                f"B [{conf} CI]",
+                f"B/A [{conf} CI]",
+                f"p ({pair.adjustment})",
+                "significant",
+                "P(B>A)",
+            ],
+            tablefmt=tablefmt,
+            disable_numparse=True,
+        )
+    )
     tested = sum(1 for c in pair.configs for q in (c.p50, c.p99) if q.p_value is not None)
-    legacy = [label for label, rep in zip(labels, (a, b)) if rep.results and not any(
-        r.slice_counts for r in rep.results)]
-    own = ("Intervals are each report's own (jackknife over its slices, which allows for "
-           "samples that move together in time)" if not legacy else
-           f"Intervals are each report's own; {' and '.join(legacy)} recorded no slices (schema 1), "
-           "so its intervals assume independent samples and nothing in it can be tested")
-    out += ["", f"{own}. Significant: the {pair.adjustment}-adjusted "
-            f"p-value over all {tested} statistics tested is below {1 - pair.confidence:.2g} "
-            f"(Welch t test of log B - log A), so two runs of an unchanged machine show a "
-            f"significant difference anywhere in this table at most {100 * (1 - pair.confidence):g} % "
-            "of the time. P(B>A): the chance a random B operation is slower than a random A one "
-            "(0.5 = no shift); a description, not a test."]
+    legacy = [
+        label
+        for label, rep in zip(labels, (a, b))
+        if rep.results and not any(r.slice_counts for r in rep.results)
+    ]
+    own = (
+        "Intervals are each report's own (jackknife over its slices, which allows for "
+        "samples that move together in time)"
+        if not legacy
+        else f"Intervals are each report's own; {' and '.join(legacy)} recorded no slices (schema 1), "
+        "so its intervals assume independent samples and nothing in it can be tested"
+    )
+    out += [
+        "",
+        f"{own}. Significant: the {pair.adjustment}-adjusted "
+        f"p-value over all {tested} statistics tested is below {1 - pair.confidence:.2g} "
+        f"(Welch t test of log B - log A), so two runs of an unchanged machine show a "
+        f"significant difference anywhere in this table at most {100 * (1 - pair.confidence):g} % "
+        "of the time. P(B>A): the chance a random B operation is slower than a random A one "
+        "(0.5 = no shift); a description, not a test.",
+    ]
     untested = sorted({q.reason for c in pair.configs for q in (c.p50, c.p99) if q.reason})
     if untested:
         out.append("Not tested: " + "; ".join(untested) + ".")
@@ -196,17 +240,51 @@ def render_fleet(rows, config: str, tablefmt: str = "simple") -> str:
         disk = ", ".join(filter(None, (d.model or d.name for d in h.target.disks))) or "-"
         virt = h.virtualization.virtualized
         durable = "-" if row.config_durable is None else ("yes" if row.config_durable else "NO")
-        table.append([
-            i, row.label, h.hostname, f"{h.os_name} {h.os_release}".strip(),
-            m.fs_type if m else "?", disk, "yes" if virt else ("no" if virt is False else "?"),
-            s.count, fmt_ns(s.p50_ns), fmt_ns(s.p99_ns), fmt_interval(s.p99_ci_ns, s.p99_interval),
-            row.config_verdict or "-", durable, row.path_verdict,
-        ])
-    header = (f"Fleet: {len(rows)} reports sorted by p99 of {config} (fastest first)")
-    return header + "\n\n" + tabulate(
-        table, headers=["#", "report", "host", "OS", "fs", "disk", "VM", "n", "p50", "p99",
-                        "p99 95% CI", f"{config} verdict", "durable config", "path verdict"],
-        tablefmt=tablefmt, disable_numparse=True) + "\n"
+        table.append(
+            [
+                i,
+                row.label,
+                h.hostname,
+                f"{h.os_name} {h.os_release}".strip(),
+                m.fs_type if m else "?",
+                disk,
+                "yes" if virt else ("no" if virt is False else "?"),
+                s.count,
+                fmt_ns(s.p50_ns),
+                fmt_ns(s.p99_ns),
+                fmt_interval(s.p99_ci_ns, s.p99_interval),
+                row.config_verdict or "-",
+                durable,
+                row.path_verdict,
+            ]
+        )
+    header = f"Fleet: {len(rows)} reports sorted by p99 of {config} (fastest first)"
+    return (
+        header
+        + "\n\n"
+        + tabulate(
+            table,
+            headers=[
+                "#",
+                "report",
+                "host",
+                "OS",
+                "fs",
+                "disk",
+                "VM",
+                "n",
+                "p50",
+                "p99",
+                "p99 95% CI",
+                f"{config} verdict",
+                "durable config",
+                "path verdict",
+            ],
+            tablefmt=tablefmt,
+            disable_numparse=True,
+        )
+        + "\n"
+    )
 
 
 def compare_jsonable(a: Report, b: Report, pair, labels: Sequence[str]) -> dict:
@@ -214,18 +292,22 @@ def compare_jsonable(a: Report, b: Report, pair, labels: Sequence[str]) -> dict:
     differences, per configuration p50 and p99 of A and B with intervals, ratio, p-values,
     significance, P(B>A)), with durations in ns."""
     la, lb = labels
-    return json_safe({
-        "kind": "compare",
-        "a": {"label": la, "hostname": a.host.hostname, "created_utc": a.created_utc},
-        "b": {"label": lb, "hostname": b.host.hostname, "created_utc": b.created_utc},
-        "host_differences": [{"field": f, "a": va, "b": vb} for f, va, vb in host_differences(a, b)],
-        "confidence": pair.confidence,
-        "adjustment": pair.adjustment,
-        "configs": to_jsonable(pair.configs),
-        "only_a": list(pair.only_a),
-        "only_b": list(pair.only_b),
-        "floor_moved": [{"name": name, **to_jsonable(q)} for name, q in pair.floor_moved],
-    })
+    return json_safe(
+        {
+            "kind": "compare",
+            "a": {"label": la, "hostname": a.host.hostname, "created_utc": a.created_utc},
+            "b": {"label": lb, "hostname": b.host.hostname, "created_utc": b.created_utc},
+            "host_differences": [
+                {"field": f, "a": va, "b": vb} for f, va, vb in host_differences(a, b)
+            ],
+            "confidence": pair.confidence,
+            "adjustment": pair.adjustment,
+            "configs": to_jsonable(pair.configs),
+            "only_a": list(pair.only_a),
+            "only_b": list(pair.only_b),
+            "floor_moved": [{"name": name, **to_jsonable(q)} for name, q in pair.floor_moved],
+        }
+    )
 
 
 def fleet_jsonable(rows, config: str) -> dict:
@@ -235,14 +317,22 @@ def fleet_jsonable(rows, config: str) -> dict:
         h = row.report.host
         m = h.target.mount
         s = row.result.summary
-        out.append({
-            "rank": i, "label": row.label, "hostname": h.hostname,
-            "os": f"{h.os_name} {h.os_release}".strip(), "fs": m.fs_type if m else None,
-            "disks": [d.model or d.name for d in h.target.disks],
-            "virtualized": h.virtualization.virtualized,
-            "n": s.count, "p50_ns": s.p50_ns, "p99_ns": s.p99_ns,
-            "p99_ci_ns": list(s.p99_ci_ns) if s.p99_ci_ns else None,
-            "config_verdict": row.config_verdict, "config_durable": row.config_durable,
-            "path_verdict": row.path_verdict,
-        })
+        out.append(
+            {
+                "rank": i,
+                "label": row.label,
+                "hostname": h.hostname,
+                "os": f"{h.os_name} {h.os_release}".strip(),
+                "fs": m.fs_type if m else None,
+                "disks": [d.model or d.name for d in h.target.disks],
+                "virtualized": h.virtualization.virtualized,
+                "n": s.count,
+                "p50_ns": s.p50_ns,
+                "p99_ns": s.p99_ns,
+                "p99_ci_ns": list(s.p99_ci_ns) if s.p99_ci_ns else None,
+                "config_verdict": row.config_verdict,
+                "config_durable": row.config_durable,
+                "path_verdict": row.path_verdict,
+            }
+        )
     return json_safe({"kind": "fleet", "config": config, "rows": out})

@@ -18,8 +18,13 @@ def _paragraph(p: dm.Paragraph) -> str:
 def _table(t: dm.Table) -> list[str]:
     rows = [[c.text for c in row] for row in t.rows]
     colalign = ["right" if i in t.numeric else "left" for i in range(len(t.headers))]
-    out = tabulate(rows, headers=list(t.headers), tablefmt="simple", disable_numparse=True,
-                   colalign=colalign if rows else None).splitlines()
+    out = tabulate(
+        rows,
+        headers=list(t.headers),
+        tablefmt="simple",
+        disable_numparse=True,
+        colalign=colalign if rows else None,
+    ).splitlines()
     return ([t.caption] if t.caption else []) + out
 
 

@@ -43,9 +43,11 @@ def floor_line(report: Report) -> str:
     if not report.floors:
         return ""
     parts = ", ".join(f"{f.name} {fmt_ns(f.summary.p50_ns)}" for f in report.floors)
-    return (f"Tool floor (p50): {parts}. A result within {stats.FLOOR_FACTOR:g}x of the floor "
-            "for its kind is marked \"at the tool's floor\": it measures Python and SQLite, "
-            "not the storage.")
+    return (
+        f"Tool floor (p50): {parts}. A result within {stats.FLOOR_FACTOR:g}x of the floor "
+        'for its kind is marked "at the tool\'s floor": it measures Python and SQLite, '
+        "not the storage."
+    )
 
 
 def result_label(r: Result) -> str:
@@ -63,43 +65,65 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
     m = t.mount
     v = host.virtualization
     virt = "yes" if v.virtualized else ("no" if v.virtualized is False else "unknown")
-    signs = [s for s in (
-        "cpuinfo hypervisor flag" if v.hypervisor_flag else "",
-        f"DMI {v.dmi_vendor} {v.dmi_product or ''}".strip() if v.dmi_vendor else "",
-        f"systemd-detect-virt {v.detect_virt}" if v.detect_virt else "",
-        f"container {v.container}" if v.container else "",
-        f"kernel {v.kernel_hint}" if v.kernel_hint else "",
-        "kern.hv_vmm_present=1" if v.mac_vmm_present else "",
-    ) if s]
+    signs = [
+        s
+        for s in (
+            "cpuinfo hypervisor flag" if v.hypervisor_flag else "",
+            f"DMI {v.dmi_vendor} {v.dmi_product or ''}".strip() if v.dmi_vendor else "",
+            f"systemd-detect-virt {v.detect_virt}" if v.detect_virt else "",
+            f"container {v.container}" if v.container else "",
+            f"kernel {v.kernel_hint}" if v.kernel_hint else "",
+            "kern.hv_vmm_present=1" if v.mac_vmm_present else "",
+        )
+        if s
+    ]
     lines = [
         ("hostname", host.hostname),
         ("OS", f"{host.os_name} {host.os_release} ({host.machine})"),
-        ("CPU", f"{host.cpu_brand or '?'}, {host.cpu_count_logical or '?'} logical / "
-                f"{host.cpu_count_physical or '?'} physical cores"),
+        (
+            "CPU",
+            f"{host.cpu_brand or '?'}, {host.cpu_count_logical or '?'} logical / "
+            f"{host.cpu_count_physical or '?'} physical cores",
+        ),
         ("memory", _fmt_bytes(host.memory_total_bytes)),
         ("Python", host.python_version),
         ("SQLite", f"{host.sqlite_version} ({host.sqlite_library or 'library path unknown'})"),
         ("target", t.path),
         ("filesystem", f"{m.fs_type} on {m.mount_point} from {m.source}" if m else "unknown"),
-        ("mount options", f"{','.join(m.options)}; superblock {','.join(m.super_options) or '-'}"
-         if m else "unknown"),
+        (
+            "mount options",
+            f"{','.join(m.options)}; superblock {','.join(m.super_options) or '-'}"
+            if m
+            else "unknown",
+        ),
         ("storage stack", stack.chain_text(t)),
         ("device chain", " -> ".join(t.chain) if t.chain else "no block device"),
     ]
     for layer in t.layers:
-        lines.append(("layer " + ". " * layer.depth + stack.label(layer),
-                      f"{layer.kind}, flush {layer.flush}" + (f"; {layer.note}" if layer.note else "")))
+        lines.append(
+            (
+                "layer " + ". " * layer.depth + stack.label(layer),
+                f"{layer.kind}, flush {layer.flush}" + (f"; {layer.note}" if layer.note else ""),
+            )
+        )
     if t.declared:
         lines.append(("user-declared", ", ".join(t.declared) + " (user-declared, not verified)"))
     for d in t.disks:
-        lines.append((f"disk {d.name}", ", ".join([
-            f"model {d.model or '?'}" + (f" (vendor {d.vendor})" if d.vendor else ""),
-            f"transport {d.transport or '?'}",
-            f"rotational {_yn(d.rotational)}",
-            f"write_cache {d.write_cache or '?'}",
-            f"FUA {_yn(d.fua)}",
-            f"flush counters {'yes' if d.has_flush_counters else 'no'}",
-        ])))
+        lines.append(
+            (
+                f"disk {d.name}",
+                ", ".join(
+                    [
+                        f"model {d.model or '?'}" + (f" (vendor {d.vendor})" if d.vendor else ""),
+                        f"transport {d.transport or '?'}",
+                        f"rotational {_yn(d.rotational)}",
+                        f"write_cache {d.write_cache or '?'}",
+                        f"FUA {_yn(d.fua)}",
+                        f"flush counters {'yes' if d.has_flush_counters else 'no'}",
+                    ]
+                ),
+            )
+        )
     if t.darwin:
         lines.append(("diskutil", ", ".join(f"{k} {v}" for k, v in sorted(t.darwin.items()))))
     lines.append(("virtualized", virt + (f" ({'; '.join(signs)})" if signs else "")))
@@ -138,8 +162,10 @@ def stance_tag(f: Finding) -> str:
 
 def finding_line(f: Finding) -> str:
     """``[RISK] code (subject) [stance: verdict, strength]: message Advice: ...``"""
-    return (f"[{_LEVEL_MARK.get(f.level, f.level)}] {f.code} ({f.subject}){stance_tag(f)}: "
-            f"{f.message} Advice: {f.advice}")
+    return (
+        f"[{_LEVEL_MARK.get(f.level, f.level)}] {f.code} ({f.subject}){stance_tag(f)}: "
+        f"{f.message} Advice: {f.advice}"
+    )
 
 
 def verdict_cell(v: Verdict | ResultVerdict) -> str:
@@ -161,8 +187,10 @@ def durability_line(report: Report) -> str:
     no = [v.subject for v in report.verdict.results if v.config_durable is False]
     if not yes and not no:
         return ""
-    return (f"Pragmas that promise a durable commit: {', '.join(yes) or 'none'}. "
-            f"Not durable by design: {', '.join(no) or 'none'}.")
+    return (
+        f"Pragmas that promise a durable commit: {', '.join(yes) or 'none'}. "
+        f"Not durable by design: {', '.join(no) or 'none'}."
+    )
 
 
 def flush_counter_lines(report: Report) -> list[str]:
@@ -174,10 +202,14 @@ def flush_counter_lines(report: Report) -> list[str]:
         for d in r.device_flushes:
             if d.flushes is None:
                 continue
-            where = d.device if media is None or d.device in media else f"{d.device} (holds no bytes)"
-            per = (f" for {r.syncs_issued} syncs ({d.flushes / r.syncs_issued:.2f} per sync)"
-                   if r.syncs_issued else
-                   f" over {r.summary.count} operations ({d.flushes / max(r.summary.count, 1):.2f} each)")
+            where = (
+                d.device if media is None or d.device in media else f"{d.device} (holds no bytes)"
+            )
+            per = (
+                f" for {r.syncs_issued} syncs ({d.flushes / r.syncs_issued:.2f} per sync)"
+                if r.syncs_issued
+                else f" over {r.summary.count} operations ({d.flushes / max(r.summary.count, 1):.2f} each)"
+            )
             writes = "" if d.writes is None else f", {d.writes} writes"
             out.append(f"{r.name}: {d.flushes} device flushes{writes} on {where}{per}")
     return out
@@ -218,14 +250,16 @@ def methodology(report: Report) -> str:
         )
     elif any_r is not None:
         counts = sorted({r.summary.count for r in report.results})
-        got = (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}")
+        got = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         parts.append(
             f"Warmup operations are not counted; each configuration aimed at "
             f"{any_r.target_samples} samples within {any_r.budget_s:g} s and got {got}."
         )
     if any_r is not None:
-        parts.append("Percentiles use numpy's linear method on the raw samples (kept in the JSON). "
-                     + interval_method_text(report.results))
+        parts.append(
+            "Percentiles use numpy's linear method on the raw samples (kept in the JSON). "
+            + interval_method_text(report.results)
+        )
     if report.results:
         parts.append(
             "ops/s is 1e9 / mean operation time, the rate of one writer at queue depth 1; "
@@ -247,12 +281,16 @@ def interval_caveat(results: Sequence[Result]) -> str:
     if not methods:
         return ""
     if not methods & {stats.METHOD_BLOCKS, stats.METHOD_ROUNDS}:
-        return ("Intervals: this report (schema 1) has intervals that assume independent "
-                "samples; samples close in time move together, so they are narrower than the "
-                "spread from run to run.")
+        return (
+            "Intervals: this report (schema 1) has intervals that assume independent "
+            "samples; samples close in time move together, so they are narrower than the "
+            "spread from run to run."
+        )
     if not any(r.summary.round_p99_ns for r in results) and any(r.slice_counts for r in results):
-        return ("Intervals: one round (--rounds 1): they rest on this run's slices and cannot "
-                "see how much a separate run (new files, another process, later) would differ.")
+        return (
+            "Intervals: one round (--rounds 1): they rest on this run's slices and cannot "
+            "see how much a separate run (new files, another process, later) would differ."
+        )
     return ""
 
 
@@ -272,22 +310,28 @@ def interval_method_text(results: Sequence[Result]) -> str:
             "with Student's t on slices - 1 degrees of freedom (Kuensch 1989; Busing et al. "
             "1999): as wide as the slices disagree, and wider up than down. No interval is "
             f"given from fewer than {stats.MIN_BLOCKS} slices or fewer than "
-            f"{stats.MIN_TAIL_SAMPLES} samples beyond the percentile (\"none\")."
+            f'{stats.MIN_TAIL_SAMPLES} samples beyond the percentile ("none").'
         )
         if rounds:
-            text += (f" The run had {rounds} rounds, each with fresh files and its own warmup; "
-                     "each round's p99 is shown, and where the rounds disagree more than the "
-                     "slices, the interval is the jackknife over rounds.")
+            text += (
+                f" The run had {rounds} rounds, each with fresh files and its own warmup; "
+                "each round's p99 is shown, and where the rounds disagree more than the "
+                "slices, the interval is the jackknife over rounds."
+            )
         else:
-            text += (" One round: variation between separate runs (new files, another process, "
-                     "minutes later) is seen only as far as it shows within this run; "
-                     "--rounds N repeats the measurement to expose it.")
+            text += (
+                " One round: variation between separate runs (new files, another process, "
+                "minutes later) is seen only as far as it shows within this run; "
+                "--rounds N repeats the measurement to expose it."
+            )
         return text
     if methods:
-        return ("The intervals in this report (" + " and ".join(sorted(methods)) + ", report "
-                "schema 1) assume independent samples; samples close in time move together, "
-                "so they are narrower than the spread from run to run. Re-run with a current "
-                "fsyncbench for intervals that allow for it.")
+        return (
+            "The intervals in this report (" + " and ".join(sorted(methods)) + ", report "
+            "schema 1) assume independent samples; samples close in time move together, "
+            "so they are narrower than the spread from run to run. Re-run with a current "
+            "fsyncbench for intervals that allow for it."
+        )
     return ""
 
 
@@ -312,11 +356,16 @@ def evidence_lines(report: Report) -> list[str]:
         out += [f"    {c}" for c in counters]
     for c in ev.syscall_comparisons:
         gap = c.syscall_p50_ns / max(c.libc_p50_ns, 1.0)
-        flushes = ("" if c.libc_flushes is None and c.syscall_flushes is None else
-                   f"; device flushes {c.libc_flushes} vs {c.syscall_flushes}")
-        out.append(f"  libc vs raw syscall: {c.primitive} libc p50 {fmt_ns(c.libc_p50_ns)}, "
-                   f"syscall({c.syscall_number}) on {c.machine} p50 {fmt_ns(c.syscall_p50_ns)} "
-                   f"(raw/libc {gap:.2f}) over {c.syncs} calls each{flushes}")
+        flushes = (
+            ""
+            if c.libc_flushes is None and c.syscall_flushes is None
+            else f"; device flushes {c.libc_flushes} vs {c.syscall_flushes}"
+        )
+        out.append(
+            f"  libc vs raw syscall: {c.primitive} libc p50 {fmt_ns(c.libc_p50_ns)}, "
+            f"syscall({c.syscall_number}) on {c.machine} p50 {fmt_ns(c.syscall_p50_ns)} "
+            f"(raw/libc {gap:.2f}) over {c.syncs} calls each{flushes}"
+        )
     if ev.sync_traces:
         per_op = {r.name: r for r in report.results if r.kind == "commit"}
         rows = []
@@ -327,34 +376,66 @@ def evidence_lines(report: Report) -> list[str]:
                 known = [d.flushes for d in r.device_flushes if d.flushes is not None]
                 if len(known) == len(r.device_flushes):
                     per_commit = min(known) / max(r.summary.count, 1)
-            rows.append([t.pragmas.label, t.ld_preload or "-", f"{t.syncs_per_commit:g}",
-                         ", ".join(f"{k} {v}" for k, v in t.syscalls.items()) or "-",
-                         "-" if r is None else fmt_ns(r.summary.p50_ns),
-                         "-" if per_commit is None else f"{per_commit:.2f}"])
+            rows.append(
+                [
+                    t.pragmas.label,
+                    t.ld_preload or "-",
+                    f"{t.syncs_per_commit:g}",
+                    ", ".join(f"{k} {v}" for k, v in t.syscalls.items()) or "-",
+                    "-" if r is None else fmt_ns(r.summary.p50_ns),
+                    "-" if per_commit is None else f"{per_commit:.2f}",
+                ]
+            )
         out.append(f"  Syncs per commit (strace, {ev.sync_traces[0].commits} commits each):")
-        table = tabulate(rows, headers=["config", "LD_PRELOAD", "S", "syscalls", "commit p50",
-                                        "device flushes/commit"],
-                         tablefmt="simple", disable_numparse=True)
+        table = tabulate(
+            rows,
+            headers=[
+                "config",
+                "LD_PRELOAD",
+                "S",
+                "syscalls",
+                "commit p50",
+                "device flushes/commit",
+            ],
+            tablefmt="simple",
+            disable_numparse=True,
+        )
         out += ["    " + line for line in table.splitlines()]
     if ev.dirty_sweep is not None:
         s = ev.dirty_sweep
         sizes = sorted({p.dirty_bytes for p in s.points})
-        span = f" ({_fmt_size(sizes[0])} ... {_fmt_size(sizes[-1])}, {len(s.points)} syncs)" if sizes else ""
+        span = (
+            f" ({_fmt_size(sizes[0])} ... {_fmt_size(sizes[-1])}, {len(s.points)} syncs)"
+            if sizes
+            else ""
+        )
         r2 = "" if s.r_squared is None else f", R^2 {s.r_squared:.3f}"
-        out.append(f"  Dirty-size sweep{span}: {s.primitive} latency ~ {fmt_ns(s.flush_cost_ns)} "
-                   f"flush cost + bytes at {fmt_bandwidth(s.bandwidth_bytes_per_s)}{r2}")
+        out.append(
+            f"  Dirty-size sweep{span}: {s.primitive} latency ~ {fmt_ns(s.flush_cost_ns)} "
+            f"flush cost + bytes at {fmt_bandwidth(s.bandwidth_bytes_per_s)}{r2}"
+        )
     if ev.second_fd is not None:
         fd = ev.second_fd
-        flushes = ("" if fd.same_fd_flushes is None else
-                   f"; device flushes {fd.same_fd_flushes} vs {fd.second_fd_flushes}")
-        out.append(f"  Second descriptor: {fd.primitive} on the writing fd p50 {fmt_ns(fd.same_fd_p50_ns)}, "
-                   f"on a second fd p50 {fmt_ns(fd.second_fd_p50_ns)} over {fd.syncs} calls each{flushes}")
+        flushes = (
+            ""
+            if fd.same_fd_flushes is None
+            else f"; device flushes {fd.same_fd_flushes} vs {fd.second_fd_flushes}"
+        )
+        out.append(
+            f"  Second descriptor: {fd.primitive} on the writing fd p50 {fmt_ns(fd.same_fd_p50_ns)}, "
+            f"on a second fd p50 {fmt_ns(fd.second_fd_p50_ns)} over {fd.syncs} calls each{flushes}"
+        )
     env = ev.environment
-    out.append("  Environment: LD_PRELOAD " + (report.host.ld_preload or "-")
-               + "; /etc/ld.so.preload " + (", ".join(env.ld_so_preload) or "-")
-               + "; preloaded libraries mapped " + (", ".join(env.preloaded_libraries) or "-")
-               + (f"; zfs sync={env.zfs_sync}" if env.zfs_sync else "")
-               + f"; strace {env.strace or 'not found'}")
+    out.append(
+        "  Environment: LD_PRELOAD "
+        + (report.host.ld_preload or "-")
+        + "; /etc/ld.so.preload "
+        + (", ".join(env.ld_so_preload) or "-")
+        + "; preloaded libraries mapped "
+        + (", ".join(env.preloaded_libraries) or "-")
+        + (f"; zfs sync={env.zfs_sync}" if env.zfs_sync else "")
+        + f"; strace {env.strace or 'not found'}"
+    )
     for name, why in ev.unavailable.items():
         out.append(f"  Not collected: {name}: {why}")
     return out
@@ -367,6 +448,12 @@ def verdict_lines(report: Report) -> list[str]:
     for v in report.verdict.results:
         durable = "-" if v.config_durable is None else ("yes" if v.config_durable else "NO")
         rows.append([v.subject, v.path_verdict, v.strength or "-", v.decided_by, durable])
-    table = tabulate(rows, headers=["subject", "verdict", "strength", "decided by", "durable config"],
-                     tablefmt="simple", disable_numparse=True)
-    return ["Verdicts per sync primitive and configuration"] + ["  " + line for line in table.splitlines()]
+    table = tabulate(
+        rows,
+        headers=["subject", "verdict", "strength", "decided by", "durable config"],
+        tablefmt="simple",
+        disable_numparse=True,
+    )
+    return ["Verdicts per sync primitive and configuration"] + [
+        "  " + line for line in table.splitlines()
+    ]
