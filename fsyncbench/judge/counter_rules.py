@@ -8,6 +8,8 @@ The order they are weighed in: :data:`fsyncbench.judge.path_rules.PATH_RULES`.""
 
 from __future__ import annotations
 
+from typing import Any
+
 from fsyncbench.host.layers import NO_BARRIER_OPTIONS
 from fsyncbench.judge import stack
 from fsyncbench.judge.devices import device_class
@@ -53,10 +55,11 @@ from fsyncbench.model import (
     Finding,
     Host,
     Result,
+    SyscallComparison,
 )
 
 
-def _not_sent_cause(f: Facts) -> tuple[str, str, dict]:
+def _not_sent_cause(f: Facts) -> tuple[str, str, dict[str, Any]]:
     """(code, cause, evidence) for syncs whose data reached a block device without a flush:
     a nobarrier filesystem in the stack, a block layer claiming no write-back cache over a
     disk that has one, or an unknown layer."""
@@ -121,7 +124,7 @@ NOT_SENT_ADVICE = {
 }
 
 
-def rule_flush_counters(f: Facts, r: Result | None):
+def rule_flush_counters(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """Counters on the layers that hold the bytes (KERNEL_STAT_DOC). N syncs reaching a disk
     with a write-back cache must send ~N cache flushes; fewer than DROPPED_FLUSH_RATIO per
     sync means they are lost on the way, whatever an intermediate layer claims. The write
@@ -185,7 +188,7 @@ def rule_flush_counters(f: Facts, r: Result | None):
     written = top_writes if top_writes is not None else media_writes
     if written is not None:
         evidence["writes_per_sync"] = round(written, 3)
-    if not_sent:
+    if not_sent and top_flushes is not None:  # not_sent implies top_flushes is not None
         evidence["first_block_device_flushes_per_sync"] = round(top_flushes, 3)
     stripped = top_flushes is not None and top_flushes >= REACHED_FLUSH_RATIO
     code, cause, extra = _not_sent_cause(f)
@@ -268,7 +271,7 @@ def _fua_may_carry(r: Result, host: Host, writes_per_sync: float | None) -> bool
     return writes_per_sync is None or writes_per_sync >= REACHED_FLUSH_RATIO
 
 
-def _interposed(c) -> tuple[bool, bool]:
+def _interposed(c: SyscallComparison) -> tuple[bool, bool]:
     """(interposed, decided by counters) for one libc-vs-syscall comparison. With counters
     on both sides: the raw call sends >= REACHED_FLUSH_RATIO flushes per call and at least
     that many more than the libc call; the two sides ran in interleaved blocks, so other
@@ -286,7 +289,7 @@ def _interposed(c) -> tuple[bool, bool]:
     return hit, False
 
 
-def rule_libc_interposed(f: Facts, r: Result | None):
+def rule_libc_interposed(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """The libc wrapper against ``syscall(SYS_fdatasync)`` after identical writes (EATMYDATA_DOC;
     the measurement: fsyncbench.measure.evidence.compare_libc_syscall). With counters on both sides
     they decide: the raw blocks sent >= REACHED_FLUSH_RATIO flushes per call more than the
@@ -344,7 +347,7 @@ def rule_libc_interposed(f: Facts, r: Result | None):
     )
 
 
-def rule_flushes_reach_device(f: Facts, r: Result | None):
+def rule_flushes_reach_device(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """Bare metal, a write-back disk holding the bytes, at least REACHED_FLUSH_RATIO device
     flushes per sync counted on it beyond what other I/O explains (:func:`_reached_ratio`;
     measured), and a p50 at or above the device-class floor

@@ -25,6 +25,7 @@ from fsyncbench.model import (
     INFO,
     RISK,
     Finding,
+    SecondFdCheck,
 )
 
 # --------------------------------------------------------------------------- evidence findings
@@ -113,7 +114,7 @@ def evidence_findings(f: Facts) -> list[Finding]:
     return out
 
 
-def _second_fd_finding(c) -> Finding:
+def _second_fd_finding(c: SecondFdCheck) -> Finding:
     same_ratio = _ratio(c.same_fd_flushes, c.syncs)
     second_ratio = _ratio(c.second_fd_flushes, c.syncs)
     evidence = {
@@ -126,7 +127,10 @@ def _second_fd_finding(c) -> Finding:
     }
     counted = same_ratio is not None and second_ratio is not None
     ignored_by_counter = (
-        counted and same_ratio >= REACHED_FLUSH_RATIO and second_ratio < DROPPED_FLUSH_RATIO
+        same_ratio is not None
+        and second_ratio is not None
+        and same_ratio >= REACHED_FLUSH_RATIO
+        and second_ratio < DROPPED_FLUSH_RATIO
     )
     # without counters: the second descriptor's sync did no real I/O while the first did
     ignored_by_time = (

@@ -58,7 +58,7 @@ from fsyncbench.model import (
 )
 
 
-def rule_no_flush_filesystem(f: Facts, r: Result | None):
+def rule_no_flush_filesystem(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """tmpfs/ramfs hold data in RAM (tmpfs.rst); overlay mounted ``volatile`` (any spelling,
     :func:`fsyncbench.host.layers.overlay_volatile`) omits every sync to the upper layer
     (OVERLAY_VOLATILE_DOC); ZFS ``sync=disabled`` disregards sync requests (ZFS_SYNC_DOC).
@@ -113,7 +113,7 @@ def rule_no_flush_filesystem(f: Facts, r: Result | None):
     return None
 
 
-def rule_ram_media(f: Facts, r: Result | None):
+def rule_ram_media(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """The bytes end in RAM at the bottom of the stack: a loop device whose backing file
     is on tmpfs, a filesystem on zram or brd (``ram*``), null_blk. When only some of the
     media are RAM (a btrfs or md array across both), the redundancy profile decides and is
@@ -163,7 +163,7 @@ def rule_ram_media(f: Facts, r: Result | None):
     )
 
 
-def rule_sync_disabling_preload(f: Facts, r: Result | None):
+def rule_sync_disabling_preload(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """A sync-disabling library (SYNC_DISABLING_LIBS) named in LD_PRELOAD, /etc/ld.so.preload
     or the mapped libraries. A name alone is weaker than a measurement, so this decides only
     where neither a libc-vs-syscall comparison nor a flush counter covers the primitive.
@@ -187,7 +187,7 @@ def rule_sync_disabling_preload(f: Facts, r: Result | None):
     )
 
 
-def rule_barriers_disabled(f: Facts, r: Result | None):
+def rule_barriers_disabled(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """``nobarrier``/``barrier=0`` on any filesystem of the stack (the target's, or the one
     holding a loop device's backing file) stop it from sending cache flushes: when the block
     device right below it has a write-back (or unknown) cache, a sync ends in that volatile
@@ -236,7 +236,7 @@ def rule_barriers_disabled(f: Facts, r: Result | None):
     )
 
 
-def rule_macos_plain_fsync(f: Facts, r: Result | None):
+def rule_macos_plain_fsync(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """On macOS plain fsync, F_BARRIERFSYNC and O_DSYNC/O_SYNC writes return once data
     reaches the drive, whose cache is volatile (APPLE_FSYNC_DOC, APPLE_BARRIER_DOC: only
     F_FULLFSYNC asks the drive to flush). Platform semantics, inferred."""
@@ -282,7 +282,7 @@ def _virtualbox(host: Host) -> list[str]:
     return signs
 
 
-def rule_hypervisor_ignores_flush(f: Facts, r: Result | None):
+def rule_hypervisor_ignores_flush(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """A hypervisor whose documented default acknowledges guest flushes without flushing:
     VirtualBox ignores flush requests of IDE/SATA disks unless ``IgnoreFlush`` is set to 0
     (VIRTUALBOX_DOC). The setting lives on the host and cannot be read from the guest, so
@@ -306,7 +306,7 @@ def rule_hypervisor_ignores_flush(f: Facts, r: Result | None):
     )
 
 
-def rule_cloud_block_storage(f: Facts, r: Result | None):
+def rule_cloud_block_storage(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """A disk whose model names a cloud block service that documents durable, replicated
     writes (CLOUD_BLOCK_MODELS, CLOUD_BLOCK_DOC). Its identity answers what a guest cannot
     see of a generic virtual disk; a p50 below any real I/O (REAL_IO_FLOOR_NS) withholds it.
@@ -342,7 +342,7 @@ def rule_cloud_block_storage(f: Facts, r: Result | None):
     )
 
 
-def rule_network_filesystem(f: Facts, r: Result | None):
+def rule_network_filesystem(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """A layer of the stack forwards the flush to a daemon or server whose storage cannot be
     seen from here: NFS, SMB, 9p, virtiofs, FUSE (which daemon: the mount source and
     subtype), nbd, rbd, iSCSI, NVMe over fabrics (fsyncbench.host.layers). Stack facts, measured;
@@ -379,7 +379,7 @@ def rule_network_filesystem(f: Facts, r: Result | None):
     )
 
 
-def rule_virtualized(f: Facts, r: Result | None):
+def rule_virtualized(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """Inside a VM the guest sees only that flushes reach the virtual disk; the host's
     cache mode decides the rest (FIRECRACKER_DOC, ../shared/cases E5). A virtual disk that
     reports "write through" gets no flush from the guest at all: the host either writes
@@ -443,7 +443,7 @@ def rule_virtualized(f: Facts, r: Result | None):
     )
 
 
-def rule_stack_not_followed(f: Facts, r: Result | None):
+def rule_stack_not_followed(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """The walk could not reach the layer holding the bytes (a relative overlay upper
     directory, a loop device whose backing file was not recorded, a filesystem whose
     devices were not found): counters and latencies cannot be tied to any medium. Comes

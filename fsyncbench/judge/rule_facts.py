@@ -16,6 +16,7 @@ from fsyncbench.model import (
     Host,
     Pragmas,
     Result,
+    SyscallComparison,
 )
 
 SQLITE_SYNC_DOC = "https://www.sqlite.org/pragma.html#pragma_synchronous"
@@ -198,10 +199,11 @@ def _media_deltas(result: Result, host: Host | None = None) -> list[FlushDelta]:
 def _least(deltas: Sequence[FlushDelta], attr: str = "flushes") -> int | None:
     """The least count of ``attr`` over ``deltas`` (with md/dm each sync flushes every leaf);
     None when any lacks it or there are none."""
-    counts = [getattr(d, attr) for d in deltas]
-    if not counts or any(c is None for c in counts):
+    counts: list[int | None] = [getattr(d, attr) for d in deltas]
+    known = [c for c in counts if c is not None]
+    if not counts or len(known) < len(counts):
         return None
-    return min(counts)  # type: ignore[type-var]
+    return min(known)
 
 
 def _least_flushes(result: Result, host: Host | None = None) -> int | None:
@@ -277,7 +279,7 @@ def _base_primitive(name: str) -> str:
     return name.split(" ")[0]
 
 
-def _comparison(f: Facts, primitive: str):
+def _comparison(f: Facts, primitive: str) -> SyscallComparison | None:
     if f.evidence is None:
         return None
     return next((c for c in f.evidence.syscall_comparisons if c.primitive == primitive), None)

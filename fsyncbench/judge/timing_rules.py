@@ -40,7 +40,7 @@ def _sweep_ceiling(f: Facts) -> float:
     return MAX_LINK_BANDWIDTH * max(1, len(_media_disks(f.host)))
 
 
-def rule_sweep_bandwidth(f: Facts, r: Result | None):
+def rule_sweep_bandwidth(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """The dirty-size sweep (sync after writing 4 KiB ... 64 MiB): moving the largest size at
     the fastest rate the leaf disks' links carry (MAX_LINK_BANDWIDTH each, PCIE_DOC) takes at
     least bytes / ceiling; a median sync faster than that means the data never left RAM.
@@ -98,7 +98,7 @@ def rule_sweep_bandwidth(f: Facts, r: Result | None):
     )
 
 
-def rule_flush_costs_nothing(f: Facts, r: Result | None):
+def rule_flush_costs_nothing(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """A write+sync no slower than the same 4 KiB write without a sync, measured in the same
     run and directory, waits for no device: a sync that reaches any real block device adds
     at least REAL_IO_FLOOR_NS (DESIGN_BANDS). A comparison of two timings against a band:
@@ -132,7 +132,7 @@ def rule_flush_costs_nothing(f: Facts, r: Result | None):
     )
 
 
-def rule_latency_floor(f: Facts, r: Result | None):
+def rule_latency_floor(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """Latency against the device-class floor (fsyncbench.judge.devices), the weakest
     signal: below the floor the device acknowledges from cache (a write-back SSD without
     known power-loss protection below 150 µs, anything below 10 µs); above it nothing
