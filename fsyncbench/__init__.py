@@ -8,6 +8,8 @@ that ``from fsyncbench import __version__`` stays cheap (no numpy)::
     report = fsyncbench.run("/var/lib/myapp", samples=300, rounds=1)
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
 
 #: The names :mod:`fsyncbench.api` exports here (``host`` and ``crash`` are subpackages,
@@ -36,7 +38,7 @@ _API = frozenset(
 )
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _API:
         import importlib
 

@@ -160,7 +160,8 @@ def _read_line(fd: int, deadline: float) -> dict[str, Any] | None:
         if not chunk:
             return None
         buf += chunk
-    return json.loads(buf)
+    message: dict[str, Any] = json.loads(buf)
+    return message
 
 
 #: Signals held back while a child is forked (see :func:`_run_child`).
@@ -263,7 +264,7 @@ def _create_lane(base: Path, name: str, pragmas: Pragmas) -> tuple[_Lane, Pragma
 
 def _restart_until_complete(lane: _Lane, run_id: str, policy: str) -> list[_ChildReport]:
     """Restart a killed run from the top (each time in a new child) until it completes."""
-    reports = []
+    reports: list[_ChildReport] = []
     while len(reports) < MAX_RESTARTS:
         reports.append(_run_child(_RunSpec(lane, run_id, policy)))
         if reports[-1].event == "done":

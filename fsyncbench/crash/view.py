@@ -5,9 +5,11 @@ the layering (pyproject.toml ``[tool.importlinter]``) and so may not import it."
 
 from __future__ import annotations
 
+from typing import Any
+
 from tabulate import tabulate
 
-from fsyncbench.crash.matrix import kill_matrix_rows
+from fsyncbench.crash.matrix import CrashExperiment, kill_matrix_rows
 from fsyncbench.fmt import fmt_ns
 from fsyncbench.model import to_jsonable
 from fsyncbench.report.tables import TABLEFMT
@@ -19,7 +21,7 @@ def _md(text: str) -> str:
     return escape(text)
 
 
-def crash_jsonable(outcome, model_call_ms: float) -> dict:
+def crash_jsonable(outcome: CrashExperiment, model_call_ms: float) -> dict[str, Any]:
     """The crash experiment as JSON-ready data: the table rows, journal commit latency
     summary (ns) against the assumed model-call time, the hazards, and the raw matrix."""
     from fsyncbench.measure import stats
@@ -57,7 +59,7 @@ def crash_jsonable(outcome, model_call_ms: float) -> dict:
     }
 
 
-def render_crash(outcome, model_call_ms: float, fmt: str = "text") -> str:
+def render_crash(outcome: CrashExperiment, model_call_ms: float, fmt: str = "text") -> str:
     """The kill-matrix table, the journal's commit cost beside a model call, the hazards;
     ``fmt`` text (a "simple" table) or markdown (a GitHub table, one paragraph per line)."""
     from fsyncbench.measure import stats

@@ -63,7 +63,9 @@ class World:
                 "INSERT INTO effects(run_id, seq, kind, payload) VALUES (?, ?, ?, ?)",
                 (run_id, seq, kind, payload),
             )
-            return int(cur.lastrowid)
+            rowid = cur.lastrowid
+            assert rowid is not None  # set by every successful INSERT
+            return int(rowid)
         self.conn.execute(
             "INSERT OR IGNORE INTO effects(run_id, seq, kind, payload, idempotency_key) "
             "VALUES (?, ?, ?, ?, ?)",
