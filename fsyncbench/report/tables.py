@@ -6,12 +6,16 @@ powercut report, and the raw samples as CSV. (Run and audit reports:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
 
 from fsyncbench.fmt import fmt_interval, fmt_ns
 from fsyncbench.model import Host, Report, Result, to_jsonable
 from fsyncbench.report.wording import host_lines
+
+if TYPE_CHECKING:  # for annotations only: report.compare imports numpy
+    from fsyncbench.report.compare import FleetRow, PairComparison, QuantileComparison
 
 #: tabulate layout of a table per output format.
 TABLEFMT = {"text": "simple", "markdown": "github"}
@@ -23,7 +27,7 @@ def _md(text: str) -> str:
     return escape(text)
 
 
-def json_safe(obj):
+def json_safe(obj: Any) -> Any:
     """``obj`` (JSON-ready data) with non-finite floats as None: JSON has no NaN/Infinity."""
     import math
 
@@ -83,7 +87,7 @@ def _slice_of_each(r: Result) -> list[tuple[int, int]]:
 # --------------------------------------------------------------------------- compare
 
 
-def floor_moved_line(pair) -> str:
+def floor_moved_line(pair: PairComparison) -> str:
     """What to say when the tool's own floor moved between the two runs ("" if it did not)."""
     moved = pair.floor_moved
     if not moved:
@@ -99,7 +103,7 @@ def floor_moved_line(pair) -> str:
     )
 
 
-def _ratio(q) -> str:
+def _ratio(q: QuantileComparison) -> str:
     if q.ratio is None:
         return "-"
     text = f"{_fmt_ratio(q.ratio)}x"
@@ -112,11 +116,12 @@ def _fmt_ratio(x: float) -> str:
     return f"{x:.2f}" if 0.1 <= x < 100 else f"{x:.2g}"
 
 
-def _significance(q) -> str:
+def _significance(q: QuantileComparison) -> str:
     if q.significant is None:
         return "cannot tell"
     if not q.significant:
         return "no"
+    assert q.ratio is not None  # only a statistic with a ratio is tested (compare_quantile)
     return "yes, slower" if q.ratio > 1 else "yes, faster"
 
 
@@ -139,7 +144,7 @@ def host_differences(a: Report, b: Report) -> list[tuple[str, str, str]]:
 
 
 def render_compare(
-    a: Report, b: Report, pair, labels: Sequence[str], tablefmt: str = "simple"
+    a: Report, b: Report, pair: PairComparison, labels: Sequence[str], tablefmt: str = "simple"
 ) -> str:
     """Two reports: host differences first, then p50 and p99 of each configuration side by
     side with their intervals, the ratio B/A with its interval, the Holm-adjusted p-value,
@@ -230,7 +235,7 @@ def render_compare(
     return "\n".join(out) + "\n"
 
 
-def render_fleet(rows, config: str, tablefmt: str = "simple") -> str:
+def render_fleet(rows: Sequence[FleetRow], config: str, tablefmt: str = "simple") -> str:
     """N reports: one row per host, fastest p99 of ``config`` first, with its verdicts."""
     table = []
     for i, row in enumerate(rows, start=1):
@@ -287,12 +292,14 @@ def render_fleet(rows, config: str, tablefmt: str = "simple") -> str:
     )
 
 
-def compare_jsonable(a: Report, b: Report, pair, labels: Sequence[str]) -> dict:
+def compare_jsonable(
+    a: Report, b: Report, pair: PairComparison, labels: Sequence[str]
+) -> dict[str, Any]:
     """Two reports compared, as JSON-ready data: what :func:`render_compare` shows (host
     differences, per configuration p50 and p99 of A and B with intervals, ratio, p-values,
     significance, P(B>A)), with durations in ns."""
     la, lb = labels
-    return json_safe(
+    data: dict[str, Any] = json_safe(
         {
             "kind": "compare",
             "a": {"label": la, "hostname": a.host.hostname, "created_utc": a.created_utc},
@@ -308,9 +315,10 @@ def compare_jsonable(a: Report, b: Report, pair, labels: Sequence[str]) -> dict:
             "floor_moved": [{"name": name, **to_jsonable(q)} for name, q in pair.floor_moved],
         }
     )
+    return data
 
 
-def fleet_jsonable(rows, config: str) -> dict:
+def fleet_jsonable(rows: Sequence[FleetRow], config: str) -> dict[str, Any]:
     """N reports as JSON-ready data: the rows of :func:`render_fleet`, fastest p99 first."""
     out = []
     for i, row in enumerate(rows, start=1):
@@ -335,4 +343,5 @@ def fleet_jsonable(rows, config: str) -> dict:
                 "path_verdict": row.path_verdict,
             }
         )
-    return json_safe({"kind": "fleet", "config": config, "rows": out})
+    data: dict[str, Any] = json_safe({"kind": "fleet", "config": config, "rows": out})
+    return data
