@@ -5,6 +5,8 @@ findings."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from fsyncbench.judge.rule_facts import (
     APPLE_BARRIER_DOC,
     APPLE_FSYNC_DOC,
@@ -40,6 +42,20 @@ from fsyncbench.model import (
 # --------------------------------------------------------------------------- commit rules
 
 
+class CommitConfig(Protocol):
+    """What :func:`config_durability` reads of a commit: a commit :class:`Result`, or the
+    view powercut's verifier builds of the configuration its writer ran with."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def primitive(self) -> str: ...
+    @property
+    def requested(self) -> Pragmas | None: ...
+    @property
+    def effective(self) -> Pragmas | None: ...
+
+
 #: Rollback-journal combinations whose commit point is never synced, so the last commit may
 #: roll back after a power loss (a "hot" journal reappears). SQLite's pragma docs: EXTRA
 #: "syncs the directory after the rollback journal is unlinked to commit a transaction in
@@ -62,7 +78,7 @@ UNSYNCED_COMMIT_POINT = {
 }
 
 
-def config_durability(host: Host, r: Result) -> tuple[bool, Finding | None]:
+def config_durability(host: Host, r: CommitConfig) -> tuple[bool, Finding | None]:
     """Does the commit's pragma combination promise that each acknowledged commit survives
     a power loss?
 

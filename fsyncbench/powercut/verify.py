@@ -231,7 +231,7 @@ def config_durability(host: Host, config: Pragmas, primitive: str) -> tuple[bool
     directory after unlinking the journal, the commit point: SQLITE_EXTRA_DOC)."""
     return commit_rules.config_durability(
         host, _CommitView(config.label, primitive, config, config)
-    )  # type: ignore[arg-type]
+    )
 
 
 def _drops_syncs(host: Host) -> str | None:
