@@ -580,7 +580,7 @@ def glue_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> li
     """``--max-p99 -5ms`` -> ``--max-p99=-5ms``: argparse takes a value starting with "-"
     and a digit for an option of its own and says "expected one argument"; glued, the
     value reaches the option's own check, which names what is wrong with it."""
-    takes_value = set()
+    takes_value: set[str] = set()
     stack = [parser]
     while stack:
         p = stack.pop()

@@ -16,10 +16,14 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, overload
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import runner
 from fsyncbench.model import Pragmas
+
+if TYPE_CHECKING:  # imported where used: measure.evidence is heavy
+    from fsyncbench.measure.evidence import EvidencePlan
 
 #: --format choices per kind of result (text is the default everywhere).
 REPORT_FORMATS = ("text", "markdown", "json", "html")
@@ -76,6 +80,14 @@ def assumed(facts: Sequence[str] | None) -> tuple[str, ...]:
     for fact in facts or ():
         choice(fact, sorted(DECLARABLE), "--assume")
     return tuple(dict.fromkeys(facts or ()))
+
+
+@overload
+def _comma_list(value: str | Sequence[str]) -> str: ...
+@overload
+def _comma_list(value: None) -> None: ...
+@overload
+def _comma_list(value: str | Sequence[str] | None) -> str | None: ...
 
 
 def _comma_list(value: str | Sequence[str] | None) -> str | None:
@@ -147,7 +159,7 @@ def audit_plans(
     sweep_max_mib: int = 64,
     trace_commits: int = 20,
     trace: bool = True,
-):
+) -> tuple[runner.RunPlan, EvidencePlan]:
     """(RunPlan, EvidencePlan) of ``fsyncbench audit`` (``target`` already checked): a fixed
     sample count of the flush primitives and :data:`fsyncbench.measure.evidence.TIMED_CONFIGS`
     in one round, then the evidence (:class:`fsyncbench.measure.evidence.EvidencePlan`)."""
@@ -230,6 +242,10 @@ class Gates:
             if max_p99 < 1:
                 raise FsyncbenchError(f"invalid --max-p99 {max_p99!r}: must be at least 1 ns")
             max_ns = max_p99
+        elif isinstance(max_p99, bool):  # not a duration: parse_duration's message for it
+            raise FsyncbenchError(
+                f"invalid --max-p99 {max_p99!r}: give a number with a unit, e.g. 10ms, 500us, 2s"
+            )
         else:
             max_ns = gates.parse_duration(max_p99, "--max-p99")
         verdicts = gates.parse_verdicts(_comma_list(fail_on)) if fail_on is not None else ()
