@@ -14,12 +14,20 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from fsyncbench import host as hostmod
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.fmt import fmt_precision
 from fsyncbench.measure import stats
-from fsyncbench.measure.timing import MAX_SAMPLES, EmptyOp, Sampler
+from fsyncbench.measure.timing import (
+    MAX_SAMPLES,
+    EmptyOp,
+    Measurement,
+    Progress,
+    Sampler,
+    Workload,
+)
 from fsyncbench.measure.workloads import (
     BLOCK_BYTES,
     JOURNAL_MODES,
@@ -221,7 +229,7 @@ class RunPlan:
         """True when sampling stops on the p99 CI target rather than a fixed count."""
         return self.samples is None
 
-    def sampler(self, workload) -> Sampler:
+    def sampler(self, workload: Workload) -> Sampler:
         """A :class:`Sampler` of ``workload`` with this plan's stop rule."""
         if self.adaptive:
             return Sampler(
@@ -238,8 +246,15 @@ class RunPlan:
         )
 
 
-#: progress(label, index, total, done, target, elapsed_ns, budget_ns)
-RunProgress = Callable[[str, int, int, int, int, int, int], None]
+#: progress(label, index, total, done, target, elapsed_ns, budget_ns); ``index`` is a float:
+#: the workload's position, or with a run budget the share of it spent, in workloads
+RunProgress = Callable[[str, float, int, int, int, int, int], None]
+
+
+class _ClosableWorkload(Workload, Protocol):
+    """A workload the runner closes when done with it (its file, its connection)."""
+
+    def close(self) -> None: ...
 
 
 #: errno values of a mount that cannot be read: a FUSE daemon gone (ENOTCONN), a network
@@ -400,7 +415,12 @@ class _Job:
     and how to turn it into a Result."""
 
     def __init__(
-        self, label: str, workload, sampler: Sampler, disks: Sequence[str], fields: dict
+        self,
+        label: str,
+        workload: _ClosableWorkload,
+        sampler: Sampler,
+        disks: Sequence[str],
+        fields: dict[str, Any],
     ) -> None:
         self.label = label
         self.workload = workload
@@ -410,7 +430,7 @@ class _Job:
         self.deltas: dict[str, FlushDelta] = {}
         self.syncs = 0
 
-    def phase(self, budget_s: float, cb) -> None:
+    def phase(self, budget_s: float, cb: Progress | None) -> None:
         before = hostmod.read_flush_counters(self.disks)
         syncs_before = getattr(self.workload, "syncs", 0)
         self.sampler.run(budget_s, cb)
@@ -450,6 +470,7 @@ class _Job:
         if fields.get("syncs_issued") is not None:
             fields["syncs_issued"] = self.syncs
         if fields.get("kind") == "commit":
+            assert isinstance(self.workload, JournalCommit)  # as _commit_job builds it
             fields["effective"] = self.workload.effective
         return result_from(m, tuple(self.deltas.values()), **fields)
 
@@ -458,7 +479,9 @@ def _add(a: int | None, b: int | None) -> int | None:
     return None if a is None or b is None else a + b
 
 
-def _primitive_job(plan: RunPlan, workload: FlushWorkload, prim: SyncPrimitive, disks) -> _Job:
+def _primitive_job(
+    plan: RunPlan, workload: FlushWorkload, prim: SyncPrimitive, disks: Sequence[str]
+) -> _Job:
     return _Job(
         prim.result_name,
         workload,
@@ -475,7 +498,11 @@ def _primitive_job(plan: RunPlan, workload: FlushWorkload, prim: SyncPrimitive, 
 
 
 def _commit_job(
-    plan: RunPlan, workload: JournalCommit, pragmas: Pragmas, primitive: str, disks
+    plan: RunPlan,
+    workload: JournalCommit,
+    pragmas: Pragmas,
+    primitive: str,
+    disks: Sequence[str],
 ) -> _Job:
     return _Job(
         pragmas.label,
@@ -499,7 +526,7 @@ def measure_floors(plan: RunPlan, budget_s: float = FLOOR_BUDGET_S) -> tuple[Res
     in slices of :data:`FLOOR_SLICE_S` (the blocks of their intervals). Nothing is written
     under the target."""
     floors = []
-    makers = [
+    makers: list[tuple[str, Callable[[], _ClosableWorkload], int]] = [
         (stats.FLOOR_LOOP, EmptyOp, 0),
         (
             stats.FLOOR_COMMIT,
@@ -544,7 +571,7 @@ def _bind(
     total: int,
     start: float,
     deadline: float | None,
-):
+) -> Progress | None:
     """The sampler's progress callback for one slice, as a RunProgress call.
 
     With a run budget the bar follows the clock: ``index`` is the share of the run budget
@@ -563,7 +590,7 @@ def _bind(
     return report
 
 
-def result_from(m, deltas, **fields) -> Result:
+def result_from(m: Measurement, deltas: tuple[FlushDelta, ...], **fields: Any) -> Result:
     """A Result from a :class:`fsyncbench.measure.timing.Measurement`, the summed flush counter
     changes and the remaining fields; the summary and the CI-target check are derived from
     the samples and slices here."""
