@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
 
 from fsyncbench import __version__, options
 from fsyncbench.errors import FsyncbenchError, Interrupted
@@ -40,6 +42,13 @@ from fsyncbench.model import SCHEMA_VERSION, Evidence, Host, Report, Result, to_
 from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import store
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
+
+if TYPE_CHECKING:  # for annotations only: each is imported where it is used
+    from fsyncbench.crash import CrashExperiment
+    from fsyncbench.judge.gates import GateFailure
+    from fsyncbench.powercut.verify import VerifyOutcome
+    from fsyncbench.powercut.writer import WriterStatus, WriterSummary
+    from fsyncbench.report.compare import FleetRow, PairComparison, Regression
 
 __all__ = [
     "run",
@@ -257,7 +266,7 @@ def kill_matrix(
     synchronous: str = "full",
     outputs: Outputs | None = None,
     notes: Notes | None = None,
-):
+) -> CrashExperiment:
     """``fsyncbench crash``: SIGKILL a scripted 10-step agent at every step under four
     persistence policies, its step journal in a working directory under ``target`` with one
     ``journal_mode`` and ``synchronous``; returns the
@@ -300,10 +309,10 @@ def powercut_write(
     fullfsync: str | bool | None = None,
     payload_bytes: int = 512,
     max_commits: int | None = None,
-    status: Callable | None = None,
+    status: Callable[[WriterStatus], None] | None = None,
     log: Callable[[str], None] | None = None,
     outputs: Outputs | None = None,
-):
+) -> WriterSummary:
     """``fsyncbench powercut write``: commit journal rows in ``target`` and report each to the
     listener at ``to`` (HOST:PORT) once COMMIT returned, until ``max_commits`` or a stop;
     ``status`` gets a :class:`fsyncbench.powercut.writer.WriterStatus` now and then, ``log``
@@ -334,7 +343,7 @@ def powercut_verify(
     report_dir: PathLike = "reports",
     outputs: Outputs | None = None,
     command_line: Sequence[str] | None = None,
-):
+) -> VerifyOutcome:
     """``fsyncbench powercut verify``: check every commit the ``listener`` (HOST:PORT)
     recorded for the run ``run_id`` (default: the newest in ``target``) against its journal,
     and save the report (kind "powercut") in ``report_dir``. Returns the
@@ -392,7 +401,16 @@ class _Measuring:
         self.label = ""
         self._progress = progress
 
-    def __call__(self, label, index, total, done, target, elapsed_ns, budget_ns) -> None:
+    def __call__(
+        self,
+        label: str,
+        index: float,
+        total: int,
+        done: int,
+        target: int,
+        elapsed_ns: int,
+        budget_ns: int,
+    ) -> None:
         self.label = label
         if self._progress is not None:
             self._progress(label, index, total, done, target, elapsed_ns, budget_ns)
@@ -400,7 +418,12 @@ class _Measuring:
     def __enter__(self) -> _Measuring:
         return self
 
-    def __exit__(self, kind, exc, _tb) -> None:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> None:
         if kind is None or not issubclass(kind, (KeyboardInterrupt, FsyncbenchError)):
             return
         from fsyncbench.measure.scratch import scratch_cleanup
@@ -530,7 +553,9 @@ def write_file(path: PathLike, text: str) -> None:
     store.write_durably(Path(path), text)
 
 
-def render(result, fmt: str = "text", *, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> str:
+def render(
+    result: object, fmt: str = "text", *, model_call_ms: float = DEFAULT_MODEL_CALL_MS
+) -> str:
     """``result`` as the CLI prints it in ``fmt``: a Report ("text", "markdown", "json",
     "html"; a powercut report through :func:`fsyncbench.powercut.view.render`, others
     through :func:`fsyncbench.report.render`, JSON as saved); a Host, a CrashExperiment
@@ -577,15 +602,16 @@ def render(result, fmt: str = "text", *, model_call_ms: float = DEFAULT_MODEL_CA
             )
         return format_summary(result) + "\n"
     from fsyncbench.crash import CrashExperiment
+    from fsyncbench.crash.view import crash_jsonable, render_crash
 
     if isinstance(result, CrashExperiment):
         if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
-            return _json(tables.crash_jsonable(result, model_call_ms))
-        return tables.render_crash(result, model_call_ms, fmt)
+            return _json(crash_jsonable(result, model_call_ms))
+        return render_crash(result, model_call_ms, fmt)
     raise FsyncbenchError(f"cannot render a {type(result).__name__}")
 
 
-def _json(data) -> str:
+def _json(data: Any) -> str:
     from fsyncbench.report import tables
 
     return json.dumps(tables.json_safe(data), indent=1) + "\n"
@@ -597,7 +623,7 @@ class GateResult:
     in result order) among ``checked`` configurations; ``active`` False when no gate was
     set (nothing checked)."""
 
-    failures: tuple = ()
+    failures: tuple[GateFailure, ...] = ()
     checked: int = 0
     active: bool = False
 
@@ -639,11 +665,11 @@ class Comparison:
 
     reports: tuple[Report, ...]
     labels: tuple[str, ...]
-    pair: object | None = None
-    fleet: tuple = ()
+    pair: PairComparison | None = None
+    fleet: tuple[FleetRow, ...] = ()
     config: str | None = None
     limit_pct: float | None = None
-    regressions: tuple = ()
+    regressions: tuple[Regression, ...] = ()
     not_checked: tuple[str, ...] = ()
     lines: tuple[str, ...] = ()
 
@@ -722,7 +748,13 @@ def compare(
     )
 
 
-def _regression_lines(limit: float, pairs, baseline: str, found, skipped) -> list[str]:
+def _regression_lines(
+    limit: float,
+    pairs: Sequence[tuple[str, PairComparison]],
+    baseline: str,
+    found: Sequence[Regression],
+    skipped: Sequence[str],
+) -> list[str]:
     """The regression check's lines: what was not checked, then each regression (or none)."""
     from fsyncbench.fmt import fmt_ns
     from fsyncbench.report import compare as comparing
@@ -742,6 +774,7 @@ def _regression_lines(limit: float, pairs, baseline: str, found, skipped) -> lis
             lines.append(f"{label}: {moved}")
     for r in found:
         q = r.p99
+        assert q.ratio_ci is not None  # a regression is tested, so it has its interval
         lines.append(
             f"REGRESSION {r.name}: p99 {fmt_ns(q.a_ns)} in {r.baseline} -> "
             f"{fmt_ns(q.b_ns)} in {r.candidate} ({q.change_pct:+.0f} %, ratio 95% CI "

@@ -235,7 +235,7 @@ def render_compare(
     return "\n".join(out) + "\n"
 
 
-def render_fleet(rows: Sequence[FleetRow], config: str, tablefmt: str = "simple") -> str:
+def render_fleet(rows: Sequence[FleetRow], config: str | None, tablefmt: str = "simple") -> str:
     """N reports: one row per host, fastest p99 of ``config`` first, with its verdicts."""
     table = []
     for i, row in enumerate(rows, start=1):
@@ -318,7 +318,7 @@ def compare_jsonable(
     return data
 
 
-def fleet_jsonable(rows: Sequence[FleetRow], config: str) -> dict[str, Any]:
+def fleet_jsonable(rows: Sequence[FleetRow], config: str | None) -> dict[str, Any]:
     """N reports as JSON-ready data: the rows of :func:`render_fleet`, fastest p99 first."""
     out = []
     for i, row in enumerate(rows, start=1):
