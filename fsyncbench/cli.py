@@ -14,11 +14,18 @@ import os
 import signal
 import sys
 import threading
+from types import FrameType
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from fsyncbench import api
 from fsyncbench.cli_parser import build_parser, glue_negative_values
 from fsyncbench.errors import FsyncbenchError, Interrupted
 from fsyncbench.model import Report
+
+if TYPE_CHECKING:  # for annotations only: both are imported where they are used
+    from tqdm import tqdm
+
+    from fsyncbench.powercut.writer import WriterStatus
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_RISK", "EXIT_ERROR"]
 
@@ -178,7 +185,7 @@ def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
         print(f"Report written: {outcome.path}", file=sys.stderr)
         return EXIT_RISK if outcome.failed else EXIT_OK
 
-    def status(s) -> None:
+    def status(s: WriterStatus) -> None:
         from fsyncbench.powercut import format_status
 
         line = format_status(s)
@@ -268,7 +275,7 @@ def _configurations(n: int) -> str:
     return f"{n} configuration{'' if n == 1 else 's'}"
 
 
-def _terminate(_signum, _frame) -> None:
+def _terminate(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
@@ -278,7 +285,7 @@ class _Stdout:
     (``closed_by_reader`` tells the gates to report on stderr instead); any other write
     error (a full device: ENOSPC, EIO) is one line and exit 2."""
 
-    def __init__(self, inner) -> None:
+    def __init__(self, inner: TextIO) -> None:
         self._inner = inner
         self.closed_by_reader = False
 
@@ -316,7 +323,7 @@ class _Stdout:
         except (OSError, ValueError):
             pass
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
 
@@ -369,10 +376,19 @@ class _Progress:
     FALLBACK_SIZE = (80, 24)
 
     def __init__(self, quiet: bool) -> None:
-        self._bar = None
+        self._bar: tqdm[NoReturn] | None = None
         self._quiet = quiet or not _isatty(sys.stderr)
 
-    def __call__(self, label, index, total, done, target, elapsed_ns, budget_ns) -> None:
+    def __call__(
+        self,
+        label: str,
+        index: float,
+        total: int,
+        done: int,
+        target: int,
+        elapsed_ns: int,
+        budget_ns: int,
+    ) -> None:
         if self._quiet:
             return
         if self._bar is None:
@@ -398,14 +414,14 @@ class _Progress:
             self._bar.close()
 
 
-def _isatty(stream) -> bool:
+def _isatty(stream: TextIO) -> bool:
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError, OSError):
         return False
 
 
-def _terminal_size(stream, fallback: tuple[int, int]) -> tuple[int, int]:
+def _terminal_size(stream: TextIO, fallback: tuple[int, int]) -> tuple[int, int]:
     """(columns, rows) of the terminal ``stream`` writes to; each from $COLUMNS / $LINES,
     then ``fallback``, where the terminal reports 0 or cannot be asked."""
     try:
