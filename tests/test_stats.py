@@ -284,6 +284,26 @@ def test_order_statistic_interval_is_refused_where_a_bound_does_not_exist():
     assert stats.quantile_interval([1, 2, 3, 4, 5, 6], (), 50).bounds == (1.0, 6.0)
 
 
+def test_a_refused_interval_keeps_the_estimate_and_says_what_its_level_needs():
+    """The refusal is a whole Interval: the p99 itself (linear interpolation, numpy's
+    default: 100..109 -> 108 + 0.91 = 108.91), no bounds, no blocks, and the sample count
+    the *asked* level needs: at 90 % the smallest n with 0.99**n <= 0.05 is 299
+    (ln 0.05 / ln 0.99 = 298.07)."""
+    iv = stats.quantile_interval(list(range(100, 110)), (), 99, 0.9)
+    assert iv == Interval(
+        108.91, None, None, None, 0, 0, stats.METHOD_INDEPENDENT,
+        "n=10 too small for a p99 interval (needs 299)",
+    )
+
+
+def test_order_statistic_min_n_counts_an_exact_tie_as_enough():
+    """"The smallest n with q**n <= alpha/2": at q = 0.5 and 75 % (alpha/2 = 0.125 = 0.5**3
+    exactly, a binary fraction) 3 samples are enough, and quantile_ci_ranks agrees."""
+    assert stats.order_statistic_min_n(0.5, 0.75) == 3
+    assert stats.quantile_ci_ranks(3, 0.5, 0.75) == (0, 2)
+    assert stats.quantile_ci_ranks(2, 0.5, 0.75) is None
+
+
 def test_p99_halfwidth_by_hand():
     """Five slices of 200: each holds one 1 ns sample, 197 of 100 ns and two tail samples,
     200 ns in slice 0 and 1,100 ns in the others. By hand (numpy "linear": rank
