@@ -291,13 +291,19 @@ def test_a_refused_interval_keeps_the_estimate_and_says_what_its_level_needs():
     (ln 0.05 / ln 0.99 = 298.07)."""
     iv = stats.quantile_interval(list(range(100, 110)), (), 99, 0.9)
     assert iv == Interval(
-        108.91, None, None, None, 0, 0, stats.METHOD_INDEPENDENT,
+        108.91,
+        None,
+        None,
+        None,
+        0,
+        0,
+        stats.METHOD_INDEPENDENT,
         "n=10 too small for a p99 interval (needs 299)",
     )
 
 
 def test_order_statistic_min_n_counts_an_exact_tie_as_enough():
-    """"The smallest n with q**n <= alpha/2": at q = 0.5 and 75 % (alpha/2 = 0.125 = 0.5**3
+    """ "The smallest n with q**n <= alpha/2": at q = 0.5 and 75 % (alpha/2 = 0.125 = 0.5**3
     exactly, a binary fraction) 3 samples are enough, and quantile_ci_ranks agrees."""
     assert stats.order_statistic_min_n(0.5, 0.75) == 3
     assert stats.quantile_ci_ranks(3, 0.5, 0.75) == (0, 2)
