@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from fsyncbench import __version__, options
 from fsyncbench.errors import FsyncbenchError, Interrupted
 from fsyncbench.measure import runner
+from fsyncbench.measure.plan import DEFAULT_ROUNDS
 from fsyncbench.model import SCHEMA_VERSION, Evidence, Host, Report, Result, to_jsonable
 from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import store
@@ -98,7 +99,7 @@ def run(
     min_samples: int | None = None,
     budget_seconds: float = 10.0,
     run_budget_seconds: float | None = None,
-    rounds: int = runner.DEFAULT_ROUNDS,
+    rounds: int = DEFAULT_ROUNDS,
     warmup: int = 50,
     payload_bytes: int = 512,
     primitives: bool = True,

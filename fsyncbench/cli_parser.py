@@ -10,7 +10,7 @@ from pathlib import Path
 
 from fsyncbench import __version__, options
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import runner
+from fsyncbench.measure import plan
 from fsyncbench.options import REPORT_FORMATS, TABLE_FORMATS, VERIFY_FORMATS
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
@@ -101,14 +101,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         metavar="PCT",
         help="sample each configuration until the 95%% CI of its p99 is within "
-        f"+-PCT %% of p99 (default {runner.DEFAULT_CI_TARGET_PCT:g})",
+        f"+-PCT %% of p99 (default {plan.DEFAULT_CI_TARGET_PCT:g})",
     )
     run.add_argument(
         "--min-samples",
         type=int,
         metavar="N",
         help="fewest samples before the CI target may stop a configuration "
-        f"(default {runner.DEFAULT_MIN_SAMPLES})",
+        f"(default {plan.DEFAULT_MIN_SAMPLES})",
     )
     run.add_argument(
         "--budget-seconds",
@@ -123,17 +123,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="time all configurations share, in seconds; time one does not need "
         "goes to those whose CI is still too wide (default "
-        f"{runner.DEFAULT_RUN_BUDGET_S:g} when adaptive, none with --samples)",
+        f"{plan.DEFAULT_RUN_BUDGET_S:g} when adaptive, none with --samples)",
     )
     run.add_argument(
         "--rounds",
         type=int,
-        default=runner.DEFAULT_ROUNDS,
+        default=plan.DEFAULT_ROUNDS,
         metavar="N",
         help="repeat the whole measurement N times, each round with fresh files "
         "and an equal share of the time; the report shows each round's p99 and "
         "widens the intervals where rounds disagree more than slices "
-        f"(default {runner.DEFAULT_ROUNDS})",
+        f"(default {plan.DEFAULT_ROUNDS})",
     )
     run.add_argument(
         "--warmup", type=int, default=50, metavar="N", help="untimed warmup operations (default 50)"

@@ -20,6 +20,16 @@ from typing import TYPE_CHECKING, overload
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import runner
+from fsyncbench.measure.plan import (
+    DEFAULT_CI_TARGET_PCT,
+    DEFAULT_MIN_SAMPLES,
+    DEFAULT_ROUNDS,
+    DEFAULT_RUN_BUDGET_S,
+    RunPlan,
+    build_configs,
+    parse_choices,
+    parse_fullfsync,
+)
 from fsyncbench.model import Pragmas
 
 if TYPE_CHECKING:  # imported where used: measure.evidence is heavy
@@ -116,23 +126,23 @@ def run_plan(
     min_samples: int | None = None,
     budget_seconds: float = 10.0,
     run_budget_seconds: float | None = None,
-    rounds: int = runner.DEFAULT_ROUNDS,
+    rounds: int = DEFAULT_ROUNDS,
     warmup: int = 50,
     payload_bytes: int = 512,
     primitives: bool = True,
-) -> runner.RunPlan:
+) -> RunPlan:
     """The plan of ``fsyncbench run`` (``target`` already checked): the pragma lists parsed
     (comma strings or sequences), the defaults of an adaptive or a fixed run filled in, and
-    every bound checked (:class:`fsyncbench.measure.runner.RunPlan`)."""
+    every bound checked (:class:`fsyncbench.measure.plan.RunPlan`)."""
     if samples is not None and (ci_target_pct is not None or min_samples is not None):
         raise FsyncbenchError(
             "--samples fixes the sample count; it cannot be combined with "
             "--ci-target-pct or --min-samples"
         )
     adaptive = samples is None
-    return runner.RunPlan(
+    return RunPlan(
         target=target,
-        configs=runner.build_configs(
+        configs=build_configs(
             _comma_list(journal_modes), _comma_list(synchronous), _fullfsync_list(fullfsync)
         ),
         samples=samples,
@@ -140,11 +150,11 @@ def run_plan(
         warmup=warmup,
         payload_bytes=payload_bytes,
         primitives=primitives,
-        ci_target_pct=runner.DEFAULT_CI_TARGET_PCT if ci_target_pct is None else ci_target_pct,
-        min_samples=runner.DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
+        ci_target_pct=DEFAULT_CI_TARGET_PCT if ci_target_pct is None else ci_target_pct,
+        min_samples=DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
         run_budget_s=run_budget_seconds
         if run_budget_seconds is not None
-        else (runner.DEFAULT_RUN_BUDGET_S if adaptive else None),
+        else (DEFAULT_RUN_BUDGET_S if adaptive else None),
         rounds=rounds,
     )
 
@@ -159,7 +169,7 @@ def audit_plans(
     sweep_max_mib: int = 64,
     trace_commits: int = 20,
     trace: bool = True,
-) -> tuple[runner.RunPlan, EvidencePlan]:
+) -> tuple[RunPlan, EvidencePlan]:
     """(RunPlan, EvidencePlan) of ``fsyncbench audit`` (``target`` already checked): a fixed
     sample count of the flush primitives and :data:`fsyncbench.measure.evidence.TIMED_CONFIGS`
     in one round, then the evidence (:class:`fsyncbench.measure.evidence.EvidencePlan`)."""
@@ -167,7 +177,7 @@ def audit_plans(
 
     if samples < 1:
         raise FsyncbenchError(f"--samples must be at least 1, got {samples}")
-    plan = runner.RunPlan(
+    plan = RunPlan(
         target=target,
         configs=evidence.TIMED_CONFIGS,
         samples=samples,
@@ -192,16 +202,14 @@ def one_pragmas(
     means on on macOS, unset elsewhere (``crash`` has no fullfsync)."""
     from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
 
-    mode = runner.parse_choices(journal_mode, JOURNAL_MODES, "journal_mode")
-    sync = runner.parse_choices(synchronous, SYNCHRONOUS, "synchronous")
+    mode = parse_choices(journal_mode, JOURNAL_MODES, "journal_mode")
+    sync = parse_choices(synchronous, SYNCHRONOUS, "synchronous")
     if command == "crash":
         if len(mode) != 1 or len(sync) != 1:
             raise FsyncbenchError("crash takes one journal_mode and one synchronous value")
         return Pragmas(mode[0], sync[0])
     text = _fullfsync_list(fullfsync)
-    full = (
-        runner.parse_fullfsync(text) if text else (True,) if sys.platform == "darwin" else (None,)
-    )
+    full = parse_fullfsync(text) if text else (True,) if sys.platform == "darwin" else (None,)
     if len(mode) != 1 or len(sync) != 1 or len(full) != 1:
         raise FsyncbenchError(f"{command} takes one journal_mode, synchronous and fullfsync value")
     return Pragmas(mode[0], sync[0], full[0])

@@ -18,6 +18,7 @@ from fsyncbench import api
 from fsyncbench import report as report_out
 from fsyncbench.measure import runner, stats, workloads
 from fsyncbench.measure import timing as measure
+from fsyncbench.measure.plan import RunPlan
 from fsyncbench.model import Pragmas
 from fsyncbench.report import store
 
@@ -277,7 +278,7 @@ def test_unmet_ci_target_is_said_in_notes_and_table():
 
 
 def test_measure_floors_records_each_floor(tmp_path):
-    plan = runner.RunPlan(target=tmp_path, configs=(), min_samples=200, ci_target_pct=50)
+    plan = RunPlan(target=tmp_path, configs=(), min_samples=200, ci_target_pct=50)
     floors = runner.measure_floors(plan)
     names = [f.name for f in floors]
     assert names[:2] == [stats.FLOOR_LOOP, stats.FLOOR_COMMIT]

@@ -11,7 +11,8 @@ import sampled
 from clitools import fsb, leftovers
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import rounds, runner, stats
+from fsyncbench.measure import rounds, stats
+from fsyncbench.measure.plan import RunPlan, build_configs
 from fsyncbench.model import FlushDelta
 from fsyncbench.report import compare, store
 
@@ -53,9 +54,9 @@ def test_merge_refuses_rounds_that_measured_different_things():
 
 
 def test_round_plans_share_budgets_and_counts_exactly(tmp_path):
-    plan = runner.RunPlan(
+    plan = RunPlan(
         target=tmp_path,
-        configs=runner.build_configs("wal", "full"),
+        configs=build_configs("wal", "full"),
         samples=100,
         run_budget_s=9.0,
         budget_s=6.0,

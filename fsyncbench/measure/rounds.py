@@ -37,7 +37,7 @@ from fsyncbench.measure.timing import STOP_CI_TARGET, Measurement
 from fsyncbench.model import FlushDelta, Host, Pragmas, Result, from_jsonable, to_jsonable
 
 if TYPE_CHECKING:
-    from fsyncbench.measure.runner import RunPlan
+    from fsyncbench.measure.plan import RunPlan
 
 #: Seconds an interrupted worker gets to clean up after SIGTERM before it is killed.
 TERMINATE_GRACE_S = 10.0
@@ -75,7 +75,7 @@ def round_plan(plan: RunPlan, k: int, target: Path) -> RunPlan:
 def run_rounds(
     plan: RunPlan, host: Host, progress: RoundsProgress | None = None, floors: bool = True
 ) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
-    """Run ``plan.rounds`` rounds of ``plan`` (a :class:`fsyncbench.measure.runner.RunPlan`), each in
+    """Run ``plan.rounds`` rounds of ``plan`` (a :class:`fsyncbench.measure.plan.RunPlan`), each in
     a worker process, one after the other, inside one scratch directory of ``plan.target``;
     the merged results and (``floors``) the merged floors, each worker having measured its
     share (:func:`merge_rounds`). Raises FsyncbenchError when a worker fails (with its
@@ -173,7 +173,7 @@ def _plan_jsonable(plan: RunPlan) -> dict[str, Any]:
 
 
 def _plan_from_jsonable(data: dict[str, Any]) -> RunPlan:
-    from fsyncbench.measure.runner import RunPlan
+    from fsyncbench.measure.plan import RunPlan
 
     data = dict(data)
     data["target"] = Path(data["target"])

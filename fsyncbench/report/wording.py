@@ -233,7 +233,7 @@ def methodology(report: Report) -> str:
             "call the named sync primitive (queue depth 1); `none` is the write alone."
         )
     if any_r is not None and any_r.ci_target_pct is not None:
-        from fsyncbench.measure import runner
+        from fsyncbench.measure import plan
         from fsyncbench.measure import timing as measure
 
         counts = sorted({r.summary.count for r in report.results})
@@ -242,7 +242,7 @@ def methodology(report: Report) -> str:
             f"interval of its p99 (below) lay within +-{any_r.ci_target_pct:g} % of p99, "
             f"checked outside the timed region after every slice and met at "
             f"{measure.CONFIRM_CHECKS} checks in a row, with at least {any_r.target_samples} "
-            f"samples from at least {runner.MIN_PHASES} slices, or its time budget ran out. "
+            f"samples from at least {plan.MIN_PHASES} slices, or its time budget ran out. "
             "Configurations were measured round-robin in short slices, so each one's samples "
             "spread over the whole run, with the filesystem synced (untimed) between slices; "
             "time one did not need went to those still short of the target. "
