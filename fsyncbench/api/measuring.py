@@ -1,78 +1,32 @@
-"""The Python API: what each ``fsyncbench`` command does, as one call that returns its
-result or raises, and never prints or exits (``fsyncbench.cli`` parses, calls one of these,
-prints and exits)::
-
-    import fsyncbench
-
-    report = fsyncbench.run("/var/lib/myapp", samples=300, rounds=1)   # a Report
-    fsyncbench.save(report, "reports")                                  # its .json and .md
-    print(fsyncbench.render(report, "markdown"))
-
-Measuring: :func:`run`, :func:`audit`, :func:`kill_matrix`, :func:`host_record`,
-:func:`powercut_listen`, :func:`powercut_write`, :func:`powercut_verify`. Reports:
-:func:`load`, :func:`save`, :func:`render`, :func:`gate`, :func:`compare`. The results are
-the frozen dataclasses of :mod:`fsyncbench.model` (durations in ns, in fields named
-``*_ns``), JSON as :func:`fsyncbench.report.store.report_to_json` writes it.
-
-Errors: :class:`~fsyncbench.errors.FsyncbenchError` with a one-line message, for bad input
-(checked before any work, in :mod:`fsyncbench.options`; the message names the CLI option, so
-it reads as the CLI's does) and for failures while working (an I/O error, a listener that
-cannot be reached). Ctrl-C (or SIGTERM, where the CLI maps it) while measuring raises
-:class:`~fsyncbench.errors.Interrupted`, a KeyboardInterrupt saying what was cleaned up.
-"""
+"""The measuring half of the API (:mod:`fsyncbench.api`): :func:`run`, :func:`audit`,
+:func:`host_record`, :func:`kill_matrix` and the ``powercut_*`` calls, and
+:func:`build_report`, which assembles and judges what they measured."""
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-import json
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fsyncbench import __version__, options
 from fsyncbench.errors import FsyncbenchError, Interrupted
 from fsyncbench.measure import runner
 from fsyncbench.measure.plan import DEFAULT_ROUNDS
-from fsyncbench.model import SCHEMA_VERSION, Evidence, Host, Report, Result, to_jsonable
+from fsyncbench.model import SCHEMA_VERSION, Evidence, Host, Report, Result
 from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import store
-from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
 if TYPE_CHECKING:  # for annotations only: each is imported where it is used
     from fsyncbench.crash import CrashExperiment
-    from fsyncbench.judge.gates import GateFailure
     from fsyncbench.powercut.verify import VerifyOutcome
     from fsyncbench.powercut.writer import WriterStatus, WriterSummary
-    from fsyncbench.report.compare import FleetRow, PairComparison, Regression
 
-__all__ = [
-    "run",
-    "audit",
-    "host_record",
-    "kill_matrix",
-    "load",
-    "save",
-    "render",
-    "gate",
-    "compare",
-    "powercut_listen",
-    "powercut_write",
-    "powercut_verify",
-    "build_report",
-    "write_file",
-    "Gates",
-    "Outputs",
-    "GateResult",
-    "Comparison",
-    "FsyncbenchError",
-    "Interrupted",
-]
 
 PathLike = str | os.PathLike[str]
 #: progress(label, index, total, done, target, elapsed_ns, budget_ns): ``label`` the
@@ -83,9 +37,6 @@ Progress = runner.RunProgress
 #: notes(message): something worth telling about a run as it happens (a leftover working
 #: directory removed, an option without effect); the CLI prints "fsyncbench: note: ...".
 Notes = Callable[[str], None]
-
-
-# --------------------------------------------------------------------------- measuring
 
 
 def run(
@@ -477,332 +428,3 @@ def _redacted(report: Report, redact: bool) -> Report:
     from fsyncbench.report import redact as redaction
 
     return redaction.redact_report(report)
-
-
-# --------------------------------------------------------------------------- reports
-
-
-def load(
-    path: PathLike,
-    *,
-    redact: bool = False,
-    gates: Gates | None = None,
-    outputs: Outputs | None = None,
-) -> Report:
-    """``fsyncbench show``'s report: read and check a saved report file (run, audit or
-    powercut; a newer schema raises "upgrade fsyncbench"), ``redact``-ed if asked. ``gates``'
-    configurations must be in it; ``outputs`` must not overwrite it (both checked)."""
-    path = Path(path)
-    if outputs is not None:
-        outputs.check(source=path)
-    report = _redacted(store.load_report(path), redact)
-    if gates is not None:
-        gates.check_configs([r.name for r in report.results])
-    return report
-
-
-def save(
-    report: Report,
-    report_dir: PathLike | None,
-    *,
-    html: bool = False,
-    csv: PathLike | None = None,
-    model_call_ms: float = DEFAULT_MODEL_CALL_MS,
-    rendered: dict[str, str] | None = None,
-) -> list[Path]:
-    """Write ``<host>-<time>.json`` and ``.md`` (and ``.html``) under a name no other report
-    holds in ``report_dir`` (created if needed; None: no report files), then the raw samples
-    as CSV to ``csv`` (replaced if it exists, like fio's and hyperfine's output files), all
-    durably; returns the paths written. ``rendered``: texts already rendered, by format. All
-    or nothing: on any failure (or Ctrl-C) the report files written so far are removed."""
-    from fsyncbench.report import tables
-
-    out_dir = None if report_dir is None else store.prepare_output_dir(Path(report_dir))
-    csv = None if csv is None else Path(csv)
-    suffixes = (".json", ".md") + ((".html",) if html else ()) if out_dir is not None else ()
-    paths: list[Path] = []
-    if out_dir is not None:
-        stem = store.claim_name(out_dir, store.report_basename(report), suffixes)
-        paths = [stem.with_name(stem.name + suffix) for suffix in suffixes]
-    done = rendered or {}
-    texts = {
-        suffix: (
-            lambda fmt=fmt: (
-                done[fmt] if fmt in done else render(report, fmt, model_call_ms=model_call_ms)
-            )
-        )
-        for suffix, fmt in ((".json", "json"), (".md", "markdown"), (".html", "html"))
-    }
-    written: list[Path] = []
-    try:
-        for path, suffix in zip(paths, suffixes):
-            store.write_durably(path, texts[suffix]())
-            written.append(path)
-        if csv is not None:
-            store.write_durably(csv, tables.render_csv(report))
-    except BaseException:
-        for path in written:
-            path.unlink(missing_ok=True)
-        for path in paths:  # a name claimed but not yet written
-            path.unlink(missing_ok=True)
-        raise
-    return paths + ([csv] if csv is not None else [])
-
-
-def write_file(path: PathLike, text: str) -> None:
-    """Atomically and durably replace the file ``path`` with ``text`` (``-o FILE``)."""
-    store.write_durably(Path(path), text)
-
-
-def render(
-    result: object, fmt: str = "text", *, model_call_ms: float = DEFAULT_MODEL_CALL_MS
-) -> str:
-    """``result`` as the CLI prints it in ``fmt``: a Report ("text", "markdown", "json",
-    "html"; a powercut report through :func:`fsyncbench.powercut.view.render`, others
-    through :func:`fsyncbench.report.render`, JSON as saved); a Host, a CrashExperiment
-    (:func:`kill_matrix`) or a :class:`Comparison` ("text", "markdown", "json"); a powercut
-    WriterSummary or VerifyOutcome ("text", "json"). ``model_call_ms``: the unit a durable
-    commit is set against, in milliseconds."""
-    from fsyncbench.report import tables
-
-    options.model_call_ms(model_call_ms)
-    if isinstance(result, Report):
-        fmt = options.choice(fmt, options.REPORT_FORMATS, "--format")
-        if fmt == "json":
-            return store.report_to_json(result)
-        if result.kind == "powercut":
-            from fsyncbench.powercut import view
-
-            return view.render(result, fmt)
-        from fsyncbench import report as reporting
-
-        return reporting.render(result, fmt, model_call_ms)
-    if isinstance(result, Comparison):
-        return _render_comparison(result, options.choice(fmt, options.TABLE_FORMATS, "--format"))
-    if isinstance(result, Host):
-        if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
-            return _json(to_jsonable(result))
-        return tables.render_host(result, fmt)
-    from fsyncbench.powercut.verify import VerifyOutcome
-    from fsyncbench.powercut.writer import WriterSummary, format_summary
-
-    if isinstance(result, VerifyOutcome):
-        fmt = options.choice(fmt, options.VERIFY_FORMATS, "--format")
-        return store.report_to_json(result.report) if fmt == "json" else result.text
-    if isinstance(result, WriterSummary):
-        if options.choice(fmt, options.VERIFY_FORMATS, "--format") == "json":
-            return (
-                json.dumps(
-                    {
-                        k: str(v) if isinstance(v, Path) else v
-                        for k, v in to_jsonable(result).items()
-                    },
-                    indent=1,
-                )
-                + "\n"
-            )
-        return format_summary(result) + "\n"
-    from fsyncbench.crash import CrashExperiment
-    from fsyncbench.crash.view import crash_jsonable, render_crash
-
-    if isinstance(result, CrashExperiment):
-        if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
-            return _json(crash_jsonable(result, model_call_ms))
-        return render_crash(result, model_call_ms, fmt)
-    raise FsyncbenchError(f"cannot render a {type(result).__name__}")
-
-
-def _json(data: Any) -> str:
-    from fsyncbench.report import tables
-
-    return json.dumps(tables.json_safe(data), indent=1) + "\n"
-
-
-@dataclass(frozen=True)
-class GateResult:
-    """What :func:`gate` found: ``failures`` (:class:`fsyncbench.judge.gates.GateFailure`,
-    in result order) among ``checked`` configurations; ``active`` False when no gate was
-    set (nothing checked)."""
-
-    failures: tuple[GateFailure, ...] = ()
-    checked: int = 0
-    active: bool = False
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.failures)
-
-
-def gate(
-    report: Report,
-    gates: Gates | None = None,
-    *,
-    max_p99: str | int | None = None,
-    fail_on: str | Sequence[str] | None = None,
-    configs: str | Sequence[str] | None = None,
-) -> GateResult:
-    """The CI gates over ``report``: each configuration (``configs``; default all but the
-    no-sync write baseline) whose p99 is above ``max_p99`` ("10ms", or ns) or whose path
-    verdict is in ``fail_on`` ("volatile_cache,no_flush") fails. Give ``gates`` (parsed) or
-    the three values."""
-    from fsyncbench.judge import gates as checks
-
-    if gates is None:
-        gates = Gates.parse(max_p99, fail_on, configs)
-    if not gates.active:
-        return GateResult()
-    failures = checks.check(report, gates.max_p99_ns, gates.fail_on, gates.configs)
-    return GateResult(tuple(failures), len(checks.select(report, gates.configs)), True)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """What :func:`compare` found. Two reports: ``pair`` (host differences, each
-    configuration's p50 and p99 side by side with intervals and Holm-adjusted significance).
-    Three or more: ``fleet`` rows sorted by the p99 of ``config``. With a regression check
-    (``limit_pct`` set): the ``regressions`` (:class:`fsyncbench.report.compare.Regression`)
-    against the first report, the configurations ``not_checked`` and the ``lines`` that say
-    so."""
-
-    reports: tuple[Report, ...]
-    labels: tuple[str, ...]
-    pair: PairComparison | None = None
-    fleet: tuple[FleetRow, ...] = ()
-    config: str | None = None
-    limit_pct: float | None = None
-    regressions: tuple[Regression, ...] = ()
-    not_checked: tuple[str, ...] = ()
-    lines: tuple[str, ...] = ()
-
-
-def compare(
-    reports: Sequence[PathLike | Report],
-    *,
-    configs: str | Sequence[str] | None = None,
-    fail_on_regression: float | None = None,
-    outputs: Outputs | None = None,
-) -> Comparison:
-    """``fsyncbench compare``: two or more reports (files or Report objects; the first is the
-    baseline, each labelled by its file name, or its path where names repeat). ``configs``:
-    the configuration to sort a fleet by (default wal/full), or those the regression check
-    looks at. ``fail_on_regression``: a percentage; a configuration whose p99 is more than
-    that much worse than in the baseline, and significantly so, is a regression."""
-    from fsyncbench.judge import gates as checks
-    from fsyncbench.report import compare as comparing
-
-    if len(reports) < 2:
-        raise FsyncbenchError("compare needs at least two reports")
-    limit = None if fail_on_regression is None else options.percent(fail_on_regression)
-    if outputs is not None:
-        outputs.check()
-    names = [store.report_basename(r) if isinstance(r, Report) else Path(r).name for r in reports]
-    labels = (
-        names
-        if len(set(names)) == len(names)
-        else [store.report_basename(r) if isinstance(r, Report) else str(Path(r)) for r in reports]
-    )
-    loaded = [r if isinstance(r, Report) else store.load_report(Path(r)) for r in reports]
-    comparing.check_comparable(loaded, labels)
-    wanted = checks.parse_names([configs] if isinstance(configs, str) else configs)
-    if wanted:
-        checks.check_names(wanted, comparing.common_names(loaded), "every report has")
-    out = Comparison(tuple(loaded), tuple(labels))
-    if len(loaded) == 2:
-        pair = comparing.compare_pair(loaded[0], loaded[1])
-        pairs = [(labels[1], pair)]
-        out = dataclasses.replace(out, pair=pair)
-    else:
-        if len(wanted) > 1:
-            raise FsyncbenchError("a fleet is sorted by one configuration: give one --config")
-        config = comparing.fleet_config(loaded, wanted[0] if wanted else None)
-        out = dataclasses.replace(
-            out, fleet=tuple(comparing.fleet(loaded, labels, config)), config=config
-        )
-        pairs = (
-            []
-            if limit is None
-            else [
-                (label, comparing.compare_pair(loaded[0], rep))
-                for rep, label in zip(loaded[1:], labels[1:])
-            ]
-        )
-    if limit is None:
-        return out
-    found, skipped = [], []
-    for label, pair in pairs:
-        looked, untested = comparing.regression_coverage(pair, wanted)
-        if untested and len(untested) == looked:
-            raise FsyncbenchError(
-                f"--fail-on-regression could test no configuration of {label} against "
-                f"{labels[0]}: "
-                + "; ".join(untested[:2])
-                + (f"; and {len(untested) - 2} more" if len(untested) > 2 else "")
-            )
-        skipped += [f"{u} in {label}" for u in untested]
-        found += comparing.regressions(pair, limit, labels[0], label, wanted)
-    return dataclasses.replace(
-        out,
-        limit_pct=limit,
-        regressions=tuple(found),
-        not_checked=tuple(skipped),
-        lines=tuple(_regression_lines(limit, pairs, labels[0], found, skipped)),
-    )
-
-
-def _regression_lines(
-    limit: float,
-    pairs: Sequence[tuple[str, PairComparison]],
-    baseline: str,
-    found: Sequence[Regression],
-    skipped: Sequence[str],
-) -> list[str]:
-    """The regression check's lines: what was not checked, then each regression (or none)."""
-    from fsyncbench.fmt import fmt_ns
-    from fsyncbench.report import compare as comparing
-    from fsyncbench.report import tables
-
-    lines = []
-    if skipped:
-        lines.append(
-            "Not checked for a regression (no p99 interval to test): " + "; ".join(skipped) + "."
-        )
-    if not found:
-        lines.append(f"No p99 regression above {limit:g} % against {baseline}.")
-        return lines
-    for label, pair in pairs:
-        moved = tables.floor_moved_line(pair)
-        if moved and any(r.candidate == label for r in found):
-            lines.append(f"{label}: {moved}")
-    for r in found:
-        q = r.p99
-        assert q.ratio_ci is not None  # a regression is tested, so it has its interval
-        lines.append(
-            f"REGRESSION {r.name}: p99 {fmt_ns(q.a_ns)} in {r.baseline} -> "
-            f"{fmt_ns(q.b_ns)} in {r.candidate} ({q.change_pct:+.0f} %, ratio 95% CI "
-            f"[{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}]), more than --fail-on-regression "
-            f"{r.limit_pct:g} % worse ({comparing.ADJUSTMENT}-adjusted one-sided p {r.p_adjusted:.2g})"
-        )
-    return lines
-
-
-def _render_comparison(c: Comparison, fmt: str) -> str:
-    from fsyncbench.report import tables
-
-    if fmt != "json":
-        if c.pair is not None:
-            return tables.render_compare(
-                c.reports[0], c.reports[1], c.pair, c.labels, tables.TABLEFMT[fmt]
-            )
-        return tables.render_fleet(list(c.fleet), c.config, tables.TABLEFMT[fmt])
-    if c.pair is not None:
-        data = tables.compare_jsonable(c.reports[0], c.reports[1], c.pair, c.labels)
-    else:
-        data = tables.fleet_jsonable(list(c.fleet), c.config)
-    if c.limit_pct is not None:
-        data["regression_check"] = {
-            "limit_pct": c.limit_pct,
-            "baseline": c.labels[0],
-            "not_checked": list(c.not_checked),
-            "regressions": [to_jsonable(r) for r in c.regressions],
-        }
-    return _json(data)
