@@ -8,7 +8,15 @@ that ``from fsyncbench import __version__`` stays cheap (no numpy)::
     report = fsyncbench.run("/var/lib/myapp", samples=300, rounds=1)
 """
 
-from typing import Any
+from __future__ import annotations
+
+# typing is not imported at run time: this module is the first of fsyncbench a Ctrl-C can
+# land in while the interpreter starts, and importing typing (and re) there takes long
+# enough to be hit (entry.py guards only what comes after). mypy reads the block below
+# (it takes any name TYPE_CHECKING as true).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __version__ = "0.1.0"
 

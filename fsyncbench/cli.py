@@ -285,13 +285,15 @@ class _Stdout:
     (``closed_by_reader`` tells the gates to report on stderr instead); any other write
     error (a full device: ENOSPC, EIO) is one line and exit 2."""
 
-    def __init__(self, inner: TextIO) -> None:
-        self._inner = inner
+    def __init__(self, inner: TextIO | None) -> None:
+        self._inner = inner  # None: started with file descriptor 1 closed (``>&-``)
         self.closed_by_reader = False
 
     def write(self, text: str) -> int:
         if self.closed_by_reader:
             return len(text)
+        if self._inner is None:
+            raise FsyncbenchError("cannot write to standard output: it is closed")
         try:
             return self._inner.write(text)
         except BrokenPipeError:
@@ -303,7 +305,7 @@ class _Stdout:
             ) from exc
 
     def flush(self) -> None:
-        if self.closed_by_reader:
+        if self.closed_by_reader or self._inner is None:
             return
         try:
             self._inner.flush()
@@ -316,6 +318,8 @@ class _Stdout:
 
     def _reader_gone(self) -> None:
         self.closed_by_reader = True
+        if self._inner is None:  # only a write to a real stream finds its reader gone
+            return
         try:  # the interpreter's own flush at exit must not fail on the closed pipe either
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, self._inner.fileno())

@@ -416,6 +416,21 @@ def test_a_report_with_a_5000_digit_number_is_one_line(tmp_path):
         assert "Traceback" not in proc.stderr
 
 
+def test_a_closed_stdout_is_one_line_and_exit_2(tmp_path):
+    """Started with file descriptor 1 closed (``fsyncbench host >&-``: Python's sys.stdout
+    is None): like ``ls >&-``, one error line and exit 2, not a traceback."""
+    proc = subprocess.run(
+        ["sh", "-c", '"$0" -m fsyncbench host "$1" >&-', sys.executable, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (proc.returncode, proc.stderr) == (
+        2,
+        "fsyncbench: error: cannot write to standard output: it is closed\n",
+    )
+
+
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
 def test_run_with_stdout_on_a_full_device_keeps_its_report(tmp_path):
     out = tmp_path / "out"
