@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Any, overload
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import runner
@@ -44,9 +44,110 @@ VERIFY_FORMATS = ("text", "json")
 MODEL_CALL_MS_MIN, MODEL_CALL_MS_MAX = 0.001, 3_600_000
 
 
-def target_dir(path: str | os.PathLike[str]) -> Path:
-    """DIR resolved, after checking it is an existing, readable directory
-    (:func:`fsyncbench.measure.runner.check_target`)."""
+def given(value: object) -> str:
+    """``value`` as a type message shows it: its repr (shortened), or its type's name."""
+    if value is None or isinstance(value, (str, bytes, int, float, list, tuple, dict, set)):
+        text = repr(value)
+        return text if len(text) <= 60 else text[:57] + "..."
+    return f"a {type(value).__name__}"
+
+
+# The type checks of the API's arguments, done at each entry before any work. ``name`` is
+# the API parameter; the CLI never passes a value these refuse (argparse has parsed it), so
+# the CLI's messages for bad *values* are untouched.
+
+
+def check_path(value: object, name: str, *, optional: bool = False) -> None:
+    """A path: a ``str`` or an ``os.PathLike`` (None where ``optional``)."""
+    if optional and value is None:
+        return
+    if not isinstance(value, (str, os.PathLike)):
+        none = " or None" if optional else ""
+        raise FsyncbenchError(
+            f"{name} must be a path (str or os.PathLike){none}, got {given(value)}"
+        )
+
+
+def check_integer(value: object, name: str, *, optional: bool = False) -> None:
+    """An ``int`` and not a ``bool`` (a float such as 2.5 is refused, not rounded)."""
+    if optional and value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        none = " or None" if optional else ""
+        raise FsyncbenchError(f"{name} must be an integer{none}, got {given(value)}")
+
+
+def check_number(value: object, name: str, *, optional: bool = False) -> None:
+    """An ``int`` or a ``float``, not a ``bool``."""
+    if optional and value is None:
+        return
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        none = " or None" if optional else ""
+        raise FsyncbenchError(f"{name} must be a number{none}, got {given(value)}")
+
+
+def check_text(value: object, name: str, *, optional: bool = False) -> None:
+    """A ``str`` (None where ``optional``)."""
+    if optional and value is None:
+        return
+    if not isinstance(value, str):
+        none = " or None" if optional else ""
+        raise FsyncbenchError(f"{name} must be a string{none}, got {given(value)}")
+
+
+def check_list(
+    value: object, name: str, *, comma: bool = True, flags: bool = False, optional: bool = True
+) -> None:
+    """A list: a comma-separated ``str`` (when ``comma``) or a sequence of ``str`` (and of
+    ``bool`` too, when ``flags``); None where ``optional``."""
+    if optional and value is None:
+        return
+    items = (str, bool) if flags else (str,)
+    if flags and isinstance(value, bool):
+        return
+    if isinstance(value, str) and comma:
+        return
+    if (
+        isinstance(value, Sequence)
+        and not isinstance(value, (str, bytes))
+        and all(isinstance(v, items) for v in value)
+    ):
+        return
+    what = (
+        "a comma-separated string, a bool or a sequence of them"
+        if flags
+        else "a comma-separated string or a sequence of strings"
+        if comma
+        else "a sequence of strings"
+    )
+    raise FsyncbenchError(
+        f"{name} must be {what}{' or None' if optional else ''}, got {given(value)}"
+    )
+
+
+def check_instance(value: object, kind: type, name: str, *, optional: bool = True) -> None:
+    """An instance of ``kind`` (None where ``optional``)."""
+    if optional and value is None:
+        return
+    if not isinstance(value, kind):
+        article = "an" if kind.__name__[0] in "AEIOU" else "a"
+        none = " or None" if optional else ""
+        raise FsyncbenchError(f"{name} must be {article} {kind.__name__}{none}, got {given(value)}")
+
+
+def check_callback(value: object, name: str, *, optional: bool = True) -> None:
+    """A callable (None where ``optional``)."""
+    if optional and value is None:
+        return
+    if not callable(value):
+        none = " or None" if optional else ""
+        raise FsyncbenchError(f"{name} must be callable{none}, got {given(value)}")
+
+
+def target_dir(path: str | os.PathLike[str], name: str = "target") -> Path:
+    """DIR resolved, after checking it is a path (``name``: the API parameter) to an
+    existing, readable directory (:func:`fsyncbench.measure.runner.check_target`)."""
+    check_path(path, name)
     return runner.check_target(Path(path))
 
 
@@ -63,6 +164,7 @@ def choice(value: str, allowed: Sequence[str], option: str) -> str:
 def model_call_ms(value: float, shown: str | None = None) -> float:
     """--model-call-ms: milliseconds between 0.001 and 3,600,000 (one hour); ``shown`` is
     the value as the user wrote it, for the message."""
+    check_number(value, "model_call_ms")
     if not MODEL_CALL_MS_MIN <= value <= MODEL_CALL_MS_MAX:  # worded like every other range check
         raise FsyncbenchError(
             "--model-call-ms must be between 0.001 and 3600000, got "
@@ -82,14 +184,16 @@ def percent(value: str | float) -> float:
     return pct
 
 
-def assumed(facts: Sequence[str] | None) -> tuple[str, ...]:
-    """--assume facts (the user-declared facts a machine cannot show), each known, in
-    order, without repeats."""
+def assumed(facts: str | Sequence[str] | None) -> tuple[str, ...]:
+    """--assume facts (the user-declared facts a machine cannot show; a comma-separated
+    string or a sequence), each known, in order, without repeats."""
     from fsyncbench.judge.devices import DECLARABLE
 
-    for fact in facts or ():
+    check_list(facts, "assume")
+    given = [f.strip() for f in facts.split(",")] if isinstance(facts, str) else facts or ()
+    for fact in given:
         choice(fact, sorted(DECLARABLE), "--assume")
-    return tuple(dict.fromkeys(facts or ()))
+    return tuple(dict.fromkeys(given))
 
 
 @overload
@@ -134,6 +238,17 @@ def run_plan(
     """The plan of ``fsyncbench run`` (``target`` already checked): the pragma lists parsed
     (comma strings or sequences), the defaults of an adaptive or a fixed run filled in, and
     every bound checked (:class:`fsyncbench.measure.plan.RunPlan`)."""
+    check_list(journal_modes, "journal_modes")
+    check_list(synchronous, "synchronous")
+    check_list(fullfsync, "fullfsync", flags=True)
+    check_integer(samples, "samples", optional=True)
+    check_number(ci_target_pct, "ci_target_pct", optional=True)
+    check_integer(min_samples, "min_samples", optional=True)
+    check_number(budget_seconds, "budget_seconds")
+    check_number(run_budget_seconds, "run_budget_seconds", optional=True)
+    check_integer(rounds, "rounds")
+    check_integer(warmup, "warmup")
+    check_integer(payload_bytes, "payload_bytes")
     if samples is not None and (ci_target_pct is not None or min_samples is not None):
         raise FsyncbenchError(
             "--samples fixes the sample count; it cannot be combined with "
@@ -175,6 +290,7 @@ def audit_plans(
     in one round, then the evidence (:class:`fsyncbench.measure.evidence.EvidencePlan`)."""
     from fsyncbench.measure import evidence
 
+    audit_types(samples, budget_seconds, compare_syncs, sweep_repeats, sweep_max_mib, trace_commits)
     if samples < 1:
         raise FsyncbenchError(f"--samples must be at least 1, got {samples}")
     plan = RunPlan(
@@ -195,6 +311,24 @@ def audit_plans(
     return plan, ev_plan
 
 
+def audit_types(
+    samples: Any,
+    budget_seconds: Any,
+    compare_syncs: Any,
+    sweep_repeats: Any,
+    sweep_max_mib: Any,
+    trace_commits: Any,
+) -> None:
+    """The types of ``audit``'s numbers (checked with ``from_report`` too, where they are
+    not used)."""
+    check_integer(samples, "samples")
+    check_number(budget_seconds, "budget_seconds")
+    check_integer(compare_syncs, "compare_syncs")
+    check_integer(sweep_repeats, "sweep_repeats")
+    check_integer(sweep_max_mib, "sweep_max_mib")
+    check_integer(trace_commits, "trace_commits")
+
+
 def one_pragmas(
     journal_mode: str, synchronous: str, fullfsync: str | bool | None = None, *, command: str
 ) -> Pragmas:
@@ -202,6 +336,9 @@ def one_pragmas(
     means on on macOS, unset elsewhere (``crash`` has no fullfsync)."""
     from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
 
+    check_text(journal_mode, "journal_mode")
+    check_text(synchronous, "synchronous")
+    check_list(fullfsync, "fullfsync", flags=True)
     mode = parse_choices(journal_mode, JOURNAL_MODES, "journal_mode")
     sync = parse_choices(synchronous, SYNCHRONOUS, "synchronous")
     if command == "crash":
@@ -244,6 +381,8 @@ class Gates:
         ``fail_on`` and ``configs`` comma lists or sequences (``--config`` may repeat)."""
         from fsyncbench.judge import gates
 
+        check_list(fail_on, "fail_on")
+        check_list(configs, "configs")
         if max_p99 is None:
             max_ns = None
         elif isinstance(max_p99, int) and not isinstance(max_p99, bool):
@@ -254,8 +393,13 @@ class Gates:
             raise FsyncbenchError(
                 f"invalid --max-p99 {max_p99!r}: give a number with a unit, e.g. 10ms, 500us, 2s"
             )
-        else:
+        elif isinstance(max_p99, str):
             max_ns = gates.parse_duration(max_p99, "--max-p99")
+        else:
+            raise FsyncbenchError(
+                "max_p99 must be a duration such as '10ms' or an integer of ns, got "
+                + given(max_p99)
+            )
         verdicts = gates.parse_verdicts(_comma_list(fail_on)) if fail_on is not None else ()
         names = gates.parse_names([configs] if isinstance(configs, str) else configs)
         return cls(max_ns, verdicts, names)
@@ -284,6 +428,14 @@ class Outputs:
     csv: Path | None = None
     report_dir: Path | None = None
     no_report: bool = False
+
+    def __post_init__(self) -> None:
+        # a str or any os.PathLike is taken for a path, as everywhere in the API
+        for field in ("output", "csv", "report_dir"):
+            value = getattr(self, field)
+            check_path(value, field, optional=True)
+            if value is not None and not isinstance(value, Path):
+                object.__setattr__(self, field, Path(value))
 
     @property
     def save_dir(self) -> Path | None:

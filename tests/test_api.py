@@ -12,7 +12,7 @@ import pytest
 import sampled
 
 import fsyncbench
-from fsyncbench import cli
+from fsyncbench import cli, options
 from fsyncbench.errors import FsyncbenchError, Interrupted
 from fsyncbench.model import Report
 from fsyncbench.report import store
@@ -150,6 +150,88 @@ def test_bad_input_raises_the_line_the_cli_prints(tmp_path, capsys, call, argv):
         call(tmp_path)
     assert list(tmp_path.iterdir()) == []  # refused before any work
     assert str(raised.value) == _cli_error([a.format(d=tmp_path) for a in argv], capsys)
+
+
+# (the API call given a wrong type, the parameter its message names): refused before any
+# work, as FsyncbenchError (never a TypeError or AttributeError from deep inside)
+BAD_TYPES = [
+    # paths
+    (lambda d: fsyncbench.run(None), "target"),
+    (lambda d: fsyncbench.run(True), "target"),
+    (lambda d: fsyncbench.run(["."]), "target"),
+    (lambda d: fsyncbench.run(123), "target"),
+    (lambda d: fsyncbench.host_record(None), "target"),
+    (lambda d: fsyncbench.kill_matrix(None), "target"),
+    (lambda d: fsyncbench.audit(True), "target"),
+    (lambda d: fsyncbench.audit(from_report=123), "from_report"),
+    (lambda d: fsyncbench.load(None), "path"),
+    (lambda d: fsyncbench.compare([None, None]), "reports[0]"),
+    (lambda d: fsyncbench.compare(None), "reports"),
+    (
+        lambda d: fsyncbench.powercut_verify(d, listener="127.0.0.1:9", report_dir=None),
+        "report_dir",
+    ),
+    (lambda d: fsyncbench.save(sampled.report(1.0, n=50), d / "r", csv=5), "csv"),
+    (lambda d: fsyncbench.Outputs(output=5), "output"),
+    # lists
+    (lambda d: fsyncbench.run(d, journal_modes=5), "journal_modes"),
+    (lambda d: fsyncbench.run(d, synchronous=["full", None]), "synchronous"),
+    (lambda d: fsyncbench.run(d, fullfsync=3), "fullfsync"),
+    (lambda d: fsyncbench.run(d, assume=5), "assume"),
+    (lambda d: fsyncbench.run(d, command_line="fsyncbench run"), "command_line"),
+    (lambda d: fsyncbench.Gates.parse(fail_on=5), "fail_on"),
+    (lambda d: fsyncbench.Gates.parse(configs=5), "configs"),
+    (lambda d: fsyncbench.compare("ab"), "reports"),
+    # numbers
+    (lambda d: fsyncbench.run(d, samples="100"), "samples"),
+    (lambda d: fsyncbench.run(d, samples=True), "samples"),
+    (lambda d: fsyncbench.run(d, samples=2.5), "samples"),
+    (lambda d: fsyncbench.run(d, rounds=None), "rounds"),
+    (lambda d: fsyncbench.run(d, rounds=1.5), "rounds"),
+    (lambda d: fsyncbench.run(d, warmup=None), "warmup"),
+    (lambda d: fsyncbench.run(d, warmup=2.5), "warmup"),
+    (lambda d: fsyncbench.run(d, payload_bytes=None), "payload_bytes"),
+    (lambda d: fsyncbench.run(d, budget_seconds="5"), "budget_seconds"),
+    (lambda d: fsyncbench.run(d, budget_seconds=True), "budget_seconds"),
+    (lambda d: fsyncbench.run(d, ci_target_pct="10"), "ci_target_pct"),
+    (lambda d: fsyncbench.run(d, min_samples="5"), "min_samples"),
+    (lambda d: fsyncbench.audit(d, samples=None), "samples"),
+    (lambda d: fsyncbench.audit(d, sweep_max_mib=1.5), "sweep_max_mib"),
+    (lambda d: fsyncbench.Gates.parse(max_p99=1.5), "max_p99"),
+    (lambda d: fsyncbench.render(sampled.report(1.0, n=50), model_call_ms="5"), "model_call_ms"),
+    # single pragma values
+    (lambda d: fsyncbench.kill_matrix(d, journal_mode=None), "journal_mode"),
+    (lambda d: fsyncbench.powercut_write(d, to="127.0.0.1:9", synchronous=1), "synchronous"),
+    # objects and callbacks
+    (lambda d: fsyncbench.run(d, gates="x"), "gates"),
+    (lambda d: fsyncbench.run(d, outputs="x"), "outputs"),
+    (lambda d: fsyncbench.gate(None, max_p99="10ms"), "report"),
+    (lambda d: fsyncbench.save(None, d / "reports"), "report"),
+    (lambda d: fsyncbench.run(d, progress=5), "progress"),
+    (lambda d: fsyncbench.audit(d, notes="x"), "notes"),
+]
+
+
+@pytest.mark.parametrize(
+    "call,name", BAD_TYPES, ids=[f"{i}-{n}" for i, (_c, n) in enumerate(BAD_TYPES)]
+)
+def test_a_wrong_type_is_refused_before_any_work(tmp_path, call, name):
+    with pytest.raises(FsyncbenchError) as raised:
+        call(tmp_path)
+    message = str(raised.value)
+    assert message.startswith(f"{name} must be ") and "\n" not in message, message
+    assert list(tmp_path.iterdir()) == []  # no directory created, no file written
+
+
+def test_a_plain_string_is_one_comma_list(tmp_path):
+    assert options.assumed("plp") == ("plp",)
+    assert options.assumed(" plp, plp") == ("plp",)
+    assert "plp" in fsyncbench.host_record(tmp_path, assume="plp").target.declared
+    with pytest.raises(FsyncbenchError, match=r"^argument --assume: invalid choice: 'magic' "):
+        options.assumed("plp,magic")
+    assert fsyncbench.Gates.parse(fail_on=["no_flush"], configs=("wal/full",)).configs == (
+        "wal/full",
+    )
 
 
 def test_an_unknown_format_or_fact_is_refused_as_argparse_words_it(measured):

@@ -54,7 +54,7 @@ def run(
     warmup: int = 50,
     payload_bytes: int = 512,
     primitives: bool = True,
-    assume: Sequence[str] = (),
+    assume: str | Sequence[str] = (),
     redact: bool = False,
     gates: Gates | None = None,
     outputs: Outputs | None = None,
@@ -73,12 +73,14 @@ def run(
     10), from ``min_samples`` on (default 1000), all sharing ``run_budget_seconds`` (default
     17; none with ``samples``), none taking more than ``budget_seconds``. ``payload_bytes``:
     each step's output; ``primitives`` False skips the raw write+sync measurements.
-    ``assume``: facts the machine cannot show ("plp"). ``redact``: remove hostname, serials
+    ``assume``: facts the machine cannot show ("plp"; a comma list or a sequence). ``redact``: remove hostname, serials
     and user paths. ``gates``: its ``configs`` must be configurations this run measures;
     ``outputs``: files the caller writes afterwards; both checked before anything is
     measured. ``command_line`` is recorded in the report (default ``sys.argv``).
     """
     started = time.monotonic_ns()
+    options.check_instance(gates, Gates, "gates")
+    _check_extras(assume, outputs, progress, notes, command_line)
     path = options.target_dir(target)
     plan = options.run_plan(
         path,
@@ -133,7 +135,7 @@ def audit(
     sweep_max_mib: int = 64,
     trace_commits: int = 20,
     trace: bool = True,
-    assume: Sequence[str] = (),
+    assume: str | Sequence[str] = (),
     redact: bool = False,
     outputs: Outputs | None = None,
     progress: Progress | None = None,
@@ -149,6 +151,12 @@ def audit(
     nothing is measured: its verdict is derived again from its recorded facts. Other
     arguments as for :func:`run`."""
     started = time.monotonic_ns()
+    options.check_path(target, "target", optional=True)
+    options.check_path(from_report, "from_report", optional=True)
+    options.audit_types(
+        samples, budget_seconds, compare_syncs, sweep_repeats, sweep_max_mib, trace_commits
+    )
+    _check_extras(assume, outputs, progress, notes, command_line)
     if from_report is not None:
         if target is not None:
             raise FsyncbenchError("give a directory to audit or --from REPORT, not both")
@@ -199,11 +207,12 @@ def audit(
 
 
 def host_record(
-    target: PathLike = ".", *, assume: Sequence[str] = (), outputs: Outputs | None = None
+    target: PathLike = ".", *, assume: str | Sequence[str] = (), outputs: Outputs | None = None
 ) -> Host:
     """``fsyncbench host``: the host record (OS, SQLite, filesystem, storage stack, devices,
     virtualization) of the directory ``target``, with the ``assume`` facts declared;
     nothing is measured."""
+    _check_extras(assume, outputs)
     path = options.target_dir(target)
     facts = options.assumed(assume)
     if outputs is not None:
@@ -225,6 +234,7 @@ def kill_matrix(
     :class:`fsyncbench.crash.CrashExperiment` (render it with :func:`render`)."""
     from fsyncbench import crash
 
+    _check_extras((), outputs, notes=notes)
     path = options.target_dir(target)
     pragmas = options.one_pragmas(journal_mode, synchronous, command="crash")
     if outputs is not None:
@@ -249,6 +259,11 @@ def powercut_listen(
     (address, port) (:func:`fsyncbench.powercut.listen`)."""
     from fsyncbench import powercut
 
+    options.check_text(bind, "bind")
+    options.check_integer(port, "port")
+    options.check_path(state, "state")
+    options.check_callback(log, "log", optional=False)
+    options.check_callback(ready, "ready")
     powercut.listen(bind, port, Path(state), log, ready)
 
 
@@ -271,6 +286,12 @@ def powercut_write(
     each event line. Returns the WriterSummary (render it with :func:`render`)."""
     from fsyncbench import powercut
 
+    options.check_text(to, "to")
+    options.check_integer(payload_bytes, "payload_bytes")
+    options.check_integer(max_commits, "max_commits", optional=True)
+    options.check_callback(status, "status")
+    options.check_callback(log, "log")
+    _check_extras((), outputs)
     address = options.address(to, "--to")
     path = options.target_dir(target)
     pragmas = options.one_pragmas(journal_mode, synchronous, fullfsync, command="powercut write")
@@ -302,6 +323,10 @@ def powercut_verify(
     :class:`fsyncbench.powercut.verify.VerifyOutcome` (``report``, ``failed``, ``path``)."""
     from fsyncbench import powercut
 
+    options.check_text(listener, "listener")
+    options.check_text(run_id, "run_id", optional=True)
+    options.check_path(report_dir, "report_dir")
+    _check_extras((), outputs, command_line=command_line)
     address = options.address(listener, "--from")
     path = options.target_dir(target)
     if outputs is not None:
@@ -402,6 +427,21 @@ def _declare(host: Host, facts: Sequence[str]) -> Host:
         host.target, declared=tuple(dict.fromkeys((*host.target.declared, *facts)))
     )
     return dataclasses.replace(host, target=target)
+
+
+def _check_extras(
+    assume: object,
+    outputs: object,
+    progress: object = None,
+    notes: object = None,
+    command_line: object = None,
+) -> None:
+    """The types of the arguments most measuring calls share (:mod:`fsyncbench.options`)."""
+    options.check_list(assume, "assume")
+    options.check_instance(outputs, Outputs, "outputs")
+    options.check_callback(progress, "progress")
+    options.check_callback(notes, "notes")
+    options.check_list(command_line, "command_line", comma=False)
 
 
 def _sweep(target: Path, notes: Notes | None) -> None:

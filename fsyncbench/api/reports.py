@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,9 @@ def load(
     """``fsyncbench show``'s report: read and check a saved report file (run, audit or
     powercut; a newer schema raises "upgrade fsyncbench"), ``redact``-ed if asked. ``gates``'
     configurations must be in it; ``outputs`` must not overwrite it (both checked)."""
+    options.check_path(path, "path")
+    options.check_instance(gates, Gates, "gates")
+    options.check_instance(outputs, Outputs, "outputs")
     path = Path(path)
     if outputs is not None:
         outputs.check(source=path)
@@ -58,6 +62,11 @@ def save(
     or nothing: on any failure (or Ctrl-C) the report files written so far are removed."""
     from fsyncbench.report import tables
 
+    options.check_instance(report, Report, "report", optional=False)
+    options.check_path(report_dir, "report_dir", optional=True)
+    options.check_path(csv, "csv", optional=True)
+    options.model_call_ms(model_call_ms)
+    options.check_instance(rendered, dict, "rendered")
     out_dir = None if report_dir is None else store.prepare_output_dir(Path(report_dir))
     csv = None if csv is None else Path(csv)
     suffixes = (".json", ".md") + ((".html",) if html else ()) if out_dir is not None else ()
@@ -92,6 +101,8 @@ def save(
 
 def write_file(path: PathLike, text: str) -> None:
     """Atomically and durably replace the file ``path`` with ``text`` (``-o FILE``)."""
+    options.check_path(path, "path")
+    options.check_text(text, "text")
     store.write_durably(Path(path), text)
 
 
@@ -188,8 +199,10 @@ def gate(
     the three values."""
     from fsyncbench.judge import gates as checks
 
+    options.check_instance(gates, Gates, "gates")
     if gates is None:
         gates = Gates.parse(max_p99, fail_on, configs)
+    options.check_instance(report, Report, "report", optional=False)
     if not gates.active:
         return GateResult()
     failures = checks.check(report, gates.max_p99_ns, gates.fail_on, gates.configs)
@@ -231,6 +244,17 @@ def compare(
     from fsyncbench.judge import gates as checks
     from fsyncbench.report import compare as comparing
 
+    if not isinstance(reports, Sequence) or isinstance(reports, (str, bytes)):
+        raise FsyncbenchError(
+            f"reports must be a sequence of paths or Reports, got {options.given(reports)}"
+        )
+    for i, r in enumerate(reports):
+        if not isinstance(r, (Report, str, os.PathLike)):
+            raise FsyncbenchError(
+                f"reports[{i}] must be a path or a Report, got {options.given(r)}"
+            )
+    options.check_list(configs, "configs")
+    options.check_instance(outputs, Outputs, "outputs")
     if len(reports) < 2:
         raise FsyncbenchError("compare needs at least two reports")
     limit = None if fail_on_regression is None else options.percent(fail_on_regression)
