@@ -113,9 +113,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--budget-seconds",
         type=float,
-        default=10.0,
+        default=plan.DEFAULT_BUDGET_S,
         metavar="S",
-        help="most time one configuration may take, in seconds (default 10)",
+        help="most time one configuration may take, in seconds "
+        f"(default {plan.DEFAULT_BUDGET_S:g})",
     )
     run.add_argument(
         "--run-budget-seconds",
@@ -136,14 +137,18 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {plan.DEFAULT_ROUNDS})",
     )
     run.add_argument(
-        "--warmup", type=int, default=50, metavar="N", help="untimed warmup operations (default 50)"
+        "--warmup",
+        type=int,
+        default=plan.DEFAULT_WARMUP,
+        metavar="N",
+        help=f"untimed warmup operations (default {plan.DEFAULT_WARMUP})",
     )
     run.add_argument(
         "--payload-bytes",
         type=int,
-        default=512,
+        default=plan.DEFAULT_PAYLOAD_BYTES,
         metavar="N",
-        help="size of each step's JSON output, in bytes (default 512)",
+        help=f"size of each step's JSON output, in bytes (default {plan.DEFAULT_PAYLOAD_BYTES})",
     )
     run.add_argument(
         "--no-primitives",
@@ -426,9 +431,9 @@ def build_parser() -> argparse.ArgumentParser:
     pcw.add_argument(
         "--payload-bytes",
         type=int,
-        default=512,
+        default=plan.DEFAULT_PAYLOAD_BYTES,
         metavar="N",
-        help="size of each step's JSON output, in bytes (default 512)",
+        help=f"size of each step's JSON output, in bytes (default {plan.DEFAULT_PAYLOAD_BYTES})",
     )
     pcw.add_argument(
         "--max-commits",

@@ -21,10 +21,13 @@ from typing import TYPE_CHECKING, Any, overload
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import runner
 from fsyncbench.measure.plan import (
+    DEFAULT_BUDGET_S,
     DEFAULT_CI_TARGET_PCT,
     DEFAULT_MIN_SAMPLES,
+    DEFAULT_PAYLOAD_BYTES,
     DEFAULT_ROUNDS,
     DEFAULT_RUN_BUDGET_S,
+    DEFAULT_WARMUP,
     RunPlan,
     build_configs,
     parse_choices,
@@ -228,11 +231,11 @@ def run_plan(
     samples: int | None = None,
     ci_target_pct: float | None = None,
     min_samples: int | None = None,
-    budget_seconds: float = 10.0,
+    budget_seconds: float = DEFAULT_BUDGET_S,
     run_budget_seconds: float | None = None,
     rounds: int = DEFAULT_ROUNDS,
-    warmup: int = 50,
-    payload_bytes: int = 512,
+    warmup: int = DEFAULT_WARMUP,
+    payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
     primitives: bool = True,
 ) -> RunPlan:
     """The plan of ``fsyncbench run`` (``target`` already checked): the pragma lists parsed

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING
 from fsyncbench import __version__, options
 from fsyncbench.errors import FsyncbenchError, Interrupted
 from fsyncbench.measure import runner
-from fsyncbench.measure.plan import DEFAULT_ROUNDS
+from fsyncbench.measure.plan import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_PAYLOAD_BYTES,
+    DEFAULT_ROUNDS,
+    DEFAULT_WARMUP,
+)
 from fsyncbench.model import SCHEMA_VERSION, Evidence, Host, Report, Result
 from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import store
@@ -48,11 +53,11 @@ def run(
     samples: int | None = None,
     ci_target_pct: float | None = None,
     min_samples: int | None = None,
-    budget_seconds: float = 10.0,
+    budget_seconds: float = DEFAULT_BUDGET_S,
     run_budget_seconds: float | None = None,
     rounds: int = DEFAULT_ROUNDS,
-    warmup: int = 50,
-    payload_bytes: int = 512,
+    warmup: int = DEFAULT_WARMUP,
+    payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
     primitives: bool = True,
     assume: str | Sequence[str] = (),
     redact: bool = False,
@@ -274,7 +279,7 @@ def powercut_write(
     journal_mode: str = "wal",
     synchronous: str = "full",
     fullfsync: str | bool | None = None,
-    payload_bytes: int = 512,
+    payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
     max_commits: int | None = None,
     status: Callable[[WriterStatus], None] | None = None,
     log: Callable[[str], None] | None = None,

@@ -46,6 +46,7 @@ from pathlib import Path
 from fsyncbench import host as hostmod
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import stats
+from fsyncbench.measure.plan import DEFAULT_PAYLOAD_BYTES
 from fsyncbench.measure.timing import Workload, measure
 from fsyncbench.measure.workloads import (
     SWEEP_SIZES,
@@ -113,7 +114,7 @@ class EvidencePlan:
     sweep_repeats: int = 3  # syncs per dirty size
     sweep_max_bytes: int = SWEEP_SIZES[-1]
     trace_commits: int = 20  # commits traced per pragma combination
-    payload_bytes: int = 512
+    payload_bytes: int = DEFAULT_PAYLOAD_BYTES
     trace: bool = True
     budget_s: float = 20.0  # per timed block set
 

@@ -92,6 +92,12 @@ def build_configs(
     return tuple(Pragmas(m, s, f) for m in modes for s in syncs for f in fulls)
 
 
+#: Default most time (s) one configuration may take (``--budget-seconds``).
+DEFAULT_BUDGET_S = 10.0
+#: Default untimed warmup operations per workload (``--warmup``).
+DEFAULT_WARMUP = 50
+#: Default size (bytes) of each step's JSON output (``--payload-bytes``).
+DEFAULT_PAYLOAD_BYTES = 512
 #: Default time (s) all workloads of an adaptive run share: with the host record, the floors,
 #: three worker processes' start and warmup and the summaries a default run on a 2-core VM
 #: takes about 30 s.
@@ -138,9 +144,9 @@ class RunPlan:
     target: Path
     configs: tuple[Pragmas, ...]
     samples: int | None = None
-    budget_s: float = 10.0
-    warmup: int = 50
-    payload_bytes: int = 512
+    budget_s: float = DEFAULT_BUDGET_S
+    warmup: int = DEFAULT_WARMUP
+    payload_bytes: int = DEFAULT_PAYLOAD_BYTES
     primitives: bool = True
     ci_target_pct: float = DEFAULT_CI_TARGET_PCT
     min_samples: int = DEFAULT_MIN_SAMPLES
