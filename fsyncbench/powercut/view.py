@@ -1,7 +1,8 @@
 """A saved ``fsyncbench powercut verify`` report as a
 :class:`~fsyncbench.report.document.Document`: the verify result first, then what the
 listener recorded and the journal holds, the findings and the host. Rendered by the same
-text, Markdown and HTML renderers as run and audit reports (:func:`fsyncbench.report.render`).
+text, Markdown and HTML renderers as run and audit reports
+(:func:`fsyncbench.report.render_document`).
 """
 
 from __future__ import annotations

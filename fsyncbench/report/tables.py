@@ -1,6 +1,6 @@
-"""Text of the commands other than run and audit reports: compare, fleet, host, a saved
-powercut report, and the raw samples as CSV. (Run and audit reports:
-:mod:`fsyncbench.report`; crash: :mod:`fsyncbench.crash.view`.) Tables use tabulate's
+"""Text of the commands other than run and audit reports: compare, fleet, host, and the
+raw samples as CSV. (Run and audit reports: :mod:`fsyncbench.report`; crash:
+:mod:`fsyncbench.crash.view`; powercut: :mod:`fsyncbench.powercut.view`.) Tables use tabulate's
 "simple" layout in text and "github" in Markdown (:data:`TABLEFMT`)."""
 
 from __future__ import annotations
