@@ -78,20 +78,10 @@ UNSYNCED_COMMIT_POINT = {
 }
 
 
-def config_durability(host: Host, r: CommitConfig) -> tuple[bool, Finding | None]:
-    """Does the commit's pragma combination promise that each acknowledged commit survives
-    a power loss?
-
-    synchronous=OFF: no; journal_mode OFF/MEMORY: no; WAL + NORMAL: no (syncs only at
-    checkpoints); DELETE below EXTRA and TRUNCATE below FULL: no (UNSYNCED_COMMIT_POINT);
-    macOS without fullfsync: no (plain fsync); Apple's system SQLite maps fullfsync to
-    F_BARRIERFSYNC: no. Sources: SQLITE_SYNC_DOC, SQLITE_WAL_DOC, APPLE_FSYNC_DOC,
-    APPLE_BARRIER_DOC.
-    """
-    p = r.effective or r.requested
-    assert p is not None
+def _not_durable_why(p: Pragmas, os_name: str) -> tuple[str | None, str]:
+    """Why SQLite's documentation does not promise that a commit under ``p`` survives power
+    loss on ``os_name``, and the source; (None, source) when it does."""
     why, source = None, SQLITE_SYNC_DOC
-    advice = "For a journal that must survive power loss use WAL or TRUNCATE with synchronous=FULL, or DELETE with EXTRA"
     if p.synchronous == "OFF":
         why = "synchronous=OFF hands data to the OS without any sync"
     elif p.journal_mode in ("OFF", "MEMORY"):
@@ -107,12 +97,52 @@ def config_durability(host: Host, r: CommitConfig) -> tuple[bool, Finding | None
         source = (
             SQLITE_SYNC_DOC + " (EXTRA); strace of SQLite 3.40 (fsyncbench audit traces the calls)"
         )
-    elif host.os_name == "Darwin" and not p.fullfsync:
+    elif os_name == "Darwin" and not p.fullfsync:
         why, source = (
             "on macOS without fullfsync SQLite's fsync stops at the drive's cache",
             APPLE_FSYNC_DOC,
         )
-    elif host.os_name == "Darwin" and r.primitive == "F_BARRIERFSYNC":
+    return why, source
+
+
+def documented_promise(p: Pragmas, os_name: str) -> tuple[bool, bool, str]:
+    """What SQLite's documentation promises for ``p`` on ``os_name`` after a power loss:
+    (durable: every acknowledged commit survives, consistent: the database is never
+    corrupt, why: the reason and source of a missing promise, "" when both hold).
+
+    Consistency (https://www.sqlite.org/pragma.html#pragma_synchronous): FULL and EXTRA
+    "will not corrupt the database"; "WAL mode is safe from corruption with
+    synchronous=NORMAL", while NORMAL in rollback modes has "a very small (though non-zero)
+    chance" of corruption on older filesystems; OFF "might become corrupted"; journal_mode
+    OFF or MEMORY keeps no on-disk journal to roll back with (https://www.sqlite.org/pragma.html#pragma_journal_mode).
+    On macOS without fullfsync nothing is promised (APPLE_FSYNC_DOC)."""
+    why, source = _not_durable_why(p, os_name)
+    consistent = (
+        p.synchronous in ("FULL", "EXTRA")
+        or (p.synchronous == "NORMAL" and p.journal_mode == "WAL")
+    ) and p.journal_mode not in ("OFF", "MEMORY")
+    if os_name == "Darwin" and not p.fullfsync:
+        consistent = False
+    if why is None and not consistent:
+        why = f"{p.journal_mode}/{p.synchronous} in rollback mode is only probably safe from corruption"
+    return why is None, consistent, "" if why is None else f"{why} ({source})"
+
+
+def config_durability(host: Host, r: CommitConfig) -> tuple[bool, Finding | None]:
+    """Does the commit's pragma combination promise that each acknowledged commit survives
+    a power loss?
+
+    synchronous=OFF: no; journal_mode OFF/MEMORY: no; WAL + NORMAL: no (syncs only at
+    checkpoints); DELETE below EXTRA and TRUNCATE below FULL: no (UNSYNCED_COMMIT_POINT);
+    macOS without fullfsync: no (plain fsync); Apple's system SQLite maps fullfsync to
+    F_BARRIERFSYNC: no. Sources: SQLITE_SYNC_DOC, SQLITE_WAL_DOC, APPLE_FSYNC_DOC,
+    APPLE_BARRIER_DOC.
+    """
+    p = r.effective or r.requested
+    assert p is not None
+    advice = "For a journal that must survive power loss use WAL or TRUNCATE with synchronous=FULL, or DELETE with EXTRA"
+    why, source = _not_durable_why(p, host.os_name)
+    if why is None and host.os_name == "Darwin" and r.primitive == "F_BARRIERFSYNC":
         why, source = (
             "this SQLite implements fullfsync with F_BARRIERFSYNC (ordering, not durability)",
             APPLE_BARRIER_DOC,

@@ -266,9 +266,7 @@ class JournalCommit:
             raise _io_error(exc, f"opening {self._db_path.name}", directory) from None
 
     def prepare(self, i: int) -> tuple[str, int, str, str, str]:
-        name = f"step-{i}"
-        input_hash = hashlib.sha256(f"{self._run_id}:{i}:{name}".encode()).hexdigest()
-        return (self._run_id, i, name, input_hash, step_output(i, self.payload_bytes))
+        return step_row(self._run_id, i, self.payload_bytes)
 
     def run(self, row: tuple[str, int, str, str, str]) -> None:
         conn = self._conn
@@ -288,6 +286,14 @@ class JournalCommit:
             self._conn.close()
         except sqlite3.Error:  # closing after a failure (its directory gone): nothing to keep
             pass
+
+
+def step_row(run_id: str, seq: int, payload_bytes: int) -> tuple[str, int, str, str, str]:
+    """The ``steps`` row (:data:`SCHEMA`) of commit ``seq``: run id, seq, name, the sha256
+    input hash (hex) and :func:`step_output` of ``payload_bytes`` characters."""
+    name = f"step-{seq}"
+    input_hash = hashlib.sha256(f"{run_id}:{seq}:{name}".encode()).hexdigest()
+    return (run_id, seq, name, input_hash, step_output(seq, payload_bytes))
 
 
 def step_output(seq: int, payload_bytes: int) -> str:

@@ -1,0 +1,40 @@
+"""Simulated power cuts over a recorded SQLite VFS trace: what each pragma combination
+really loses when the machine loses power.
+
+Pipeline: :mod:`~fsyncbench.powerloss.sqlite` records every file operation SQLite makes
+while committing the step journal (``run``'s workload) through a pass-through VFS (apsw);
+:mod:`~fsyncbench.powerloss.models` rebuilds the on-disk states a power cut could leave at
+each crash point under a named persistence model; :mod:`~fsyncbench.powerloss.matrix` opens
+each state with SQLite (rollback, WAL recovery, integrity_check), compares every row with
+what its commit wrote and counts acknowledged commits lost and corrupt states;
+:mod:`~fsyncbench.powerloss.view` lays the result out as text, Markdown, HTML and JSON.
+
+What it does not cover: storage that acknowledges a flush it did not make (a lying drive, a
+VM's host cache, eatmydata: that is ``fsyncbench audit``), firmware bugs, media errors and
+anything beyond the models' rules (``fsyncbench powercut`` pulls a real plug). The models
+trust every honoured sync; ``audit`` says whether this machine's syncs deserve that trust.
+Nothing here prints.
+"""
+
+from __future__ import annotations
+
+from fsyncbench.powerloss.matrix import (
+    DEFAULT_COMMITS,
+    ConfigOutcome,
+    ModelOutcome,
+    PowerlossResult,
+    run_matrix,
+)
+from fsyncbench.powerloss.models import DEFAULT_MODELS, MODELS, SECTOR_SIZES, SEMANTICS
+
+__all__ = [
+    "DEFAULT_COMMITS",
+    "DEFAULT_MODELS",
+    "MODELS",
+    "SECTOR_SIZES",
+    "SEMANTICS",
+    "ConfigOutcome",
+    "ModelOutcome",
+    "PowerlossResult",
+    "run_matrix",
+]

@@ -1,0 +1,367 @@
+"""Record each configuration, rebuild its crash states under each model, open every state
+with SQLite and count what was lost: the figures of ``fsyncbench powerloss``.
+
+Checking a state: its files are written into a scratch directory, SQLite opens it as an
+application would (hot-journal rollback, WAL recovery), ``PRAGMA integrity_check`` runs and
+every row is compared with what its commit wrote (:func:`fsyncbench.powerloss.sqlite.open_state`).
+A state is *corrupt* when SQLite cannot open it, integrity_check fails, the table is gone,
+or a row differs from what was committed; corrupt states are counted apart and left out of
+the loss figures. A commit is *lost* when it was acknowledged before the cut and its row is
+not in the database afterwards. Identical states are checked once (keyed by their bytes).
+
+Recording never runs while latency is timed: ``run --powerloss`` calls this after its own
+measurement finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.judge.commit_rules import documented_promise
+from fsyncbench.model import Pragmas
+from fsyncbench.powerloss import sqlite
+from fsyncbench.powerloss.models import (
+    DEFAULT_MAX_STATES,
+    DEFAULT_SAMPLES,
+    CrashState,
+    crash_points,
+    crash_states,
+    invalid_reason,
+)
+from fsyncbench.powerloss.trace import Trace
+
+#: Commits recorded per configuration by default: enough for WAL/NORMAL's window to show
+#: several lost commits, small enough for the default matrix to take seconds.
+DEFAULT_COMMITS = 10
+
+
+@dataclass(frozen=True)
+class ModelOutcome:
+    """What one persistence model lost for one configuration.
+
+    ``states``: crash states checked (a state reached from two crash points counts twice);
+    ``distinct_states``: of them, different on disk; ``sampled``: some points had more states
+    than were tried (the figures are then lower bounds); ``states_losing``: states missing
+    at least one acknowledged commit; ``worst_lost``/``mean_lost``: acknowledged commits
+    missing, over the states that are not corrupt; ``corrupt_states``: unopenable or failing
+    integrity_check; ``invalid``: why the model does not apply ("" if it does; then every
+    figure is 0); ``worst``: how to rebuild the worst state and what it lost."""
+
+    model: str
+    crash_points: int
+    states: int
+    distinct_states: int
+    sampled: bool
+    states_losing: int
+    worst_lost: int
+    mean_lost: float
+    corrupt_states: int
+    invalid: str
+    worst: str
+
+    @property
+    def loses(self) -> bool:
+        """True when some state lost an acknowledged commit or was corrupt."""
+        return self.worst_lost > 0 or self.corrupt_states > 0
+
+
+@dataclass(frozen=True)
+class ConfigOutcome:
+    """One configuration: its recorded trace's size, what SQLite's documentation promises
+    (``documented_durable``, ``documented_consistent``, ``documented_why`` with its source)
+    and each model's outcome."""
+
+    pragmas: Pragmas
+    commits: int
+    writes: int
+    syncs: int
+    dirsyncs: int
+    psow: bool
+    documented_durable: bool
+    documented_consistent: bool
+    documented_why: str
+    models: tuple[ModelOutcome, ...]
+
+    def agreement(self, m: ModelOutcome) -> str:
+        """``agrees``, ``DISAGREES`` (documented durable or consistent, measured losses or
+        corruption) or ``better than documented`` (documented not durable, nothing lost
+        under this model); "" for an invalid model."""
+        if m.invalid:
+            return ""
+        if (self.documented_durable and m.worst_lost) or (
+            self.documented_consistent and m.corrupt_states
+        ):
+            return "DISAGREES"
+        if not self.documented_durable and not m.loses:
+            return "better than documented"
+        return "agrees"
+
+
+@dataclass(frozen=True)
+class PowerlossResult:
+    """Every configuration x model, with how it was made: ``semantics`` (linux/macos),
+    ``sector_bytes`` (torn), ``seed``, ``max_states``/``samples`` per crash point, the SQLite
+    that recorded (apsw's) and the stdlib's, and the wall time."""
+
+    configs: tuple[ConfigOutcome, ...]
+    models: tuple[str, ...]
+    semantics: str
+    commits: int
+    payload_bytes: int
+    sector_bytes: int
+    seed: int
+    max_states: int
+    samples: int
+    sqlite_version: str
+    stdlib_sqlite_version: str
+    apsw_version: str
+    elapsed_ns: int
+
+
+def _key(files: tuple[tuple[str, bytes], ...]) -> bytes:
+    h = hashlib.sha256()
+    for name, data in files:
+        h.update(name.encode() + b"\0" + len(data).to_bytes(8, "little"))
+        h.update(data)
+    return h.digest()
+
+
+class _Checker:
+    """Opens states in one scratch directory; remembers each distinct state's result."""
+
+    def __init__(self, workdir: Path, trace: Trace) -> None:
+        self.workdir = workdir
+        self.trace = trace
+        self.expected = dict(trace.rows)
+        self.cache: dict[bytes, tuple[frozenset[int], str]] = {}
+
+    def check(self, state: CrashState) -> tuple[frozenset[int], str]:
+        key = _key(state.files)
+        if key not in self.cache:
+            self.cache[key] = self._open(state)
+        return self.cache[key]
+
+    def _open(self, state: CrashState) -> tuple[frozenset[int], str]:
+        for entry in self.workdir.iterdir():
+            entry.unlink()
+        for name, data in state.files:
+            (self.workdir / name).write_bytes(data)
+        if not (self.workdir / self.trace.db_name).exists():
+            return frozenset(), "the database file is gone (its directory entry was never synced)"
+        rows, problem = sqlite.open_state(self.workdir, self.trace.db_name, self.trace.psow)
+        if problem:
+            return frozenset(), problem
+        for seq, row in rows.items():
+            if self.expected.get(seq) != row:
+                return frozenset(), f"row {seq} differs from what its commit wrote"
+        return frozenset(rows), ""
+
+
+def evaluate(
+    trace: Trace,
+    model: str,
+    workdir: Path,
+    *,
+    semantics: str,
+    sector_bytes: int,
+    max_states: int,
+    samples: int,
+    seed: int,
+    keep: Callable[[CrashState, str], None] | None = None,
+) -> ModelOutcome:
+    """Check every crash state of ``trace`` under ``model``; ``workdir`` is an empty scratch
+    directory. ``keep`` receives the worst state (most commits lost; a corrupt one first)
+    and its description, if any state lost something."""
+    points = len([p for p in crash_points(trace) if p > trace.barrier_index])
+    why = invalid_reason(model, trace.psow)
+    if why:
+        return ModelOutcome(model, points, 0, 0, False, 0, 0, 0.0, 0, why, "")
+    checker = _Checker(workdir, trace)
+    states = losing = corrupt = worst_lost = lost_sum = sound = 0
+    sampled = False
+    worst: tuple[int, CrashState, str] | None = None
+    for state in crash_states(
+        trace,
+        model,
+        semantics=semantics,
+        sector_bytes=sector_bytes,
+        max_states=max_states,
+        samples=samples,
+        seed=seed,
+    ):
+        states += 1
+        sampled = sampled or state.sampled
+        present, problem = checker.check(state)
+        if problem:
+            corrupt += 1
+            score, what = len(state.acked) + 1, f"corrupt: {problem}"
+        else:
+            lost = [s for s in state.acked if s not in present]
+            sound += 1
+            lost_sum += len(lost)
+            losing += bool(lost)
+            worst_lost = max(worst_lost, len(lost))
+            score = len(lost)
+            what = f"lost commits {_ranges(lost)} of {len(state.acked)} acknowledged"
+        if score and (worst is None or score > worst[0]):
+            worst = (score, state, what)
+    described = f"{worst[2]} ({worst[1].how})" if worst else ""
+    if worst and keep is not None:
+        keep(worst[1], described)
+    return ModelOutcome(
+        model,
+        points,
+        states,
+        len(checker.cache),
+        sampled,
+        losing,
+        worst_lost,
+        lost_sum / sound if sound else 0.0,
+        corrupt,
+        "",
+        described,
+    )
+
+
+def _ranges(seqs: list[int]) -> str:
+    """``[3, 4, 5, 9]`` -> ``3-5, 9``."""
+    out: list[str] = []
+    for s in sorted(seqs):
+        if out and out[-1].split("-")[-1] == str(s - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{s}"
+        else:
+            out.append(str(s))
+    return ", ".join(out)
+
+
+def _keeper(
+    keep_dir: Path | None, label: str, model: str
+) -> Callable[[CrashState, str], None] | None:
+    if keep_dir is None:
+        return None
+
+    def keep(state: CrashState, described: str) -> None:
+        from fsyncbench.report.store import fsync_dir, write_durably
+
+        where = keep_dir / f"{label.replace('/', '-')}-{model}"
+        if where.exists():
+            shutil.rmtree(where)
+        where.mkdir(parents=True)
+        for name, data in state.files:
+            with open(where / name, "wb") as f:
+                f.write(data)
+                os.fsync(f.fileno())
+        info: dict[str, Any] = {
+            "configuration": label,
+            "model": model,
+            "how": state.how,
+            "acknowledged_commits": list(state.acked),
+            "finding": described,
+        }
+        write_durably(where / "state.json", json.dumps(info, indent=2) + "\n")
+        fsync_dir(where)
+
+    return keep
+
+
+def run_matrix(
+    directory: Path,
+    configs: list[Pragmas],
+    models: tuple[str, ...],
+    *,
+    os_name: str,
+    semantics: str,
+    commits: int = DEFAULT_COMMITS,
+    payload_bytes: int = 512,
+    sector_bytes: int = 512,
+    psow: bool | None = None,
+    max_states: int = DEFAULT_MAX_STATES,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+    keep_failures: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+    sync_filter: sqlite.SyncFilter | None = None,
+) -> PowerlossResult:
+    """Record each configuration in a scratch subdirectory of ``directory`` and evaluate
+    every model. ``psow`` None records with SQLite's default (powersafe overwrite on) and,
+    for ``torn``, a second trace with it off; True/False forces one for every model.
+    ``os_name`` picks the documented promise (Darwin: fullfsync needed). Raises
+    FsyncbenchError when recording fails."""
+    import sqlite3
+
+    from fsyncbench.measure.scratch import scratch_dir
+
+    started = time.perf_counter_ns()
+    outcomes: list[ConfigOutcome] = []
+    with scratch_dir(directory) as scratch:
+        for index, pragmas in enumerate(configs):
+            traces: dict[bool, Trace] = {}
+            results = []
+            for model in models:
+                want = psow if psow is not None else model != "torn"
+                if want not in traces:
+                    rec = scratch / f"record-{index}-{int(want)}"
+                    rec.mkdir()
+                    traces[want] = sqlite.record_commits(
+                        rec.resolve(), pragmas, commits, payload_bytes, want, sync_filter
+                    )
+                if progress is not None:
+                    progress(f"{pragmas.label} {model}")
+                work = scratch / "state"
+                work.mkdir(exist_ok=True)
+                results.append(
+                    evaluate(
+                        traces[want],
+                        model,
+                        work,
+                        semantics=semantics,
+                        sector_bytes=sector_bytes,
+                        max_states=max_states,
+                        samples=samples,
+                        seed=seed,
+                        keep=_keeper(keep_failures, pragmas.label, model),
+                    )
+                )
+            main = traces.get(True if psow is None else psow) or next(iter(traces.values()))
+            durable, consistent, why = documented_promise(pragmas, os_name)
+            outcomes.append(
+                ConfigOutcome(
+                    pragmas,
+                    commits,
+                    main.count("write"),
+                    main.count("sync"),
+                    main.count("dirsync"),
+                    main.psow,
+                    durable,
+                    consistent,
+                    why,
+                    tuple(results),
+                )
+            )
+    if not outcomes:
+        raise FsyncbenchError("no configuration to test")
+    v = sqlite.versions()
+    return PowerlossResult(
+        tuple(outcomes),
+        models,
+        semantics,
+        commits,
+        payload_bytes,
+        sector_bytes,
+        seed,
+        max_states,
+        samples,
+        v["sqlite"],
+        sqlite3.sqlite_version,
+        v["apsw"],
+        time.perf_counter_ns() - started,
+    )
