@@ -71,13 +71,21 @@ def _role(flags: int) -> str:
 class _Log:
     """What the recording VFS saw, shared by its files."""
 
-    def __init__(self, directory: Path, sync_filter: SyncFilter | None) -> None:
+    def __init__(
+        self, directory: Path, sync_filter: SyncFilter | None, sink: Callable[[Op], None] | None
+    ) -> None:
         self.directory = directory
         self.ops: list[Op] = []
         self.roles: dict[str, str] = {}
         self.sync_filter = sync_filter
+        self.sink = sink
         self.syncs_seen = 0
         self.dirsync = dirsync_compiled_in()
+
+    def add(self, op: Op) -> None:
+        self.ops.append(op)
+        if self.sink is not None:
+            self.sink(op)
 
     def tracked(self, path: str | None) -> str | None:
         """The file's name if it lives in the recorded directory, else None."""
@@ -97,7 +105,7 @@ class _RecordingFile(apsw.VFSFile):
         if self._name is not None:
             log.roles[self._name] = _role(flags[0])
             if not existed:
-                log.ops.append(Op("create", self._name))
+                log.add(Op("create", self._name))
             self._dirsync_pending = bool(
                 log.dirsync and flags[0] & _OPEN_CREATE and flags[0] & _DIRSYNC_TYPES
             )
@@ -105,12 +113,12 @@ class _RecordingFile(apsw.VFSFile):
     def xWrite(self, data: bytes, offset: int) -> None:
         super().xWrite(data, offset)
         if self._name is not None:
-            self._log.ops.append(Op("write", self._name, offset_bytes=offset, data=bytes(data)))
+            self._log.add(Op("write", self._name, offset_bytes=offset, data=bytes(data)))
 
     def xTruncate(self, newsize: int) -> None:
         super().xTruncate(newsize)
         if self._name is not None:
-            self._log.ops.append(Op("truncate", self._name, size_bytes=newsize))
+            self._log.add(Op("truncate", self._name, size_bytes=newsize))
 
     def xSync(self, flags: int) -> None:
         log = self._log
@@ -120,9 +128,9 @@ class _RecordingFile(apsw.VFSFile):
             return  # the planted fault: acknowledged, never issued
         super().xSync(flags)
         if self._name is not None:
-            log.ops.append(Op("sync", self._name, flags=flags))
+            log.add(Op("sync", self._name, flags=flags))
             if self._dirsync_pending:
-                log.ops.append(Op("dirsync"))
+                log.add(Op("dirsync"))
         self._dirsync_pending = False
 
 
@@ -139,9 +147,9 @@ class _RecordingVFS(apsw.VFS):
         super().xDelete(filename, syncdir)
         name = self.log.tracked(filename)
         if name is not None:
-            self.log.ops.append(Op("delete", name))
+            self.log.add(Op("delete", name))
             if syncdir and self.log.dirsync:
-                self.log.ops.append(Op("dirsync"))
+                self.log.add(Op("dirsync"))
 
 
 def _uri(path: Path, psow: bool) -> str:
@@ -151,11 +159,61 @@ def _uri(path: Path, psow: bool) -> str:
     return f"file:{quote(str(path))}?psow={int(psow)}"
 
 
-def _connect(path: Path, psow: bool, vfs: str = "") -> Any:
+def _connect(path: Path, psow: bool, vfs: str = "") -> apsw.Connection:
     flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_URI
     if vfs:
         return apsw.Connection(_uri(path, psow), flags=flags, vfs=vfs)
     return apsw.Connection(_uri(path, psow), flags=flags)
+
+
+class Recorder:
+    """A recording VFS over the default one, for SQLite files in ``directory`` (resolved,
+    absolute). Use as a context manager (the VFS is unregistered on exit).
+
+    ``ops``: the operations so far (:class:`~fsyncbench.powerloss.trace.Op`, in issue
+    order); :meth:`mark` adds an ``ack`` or ``barrier``; ``sink`` (optional) receives every
+    op as it happens, e.g. to stream it out of a process that may be killed;
+    ``sync_filter`` plants a fault: it is called with the 0-based number of each sync and a
+    False skips that sync (it is then neither issued nor recorded)."""
+
+    def __init__(
+        self,
+        directory: Path,
+        sync_filter: SyncFilter | None = None,
+        sink: Callable[[Op], None] | None = None,
+    ) -> None:
+        self._log = _Log(directory, sync_filter, sink)
+        self._vfs = _RecordingVFS(self._log)
+
+    @property
+    def ops(self) -> list[Op]:
+        return self._log.ops
+
+    @property
+    def roles(self) -> dict[str, str]:
+        """File name -> role (:data:`~fsyncbench.powerloss.trace.ROLES`)."""
+        return self._log.roles
+
+    @property
+    def dirsync_modelled(self) -> bool:
+        return self._log.dirsync
+
+    def mark(self, op: Op) -> None:
+        """Add a marker op (``ack``, ``barrier``) at this point of the trace."""
+        self._log.add(op)
+
+    def connect(self, path: Path, psow: bool = True) -> apsw.Connection:
+        """An apsw connection to ``path`` through the recording VFS."""
+        return _connect(path, psow, self._vfs.vfs_name)
+
+    def close(self) -> None:
+        self._vfs.unregister()
+
+    def __enter__(self) -> Recorder:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def record_commits(
@@ -174,46 +232,43 @@ def record_commits(
     ``psow``: SQLite's powersafe-overwrite assumption (https://www.sqlite.org/psow.html).
     ``sync_filter`` plants a fault (tests). Raises FsyncbenchError when SQLite fails or
     keeps another journal_mode than asked (WAL needs shared memory)."""
-    log = _Log(directory, sync_filter)
-    vfs = _RecordingVFS(log)
     db = directory / f"journal-{pragmas.label.replace('/', '-')}.db"
     run_id = uuid.uuid4().hex
     rows: list[tuple[int, tuple[str, int, str, str, str]]] = []
-    try:
-        conn = _connect(db, psow, vfs.vfs_name)
+    with Recorder(directory, sync_filter) as rec:
         try:
-            if pragmas.fullfsync is not None:
-                conn.execute(f"PRAGMA fullfsync={'ON' if pragmas.fullfsync else 'OFF'}")
-            mode = conn.execute(f"PRAGMA journal_mode={pragmas.journal_mode}").fetchall()
-            if str(mode[0][0]).upper() != pragmas.journal_mode:
-                raise FsyncbenchError(
-                    f"SQLite kept journal_mode {mode[0][0]} when asked for "
-                    f"{pragmas.journal_mode} in {directory}"
-                )
-            conn.execute(f"PRAGMA synchronous={pragmas.synchronous}")
-            conn.execute(SCHEMA)
-            log.ops.append(Op("barrier"))
-            for seq in range(1, commits + 1):
-                row = step_row(run_id, seq, payload_bytes)
-                conn.execute("BEGIN")
-                conn.execute("INSERT INTO steps VALUES (?, ?, ?, ?, ?)", row)
-                conn.execute("COMMIT")
-                log.ops.append(Op("ack", seq=seq))
-                rows.append((seq, row))
-        finally:
-            conn.close()
-    except apsw.Error as exc:
-        raise FsyncbenchError(f"recording {pragmas.label} in {directory}: {exc}") from None
-    finally:
-        vfs.unregister()
+            conn = rec.connect(db, psow)
+            try:
+                if pragmas.fullfsync is not None:
+                    conn.execute(f"PRAGMA fullfsync={'ON' if pragmas.fullfsync else 'OFF'}")
+                mode = conn.execute(f"PRAGMA journal_mode={pragmas.journal_mode}").fetchall()
+                if str(mode[0][0]).upper() != pragmas.journal_mode:
+                    raise FsyncbenchError(
+                        f"SQLite kept journal_mode {mode[0][0]} when asked for "
+                        f"{pragmas.journal_mode} in {directory}"
+                    )
+                conn.execute(f"PRAGMA synchronous={pragmas.synchronous}")
+                conn.execute(SCHEMA)
+                rec.mark(Op("barrier"))
+                for seq in range(1, commits + 1):
+                    row = step_row(run_id, seq, payload_bytes)
+                    conn.execute("BEGIN")
+                    conn.execute("INSERT INTO steps VALUES (?, ?, ?, ?, ?)", row)
+                    conn.execute("COMMIT")
+                    rec.mark(Op("ack", seq=seq))
+                    rows.append((seq, row))
+            finally:
+                conn.close()
+        except apsw.Error as exc:
+            raise FsyncbenchError(f"recording {pragmas.label} in {directory}: {exc}") from None
     return Trace(
         pragmas=pragmas,
-        ops=tuple(log.ops),
-        roles=tuple(sorted(log.roles.items())),
+        ops=tuple(rec.ops),
+        roles=tuple(sorted(rec.roles.items())),
         db_name=db.name,
         rows=tuple(rows),
         psow=psow,
-        dirsync_modelled=log.dirsync,
+        dirsync_modelled=rec.dirsync_modelled,
         sqlite_version=apsw.sqlite_lib_version(),
     )
 
