@@ -20,14 +20,15 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-#: The names :mod:`fsyncbench.api` exports here (``host`` and ``crash`` are subpackages,
-#: hence ``host_record`` and ``kill_matrix``).
+#: The names :mod:`fsyncbench.api` exports here (``host``, ``crash`` and ``powerloss`` are
+#: subpackages, hence ``host_record``, ``kill_matrix`` and ``simulate_power_loss``).
 _API = frozenset(
     {
         "run",
         "audit",
         "host_record",
         "kill_matrix",
+        "simulate_power_loss",
         "load",
         "save",
         "render",

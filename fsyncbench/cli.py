@@ -50,6 +50,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
             warmup=args.warmup,
             payload_bytes=args.payload_bytes,
             primitives=not args.no_primitives,
+            powerloss=args.powerloss,
             assume=args.assume or (),
             redact=args.redact,
             gates=gates,
@@ -126,6 +127,34 @@ def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
 def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
     host = api.host_record(args.dir, assume=args.assume or (), outputs=_outputs(args))
     _emit(args, api.render(host, args.format))
+    return EXIT_OK
+
+
+def cmd_powerloss(args: argparse.Namespace, _argv: list[str]) -> int:
+    progress = _Progress(quiet=args.quiet)
+    try:
+        result = api.simulate_power_loss(
+            args.dir,
+            journal_modes=args.journal_mode,
+            synchronous=args.synchronous,
+            fullfsync=args.fullfsync,
+            models=args.models,
+            semantics=args.semantics,
+            commits=args.commits,
+            payload_bytes=args.payload_bytes,
+            sector_bytes=args.sector_bytes,
+            psow=None if args.psow is None else args.psow == "on",
+            max_states=args.max_states,
+            samples=args.samples,
+            seed=args.seed,
+            keep_failures=args.keep_failures,
+            outputs=_outputs(args),
+            progress=progress,
+            notes=_note,
+        )
+    finally:
+        progress.close()
+    _emit(args, api.render(result, args.format))
     return EXIT_OK
 
 
@@ -219,6 +248,7 @@ _COMMANDS = {
     "compare": cmd_compare,
     "audit": cmd_audit,
     "powercut": cmd_powercut,
+    "powerloss": cmd_powerloss,
 }
 
 

@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="fsyncbench",
         description="What a durable SQLite journal commit costs on this machine, and "
         "whether the storage under it keeps what it acknowledges. Every command that prints a "
-        "result (run, audit, show, compare, host, crash, powercut verify) takes --format and "
+        "result (run, audit, show, compare, host, crash, powerloss, powercut verify) takes --format and "
         "-o/--output FILE; run, audit and powercut verify also save report files in "
         "--report-dir DIR (default ./reports).",
     )
@@ -154,6 +154,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-primitives",
         action="store_true",
         help="skip the raw write+sync primitive measurements",
+    )
+    run.add_argument(
+        "--powerloss",
+        nargs="?",
+        const="synced-only,prefix",
+        metavar="MODELS",
+        help="after the timing, replay each configuration's commits through simulated "
+        "power cuts (as fsyncbench powerloss) and show what each loses beside its latency; "
+        "MODELS a comma list of synced-only,prefix,subset,torn (default synced-only,prefix)",
     )
     run.add_argument(
         "--quiet",
@@ -473,7 +482,125 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="directory to save the report JSON in, created if needed (default ./reports)",
     )
+    _add_powerloss_parser(sub)
     return parser
+
+
+def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
+    from fsyncbench.powerloss import DEFAULT_COMMITS, MODELS, SECTOR_SIZES, SEMANTICS
+    from fsyncbench.powerloss.models import DEFAULT_MAX_STATES, DEFAULT_SAMPLES
+
+    pl = sub.add_parser(
+        "powerloss",
+        help="simulated power cuts: what each SQLite pragma combination really loses",
+        description="Record every file operation SQLite makes while committing the step "
+        "journal (run's workload) in DIR, rebuild the on-disk states a power cut could leave "
+        "under each persistence model, open each with SQLite and count the acknowledged "
+        "commits lost and the corrupt states, beside what SQLite's documentation promises. "
+        "Models: synced-only (only synced data and directory entries survive), prefix "
+        "(writes persist in issue order), subset (each unsynced write kept or lost, "
+        "SQLite's test6.c), torn (subset with sectors torn; needs --psow off, the default "
+        "for torn). Storage that lies about flushes is not simulated: fsyncbench audit.",
+    )
+    pl.add_argument(
+        "dir",
+        nargs="?",
+        default=".",
+        type=_path,
+        metavar="DIR",
+        help="directory for the recordings (a working directory in it is removed "
+        "afterwards; default: current directory)",
+    )
+    pl.add_argument(
+        "--journal-mode",
+        metavar="MODES",
+        help="comma list: delete,truncate,persist,memory,wal,off (default: delete,truncate,wal)",
+    )
+    pl.add_argument(
+        "--synchronous",
+        metavar="LEVELS",
+        help="comma list: off,normal,full,extra (default: off,normal,full)",
+    )
+    pl.add_argument(
+        "--fullfsync",
+        metavar="VALUES",
+        help="comma list: on,off (default on macOS: off,on; elsewhere not set)",
+    )
+    pl.add_argument(
+        "--model",
+        dest="models",
+        metavar="MODELS",
+        help=f"comma list of {','.join(MODELS)} (default: synced-only,prefix)",
+    )
+    pl.add_argument(
+        "--semantics",
+        choices=SEMANTICS,
+        help="whose syncs count: linux (every sync) or macos (only F_FULLFSYNC, i.e. "
+        "fullfsync=ON); default: this system's",
+    )
+    pl.add_argument(
+        "--commits",
+        type=int,
+        metavar="N",
+        help=f"commits recorded per configuration (default {DEFAULT_COMMITS})",
+    )
+    pl.add_argument(
+        "--payload-bytes",
+        type=int,
+        default=plan.DEFAULT_PAYLOAD_BYTES,
+        metavar="N",
+        help=f"size of each step's JSON output, in bytes (default {plan.DEFAULT_PAYLOAD_BYTES})",
+    )
+    pl.add_argument(
+        "--sector-bytes",
+        type=int,
+        default=512,
+        choices=SECTOR_SIZES,
+        metavar="N",
+        help="where torn writes break: 512 or 4096 (default 512)",
+    )
+    pl.add_argument(
+        "--psow",
+        choices=("on", "off"),
+        help="tell SQLite writes are powersafe overwrites (https://www.sqlite.org/psow.html); "
+        "default: SQLite's (on), off for the torn model; torn with on is reported invalid",
+    )
+    pl.add_argument(
+        "--max-states",
+        type=int,
+        metavar="N",
+        help="subset/torn: enumerate every state of a crash point with at most N states "
+        f"(default {DEFAULT_MAX_STATES})",
+    )
+    pl.add_argument(
+        "--samples",
+        type=int,
+        metavar="N",
+        help="subset/torn: seeded states drawn where a crash point has more "
+        f"(default {DEFAULT_SAMPLES})",
+    )
+    pl.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="N",
+        help="seed of the sampled states; the same seed gives the same figures (default 0)",
+    )
+    pl.add_argument(
+        "--keep-failures",
+        type=_path,
+        metavar="DIR",
+        help="write the worst state of each configuration x model into DIR (created) with "
+        "a state.json saying how it was made",
+    )
+    pl.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress bar (it is shown on stderr only when stderr is a terminal)",
+    )
+    _add_format_option(pl, REPORT_FORMATS)
+    _add_output_option(pl)
 
 
 def _add_format_option(

@@ -396,6 +396,90 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class PowerlossModelOutcome:
+    """What one persistence model lost for one configuration (``fsyncbench powerloss``,
+    :mod:`fsyncbench.powerloss.matrix`).
+
+    ``states``: crash states checked (a state reached from two crash points counts twice);
+    ``distinct_states``: of them, different on disk; ``sampled``: some points had more states
+    than were tried (the figures are then lower bounds); ``states_losing``: states missing
+    at least one acknowledged commit; ``worst_lost``/``mean_lost``: acknowledged commits
+    missing, over the states that are not corrupt; ``corrupt_states``: unopenable or failing
+    integrity_check; ``invalid``: why the model does not apply ("" if it does; then every
+    figure is 0); ``worst``: how to rebuild the worst state and what it lost."""
+
+    model: str
+    crash_points: int
+    states: int
+    distinct_states: int
+    sampled: bool
+    states_losing: int
+    worst_lost: int
+    mean_lost: float
+    corrupt_states: int
+    invalid: str
+    worst: str
+
+    @property
+    def loses(self) -> bool:
+        """True when some state lost an acknowledged commit or was corrupt."""
+        return self.worst_lost > 0 or self.corrupt_states > 0
+
+
+@dataclass(frozen=True)
+class PowerlossConfig:
+    """One configuration: its recorded trace's size, what SQLite's documentation promises
+    (``documented_durable``, ``documented_consistent``, ``documented_why`` with its source)
+    and each model's outcome."""
+
+    pragmas: Pragmas
+    commits: int
+    writes: int
+    syncs: int
+    dirsyncs: int
+    psow: bool
+    documented_durable: bool
+    documented_consistent: bool
+    documented_why: str
+    models: tuple[PowerlossModelOutcome, ...]
+
+    def agreement(self, m: PowerlossModelOutcome) -> str:
+        """``agrees``, ``DISAGREES`` (documented durable or consistent, measured losses or
+        corruption) or ``better than documented`` (documented not durable, nothing lost
+        under this model); "" for an invalid model."""
+        if m.invalid:
+            return ""
+        if (self.documented_durable and m.worst_lost) or (
+            self.documented_consistent and m.corrupt_states
+        ):
+            return "DISAGREES"
+        if not self.documented_durable and not m.loses:
+            return "better than documented"
+        return "agrees"
+
+
+@dataclass(frozen=True)
+class PowerlossResult:
+    """Every configuration x model, with how it was made: ``semantics`` (linux/macos),
+    ``sector_bytes`` (torn), ``seed``, ``max_states``/``samples`` per crash point, the SQLite
+    that recorded (apsw's) and the stdlib's, and the wall time."""
+
+    configs: tuple[PowerlossConfig, ...]
+    models: tuple[str, ...]
+    semantics: str
+    commits: int
+    payload_bytes: int
+    sector_bytes: int
+    seed: int
+    max_states: int
+    samples: int
+    sqlite_version: str
+    stdlib_sqlite_version: str
+    apsw_version: str
+    elapsed_ns: int
+
+
+@dataclass(frozen=True)
 class Report:
     """A saved run: the JSON file's top level. ``schema_version`` guards the format.
 
@@ -405,6 +489,8 @@ class Report:
     an in-memory commit, an in-memory write); results within 2x of theirs are labelled "at
     the tool's floor" (``stats.at_tool_floor``). Empty in older reports. ``elapsed_ns`` is
     the wall time of the whole command (None in reports written before it was recorded).
+    ``powerloss`` holds ``run --powerloss``'s simulated power cuts (None without it; older
+    fsyncbench versions ignore the field).
     """
 
     schema_version: int
@@ -419,6 +505,7 @@ class Report:
     evidence: Evidence | None = None
     floors: tuple[Result, ...] = ()
     elapsed_ns: int | None = None
+    powerloss: PowerlossResult | None = None
 
 
 def to_jsonable(obj: Any) -> Any:

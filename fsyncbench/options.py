@@ -37,6 +37,7 @@ from fsyncbench.model import Pragmas
 
 if TYPE_CHECKING:  # imported where used: measure.evidence is heavy
     from fsyncbench.measure.evidence import EvidencePlan
+    from fsyncbench.powerloss.matrix import PowerlossPlan
 
 #: --format choices per kind of result (text is the default everywhere).
 REPORT_FORMATS = ("text", "markdown", "json", "html")
@@ -504,3 +505,104 @@ def same_file(a: Path, b: Path) -> bool:
         return os.path.samefile(a, b)
     except OSError:
         return os.path.abspath(a) == os.path.abspath(b)
+
+
+def powerloss_models(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Persistence models as a comma list or a sequence (None: the default pair)."""
+    from fsyncbench.powerloss.models import DEFAULT_MODELS, MODELS
+
+    check_list(value, "models")
+    text = _comma_list(value)
+    if text is None:
+        return DEFAULT_MODELS
+    upper = parse_choices(text, [m.upper() for m in MODELS], "persistence model")
+    return tuple(m.lower() for m in upper)
+
+
+def powerloss_plan(
+    *,
+    journal_modes: str | Sequence[str] | None = None,
+    synchronous: str | Sequence[str] | None = None,
+    fullfsync: str | bool | Sequence[str | bool] | None = None,
+    models: str | Sequence[str] | None = None,
+    semantics: str | None = None,
+    commits: int | None = None,
+    payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
+    sector_bytes: int = 512,
+    psow: bool | None = None,
+    max_states: int | None = None,
+    samples: int | None = None,
+    seed: int = 0,
+    keep_failures: str | os.PathLike[str] | None = None,
+    platform: str = sys.platform,
+) -> PowerlossPlan:
+    """The plan of ``fsyncbench powerloss`` (:class:`fsyncbench.powerloss.PowerlossPlan`):
+    pragma lists as ``run`` takes them, ``models`` (comma list), ``semantics`` (default:
+    macos on macOS, else linux), ``commits`` 1-1000 per configuration, ``sector_bytes`` 512
+    or 4096, ``max_states`` and ``samples`` 1-4096, ``seed`` >= 0, ``keep_failures`` a
+    directory to create or reuse (its parent must exist)."""
+    from fsyncbench.powerloss.matrix import DEFAULT_COMMITS, PowerlossPlan
+    from fsyncbench.powerloss.models import (
+        DEFAULT_MAX_STATES,
+        DEFAULT_SAMPLES,
+        SECTOR_SIZES,
+        SEMANTICS,
+    )
+
+    check_list(journal_modes, "journal_modes")
+    check_list(synchronous, "synchronous")
+    check_list(fullfsync, "fullfsync", flags=True)
+    check_text(semantics, "semantics", optional=True)
+    for name, value in (
+        ("commits", commits),
+        ("max_states", max_states),
+        ("samples", samples),
+    ):
+        check_integer(value, name, optional=True)
+    check_integer(payload_bytes, "payload_bytes")
+    check_integer(sector_bytes, "sector_bytes")
+    check_integer(seed, "seed")
+    if psow is not None and not isinstance(psow, bool):
+        raise FsyncbenchError(f"psow must be a bool or None, got {given(psow)}")
+    check_path(keep_failures, "keep_failures", optional=True)
+    plan = PowerlossPlan(
+        configs=build_configs(
+            _comma_list(journal_modes),
+            _comma_list(synchronous),
+            _fullfsync_list(fullfsync),
+            platform,
+        ),
+        models=powerloss_models(models),
+        semantics=choice(
+            semantics or ("macos" if platform == "darwin" else "linux"), SEMANTICS, "--semantics"
+        ),
+        commits=DEFAULT_COMMITS if commits is None else commits,
+        payload_bytes=payload_bytes,
+        sector_bytes=sector_bytes,
+        psow=psow,
+        max_states=DEFAULT_MAX_STATES if max_states is None else max_states,
+        samples=DEFAULT_SAMPLES if samples is None else samples,
+        seed=seed,
+        keep_failures=None if keep_failures is None else Path(keep_failures),
+    )
+    if not 1 <= plan.commits <= 1000:
+        raise FsyncbenchError(f"--commits must be 1 to 1000, got {plan.commits}")
+    if not 0 <= plan.payload_bytes <= 1 << 20:
+        raise FsyncbenchError(f"--payload-bytes must be 0 to 1048576, got {plan.payload_bytes}")
+    if plan.sector_bytes not in SECTOR_SIZES:
+        raise FsyncbenchError(
+            f"--sector-bytes must be one of {', '.join(map(str, SECTOR_SIZES))}, "
+            f"got {plan.sector_bytes}"
+        )
+    for option, value in (("--max-states", plan.max_states), ("--samples", plan.samples)):
+        if not 1 <= value <= 4096:
+            raise FsyncbenchError(f"{option} must be 1 to 4096, got {value}")
+    if plan.seed < 0:
+        raise FsyncbenchError(f"--seed must be 0 or more, got {plan.seed}")
+    if plan.keep_failures is not None:
+        keep = plan.keep_failures
+        if keep.exists() and not keep.is_dir():
+            raise FsyncbenchError(f"--keep-failures {keep}: not a directory")
+        if not keep.exists() and not keep.parent.is_dir():
+            raise FsyncbenchError(f"--keep-failures {keep}: its parent directory does not exist")
+    return plan

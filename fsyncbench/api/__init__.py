@@ -8,7 +8,8 @@ prints and exits)::
     fsyncbench.save(report, "reports")                                  # its .json and .md
     print(fsyncbench.render(report, "markdown"))
 
-Measuring: :func:`run`, :func:`audit`, :func:`kill_matrix`, :func:`host_record`,
+Measuring: :func:`run`, :func:`audit`, :func:`kill_matrix`, :func:`simulate_power_loss`,
+:func:`host_record`,
 :func:`powercut_listen`, :func:`powercut_write`, :func:`powercut_verify`. Reports:
 :func:`load`, :func:`save`, :func:`render`, :func:`gate`, :func:`compare`. The results are
 the frozen dataclasses of :mod:`fsyncbench.model` (durations in ns, in fields named
@@ -33,6 +34,7 @@ from fsyncbench.api.measuring import (
     powercut_verify,
     powercut_write,
     run,
+    simulate_power_loss,
 )
 from fsyncbench.api.reports import (
     Comparison,
@@ -52,6 +54,7 @@ __all__ = [
     "audit",
     "host_record",
     "kill_matrix",
+    "simulate_power_loss",
     "load",
     "save",
     "render",

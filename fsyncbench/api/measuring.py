@@ -1,5 +1,5 @@
 """The measuring half of the API (:mod:`fsyncbench.api`): :func:`run`, :func:`audit`,
-:func:`host_record`, :func:`kill_matrix` and the ``powercut_*`` calls, and
+:func:`host_record`, :func:`kill_matrix`, :func:`simulate_power_loss` and the ``powercut_*`` calls, and
 :func:`build_report`, which assembles and judges what they measured."""
 
 from __future__ import annotations
@@ -29,8 +29,10 @@ from fsyncbench.report import store
 
 if TYPE_CHECKING:  # for annotations only: each is imported where it is used
     from fsyncbench.crash import CrashExperiment
+    from fsyncbench.model import PowerlossResult
     from fsyncbench.powercut.verify import VerifyOutcome
     from fsyncbench.powercut.writer import WriterStatus, WriterSummary
+    from fsyncbench.powerloss import PowerlossPlan
 
 
 PathLike = str | os.PathLike[str]
@@ -59,6 +61,7 @@ def run(
     warmup: int = DEFAULT_WARMUP,
     payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
     primitives: bool = True,
+    powerloss: str | Sequence[str] | None = None,
     assume: str | Sequence[str] = (),
     redact: bool = False,
     gates: Gates | None = None,
@@ -78,6 +81,10 @@ def run(
     10), from ``min_samples`` on (default 1000), all sharing ``run_budget_seconds`` (default
     17; none with ``samples``), none taking more than ``budget_seconds``. ``payload_bytes``:
     each step's output; ``primitives`` False skips the raw write+sync measurements.
+    ``powerloss``: persistence models (a comma list or a sequence, e.g. "synced-only,prefix")
+    under which each measured configuration's commits are then replayed through simulated
+    power cuts (:func:`simulate_power_loss`), after the timing has finished; the report's
+    ``powerloss`` holds the result, shown beside the latency.
     ``assume``: facts the machine cannot show ("plp"; a comma list or a sequence). ``redact``: remove hostname, serials
     and user paths. ``gates``: its ``configs`` must be configurations this run measures;
     ``outputs``: files the caller writes afterwards; both checked before anything is
@@ -104,6 +111,14 @@ def run(
     )
     if gates is not None:
         gates.check_configs(runner.result_names(plan), "this run measures")
+    loss_plan = (
+        None
+        if powerloss is None
+        else dataclasses.replace(
+            options.powerloss_plan(models=powerloss, payload_bytes=plan.payload_bytes),
+            configs=plan.configs,
+        )
+    )
     facts = options.assumed(assume)
     if outputs is not None:
         outputs.check()
@@ -118,6 +133,9 @@ def run(
     _sweep(path, notes)
     with _Measuring(progress) as where:
         results, floors = runner.run_with_floors(plan, host, where)
+    loss = None
+    if loss_plan is not None:  # only once every timing has finished
+        loss = _power_cuts(path, loss_plan, host, None)
     report = build_report(
         "run",
         host,
@@ -126,7 +144,80 @@ def run(
         floors,
         elapsed_ns=time.monotonic_ns() - started,
     )
+    if loss is not None:
+        report = dataclasses.replace(report, powerloss=loss)
     return _redacted(report, redact)
+
+
+def simulate_power_loss(
+    target: PathLike = ".",
+    *,
+    journal_modes: str | Sequence[str] | None = None,
+    synchronous: str | Sequence[str] | None = None,
+    fullfsync: str | bool | Sequence[str | bool] | None = None,
+    models: str | Sequence[str] | None = None,
+    semantics: str | None = None,
+    commits: int | None = None,
+    payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
+    sector_bytes: int = 512,
+    psow: bool | None = None,
+    max_states: int | None = None,
+    samples: int | None = None,
+    seed: int = 0,
+    keep_failures: PathLike | None = None,
+    outputs: Outputs | None = None,
+    progress: Progress | None = None,
+    notes: Notes | None = None,
+) -> PowerlossResult:
+    """``fsyncbench powerloss``: record every file operation SQLite makes while committing
+    the step journal under each pragma combination (in a working directory under ``target``,
+    removed again), rebuild the states a power cut could leave under each persistence model
+    and count the acknowledged commits lost and the corrupt states
+    (:mod:`fsyncbench.powerloss`). Pragma lists as :func:`run` takes them; ``models``
+    (default synced-only,prefix), ``semantics`` (linux or macos; default this system's),
+    ``commits`` per configuration (default 10), ``sector_bytes`` (512 or 4096, torn),
+    ``psow`` (None: SQLite's default, off for torn), ``max_states``/``samples``/``seed``
+    (subset and torn), ``keep_failures`` (a directory for the worst state of each). Render
+    the result with :func:`render`. Raises FsyncbenchError on bad input or a failed
+    recording."""
+    _check_extras((), outputs, progress, notes)
+    path = options.target_dir(target)
+    plan = options.powerloss_plan(
+        journal_modes=journal_modes,
+        synchronous=synchronous,
+        fullfsync=fullfsync,
+        models=models,
+        semantics=semantics,
+        commits=commits,
+        payload_bytes=payload_bytes,
+        sector_bytes=sector_bytes,
+        psow=psow,
+        max_states=max_states,
+        samples=samples,
+        seed=seed,
+        keep_failures=keep_failures,
+    )
+    if outputs is not None:
+        outputs.check()
+    _sweep(path, notes)
+    return _power_cuts(path, plan, _collect_host(path), progress)
+
+
+def _power_cuts(
+    path: Path, plan: PowerlossPlan, host: Host, progress: Progress | None
+) -> PowerlossResult:
+    from fsyncbench.powerloss import run_matrix
+
+    def step(done: int, total: int, label: str) -> None:
+        if progress is not None:
+            progress(label, done, total, 0, 1, 0, 0)
+
+    try:
+        return run_matrix(path, plan, os_name=host.os_name, progress=step)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            "interrupted during the power-loss simulation; working directory removed"
+        ) from None
 
 
 def audit(

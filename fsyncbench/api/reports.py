@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from fsyncbench import options
 from fsyncbench.api.measuring import PathLike, _redacted
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.model import Host, Report, to_jsonable
+from fsyncbench.model import SCHEMA_VERSION, Host, PowerlossResult, Report, to_jsonable
 from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import store
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
@@ -112,7 +112,8 @@ def render(
     """``result`` as the CLI prints it in ``fmt``: a Report ("text", "markdown", "json",
     "html"; a powercut report through :func:`fsyncbench.powercut.view.render`, others
     through :func:`fsyncbench.report.render`, JSON as saved); a Host, a CrashExperiment
-    (:func:`kill_matrix`) or a :class:`Comparison` ("text", "markdown", "json"); a powercut
+    (:func:`kill_matrix`) or a :class:`Comparison` ("text", "markdown", "json"); a
+    PowerlossResult (:func:`simulate_power_loss`: "text", "markdown", "json", "html"); a powercut
     WriterSummary or VerifyOutcome ("text", "json"). ``model_call_ms``: the unit a durable
     commit is set against, in milliseconds."""
     from fsyncbench.report import tables
@@ -135,6 +136,8 @@ def render(
         if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
             return _json(to_jsonable(result))
         return tables.render_host(result, fmt)
+    if isinstance(result, PowerlossResult):
+        return _render_powerloss(result, options.choice(fmt, options.REPORT_FORMATS, "--format"))
     from fsyncbench.powercut.verify import VerifyOutcome
     from fsyncbench.powercut.writer import WriterSummary, format_summary
 
@@ -162,6 +165,23 @@ def render(
             return _json(crash_jsonable(result, model_call_ms))
         return render_crash(result, model_call_ms, fmt)
     raise FsyncbenchError(f"cannot render a {type(result).__name__}")
+
+
+def _render_powerloss(result: PowerlossResult, fmt: str) -> str:
+    from fsyncbench import __version__
+    from fsyncbench.report import render_document
+    from fsyncbench.report.loss import describe_powerloss
+
+    if fmt == "json":
+        return _json(
+            {
+                "kind": "powerloss",
+                "schema_version": SCHEMA_VERSION,
+                "tool_version": __version__,
+                **to_jsonable(result),
+            }
+        )
+    return render_document(describe_powerloss(result, __version__), fmt)
 
 
 def _json(data: Any) -> str:

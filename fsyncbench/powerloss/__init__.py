@@ -18,13 +18,8 @@ Nothing here prints.
 
 from __future__ import annotations
 
-from fsyncbench.powerloss.matrix import (
-    DEFAULT_COMMITS,
-    ConfigOutcome,
-    ModelOutcome,
-    PowerlossResult,
-    run_matrix,
-)
+from fsyncbench.model import PowerlossConfig, PowerlossModelOutcome, PowerlossResult
+from fsyncbench.powerloss.matrix import DEFAULT_COMMITS, PowerlossPlan, run_matrix
 from fsyncbench.powerloss.models import DEFAULT_MODELS, MODELS, SECTOR_SIZES, SEMANTICS
 
 __all__ = [
@@ -33,8 +28,9 @@ __all__ = [
     "MODELS",
     "SECTOR_SIZES",
     "SEMANTICS",
-    "ConfigOutcome",
-    "ModelOutcome",
+    "PowerlossConfig",
+    "PowerlossModelOutcome",
+    "PowerlossPlan",
     "PowerlossResult",
     "run_matrix",
 ]

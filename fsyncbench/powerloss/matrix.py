@@ -27,10 +27,16 @@ from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.judge.commit_rules import documented_promise
-from fsyncbench.model import Pragmas
+from fsyncbench.model import (
+    PowerlossConfig,
+    PowerlossModelOutcome,
+    PowerlossResult,
+    Pragmas,
+)
 from fsyncbench.powerloss import sqlite
 from fsyncbench.powerloss.models import (
     DEFAULT_MAX_STATES,
+    DEFAULT_MODELS,
     DEFAULT_SAMPLES,
     CrashState,
     crash_points,
@@ -42,89 +48,6 @@ from fsyncbench.powerloss.trace import Trace
 #: Commits recorded per configuration by default: enough for WAL/NORMAL's window to show
 #: several lost commits, small enough for the default matrix to take seconds.
 DEFAULT_COMMITS = 10
-
-
-@dataclass(frozen=True)
-class ModelOutcome:
-    """What one persistence model lost for one configuration.
-
-    ``states``: crash states checked (a state reached from two crash points counts twice);
-    ``distinct_states``: of them, different on disk; ``sampled``: some points had more states
-    than were tried (the figures are then lower bounds); ``states_losing``: states missing
-    at least one acknowledged commit; ``worst_lost``/``mean_lost``: acknowledged commits
-    missing, over the states that are not corrupt; ``corrupt_states``: unopenable or failing
-    integrity_check; ``invalid``: why the model does not apply ("" if it does; then every
-    figure is 0); ``worst``: how to rebuild the worst state and what it lost."""
-
-    model: str
-    crash_points: int
-    states: int
-    distinct_states: int
-    sampled: bool
-    states_losing: int
-    worst_lost: int
-    mean_lost: float
-    corrupt_states: int
-    invalid: str
-    worst: str
-
-    @property
-    def loses(self) -> bool:
-        """True when some state lost an acknowledged commit or was corrupt."""
-        return self.worst_lost > 0 or self.corrupt_states > 0
-
-
-@dataclass(frozen=True)
-class ConfigOutcome:
-    """One configuration: its recorded trace's size, what SQLite's documentation promises
-    (``documented_durable``, ``documented_consistent``, ``documented_why`` with its source)
-    and each model's outcome."""
-
-    pragmas: Pragmas
-    commits: int
-    writes: int
-    syncs: int
-    dirsyncs: int
-    psow: bool
-    documented_durable: bool
-    documented_consistent: bool
-    documented_why: str
-    models: tuple[ModelOutcome, ...]
-
-    def agreement(self, m: ModelOutcome) -> str:
-        """``agrees``, ``DISAGREES`` (documented durable or consistent, measured losses or
-        corruption) or ``better than documented`` (documented not durable, nothing lost
-        under this model); "" for an invalid model."""
-        if m.invalid:
-            return ""
-        if (self.documented_durable and m.worst_lost) or (
-            self.documented_consistent and m.corrupt_states
-        ):
-            return "DISAGREES"
-        if not self.documented_durable and not m.loses:
-            return "better than documented"
-        return "agrees"
-
-
-@dataclass(frozen=True)
-class PowerlossResult:
-    """Every configuration x model, with how it was made: ``semantics`` (linux/macos),
-    ``sector_bytes`` (torn), ``seed``, ``max_states``/``samples`` per crash point, the SQLite
-    that recorded (apsw's) and the stdlib's, and the wall time."""
-
-    configs: tuple[ConfigOutcome, ...]
-    models: tuple[str, ...]
-    semantics: str
-    commits: int
-    payload_bytes: int
-    sector_bytes: int
-    seed: int
-    max_states: int
-    samples: int
-    sqlite_version: str
-    stdlib_sqlite_version: str
-    apsw_version: str
-    elapsed_ns: int
 
 
 def _key(files: tuple[tuple[str, bytes], ...]) -> bytes:
@@ -177,14 +100,14 @@ def evaluate(
     samples: int,
     seed: int,
     keep: Callable[[CrashState, str], None] | None = None,
-) -> ModelOutcome:
+) -> PowerlossModelOutcome:
     """Check every crash state of ``trace`` under ``model``; ``workdir`` is an empty scratch
     directory. ``keep`` receives the worst state (most commits lost; a corrupt one first)
     and its description, if any state lost something."""
     points = len([p for p in crash_points(trace) if p > trace.barrier_index])
     why = invalid_reason(model, trace.psow)
     if why:
-        return ModelOutcome(model, points, 0, 0, False, 0, 0, 0.0, 0, why, "")
+        return PowerlossModelOutcome(model, points, 0, 0, False, 0, 0, 0.0, 0, why, "")
     checker = _Checker(workdir, trace)
     states = losing = corrupt = worst_lost = lost_sum = sound = 0
     sampled = False
@@ -211,13 +134,13 @@ def evaluate(
             losing += bool(lost)
             worst_lost = max(worst_lost, len(lost))
             score = len(lost)
-            what = f"lost commits {_ranges(lost)} of {len(state.acked)} acknowledged"
+            what = f"lost {len(lost)} of {len(state.acked)} acknowledged commits ({_ranges(lost)})"
         if score and (worst is None or score > worst[0]):
             worst = (score, state, what)
     described = f"{worst[2]} ({worst[1].how})" if worst else ""
     if worst and keep is not None:
         keep(worst[1], described)
-    return ModelOutcome(
+    return PowerlossModelOutcome(
         model,
         points,
         states,
@@ -273,49 +196,67 @@ def _keeper(
     return keep
 
 
+@dataclass(frozen=True)
+class PowerlossPlan:
+    """What ``fsyncbench powerloss`` simulates: ``configs`` x ``models``
+    (:data:`~fsyncbench.powerloss.models.MODELS`) under ``semantics`` ("linux" or "macos");
+    ``commits`` recorded per configuration with ``payload_bytes`` step outputs;
+    ``sector_bytes`` for torn writes; ``psow`` None records with SQLite's default
+    (powersafe overwrite on) and, for ``torn``, a second trace with it off, True/False
+    forces it; ``max_states``/``samples``/``seed`` bound subset and torn
+    (:func:`~fsyncbench.powerloss.models.crash_states`); ``keep_failures``: a directory for
+    the worst state of each configuration x model (None: keep none)."""
+
+    configs: tuple[Pragmas, ...]
+    models: tuple[str, ...] = DEFAULT_MODELS
+    semantics: str = "linux"
+    commits: int = DEFAULT_COMMITS
+    payload_bytes: int = 512
+    sector_bytes: int = 512
+    psow: bool | None = None
+    max_states: int = DEFAULT_MAX_STATES
+    samples: int = DEFAULT_SAMPLES
+    seed: int = 0
+    keep_failures: Path | None = None
+
+
 def run_matrix(
     directory: Path,
-    configs: list[Pragmas],
-    models: tuple[str, ...],
+    plan: PowerlossPlan,
     *,
     os_name: str,
-    semantics: str,
-    commits: int = DEFAULT_COMMITS,
-    payload_bytes: int = 512,
-    sector_bytes: int = 512,
-    psow: bool | None = None,
-    max_states: int = DEFAULT_MAX_STATES,
-    samples: int = DEFAULT_SAMPLES,
-    seed: int = 0,
-    keep_failures: Path | None = None,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
     sync_filter: sqlite.SyncFilter | None = None,
 ) -> PowerlossResult:
-    """Record each configuration in a scratch subdirectory of ``directory`` and evaluate
-    every model. ``psow`` None records with SQLite's default (powersafe overwrite on) and,
-    for ``torn``, a second trace with it off; True/False forces one for every model.
-    ``os_name`` picks the documented promise (Darwin: fullfsync needed). Raises
+    """Record each configuration of ``plan`` in a scratch subdirectory of ``directory``
+    (removed afterwards) and evaluate every model. ``os_name`` picks the documented promise
+    (Darwin: fullfsync needed). ``progress(done, total, label)`` is called before each
+    configuration x model. ``sync_filter`` plants a fault in the recording (tests). Raises
     FsyncbenchError when recording fails."""
     import sqlite3
 
     from fsyncbench.measure.scratch import scratch_dir
 
     started = time.perf_counter_ns()
-    outcomes: list[ConfigOutcome] = []
+    outcomes: list[PowerlossConfig] = []
     with scratch_dir(directory) as scratch:
-        for index, pragmas in enumerate(configs):
+        for index, pragmas in enumerate(plan.configs):
             traces: dict[bool, Trace] = {}
             results = []
-            for model in models:
-                want = psow if psow is not None else model != "torn"
+            for model in plan.models:
+                want = plan.psow if plan.psow is not None else model != "torn"
                 if want not in traces:
                     rec = scratch / f"record-{index}-{int(want)}"
                     rec.mkdir()
                     traces[want] = sqlite.record_commits(
-                        rec.resolve(), pragmas, commits, payload_bytes, want, sync_filter
+                        rec.resolve(), pragmas, plan.commits, plan.payload_bytes, want, sync_filter
                     )
                 if progress is not None:
-                    progress(f"{pragmas.label} {model}")
+                    progress(
+                        index * len(plan.models) + plan.models.index(model),
+                        len(plan.configs) * len(plan.models),
+                        f"{pragmas.label} {model}",
+                    )
                 work = scratch / "state"
                 work.mkdir(exist_ok=True)
                 results.append(
@@ -323,20 +264,22 @@ def run_matrix(
                         traces[want],
                         model,
                         work,
-                        semantics=semantics,
-                        sector_bytes=sector_bytes,
-                        max_states=max_states,
-                        samples=samples,
-                        seed=seed,
-                        keep=_keeper(keep_failures, pragmas.label, model),
+                        semantics=plan.semantics,
+                        sector_bytes=plan.sector_bytes,
+                        max_states=plan.max_states,
+                        samples=plan.samples,
+                        seed=plan.seed,
+                        keep=_keeper(plan.keep_failures, pragmas.label, model),
                     )
                 )
-            main = traces.get(True if psow is None else psow) or next(iter(traces.values()))
+            main = traces.get(True if plan.psow is None else plan.psow) or next(
+                iter(traces.values())
+            )
             durable, consistent, why = documented_promise(pragmas, os_name)
             outcomes.append(
-                ConfigOutcome(
+                PowerlossConfig(
                     pragmas,
-                    commits,
+                    plan.commits,
                     main.count("write"),
                     main.count("sync"),
                     main.count("dirsync"),
@@ -352,14 +295,14 @@ def run_matrix(
     v = sqlite.versions()
     return PowerlossResult(
         tuple(outcomes),
-        models,
-        semantics,
-        commits,
-        payload_bytes,
-        sector_bytes,
-        seed,
-        max_states,
-        samples,
+        plan.models,
+        plan.semantics,
+        plan.commits,
+        plan.payload_bytes,
+        plan.sector_bytes,
+        plan.seed,
+        plan.max_states,
+        plan.samples,
         v["sqlite"],
         sqlite3.sqlite_version,
         v["apsw"],

@@ -25,9 +25,9 @@ def render(report: Report, fmt: str, model_call_ms: float = DEFAULT_MODEL_CALL_M
     return render_document(describe(report, model_call_ms), fmt, report)
 
 
-def render_document(doc: Document, fmt: str, report: Report) -> str:
+def render_document(doc: Document, fmt: str, report: Report | None = None) -> str:
     """``doc`` laid out as ``fmt`` (one of :data:`FORMATS`); ``report`` is the report it
-    describes (the HTML page draws its charts from the raw samples). Raises ValueError for
+    describes, if any (the HTML page draws its charts from the raw samples). Raises ValueError for
     another format."""
     if fmt == "text":
         from fsyncbench.report.text import render_text

@@ -31,6 +31,7 @@ from fsyncbench.report.document import (
     Section,
     Table,
 )
+from fsyncbench.report.loss import run_report_sections
 from fsyncbench.report.wording import (
     P999_MIN_SAMPLES,
     STRENGTH_MEANING,
@@ -109,6 +110,7 @@ def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Do
     sections = [
         answer_section(report, bottom_line(report, model_call_ms)),
         results_section(report),
+        *run_report_sections(report),
         findings_section(report),
         counters_section(report),
         evidence_section(report),

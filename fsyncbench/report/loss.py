@@ -1,0 +1,265 @@
+"""Simulated power loss (``fsyncbench powerloss``, ``run --powerloss``) as document
+blocks: the table of acknowledged commits lost per configuration and persistence model
+beside SQLite's documented promise, the worst state of each, and the method. Laid out by
+the same text, Markdown and HTML renderers as every report
+(:func:`fsyncbench.report.render_document`); the JSON is the result's own fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fsyncbench.fmt import fmt_ns
+from fsyncbench.model import (
+    SCHEMA_VERSION,
+    PowerlossConfig,
+    PowerlossModelOutcome,
+    PowerlossResult,
+    Report,
+    Result,
+)
+from fsyncbench.report.document import (
+    Block,
+    Bullets,
+    Cell,
+    Document,
+    Paragraph,
+    Section,
+    Table,
+)
+
+#: What the models cannot see; said in every powerloss output.
+NOT_COVERED = (
+    "The models trust every honoured sync: storage that acknowledges a flush it did not "
+    "make (a drive's volatile cache, a VM host's page cache, eatmydata), firmware bugs and "
+    "media errors are not simulated; `fsyncbench audit` judges this machine's syncs and "
+    "`fsyncbench powercut` pulls a real plug."
+)
+
+MODEL_TEXT = {
+    "synced-only": "only synced data survives; a created or deleted file's directory entry "
+    "only after a directory sync (the worst case POSIX allows)",
+    "prefix": "operations persist in issue order up to any point after the last honoured "
+    "sync (an ordered filesystem)",
+    "subset": "each write since its file's last sync is independently kept or lost "
+    "(SQLite's own crash test, src/test6.c)",
+    "torn": "as subset, and writes tear at sector boundaries, a torn partial sector "
+    "destroying the rest of it (needs powersafe overwrite off)",
+}
+
+
+def _lost(m: PowerlossModelOutcome) -> str:
+    if m.invalid:
+        return "invalid"
+    text = f"{m.worst_lost}"
+    if m.sampled:
+        text = f">= {text}"
+    return text
+
+
+def loss_phrase(m: PowerlossModelOutcome, commits: int = 0) -> str:
+    """``loses 0``, ``loses up to 10 acknowledged commits``, ``corrupt in 3 states``;
+    ``commits``: how many were recorded (a loss of all of them is open-ended)."""
+    if m.invalid:
+        return "not applicable (invalid)"
+    parts = []
+    if commits and m.worst_lost >= commits:
+        parts.append(
+            f"loses all {commits} acknowledged commits recorded (the loss grows with the "
+            "commits since the last sync)"
+        )
+    elif m.worst_lost:
+        parts.append(f"loses up to {m.worst_lost} acknowledged commit" + "s" * (m.worst_lost > 1))
+    if m.corrupt_states:
+        parts.append(f"corrupt in {m.corrupt_states} of {m.states} states")
+    if not parts:
+        parts.append("loses 0")
+    return ", ".join(parts) + f" ({m.model}{', sampled' if m.sampled else ''})"
+
+
+def _tone(agreement: str) -> str:
+    return {"DISAGREES": "bad", "agrees": "", "better than documented": "caution"}.get(
+        agreement, ""
+    )
+
+
+def _documented(c: PowerlossConfig) -> str:
+    if c.documented_durable:
+        return "durable"
+    return "not durable" + ("" if c.documented_consistent else ", may corrupt")
+
+
+def loss_table(result: PowerlossResult) -> Table:
+    """One row per configuration x model: crash points, states checked (distinct),
+    acknowledged commits lost (worst, mean over sound states, states losing any), corrupt
+    states, the documented promise and whether the measurement agrees."""
+    rows = []
+    for c in result.configs:
+        for m in c.models:
+            agree = c.agreement(m)
+            rows.append(
+                (
+                    Cell(c.pragmas.label),
+                    Cell(m.model),
+                    Cell(str(m.crash_points)),
+                    Cell("-" if m.invalid else f"{m.states} ({m.distinct_states})"),
+                    Cell(_lost(m), "bad" if m.worst_lost and c.documented_durable else ""),
+                    Cell("-" if m.invalid else f"{m.mean_lost:.2f}"),
+                    Cell("-" if m.invalid else f"{m.states_losing}"),
+                    Cell(
+                        "-" if m.invalid else str(m.corrupt_states),
+                        "bad" if m.corrupt_states else "",
+                    ),
+                    Cell(_documented(c)),
+                    Cell(agree or m.invalid.split(":")[0], _tone(agree)),
+                )
+            )
+    return Table(
+        (
+            "config",
+            "model",
+            "crash points",
+            "states (distinct)",
+            "lost, worst",
+            "lost, mean",
+            "states losing",
+            "corrupt",
+            "documented",
+            "measured vs documented",
+        ),
+        tuple(rows),
+        numeric=frozenset({2, 3, 4, 5, 6, 7}),
+        caption=(
+            f"Acknowledged commits lost after a simulated power cut, {result.commits} commits "
+            f"per configuration ({result.semantics} semantics). '>=' marks a figure from "
+            "sampled states (a lower bound)."
+        ),
+    )
+
+
+def _answer(result: PowerlossResult, latency: dict[str, Result] | None = None) -> Section:
+    items: list[tuple[Paragraph, tuple[str, ...]]] = []
+    for c in result.configs:
+        r = (latency or {}).get(c.pragmas.label)
+        cost = f"{fmt_ns(r.summary.p50_ns)} p50, " if r is not None else ""
+        valid = [m for m in c.models if not m.invalid]
+        if not valid:
+            continue
+        worst = max(valid, key=lambda m: (m.corrupt_states > 0, m.worst_lost))
+        agree = c.agreement(worst)
+        text = f"{cost}{loss_phrase(worst, c.commits)}; documented {_documented(c)}"
+        if agree == "DISAGREES":
+            text += ": the measurement DISAGREES with the documentation"
+        elif agree == "better than documented":
+            text += ": nothing lost under these models, better than documented"
+        tone = _tone(agree) or ("good" if not worst.loses else "")
+        items.append((Paragraph(text, lead=f"{c.pragmas.label}:", tone=tone), ()))
+    blocks: list[Block] = []
+    disagree = [
+        f"{c.pragmas.label} ({m.model})"
+        for c in result.configs
+        for m in c.models
+        if c.agreement(m) == "DISAGREES"
+    ]
+    if disagree:
+        blocks.append(
+            Paragraph(
+                "Losses where SQLite's documentation promises durability or consistency: "
+                + ", ".join(disagree)
+                + ".",
+                lead="Finding:",
+                tone="bad",
+            )
+        )
+    blocks += [Bullets(tuple(items)), Paragraph(NOT_COVERED)]
+    return Section(
+        "powerloss", "Simulated power loss: what each configuration loses", tuple(blocks)
+    )
+
+
+def _worst_states(result: PowerlossResult) -> Block:
+    items = []
+    for c in result.configs:
+        for m in c.models:
+            if m.worst:
+                items.append((Paragraph(m.worst, lead=f"{c.pragmas.label}, {m.model}:"), ()))
+    if not items:
+        return Paragraph("No state lost an acknowledged commit or was corrupt.")
+    return Bullets(tuple(items))
+
+
+def _method(result: PowerlossResult) -> tuple[Block, ...]:
+    models = Bullets(tuple((Paragraph(MODEL_TEXT[m], lead=f"{m}:"), ()) for m in result.models))
+    reasons: dict[str, list[str]] = {}
+    for c in result.configs:
+        if c.documented_why:
+            reasons.setdefault(c.documented_why, []).append(c.pragmas.label)
+    documented = Bullets(
+        tuple((Paragraph(why, lead=", ".join(labels) + ":"), ()) for why, labels in reasons.items())
+    )
+    return (
+        Paragraph(
+            f"Each configuration ran {result.commits} commits of the step journal (BEGIN; "
+            f"INSERT one {result.payload_bytes}-byte step row; COMMIT) through a recording "
+            "SQLite VFS; the directory syncs SQLite's unix VFS makes itself are modelled "
+            "(src/os_unix.c). Crash points: before each sync, after each acknowledged commit, "
+            "after the last operation. Each rebuilt state was opened by SQLite (hot-journal "
+            "rollback, WAL recovery), checked with PRAGMA integrity_check, and every row "
+            "compared with what its commit wrote; corrupt states are left out of the loss "
+            "figures."
+        ),
+        models,
+        Paragraph(
+            f"Semantics {result.semantics}"
+            + (
+                " (only syncs with SQLITE_SYNC_FULL, i.e. F_FULLFSYNC, are honoured)"
+                if result.semantics == "macos"
+                else " (every sync honoured)"
+            )
+            + f"; torn sectors {result.sector_bytes} B; subset/torn enumerate up to "
+            f"{result.max_states} states per crash point, else {result.samples} seeded samples "
+            f"(seed {result.seed}). Recorded with SQLite {result.sqlite_version} (apsw "
+            f"{result.apsw_version}); Python's sqlite3 here is SQLite "
+            f"{result.stdlib_sqlite_version}. {result.elapsed_ns / 1e9:.1f} s."
+        ),
+        Paragraph(
+            "From https://www.sqlite.org/pragma.html#pragma_synchronous and "
+            "https://www.sqlite.org/wal.html; every configuration not listed is documented as "
+            "durable and consistent:",
+            lead="Documented promise.",
+        ),
+        documented,
+    )
+
+
+def powerloss_sections(
+    result: PowerlossResult, latency: Sequence[Result] = ()
+) -> tuple[Section, ...]:
+    """The answer (one line per configuration, with its p50 from ``latency`` when given:
+    cost beside loss), the table, the worst states and the method."""
+    by_label = {r.requested.label: r for r in latency if r.requested is not None}
+    return (
+        _answer(result, by_label),
+        Section(
+            "powerloss-table", "Commits lost per configuration and model", (loss_table(result),)
+        ),
+        Section("powerloss-worst", "The worst state of each", (_worst_states(result),)),
+        Section("powerloss-method", "How the power cuts were simulated", _method(result)),
+    )
+
+
+def describe_powerloss(result: PowerlossResult, tool_version: str) -> Document:
+    """The :class:`Document` of ``fsyncbench powerloss``."""
+    return Document(
+        f"fsyncbench powerloss: simulated power cuts ({result.semantics} semantics)",
+        f"fsyncbench {tool_version}, report schema {SCHEMA_VERSION}, "
+        f"{len(result.configs)} configurations x {len(result.models)} models",
+        tuple(s for s in powerloss_sections(result) if s.blocks),
+    )
+
+
+def run_report_sections(report: Report) -> tuple[Section, ...]:
+    """The powerloss sections of a ``run --powerloss`` report (none without it)."""
+    if report.powerloss is None:
+        return ()
+    return powerloss_sections(report.powerloss, report.results)
