@@ -1,0 +1,560 @@
+"""fsyncbench powerloss: recorded SQLite traces, crash states under each persistence model,
+the known answers of SQLite's documentation, a planted fault, and a real SIGKILL.
+
+Real SQLite (apsw's build) on real files in pytest's tmp_path; the models are also checked
+on small hand-made traces whose every state is known."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fsyncbench import api
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.model import Pragmas
+from fsyncbench.powerloss import sqlite
+from fsyncbench.powerloss.matrix import PowerlossPlan, evaluate, run_matrix
+from fsyncbench.powerloss.models import CrashState, crash_points, crash_states, invalid_reason
+from fsyncbench.powerloss.trace import Op, Trace
+from tests.clitools import assert_usage_error, fsb, leftovers
+
+COMMITS = 6
+
+
+def _record(tmp_path: Path, mode: str, sync: str, *, psow: bool = True, fullfsync=None, **kw):
+    where = tmp_path / f"rec-{mode}-{sync}-{int(psow)}-{fullfsync}"
+    where.mkdir()
+    return sqlite.record_commits(
+        where.resolve(), Pragmas(mode, sync, fullfsync), COMMITS, 200, psow, **kw
+    )
+
+
+def _evaluate(tmp_path: Path, trace: Trace, model: str, semantics: str = "linux", **kw):
+    work = tmp_path / f"work-{model}-{semantics}"
+    work.mkdir(exist_ok=True)
+    return evaluate(
+        trace,
+        model,
+        work,
+        semantics=semantics,
+        sector_bytes=kw.pop("sector_bytes", 512),
+        max_states=kw.pop("max_states", 64),
+        samples=kw.pop("samples", 16),
+        seed=kw.pop("seed", 0),
+        **kw,
+    )
+
+
+# ------------------------------------------------------------------ the recorded trace
+
+
+def test_the_trace_holds_every_file_operation_of_a_wal_commit(tmp_path):
+    trace = _record(tmp_path, "WAL", "FULL")
+    after = trace.ops[trace.barrier_index + 1 :]
+    assert [op.seq for op in after if op.kind == "ack"] == list(range(1, COMMITS + 1))
+    # each WAL/FULL commit appends its frames to the WAL and syncs the WAL before returning
+    acks = [i for i, op in enumerate(trace.ops) if op.kind == "ack"]
+    for i in acks:
+        before = trace.ops[i - 1]
+        assert before.kind == "sync" and before.file.endswith("-wal")
+    roles = dict(trace.roles)
+    assert roles[trace.db_name] == "main-db"
+    assert roles[trace.db_name + "-wal"] == "wal"
+    assert len(trace.rows) == COMMITS
+    # the WAL's first sync also synced the directory (modelled: os_unix.c UNIXFILE_DIRSYNC)
+    first_wal_sync = next(
+        i for i, op in enumerate(trace.ops) if op.kind == "sync" and op.file.endswith("-wal")
+    )
+    assert trace.ops[first_wal_sync + 1].kind == "dirsync"
+
+
+def test_delete_mode_creates_and_unlinks_the_journal_of_each_commit(tmp_path):
+    trace = _record(tmp_path, "DELETE", "FULL")
+    after = trace.ops[trace.barrier_index + 1 :]
+    journal = trace.db_name + "-journal"
+    assert [op.kind for op in after if op.file == journal and op.kind in ("create", "delete")] == [
+        "create",
+        "delete",
+    ] * COMMITS
+    # FULL never syncs the directory after the unlink; EXTRA does (pragma docs)
+    deletes = [i for i, op in enumerate(trace.ops) if op.kind == "delete"]
+    assert all(trace.ops[i + 1].kind != "dirsync" for i in deletes if i > trace.barrier_index)
+    extra = _record(tmp_path, "DELETE", "EXTRA")
+    deletes = [i for i, op in enumerate(extra.ops) if op.kind == "delete"]
+    assert deletes and all(extra.ops[i + 1].kind == "dirsync" for i in deletes)
+
+
+def test_fullfsync_reaches_the_sync_flags(tmp_path):
+    plain = _record(tmp_path, "WAL", "FULL", fullfsync=False)
+    full = _record(tmp_path, "WAL", "FULL", fullfsync=True)
+    flags = {op.flags & 0x0F for op in plain.ops if op.kind == "sync"}
+    assert flags == {2}  # SQLITE_SYNC_NORMAL
+    assert 3 in {op.flags & 0x0F for op in full.ops if op.kind == "sync"}  # SQLITE_SYNC_FULL
+
+
+# -------------------------------------------------- known answers (SQLite's documentation)
+
+
+@pytest.mark.parametrize(
+    ("mode", "sync"), [("WAL", "FULL"), ("DELETE", "EXTRA"), ("TRUNCATE", "FULL")]
+)
+def test_durable_configurations_lose_nothing_and_are_never_corrupt(tmp_path, mode, sync):
+    trace = _record(tmp_path, mode, sync)
+    for model in ("synced-only", "prefix", "subset"):
+        m = _evaluate(tmp_path, trace, model)
+        assert (m.worst_lost, m.corrupt_states, m.states_losing) == (0, 0, 0), model
+        assert m.states >= m.crash_points > COMMITS
+
+
+@pytest.mark.parametrize("mode", ["WAL", "DELETE", "TRUNCATE"])
+def test_synchronous_off_loses_every_commit_since_setup(tmp_path, mode):
+    trace = _record(tmp_path, mode, "OFF")
+    m = _evaluate(tmp_path, trace, "synced-only")
+    assert m.worst_lost == COMMITS
+    assert m.corrupt_states == 0
+
+
+def test_wal_normal_loses_the_last_commits_but_is_never_corrupt(tmp_path):
+    trace = _record(tmp_path, "WAL", "NORMAL")
+    for model in ("synced-only", "prefix", "subset"):
+        m = _evaluate(tmp_path, trace, model)
+        assert m.corrupt_states == 0, model
+        # nothing syncs the WAL until the checkpoint at close: every commit is at risk
+        assert m.worst_lost == COMMITS, model
+    # the checkpoint at close syncs: a cut after the last op loses nothing
+    last = list(crash_states(trace, "synced-only"))[-1]
+    assert last.point == len(trace.ops)
+    work = tmp_path / "last"
+    work.mkdir()
+    for name, data in last.files:
+        (work / name).write_bytes(data)
+    rows, problem = sqlite.open_state(work, trace.db_name, True)
+    assert problem == "" and sorted(rows) == list(range(1, COMMITS + 1))
+
+
+def test_delete_full_loses_the_last_commit_only_through_the_unsynced_unlink(tmp_path):
+    trace = _record(tmp_path, "DELETE", "FULL")
+    m = _evaluate(tmp_path, trace, "synced-only")
+    assert (m.worst_lost, m.corrupt_states) == (1, 0)
+    # the losing states hold the committed transaction's journal: hot, so SQLite rolls back
+    losing = [
+        s
+        for s in crash_states(trace, "synced-only")
+        if s.acked and trace.db_name + "-journal" in dict(s.files)
+    ]
+    assert losing
+    # the same trace with a directory sync after each unlink (what EXTRA adds) loses nothing
+    ops: list[Op] = []
+    for op in trace.ops:
+        ops.append(op)
+        if op.kind == "delete":
+            ops.append(Op("dirsync"))
+    fixed = dataclasses.replace(trace, ops=tuple(ops))
+    assert _evaluate(tmp_path, fixed, "synced-only").worst_lost == 0
+
+
+def test_documented_promise_agrees_for_the_default_matrix(tmp_path):
+    configs = tuple(
+        Pragmas(j, s) for j in ("DELETE", "TRUNCATE", "WAL") for s in ("OFF", "NORMAL", "FULL")
+    )
+    result = run_matrix(tmp_path, PowerlossPlan(configs, commits=4), os_name="Linux")
+    assert [c.pragmas for c in result.configs] == list(configs)
+    verdicts = {
+        (c.pragmas.label, m.model): (c.agreement(m), m.worst_lost, m.corrupt_states)
+        for c in result.configs
+        for m in c.models
+    }
+    assert all(v[0] == "agrees" for v in verdicts.values()), verdicts
+    assert verdicts["wal/full", "synced-only"] == ("agrees", 0, 0)
+    assert verdicts["wal/normal", "synced-only"] == ("agrees", 4, 0)
+    assert verdicts["delete/full", "prefix"] == ("agrees", 1, 0)
+    assert leftovers(tmp_path) == []
+
+
+# ------------------------------------------------------------------ a planted fault
+
+
+def test_a_vfs_that_skips_one_sync_shows_losses_where_the_real_one_shows_none(tmp_path):
+    real = _record(tmp_path, "WAL", "FULL")
+    setup_syncs = sum(1 for op in real.ops[: real.barrier_index] if op.kind == "sync")
+    assert _evaluate(tmp_path, real, "synced-only").worst_lost == 0
+    skip = setup_syncs + 2  # the WAL sync of the third commit
+    planted = _record(tmp_path, "WAL", "FULL", fullfsync=False, sync_filter=lambda n: n != skip)
+    assert (
+        sum(op.kind == "sync" for op in planted.ops)
+        == sum(op.kind == "sync" for op in real.ops) - 1
+    )
+    m = _evaluate(tmp_path, planted, "synced-only")
+    assert m.worst_lost >= 1 and m.corrupt_states == 0
+    assert "lost 1 of 3 acknowledged commits (3)" in m.worst
+
+
+# ------------------------------------------------------------------ torn and psow
+
+
+def test_torn_with_powersafe_overwrite_on_is_invalid_not_corrupt(tmp_path):
+    trace = _record(tmp_path, "WAL", "FULL", psow=True)
+    m = _evaluate(tmp_path, trace, "torn")
+    assert m.invalid.startswith("invalid: SQLite was told writes are powersafe overwrites")
+    assert (m.states, m.corrupt_states, m.worst_lost) == (0, 0, 0)
+    assert invalid_reason("torn", False) == ""
+    assert invalid_reason("subset", True) == ""
+    plan = PowerlossPlan((Pragmas("WAL", "FULL"),), models=("torn",), commits=3, psow=True)
+    result = run_matrix(tmp_path, plan, os_name="Linux")
+    assert result.configs[0].agreement(result.configs[0].models[0]) == ""
+    text = api.render(result, "text")
+    assert "invalid" in text and "DISAGREES" not in text
+
+
+def test_torn_with_psow_off_keeps_wal_full_intact(tmp_path):
+    trace = _record(tmp_path, "WAL", "FULL", psow=False)
+    m = _evaluate(tmp_path, trace, "torn", samples=8)
+    assert m.invalid == "" and m.states > 0
+    assert (m.worst_lost, m.corrupt_states) == (0, 0)
+
+
+# --------------------------------------------------------------- macOS semantics
+
+
+def test_macos_semantics_count_only_fullfsync(tmp_path):
+    plain = _record(tmp_path, "WAL", "FULL", fullfsync=False)
+    full = _record(tmp_path, "WAL", "FULL", fullfsync=True)
+    assert _evaluate(tmp_path, plain, "synced-only", "linux").worst_lost == 0
+    assert _evaluate(tmp_path, plain, "synced-only", "macos").worst_lost == COMMITS
+    assert _evaluate(tmp_path, full, "synced-only", "macos").worst_lost == 0
+
+
+# ------------------------------------------------------ the models on hand-made traces
+
+
+def _trace(*ops: Op) -> Trace:
+    return Trace(
+        pragmas=Pragmas("WAL", "FULL"),
+        ops=ops,
+        roles=(("a", "main-db"),),
+        db_name="a",
+        rows=(),
+        psow=False,
+        dirsync_modelled=True,
+        sqlite_version="test",
+    )
+
+
+SETUP = (Op("create", "a"), Op("write", "a", 0, b"old!"), Op("barrier"))
+
+
+def _files(states: list[CrashState]) -> list[dict[str, bytes]]:
+    return [dict(s.files) for s in states]
+
+
+def test_synced_only_keeps_synced_data_and_synced_directory_entries_only():
+    trace = _trace(
+        *SETUP,
+        Op("write", "a", 0, b"new!"),
+        Op("create", "b"),
+        Op("write", "b", 0, b"bb"),
+        Op("sync", "b", flags=2),  # b's data is durable, its directory entry is not
+        Op("ack", seq=1),
+        Op("sync", "a", flags=2),
+        Op("dirsync"),
+        Op("delete", "b"),
+        Op("ack", seq=2),
+    )
+    states = list(crash_states(trace, "synced-only"))
+    assert [s.point for s in states] == crash_points(trace) == [6, 8, 9, 12]
+    assert _files(states) == [
+        {"a": b"old!"},  # before b's sync
+        {"a": b"old!"},  # after ack 1 = before a's sync: b's entry was never synced
+        {"a": b"new!"},  # before the directory sync: a synced, b still has no entry
+        {"a": b"new!", "b": b"bb"},  # the unlink of b was never synced: b is back
+    ]
+    assert [s.acked for s in states] == [(), (1,), (1,), (1, 2)]
+    # under prefix the same cut can also keep everything issued
+    assert {"a": b"new!"} in _files([s for s in crash_states(trace, "prefix") if s.point == 12])
+
+
+def test_prefix_states_are_every_prefix_after_the_last_sync():
+    trace = _trace(
+        *SETUP,
+        Op("write", "a", 4, b"1"),
+        Op("sync", "a", flags=2),
+        Op("write", "a", 5, b"2"),
+        Op("write", "a", 6, b"3"),
+        Op("ack", seq=1),
+    )
+    last = [s for s in crash_states(trace, "prefix") if s.point == len(trace.ops)]
+    assert [dict(s.files)["a"] for s in last] == [b"old!1", b"old!12", b"old!123"]
+    first = [s for s in crash_states(trace, "prefix") if s.point == 4]
+    assert [dict(s.files)["a"] for s in first] == [b"old!", b"old!1"]
+
+
+def test_subset_enumerates_every_combination_of_unsynced_writes():
+    trace = _trace(
+        *SETUP,
+        Op("write", "a", 0, b"X"),
+        Op("write", "a", 2, b"Y"),
+        Op("truncate", "a", size_bytes=3),
+        Op("ack", seq=1),
+    )
+    states = [s for s in crash_states(trace, "subset") if s.point == len(trace.ops)]
+    contents = sorted(dict(s.files)["a"] for s in states)
+    assert contents == sorted([b"old!", b"Xld!", b"olY!", b"XlY!", b"old", b"Xld", b"olY", b"XlY"])
+    assert not any(s.sampled for s in states)
+
+
+def test_subset_samples_reproducibly_beyond_max_states():
+    writes = [Op("write", "a", i, b"Z") for i in range(10)]
+    trace = _trace(*SETUP, *writes, Op("ack", seq=1))
+
+    def run(seed):
+        return [
+            s.files
+            for s in crash_states(trace, "subset", max_states=16, samples=5, seed=seed)
+            if s.point == len(trace.ops)
+        ]
+
+    assert run(7) == run(7)
+    assert run(7) != run(8)
+    states = list(crash_states(trace, "subset", max_states=16, samples=5))
+    assert all(s.sampled for s in states if s.point == len(trace.ops))
+    assert len([s for s in states if s.point == len(trace.ops)]) == 5 + 2
+
+
+def test_torn_writes_tear_at_sectors_and_a_torn_partial_sector_is_destroyed():
+    trace = _trace(
+        Op("create", "a"),
+        Op("write", "a", 0, b"o" * 8),
+        Op("barrier"),
+        Op("write", "a", 2, b"NNNNN"),  # sectors of 4 bytes: [2,4) partial, [4,7) partial
+        Op("ack", seq=1),
+    )
+    got = sorted(
+        dict(s.files)["a"]
+        for s in crash_states(trace, "torn", sector_bytes=4)
+        if s.point == len(trace.ops)
+    )
+    assert got == sorted(
+        [
+            b"\0\0\0\0\0\0\0\0",  # both pieces lost: both sectors destroyed
+            b"ooNN\0\0\0\0",
+            b"\0\0\0\0NNNo",
+            b"ooNNNNNo",
+        ]
+    )
+    with pytest.raises(ValueError, match="unknown persistence model"):
+        list(crash_states(trace, "everything"))
+
+
+# ----------------------------------------------- a real crash (process death) cross-check
+
+_WRITER = textwrap.dedent(
+    """
+    import pickle, sys, time
+    from pathlib import Path
+    from fsyncbench.model import Pragmas
+    from fsyncbench.measure.workloads import SCHEMA, step_row
+    from fsyncbench.powerloss.sqlite import Recorder
+    from fsyncbench.powerloss.trace import Op
+
+    directory, log_path, mode, sync, stop_after = (
+        Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    log = open(log_path, "wb", buffering=0)
+    def sink(op):
+        log.write(pickle.dumps(op))
+    rec = Recorder(directory, sink=sink)
+    conn = rec.connect(directory / "journal.db")
+    conn.execute(f"PRAGMA journal_mode={mode}").fetchall()
+    conn.execute(f"PRAGMA synchronous={sync}")
+    conn.execute(SCHEMA)
+    rec.mark(Op("barrier"))
+    for seq in range(1, 1000):
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO steps VALUES (?, ?, ?, ?, ?)", step_row("r", seq, 200))
+        conn.execute("COMMIT")
+        rec.mark(Op("ack", seq=seq))
+        if seq == stop_after:
+            print("ready", flush=True)
+            time.sleep(600)
+    """
+)
+
+
+@pytest.mark.parametrize(("mode", "sync"), [("WAL", "NORMAL"), ("DELETE", "FULL")])
+def test_sigkill_loses_nothing_written_and_matches_the_fullest_prefix_state(tmp_path, mode, sync):
+    directory = (tmp_path / "db").resolve()
+    directory.mkdir()
+    log = tmp_path / "ops.pickle"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(directory), str(log), mode, sync, "5"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+    ops = []
+    with open(log, "rb") as f:
+        while True:
+            try:
+                ops.append(pickle.load(f))
+            except EOFError:
+                break
+    trace = Trace(
+        Pragmas(mode, sync),
+        tuple(ops),
+        (),
+        "journal.db",
+        tuple((s, None) for s in range(1, 6)),
+        True,
+        True,
+        "test",
+    )
+    # the fullest prefix state (every op issued) is byte for byte what the kill left on disk
+    fullest = [s for s in crash_states(trace, "prefix") if s.point == len(ops)][-1]
+    on_disk = {p.name: p.read_bytes() for p in directory.iterdir() if not p.name.endswith("-shm")}
+    assert dict(fullest.files) == on_disk
+    assert fullest.acked == (1, 2, 3, 4, 5)
+    # and SQLite finds every acknowledged commit in it: process death loses nothing
+    rows, problem = sqlite.open_state(directory, "journal.db", True)
+    assert problem == "" and sorted(rows) == [1, 2, 3, 4, 5]
+    # while the model's poorest prefix state at that point loses them (wal/normal) or the
+    # last one (delete/full: the unlink that commits was not synced)
+    poorest = [s for s in crash_states(trace, "prefix") if s.point == len(ops)][0]
+    work = tmp_path / "poorest"
+    work.mkdir()
+    for name, data in poorest.files:
+        (work / name).write_bytes(data)
+    rows, problem = sqlite.open_state(work, "journal.db", True)
+    assert problem == ""
+    assert sorted(rows) == ([] if mode == "WAL" else [1, 2, 3, 4])
+
+
+# ------------------------------------------------------------------ the command
+
+
+def test_powerloss_command_prints_the_table_and_leaves_nothing(tmp_path):
+    proc = fsb("powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "normal,full")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "wal/normal: loses all 10 acknowledged commits recorded" in out
+    assert "wal/full: loses 0 (synced-only); documented durable" in out
+    header = next(line for line in out.splitlines() if line.startswith("config "))
+    assert header.split("  ")[0] == "config"
+    assert "lost, worst" in header and "measured vs documented" in header
+    assert leftovers(tmp_path) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_powerloss_json_and_html(tmp_path):
+    proc = fsb(
+        "powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "off", "--format", "json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["kind"] == "powerloss" and data["models"] == ["synced-only", "prefix"]
+    (config,) = data["configs"]
+    assert config["pragmas"]["synchronous"] == "OFF"
+    assert [m["worst_lost"] for m in config["models"]] == [10, 10]
+    html = fsb(
+        "powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "full", "--format", "html"
+    )
+    assert html.returncode == 0 and html.stdout.startswith("<!DOCTYPE html>")
+    assert "Commits lost per configuration and model" in html.stdout
+
+
+def test_keep_failures_writes_the_worst_state(tmp_path):
+    keep = tmp_path / "failures"
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = fsb(
+        "powerloss",
+        target,
+        "--journal-mode",
+        "delete",
+        "--synchronous",
+        "full",
+        "--model",
+        "synced-only",
+        "--keep-failures",
+        keep,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (state,) = keep.iterdir()
+    assert state.name == "delete-full-synced-only"
+    info = json.loads((state / "state.json").read_text())
+    assert info["finding"].startswith("lost 1 of 1 acknowledged commits (1)")
+    assert (state / "journal-delete-full.db-journal").exists()  # the hot journal
+    rows, problem = sqlite.open_state(state, "journal-delete-full.db", True)
+    assert problem == "" and rows == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ("--model", "bogus"),
+            "invalid persistence model bogus: allowed values are synced-only, prefix, subset, torn",
+        ),
+        (("--commits", "0"), "--commits must be 1 to 1000, got 0"),
+        (("--samples", "0"), "--samples must be 1 to 4096, got 0"),
+        (("--seed", "-1"), "--seed must be 0 or more, got -1"),
+        (
+            ("--journal-mode", "fast"),
+            "invalid journal_mode fast: allowed values are delete, truncate, persist, memory, wal, off",
+        ),
+    ],
+)
+def test_bad_powerloss_input_is_one_line_and_exit_2(tmp_path, args, line):
+    assert_usage_error(fsb("powerloss", tmp_path, *args), line)
+
+
+def test_keep_failures_needs_a_parent(tmp_path):
+    bad = tmp_path / "no" / "such"
+    assert_usage_error(
+        fsb("powerloss", tmp_path, "--keep-failures", bad),
+        f"--keep-failures {bad}: its parent directory does not exist",
+    )
+
+
+def test_api_refuses_wrong_types():
+    with pytest.raises(FsyncbenchError, match="commits must be an integer"):
+        api.simulate_power_loss(".", commits="3")  # type: ignore[arg-type]
+    with pytest.raises(FsyncbenchError, match="psow must be a bool or None"):
+        api.simulate_power_loss(".", psow="on")  # type: ignore[arg-type]
+
+
+def test_run_with_powerloss_saves_it_beside_the_latency(tmp_path):
+    report = api.run(
+        tmp_path,
+        journal_modes="wal",
+        synchronous="normal,full",
+        samples=40,
+        rounds=1,
+        primitives=False,
+        powerloss="synced-only",
+    )
+    assert report.powerloss is not None
+    assert [c.pragmas.label for c in report.powerloss.configs] == ["wal/normal", "wal/full"]
+    text = api.render(report, "text")
+    p50 = next(r for r in report.results if r.requested == Pragmas("WAL", "FULL")).summary.p50_ns
+    from fsyncbench.fmt import fmt_ns
+
+    assert f"wal/full: {fmt_ns(p50)} p50, loses 0 (synced-only)" in text
+    saved = api.save(report, tmp_path / "reports")
+    loaded = api.load(next(p for p in saved if p.suffix == ".json"))
+    assert loaded.powerloss == report.powerloss
