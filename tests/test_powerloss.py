@@ -555,6 +555,41 @@ def test_run_with_powerloss_saves_it_beside_the_latency(tmp_path):
     from fsyncbench.fmt import fmt_ns
 
     assert f"wal/full: {fmt_ns(p50)} p50, loses 0 (synced-only)" in text
+    if report.verdict.path_verdict != "honest_flush":  # this VM: unverifiable
+        assert f"This storage path's verdict is {report.verdict.path_verdict}" in text
     saved = api.save(report, tmp_path / "reports")
     loaded = api.load(next(p for p in saved if p.suffix == ".json"))
     assert loaded.powerloss == report.powerloss
+
+
+def test_run_records_power_loss_only_after_every_timing(tmp_path, monkeypatch):
+    from fsyncbench.measure import runner
+    from fsyncbench.powerloss import matrix
+
+    events = []
+    timed = runner.run_with_floors
+    recorder = matrix.run_matrix
+
+    def timing(*args, **kwargs):
+        events.append("timing starts")
+        out = timed(*args, **kwargs)
+        events.append("timing ends")
+        return out
+
+    def recording(*args, **kwargs):
+        events.append("recording")
+        return recorder(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "run_with_floors", timing)
+    monkeypatch.setattr(matrix, "run_matrix", recording)
+    monkeypatch.setattr("fsyncbench.powerloss.run_matrix", recording)
+    api.run(
+        tmp_path,
+        journal_modes="wal",
+        synchronous="full",
+        samples=20,
+        rounds=1,
+        primitives=False,
+        powerloss="synced-only",
+    )
+    assert events == ["timing starts", "timing ends", "recording"]

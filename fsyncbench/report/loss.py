@@ -7,10 +7,12 @@ the same text, Markdown and HTML renderers as every report
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from fsyncbench.fmt import fmt_ns
 from fsyncbench.model import (
+    HONEST_FLUSH,
     SCHEMA_VERSION,
     PowerlossConfig,
     PowerlossModelOutcome,
@@ -233,13 +235,29 @@ def _method(result: PowerlossResult) -> tuple[Block, ...]:
 
 
 def powerloss_sections(
-    result: PowerlossResult, latency: Sequence[Result] = ()
+    result: PowerlossResult, latency: Sequence[Result] = (), path_verdict: str = ""
 ) -> tuple[Section, ...]:
     """The answer (one line per configuration, with its p50 from ``latency`` when given:
-    cost beside loss), the table, the worst states and the method."""
+    cost beside loss), the table, the worst states and the method. ``path_verdict``: the
+    storage path's verdict where the run judged one; unless it is honest_flush the answer
+    says the loss figures hold only if this storage honours its flushes."""
     by_label = {r.requested.label: r for r in latency if r.requested is not None}
+    answer = _answer(result, by_label)
+    if path_verdict and path_verdict != HONEST_FLUSH:
+        answer = dataclasses.replace(
+            answer,
+            blocks=(
+                Paragraph(
+                    f"This storage path's verdict is {path_verdict}: the simulation assumes "
+                    "every sync reaches stable media, so a 'loses 0' below holds here only "
+                    "if the flushes are honoured.",
+                    tone="caution",
+                ),
+                *answer.blocks,
+            ),
+        )
     return (
-        _answer(result, by_label),
+        answer,
         Section(
             "powerloss-table", "Commits lost per configuration and model", (loss_table(result),)
         ),
@@ -262,4 +280,4 @@ def run_report_sections(report: Report) -> tuple[Section, ...]:
     """The powerloss sections of a ``run --powerloss`` report (none without it)."""
     if report.powerloss is None:
         return ()
-    return powerloss_sections(report.powerloss, report.results)
+    return powerloss_sections(report.powerloss, report.results, report.verdict.path_verdict)
