@@ -53,10 +53,9 @@ MODEL_TEXT = {
 def _lost(m: PowerlossModelOutcome) -> str:
     if m.invalid:
         return "invalid"
-    text = f"{m.worst_lost}"
-    if m.sampled:
-        text = f">= {text}"
-    return text
+    if m.sampled:  # a lower bound: the states not drawn may lose more
+        return f">= {m.worst_lost}" if m.worst_lost else "0 seen (sampled)"
+    return str(m.worst_lost)
 
 
 def loss_phrase(m: PowerlossModelOutcome, commits: int = 0) -> str:
@@ -113,7 +112,12 @@ def loss_table(result: PowerlossResult) -> Table:
                         "bad" if m.corrupt_states else "",
                     ),
                     Cell(_documented(c)),
-                    Cell(agree or m.invalid.split(":")[0], _tone(agree)),
+                    Cell(
+                        (agree + (" (sampled states)" if m.sampled else ""))
+                        if agree
+                        else m.invalid.split(":")[0],
+                        _tone(agree),
+                    ),
                 )
             )
     return Table(
@@ -133,8 +137,8 @@ def loss_table(result: PowerlossResult) -> Table:
         numeric=frozenset({2, 3, 4, 5, 6, 7}),
         caption=(
             f"Acknowledged commits lost after a simulated power cut, {result.commits} commits "
-            f"per configuration ({result.semantics} semantics). '>=' marks a figure from "
-            "sampled states (a lower bound)."
+            f"per configuration ({result.semantics} semantics). '>=' and 'sampled' mark "
+            "figures from sampled states: lower bounds, the states not drawn may lose more."
         ),
     )
 
