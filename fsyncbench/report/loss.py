@@ -270,12 +270,16 @@ def powerloss_sections(
     )
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + "s" * (n != 1)
+
+
 def describe_powerloss(result: PowerlossResult, tool_version: str) -> Document:
     """The :class:`Document` of ``fsyncbench powerloss``."""
     return Document(
         f"fsyncbench powerloss: simulated power cuts ({result.semantics} semantics)",
         f"fsyncbench {tool_version}, report schema {SCHEMA_VERSION}, "
-        f"{len(result.configs)} configurations x {len(result.models)} models",
+        f"{_count(len(result.configs), 'configuration')} x {_count(len(result.models), 'model')}",
         tuple(s for s in powerloss_sections(result) if s.blocks),
     )
 
