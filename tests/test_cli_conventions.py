@@ -62,6 +62,7 @@ PRINTS = {
     "fsyncbench compare": ["text", "markdown", "json"],
     "fsyncbench host": ["text", "markdown", "json"],
     "fsyncbench crash": ["text", "markdown", "json"],
+    "fsyncbench powerloss": ["text", "markdown", "json", "html"],
     "fsyncbench powercut verify": ["text", "json"],
     "fsyncbench powercut write": ["text", "json"],
 }

@@ -7,7 +7,8 @@ while committing the step journal (``run``'s workload) through a pass-through VF
 each crash point under a named persistence model; :mod:`~fsyncbench.powerloss.matrix` opens
 each state with SQLite (rollback, WAL recovery, integrity_check), compares every row with
 what its commit wrote and counts acknowledged commits lost and corrupt states;
-:mod:`~fsyncbench.powerloss.view` lays the result out as text, Markdown, HTML and JSON.
+:mod:`fsyncbench.report.loss` lays the result out as text, Markdown and HTML (JSON is
+the result's own fields).
 
 What it does not cover: storage that acknowledges a flush it did not make (a lying drive, a
 VM's host cache, eatmydata: that is ``fsyncbench audit``), firmware bugs, media errors and

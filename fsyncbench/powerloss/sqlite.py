@@ -80,7 +80,8 @@ class _Log:
         self.sync_filter = sync_filter
         self.sink = sink
         self.syncs_seen = 0
-        self.dirsync = dirsync_compiled_in()
+        # the directory syncs are the unix VFS's; win32's makes none (src/os_win.c)
+        self.dirsync = dirsync_compiled_in() and os.name == "posix"
 
     def add(self, op: Op) -> None:
         self.ops.append(op)
