@@ -412,7 +412,7 @@ CASES = [
     (
         "bogus-command",
         "argument command: invalid choice: 'bogus-command' (choose from 'run', 'host', "
-        "'crash', 'audit', 'show', 'compare', 'powercut') (see fsyncbench --help)",
+        "'crash', 'audit', 'show', 'compare', 'powercut', 'powerloss') (see fsyncbench --help)",
     ),
     ("run --version-typo", "unrecognized arguments: --version-typo (see fsyncbench --help)"),
     ("", "the following arguments are required: command (see fsyncbench --help)"),
