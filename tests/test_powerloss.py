@@ -593,3 +593,18 @@ def test_run_records_power_loss_only_after_every_timing(tmp_path, monkeypatch):
         powerloss="synced-only",
     )
     assert events == ["timing starts", "timing ends", "recording"]
+
+
+def test_a_recording_that_saw_nothing_is_refused_not_simulated(tmp_path, monkeypatch):
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    # a directory reached through a symlink is recorded under its resolved path
+    trace = sqlite.record_commits(link, Pragmas("WAL", "FULL"), 2, 100, True)
+    assert trace.count("ack") == 2 and trace.db_name in dict(trace.roles)
+    # a VFS whose paths the recorder does not recognise (Windows path forms cannot be made
+    # here): nothing recorded, so nothing is simulated
+    monkeypatch.setattr(sqlite._Log, "tracked", lambda self, path: None)
+    with pytest.raises(FsyncbenchError, match="the recording VFS saw none of SQLite's writes"):
+        sqlite.record_commits(real, Pragmas("WAL", "FULL"), 2, 100, True)

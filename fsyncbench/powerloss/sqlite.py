@@ -233,6 +233,9 @@ def record_commits(
     ``psow``: SQLite's powersafe-overwrite assumption (https://www.sqlite.org/psow.html).
     ``sync_filter`` plants a fault (tests). Raises FsyncbenchError when SQLite fails or
     keeps another journal_mode than asked (WAL needs shared memory)."""
+    # SQLite names files by their resolved path; apsw also fails on the unix VFS's
+    # SQLITE_OK_SYMLINK from xFullPathname, so a symlinked path must never reach it
+    directory = directory.resolve()
     db = directory / f"journal-{pragmas.label.replace('/', '-')}.db"
     run_id = uuid.uuid4().hex
     rows: list[tuple[int, tuple[str, int, str, str, str]]] = []
@@ -262,6 +265,11 @@ def record_commits(
                 conn.close()
         except apsw.Error as exc:
             raise FsyncbenchError(f"recording {pragmas.label} in {directory}: {exc}") from None
+    if db.name not in rec.roles or not any(op.kind == "write" for op in rec.ops):
+        raise FsyncbenchError(
+            f"the recording VFS saw none of SQLite's writes to {db} (paths it reported: "
+            f"{', '.join(sorted(rec.roles)) or 'none'}); nothing can be simulated from it"
+        )
     return Trace(
         pragmas=pragmas,
         ops=tuple(rec.ops),

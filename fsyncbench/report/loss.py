@@ -78,6 +78,11 @@ def loss_phrase(m: PowerlossModelOutcome, commits: int = 0) -> str:
     return ", ".join(parts) + f" ({m.model}{', sampled' if m.sampled else ''})"
 
 
+def _share(part: int, whole: int) -> str:
+    """``28 (56%)``: a count and its share of ``whole``."""
+    return f"{part} ({100 * part / whole:.0f}%)" if whole else str(part)
+
+
 def _tone(agreement: str) -> str:
     return {"DISAGREES": "bad", "agrees": "", "better than documented": "caution"}.get(
         agreement, ""
@@ -106,7 +111,7 @@ def loss_table(result: PowerlossResult) -> Table:
                     Cell("-" if m.invalid else f"{m.states} ({m.distinct_states})"),
                     Cell(_lost(m), "bad" if m.worst_lost and c.documented_durable else ""),
                     Cell("-" if m.invalid else f"{m.mean_lost:.2f}"),
-                    Cell("-" if m.invalid else f"{m.states_losing}"),
+                    Cell("-" if m.invalid else _share(m.states_losing, m.states)),
                     Cell(
                         "-" if m.invalid else str(m.corrupt_states),
                         "bad" if m.corrupt_states else "",
