@@ -606,5 +606,7 @@ def test_a_recording_that_saw_nothing_is_refused_not_simulated(tmp_path, monkeyp
     # a VFS whose paths the recorder does not recognise (Windows path forms cannot be made
     # here): nothing recorded, so nothing is simulated
     monkeypatch.setattr(sqlite._Log, "tracked", lambda self, path: None)
+    other = tmp_path / "other"
+    other.mkdir()
     with pytest.raises(FsyncbenchError, match="the recording VFS saw none of SQLite's writes"):
-        sqlite.record_commits(real, Pragmas("WAL", "FULL"), 2, 100, True)
+        sqlite.record_commits(other, Pragmas("WAL", "FULL"), 2, 100, True)
