@@ -66,9 +66,18 @@ class _Checker:
         self.trace = trace
         self.expected = dict(trace.rows)
         self.cache: dict[bytes, tuple[frozenset[int], str]] = {}
+        self.keys: dict[int, tuple[tuple[tuple[str, bytes], ...], bytes]] = {}
 
     def check(self, state: CrashState) -> tuple[frozenset[int], str]:
-        key = _key(state.files)
+        # prefix yields the same files tuple at many crash points: hash each object once
+        # (the tuple is kept with its key, so its id cannot be reused meanwhile)
+        known = self.keys.get(id(state.files))
+        if known is None or known[0] is not state.files:
+            known = (state.files, _key(state.files))
+            if len(self.keys) >= 4096:  # bounded: only recent snapshots come back
+                self.keys.clear()
+            self.keys[id(state.files)] = known
+        key = known[1]
         if key not in self.cache:
             self.cache[key] = self._open(state)
         return self.cache[key]
