@@ -251,11 +251,20 @@ def kill_matrix(
     from fsyncbench.powerloss import MODELS, SEMANTICS
 
     _check_extras((), outputs, notes=notes)
-    options.check_text(power_loss, "power_loss", optional=True)
-    options.check_text(semantics, "semantics", optional=True)
+    for value, name in (
+        (journal_mode, "journal_mode"),
+        (synchronous, "synchronous"),
+        (power_loss, "power_loss"),
+        (semantics, "semantics"),
+    ):
+        options.check_text(value, name, optional=True)
     path = options.target_dir(target)
     given = journal_mode is not None or synchronous is not None
-    pragmas = options.one_pragmas(journal_mode or "wal", synchronous or "full", command="crash")
+    pragmas = options.one_pragmas(
+        "wal" if journal_mode is None else journal_mode,
+        "full" if synchronous is None else synchronous,
+        command="crash",
+    )
     if power_loss is not None:
         options.choice(power_loss, MODELS, "--power-loss")
         default = "macos" if sys.platform == "darwin" else "linux"
