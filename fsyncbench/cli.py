@@ -163,6 +163,8 @@ def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
         args.dir,
         journal_mode=args.journal_mode,
         synchronous=args.synchronous,
+        power_loss=args.power_loss,
+        semantics=args.semantics,
         outputs=_outputs(args),
         notes=_note,
     )

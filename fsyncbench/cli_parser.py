@@ -8,7 +8,7 @@ import argparse
 import os
 from pathlib import Path
 
-from fsyncbench import __version__, options
+from fsyncbench import __version__, options, powerloss
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import plan
 from fsyncbench.options import REPORT_FORMATS, TABLE_FORMATS, VERIFY_FORMATS
@@ -218,15 +218,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crash.add_argument(
         "--journal-mode",
-        default="wal",
         metavar="MODE",
-        help="journal_mode of the step journal (default wal)",
+        help="journal_mode of the step journal (default wal; with --power-loss and neither "
+        "this nor --synchronous: wal/full, wal/normal, wal/off and delete/full)",
     )
     crash.add_argument(
         "--synchronous",
-        default="full",
         metavar="LEVEL",
         help="synchronous of the step journal (default full)",
+    )
+    crash.add_argument(
+        "--power-loss",
+        choices=powerloss.MODELS,
+        metavar="MODEL",
+        help="make each kill also a simulated power cut of the agent's machine: its journal "
+        "and checkpoint databases keep what the persistence model MODEL says survives "
+        f"({', '.join(powerloss.MODELS)}; fsyncbench/powerloss/models.py), the outside world "
+        "keeps everything",
+    )
+    crash.add_argument(
+        "--semantics",
+        choices=powerloss.SEMANTICS,
+        help="which syncs the power cuts honour: linux (every one) or macos (only "
+        "F_FULLFSYNC); default: this host's (macos on macOS, else linux)",
     )
     _add_model_call_option(crash)
     _add_format_option(crash, TABLE_FORMATS)

@@ -200,7 +200,9 @@ BAD_TYPES = [
     (lambda d: fsyncbench.Gates.parse(max_p99=1.5), "max_p99"),
     (lambda d: fsyncbench.render(sampled.report(1.0, n=50), model_call_ms="5"), "model_call_ms"),
     # single pragma values
-    (lambda d: fsyncbench.kill_matrix(d, journal_mode=None), "journal_mode"),
+    (lambda d: fsyncbench.kill_matrix(d, journal_mode=5), "journal_mode"),
+    (lambda d: fsyncbench.kill_matrix(d, power_loss=5), "power_loss"),
+    (lambda d: fsyncbench.kill_matrix(d, power_loss="synced-only", semantics=5), "semantics"),
     (lambda d: fsyncbench.powercut_write(d, to="127.0.0.1:9", synchronous=1), "synchronous"),
     # objects and callbacks
     (lambda d: fsyncbench.run(d, gates="x"), "gates"),

@@ -28,7 +28,7 @@ from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import store
 
 if TYPE_CHECKING:  # for annotations only: each is imported where it is used
-    from fsyncbench.crash import CrashExperiment
+    from fsyncbench.crash import CrashExperiment, PowerLossExperiment
     from fsyncbench.model import PowerlossResult
     from fsyncbench.powercut.verify import VerifyOutcome
     from fsyncbench.powercut.writer import WriterStatus, WriterSummary
@@ -319,24 +319,57 @@ def host_record(
 def kill_matrix(
     target: PathLike = ".",
     *,
-    journal_mode: str = "wal",
-    synchronous: str = "full",
+    journal_mode: str | None = None,
+    synchronous: str | None = None,
+    power_loss: str | None = None,
+    semantics: str | None = None,
     outputs: Outputs | None = None,
     notes: Notes | None = None,
-) -> CrashExperiment:
+) -> CrashExperiment | PowerLossExperiment:
     """``fsyncbench crash``: SIGKILL a scripted 10-step agent at every step under four
     persistence policies, its step journal in a working directory under ``target`` with one
-    ``journal_mode`` and ``synchronous``; returns the
-    :class:`fsyncbench.crash.CrashExperiment` (render it with :func:`render`)."""
+    ``journal_mode`` and ``synchronous`` (default wal and full); returns the
+    :class:`fsyncbench.crash.CrashExperiment` (render it with :func:`render`).
+
+    ``power_loss`` (a model of :data:`fsyncbench.powerloss.MODELS`): each kill is also a
+    simulated power cut of the agent's machine under that model and ``semantics`` (linux
+    or macos; default this host's); the matrix runs once per pragma combination, by default
+    :data:`fsyncbench.crash.DEFAULT_POWER_LOSS_PRAGMAS` (wal/full, wal/normal, wal/off,
+    delete/full), the one given when ``journal_mode`` or ``synchronous`` is; returns a
+    :class:`fsyncbench.crash.PowerLossExperiment`. Raises FsyncbenchError for bad values,
+    ``semantics`` without ``power_loss`` among them."""
     from fsyncbench import crash
+    from fsyncbench.powerloss import MODELS, SEMANTICS
 
     _check_extras((), outputs, notes=notes)
+    for value, name in (
+        (journal_mode, "journal_mode"),
+        (synchronous, "synchronous"),
+        (power_loss, "power_loss"),
+        (semantics, "semantics"),
+    ):
+        options.check_text(value, name, optional=True)
     path = options.target_dir(target)
-    pragmas = options.one_pragmas(journal_mode, synchronous, command="crash")
+    given = journal_mode is not None or synchronous is not None
+    pragmas = options.one_pragmas(
+        "wal" if journal_mode is None else journal_mode,
+        "full" if synchronous is None else synchronous,
+        command="crash",
+    )
+    if power_loss is not None:
+        options.choice(power_loss, MODELS, "--power-loss")
+        default = "macos" if sys.platform == "darwin" else "linux"
+        semantics = options.choice(semantics or default, SEMANTICS, "--semantics")
+    elif semantics is not None:
+        raise FsyncbenchError("--semantics applies only with --power-loss")
     if outputs is not None:
         outputs.check()
     _sweep(path, notes)
     try:
+        if power_loss is not None:
+            assert semantics is not None
+            combos = (pragmas,) if given else crash.DEFAULT_POWER_LOSS_PRAGMAS
+            return crash.run_power_loss_matrix(path, power_loss, semantics, combos)
         return crash.run_crash_experiment(path, pragmas.journal_mode, pragmas.synchronous)
     except KeyboardInterrupt:
         raise Interrupted("interrupted during the kill matrix; working directory removed") from None

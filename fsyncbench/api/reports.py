@@ -112,9 +112,10 @@ def render(
     """``result`` as the CLI prints it in ``fmt``: a Report ("text", "markdown", "json",
     "html"; a powercut report through :func:`fsyncbench.powercut.view.render`, others
     through :func:`fsyncbench.report.render`, JSON as saved); a Host, a CrashExperiment
-    (:func:`kill_matrix`) or a :class:`Comparison` ("text", "markdown", "json"); a
-    PowerlossResult (:func:`simulate_power_loss`: "text", "markdown", "json", "html"); a powercut
-    WriterSummary or VerifyOutcome ("text", "json"). ``model_call_ms``: the unit a durable
+    or PowerLossExperiment (:func:`kill_matrix`) or a :class:`Comparison` ("text",
+    "markdown", "json"); a PowerlossResult (:func:`simulate_power_loss`: "text", "markdown",
+    "json", "html"); a powercut WriterSummary or VerifyOutcome ("text", "json").
+    ``model_call_ms``: the unit a durable
     commit is set against, in milliseconds."""
     from fsyncbench.report import tables
 
@@ -164,6 +165,13 @@ def render(
         if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
             return _json(crash_jsonable(result, model_call_ms))
         return render_crash(result, model_call_ms, fmt)
+    from fsyncbench.crash import PowerLossExperiment
+    from fsyncbench.crash.view import power_loss_jsonable, render_power_loss
+
+    if isinstance(result, PowerLossExperiment):
+        if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
+            return _json(power_loss_jsonable(result))
+        return render_power_loss(result, fmt)
     raise FsyncbenchError(f"cannot render a {type(result).__name__}")
 
 

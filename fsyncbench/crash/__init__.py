@@ -53,13 +53,23 @@ frameworks are not fork-safe once threaded (CPython made ``spawn`` the macOS def
 multiprocessing for that reason:
 https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods).
 
+Under simulated power loss (:func:`run_power_loss_matrix`, ``fsyncbench crash --power-loss
+MODEL``) every SIGKILL is also a power cut of the agent's machine
+(:mod:`fsyncbench.crash.power`): the agent's journal and checkpoint databases keep only what
+the persistence model (:data:`fsyncbench.powerloss.models.MODELS`) says survives, while the
+outside world, a remote service, keeps every write it acknowledged. There the numbers do
+depend on ``synchronous``: under ``synced-only`` wal/full loses nothing acknowledged and
+gives the SIGKILL table, wal/normal and wal/off lose every journal commit of the killed run
+(the WAL is not synced at commit), and delete/full loses the last commit (the rollback
+journal's unlink is not synced before synchronous=EXTRA).
+
 Nothing here prints. Every file lives in a fresh subdirectory of the given directory, removed
 afterwards (:func:`fsyncbench.measure.workloads.scratch_dir`).
 """
 
 from __future__ import annotations
 
-from fsyncbench.crash.journal import Journal, Point, StepRunner, input_hash
+from fsyncbench.crash.journal import Journal, Point, StateConnection, StepRunner, input_hash
 from fsyncbench.crash.matrix import (
     CrashExperiment,
     kill_matrix_rows,
@@ -67,7 +77,9 @@ from fsyncbench.crash.matrix import (
     replay_completed_run,
     run_crash_experiment,
     run_kill_matrix,
+    run_power_loss_matrix,
 )
+from fsyncbench.crash.power import DEFAULT_POWER_LOSS_PRAGMAS, PowerLoss
 from fsyncbench.crash.results import (
     CHILD_TIMEOUT_S,
     CONTEXT_TOKENS_PER_TURN,
@@ -86,6 +98,7 @@ from fsyncbench.crash.results import (
     KillOutcome,
     NonDeterminismError,
     PolicyRow,
+    PowerLossExperiment,
     ReorderResult,
     ReplayResult,
     model_call_tokens,
@@ -93,9 +106,10 @@ from fsyncbench.crash.results import (
 from fsyncbench.crash.world import World
 
 # The package's modules, in pipeline order: results (constants, errors, result dataclasses)
-# < world (the outside world) < journal (step runners) < agent < child (forked runs, the pipe
-# protocol, SIGKILL) < matrix (the public entry points). view renders a CrashExperiment;
-# cmd_crash imports it, this package does not.
+# < world (the outside world) < journal (step runners) < agent < power (the recorded state
+# database and the cut) < child (forked runs, the pipe protocol, SIGKILL) < matrix (the
+# public entry points). view renders a CrashExperiment or a PowerLossExperiment; cmd_crash
+# imports it, this package does not.
 from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
 
 __all__ = [
@@ -126,6 +140,11 @@ __all__ = [
     "input_hash",
     "StepRunner",
     "Journal",
+    "StateConnection",
+    "PowerLoss",
+    "DEFAULT_POWER_LOSS_PRAGMAS",
+    "PowerLossExperiment",
+    "run_power_loss_matrix",
     "run_kill_matrix",
     "kill_matrix_rows",
     "replay_completed_run",

@@ -5,12 +5,11 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fsyncbench.crash.journal import Journal, Point, StepRunner
+from fsyncbench.crash.journal import Journal, Point, StateConnection, StepRunner
 from fsyncbench.crash.results import (
     _JOURNAL_POLICIES,
     _SCRIPT,
@@ -38,7 +37,7 @@ class _Agent:
     run_id: str
     policy: str
     world: World
-    state: sqlite3.Connection | None
+    state: StateConnection | None
     point: Point
     commit_ns: list[int]
     steps: StepRunner | None = None

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from fsyncbench.crash.agent import _CHECKPOINT_SCHEMA, _Agent
+from fsyncbench.crash.journal import StateConnection
+from fsyncbench.crash.power import PowerLoss, RecordedState, cut
 from fsyncbench.crash.results import (
     _EXIT_ERROR,
     _EXIT_NONDETERMINISM,
@@ -40,30 +42,62 @@ from fsyncbench.model import Pragmas
 
 @dataclass(frozen=True)
 class _Lane:
-    """Files of one policy's runs: the agent's state (journal/checkpoints) and the world."""
+    """Files of one policy's runs: the agent's state (journal/checkpoints) and the world.
+
+    With ``power`` each kill is a simulated power cut (:mod:`fsyncbench.crash.power`): the
+    state database lives alone in ``agent/``, children open it through a recording VFS
+    that streams to ``ops.bin``, and :meth:`cut` rebuilds ``agent/`` after a kill."""
 
     directory: Path
     journal_mode: str
     synchronous: str
+    power: PowerLoss | None = None
+
+    @property
+    def state_dir(self) -> Path:
+        return self.directory if self.power is None else (self.directory / "agent").resolve()
 
     @property
     def state_path(self) -> Path:
-        return self.directory / "agent.db"
+        return self.state_dir / "agent.db"
+
+    @property
+    def stream_path(self) -> Path:
+        return self.directory / "ops.bin"
 
     @property
     def world_path(self) -> Path:
         return self.directory / "world.db"
 
-    def connect_state(self) -> sqlite3.Connection:
+    def connect_state(self) -> StateConnection:
+        if self.power is not None:
+            pragmas = Pragmas(self.journal_mode, self.synchronous)
+            return RecordedState(
+                self.state_dir, self.state_path.name, self.stream_path, pragmas, self.power
+            )
         conn = sqlite3.connect(self.state_path, isolation_level=None, timeout=30)
         conn.execute(f"PRAGMA journal_mode={self.journal_mode}")
         conn.execute(f"PRAGMA synchronous={self.synchronous}")
         return conn
 
+    def cut(self) -> None:
+        """After a kill: with ``power``, the power cut (:func:`fsyncbench.crash.power.cut`);
+        without, nothing (a SIGKILL loses nothing handed to the kernel)."""
+        if self.power is None:
+            return
+        pragmas = Pragmas(self.journal_mode, self.synchronous)
+        try:
+            cut(self.state_dir, self.state_path.name, self.stream_path, pragmas, self.power)
+        except OSError as exc:
+            raise CrashError(f"cannot rebuild the agent's files after a power cut: {exc}") from None
+
     def create(self) -> Pragmas:
         """Make both databases (in the parent, before any fork); returns effective pragmas."""
         self.directory.mkdir()
-        conn = self.connect_state()
+        self.state_dir.mkdir(exist_ok=True)
+        conn = sqlite3.connect(self.state_path, isolation_level=None, timeout=30)
+        conn.execute(f"PRAGMA journal_mode={self.journal_mode}")
+        conn.execute(f"PRAGMA synchronous={self.synchronous}")
         try:
             conn.execute(SCHEMA)
             conn.execute(_CHECKPOINT_SCHEMA)
@@ -254,8 +288,10 @@ def _world_counts(lane: _Lane) -> tuple[dict[str, int], dict[str, int], dict[str
         world.close()
 
 
-def _create_lane(base: Path, name: str, pragmas: Pragmas) -> tuple[_Lane, Pragmas]:
-    lane = _Lane(base / name, pragmas.journal_mode, pragmas.synchronous)
+def _create_lane(
+    base: Path, name: str, pragmas: Pragmas, power: PowerLoss | None = None
+) -> tuple[_Lane, Pragmas]:
+    lane = _Lane(base / name, pragmas.journal_mode, pragmas.synchronous, power)
     try:
         return lane, lane.create()
     except (OSError, sqlite3.Error) as exc:
@@ -283,6 +319,7 @@ def _run_policy(lane: _Lane, policy: str, commit_ns: list[int]) -> PolicyRow:
             killed = _run_child(_RunSpec(lane, run_id, policy, kill_at=(seq, window)))
             if killed.event != "point":
                 raise CrashError(f"{run_id}: the run never reached its kill point")
+            lane.cut()
             restarts = _restart_until_complete(lane, run_id, policy)
             reports += [killed, *restarts]
             runs.append((seq, window, run_id, killed.kill_signal, len(restarts)))

@@ -8,7 +8,7 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from fsyncbench.crash.results import NonDeterminismError
 
@@ -16,6 +16,20 @@ from fsyncbench.crash.results import NonDeterminismError
 # Step runners: the journal, and the plain runner the other policies use
 
 Point = Callable[[int, str], None]
+
+
+class StateConnection(Protocol):
+    """What the journal and the checkpoints use of a connection to the agent's state
+    database: a :class:`sqlite3.Connection` opened with ``isolation_level=None``, or under a
+    simulated power loss apsw's through a recording VFS (:mod:`fsyncbench.crash.power`).
+    ``execute`` returns a cursor to iterate or ``fetchone``."""
+
+    @property
+    def in_transaction(self) -> bool: ...
+
+    def execute(self, sql: str, parameters: Any = ..., /) -> Any: ...
+
+    def close(self) -> None: ...
 
 
 def _no_point(seq: int, window: str) -> None:
@@ -90,7 +104,7 @@ class Journal(StepRunner):
 
     def __init__(
         self,
-        conn: sqlite3.Connection,
+        conn: StateConnection,
         run_id: str,
         *,
         idempotency_keys: bool = False,

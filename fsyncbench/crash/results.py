@@ -254,3 +254,25 @@ class ReorderResult:
     requested_name: str | None
     message: str
     restart_effects: int
+
+
+@dataclass(frozen=True)
+class PowerLossExperiment:
+    """The kill matrix under simulated power loss (``fsyncbench crash --power-loss``): one
+    :class:`KillMatrix` per journal pragma combination, in the order asked.
+
+    ``model``/``semantics``: the persistence model and sync semantics of every cut
+    (:data:`fsyncbench.powerloss.models.MODELS`, ``SEMANTICS``); ``choice``: which state a
+    cut leaves where the model allows several (:data:`fsyncbench.powerloss.rebase.CUT_CHOICE`);
+    ``elapsed_ns``: wall time of all matrices; ``kill_count``: SIGKILLs sent, each followed
+    by a cut; ``sqlite_version``: the SQLite the children used (apsw's). The matrices'
+    ``journal_commit_ns`` are empty: their commits ran through a recording VFS, so their
+    latency is not the journal's."""
+
+    model: str
+    semantics: str
+    choice: str
+    matrices: tuple[KillMatrix, ...]
+    elapsed_ns: int
+    kill_count: int
+    sqlite_version: str
