@@ -37,7 +37,7 @@ from fsyncbench.model import Pragmas
 
 if TYPE_CHECKING:  # imported where used: measure.evidence is heavy
     from fsyncbench.measure.evidence import EvidencePlan
-    from fsyncbench.powerloss.matrix import PowerlossPlan
+    from fsyncbench.powerloss.plan import PowerlossPlan
 
 #: --format choices per kind of result (text is the default everywhere).
 REPORT_FORMATS = ("text", "markdown", "json", "html")
@@ -541,13 +541,13 @@ def powerloss_plan(
     macos on macOS, else linux), ``commits`` 1-1000 per configuration, ``sector_bytes`` 512
     or 4096, ``max_states`` and ``samples`` 1-4096, ``seed`` >= 0, ``keep_failures`` a
     directory to create or reuse (its parent must exist)."""
-    from fsyncbench.powerloss.matrix import DEFAULT_COMMITS, PowerlossPlan
     from fsyncbench.powerloss.models import (
         DEFAULT_MAX_STATES,
         DEFAULT_SAMPLES,
         SECTOR_SIZES,
         SEMANTICS,
     )
+    from fsyncbench.powerloss.plan import DEFAULT_COMMITS, PowerlossPlan
 
     check_list(journal_modes, "journal_modes")
     check_list(synchronous, "synchronous")

@@ -22,8 +22,9 @@ from fsyncbench import api
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Pragmas
 from fsyncbench.powerloss import sqlite
-from fsyncbench.powerloss.matrix import PowerlossPlan, evaluate, run_matrix
+from fsyncbench.powerloss.matrix import evaluate, run_matrix
 from fsyncbench.powerloss.models import CrashState, crash_points, crash_states, invalid_reason
+from fsyncbench.powerloss.plan import PowerlossPlan
 from fsyncbench.powerloss.trace import Op, Trace
 from tests.clitools import assert_usage_error, fsb, leftovers
 
@@ -582,7 +583,6 @@ def test_run_records_power_loss_only_after_every_timing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "run_with_floors", timing)
     monkeypatch.setattr(matrix, "run_matrix", recording)
-    monkeypatch.setattr("fsyncbench.powerloss.run_matrix", recording)
     api.run(
         tmp_path,
         journal_modes="wal",

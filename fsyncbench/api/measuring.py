@@ -206,7 +206,7 @@ def simulate_power_loss(
 def _power_cuts(
     path: Path, plan: PowerlossPlan, host: Host, progress: Progress | None
 ) -> PowerlossResult:
-    from fsyncbench.powerloss import run_matrix
+    from fsyncbench.powerloss.matrix import run_matrix
 
     def step(done: int, total: int, label: str) -> None:
         if progress is not None:

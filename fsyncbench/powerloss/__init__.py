@@ -20,8 +20,23 @@ Nothing here prints.
 from __future__ import annotations
 
 from fsyncbench.model import PowerlossConfig, PowerlossModelOutcome, PowerlossResult
-from fsyncbench.powerloss.matrix import DEFAULT_COMMITS, PowerlossPlan, run_matrix
 from fsyncbench.powerloss.models import DEFAULT_MODELS, MODELS, SECTOR_SIZES, SEMANTICS
+from fsyncbench.powerloss.plan import DEFAULT_COMMITS, PowerlossPlan
+
+TYPE_CHECKING = False  # as in fsyncbench/__init__.py: no typing import at run time
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    """``run_matrix`` on first use: it imports apsw (about 25 ms), which the command line's
+    help and the other commands do not need."""
+    if name == "run_matrix":
+        from fsyncbench.powerloss.matrix import run_matrix
+
+        return run_matrix
+    raise AttributeError(f"module 'fsyncbench.powerloss' has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_COMMITS",

@@ -21,7 +21,6 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,23 +30,16 @@ from fsyncbench.model import (
     PowerlossConfig,
     PowerlossModelOutcome,
     PowerlossResult,
-    Pragmas,
 )
 from fsyncbench.powerloss import sqlite
 from fsyncbench.powerloss.models import (
-    DEFAULT_MAX_STATES,
-    DEFAULT_MODELS,
-    DEFAULT_SAMPLES,
     CrashState,
     crash_points,
     crash_states,
     invalid_reason,
 )
+from fsyncbench.powerloss.plan import PowerlossPlan
 from fsyncbench.powerloss.trace import Trace
-
-#: Commits recorded per configuration by default: enough for WAL/NORMAL's window to show
-#: several lost commits, small enough for the default matrix to take seconds.
-DEFAULT_COMMITS = 10
 
 
 def _key(files: tuple[tuple[str, bytes], ...]) -> bytes:
@@ -203,30 +195,6 @@ def _keeper(
         fsync_dir(where)
 
     return keep
-
-
-@dataclass(frozen=True)
-class PowerlossPlan:
-    """What ``fsyncbench powerloss`` simulates: ``configs`` x ``models``
-    (:data:`~fsyncbench.powerloss.models.MODELS`) under ``semantics`` ("linux" or "macos");
-    ``commits`` recorded per configuration with ``payload_bytes`` step outputs;
-    ``sector_bytes`` for torn writes; ``psow`` None records with SQLite's default
-    (powersafe overwrite on) and, for ``torn``, a second trace with it off, True/False
-    forces it; ``max_states``/``samples``/``seed`` bound subset and torn
-    (:func:`~fsyncbench.powerloss.models.crash_states`); ``keep_failures``: a directory for
-    the worst state of each configuration x model (None: keep none)."""
-
-    configs: tuple[Pragmas, ...]
-    models: tuple[str, ...] = DEFAULT_MODELS
-    semantics: str = "linux"
-    commits: int = DEFAULT_COMMITS
-    payload_bytes: int = 512
-    sector_bytes: int = 512
-    psow: bool | None = None
-    max_states: int = DEFAULT_MAX_STATES
-    samples: int = DEFAULT_SAMPLES
-    seed: int = 0
-    keep_failures: Path | None = None
 
 
 def run_matrix(
