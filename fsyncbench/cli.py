@@ -34,8 +34,7 @@ EXIT_OK, EXIT_RISK, EXIT_ERROR = 0, 1, 2
 
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
     gates = api.Gates.parse(args.max_p99, args.fail_on, args.config)
-    progress = _Progress(quiet=args.quiet)
-    try:
+    with _Progress(quiet=args.quiet) as progress:
         report = api.run(
             args.dir,
             journal_modes=args.journal_mode,
@@ -59,15 +58,12 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
             notes=_note,
             command_line=["fsyncbench", *argv],
         )
-    finally:
-        progress.close()
     return _finish_report(report, args, gates)
 
 
 def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
     gates = api.Gates.parse(args.max_p99, args.fail_on, args.config)
-    progress = _Progress(quiet=args.quiet)
-    try:
+    with _Progress(quiet=args.quiet) as progress:
         report = api.audit(
             args.dir,
             from_report=args.from_report,
@@ -85,8 +81,6 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
             notes=_note,
             command_line=["fsyncbench", *argv],
         )
-    finally:
-        progress.close()
     return _finish_report(report, args, gates)
 
 
@@ -131,8 +125,7 @@ def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
 
 
 def cmd_powerloss(args: argparse.Namespace, _argv: list[str]) -> int:
-    progress = _Progress(quiet=args.quiet)
-    try:
+    with _Progress(quiet=args.quiet) as progress:
         result = api.simulate_power_loss(
             args.dir,
             journal_modes=args.journal_mode,
@@ -152,8 +145,6 @@ def cmd_powerloss(args: argparse.Namespace, _argv: list[str]) -> int:
             progress=progress,
             notes=_note,
         )
-    finally:
-        progress.close()
     _emit(args, api.render(result, args.format))
     return EXIT_OK
 
@@ -448,6 +439,12 @@ class _Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+    def __enter__(self) -> _Progress:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
 
 def _isatty(stream: TextIO) -> bool:

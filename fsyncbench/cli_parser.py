@@ -74,21 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="directory on the storage to test (default: current directory)",
     )
-    run.add_argument(
-        "--journal-mode",
-        metavar="MODES",
-        help="comma list: delete,truncate,persist,memory,wal,off (default: delete,truncate,wal)",
-    )
-    run.add_argument(
-        "--synchronous",
-        metavar="LEVELS",
-        help="comma list: off,normal,full,extra (default: off,normal,full)",
-    )
-    run.add_argument(
-        "--fullfsync",
-        metavar="VALUES",
-        help="comma list: on,off (default on macOS: off,on; elsewhere not set)",
-    )
+    _add_pragma_options(run)
     run.add_argument(
         "--samples",
         type=int,
@@ -143,13 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"untimed warmup operations (default {plan.DEFAULT_WARMUP})",
     )
-    run.add_argument(
-        "--payload-bytes",
-        type=int,
-        default=plan.DEFAULT_PAYLOAD_BYTES,
-        metavar="N",
-        help=f"size of each step's JSON output, in bytes (default {plan.DEFAULT_PAYLOAD_BYTES})",
-    )
+    _add_payload_option(run)
     run.add_argument(
         "--no-primitives",
         action="store_true",
@@ -525,21 +505,7 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
         help="directory for the recordings (a working directory in it is removed "
         "afterwards; default: current directory)",
     )
-    pl.add_argument(
-        "--journal-mode",
-        metavar="MODES",
-        help="comma list: delete,truncate,persist,memory,wal,off (default: delete,truncate,wal)",
-    )
-    pl.add_argument(
-        "--synchronous",
-        metavar="LEVELS",
-        help="comma list: off,normal,full,extra (default: off,normal,full)",
-    )
-    pl.add_argument(
-        "--fullfsync",
-        metavar="VALUES",
-        help="comma list: on,off (default on macOS: off,on; elsewhere not set)",
-    )
+    _add_pragma_options(pl)
     pl.add_argument(
         "--model",
         dest="models",
@@ -558,13 +524,7 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
         metavar="N",
         help=f"commits recorded per configuration (default {DEFAULT_COMMITS})",
     )
-    pl.add_argument(
-        "--payload-bytes",
-        type=int,
-        default=plan.DEFAULT_PAYLOAD_BYTES,
-        metavar="N",
-        help=f"size of each step's JSON output, in bytes (default {plan.DEFAULT_PAYLOAD_BYTES})",
-    )
+    _add_payload_option(pl)
     pl.add_argument(
         "--sector-bytes",
         type=int,
@@ -615,6 +575,35 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     _add_format_option(pl, REPORT_FORMATS)
     _add_output_option(pl)
+
+
+def _add_pragma_options(p: argparse.ArgumentParser) -> None:
+    """--journal-mode, --synchronous, --fullfsync as comma lists (run, powerloss)."""
+    p.add_argument(
+        "--journal-mode",
+        metavar="MODES",
+        help="comma list: delete,truncate,persist,memory,wal,off (default: delete,truncate,wal)",
+    )
+    p.add_argument(
+        "--synchronous",
+        metavar="LEVELS",
+        help="comma list: off,normal,full,extra (default: off,normal,full)",
+    )
+    p.add_argument(
+        "--fullfsync",
+        metavar="VALUES",
+        help="comma list: on,off (default on macOS: off,on; elsewhere not set)",
+    )
+
+
+def _add_payload_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--payload-bytes",
+        type=int,
+        default=plan.DEFAULT_PAYLOAD_BYTES,
+        metavar="N",
+        help=f"size of each step's JSON output, in bytes (default {plan.DEFAULT_PAYLOAD_BYTES})",
+    )
 
 
 def _add_format_option(
