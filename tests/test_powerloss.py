@@ -610,3 +610,122 @@ def test_a_recording_that_saw_nothing_is_refused_not_simulated(tmp_path, monkeyp
     other.mkdir()
     with pytest.raises(FsyncbenchError, match="the recording VFS saw none of SQLite's writes"):
         sqlite.record_commits(other, Pragmas("WAL", "FULL"), 2, 100, True)
+
+
+# ------------------------------------------- the models' details, state by state
+
+
+def test_crash_points_skip_setup_and_follow_every_ack():
+    trace = _trace(
+        Op("create", "a"),
+        Op("sync", "a", flags=2),  # 1: before the barrier: not a crash point
+        Op("barrier"),
+        Op("write", "a", 0, b"x"),
+        Op("ack", seq=1),  # 4: the point after it is 5, a write, not a sync
+        Op("write", "a", 1, b"y"),
+        Op("dirsync"),  # 6
+        Op("ack", seq=2),
+    )
+    assert crash_points(trace) == [5, 6, 8]
+    assert [s.point for s in crash_states(trace, "synced-only")] == [5, 6, 8]
+    with pytest.raises(ValueError, match="unknown semantics 'windows'"):
+        list(crash_states(trace, "synced-only", semantics="windows"))
+
+
+def test_writes_past_the_end_and_growing_truncations_fill_with_zeros():
+    trace = _trace(
+        *SETUP,
+        Op("write", "a", 6, b"Z"),  # 2 bytes past the end of "old!"
+        Op("truncate", "a", size_bytes=9),
+        Op("ack", seq=1),
+    )
+    (last,) = [s for s in crash_states(trace, "prefix") if s.point == len(trace.ops)][-1:]
+    assert dict(last.files)["a"] == b"old!\0\0Z\0\0"
+    same = _trace(*SETUP, Op("truncate", "a", size_bytes=4), Op("ack", seq=1))
+    assert dict(list(crash_states(same, "prefix"))[-1].files)["a"] == b"old!"
+
+
+def test_a_synced_directory_entry_of_an_unsynced_file_is_an_empty_file():
+    trace = _trace(
+        *SETUP, Op("create", "b"), Op("write", "b", 0, b"data"), Op("dirsync"), Op("ack", seq=1)
+    )
+    last = list(crash_states(trace, "synced-only"))[-1]
+    assert dict(last.files) == {"a": b"old!", "b": b""}
+
+
+def test_subset_keeps_or_loses_each_directory_change():
+    # b (durable) is unlinked and created again (a new file): four combinations
+    trace = _trace(
+        Op("create", "a"),
+        Op("create", "b"),
+        Op("write", "b", 0, b"B1"),
+        Op("barrier"),
+        Op("delete", "b"),
+        Op("create", "b"),
+        Op("ack", seq=1),
+    )
+    states = [dict(s.files) for s in crash_states(trace, "subset") if s.point == len(trace.ops)]
+    assert states == [
+        {"a": b"", "b": b"B1"},  # both lost: the old b
+        {"a": b""},  # the unlink kept, the creation lost
+        {"a": b"", "b": b""},  # the creation kept: the new, empty b
+        {"a": b"", "b": b""},
+    ]
+    # an unlink of a file the directory no longer names there is a no-op
+    odd = _trace(
+        Op("create", "a"), Op("barrier"), Op("create", "c"), Op("delete", "c"), Op("ack", seq=1)
+    )
+    got = [dict(s.files) for s in crash_states(odd, "subset") if s.point == len(odd.ops)]
+    assert got == [{"a": b""}, {"a": b"", "c": b""}, {"a": b""}, {"a": b""}]
+
+
+def test_state_descriptions_say_how_to_rebuild_each_state():
+    trace = _trace(*SETUP, Op("write", "a", 0, b"N"), Op("sync", "a", flags=2), Op("ack", seq=1))
+    assert [s.how for s in crash_states(trace, "synced-only")] == [
+        "synced-only, cut before op 4 (sync a (NORMAL))",
+        "synced-only, cut after the last op",
+    ]
+    assert [s.how for s in crash_states(trace, "prefix")][:2] == [
+        "prefix of the first 3 ops, cut before op 4 (sync a (NORMAL))",
+        "prefix of the first 4 ops, cut before op 4 (sync a (NORMAL))",
+    ]
+    assert [s.how for s in crash_states(trace, "subset", seed=5)][:2] == [
+        "subset, cut before op 4 (sync a (NORMAL)): kept items 0x0 of 1 (seed 5)",
+        "subset, cut before op 4 (sync a (NORMAL)): kept items 0x1 of 1 (seed 5)",
+    ]
+
+
+def test_sampled_points_always_hold_the_all_lost_and_all_kept_states():
+    writes = [Op("write", "a", i, b"Z") for i in range(4)]  # 16 states at the last point
+    trace = _trace(*SETUP, *writes, Op("ack", seq=1))
+    at_end = [s for s in crash_states(trace, "subset", max_states=16) if s.point == len(trace.ops)]
+    assert len(at_end) == 16 and not any(s.sampled for s in at_end)
+    drawn = [
+        s
+        for s in crash_states(trace, "subset", max_states=15, samples=3, seed=1)
+        if s.point == len(trace.ops)
+    ]
+    assert all(s.sampled for s in drawn) and len(drawn) == 5
+    assert dict(drawn[0].files)["a"] == b"old!"  # every write lost
+    assert dict(drawn[1].files)["a"] == b"ZZZZ"  # every write kept
+
+
+def test_torn_keeps_a_lost_whole_sector_as_it_was():
+    trace = _trace(
+        Op("create", "a"),
+        Op("write", "a", 0, b"o" * 12),
+        Op("barrier"),
+        Op("write", "a", 4, b"NNNNNN"),  # [4,8) a whole sector, [8,10) part of one
+        Op("ack", seq=1),
+    )
+    got = [
+        dict(s.files)["a"]
+        for s in crash_states(trace, "torn", sector_bytes=4)
+        if s.point == len(trace.ops)
+    ]
+    assert got == [
+        b"oooooooo\0\0\0\0",  # both lost: the whole sector keeps its old bytes
+        b"ooooNNNN\0\0\0\0",
+        b"ooooooooNNoo",
+        b"ooooNNNNNNoo",
+    ]

@@ -107,32 +107,36 @@ def _apply(buf: bytearray, op: Op) -> None:
 
 @dataclass(frozen=True)
 class _Piece:
-    """One independently lost item: a directory change, a whole op, or a sector piece."""
+    """One independently lost item: a directory change (``link``: (created?, name,
+    inode)), a whole write or truncation (``op``), or a sector piece of a write (``op``
+    with ``start``/``end``, and ``damage``: the sector that a loss of this partial piece
+    destroys)."""
 
     ino: int  # -1 for a directory change
-    op: Op
-    start: int = 0  # piece of a write: [start, end) in file offsets
+    op: Op | None = None
+    start: int = 0  # piece of a write: [start, end) in file offsets; end 0: the whole op
     end: int = 0
-    partial: bool = False  # covers only part of its sector
-    link: tuple[str, str, int] = ("", "", -1)
+    damage: tuple[int, int] | None = None
+    link: tuple[bool, str, int] | None = None
 
 
 class _Fs:
-    """The files as issued, what is durable, and what is pending since the last sync."""
+    """The files as issued, what is durable, and what is pending since the last sync;
+    ``fullsync_only``: only syncs with SQLITE_SYNC_FULL are honoured (macOS)."""
 
-    def __init__(self, honours_sync: bool, honours_fullsync_only: bool) -> None:
+    def __init__(self, fullsync_only: bool) -> None:
         self.content: list[bytearray] = []
         self.durable: list[bytes] = []
         self.pending: list[list[Op]] = []
         self.names: dict[str, int] = {}
         self.durable_names: dict[str, int] = {}
-        self.dir_pending: list[tuple[str, str, int]] = []
-        self.honours_sync = honours_sync
-        self.fullsync_only = honours_fullsync_only
+        self.dir_pending: list[tuple[bool, str, int]] = []
+        self.fullsync_only = fullsync_only
         self.floor_changed = False
 
     def apply(self, op: Op) -> bool:
-        """Apply ``op``; True when it changed the files as issued."""
+        """Apply ``op``; True when it changed the files as issued. ``floor_changed`` says
+        whether it was an honoured sync (or the barrier)."""
         self.floor_changed = False
         kind = op.kind
         if kind == "create":
@@ -141,11 +145,11 @@ class _Fs:
             self.durable.append(b"")
             self.pending.append([])
             self.names[op.file] = ino
-            self.dir_pending.append(("link", op.file, ino))
+            self.dir_pending.append((True, op.file, ino))
             return True
         if kind == "delete":
             ino = self.names.pop(op.file)
-            self.dir_pending.append(("unlink", op.file, ino))
+            self.dir_pending.append((False, op.file, ino))
             return True
         if kind in ("write", "truncate"):
             ino = self.names[op.file]
@@ -181,8 +185,9 @@ class _Fs:
         return tuple(sorted((n, self.durable[i]) for n, i in self.durable_names.items()))
 
     def pieces(self, sector_bytes: int | None) -> list[_Piece]:
-        """Every item that may be lost independently, in issue order per file."""
-        items = [_Piece(-1, Op("dirsync"), link=link) for link in self.dir_pending]
+        """Every item that may be lost independently, in issue order per file; writes cut
+        at ``sector_bytes`` boundaries when given (torn)."""
+        items = [_Piece(-1, link=link) for link in self.dir_pending]
         inos = sorted(set(self.durable_names.values()) | {i for _, _, i in self.dir_pending})
         for ino in inos:
             for op in self.pending[ino]:
@@ -191,46 +196,40 @@ class _Fs:
                     continue
                 start, end = op.offset_bytes, op.offset_bytes + len(op.data)
                 while start < end:
-                    cut = min(end, (start // sector_bytes + 1) * sector_bytes)
-                    whole = start % sector_bytes == 0 and cut - start == sector_bytes
-                    items.append(_Piece(ino, op, start, cut, partial=not whole))
+                    base = start // sector_bytes * sector_bytes
+                    cut = min(end, base + sector_bytes)
+                    # a piece as long as a sector is the whole, aligned sector
+                    partial = cut - start != sector_bytes
+                    damage = (base, base + sector_bytes) if partial else None
+                    items.append(_Piece(ino, op, start, cut, damage))
                     start = cut
         return items
 
-    def build(
-        self, items: list[_Piece], kept: int, sector_bytes: int | None
-    ) -> tuple[tuple[str, bytes], ...]:
+    def build(self, items: list[_Piece], kept: int) -> tuple[tuple[str, bytes], ...]:
         """The state with item ``k`` kept where bit ``k`` of ``kept`` is set."""
         names = dict(self.durable_names)
         data = {i: bytearray(self.durable[i]) for i in range(len(self.durable))}
         for k, item in enumerate(items):
             keep = bool(kept >> k & 1)
-            if item.ino < 0:
-                action, name, ino = item.link
-                if keep and action == "link":
+            if item.link is not None:
+                created, name, ino = item.link
+                if keep and created:
                     names[name] = ino
                 elif keep and names.get(name) == ino:
                     del names[name]
                 continue
+            assert item.op is not None
             buf = data[item.ino]
             if item.end == 0:  # a whole op
                 if keep:
                     _apply(buf, item.op)
             elif keep:
                 rel = item.start - item.op.offset_bytes
-                _apply(
-                    buf,
-                    Op(
-                        "write",
-                        offset_bytes=item.start,
-                        data=item.op.data[rel:][: item.end - item.start],
-                    ),
-                )
-            elif item.partial and sector_bytes is not None:
-                base = item.start // sector_bytes * sector_bytes
-                stop = min(base + sector_bytes, len(buf))
-                if stop > base:
-                    buf[base:stop] = bytes(stop - base)
+                piece = item.op.data[rel : rel + item.end - item.start]
+                _apply(buf, Op("write", offset_bytes=item.start, data=piece))
+            elif item.damage is not None:
+                base, stop = item.damage[0], min(item.damage[1], len(buf))
+                buf[base:stop] = bytes(max(0, stop - base))
         return tuple(sorted((n, bytes(data[i])) for n, i in names.items()))
 
 
@@ -251,7 +250,7 @@ def crash_states(
         raise ValueError(f"unknown persistence model {model!r}")
     if semantics not in SEMANTICS:
         raise ValueError(f"unknown semantics {semantics!r}")
-    fs = _Fs(True, semantics == "macos")
+    fs = _Fs(semantics == "macos")
     points = set(crash_points(trace))
     acked: list[int] = []
     prefix: list[tuple[int, tuple[tuple[str, bytes], ...]]] = []
@@ -308,7 +307,7 @@ def _states_at(
     for mask in masks:
         yield CrashState(
             point,
-            fs.build(items, mask, sector),
+            fs.build(items, mask),
             acked,
             f"{model}, cut {where}: kept items {mask:#x} of {len(items)} (seed {seed})",
             sampled=total > max_states,
