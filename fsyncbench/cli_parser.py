@@ -483,6 +483,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     from fsyncbench.powerloss import DEFAULT_COMMITS, MODELS, SECTOR_SIZES, SEMANTICS
     from fsyncbench.powerloss.models import DEFAULT_MAX_STATES, DEFAULT_SAMPLES
+    from fsyncbench.powerloss.plan import MAX_COMMITS
 
     pl = sub.add_parser(
         "powerloss",
@@ -522,7 +523,7 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
         "--commits",
         type=int,
         metavar="N",
-        help=f"commits recorded per configuration (default {DEFAULT_COMMITS})",
+        help=f"commits recorded per configuration, 1 to {MAX_COMMITS} (default {DEFAULT_COMMITS})",
     )
     _add_payload_option(pl)
     pl.add_argument(

@@ -406,7 +406,9 @@ class PowerlossModelOutcome:
     at least one acknowledged commit; ``worst_lost``/``mean_lost``: acknowledged commits
     missing, over the states that are not corrupt; ``corrupt_states``: unopenable or failing
     integrity_check; ``invalid``: why the model does not apply ("" if it does; then every
-    figure is 0); ``worst``: how to rebuild the worst state and what it lost."""
+    figure is 0); ``worst``: how to rebuild the worst state and what it lost; ``psow``: the
+    powersafe-overwrite flag of the trace this model was applied to; ``kept_at``: where
+    ``--keep-failures`` wrote the worst state ("" if nowhere)."""
 
     model: str
     crash_points: int
@@ -419,11 +421,17 @@ class PowerlossModelOutcome:
     corrupt_states: int
     invalid: str
     worst: str
+    psow: bool = True
+    kept_at: str = ""
 
     @property
     def loses(self) -> bool:
         """True when some state lost an acknowledged commit or was corrupt."""
         return self.worst_lost > 0 or self.corrupt_states > 0
+
+
+#: :meth:`PowerlossConfig.agreement` where a model lost nothing the documentation allows.
+NO_LOSS_UNDER_MODEL = "no loss under this model"
 
 
 @dataclass(frozen=True)
@@ -444,9 +452,10 @@ class PowerlossConfig:
     models: tuple[PowerlossModelOutcome, ...]
 
     def agreement(self, m: PowerlossModelOutcome) -> str:
-        """``agrees``, ``DISAGREES`` (documented durable or consistent, measured losses or
-        corruption) or ``better than documented`` (documented not durable, nothing lost
-        under this model); "" for an invalid model."""
+        """``agrees``; ``DISAGREES`` (documented durable or consistent, and this model
+        lost a commit or corrupted the database); ``no loss under this model`` (documented
+        not durable, nothing lost here: one model's silence does not show the documentation
+        too cautious, a harsher model or real storage may lose); "" for an invalid model."""
         if m.invalid:
             return ""
         if (self.documented_durable and m.worst_lost) or (
@@ -454,7 +463,7 @@ class PowerlossConfig:
         ):
             return "DISAGREES"
         if not self.documented_durable and not m.loses:
-            return "better than documented"
+            return NO_LOSS_UNDER_MODEL
         return "agrees"
 
 

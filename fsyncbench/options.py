@@ -515,7 +515,15 @@ def powerloss_models(value: str | Sequence[str] | None) -> tuple[str, ...]:
     text = _comma_list(value)
     if text is None:
         return DEFAULT_MODELS
-    upper = parse_choices(text, [m.upper() for m in MODELS], "persistence model")
+    try:
+        upper = parse_choices(text, [m.upper() for m in MODELS], "persistence model")
+    except FsyncbenchError as exc:
+        if os.sep in text or os.path.exists(text):  # run --powerloss DIR: DIR taken as MODELS
+            raise FsyncbenchError(
+                f"{exc} (a directory? write DIR before --powerloss, or --powerloss "
+                "synced-only,prefix DIR)"
+            ) from None
+        raise
     return tuple(m.lower() for m in upper)
 
 
@@ -538,7 +546,7 @@ def powerloss_plan(
 ) -> PowerlossPlan:
     """The plan of ``fsyncbench powerloss`` (:class:`fsyncbench.powerloss.PowerlossPlan`):
     pragma lists as ``run`` takes them, ``models`` (comma list), ``semantics`` (default:
-    macos on macOS, else linux), ``commits`` 1-1000 per configuration, ``sector_bytes`` 512
+    macos on macOS, else linux), ``commits`` 1-200 per configuration, ``sector_bytes`` 512
     or 4096, ``max_states`` and ``samples`` 1-4096, ``seed`` >= 0, ``keep_failures`` a
     directory to create or reuse (its parent must exist)."""
     from fsyncbench.powerloss.models import (
@@ -547,7 +555,7 @@ def powerloss_plan(
         SECTOR_SIZES,
         SEMANTICS,
     )
-    from fsyncbench.powerloss.plan import DEFAULT_COMMITS, PowerlossPlan
+    from fsyncbench.powerloss.plan import DEFAULT_COMMITS, MAX_COMMITS, PowerlossPlan
 
     check_list(journal_modes, "journal_modes")
     check_list(synchronous, "synchronous")
@@ -585,8 +593,8 @@ def powerloss_plan(
         seed=seed,
         keep_failures=None if keep_failures is None else Path(keep_failures),
     )
-    if not 1 <= plan.commits <= 1000:
-        raise FsyncbenchError(f"--commits must be 1 to 1000, got {plan.commits}")
+    if not 1 <= plan.commits <= MAX_COMMITS:
+        raise FsyncbenchError(f"--commits must be 1 to {MAX_COMMITS}, got {plan.commits}")
     if not 0 <= plan.payload_bytes <= 1 << 20:
         raise FsyncbenchError(f"--payload-bytes must be 0 to 1048576, got {plan.payload_bytes}")
     if plan.sector_bytes not in SECTOR_SIZES:
@@ -601,8 +609,18 @@ def powerloss_plan(
         raise FsyncbenchError(f"--seed must be 0 or more, got {plan.seed}")
     if plan.keep_failures is not None:
         keep = plan.keep_failures
-        if keep.exists() and not keep.is_dir():
+        if keep.is_symlink() or (keep.exists() and not keep.is_dir()):
             raise FsyncbenchError(f"--keep-failures {keep}: not a directory")
-        if not keep.exists() and not keep.parent.is_dir():
-            raise FsyncbenchError(f"--keep-failures {keep}: its parent directory does not exist")
+        if not keep.exists():
+            parent = keep.parent
+            if not parent.exists():
+                raise FsyncbenchError(f"--keep-failures {keep}: {parent} does not exist")
+            if not parent.is_dir():
+                raise FsyncbenchError(f"--keep-failures {keep}: {parent} is not a directory")
+        from fsyncbench.report.store import check_output_dir
+
+        try:  # writable, before any work (a real probe file, as for --report-dir)
+            check_output_dir(keep)
+        except FsyncbenchError as exc:
+            raise FsyncbenchError(f"--keep-failures: {exc}") from None
     return plan

@@ -167,7 +167,7 @@ def test_documented_promise_agrees_for_the_default_matrix(tmp_path):
     configs = tuple(
         Pragmas(j, s) for j in ("DELETE", "TRUNCATE", "WAL") for s in ("OFF", "NORMAL", "FULL")
     )
-    result = run_matrix(tmp_path, PowerlossPlan(configs, commits=4), os_name="Linux")
+    result = run_matrix(tmp_path, PowerlossPlan(configs, commits=4))
     assert [c.pragmas for c in result.configs] == list(configs)
     verdicts = {
         (c.pragmas.label, m.model): (c.agreement(m), m.worst_lost, m.corrupt_states)
@@ -196,7 +196,7 @@ def test_a_vfs_that_skips_one_sync_shows_losses_where_the_real_one_shows_none(tm
     )
     m = _evaluate(tmp_path, planted, "synced-only")
     assert m.worst_lost >= 1 and m.corrupt_states == 0
-    assert "lost 1 of 3 acknowledged commits (3)" in m.worst
+    assert "lost 1 of the 3 commits acknowledged before the cut (3)" in m.worst
 
 
 # ------------------------------------------------------------------ torn and psow
@@ -210,7 +210,7 @@ def test_torn_with_powersafe_overwrite_on_is_invalid_not_corrupt(tmp_path):
     assert invalid_reason("torn", False) == ""
     assert invalid_reason("subset", True) == ""
     plan = PowerlossPlan((Pragmas("WAL", "FULL"),), models=("torn",), commits=3, psow=True)
-    result = run_matrix(tmp_path, plan, os_name="Linux")
+    result = run_matrix(tmp_path, plan)
     assert result.configs[0].agreement(result.configs[0].models[0]) == ""
     text = api.render(result, "text")
     assert "invalid" in text and "DISAGREES" not in text
@@ -324,6 +324,11 @@ def test_subset_samples_reproducibly_beyond_max_states():
         ]
 
     assert run(7) == run(7)
+    assert all(
+        s.how.endswith("(seed 7)")
+        for s in crash_states(trace, "subset", max_states=16, samples=5, seed=7)
+        if s.point == len(trace.ops)
+    )
     assert run(7) != run(8)
     states = list(crash_states(trace, "subset", max_states=16, samples=5))
     assert all(s.sampled for s in states if s.point == len(trace.ops))
@@ -471,6 +476,7 @@ def test_powerloss_json_and_html(tmp_path):
     (config,) = data["configs"]
     assert config["pragmas"]["synchronous"] == "OFF"
     assert [m["worst_lost"] for m in config["models"]] == [10, 10]
+    assert [m["measured_vs_documented"] for m in config["models"]] == ["agrees", "agrees"]
     html = fsb(
         "powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "full", "--format", "html"
     )
@@ -498,7 +504,7 @@ def test_keep_failures_writes_the_worst_state(tmp_path):
     (state,) = keep.iterdir()
     assert state.name == "delete-full-synced-only"
     info = json.loads((state / "state.json").read_text())
-    assert info["finding"].startswith("lost 1 of 1 acknowledged commits (1)")
+    assert info["finding"].startswith("lost 1 of the 1 commits acknowledged before the cut (1)")
     assert (state / "journal-delete-full.db-journal").exists()  # the hot journal
     rows, problem = sqlite.open_state(state, "journal-delete-full.db", True)
     assert problem == "" and rows == {}
@@ -511,7 +517,7 @@ def test_keep_failures_writes_the_worst_state(tmp_path):
             ("--model", "bogus"),
             "invalid persistence model bogus: allowed values are synced-only, prefix, subset, torn",
         ),
-        (("--commits", "0"), "--commits must be 1 to 1000, got 0"),
+        (("--commits", "0"), "--commits must be 1 to 200, got 0"),
         (("--samples", "0"), "--samples must be 1 to 4096, got 0"),
         (("--seed", "-1"), "--seed must be 0 or more, got -1"),
         (
@@ -524,12 +530,75 @@ def test_bad_powerloss_input_is_one_line_and_exit_2(tmp_path, args, line):
     assert_usage_error(fsb("powerloss", tmp_path, *args), line)
 
 
-def test_keep_failures_needs_a_parent(tmp_path):
+def test_keep_failures_is_checked_before_any_work(tmp_path):
     bad = tmp_path / "no" / "such"
     assert_usage_error(
         fsb("powerloss", tmp_path, "--keep-failures", bad),
-        f"--keep-failures {bad}: its parent directory does not exist",
+        f"--keep-failures {bad}: {bad.parent} does not exist",
     )
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert_usage_error(
+        fsb("powerloss", tmp_path, "--keep-failures", afile / "sub"),
+        f"--keep-failures {afile / 'sub'}: {afile} is not a directory",
+    )
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    assert_usage_error(
+        fsb("powerloss", tmp_path, "--keep-failures", link),
+        f"--keep-failures {link}: not a directory",
+    )
+
+
+def test_keep_failures_never_touches_what_is_already_there(tmp_path):
+    keep = tmp_path / "keep"
+    mine = keep / "wal-normal-synced-only"
+    mine.mkdir(parents=True)
+    (mine / "mine.txt").write_text("precious")
+    target = tmp_path / "t"
+    target.mkdir()
+    args = ("--journal-mode", "wal", "--synchronous", "normal", "--model", "synced-only")
+    proc = fsb("powerloss", target, *args, "--keep-failures", keep)
+    assert proc.returncode == 0, proc.stderr
+    assert (mine / "mine.txt").read_text() == "precious"
+    assert sorted(p.name for p in mine.iterdir()) == ["mine.txt"]
+    state = keep / "wal-normal-synced-only-2"
+    info = json.loads((state / "state.json").read_text())
+    assert info["semantics"] == "linux" and info["psow"] is True and info["model"] == "synced-only"
+    assert sorted(info["expected_rows"], key=int) == [str(n) for n in range(1, 11)]
+    assert f"Kept in {state}." in proc.stdout
+
+
+def test_macos_semantics_are_judged_against_the_macos_promise(tmp_path):
+    # on any host: macOS semantics compare with what SQLite promises on macOS, where
+    # plain fsync is not durable (no false "DISAGREES" for wal/full without fullfsync)
+    plan = PowerlossPlan(
+        (Pragmas("WAL", "FULL", False), Pragmas("WAL", "FULL", True)),
+        models=("synced-only",),
+        semantics="macos",
+        commits=3,
+    )
+    result = run_matrix(tmp_path, plan)
+    plain, full = result.configs
+    assert (plain.documented_durable, full.documented_durable) == (False, True)
+    assert plain.agreement(plain.models[0]) == "agrees"
+    assert full.agreement(full.models[0]) == "agrees"
+    assert "DISAGREES" not in api.render(result, "text")
+
+
+def test_sampled_figures_are_stated_as_lower_bounds(tmp_path):
+    plan = PowerlossPlan(
+        (Pragmas("WAL", "NORMAL"), Pragmas("WAL", "FULL")),
+        models=("subset",),
+        commits=4,
+        max_states=2,
+        samples=2,
+    )
+    text = api.render(run_matrix(tmp_path, plan), "text")
+    assert "wal/normal: loses all 4 acknowledged commits recorded" in text
+    assert "(subset, sampled)" in text
+    assert "wal/full: no loss seen in" in text and "sampled states (subset, sampled)" in text
+    assert "agrees (sampled states)" in text
 
 
 def test_api_refuses_wrong_types():
@@ -690,8 +759,8 @@ def test_state_descriptions_say_how_to_rebuild_each_state():
         "prefix of the first 4 ops, cut before op 4 (sync a (NORMAL))",
     ]
     assert [s.how for s in crash_states(trace, "subset", seed=5)][:2] == [
-        "subset, cut before op 4 (sync a (NORMAL)): kept items 0x0 of 1 (seed 5)",
-        "subset, cut before op 4 (sync a (NORMAL)): kept items 0x1 of 1 (seed 5)",
+        "subset, cut before op 4 (sync a (NORMAL)): kept items 0x0 of 1",
+        "subset, cut before op 4 (sync a (NORMAL)): kept items 0x1 of 1",
     ]
 
 
@@ -729,3 +798,48 @@ def test_torn_keeps_a_lost_whole_sector_as_it_was():
         b"ooooooooNNoo",
         b"ooooNNNNNNoo",
     ]
+
+
+def test_a_directory_after_run_powerloss_gets_a_hint(tmp_path):
+    assert_usage_error(
+        fsb("run", "--powerloss", tmp_path),
+        f"invalid persistence model {tmp_path}: allowed values are synced-only, prefix, "
+        "subset, torn (a directory? write DIR before --powerloss, or --powerloss "
+        "synced-only,prefix DIR)",
+    )
+
+
+def test_documented_promise_separates_durability_from_consistency():
+    from fsyncbench.judge.commit_rules import documented_promise
+
+    assert documented_promise(Pragmas("WAL", "FULL"), "Linux") == (True, True, "")
+    durable, consistent, why = documented_promise(Pragmas("PERSIST", "NORMAL"), "Linux")
+    assert (durable, consistent) == (True, False) and "non-zero) chance" in why
+    durable, consistent, why = documented_promise(Pragmas("WAL", "NORMAL"), "Linux")
+    assert (durable, consistent) == (False, True) and "checkpoints" in why
+    assert documented_promise(Pragmas("WAL", "FULL", False), "Darwin")[:2] == (False, False)
+    assert documented_promise(Pragmas("WAL", "FULL", True), "Darwin")[:2] == (True, True)
+
+
+def test_interrupting_the_simulation_keeps_the_measured_latency(tmp_path, monkeypatch):
+    from fsyncbench.powerloss import matrix
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(matrix, "run_matrix", interrupted)
+    notes = []
+    report = api.run(
+        tmp_path,
+        journal_modes="wal",
+        synchronous="full",
+        samples=20,
+        rounds=1,
+        primitives=False,
+        powerloss="synced-only",
+        notes=notes.append,
+    )
+    assert report.powerloss is None and report.results
+    skipped = "interrupted: the power-loss simulation (--powerloss) was skipped"
+    assert report.notes[-1] == skipped
+    assert notes == [skipped + "; the latency report is kept"]

@@ -133,9 +133,13 @@ def run(
     _sweep(path, notes)
     with _Measuring(progress) as where:
         results, floors = runner.run_with_floors(plan, host, where)
-    loss = None
+    loss, skipped = None, ""
     if loss_plan is not None:  # only once every timing has finished
-        loss = _power_cuts(path, loss_plan, host, None)
+        try:
+            loss = _power_cuts(path, loss_plan, None)
+        except KeyboardInterrupt:  # the latency is measured: keep it, say what is missing
+            skipped = "interrupted: the power-loss simulation (--powerloss) was skipped"
+            _note(notes, skipped + "; the latency report is kept")
     report = build_report(
         "run",
         host,
@@ -146,6 +150,8 @@ def run(
     )
     if loss is not None:
         report = dataclasses.replace(report, powerloss=loss)
+    if skipped:
+        report = dataclasses.replace(report, notes=(*report.notes, skipped))
     return _redacted(report, redact)
 
 
@@ -200,24 +206,22 @@ def simulate_power_loss(
     if outputs is not None:
         outputs.check()
     _sweep(path, notes)
-    return _power_cuts(path, plan, _collect_host(path), progress)
+    try:
+        return _power_cuts(path, plan, progress)
+    except KeyboardInterrupt:
+        raise Interrupted(
+            "interrupted during the power-loss simulation; working directory removed"
+        ) from None
 
 
-def _power_cuts(
-    path: Path, plan: PowerlossPlan, host: Host, progress: Progress | None
-) -> PowerlossResult:
+def _power_cuts(path: Path, plan: PowerlossPlan, progress: Progress | None) -> PowerlossResult:
     from fsyncbench.powerloss.matrix import run_matrix
 
     def step(done: int, total: int, label: str) -> None:
         if progress is not None:
             progress(label, done, total, 0, 1, 0, 0)
 
-    try:
-        return run_matrix(path, plan, os_name=host.os_name, progress=step)
-    except KeyboardInterrupt:
-        raise Interrupted(
-            "interrupted during the power-loss simulation; working directory removed"
-        ) from None
+    return run_matrix(path, plan, progress=step)
 
 
 def audit(

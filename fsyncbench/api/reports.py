@@ -181,12 +181,16 @@ def _render_powerloss(result: PowerlossResult, fmt: str) -> str:
     from fsyncbench.report.loss import describe_powerloss
 
     if fmt == "json":
+        data = to_jsonable(result)
+        for config, c in zip(data["configs"], result.configs):
+            for model, m in zip(config["models"], c.models):
+                model["measured_vs_documented"] = c.agreement(m)
         return _json(
             {
                 "kind": "powerloss",
                 "schema_version": SCHEMA_VERSION,
                 "tool_version": __version__,
-                **to_jsonable(result),
+                **data,
             }
         )
     return render_document(describe_powerloss(result, __version__), fmt)

@@ -170,7 +170,9 @@ def _power_loss_lines(outcome: PowerLossExperiment) -> tuple[str, str]:
     how = (
         "After each kill the agent's journal and checkpoint databases were rebuilt as the "
         f"{outcome.model} model leaves them, choosing {outcome.choice}; the outside world "
-        "(a remote service) kept every write it acknowledged."
+        "(a remote service) kept every write it acknowledged. One state per cut: the "
+        "corruption other states of the model could cause is not explored here "
+        "(fsyncbench powerloss --model subset counts it)."
     )
     if outcome.semantics == "macos":
         how += (

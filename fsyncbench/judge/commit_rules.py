@@ -116,16 +116,20 @@ def documented_promise(p: Pragmas, os_name: str) -> tuple[bool, bool, str]:
     chance" of corruption on older filesystems; OFF "might become corrupted"; journal_mode
     OFF or MEMORY keeps no on-disk journal to roll back with (https://www.sqlite.org/pragma.html#pragma_journal_mode).
     On macOS without fullfsync nothing is promised (APPLE_FSYNC_DOC)."""
-    why, source = _not_durable_why(p, os_name)
+    not_durable, source = _not_durable_why(p, os_name)
     consistent = (
         p.synchronous in ("FULL", "EXTRA")
         or (p.synchronous == "NORMAL" and p.journal_mode == "WAL")
     ) and p.journal_mode not in ("OFF", "MEMORY")
     if os_name == "Darwin" and not p.fullfsync:
         consistent = False
-    if why is None and not consistent:
-        why = f"{p.journal_mode}/{p.synchronous} in rollback mode is only probably safe from corruption"
-    return why is None, consistent, "" if why is None else f"{why} ({source})"
+    why = [] if not_durable is None else [f"{not_durable} ({source})"]
+    if not consistent and p.synchronous == "NORMAL":
+        why.append(
+            f"{p.journal_mode}/NORMAL in a rollback journal mode has 'a very small (though "
+            f"non-zero) chance' of corruption after a power failure ({SQLITE_SYNC_DOC})"
+        )
+    return not_durable is None, consistent, "; ".join(why)
 
 
 def config_durability(host: Host, r: CommitConfig) -> tuple[bool, Finding | None]:

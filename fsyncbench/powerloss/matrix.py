@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +29,7 @@ from fsyncbench.model import (
     PowerlossConfig,
     PowerlossModelOutcome,
     PowerlossResult,
+    to_jsonable,
 )
 from fsyncbench.powerloss import sqlite
 from fsyncbench.powerloss.models import (
@@ -100,7 +100,7 @@ def evaluate(
     max_states: int,
     samples: int,
     seed: int,
-    keep: Callable[[CrashState, str], None] | None = None,
+    keep: Callable[[CrashState, str], str] | None = None,
 ) -> PowerlossModelOutcome:
     """Check every crash state of ``trace`` under ``model``; ``workdir`` is an empty scratch
     directory. ``keep`` receives the worst state (most commits lost; a corrupt one first)
@@ -108,7 +108,9 @@ def evaluate(
     points = len([p for p in crash_points(trace) if p > trace.barrier_index])
     why = invalid_reason(model, trace.psow)
     if why:
-        return PowerlossModelOutcome(model, points, 0, 0, False, 0, 0, 0.0, 0, why, "")
+        return PowerlossModelOutcome(
+            model, points, 0, 0, False, 0, 0, 0.0, 0, why, "", psow=trace.psow
+        )
     checker = _Checker(workdir, trace)
     states = losing = corrupt = worst_lost = lost_sum = sound = 0
     sampled = False
@@ -135,12 +137,14 @@ def evaluate(
             losing += bool(lost)
             worst_lost = max(worst_lost, len(lost))
             score = len(lost)
-            what = f"lost {len(lost)} of {len(state.acked)} acknowledged commits ({_ranges(lost)})"
+            what = (
+                f"lost {len(lost)} of the {len(state.acked)} commits acknowledged before "
+                f"the cut ({_ranges(lost)})"
+            )
         if score and (worst is None or score > worst[0]):
             worst = (score, state, what)
     described = f"{worst[2]} ({worst[1].how})" if worst else ""
-    if worst and keep is not None:
-        keep(worst[1], described)
+    kept_at = keep(worst[1], described) if worst and keep is not None else ""
     return PowerlossModelOutcome(
         model,
         points,
@@ -153,6 +157,8 @@ def evaluate(
         corrupt,
         "",
         described,
+        psow=trace.psow,
+        kept_at=kept_at,
     )
 
 
@@ -168,31 +174,53 @@ def _ranges(seqs: list[int]) -> str:
 
 
 def _keeper(
-    keep_dir: Path | None, label: str, model: str
-) -> Callable[[CrashState, str], None] | None:
+    keep_dir: Path | None, trace: Trace, model: str, plan: PowerlossPlan
+) -> Callable[[CrashState, str], str] | None:
     if keep_dir is None:
         return None
+    label = trace.pragmas.label
 
-    def keep(state: CrashState, described: str) -> None:
+    def keep(state: CrashState, described: str) -> str:
+        """Write ``state`` into a new subdirectory of ``keep_dir`` (never over anything
+        there: a taken name gets a number) with a state.json; returns its path."""
         from fsyncbench.report.store import fsync_dir, write_durably
 
-        where = keep_dir / f"{label.replace('/', '-')}-{model}"
-        if where.exists():
-            shutil.rmtree(where)
-        where.mkdir(parents=True)
+        keep_dir.mkdir(exist_ok=True)
+        base = f"{label.replace('/', '-')}-{model}"
+        for n in range(1, 1000):
+            where = keep_dir / (base if n == 1 else f"{base}-{n}")
+            try:
+                where.mkdir()
+                break
+            except FileExistsError:
+                continue
+        else:
+            raise FsyncbenchError(f"--keep-failures {keep_dir}: no free name for {base}")
         for name, data in state.files:
             with open(where / name, "wb") as f:
                 f.write(data)
                 os.fsync(f.fileno())
         info: dict[str, Any] = {
             "configuration": label,
+            "pragmas": to_jsonable(trace.pragmas),
             "model": model,
+            "semantics": plan.semantics,
+            "psow": trace.psow,
+            "sector_bytes": plan.sector_bytes if model == "torn" else None,
+            "seed": plan.seed,
+            "sqlite_version": trace.sqlite_version,
             "how": state.how,
             "acknowledged_commits": list(state.acked),
             "finding": described,
+            "expected_rows": {str(seq): list(row) for seq, row in trace.rows},
+            "note": "Opening the database changes these files (SQLite rolls a hot journal "
+            "back and recovers a WAL): open a copy to keep the evidence. Open with the "
+            "URI parameter psow as recorded (https://www.sqlite.org/uri.html).",
         }
         write_durably(where / "state.json", json.dumps(info, indent=2) + "\n")
         fsync_dir(where)
+        fsync_dir(keep_dir)
+        return str(where)
 
     return keep
 
@@ -201,13 +229,12 @@ def run_matrix(
     directory: Path,
     plan: PowerlossPlan,
     *,
-    os_name: str,
     progress: Callable[[int, int, str], None] | None = None,
     sync_filter: sqlite.SyncFilter | None = None,
 ) -> PowerlossResult:
     """Record each configuration of ``plan`` in a scratch subdirectory of ``directory``
-    (removed afterwards) and evaluate every model. ``os_name`` picks the documented promise
-    (Darwin: fullfsync needed). ``progress(done, total, label)`` is called before each
+    (removed afterwards) and evaluate every model. The documented promise is the one of the
+    platform whose semantics are simulated (macos: Darwin, where fullfsync is needed). ``progress(done, total, label)`` is called before each
     configuration x model. ``sync_filter`` plants a fault in the recording (tests). Raises
     FsyncbenchError when recording fails."""
     import sqlite3
@@ -246,13 +273,14 @@ def run_matrix(
                         max_states=plan.max_states,
                         samples=plan.samples,
                         seed=plan.seed,
-                        keep=_keeper(plan.keep_failures, pragmas.label, model),
+                        keep=_keeper(plan.keep_failures, traces[want], model, plan),
                     )
                 )
             main = traces.get(True if plan.psow is None else plan.psow) or next(
                 iter(traces.values())
             )
-            durable, consistent, why = documented_promise(pragmas, os_name)
+            platform = "Darwin" if plan.semantics == "macos" else "Linux"
+            durable, consistent, why = documented_promise(pragmas, platform)
             outcomes.append(
                 PowerlossConfig(
                     pragmas,
@@ -269,6 +297,9 @@ def run_matrix(
             )
     if not outcomes:
         raise FsyncbenchError("no configuration to test")
+    if progress is not None:
+        total = len(plan.configs) * len(plan.models)
+        progress(total, total, "done")
     v = sqlite.versions()
     return PowerlossResult(
         tuple(outcomes),

@@ -13,8 +13,9 @@ Models (:data:`MODELS`), from most to least forgiving of the storage:
   "All File Systems Are Not Created Equal", OSDI 2014,
   https://www.usenix.org/conference/osdi14/technical-sessions/presentation/pillai).
 - ``synced-only``: only what was synced survives: a file keeps its content as of its last
-  sync, a created or deleted directory entry persists only after a directory sync. The worst
-  case POSIX allows (fsync(2): "the call blocks until the device reports that the transfer has
+  sync, a created or deleted directory entry persists only after a directory sync. The most
+  POSIX lets a cut take, though not the most damaging state (``subset`` can corrupt where
+  losing every unsynced write does not) (fsync(2): "the call blocks until the device reports that the transfer has
   completed"; nothing is promised for data not synced; the directory needs its own fsync:
   https://man7.org/linux/man-pages/man2/fsync.2.html, NOTES). One state per crash point.
 - ``subset``: each write, truncation and directory change since its file's (or the
@@ -32,8 +33,8 @@ SQLite issues with SQLITE_SYNC_FULL (PRAGMA fullfsync=ON), the only ones its uni
 into fcntl(F_FULLFSYNC); plain fsync, including the directory's, stops at the drive's cache
 (https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/fsync.2.html).
 
-Where a point has at most ``max_states`` states under ``subset``/``torn`` all are
-enumerated; otherwise ``samples`` are drawn with a :class:`random.Random` seeded from
+Where a point has at most ``max_states`` states under ``subset``/``torn`` (or not more
+than ``samples`` + 2) all are enumerated; otherwise ``samples`` are drawn with a :class:`random.Random` seeded from
 ``seed``, the configuration and the point (plus the all-kept and all-lost states), so every
 figure is reproducible from its seed.
 """
@@ -60,7 +61,9 @@ DEFAULT_SAMPLES = 32
 class CrashState:
     """One state a power cut could leave: ``files`` (name, content) sorted by name;
     ``acked``: commits acknowledged before the cut; ``point``: index of the first op that
-    did not happen; ``how``: how to rebuild it (model, point, kept items); ``sampled``:
+    did not happen; ``how``: how to rebuild it (model, point, and for subset/torn the kept
+    items: bit k of the mask is the k-th operation not yet synced, directory changes
+    first, then each file's in issue order); ``sampled``:
     drawn at random because the point had more than ``max_states`` states."""
 
     point: int
@@ -299,7 +302,8 @@ def _states_at(
         return
     items = fs.pieces(sector)
     total = 1 << len(items)
-    if total <= max_states:
+    sampled = total > max(max_states, samples + 2)  # never more draws than states
+    if not sampled:
         masks: list[int] = list(range(total))
     else:
         rng = random.Random(f"{seed}/{trace.pragmas.label}/{model}/{point}")
@@ -309,6 +313,7 @@ def _states_at(
             point,
             fs.build(items, mask),
             acked,
-            f"{model}, cut {where}: kept items {mask:#x} of {len(items)} (seed {seed})",
-            sampled=total > max_states,
+            f"{model}, cut {where}: kept items {mask:#x} of {len(items)}"
+            + (f" (seed {seed})" if sampled else ""),
+            sampled=sampled,
         )

@@ -12,6 +12,10 @@ from fsyncbench.powerloss.models import DEFAULT_MAX_STATES, DEFAULT_MODELS, DEFA
 #: Commits recorded per configuration by default: enough for WAL/NORMAL's window to show
 #: several lost commits, small enough for the default matrix to take seconds.
 DEFAULT_COMMITS = 10
+#: Most commits per configuration: the prefix model checks every prefix since the last
+#: sync at every crash point, which grows with the square of the commits between syncs
+#: (synchronous=OFF: 100 commits take about 9 s on this VM, 200 about four times that).
+MAX_COMMITS = 200
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from fsyncbench.fmt import fmt_ns
 from fsyncbench.model import (
     HONEST_FLUSH,
+    NO_LOSS_UNDER_MODEL,
     SCHEMA_VERSION,
     PowerlossConfig,
     PowerlossModelOutcome,
@@ -40,7 +41,9 @@ NOT_COVERED = (
 
 MODEL_TEXT = {
     "synced-only": "only synced data survives; a created or deleted file's directory entry "
-    "only after a directory sync (the worst case POSIX allows)",
+    "only after a directory sync (the most POSIX lets a cut take, though not the most "
+    "damaging state: losing only some unsynced writes, as subset does, can corrupt where "
+    "losing all of them does not)",
     "prefix": "operations persist in issue order up to any point after the last honoured "
     "sync (an ordered filesystem)",
     "subset": "each write since its file's last sync is independently kept or lost "
@@ -59,22 +62,25 @@ def _lost(m: PowerlossModelOutcome) -> str:
 
 
 def loss_phrase(m: PowerlossModelOutcome, commits: int = 0) -> str:
-    """``loses 0``, ``loses up to 10 acknowledged commits``, ``corrupt in 3 states``;
-    ``commits``: how many were recorded (a loss of all of them is open-ended)."""
+    """``loses 0``, ``loses up to 10 acknowledged commits``, ``corrupt in 3 states``, and
+    for sampled states ``loses at least 1`` / ``no loss seen in 254 sampled states``;
+    ``commits``: how many were recorded (losing all of several is open-ended)."""
     if m.invalid:
-        return "not applicable (invalid)"
+        return f"not simulated ({m.model}): {m.invalid}"
     parts = []
-    if commits and m.worst_lost >= commits:
+    plural = "s" * (m.worst_lost > 1)
+    if commits > 1 and m.worst_lost >= commits:
         parts.append(
-            f"loses all {commits} acknowledged commits recorded (the loss grows with the "
-            "commits since the last sync)"
+            f"loses all {commits} acknowledged commits recorded (every commit since the last "
+            "sync: more commits would lose more)"
         )
     elif m.worst_lost:
-        parts.append(f"loses up to {m.worst_lost} acknowledged commit" + "s" * (m.worst_lost > 1))
+        bound = "at least" if m.sampled else "up to"
+        parts.append(f"loses {bound} {m.worst_lost} acknowledged commit{plural}")
     if m.corrupt_states:
         parts.append(f"corrupt in {m.corrupt_states} of {m.states} states")
     if not parts:
-        parts.append("loses 0")
+        parts.append(f"no loss seen in {m.states} sampled states" if m.sampled else "loses 0")
     return ", ".join(parts) + f" ({m.model}{', sampled' if m.sampled else ''})"
 
 
@@ -84,15 +90,12 @@ def _share(part: int, whole: int) -> str:
 
 
 def _tone(agreement: str) -> str:
-    return {"DISAGREES": "bad", "agrees": "", "better than documented": "caution"}.get(
-        agreement, ""
-    )
+    return {"DISAGREES": "bad", "agrees": "", NO_LOSS_UNDER_MODEL: "caution"}.get(agreement, "")
 
 
 def _documented(c: PowerlossConfig) -> str:
-    if c.documented_durable:
-        return "durable"
-    return "not durable" + ("" if c.documented_consistent else ", may corrupt")
+    durable = "durable" if c.documented_durable else "not durable"
+    return durable + ("" if c.documented_consistent else ", may corrupt")
 
 
 def loss_table(result: PowerlossResult) -> Table:
@@ -155,14 +158,20 @@ def _answer(result: PowerlossResult, latency: dict[str, Result] | None = None) -
         cost = f"{fmt_ns(r.summary.p50_ns)} p50, " if r is not None else ""
         valid = [m for m in c.models if not m.invalid]
         if not valid:
+            reasons = "; ".join(loss_phrase(m) for m in c.models)
+            items.append((Paragraph(reasons, lead=f"{c.pragmas.label}:", tone="caution"), ()))
             continue
         worst = max(valid, key=lambda m: (m.corrupt_states > 0, m.worst_lost))
         agree = c.agreement(worst)
         text = f"{cost}{loss_phrase(worst, c.commits)}; documented {_documented(c)}"
         if agree == "DISAGREES":
             text += ": the measurement DISAGREES with the documentation"
-        elif agree == "better than documented":
-            text += ": nothing lost under these models, better than documented"
+        elif agree == NO_LOSS_UNDER_MODEL:
+            names = ", ".join(m.model for m in valid)
+            text += (
+                f": nothing lost under {names}, which does not make it durable (the "
+                "documentation allows losses that other models or real storage may show)"
+            )
         tone = _tone(agree) or ("good" if not worst.loses else "")
         items.append((Paragraph(text, lead=f"{c.pragmas.label}:", tone=tone), ()))
     blocks: list[Block] = []
@@ -193,10 +202,13 @@ def _worst_states(result: PowerlossResult) -> Block:
     for c in result.configs:
         for m in c.models:
             if m.worst:
-                items.append((Paragraph(m.worst, lead=f"{c.pragmas.label}, {m.model}:"), ()))
-    if not items:
-        return Paragraph("No state lost an acknowledged commit or was corrupt.")
-    return Bullets(tuple(items))
+                kept = f" Kept in {m.kept_at}." if m.kept_at else ""
+                items.append((Paragraph(m.worst + kept, lead=f"{c.pragmas.label}, {m.model}:"), ()))
+    if items:
+        return Bullets(tuple(items))
+    if not any(m.states for c in result.configs for m in c.models):
+        return Paragraph("No state was examined: every model here was invalid.")
+    return Paragraph("No state lost an acknowledged commit or was corrupt.")
 
 
 def _method(result: PowerlossResult) -> tuple[Block, ...]:
@@ -235,11 +247,15 @@ def _method(result: PowerlossResult) -> tuple[Block, ...]:
         ),
         Paragraph(
             "From https://www.sqlite.org/pragma.html#pragma_synchronous and "
-            "https://www.sqlite.org/wal.html; every configuration not listed is documented as "
-            "durable and consistent:",
+            "https://www.sqlite.org/wal.html, for the platform simulated"
+            + (
+                "; every configuration not listed is documented as durable and consistent:"
+                if reasons
+                else ": every configuration here is documented as durable and consistent."
+            ),
             lead="Documented promise.",
         ),
-        documented,
+        *((documented,) if reasons else ()),
     )
 
 
@@ -252,6 +268,19 @@ def powerloss_sections(
     says the loss figures hold only if this storage honours its flushes."""
     by_label = {r.requested.label: r for r in latency if r.requested is not None}
     answer = _answer(result, by_label)
+    if latency and result.sqlite_version != result.stdlib_sqlite_version:
+        answer = dataclasses.replace(
+            answer,
+            blocks=(
+                Paragraph(
+                    f"The latency is of Python's sqlite3 (SQLite {result.stdlib_sqlite_version});"
+                    f" the losses were recorded with apsw's SQLite {result.sqlite_version}: "
+                    "where their journaling differs, so may the losses.",
+                    tone="caution",
+                ),
+                *answer.blocks,
+            ),
+        )
     if path_verdict and path_verdict != HONEST_FLUSH:
         answer = dataclasses.replace(
             answer,
