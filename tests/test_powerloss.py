@@ -708,8 +708,10 @@ def test_writes_past_the_end_and_growing_truncations_fill_with_zeros():
         Op("truncate", "a", size_bytes=9),
         Op("ack", seq=1),
     )
-    (last,) = [s for s in crash_states(trace, "prefix") if s.point == len(trace.ops)][-1:]
-    assert dict(last.files)["a"] == b"old!\0\0Z\0\0"
+    at_end = [
+        dict(s.files)["a"] for s in crash_states(trace, "prefix") if s.point == len(trace.ops)
+    ]
+    assert at_end == [b"old!", b"old!\0\0Z", b"old!\0\0Z\0\0"]
     same = _trace(*SETUP, Op("truncate", "a", size_bytes=4), Op("ack", seq=1))
     assert dict(list(crash_states(same, "prefix"))[-1].files)["a"] == b"old!"
 
