@@ -31,6 +31,20 @@ from tests.clitools import assert_usage_error, fsb, leftovers
 COMMITS = 6
 
 
+def _small_run(tmp_path, synchronous="full", **kw):
+    """A short ``run`` of WAL with --powerloss synced-only (one round, 20 samples each)."""
+    return api.run(
+        tmp_path,
+        journal_modes="wal",
+        synchronous=synchronous,
+        samples=20,
+        rounds=1,
+        primitives=False,
+        powerloss="synced-only",
+        **kw,
+    )
+
+
 def _record(tmp_path: Path, mode: str, sync: str, *, psow: bool = True, fullfsync=None, **kw):
     where = tmp_path / f"rec-{mode}-{sync}-{int(psow)}-{fullfsync}"
     where.mkdir()
@@ -609,15 +623,7 @@ def test_api_refuses_wrong_types():
 
 
 def test_run_with_powerloss_saves_it_beside_the_latency(tmp_path):
-    report = api.run(
-        tmp_path,
-        journal_modes="wal",
-        synchronous="normal,full",
-        samples=40,
-        rounds=1,
-        primitives=False,
-        powerloss="synced-only",
-    )
+    report = _small_run(tmp_path, synchronous="normal,full")
     assert report.powerloss is not None
     assert [c.pragmas.label for c in report.powerloss.configs] == ["wal/normal", "wal/full"]
     text = api.render(report, "text")
@@ -652,15 +658,7 @@ def test_run_records_power_loss_only_after_every_timing(tmp_path, monkeypatch):
 
     monkeypatch.setattr(runner, "run_with_floors", timing)
     monkeypatch.setattr(matrix, "run_matrix", recording)
-    api.run(
-        tmp_path,
-        journal_modes="wal",
-        synchronous="full",
-        samples=20,
-        rounds=1,
-        primitives=False,
-        powerloss="synced-only",
-    )
+    _small_run(tmp_path, synchronous="full")
     assert events == ["timing starts", "timing ends", "recording"]
 
 
@@ -831,16 +829,7 @@ def test_interrupting_the_simulation_keeps_the_measured_latency(tmp_path, monkey
 
     monkeypatch.setattr(matrix, "run_matrix", interrupted)
     notes = []
-    report = api.run(
-        tmp_path,
-        journal_modes="wal",
-        synchronous="full",
-        samples=20,
-        rounds=1,
-        primitives=False,
-        powerloss="synced-only",
-        notes=notes.append,
-    )
+    report = _small_run(tmp_path, synchronous="full", notes=notes.append)
     assert report.powerloss is None and report.results
     skipped = "interrupted: the power-loss simulation (--powerloss) was skipped"
     assert report.notes[-1] == skipped
