@@ -38,7 +38,37 @@ def _refuse(*_args, **_kwargs):
     pytest.skip("starts another process (--unit-only)")
 
 
+_REPORT_TO_JSON = None
+
+
+def _schema_checked(original):
+    """``store.report_to_json`` that also validates what it returns against the published
+    schema (docs/report.schema.json): every report the suite writes in-process meets it."""
+    import json
+
+    from tests.schemacheck import cut_samples, validator
+
+    check = validator()
+
+    def checked(report):
+        text = original(report)
+        error = next(iter(check.iter_errors(cut_samples(json.loads(text)))), None)
+        if error is not None:
+            raise AssertionError(
+                f"a report does not meet docs/report.schema.json: {error.message} "
+                f"at {list(error.path)}"
+            )
+        return text
+
+    return checked
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    global _REPORT_TO_JSON
+    from fsyncbench.report import store
+
+    _REPORT_TO_JSON = store.report_to_json
+    store.report_to_json = _schema_checked(store.report_to_json)
     if config.getoption("--unit-only"):
         # for the whole session, module fixtures included (restored when it ends: mutmut
         # runs pytest inside its own process)
@@ -47,3 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     subprocess.Popen.__init__ = _POPEN_INIT  # type: ignore[method-assign]
+    if _REPORT_TO_JSON is not None:
+        from fsyncbench.report import store
+
+        store.report_to_json = _REPORT_TO_JSON
