@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from fsyncbench.powerloss import sqlite
 from fsyncbench.powerloss.matrix import evaluate, run_matrix
 from fsyncbench.powerloss.models import CrashState, crash_points, crash_states, invalid_reason
 from fsyncbench.powerloss.plan import PowerlossPlan
+from fsyncbench.powerloss.rebase import read_ops
 from fsyncbench.powerloss.trace import Op, Trace
 from tests.clitools import assert_usage_error, fsb, leftovers
 
@@ -378,19 +378,16 @@ def test_torn_writes_tear_at_sectors_and_a_torn_partial_sector_is_destroyed():
 
 _WRITER = textwrap.dedent(
     """
-    import pickle, sys, time
+    import sys, time
     from pathlib import Path
-    from fsyncbench.model import Pragmas
     from fsyncbench.measure.workloads import SCHEMA, step_row
+    from fsyncbench.powerloss.rebase import OpStream
     from fsyncbench.powerloss.sqlite import Recorder
     from fsyncbench.powerloss.trace import Op
 
     directory, log_path, mode, sync, stop_after = (
-        Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
-    log = open(log_path, "wb", buffering=0)
-    def sink(op):
-        log.write(pickle.dumps(op))
-    rec = Recorder(directory, sink=sink)
+        Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    rec = Recorder(directory, sink=OpStream(log_path).write)
     conn = rec.connect(directory / "journal.db")
     conn.execute(f"PRAGMA journal_mode={mode}").fetchall()
     conn.execute(f"PRAGMA synchronous={sync}")
@@ -412,7 +409,7 @@ _WRITER = textwrap.dedent(
 def test_sigkill_loses_nothing_written_and_matches_the_fullest_prefix_state(tmp_path, mode, sync):
     directory = (tmp_path / "db").resolve()
     directory.mkdir()
-    log = tmp_path / "ops.pickle"
+    log = tmp_path / "ops.bin"
     child = subprocess.Popen(
         [sys.executable, "-c", _WRITER, str(directory), str(log), mode, sync, "5"],
         stdout=subprocess.PIPE,
@@ -427,13 +424,7 @@ def test_sigkill_loses_nothing_written_and_matches_the_fullest_prefix_state(tmp_
     finally:
         if child.poll() is None:
             child.kill()
-    ops = []
-    with open(log, "rb") as f:
-        while True:
-            try:
-                ops.append(pickle.load(f))
-            except EOFError:
-                break
+    ops = read_ops(log)
     trace = Trace(
         Pragmas(mode, sync),
         tuple(ops),

@@ -39,6 +39,7 @@ from fsyncbench.powerloss.models import (
     invalid_reason,
 )
 from fsyncbench.powerloss.plan import PowerlossPlan
+from fsyncbench.powerloss.rebase import restore
 from fsyncbench.powerloss.trace import Trace
 
 
@@ -75,10 +76,7 @@ class _Checker:
         return self.cache[key]
 
     def _open(self, state: CrashState) -> tuple[frozenset[int], str]:
-        for entry in self.workdir.iterdir():
-            entry.unlink()
-        for name, data in state.files:
-            (self.workdir / name).write_bytes(data)
+        restore(self.workdir, state.files)
         if not (self.workdir / self.trace.db_name).exists():
             return frozenset(), "the database file is gone (its directory entry was never synced)"
         rows, problem = sqlite.open_state(self.workdir, self.trace.db_name, self.trace.psow)
@@ -105,7 +103,7 @@ def evaluate(
     """Check every crash state of ``trace`` under ``model``; ``workdir`` is an empty scratch
     directory. ``keep`` receives the worst state (most commits lost; a corrupt one first)
     and its description, if any state lost something."""
-    points = len([p for p in crash_points(trace) if p > trace.barrier_index])
+    points = len(crash_points(trace))
     why = invalid_reason(model, trace.psow)
     if why:
         return PowerlossModelOutcome(

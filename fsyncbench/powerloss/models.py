@@ -258,9 +258,8 @@ def crash_states(
     acked: list[int] = []
     prefix: list[tuple[int, tuple[tuple[str, bytes], ...]]] = []
     sector = sector_bytes if model == "torn" else None
-    start = trace.barrier_index + 1
     for i in range(len(trace.ops) + 1):
-        if i >= start and i in points:
+        if i in points:  # crash_points: none before the barrier
             yield from _states_at(
                 trace, model, fs, i, tuple(acked), prefix, sector, max_states, samples, seed
             )
