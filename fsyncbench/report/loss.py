@@ -33,6 +33,8 @@ from fsyncbench.report.document import (
 
 #: What the models cannot see; said in every powerloss output.
 NOT_COVERED = (
+    "These figures are about SQLite's own writes and syncs, not about the storage under the "
+    "directory given (it only holds the recordings: tmpfs gives the same figures). "
     "The models trust every honoured sync: storage that acknowledges a flush it did not "
     "make (a drive's volatile cache, a VM host's page cache, eatmydata), firmware bugs and "
     "media errors are not simulated; `fsyncbench audit` judges this machine's syncs and "
