@@ -169,12 +169,14 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
         configs=args.config,
         fail_on_regression=args.fail_on_regression,
         outputs=_outputs(args),
+        group_by=args.group_by,
     )
     _emit(args, api.render(result, args.format))
     if args.fail_on_regression is None:
         return EXIT_OK
     # the regression gate's lines: after the table, or on stderr when stdout carries JSON
-    to_stderr = (args.output is None and args.format == "json") or getattr(
+    # or a page
+    to_stderr = (args.output is None and args.format in ("json", "html")) or getattr(
         sys.stdout, "closed_by_reader", False
     )
     out = sys.stderr if to_stderr else sys.stdout

@@ -11,7 +11,7 @@ from pathlib import Path
 from fsyncbench import __version__, options, powerloss
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import plan
-from fsyncbench.options import REPORT_FORMATS, TABLE_FORMATS, VERIFY_FORMATS
+from fsyncbench.options import COMPARE_FORMATS, REPORT_FORMATS, TABLE_FORMATS, VERIFY_FORMATS
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
 __all__ = [
@@ -333,17 +333,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     cmp_ = sub.add_parser(
         "compare",
-        help="compare reports: two side by side with significance, or several as a fleet table",
+        help="compare reports: two side by side with significance, or a fleet table",
         description="Two reports: host differences and each configuration's "
         "p50 and p99 side by side with intervals and Holm-adjusted "
-        "significance. Three or more: a fleet table sorted by p99.",
+        "significance. A directory of reports (searched recursively for *.json), three or "
+        "more reports, or --group-by: a fleet table grouped by host, disk model and kernel, "
+        "sorted by one configuration's p99.",
     )
     cmp_.add_argument(
         "reports",
         nargs="+",
         type=_path,
         metavar="REPORT",
-        help="two or more report JSON files (the first is the baseline)",
+        help="report JSON files, or directories of them (the first file is the baseline "
+        "of --fail-on-regression)",
     )
     cmp_.add_argument(
         "--config",
@@ -353,13 +356,19 @@ def build_parser() -> argparse.ArgumentParser:
         "configurations the regression check looks at (comma list)",
     )
     cmp_.add_argument(
+        "--group-by",
+        metavar="FIELDS",
+        help="a fleet's rows: reports sharing these fields (comma list of host, disk, "
+        "kernel; default all three), or 'report' for one row per report",
+    )
+    cmp_.add_argument(
         "--fail-on-regression",
         type=_percent,
         metavar="PCT",
         help="exit 1 when a configuration's p99 is more than PCT %% worse than in "
         "the first report, and significantly so",
     )
-    _add_format_option(cmp_, TABLE_FORMATS)
+    _add_format_option(cmp_, COMPARE_FORMATS, "html: a self-contained page")
     _add_output_option(cmp_)
 
     pc = sub.add_parser(

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # imported where used: measure.evidence is heavy
 #: --format choices per kind of result (text is the default everywhere).
 REPORT_FORMATS = ("text", "markdown", "json", "html")
 TABLE_FORMATS = ("text", "markdown", "json")
+COMPARE_FORMATS = ("text", "markdown", "json", "html")
 VERIFY_FORMATS = ("text", "json")
 
 #: --model-call-ms bounds, in milliseconds (one microsecond to one hour).

@@ -380,9 +380,20 @@ CASES = [
         "--output d is a directory: --output takes the FILE to write the printed result to",
     ),
     (
-        "compare good.json good.json --format html",
-        "argument --format: invalid choice: 'html' "
-        "(choose from 'text', 'markdown', 'json') (see fsyncbench compare --help)",
+        "compare good.json good.json --format csv",
+        "argument --format: invalid choice: 'csv' "
+        "(choose from 'text', 'markdown', 'json', 'html') (see fsyncbench compare --help)",
+    ),
+    ("compare good.json d", "no report (*.json) under d"),
+    (
+        "compare d --fail-on-regression 20",
+        "--fail-on-regression compares against a baseline report, and d is a directory: "
+        "give the baseline report file first, then the directory",
+    ),
+    (
+        "compare good.json good.json --group-by rack",
+        "--group-by takes a comma list of host, disk, kernel, or report for one row per "
+        "report, not rack",
     ),
     (
         "compare good.json good.json good.json --config wal/full,wal/off",

@@ -59,7 +59,7 @@ PRINTS = {
     "fsyncbench run": ["text", "markdown", "json", "html"],
     "fsyncbench audit": ["text", "markdown", "json", "html"],
     "fsyncbench show": ["text", "markdown", "json", "html"],
-    "fsyncbench compare": ["text", "markdown", "json"],
+    "fsyncbench compare": ["text", "markdown", "json", "html"],
     "fsyncbench host": ["text", "markdown", "json"],
     "fsyncbench crash": ["text", "markdown", "json"],
     "fsyncbench powerloss": ["text", "markdown", "json", "html"],

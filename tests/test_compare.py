@@ -15,7 +15,7 @@ from scipy.stats import mannwhitneyu
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import stats
 from fsyncbench.model import BlockDevice, Virtualization
-from fsyncbench.report import compare, store
+from fsyncbench.report import compare, fleet, store
 
 # --------------------------------------------------------------------------- statistics
 
@@ -211,12 +211,12 @@ def test_check_comparable_refuses_mixed_reports():
 
 def test_fleet_sorted_by_p99_of_the_chosen_config():
     reps = [sampled.report(s, seed=i) for i, s in enumerate((3.0, 1.0, 2.0))]
-    assert compare.fleet_config(reps, None) == "wal/full"
-    rows = compare.fleet(reps, ["slow", "fast", "mid"], "wal/full")
+    assert fleet.fleet_config(reps, None) == "wal/full"
+    rows = fleet.fleet(reps, ["slow", "fast", "mid"], "wal/full")
     assert [r.label for r in rows] == ["fast", "mid", "slow"]
-    assert compare.fleet_config(reps, "WRITE+FDATASYNC") == "write+fdatasync"
+    assert fleet.fleet_config(reps, "WRITE+FDATASYNC") == "write+fdatasync"
     with pytest.raises(FsyncbenchError, match="not in every report"):
-        compare.fleet_config(reps, "delete/full")
+        fleet.fleet_config(reps, "delete/full")
 
 
 # --------------------------------------------------------------------------- CLI
@@ -284,22 +284,30 @@ def test_cli_compare_three_reports_prints_the_fleet(tmp_path):
     proc = fsb("compare", *paths)
     assert proc.returncode == 0, proc.stderr
     assert "sorted by p99 of wal/full" in proc.stdout
-    rows = [ln.split() for ln in proc.stdout.splitlines() if ln[:1].isdigit()]
-    # wal/full p99 scales with 0.5, 1.0, 2.0: server, vm, laptop
-    assert [r[:3] for r in rows] == [
-        ["1", "server.json", "server"],
-        ["2", "vm.json", "vm"],
-        ["3", "laptop.json", "laptop"],
+    rows = [
+        ln.split() for ln in proc.stdout.splitlines() if ln.split()[:1] and ln.split()[0].isdigit()
     ]
-    assert [r[4] for r in rows] == ["ext4", "ext4", "tmpfs"]  # the fs column
+    # the fleet table (one group per host), then the reports table (group, file)
+    fleet_rows, report_rows = rows[:3], rows[3:]
+    # wal/full p99 scales with 0.5, 1.0, 2.0: server, vm, laptop
+    assert [r[:2] for r in fleet_rows] == [["1", "server"], ["2", "vm"], ["3", "laptop"]]
+    assert [r[:2] for r in report_rows] == [
+        ["1", "server.json"],
+        ["2", "vm.json"],
+        ["3", "laptop.json"],
+    ]
     # last three columns: wal/full verdict, durable config (WAL + FULL: yes), path verdict
-    assert [r[-3:] for r in rows] == [
+    assert [r[-3:] for r in fleet_rows] == [
         ["honest_flush", "yes", "honest_flush"],
         ["unverifiable", "yes", "unverifiable"],
         ["no_flush", "yes", "no_flush"],
     ]
-    by_write = fsb("compare", *paths, "--config", "write+fdatasync")
-    assert by_write.returncode == 0 and "sorted by p99 of write+fdatasync" in by_write.stdout
+    assert [r[-1] for r in report_rows] == ["honest_flush", "unverifiable", "no_flush"]
+    assert [next(c for c in r if c in ("ext4", "tmpfs")) for r in fleet_rows] == [
+        "ext4",
+        "ext4",
+        "tmpfs",
+    ]
 
 
 def test_cli_compare_refuses_mismatched_reports(tmp_path):

@@ -20,7 +20,7 @@ from scipy.stats import t as student_t
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import stats
 from fsyncbench.model import Interval, ResultVerdict, Verdict
-from fsyncbench.report import compare
+from fsyncbench.report import compare, fleet
 from fsyncbench.report.compare import RankTest
 
 BLOCKS = stats.METHOD_BLOCKS
@@ -649,30 +649,30 @@ def test_common_names_in_the_first_reports_order():
 def test_fleet_config_choices():
     # no wal/full: the first syncing commit, not wal/off (synchronous=OFF), not the flush
     reps = [_named([WRITE, FLUSH, OFF, NORMAL]), _named([NORMAL, OFF, FLUSH, WRITE])]
-    assert compare.fleet_config(reps, None) == "wal/normal"
+    assert fleet.fleet_config(reps, None) == "wal/normal"
     # the kind and primitive are the first report's
     other = _named([WRITE, FLUSH, OFF, ("wal/normal", "commit", "none")])
-    assert compare.fleet_config([reps[0], other], None) == "wal/normal"
-    assert compare.fleet_config([other, reps[0]], None) == "write+fdatasync"
+    assert fleet.fleet_config([reps[0], other], None) == "wal/normal"
+    assert fleet.fleet_config([other, reps[0]], None) == "write+fdatasync"
     # no syncing commit: the flush
-    assert compare.fleet_config([_named([WRITE, OFF, FLUSH])] * 2, None) == "write+fdatasync"
+    assert fleet.fleet_config([_named([WRITE, OFF, FLUSH])] * 2, None) == "write+fdatasync"
     # nothing syncs: the first shared name
-    assert compare.fleet_config([_named([WRITE, OFF])] * 2, None) == "write (no sync)"
+    assert fleet.fleet_config([_named([WRITE, OFF])] * 2, None) == "write (no sync)"
     with pytest.raises(FsyncbenchError) as e:
-        compare.fleet_config([_named([WRITE]), _named([OFF])], None)
+        fleet.fleet_config([_named([WRITE]), _named([OFF])], None)
     assert str(e.value) == "the reports have no configuration in common"
 
 
 def test_fleet_config_refusal_lists_the_shared_names():
     reps = [_named([WRITE, FLUSH, OFF]), _named([OFF, WRITE, FLUSH])]
     with pytest.raises(FsyncbenchError) as e:
-        compare.fleet_config(reps, "delete/full")
+        fleet.fleet_config(reps, "delete/full")
     assert str(e.value) == (
         "configuration 'delete/full' is not in every report (in all of "
         "them: write (no sync), write+fdatasync, wal/off)"
     )
     with pytest.raises(FsyncbenchError) as e:
-        compare.fleet_config([_named([WRITE]), _named([OFF])], "wal/off")
+        fleet.fleet_config([_named([WRITE]), _named([OFF])], "wal/off")
     assert str(e.value) == ("configuration 'wal/off' is not in every report (in all of them: none)")
 
 
@@ -697,7 +697,7 @@ def test_fleet_rows_carry_each_reports_own_result_and_verdicts():
         rep(100.0, "volatile_cache", "volatile_cache", True),
         rep(200.0, "unverifiable", "unverifiable", False),
     ]
-    rows = compare.fleet(reps, ["x", "y", "z"], "wal/normal")
+    rows = fleet.fleet(reps, ["x", "y", "z"], "wal/normal")
     assert [(r.label, r.path_verdict, r.config_verdict, r.config_durable) for r in rows] == [
         ("y", "volatile_cache", "volatile_cache", True),
         ("z", "unverifiable", "unverifiable", False),
@@ -706,7 +706,7 @@ def test_fleet_rows_carry_each_reports_own_result_and_verdicts():
     assert [r.report for r in rows] == [reps[1], reps[2], reps[0]]
     assert [r.result for r in rows] == [reps[1].results[1], reps[2].results[1], reps[0].results[1]]
     # a configuration without a verdict of its own: none shown
-    rows = compare.fleet(reps, ["x", "y", "z"], "write (no sync)")
+    rows = fleet.fleet(reps, ["x", "y", "z"], "write (no sync)")
     assert [
         (r.label, r.result.name, r.path_verdict, r.config_verdict, r.config_durable) for r in rows
     ] == [

@@ -21,7 +21,8 @@ from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
 if TYPE_CHECKING:  # for annotations only: each is imported where it is used
     from fsyncbench.judge.gates import GateFailure
-    from fsyncbench.report.compare import FleetRow, PairComparison, Regression
+    from fsyncbench.report.compare import PairComparison, Regression
+    from fsyncbench.report.fleet import FleetGroup, FleetRow
 
 
 def load(
@@ -112,8 +113,8 @@ def render(
     """``result`` as the CLI prints it in ``fmt``: a Report ("text", "markdown", "json",
     "html"; a powercut report through :func:`fsyncbench.powercut.view.render`, others
     through :func:`fsyncbench.report.render`, JSON as saved); a Host, a CrashExperiment
-    or PowerLossExperiment (:func:`kill_matrix`) or a :class:`Comparison` ("text",
-    "markdown", "json"); a PowerlossResult (:func:`simulate_power_loss`: "text", "markdown",
+    or PowerLossExperiment (:func:`kill_matrix`) ("text", "markdown", "json"); a
+    :class:`Comparison` ("text", "markdown", "json", "html"); a PowerlossResult (:func:`simulate_power_loss`: "text", "markdown",
     "json", "html"); a powercut WriterSummary or VerifyOutcome ("text", "json").
     ``model_call_ms``: the unit a durable
     commit is set against, in milliseconds."""
@@ -132,7 +133,7 @@ def render(
 
         return reporting.render(result, fmt, model_call_ms)
     if isinstance(result, Comparison):
-        return _render_comparison(result, options.choice(fmt, options.TABLE_FORMATS, "--format"))
+        return _render_comparison(result, options.choice(fmt, options.COMPARE_FORMATS, "--format"))
     if isinstance(result, Host):
         if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
             return _json(to_jsonable(result))
@@ -245,7 +246,9 @@ def gate(
 class Comparison:
     """What :func:`compare` found. Two reports: ``pair`` (host differences, each
     configuration's p50 and p99 side by side with intervals and Holm-adjusted significance).
-    Three or more: ``fleet`` rows sorted by the p99 of ``config``. With a regression check
+    A fleet (a directory, three or more reports, or ``group_by`` given): ``fleet`` rows, one
+    per report, and ``groups`` (:class:`fsyncbench.report.fleet.FleetGroup`) sharing the
+    fields ``group_by``, sorted by the p99 of ``config``. With a regression check
     (``limit_pct`` set): the ``regressions`` (:class:`fsyncbench.report.compare.Regression`)
     against the first report, the configurations ``not_checked`` and the ``lines`` that say
     so."""
@@ -259,6 +262,42 @@ class Comparison:
     regressions: tuple[Regression, ...] = ()
     not_checked: tuple[str, ...] = ()
     lines: tuple[str, ...] = ()
+    groups: tuple[FleetGroup, ...] = ()
+    group_by: tuple[str, ...] = ()
+
+
+def _report_inputs(
+    reports: Sequence[PathLike | Report],
+) -> tuple[list[Path | Report], list[str], bool]:
+    """Each argument of compare, directories expanded to the report files under them: the
+    inputs (a file found again under a directory is read once), their labels (file name; under a directory,
+    the path inside it; full paths where those repeat) and whether a directory was given."""
+    items: list[Path | Report] = []
+    short: list[str] = []
+    seen: set[Path] = set()
+    any_dir = False
+    for r in reports:
+        if isinstance(r, Report):
+            items.append(r)
+            short.append(store.report_basename(r))
+            continue
+        path = Path(r)
+        if not path.is_dir():
+            # a file named twice is compared with itself (an A/A check), as asked
+            seen.add(path.resolve())
+            items.append(path)
+            short.append(path.name)
+            continue
+        any_dir = True
+        for f in store.find_reports(path):
+            if f.resolve() not in seen:  # a report found again under a directory: once
+                seen.add(f.resolve())
+                items.append(f)
+                short.append(f.relative_to(path).as_posix())
+    if len(set(short)) == len(short):
+        return items, short, any_dir
+    full = [store.report_basename(i) if isinstance(i, Report) else str(i) for i in items]
+    return items, full, any_dir
 
 
 def compare(
@@ -267,14 +306,21 @@ def compare(
     configs: str | Sequence[str] | None = None,
     fail_on_regression: float | None = None,
     outputs: Outputs | None = None,
+    group_by: str | Sequence[str] | None = None,
 ) -> Comparison:
-    """``fsyncbench compare``: two or more reports (files or Report objects; the first is the
-    baseline, each labelled by its file name, or its path where names repeat). ``configs``:
-    the configuration to sort a fleet by (default wal/full), or those the regression check
-    looks at. ``fail_on_regression``: a percentage; a configuration whose p99 is more than
-    that much worse than in the baseline, and significantly so, is a regression."""
+    """``fsyncbench compare``: reports (files, directories of them searched recursively for
+    ``*.json``, or Report objects; the first is the baseline, each labelled by its file
+    name, or its path where names repeat). Two reports side by side; a fleet when a
+    directory, three or more reports, or ``group_by`` is given. ``configs``: the
+    configuration to sort a fleet by (default wal/full), or those the regression check looks
+    at. ``group_by``: a fleet's grouping fields, a comma list of host, disk, kernel (default
+    all three) or "report" for one row per report. ``fail_on_regression``: a percentage; a
+    configuration whose p99 is more than that much worse than in the baseline, and
+    significantly so, is a regression (the baseline must be a file, not a directory).
+    Raises FsyncbenchError."""
     from fsyncbench.judge import gates as checks
     from fsyncbench.report import compare as comparing
+    from fsyncbench.report import fleet as fleets
 
     if not isinstance(reports, Sequence) or isinstance(reports, (str, bytes)):
         raise FsyncbenchError(
@@ -286,34 +332,45 @@ def compare(
                 f"reports[{i}] must be a path or a Report, got {options.given(r)}"
             )
     options.check_list(configs, "configs")
+    options.check_list(group_by, "group_by")
     options.check_instance(outputs, Outputs, "outputs")
-    if len(reports) < 2:
-        raise FsyncbenchError("compare needs at least two reports")
+    by = fleets.parse_group_by(group_by)
+    if not reports:
+        raise FsyncbenchError("compare needs at least two reports, or a directory of them")
     limit = None if fail_on_regression is None else options.percent(fail_on_regression)
+    if limit is not None and not isinstance(reports[0], Report) and Path(reports[0]).is_dir():
+        raise FsyncbenchError(
+            f"--fail-on-regression compares against a baseline report, and {reports[0]} is a "
+            "directory: give the baseline report file first, then the directory"
+        )
+    items, labels, any_dir = _report_inputs(reports)
+    is_fleet = any_dir or len(items) > 2 or group_by is not None
+    if len(items) < 2 and not (is_fleet and limit is None):
+        raise FsyncbenchError("compare needs at least two reports")
     if outputs is not None:
         outputs.check()
-    names = [store.report_basename(r) if isinstance(r, Report) else Path(r).name for r in reports]
-    labels = (
-        names
-        if len(set(names)) == len(names)
-        else [store.report_basename(r) if isinstance(r, Report) else str(Path(r)) for r in reports]
-    )
-    loaded = [r if isinstance(r, Report) else store.load_report(Path(r)) for r in reports]
-    comparing.check_comparable(loaded, labels)
+    loaded = [r if isinstance(r, Report) else store.load_report(r) for r in items]
+    if len(loaded) > 1:
+        comparing.check_comparable(loaded, labels)
     wanted = checks.parse_names([configs] if isinstance(configs, str) else configs)
     if wanted:
         checks.check_names(wanted, comparing.common_names(loaded), "every report has")
     out = Comparison(tuple(loaded), tuple(labels))
-    if len(loaded) == 2:
+    if not is_fleet:
         pair = comparing.compare_pair(loaded[0], loaded[1])
         pairs = [(labels[1], pair)]
         out = dataclasses.replace(out, pair=pair)
     else:
         if len(wanted) > 1:
             raise FsyncbenchError("a fleet is sorted by one configuration: give one --config")
-        config = comparing.fleet_config(loaded, wanted[0] if wanted else None)
+        config = fleets.fleet_config(loaded, wanted[0] if wanted else None)
+        rows = fleets.fleet(loaded, labels, config)
         out = dataclasses.replace(
-            out, fleet=tuple(comparing.fleet(loaded, labels, config)), config=config
+            out,
+            fleet=tuple(rows),
+            config=config,
+            groups=tuple(fleets.group(rows, by)),
+            group_by=by,
         )
         pairs = (
             []
@@ -383,18 +440,34 @@ def _regression_lines(
 
 
 def _render_comparison(c: Comparison, fmt: str) -> str:
-    from fsyncbench.report import tables
+    from fsyncbench import __version__
+    from fsyncbench.report import fleet as fleets
+    from fsyncbench.report import render_document, tables
+    from fsyncbench.report.document import Document, Preformatted, Section
 
-    if fmt != "json":
-        if c.pair is not None:
+    data: dict[str, Any]
+    if c.pair is not None:
+        if fmt == "json":
+            data = tables.compare_jsonable(c.reports[0], c.reports[1], c.pair, c.labels)
+        elif fmt == "html":
+            # the side-by-side tables as they read in a terminal, on a page of their own
+            text = tables.render_compare(c.reports[0], c.reports[1], c.pair, c.labels)
+            doc = Document(
+                f"fsyncbench compare: {c.labels[0]} vs {c.labels[1]}",
+                f"fsyncbench {__version__}",
+                (Section("compare", "Side by side", (Preformatted(tuple(text.splitlines())),)),),
+            )
+            return render_document(doc, fmt)
+        else:
             return tables.render_compare(
                 c.reports[0], c.reports[1], c.pair, c.labels, tables.TABLEFMT[fmt]
             )
-        return tables.render_fleet(list(c.fleet), c.config, tables.TABLEFMT[fmt])
-    if c.pair is not None:
-        data = tables.compare_jsonable(c.reports[0], c.reports[1], c.pair, c.labels)
     else:
-        data = tables.fleet_jsonable(list(c.fleet), c.config)
+        assert c.config is not None  # a fleet always has its configuration
+        if fmt != "json":
+            doc = fleets.describe_fleet(c.groups, c.config, c.group_by, __version__)
+            return render_document(doc, fmt)
+        data = fleets.fleet_jsonable(c.groups, c.config, c.group_by)
     if c.limit_pct is not None:
         data["regression_check"] = {
             "limit_pct": c.limit_pct,

@@ -1,4 +1,5 @@
-"""Comparing reports: two runs side by side with calibrated significance, or a fleet.
+"""Comparing reports: two runs side by side with calibrated significance (a fleet of many:
+:mod:`fsyncbench.report.fleet`).
 
 Two reports A and B are compared configuration by configuration:
 
@@ -44,9 +45,6 @@ CONFIDENCE = 0.95
 FLOOR_MOVED_RATIO = 1.25
 #: The multiple-comparison adjustment, named in the output.
 ADJUSTMENT = "Holm"
-#: The configuration a fleet table is sorted by when none is named: the durable WAL setup
-#: an agent journal would use.
-DEFAULT_FLEET_CONFIG = "wal/full"
 
 
 @dataclass(frozen=True)
@@ -145,18 +143,6 @@ class Regression:
     p99: QuantileComparison
     limit_pct: float
     p_adjusted: float = 0.0
-
-
-@dataclass(frozen=True)
-class FleetRow:
-    """One report in a fleet table."""
-
-    label: str
-    report: Report
-    result: Result
-    path_verdict: str
-    config_verdict: str | None
-    config_durable: bool | None
 
 
 # --------------------------------------------------------------------------- checks
@@ -443,55 +429,10 @@ def regression_coverage(
     return looked, out
 
 
-# --------------------------------------------------------------------------- fleet
+# --------------------------------------------------------------------------- names
 
 
 def common_names(reports: Sequence[Report]) -> list[str]:
     """Result names present in every report, in the first report's order."""
     sets = [{r.name for r in rep.results} for rep in reports]
     return [r.name for r in reports[0].results if all(r.name in s for s in sets)]
-
-
-def fleet_config(reports: Sequence[Report], requested: str | None) -> str:
-    """The configuration to sort a fleet by: ``requested`` (must be in every report), else
-    wal/full when every report has it, else the first syncing commit they share.
-    Raises FsyncbenchError."""
-    common = common_names(reports)
-    if requested:
-        match = next((n for n in common if n.lower() == requested.lower()), None)
-        if match is None:
-            raise FsyncbenchError(
-                f"configuration {requested!r} is not in every report (in all of them: "
-                f"{', '.join(common) or 'none'})"
-            )
-        return match
-    if DEFAULT_FLEET_CONFIG in common:
-        return DEFAULT_FLEET_CONFIG
-    first = {r.name: r for r in reports[0].results}
-    for kind in ("commit", "flush"):
-        for name in common:
-            if first[name].kind == kind and first[name].primitive != "none":
-                return name
-    if common:
-        return common[0]
-    raise FsyncbenchError("the reports have no configuration in common")
-
-
-def fleet(reports: Sequence[Report], labels: Sequence[str], config: str) -> list[FleetRow]:
-    """One row per report, fastest p99 of ``config`` first."""
-    rows = []
-    for rep, label in zip(reports, labels):
-        result = next(r for r in rep.results if r.name == config)
-        v = next((v for v in rep.verdict.results if v.subject == config), None)
-        rows.append(
-            FleetRow(
-                label,
-                rep,
-                result,
-                rep.verdict.path_verdict,
-                v.path_verdict if v else None,
-                v.config_durable if v else None,
-            )
-        )
-    rows.sort(key=lambda row: row.result.summary.p99_ns)
-    return rows

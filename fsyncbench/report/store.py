@@ -196,6 +196,23 @@ def load_report(path: Path) -> Report:
     return report_from_json(text, str(path))
 
 
+def find_reports(directory: Path) -> list[Path]:
+    """The report files under ``directory``: every ``*.json`` at any depth (symlinked
+    directories are not followed), in path order. Raises FsyncbenchError when the directory
+    cannot be read or holds none."""
+    found: list[Path] = []
+
+    def fail(exc: OSError) -> None:
+        raise FsyncbenchError(f"cannot read directory {exc.filename or directory}: {exc.strerror}")
+
+    for root, dirs, files in os.walk(directory, onerror=fail):
+        dirs.sort()
+        found += [Path(root) / f for f in sorted(files) if f.lower().endswith(".json")]
+    if not found:
+        raise FsyncbenchError(f"no report (*.json) under {directory}")
+    return found
+
+
 def write_durably(path: Path, text: str) -> None:
     """Atomically and durably replace ``path`` with ``text`` (temp, fsync, rename, dir
     fsync). The file gets mode 0666 less the umask (mkstemp's 0600 would hide a report meant

@@ -1,4 +1,5 @@
-"""Text of the commands other than run and audit reports: compare, fleet, host, and the
+"""Text of the commands other than run and audit reports: compare (a fleet:
+:mod:`fsyncbench.report.fleet`), host, and the
 raw samples as CSV. (Run and audit reports: :mod:`fsyncbench.report`; crash:
 :mod:`fsyncbench.crash.view`; powercut: :mod:`fsyncbench.powercut.view`.) Tables use tabulate's
 "simple" layout in text and "github" in Markdown (:data:`TABLEFMT`)."""
@@ -15,7 +16,7 @@ from fsyncbench.model import Host, Report, Result, to_jsonable
 from fsyncbench.report.wording import host_lines
 
 if TYPE_CHECKING:  # for annotations only: report.compare imports numpy
-    from fsyncbench.report.compare import FleetRow, PairComparison, QuantileComparison
+    from fsyncbench.report.compare import PairComparison, QuantileComparison
 
 #: tabulate layout of a table per output format.
 TABLEFMT = {"text": "simple", "markdown": "github"}
@@ -235,63 +236,6 @@ def render_compare(
     return "\n".join(out) + "\n"
 
 
-def render_fleet(rows: Sequence[FleetRow], config: str | None, tablefmt: str = "simple") -> str:
-    """N reports: one row per host, fastest p99 of ``config`` first, with its verdicts."""
-    table = []
-    for i, row in enumerate(rows, start=1):
-        h = row.report.host
-        m = h.target.mount
-        s = row.result.summary
-        disk = ", ".join(filter(None, (d.model or d.name for d in h.target.disks))) or "-"
-        virt = h.virtualization.virtualized
-        durable = "-" if row.config_durable is None else ("yes" if row.config_durable else "NO")
-        table.append(
-            [
-                i,
-                row.label,
-                h.hostname,
-                f"{h.os_name} {h.os_release}".strip(),
-                m.fs_type if m else "?",
-                disk,
-                "yes" if virt else ("no" if virt is False else "?"),
-                s.count,
-                fmt_ns(s.p50_ns),
-                fmt_ns(s.p99_ns),
-                fmt_interval(s.p99_ci_ns, s.p99_interval),
-                row.config_verdict or "-",
-                durable,
-                row.path_verdict,
-            ]
-        )
-    header = f"Fleet: {len(rows)} reports sorted by p99 of {config} (fastest first)"
-    return (
-        header
-        + "\n\n"
-        + tabulate(
-            table,
-            headers=[
-                "#",
-                "report",
-                "host",
-                "OS",
-                "fs",
-                "disk",
-                "VM",
-                "n",
-                "p50",
-                "p99",
-                "p99 95% CI",
-                f"{config} verdict",
-                "durable config",
-                "path verdict",
-            ],
-            tablefmt=tablefmt,
-            disable_numparse=True,
-        )
-        + "\n"
-    )
-
-
 def compare_jsonable(
     a: Report, b: Report, pair: PairComparison, labels: Sequence[str]
 ) -> dict[str, Any]:
@@ -315,33 +259,4 @@ def compare_jsonable(
             "floor_moved": [{"name": name, **to_jsonable(q)} for name, q in pair.floor_moved],
         }
     )
-    return data
-
-
-def fleet_jsonable(rows: Sequence[FleetRow], config: str | None) -> dict[str, Any]:
-    """N reports as JSON-ready data: the rows of :func:`render_fleet`, fastest p99 first."""
-    out = []
-    for i, row in enumerate(rows, start=1):
-        h = row.report.host
-        m = h.target.mount
-        s = row.result.summary
-        out.append(
-            {
-                "rank": i,
-                "label": row.label,
-                "hostname": h.hostname,
-                "os": f"{h.os_name} {h.os_release}".strip(),
-                "fs": m.fs_type if m else None,
-                "disks": [d.model or d.name for d in h.target.disks],
-                "virtualized": h.virtualization.virtualized,
-                "n": s.count,
-                "p50_ns": s.p50_ns,
-                "p99_ns": s.p99_ns,
-                "p99_ci_ns": list(s.p99_ci_ns) if s.p99_ci_ns else None,
-                "config_verdict": row.config_verdict,
-                "config_durable": row.config_durable,
-                "path_verdict": row.path_verdict,
-            }
-        )
-    data: dict[str, Any] = json_safe({"kind": "fleet", "config": config, "rows": out})
     return data

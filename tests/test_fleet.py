@@ -1,0 +1,228 @@
+"""``fsyncbench compare DIR``: a directory of reports as a fleet, grouped by host, disk model
+and kernel, sorted by one configuration's p99, in every format; real files and the real CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import statistics
+from pathlib import Path
+
+import pytest
+import sampled
+from clitools import assert_usage_error, fsb
+from factories import host
+
+from fsyncbench import api
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.model import BlockDevice, Virtualization
+from fsyncbench.report import fleet, store
+
+SSD = BlockDevice(
+    "sda",
+    model="Samsung SSD 870",
+    rotational=False,
+    write_cache="write back",
+    has_flush_counters=True,
+)
+NVME = BlockDevice("nvme0n1", model="PM9A3", rotational=False, has_flush_counters=True)
+
+
+def _host(name: str, disk: BlockDevice, release: str, vm: bool):
+    h = host(disks=(disk,), virt=Virtualization(hypervisor_flag=vm))
+    return dataclasses.replace(h, hostname=name, os_release=release)
+
+
+#: (host, disk, kernel, VM, p50 scale, seed): db1 ran twice on one kernel, once after an
+#: upgrade; db2 shares db1's disk model; ci is a VM on the same disk model
+FLEET = (
+    ("db1", SSD, "6.1.0", False, 0.5, 1),
+    ("db1", SSD, "6.1.0", False, 0.7, 2),
+    ("db1", SSD, "6.12.0", False, 0.6, 3),
+    ("db2", NVME, "6.1.0", False, 0.3, 4),
+    ("ci", SSD, "6.1.0", True, 1.5, 5),
+)
+
+
+@pytest.fixture()
+def fleet_dir(tmp_path):
+    """Reports laid out as ansible's fetch does: <dir>/<host>/<file>.json, plus the
+    Markdown twins a run writes (not reports: skipped by extension)."""
+    root = tmp_path / "fleet"
+    for name, disk, release, vm, scale, seed in FLEET:
+        rep = sampled.report(scale, seed=seed, the_host=_host(name, disk, release, vm))
+        (root / name).mkdir(parents=True, exist_ok=True)
+        sampled.save(rep, root / name / f"{name}-{seed}.json")
+        (root / name / f"{name}-{seed}.md").write_text("# not a report\n")
+    return root
+
+
+def _p99(path: Path, config: str = "wal/full") -> float:
+    rep = store.load_report(path)
+    return next(r for r in rep.results if r.name == config).summary.p99_ns
+
+
+def test_a_directory_is_a_fleet_grouped_by_host_disk_and_kernel(fleet_dir):
+    c = api.compare([fleet_dir])
+    assert c.pair is None and c.group_by == ("host", "disk", "kernel")
+    keys = [dict(g.key) for g in c.groups]
+    assert {(k["host"], k["disk"], k["kernel"]) for k in keys} == {
+        ("db1", "Samsung SSD 870", "Linux 6.1.0"),
+        ("db1", "Samsung SSD 870", "Linux 6.12.0"),
+        ("db2", "PM9A3", "Linux 6.1.0"),
+        ("ci", "Samsung SSD 870", "Linux 6.1.0"),
+    }
+    # labels: the path inside the directory
+    assert sorted(r.label for r in c.fleet) == sorted(
+        f"{name}/{name}-{seed}.json" for name, *_, seed in FLEET
+    )
+    # db1 on 6.1.0: two reports; its figure is the median of theirs, its spread their range
+    two = next(g for g in c.groups if len(g.rows) == 2)
+    p99s = sorted(_p99(fleet_dir / "db1" / f"db1-{s}.json") for s in (1, 2))
+    assert two.p99_ns == pytest.approx(statistics.median(p99s))
+    assert (two.spread, two.p99_low_ns, two.p99_high_ns) == ("range", p99s[0], p99s[1])
+    # a group of one: that report's own interval
+    one = next(g for g in c.groups if dict(g.key)["host"] == "db2")
+    assert one.spread == "ci"
+    assert (one.p99_low_ns, one.p99_high_ns) == one.rows[0].result.summary.p99_ci_ns
+    # fastest first: db2 (scale 0.3) ... ci (1.5)
+    assert [dict(g.key)["host"] for g in c.groups][0] == "db2"
+    assert [dict(g.key)["host"] for g in c.groups][-1] == "ci"
+    assert [g.p99_ns for g in c.groups] == sorted(g.p99_ns for g in c.groups)
+
+
+def test_group_by_disk_puts_different_hosts_together_and_shows_their_disagreement(fleet_dir):
+    c = api.compare([fleet_dir], group_by="disk")
+    assert c.group_by == ("disk",)
+    assert [len(g.rows) for g in c.groups] == [1, 4]  # PM9A3 alone is faster
+    text = api.render(c, "text")
+    # the Samsung group holds db1 x3 and the VM: hosts and verdicts are tallied, not averaged
+    line = next(ln for ln in text.splitlines() if "Samsung SSD 870" in ln and "mixed" in ln)
+    assert "mixed: db1 3, ci 1" in line
+    assert "mixed: honest_flush 3, unverifiable 1" in line
+    assert "Verdicts differ within a group." in text and "Group 2:" in text
+
+
+def test_group_by_report_is_one_row_per_report(fleet_dir):
+    c = api.compare([fleet_dir], group_by="report")
+    assert c.group_by == () and len(c.groups) == len(FLEET)
+    assert all(len(g.rows) == 1 and g.key == () for g in c.groups)
+    assert [g.rows[0].label for g in c.groups] == [r.label for r in c.fleet]
+
+
+def test_parse_group_by():
+    assert fleet.parse_group_by(None) == ("host", "disk", "kernel")
+    assert fleet.parse_group_by("Kernel, host") == ("host", "kernel")
+    assert fleet.parse_group_by(["disk", "host,disk"]) == ("host", "disk")
+    assert fleet.parse_group_by("report") == ()
+    for bad in ("rack", "host,rack", ",", "report,host"):
+        with pytest.raises(FsyncbenchError, match="--group-by takes a comma list of host"):
+            fleet.parse_group_by(bad)
+
+
+def test_the_chosen_configuration_sorts_the_fleet(fleet_dir):
+    c = api.compare([fleet_dir], configs="write+fdatasync", group_by="report")
+    assert c.config == "write+fdatasync"
+    p99 = [g.rows[0].result.summary.p99_ns for g in c.groups]
+    assert [g.rows[0].result.name for g in c.groups] == ["write+fdatasync"] * len(FLEET)
+    assert p99 == sorted(p99)
+
+
+def test_cli_fleet_text_markdown_html_json(fleet_dir):
+    text = fsb("compare", fleet_dir)
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.startswith("fsyncbench fleet: 5 reports sorted by p99 of wal/full\n")
+    assert "grouped by host, disk, kernel, 4 rows, fastest first" in text.stdout
+    md = fsb("compare", fleet_dir, "--format", "markdown")
+    assert md.returncode == 0, md.stderr
+    header = next(ln for ln in md.stdout.splitlines() if ln.startswith("|"))
+    assert [c.strip() for c in header.strip("|").split("|")][:4] == [
+        "\\#",
+        "host",
+        "disk",
+        "kernel",
+    ]
+    page = fsb("compare", fleet_dir, "--format", "html")
+    assert page.returncode == 0 and page.stdout.startswith("<!DOCTYPE html>")
+    assert page.stdout.count("<tr>") == 1 + 4 + 1 + 5  # two tables: header + rows each
+    js = fsb("compare", fleet_dir, "--format", "json", "--group-by", "host")
+    assert js.returncode == 0, js.stderr
+    data = json.loads(js.stdout)
+    assert (data["kind"], data["config"], data["group_by"]) == ("fleet", "wal/full", ["host"])
+    assert [g["key"]["host"] for g in data["groups"]] == ["db2", "db1", "ci"]
+    db1 = data["groups"][1]
+    assert len(db1["reports"]) == 3 and db1["p99_spread"] == "range"
+    assert db1["p99_ns"] == pytest.approx(statistics.median(r["p99_ns"] for r in db1["reports"]))
+    assert {r["os"] for r in db1["reports"]} == {"Linux 6.1.0", "Linux 6.12.0"}
+
+
+def test_cli_fleet_to_a_file_and_a_single_report_directory(fleet_dir, tmp_path):
+    out = tmp_path / "fleet.html"
+    proc = fsb("compare", fleet_dir / "db2", "--format", "html", "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and "fsyncbench fleet: 1 report sorted by p99" in out.read_text()
+
+
+def test_a_baseline_file_then_a_directory_gates_each_against_the_baseline(fleet_dir):
+    base = fleet_dir / "db2" / "db2-4.json"
+    proc = fsb("compare", base, fleet_dir, "--fail-on-regression", "20")
+    # the slowest hosts are 2-5x slower than the baseline: regressions, and the file is
+    # not compared with itself again under the directory
+    assert proc.returncode == 1, proc.stderr
+    assert "REGRESSION wal/full" in proc.stdout and "in db2-4.json" in proc.stdout
+    assert "db2/db2-4.json" not in proc.stdout.split("The reports")[0]
+    c = api.compare([base, fleet_dir])
+    assert len(c.fleet) == len(FLEET)
+
+
+def test_bad_fleet_inputs(fleet_dir, tmp_path):
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    (empty / "sub" / "notes.md").write_text("x")
+    assert_usage_error(fsb("compare", empty), f"no report (*.json) under {empty}")
+    assert_usage_error(
+        fsb("compare", fleet_dir, "--group-by", "rack"),
+        "--group-by takes a comma list of host, disk, kernel, or report for one row per "
+        "report, not rack",
+    )
+    assert_usage_error(
+        fsb("compare", fleet_dir, "--fail-on-regression", "20"),
+        f"--fail-on-regression compares against a baseline report, and {fleet_dir} is a "
+        "directory: give the baseline report file first, then the directory",
+    )
+    names = [r.name for r in store.load_report(next(fleet_dir.rglob("*.json"))).results]
+    assert_usage_error(
+        fsb("compare", fleet_dir, "--config", "delete/extra"),
+        f"unknown configuration delete/extra: every report has {', '.join(names)}",
+    )
+    # something else's JSON among the reports is named, not skipped in silence
+    (fleet_dir / "db2" / "inventory.json").write_text('{"hosts": []}')
+    proc = fsb("compare", fleet_dir)
+    assert proc.returncode == 2 and "inventory.json" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any directory")
+def test_an_unreadable_subdirectory_is_one_line(fleet_dir):
+    locked = fleet_dir / "db2"
+    locked.chmod(0)
+    try:
+        proc = fsb("compare", fleet_dir)
+    finally:
+        locked.chmod(0o755)
+    assert_usage_error(proc, f"cannot read directory {locked}: Permission denied")
+
+
+def test_two_files_are_still_a_pair_and_render_as_html(fleet_dir):
+    a, b = fleet_dir / "db1" / "db1-1.json", fleet_dir / "db1" / "db1-2.json"
+    c = api.compare([a, b])
+    assert c.pair is not None and not c.groups
+    page = api.render(c, "html")
+    assert (
+        page.startswith("<!DOCTYPE html>")
+        and "fsyncbench compare: db1-1.json vs db1-2.json" in page
+    )
+    assert "Host differences" in page and "<pre>" in page
+    # --group-by makes two files a fleet
+    assert api.compare([a, b], group_by="host").pair is None
