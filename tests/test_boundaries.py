@@ -597,6 +597,31 @@ def test_background_flushes_of_half_the_syncs_void_the_counter(side):
 
 
 @pytest.mark.parametrize("side", SIDES)
+def test_background_flushes_of_half_the_syncs_cannot_make_flushes_lost(side):
+    """rule_flush_counters uses the same bound as _reached_ratio: background flushes below
+    REACHED_FLUSH_RATIO x syncs are subtracted, and 0.05 flushes per sync of the syncs' own
+    is loss; at the bound the estimate is not trusted, and 0.55 counted
+    flushes per sync are no loss. (Seen on this project's VM while other work wrote to the
+    disk: 463 flushes for 290 fdatasyncs were called "lost" after a background estimate of
+    most of them.) Source: KERNEL_STAT_DOC (the counters are device-wide)."""
+    syncs, window = 1000, 1 << 30
+    background = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
+    base = dataclasses.replace(
+        with_deltas(write(2_000), FlushDelta("sda", background, 0)), elapsed_ns=window
+    )
+    r = dataclasses.replace(
+        flush("fdatasync", SLOW_ENOUGH_NS, flushes=background + 50, syncs=syncs),
+        elapsed_ns=window,
+    )
+    v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [base, r])
+    if side == BELOW:  # no write counters in this result: the rule's "dropped" fallback
+        assert decision(v) == (NO_FLUSH, "flushes-dropped")
+    else:
+        assert v.path_verdict not in (NO_FLUSH, VOLATILE_CACHE)
+        assert not {"flushes-dropped", "flushes-not-sent"} & set(codes(v))
+
+
+@pytest.mark.parametrize("side", SIDES)
 def test_nobarrier_overruled_by_flushes_at_reached_ratio(side):
     """rule_barriers_disabled: counters showing at least REACHED_FLUSH_RATIO flushes per sync
     on the disk under the filesystem overrule the nobarrier option (``ratio >=

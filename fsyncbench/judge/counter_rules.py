@@ -138,8 +138,10 @@ def rule_flush_counters(f: Facts, r: Result | None) -> tuple[str, Finding] | Non
       when the first block layer got flushes and the media did not, the layers between
       stripped them (``flushes-stripped``).
 
-    Reports without write counters fall back to ``no_flush`` unless a nobarrier mount names
-    the cause. Measured."""
+    Other I/O's flushes (the no-sync baseline's rate, :func:`_background_flushes`) are taken
+    out first, but only while they explain fewer than REACHED_FLUSH_RATIO per sync: a larger
+    estimate cannot tell a lost flush from a busy neighbour. Reports without write counters
+    fall back to ``no_flush`` unless a nobarrier mount names the cause. Measured."""
     host = f.host
     if r is None or host.target.mount is None:
         return None
@@ -156,11 +158,19 @@ def rule_flush_counters(f: Facts, r: Result | None) -> tuple[str, Finding] | Non
         and "back" in (top_layer.device.write_cache or "")
     )
     not_sent = top_flushes is not None and top_flushes < DROPPED_FLUSH_RATIO and top_write_back
-    # other processes' flushes on the same disk only add: take the background out first
+    # other processes' flushes on the same disk only add: take the background out first,
+    # unless it alone could explain REACHED_FLUSH_RATIO flushes per sync: an estimate that
+    # large (a busy disk, a rate taken in another window) cannot tell a lost flush from a
+    # busy neighbour, as in _reached_ratio; then only a count low before subtraction is loss
     background = _background_flushes(f, r)
+    trusted = (
+        background is not None
+        and bool(r.syncs_issued)
+        and background < REACHED_FLUSH_RATIO * r.syncs_issued
+    )
     net = (
         ratio
-        if ratio is None or background is None or not r.syncs_issued
+        if ratio is None or background is None or not trusted
         else max(0.0, ratio - background / r.syncs_issued)
     )
     lost = net is not None and net < DROPPED_FLUSH_RATIO and bool(_write_back(host))
