@@ -163,15 +163,14 @@ def rule_flush_counters(f: Facts, r: Result | None) -> tuple[str, Finding] | Non
     # large (a busy disk, a rate taken in another window) cannot tell a lost flush from a
     # busy neighbour, as in _reached_ratio; then only a count low before subtraction is loss
     background = _background_flushes(f, r)
-    trusted = (
-        background is not None
-        and bool(r.syncs_issued)
-        and background < REACHED_FLUSH_RATIO * r.syncs_issued
-    )
+    syncs = r.syncs_issued or 0
     net = (
-        ratio
-        if ratio is None or background is None or not trusted
-        else max(0.0, ratio - background / r.syncs_issued)
+        max(0.0, ratio - background / syncs)
+        if ratio is not None
+        and background is not None
+        and syncs
+        and background < REACHED_FLUSH_RATIO * syncs
+        else ratio
     )
     lost = net is not None and net < DROPPED_FLUSH_RATIO and bool(_write_back(host))
     if not (not_sent or lost):
