@@ -74,8 +74,10 @@ class FleetGroup:
 
 
 def _disks(report: Report) -> str:
+    """The disk models (names where no model is known) under the directory; "-" where no
+    block device holds it (tmpfs, a network filesystem)."""
     disks = report.host.target.disks
-    return ", ".join(d.model or d.name for d in disks) or "?"
+    return ", ".join(d.model or d.name for d in disks) or "-"
 
 
 def _kernel(report: Report) -> str:
@@ -220,7 +222,8 @@ def _spread(g: FleetGroup) -> str:
         assert g.p99_low_ns is not None and g.p99_high_ns is not None
         return f"{fmt_bounds((g.p99_low_ns, g.p99_high_ns))} over {len(g.rows)} reports"
     s = g.rows[0].result.summary
-    return fmt_interval(s.p99_ci_ns, s.p99_interval) + " (its 95% CI)"
+    text = fmt_interval(s.p99_ci_ns, s.p99_interval)
+    return text + " (its 95% CI)" if s.p99_ci_ns is not None else text
 
 
 def _group_table(groups: Sequence[FleetGroup], config: str) -> Table:
