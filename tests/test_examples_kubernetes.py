@@ -35,7 +35,7 @@ NODE = "node-a"
 
 
 def _docs(path: Path) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    return [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
 
 
 def _objects() -> list[dict[str, Any]]:
@@ -115,7 +115,9 @@ def _mount_of(path: Path, container: dict[str, Any], spec: dict[str, Any]):
 
 def _documented_image() -> str:
     """The tag of the Dockerfile's documented ``docker build ... -t IMAGE .`` line."""
-    tags = re.findall(r"docker build .*-t (\S+) \.", (EXAMPLES / "Dockerfile").read_text())
+    tags = re.findall(
+        r"docker build .*-t (\S+) \.", (EXAMPLES / "Dockerfile").read_text(encoding="utf-8")
+    )
     assert len(set(tags)) == 1, f"the Dockerfile should document one image tag, found {tags}"
     return tags[0]
 
@@ -175,7 +177,9 @@ def test_the_command_line_validator_passes_the_files_and_fails_a_broken_one(tmp_
     assert good.returncode == 0, good.stdout + good.stderr
     broken = tmp_path / "job.yaml"
     broken.write_text(
-        (EXAMPLES / "job.yaml").read_text().replace("backoffLimit:", "backofLimit:", 1)
+        (EXAMPLES / "job.yaml")
+        .read_text(encoding="utf-8")
+        .replace("backoffLimit:", "backofLimit:", 1)
     )
     bad = subprocess.run([*cmd, str(broken)], capture_output=True, text=True)
     assert bad.returncode != 0
@@ -343,7 +347,7 @@ def test_every_image_is_the_one_the_dockerfile_documents():
     for kind in [*WORKLOADS, "Pod"]:
         for container in _containers(_pod_spec(kind)):
             assert container["image"] == image, container["name"]
-    assert image in (EXAMPLES / "README.md").read_text()
+    assert image in (EXAMPLES / "README.md").read_text(encoding="utf-8")
 
 
 def test_every_namespaced_object_is_in_the_examples_namespace():
@@ -357,7 +361,7 @@ def test_every_namespaced_object_is_in_the_examples_namespace():
 
 
 def test_the_dockerfile_copies_what_pip_install_reads():
-    text = (EXAMPLES / "Dockerfile").read_text()
+    text = (EXAMPLES / "Dockerfile").read_text(encoding="utf-8")
     copied = [
         part
         for line in text.splitlines()
@@ -374,9 +378,9 @@ def test_the_dockerfile_copies_what_pip_install_reads():
 
 
 def _hadolint() -> str | None:
-    found = shutil.which("hadolint")
-    beside = Path(sys.executable).parent / "hadolint"
-    return found or (str(beside) if beside.exists() else None)
+    return shutil.which("hadolint") or shutil.which(
+        "hadolint", path=str(Path(sys.executable).parent)
+    )
 
 
 @pytest.mark.skipif(
@@ -384,7 +388,7 @@ def _hadolint() -> str | None:
 )
 def test_hadolint_passes_on_the_dockerfile():
     proc = subprocess.run(
-        [_hadolint(), "--no-color", str(EXAMPLES / "Dockerfile")],
+        [str(_hadolint()), "--no-color", str(EXAMPLES / "Dockerfile")],
         capture_output=True,
         text=True,
     )
