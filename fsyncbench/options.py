@@ -425,17 +425,19 @@ class Gates:
 class Outputs:
     """The files a command writes once its work is done, checked by :meth:`check` before it
     starts: ``output`` (what would be printed, ``-o``; None: standard output), ``csv`` (the
-    raw samples), ``report_dir`` (the report files, for a command that saves them; not
-    checked when ``no_report``)."""
+    raw samples), ``prometheus`` (the metrics for node_exporter's textfile collector),
+    ``report_dir`` (the report files, for a command that saves them; not checked when
+    ``no_report``)."""
 
     output: Path | None = None
     csv: Path | None = None
     report_dir: Path | None = None
     no_report: bool = False
+    prometheus: Path | None = None
 
     def __post_init__(self) -> None:
         # a str or any os.PathLike is taken for a path, as everywhere in the API
-        for field in ("output", "csv", "report_dir"):
+        for field in ("output", "csv", "report_dir", "prometheus"):
             value = getattr(self, field)
             check_path(value, field, optional=True)
             if value is not None and not isinstance(value, Path):
@@ -447,9 +449,10 @@ class Outputs:
         return None if self.no_report else self.report_dir
 
     def check(self, source: Path | None = None) -> None:
-        """--output FILE, --csv FILE and --report-dir DIR can be written, and --output is not
-        a directory (it was one for run, audit and powercut verify before --report-dir: the
-        message says so); neither file is ``source``, the report being read."""
+        """--output FILE, --csv FILE, --prometheus FILE and --report-dir DIR can be written,
+        and --output is not a directory (it was one for run, audit and powercut verify before
+        --report-dir: the message says so); no two files are the same, and none is
+        ``source``, the report being read."""
         from fsyncbench.report import store
 
         out, csv, report_dir = self.output, self.csv, self.report_dir
@@ -468,11 +471,23 @@ class Outputs:
                 )
             writable_file(out)
         writable_file(csv)
-        if out is not None and csv is not None and same_file(out, csv):
-            raise FsyncbenchError(f"--output and --csv both name {out}: give two files")
+        writable_file(self.prometheus)
+        named: list[tuple[str, Path]] = [
+            (option, path)
+            for option, path in (
+                ("--output", out),
+                ("--csv", csv),
+                ("--prometheus", self.prometheus),
+            )
+            if path is not None
+        ]
+        for i, (first, a) in enumerate(named):
+            for second, b in named[i + 1 :]:
+                if same_file(a, b):
+                    raise FsyncbenchError(f"{first} and {second} both name {a}: give two files")
         if source is not None:
-            for path in (out, csv):
-                if path is not None and same_file(path, source):
+            for _option, path in named:
+                if same_file(path, source):
                     raise FsyncbenchError(
                         f"{path} is the report being shown: give another output file"
                     )
