@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -495,7 +496,8 @@ class Outputs:
 
 def writable_file(path: Path | None) -> None:
     """A file to be written later must have an existing, writable directory (checked before
-    measuring, so a typo does not waste the run)."""
+    measuring, so a typo does not waste the run): an unnamed temporary file is really
+    created there, as for --report-dir (root passes access(2) even on /proc)."""
     if path is None:
         return
     parent = path.parent
@@ -512,6 +514,13 @@ def writable_file(path: Path | None) -> None:
         raise FsyncbenchError(f"cannot write {path}: {parent} {why}")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise FsyncbenchError(f"cannot write {path}: directory {parent} is not writable")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise FsyncbenchError(
+            f"cannot write {path}: directory {parent} is not writable ({exc.strerror or exc})"
+        ) from None
 
 
 def same_file(a: Path, b: Path) -> bool:
