@@ -50,8 +50,6 @@ from fsyncbench.model import Report, Result
 COMMON_LABELS = ("host", "path", "report_kind")
 #: Labels of every per-result series (after COMMON_LABELS).
 RESULT_LABELS = ("config", "kind", "primitive", "journal_mode", "synchronous", "fullfsync")
-#: The quantiles a report holds, by the Summary fields' names.
-QUANTILES = (("0.5", "p50"), ("0.99", "p99"))
 #: ``strength`` label of a verdict from a report written before strengths were recorded.
 UNRECORDED = "unrecorded"
 
@@ -139,7 +137,7 @@ def render_textfile(report: Report) -> str:
     series would be the same (two results or devices of one name: node_exporter would
     refuse the file) or when ``created_utc`` is not an ISO 8601 time."""
     registry = CollectorRegistry()
-    registry.register(_Families(tuple(families(report))))
+    registry.register(_Families(tuple(_families(report))))
     return generate_latest(registry).decode("utf-8")
 
 
@@ -153,7 +151,7 @@ class _Families:
         return iter(self._made)
 
 
-def families(report: Report) -> list[Metric]:
+def _families(report: Report) -> list[Metric]:
     """The metric families of ``report`` that have a sample, in :data:`HELP` order. Raises
     as :func:`render_textfile`."""
     common = {
@@ -180,16 +178,14 @@ def families(report: Report) -> list[Metric]:
     for r in report.results:
         labels = {**common, **_result_labels(r)}
         s = r.summary
-        for quantile, field in QUANTILES:
+        quantiles = (("0.5", s.p50_ns, s.p50_ci_ns), ("0.99", s.p99_ns, s.p99_ci_ns))
+        for quantile, ns, _ in quantiles:
             # SummaryMetricFamily has a call for _count and _sum only (the client's own
             # Summary keeps no quantiles): the quantile samples go in through add_sample
-            latency.add_sample(
-                latency.name, {**labels, "quantile": quantile}, getattr(s, f"{field}_ns") / _NS
-            )
+            latency.add_sample(latency.name, {**labels, "quantile": quantile}, ns / _NS)
         latency.add_metric(list(labels.values()), s.count, s.mean_ns * s.count / _NS)
-        for quantile, field in QUANTILES:
-            bounds = getattr(s, f"{field}_ci_ns")
-            if bounds is None:
+        for quantile, _, bounds in quantiles:
+            if bounds is None:  # the report says why there is none: no series, not a guess
                 continue
             for bound, value in zip(("low", "high"), bounds):
                 gauge(
