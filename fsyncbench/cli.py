@@ -96,6 +96,7 @@ def _finish_report(report: Report, args: argparse.Namespace, gates: api.Gates) -
         csv=args.csv,
         model_call_ms=args.model_call_ms,
         rendered={args.format: text},
+        prometheus=args.prometheus,
     )
     _emit(args, text)
     if paths:
@@ -107,13 +108,15 @@ def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
     gates = api.Gates.parse(args.max_p99, args.fail_on, args.config)
     report = api.load(args.report, redact=args.redact, gates=gates, outputs=_outputs(args))
     text = api.render(report, args.format, model_call_ms=args.model_call_ms)
-    if args.csv:  # first: a failure leaves nothing half-done
-        api.save(report, None, csv=args.csv)
+    if args.csv or args.prometheus:  # first: a failure leaves nothing half-done
+        api.save(report, None, csv=args.csv, prometheus=args.prometheus)
     try:
         _emit(args, text)
     except BaseException:
-        if args.csv and args.output:
-            args.csv.unlink(missing_ok=True)
+        if args.output:
+            for path in (args.csv, args.prometheus):
+                if path:
+                    path.unlink(missing_ok=True)
         raise
     return _apply_gates(api.gate(report, gates), to_stderr=_gates_to_stderr(args))
 
@@ -248,12 +251,14 @@ _COMMANDS = {
 
 
 def _outputs(args: argparse.Namespace) -> api.Outputs:
-    """The files a command's options name (--output, --csv, --report-dir, --no-report)."""
+    """The files a command's options name (--output, --csv, --prometheus, --report-dir,
+    --no-report)."""
     return api.Outputs(
         output=getattr(args, "output", None),
         csv=getattr(args, "csv", None),
         report_dir=getattr(args, "report_dir", None),
         no_report=getattr(args, "no_report", False),
+        prometheus=getattr(args, "prometheus", None),
     )
 
 

@@ -160,6 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_call_option(run)
     _add_assume_option(run)
     _add_sharing_options(run)
+    _add_prometheus_option(run)
     _add_gate_options(run)
 
     host = sub.add_parser(
@@ -311,6 +312,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_model_call_option(aud)
     _add_assume_option(aud)
     _add_sharing_options(aud)
+    _add_prometheus_option(aud)
     _add_gate_options(aud)
 
     show = sub.add_parser(
@@ -329,6 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_option(show)
     _add_model_call_option(show)
     _add_sharing_options(show)
+    _add_prometheus_option(show)
     _add_gate_options(show)
 
     cmp_ = sub.add_parser(
@@ -677,6 +680,27 @@ def _add_sharing_options(p: argparse.ArgumentParser) -> None:
         help="also write the raw samples as CSV (configuration, primitive, kind, index, "
         "ns, slice, round); an existing FILE is replaced, as fio and hyperfine do",
     )
+
+
+def _add_prometheus_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--prometheus",
+        type=_prometheus_file,
+        metavar="FILE",
+        help="also write the report's metrics (latency quantiles in seconds, verdicts) in "
+        "the Prometheus text format for node_exporter's textfile collector, to FILE "
+        "(name it *.prom in the collector's directory); replaced atomically by rename",
+    )
+
+
+def _prometheus_file(text: str) -> Path:
+    """argparse type of --prometheus FILE: not empty, and not written as a directory."""
+    if text.endswith(("/", os.sep)) and len(text) > 1:
+        example = text.rstrip("/" + os.sep) + "/fsyncbench.prom"
+        raise argparse.ArgumentTypeError(
+            f"{text} names a directory: --prometheus takes a FILE, e.g. {example}"
+        )
+    return _path(text)
 
 
 def _add_assume_option(p: argparse.ArgumentParser) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -426,17 +427,19 @@ class Gates:
 class Outputs:
     """The files a command writes once its work is done, checked by :meth:`check` before it
     starts: ``output`` (what would be printed, ``-o``; None: standard output), ``csv`` (the
-    raw samples), ``report_dir`` (the report files, for a command that saves them; not
-    checked when ``no_report``)."""
+    raw samples), ``prometheus`` (the metrics for node_exporter's textfile collector),
+    ``report_dir`` (the report files, for a command that saves them; not checked when
+    ``no_report``)."""
 
     output: Path | None = None
     csv: Path | None = None
     report_dir: Path | None = None
     no_report: bool = False
+    prometheus: Path | None = None
 
     def __post_init__(self) -> None:
         # a str or any os.PathLike is taken for a path, as everywhere in the API
-        for field in ("output", "csv", "report_dir"):
+        for field in ("output", "csv", "report_dir", "prometheus"):
             value = getattr(self, field)
             check_path(value, field, optional=True)
             if value is not None and not isinstance(value, Path):
@@ -448,9 +451,10 @@ class Outputs:
         return None if self.no_report else self.report_dir
 
     def check(self, source: Path | None = None) -> None:
-        """--output FILE, --csv FILE and --report-dir DIR can be written, and --output is not
-        a directory (it was one for run, audit and powercut verify before --report-dir: the
-        message says so); neither file is ``source``, the report being read."""
+        """--output FILE, --csv FILE, --prometheus FILE and --report-dir DIR can be written,
+        and --output is not a directory (it was one for run, audit and powercut verify before
+        --report-dir: the message says so); no two files are the same, and none is
+        ``source``, the report being read."""
         from fsyncbench.report import store
 
         out, csv, report_dir = self.output, self.csv, self.report_dir
@@ -469,11 +473,23 @@ class Outputs:
                 )
             writable_file(out)
         writable_file(csv)
-        if out is not None and csv is not None and same_file(out, csv):
-            raise FsyncbenchError(f"--output and --csv both name {out}: give two files")
+        writable_file(self.prometheus)
+        named: list[tuple[str, Path]] = [
+            (option, path)
+            for option, path in (
+                ("--output", out),
+                ("--csv", csv),
+                ("--prometheus", self.prometheus),
+            )
+            if path is not None
+        ]
+        for i, (first, a) in enumerate(named):
+            for second, b in named[i + 1 :]:
+                if same_file(a, b):
+                    raise FsyncbenchError(f"{first} and {second} both name {a}: give two files")
         if source is not None:
-            for path in (out, csv):
-                if path is not None and same_file(path, source):
+            for _option, path in named:
+                if same_file(path, source):
                     raise FsyncbenchError(
                         f"{path} is the report being shown: give another output file"
                     )
@@ -481,7 +497,8 @@ class Outputs:
 
 def writable_file(path: Path | None) -> None:
     """A file to be written later must have an existing, writable directory (checked before
-    measuring, so a typo does not waste the run)."""
+    measuring, so a typo does not waste the run): an unnamed temporary file is really
+    created there, as for --report-dir (root passes access(2) even on /proc)."""
     if path is None:
         return
     parent = path.parent
@@ -498,6 +515,13 @@ def writable_file(path: Path | None) -> None:
         raise FsyncbenchError(f"cannot write {path}: {parent} {why}")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise FsyncbenchError(f"cannot write {path}: directory {parent} is not writable")
+    try:
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise FsyncbenchError(
+            f"cannot write {path}: directory {parent} is not writable ({exc.strerror or exc})"
+        ) from None
 
 
 def same_file(a: Path, b: Path) -> bool:

@@ -197,6 +197,29 @@ CASES = [
     ("run d --csv afile/x.csv", "cannot write afile/x.csv: afile is not a directory"),
     ("run d --csv missingdir/x.csv", "cannot write missingdir/x.csv: missingdir does not exist"),
     ("run d --csv d", "d is a directory, not a file"),
+    ("run d --prometheus d", "d is a directory, not a file"),
+    (
+        "run d --prometheus d/",
+        "argument --prometheus: d/ names a directory: --prometheus takes a FILE, e.g. "
+        "d/fsyncbench.prom (see fsyncbench run --help)",
+    ),
+    ("run d --prometheus ''", "argument --prometheus: empty path (see fsyncbench run --help)"),
+    (
+        "run d --prometheus missingdir/x.prom",
+        "cannot write missingdir/x.prom: missingdir does not exist",
+    ),
+    (
+        "run d --prometheus fifo",
+        "cannot write fifo: not a regular file (output files are replaced by rename, so it cannot be a device or a FIFO)",
+    ),
+    (
+        "run d -o x.prom --prometheus x.prom",
+        "--output and --prometheus both name x.prom: give two files",
+    ),
+    (
+        "audit d --csv x.csv --prometheus x.csv",
+        "--csv and --prometheus both name x.csv: give two files",
+    ),
     # host, crash, audit
     ("host nonexistent", "directory nonexistent does not exist"),
     ("host afile", "afile is not a directory"),
@@ -320,6 +343,14 @@ CASES = [
     (
         "show good.json --csv good.json",
         "good.json is the report being shown: give another output file",
+    ),
+    (
+        "show good.json --prometheus good.json",
+        "good.json is the report being shown: give another output file",
+    ),
+    (
+        "show good.json --prometheus afile/x.prom",
+        "cannot write afile/x.prom: afile is not a directory",
     ),
     ("show good.json -o afile/x.md", "cannot write afile/x.md: afile is not a directory"),
     (

@@ -76,7 +76,7 @@ METAVAR_BY_NAME = [
         r"sweep-max-mib|trace-commits|max-commits)$",
         "N",
     ),
-    (r"^--(output|csv|state)$", "FILE"),
+    (r"^--(output|csv|state|prometheus)$", "FILE"),
     (r"^--report-dir$", "DIR"),
 ]
 

@@ -55,21 +55,33 @@ def save(
     csv: PathLike | None = None,
     model_call_ms: float = DEFAULT_MODEL_CALL_MS,
     rendered: dict[str, str] | None = None,
+    prometheus: PathLike | None = None,
 ) -> list[Path]:
     """Write ``<host>-<time>.json`` and ``.md`` (and ``.html``) under a name no other report
     holds in ``report_dir`` (created if needed; None: no report files), then the raw samples
-    as CSV to ``csv`` (replaced if it exists, like fio's and hyperfine's output files), all
-    durably; returns the paths written. ``rendered``: texts already rendered, by format. All
-    or nothing: on any failure (or Ctrl-C) the report files written so far are removed."""
+    as CSV to ``csv`` (replaced if it exists, like fio's and hyperfine's output files), then
+    the metrics for node_exporter's textfile collector to ``prometheus``
+    (:func:`fsyncbench.report.prometheus.render_textfile`; replaced by rename, so the
+    collector never reads half a file), all durably; returns the paths written.
+    ``rendered``: texts already rendered, by format. All or nothing: on any failure (or
+    Ctrl-C) the files written so far are removed (a report the metrics cannot be made of
+    raises before anything is written)."""
     from fsyncbench.report import tables
 
     options.check_instance(report, Report, "report", optional=False)
     options.check_path(report_dir, "report_dir", optional=True)
     options.check_path(csv, "csv", optional=True)
+    options.check_path(prometheus, "prometheus", optional=True)
     options.model_call_ms(model_call_ms)
     options.check_instance(rendered, dict, "rendered")
+    metrics = None
+    if prometheus is not None:
+        from fsyncbench.report.prometheus import render_textfile
+
+        metrics = render_textfile(report)
     out_dir = None if report_dir is None else store.prepare_output_dir(Path(report_dir))
     csv = None if csv is None else Path(csv)
+    prometheus = None if prometheus is None else Path(prometheus)
     suffixes = (".json", ".md") + ((".html",) if html else ()) if out_dir is not None else ()
     paths: list[Path] = []
     if out_dir is not None:
@@ -91,13 +103,16 @@ def save(
             written.append(path)
         if csv is not None:
             store.write_durably(csv, tables.render_csv(report))
+            written.append(csv)
+        if prometheus is not None and metrics is not None:
+            store.write_durably(prometheus, metrics)
     except BaseException:
         for path in written:
             path.unlink(missing_ok=True)
         for path in paths:  # a name claimed but not yet written
             path.unlink(missing_ok=True)
         raise
-    return paths + ([csv] if csv is not None else [])
+    return [*paths, *(p for p in (csv, prometheus) if p is not None)]
 
 
 def write_file(path: PathLike, text: str) -> None:

@@ -217,7 +217,10 @@ def write_durably(path: Path, text: str) -> None:
     """Atomically and durably replace ``path`` with ``text`` (temp, fsync, rename, dir
     fsync). The file gets mode 0666 less the umask (mkstemp's 0600 would hide a report meant
     for sharing); characters that cannot be encoded (undecodable file names) are written as
-    backslash escapes. The temp file is removed on any error. Raises FsyncbenchError."""
+    backslash escapes. The temp file, ``.<name>.<random>.tmp`` beside ``path``, never ends
+    in ``path``'s own suffix: a reader that picks files by suffix (node_exporter's textfile
+    collector reads ``*.prom``) never sees it half-written. It is removed on any error.
+    Raises FsyncbenchError."""
     directory = path.parent
     fd, tmp = None, None
     try:
