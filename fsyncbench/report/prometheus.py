@@ -99,8 +99,9 @@ HELP = {
         "(timed and warmup). Absent for commits, whose syncs SQLite issues."
     ),
     "fsyncbench_device_flushes_per_sync": (
-        "fsyncbench_device_flushes / fsyncbench_syncs_issued: below 1, some syncs reached "
-        "the device as no flush. Absent without both."
+        "fsyncbench_device_flushes / fsyncbench_syncs_issued: below 1, fewer device flushes "
+        "than syncs (writes with FUA need none; otherwise flushes were lost on the way: "
+        "fsyncbench_path_verdict says which). Absent without both."
     ),
     "fsyncbench_path_verdict": (
         "Always 1: the report's verdict on the storage path under the measured directory "
