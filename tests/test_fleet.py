@@ -9,6 +9,7 @@ import os
 import statistics
 from pathlib import Path
 
+import numpy as np
 import pytest
 import sampled
 from clitools import assert_usage_error, fsb
@@ -226,3 +227,63 @@ def test_two_files_are_still_a_pair_and_render_as_html(fleet_dir):
     assert "Host differences" in page and "<pre>" in page
     # --group-by makes two files a fleet
     assert api.compare([a, b], group_by="host").pair is None
+
+
+def _holm(ps):
+    """Holm's step-down adjustment, written out (Holm 1979): the reference here."""
+    order = sorted(range(len(ps)), key=lambda i: ps[i])
+    out, running = [0.0] * len(ps), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(ps) - rank) * ps[i]))
+        out[i] = running
+    return out
+
+
+def test_a_fleet_gate_adjusts_over_every_report_at_once():
+    """Three candidates 1.6x slower than one baseline: each regression's p is Holm-adjusted
+    over every p99 tested in all three pairs, not within its own pair."""
+    from scipy.stats import t as student_t
+
+    from fsyncbench.report import compare
+
+    base = sampled.report(1.0, seed=0)
+    cands = [sampled.report(1.6, seed=s) for s in (11, 12, 13)]
+    pairs = [(f"c{i}", compare.compare_pair(base, c)) for i, c in enumerate(cands)]
+    raw = []
+    for _label, pair in pairs:
+        for c in pair.configs:
+            q = c.p99
+            if c.kind == "write" or "none" in (c.primitive_a, c.primitive_b) or q.se_log is None:
+                continue
+            excess = np.log(q.ratio) - np.log1p(0.2)
+            raw.append(float(student_t.sf(excess / q.se_log, q.df)))
+    found = compare.fleet_regressions(pairs, 20.0, "base")
+    assert found, "1.6x slower p99s must be regressions above 20 %"
+    expected = _holm(raw)
+    assert sorted(r.p_adjusted for r in found) == pytest.approx(sorted(expected)[: len(found)])
+    # the pair-by-pair adjustment is smaller: what the fleet gate no longer reports
+    alone = [r.p_adjusted for _l, p in pairs for r in compare.regressions(p, 20.0, "base", _l)]
+    assert sum(alone) < sum(r.p_adjusted for r in found)
+
+
+def test_a_report_without_intervals_is_not_checked_and_the_others_are(tmp_path):
+    """In a fleet gate, a report whose p99s have no interval (no slices recorded) is listed
+    as not checked; the other reports are still gated."""
+    base = sampled.save(sampled.report(1.0, seed=0), tmp_path / "base.json")
+    fleet_dir = tmp_path / "fleet"
+    fleet_dir.mkdir()
+    sampled.save(sampled.report(3.0, seed=1), fleet_dir / "slow.json")
+    blind = sampled.report(1.0, seed=2)
+    blind = dataclasses.replace(
+        blind, results=tuple(dataclasses.replace(r, slice_counts=()) for r in blind.results)
+    )
+    sampled.save(blind, fleet_dir / "blind.json")
+    c = api.compare([base, fleet_dir], fail_on_regression=20)
+    assert {r.candidate for r in c.regressions} == {"slow.json"}
+    assert any(n.endswith("in blind.json") for n in c.not_checked)
+    proc = fsb("compare", base, fleet_dir, "--fail-on-regression", "20")
+    assert proc.returncode == 1, proc.stderr
+    assert "Not checked for a regression" in proc.stdout and "blind.json" in proc.stdout
+    # two reports, nothing testable: refused, not passed
+    with pytest.raises(FsyncbenchError, match="could test no configuration of blind.json"):
+        api.compare([base, fleet_dir / "blind.json"], fail_on_regression=20)

@@ -397,10 +397,12 @@ def compare(
         )
     if limit is None:
         return out
-    found, skipped = [], []
+    skipped: list[str] = []
+    tested = 0
     for label, pair in pairs:
         looked, untested = comparing.regression_coverage(pair, wanted)
-        if untested and len(untested) == looked:
+        # a pair nothing of which can be tested is one line in a fleet, fatal on its own
+        if untested and len(untested) == looked and len(pairs) == 1:
             raise FsyncbenchError(
                 f"--fail-on-regression could test no configuration of {label} against "
                 f"{labels[0]}: "
@@ -408,13 +410,21 @@ def compare(
                 + (f"; and {len(untested) - 2} more" if len(untested) > 2 else "")
             )
         skipped += [f"{u} in {label}" for u in untested]
-        found += comparing.regressions(pair, limit, labels[0], label, wanted)
+        tested += looked - len(untested)
+    if not tested:
+        raise FsyncbenchError(
+            f"--fail-on-regression could test no p99 against {labels[0]}"
+            + (f": {'; '.join(skipped[:2])}" if skipped else "")
+            + (f"; and {len(skipped) - 2} more" if len(skipped) > 2 else "")
+            + ("" if skipped else "; name a configuration that syncs with --config")
+        )
+    found = comparing.fleet_regressions(pairs, limit, labels[0], wanted)
     return dataclasses.replace(
         out,
         limit_pct=limit,
         regressions=tuple(found),
         not_checked=tuple(skipped),
-        lines=tuple(_regression_lines(limit, pairs, labels[0], found, skipped)),
+        lines=tuple(_regression_lines(limit, pairs, labels[0], found, skipped, tested)),
     )
 
 
@@ -424,6 +434,7 @@ def _regression_lines(
     baseline: str,
     found: Sequence[Regression],
     skipped: Sequence[str],
+    tested: int,
 ) -> list[str]:
     """The regression check's lines: what was not checked, then each regression (or none)."""
     from fsyncbench.fmt import fmt_ns
@@ -436,7 +447,12 @@ def _regression_lines(
             "Not checked for a regression (no p99 interval to test): " + "; ".join(skipped) + "."
         )
     if not found:
-        lines.append(f"No p99 regression above {limit:g} % against {baseline}.")
+        lines.append(
+            f"No significant p99 regression above {limit:g} % against {baseline} ({tested} "
+            f"p99{'s' * (tested != 1)} tested, {comparing.ADJUSTMENT}-adjusted one-sided): a p99 "
+            "worse by more but not significantly so is 'cannot tell' in the table, not shown "
+            "to be fine."
+        )
         return lines
     for label, pair in pairs:
         moved = tables.floor_moved_line(pair)

@@ -386,27 +386,41 @@ def regressions(
     compared configuration that syncs: the no-sync write baseline and commits at
     synchronous=OFF (primitive "none") measure Python and the page cache, not the storage
     a durability gate is about, so they are checked only when named."""
+    return fleet_regressions([(candidate, pair)], limit_pct, baseline, names)
+
+
+def fleet_regressions(
+    pairs: Sequence[tuple[str, PairComparison]],
+    limit_pct: float,
+    baseline: str,
+    names: Sequence[str] | None = None,
+) -> list[Regression]:
+    """:func:`regressions` of several candidates against one baseline, ``pairs`` of
+    (candidate label, its comparison with the baseline), with Holm's adjustment over every
+    p99 tested in all of them at once: the chance that a gate over a fleet of unchanged
+    machines fires anywhere stays at 1 - confidence however many reports it holds."""
     wanted = {n.lower() for n in names} if names else None
     checked = []
-    for c in pair.configs:
-        if wanted is not None and c.name.lower() not in wanted:
-            continue
-        if wanted is None and (c.kind == "write" or "none" in (c.primitive_a, c.primitive_b)):
-            continue
-        q = c.p99
-        if q.ratio is None or q.se_log is None or q.df is None:
-            continue
-        excess = math.log(q.ratio) - math.log1p(limit_pct / 100.0)
-        if q.se_log == 0:
-            p = 0.0 if excess > 0 else 1.0
-        else:
-            p = stats.t_one_sided_p(excess / q.se_log, q.df)
-        checked.append((c, p))
-    adjusted = holm([p for _, p in checked])
+    for candidate, pair in pairs:
+        for c in pair.configs:
+            if wanted is not None and c.name.lower() not in wanted:
+                continue
+            if wanted is None and (c.kind == "write" or "none" in (c.primitive_a, c.primitive_b)):
+                continue
+            q = c.p99
+            if q.ratio is None or q.se_log is None or q.df is None:
+                continue
+            excess = math.log(q.ratio) - math.log1p(limit_pct / 100.0)
+            if q.se_log == 0:
+                p = 0.0 if excess > 0 else 1.0
+            else:
+                p = stats.t_one_sided_p(excess / q.se_log, q.df)
+            checked.append((candidate, pair, c, p))
+    adjusted = holm([p for *_, p in checked])
     # and the table's own call: a REGRESSION line never stands beside "significant: no"
     return [
         Regression(c.name, baseline, candidate, c.p99, limit_pct, pa)
-        for (c, _), pa in zip(checked, adjusted)
+        for (candidate, pair, c, _), pa in zip(checked, adjusted)
         if pa < alpha(pair.confidence) and c.p99.significant
     ]
 
