@@ -285,7 +285,8 @@ def test_the_fleet_table_is_printed_and_written(fleet):
     text = fsb("compare", fleet.fleet)
     assert text.returncode == 0, text.stderr
     n = len(fleet.dirs)
-    assert text.stdout.startswith(f"fsyncbench fleet: {n} reports sorted by p99 of wal/full")
+    reports = f"{n} report{'s' if n > 1 else ''}"
+    assert text.stdout.startswith(f"fsyncbench fleet: {reports} sorted by p99 of wal/full")
     # printed by the playbook (indented as a YAML block): every line of the table
     printed = {ln.strip() for ln in fleet.stdout.splitlines()}
     assert all(ln.strip() in printed for ln in text.stdout.splitlines() if ln.strip())
@@ -308,8 +309,15 @@ def test_the_fleet_table_is_printed_and_written(fleet):
     if "shm" in fleet.dirs:
         # what fsyncbench says of tmpfs: syncs never reach stable storage
         assert rows["shm"]["path verdict"] == "no_flush"
-        (tmpfs,) = [g for g in _table(markdown, "#") if g["fs"] == "tmpfs"][:1]
-        assert (tmpfs["wal/full verdict"], tmpfs["path verdict"]) == ("no_flush", "no_flush")
+        groups = _table(markdown, "#")
+        tmpfs = [g for g in groups if g["fs"] == "tmpfs"]
+        assert tmpfs and all(
+            (g["wal/full verdict"], g["path verdict"]) == ("no_flush", "no_flush") for g in tmpfs
+        )
+        # both aliases share host and kernel; a disk under tmp_path is its own group
+        (disk,) = fleet.reports("disk")
+        if json.loads(disk.read_text())["host"]["target"]["disks"]:
+            assert len(groups) == 2
 
 
 def test_nothing_is_left_on_the_hosts(fleet):
