@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # for annotations only: both are imported where they are used
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_RISK", "EXIT_ERROR"]
 
 EXIT_OK, EXIT_RISK, EXIT_ERROR = 0, 1, 2
+#: A bug in fsyncbench (an exception nothing named): never 1, which only a gate may return.
+EXIT_BUG = 3
 
 
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
@@ -399,6 +401,18 @@ def _main(argv: list[str] | None) -> int:
         where = f": {exc.filename}" if exc.filename else ""
         print(f"fsyncbench: error: {exc.strerror or exc}{where}", file=sys.stderr)
         return EXIT_ERROR
+    except Exception as exc:  # a bug: its traceback, then one line; not 1 (a gate's code)
+        import traceback
+
+        from fsyncbench import __version__
+
+        traceback.print_exc()
+        print(
+            f"fsyncbench: internal error (a bug in fsyncbench {__version__}; please report it "
+            f"with the traceback above): {type(exc).__name__}: {exc}",
+            file=sys.stderr,
+        )
+        return EXIT_BUG
 
 
 class _Progress:

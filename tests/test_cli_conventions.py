@@ -577,3 +577,25 @@ def test_redact_knows_every_option_that_takes_no_value():
     assert redact.redact_command_line(
         ("fsyncbench", "run", "--no-report", "--quiet"), "/home/u"
     ) == ("fsyncbench", "run", "--no-report", "--quiet")
+
+
+def test_a_bug_exits_3_with_its_traceback_never_1(tmp_path):
+    """Exit 1 belongs to the gates: an exception nothing named (a bug) prints its traceback,
+    then one line, and exits 3. A real process whose command raises ZeroDivisionError."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, fsyncbench.cli as c\n"
+        "c._COMMANDS['host'] = lambda args, argv: 1 / 0\n"
+        "sys.exit(c.main(['host', '.']))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert proc.returncode == 3, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert lines[0] == "Traceback (most recent call last):"
+    assert lines[-1].startswith("fsyncbench: internal error (a bug in fsyncbench ")
+    assert lines[-1].endswith("): ZeroDivisionError: division by zero")
+    assert proc.stdout == ""
