@@ -175,6 +175,7 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
         fail_on_regression=args.fail_on_regression,
         outputs=_outputs(args),
         group_by=args.group_by,
+        kind=args.kind,
     )
     _emit(args, api.render(result, args.format))
     if args.fail_on_regression is None:

@@ -362,7 +362,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--group-by",
         metavar="FIELDS",
         help="a fleet's rows: reports sharing these fields (comma list of host, disk, "
-        "kernel; default all three), or 'report' for one row per report",
+        "kernel, dir; default host,disk,kernel; dir: the directory a report lies in), or "
+        "'report' for one row per report",
+    )
+    cmp_.add_argument(
+        "--kind",
+        choices=("run", "audit"),
+        help="only reports of this kind (run and audit both save into reports/ by default)",
     )
     cmp_.add_argument(
         "--fail-on-regression",

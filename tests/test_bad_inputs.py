@@ -423,7 +423,7 @@ CASES = [
     ),
     (
         "compare good.json good.json --group-by rack",
-        "--group-by takes a comma list of host, disk, kernel, or report for one row per "
+        "--group-by takes a comma list of host, disk, kernel, dir, or report for one row per "
         "report, not rack",
     ),
     (

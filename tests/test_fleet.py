@@ -117,9 +117,12 @@ def test_parse_group_by():
     assert fleet.parse_group_by("Kernel, host") == ("host", "kernel")
     assert fleet.parse_group_by(["disk", "host,disk"]) == ("host", "disk")
     assert fleet.parse_group_by("report") == ()
-    for bad in ("rack", "host,rack", ",", "report,host"):
+    assert fleet.parse_group_by("dir,host") == ("host", "dir")
+    for bad in ("rack", "host,rack", ","):
         with pytest.raises(FsyncbenchError, match="--group-by takes a comma list of host"):
             fleet.parse_group_by(bad)
+    with pytest.raises(FsyncbenchError, match="cannot be combined with fields"):
+        fleet.parse_group_by("report,host")
 
 
 def test_the_chosen_configuration_sorts_the_fleet(fleet_dir):
@@ -134,7 +137,7 @@ def test_cli_fleet_text_markdown_html_json(fleet_dir):
     text = fsb("compare", fleet_dir)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("fsyncbench fleet: 5 reports sorted by p99 of wal/full\n")
-    assert "grouped by host, disk, kernel, 4 rows, fastest first" in text.stdout
+    assert "grouped by host, disk, kernel, 4 rows, fastest median first" in text.stdout
     md = fsb("compare", fleet_dir, "--format", "markdown")
     assert md.returncode == 0, md.stderr
     header = next(ln for ln in md.stdout.splitlines() if ln.startswith("|"))
@@ -184,7 +187,7 @@ def test_bad_fleet_inputs(fleet_dir, tmp_path):
     assert_usage_error(fsb("compare", empty), f"no report (*.json) under {empty}")
     assert_usage_error(
         fsb("compare", fleet_dir, "--group-by", "rack"),
-        "--group-by takes a comma list of host, disk, kernel, or report for one row per "
+        "--group-by takes a comma list of host, disk, kernel, dir, or report for one row per "
         "report, not rack",
     )
     assert_usage_error(
@@ -287,3 +290,103 @@ def test_a_report_without_intervals_is_not_checked_and_the_others_are(tmp_path):
     # two reports, nothing testable: refused, not passed
     with pytest.raises(FsyncbenchError, match="could test no configuration of blind.json"):
         api.compare([base, fleet_dir / "blind.json"], fail_on_regression=20)
+
+
+def test_a_copy_of_a_report_is_read_once_and_said(fleet_dir, tmp_path):
+    """The same run under two paths (a copy, the baseline found again) counts once; the
+    output names the copy. Two different runs of one host stay two."""
+    src = fleet_dir / "db2" / "db2-4.json"
+    (fleet_dir / "copies").mkdir()
+    (fleet_dir / "copies" / "again.json").write_bytes(src.read_bytes())
+    c = api.compare([fleet_dir])
+    assert len(c.fleet) == len(FLEET)
+    assert c.duplicates == (("db2/db2-4.json", "copies/again.json"),)
+    text = api.render(c, "text")
+    assert "Duplicate reports. Read once: db2/db2-4.json (as copies/again.json)." in text
+    data = json.loads(api.render(c, "json"))
+    assert data["duplicates"] == [{"label": "db2/db2-4.json", "same_as": "copies/again.json"}]
+    # a baseline copied into the directory: gated against once, not compared with itself
+    base = tmp_path / "base.json"
+    base.write_bytes(src.read_bytes())
+    c = api.compare([base, fleet_dir], fail_on_regression=20)
+    assert len(c.fleet) == len(FLEET)
+    assert {k for _, k in c.duplicates} == {"base.json"}
+
+
+def test_mixed_kinds_under_a_directory_are_named_and_chosen_with_kind(fleet_dir):
+    rep = store.load_report(fleet_dir / "ci" / "ci-5.json")
+    audit = dataclasses.replace(rep, kind="audit", created_utc="2026-12-01T00:00:00Z")
+    sampled.save(audit, fleet_dir / "ci" / "audit.json")
+    assert_usage_error(
+        fsb("compare", fleet_dir),
+        "the reports are of kinds run (5), audit (1), which measured different things: "
+        "compare one kind, e.g. --kind run",
+    )
+    assert len(api.compare([fleet_dir], kind="run").fleet) == len(FLEET)
+    only = api.compare([fleet_dir], kind="audit")
+    assert [r.label for r in only.fleet] == ["ci/audit.json"]
+    with pytest.raises(FsyncbenchError, match=r"no report of kind 'audit' \(found: run\)"):
+        api.compare([fleet_dir / "db1"], kind="audit")
+
+
+def test_group_by_dir_keeps_redacted_hosts_apart(fleet_dir):
+    """Redacted reports all say host redacted-host: grouped by host they would share a row
+    (and the output says so); grouped by the directory ansible fetched them into, they don't."""
+    from fsyncbench.report.redact import REDACTED_HOST
+
+    for path in fleet_dir.rglob("*.json"):
+        rep = store.load_report(path)
+        sampled.save(
+            dataclasses.replace(rep, host=dataclasses.replace(rep.host, hostname=REDACTED_HOST)),
+            path,
+        )
+    by_host = api.compare([fleet_dir], group_by="host")
+    assert len(by_host.groups) == 1
+    assert "Redacted hostnames." in api.render(by_host, "text")
+    by_dir = api.compare([fleet_dir], group_by="dir")
+    assert sorted(dict(g.key)["dir"] for g in by_dir.groups) == ["ci", "db1", "db2"]
+    assert "Redacted hostnames." not in api.render(by_dir, "text")
+
+
+def test_the_notes_say_which_orders_are_not_established(tmp_path):
+    """Two hosts with the same p99 distribution: their order is the median's alone, and the
+    note names the rows; two hosts 10x apart are ordered by the figures."""
+    root = tmp_path / "f"
+    root.mkdir()
+    for name, scale, seed in (("a", 1.0, 1), ("b", 1.0, 2), ("c", 10.0, 3)):
+        rep = sampled.report(scale, seed=seed, the_host=_host(name, SSD, "6.1.0", False))
+        sampled.save(rep, root / f"{name}.json")
+    c = api.compare([root])
+    notes = json.loads(api.render(c, "json"))["notes"]
+    assert any(n.startswith("Not a ranking everywhere. Rows 1-2:") for n in notes)
+    assert not any("2-3" in n for n in notes)
+
+
+def test_a_disagreement_names_what_else_differs(fleet_dir):
+    """db1 ran on two kernels; grouped by host and disk they share a row, the verdicts are
+    made to differ, and the note says the kernel differs too (not 'the same storage')."""
+    path = fleet_dir / "db1" / "db1-3.json"
+    rep = store.load_report(path)
+    verdict = dataclasses.replace(rep.verdict, path_verdict="volatile_cache")
+    sampled.save(dataclasses.replace(rep, verdict=verdict), path)
+    c = api.compare([fleet_dir], group_by="host,disk")
+    text = api.render(c, "text")
+    line = next(ln for ln in text.splitlines() if "Verdicts differ within a group." in ln)
+    assert "they differ in kernel as well" in line
+
+
+def test_the_disk_key_does_not_depend_on_the_kernel_s_order(tmp_path):
+    root = tmp_path / "f"
+    root.mkdir()
+    for i, disks in enumerate(((SSD, NVME), (NVME, SSD))):
+        h = dataclasses.replace(_host("db", SSD, "6.1.0", False), os_release="6.1.0")
+        h = dataclasses.replace(h, target=dataclasses.replace(h.target, disks=disks))
+        sampled.save(sampled.report(1.0, seed=i, the_host=h), root / f"{i}.json")
+    c = api.compare([root])
+    assert len(c.groups) == 1 and dict(c.groups[0].key)["disk"] == "PM9A3 + Samsung SSD 870"
+
+
+def test_a_missing_path_is_named(tmp_path):
+    assert_usage_error(
+        fsb("compare", tmp_path / "nope"), f"report {tmp_path / 'nope'} does not exist"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -279,6 +280,7 @@ class Comparison:
     lines: tuple[str, ...] = ()
     groups: tuple[FleetGroup, ...] = ()
     group_by: tuple[str, ...] = ()
+    duplicates: tuple[tuple[str, str], ...] = ()
 
 
 def _report_inputs(
@@ -297,6 +299,8 @@ def _report_inputs(
             short.append(store.report_basename(r))
             continue
         path = Path(r)
+        if not path.exists():
+            raise FsyncbenchError(f"report {path} does not exist")
         if not path.is_dir():
             # a file named twice is compared with itself (an A/A check), as asked
             seen.add(path.resolve())
@@ -315,6 +319,48 @@ def _report_inputs(
     return items, full, any_dir
 
 
+def _of_kind(
+    reports: list[Report], labels: list[str], kind: str | None
+) -> tuple[list[Report], list[str]]:
+    """Only the reports of ``kind`` (None: all, which must then be of one kind: a directory
+    where run and audit both saved reports is named with what to choose)."""
+    if kind is None:
+        kinds = Counter(r.kind for r in reports)
+        if len(kinds) > 1:
+            listed = ", ".join(f"{k} ({n})" for k, n in kinds.most_common())
+            raise FsyncbenchError(
+                f"the reports are of kinds {listed}, which measured different things: "
+                f"compare one kind, e.g. --kind {kinds.most_common(1)[0][0]}"
+            )
+        return reports, labels
+    kept = [(r, label) for r, label in zip(reports, labels) if r.kind == kind.lower()]
+    if not kept:
+        found = ", ".join(sorted({r.kind for r in reports}))
+        raise FsyncbenchError(f"no report of kind {kind!r} (found: {found})")
+    return [r for r, _ in kept], [label for _, label in kept]
+
+
+def _once(
+    reports: list[Report], labels: list[str]
+) -> tuple[list[Report], list[str], list[tuple[str, str]]]:
+    """A fleet's reports with copies of one run (same host, measured directory, kind,
+    creation time and figures) read once, and (copy, the label kept) for each dropped."""
+    seen: dict[tuple[object, ...], str] = {}
+    kept: list[tuple[Report, str]] = []
+    dropped: list[tuple[str, str]] = []
+    for rep, label in zip(reports, labels):
+        figures = tuple(
+            (r.name, r.summary.count, r.summary.p50_ns, r.summary.p99_ns) for r in rep.results
+        )
+        key = (rep.host.hostname, rep.host.target.path, rep.kind, rep.created_utc, figures)
+        if key in seen:
+            dropped.append((label, seen[key]))
+            continue
+        seen[key] = label
+        kept.append((rep, label))
+    return [r for r, _ in kept], [label for _, label in kept], dropped
+
+
 def compare(
     reports: Sequence[PathLike | Report],
     *,
@@ -322,6 +368,7 @@ def compare(
     fail_on_regression: float | None = None,
     outputs: Outputs | None = None,
     group_by: str | Sequence[str] | None = None,
+    kind: str | None = None,
 ) -> Comparison:
     """``fsyncbench compare``: reports (files, directories of them searched recursively for
     ``*.json``, or Report objects; the first is the baseline, each labelled by its file
@@ -329,7 +376,10 @@ def compare(
     directory, three or more reports, or ``group_by`` is given. ``configs``: the
     configuration to sort a fleet by (default wal/full), or those the regression check looks
     at. ``group_by``: a fleet's grouping fields, a comma list of host, disk, kernel (default
-    all three) or "report" for one row per report. ``fail_on_regression``: a percentage; a
+    all three; also dir: the directory each report lies in) or "report" for one row per
+    report. ``kind``: only reports of this kind (run, audit; a directory often holds both).
+    Identical runs (same host, directory, kind and time) are read once in a fleet.
+    ``fail_on_regression``: a percentage; a
     configuration whose p99 is more than that much worse than in the baseline, and
     significantly so, is a regression (the baseline must be a file, not a directory).
     Raises FsyncbenchError."""
@@ -365,6 +415,16 @@ def compare(
     if outputs is not None:
         outputs.check()
     loaded = [r if isinstance(r, Report) else store.load_report(r) for r in items]
+    if kind is not None or is_fleet:  # two files of two kinds: check_comparable names them
+        loaded, labels = _of_kind(loaded, labels, kind)
+    duplicates: list[tuple[str, str]] = []
+    if is_fleet:
+        loaded, labels, duplicates = _once(loaded, labels)
+    for rep, label in zip(loaded, labels):
+        if not rep.results:
+            raise FsyncbenchError(
+                f"{label} holds no latency results (a {rep.kind} report): nothing to compare"
+            )
     if len(loaded) > 1:
         comparing.check_comparable(loaded, labels)
     wanted = checks.parse_names([configs] if isinstance(configs, str) else configs)
@@ -386,6 +446,7 @@ def compare(
             config=config,
             groups=tuple(fleets.group(rows, by)),
             group_by=by,
+            duplicates=tuple(duplicates),
         )
         pairs = (
             []
@@ -496,9 +557,9 @@ def _render_comparison(c: Comparison, fmt: str) -> str:
     else:
         assert c.config is not None  # a fleet always has its configuration
         if fmt != "json":
-            doc = fleets.describe_fleet(c.groups, c.config, c.group_by, __version__)
+            doc = fleets.describe_fleet(c.groups, c.config, c.group_by, __version__, c.duplicates)
             return render_document(doc, fmt)
-        data = fleets.fleet_jsonable(c.groups, c.config, c.group_by)
+        data = fleets.fleet_jsonable(c.groups, c.config, c.group_by, c.duplicates)
     if c.limit_pct is not None:
         data["regression_check"] = {
             "limit_pct": c.limit_pct,

@@ -24,12 +24,15 @@ from fsyncbench.errors import FsyncbenchError
 from fsyncbench.fmt import fmt_bounds, fmt_interval, fmt_ns
 from fsyncbench.model import NO_FLUSH, VOLATILE_CACHE, Report, Result, to_jsonable
 from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
+from fsyncbench.report.redact import REDACTED_HOST
 
 #: The configuration a fleet is sorted by when none is named: the durable WAL setup an
 #: agent journal would use.
 DEFAULT_FLEET_CONFIG = "wal/full"
 #: What reports can be grouped by (``--group-by``), in column order.
-GROUP_FIELDS = ("host", "disk", "kernel")
+GROUP_FIELDS = ("host", "disk", "kernel", "dir")
+#: The grouping when none is asked for.
+DEFAULT_GROUP_BY = ("host", "disk", "kernel")
 #: ``--group-by report``: no grouping, one row per report.
 NO_GROUPING = "report"
 #: Path verdicts that mean an acknowledged flush may not be on stable media.
@@ -74,10 +77,11 @@ class FleetGroup:
 
 
 def _disks(report: Report) -> str:
-    """The disk models (names where no model is known) under the directory; "-" where no
-    block device holds it (tmpfs, a network filesystem)."""
+    """The disk models (names where no model is known) under the directory, sorted, so the
+    order the kernel listed them in does not split a group; "-" where no block device holds
+    it (tmpfs, a network filesystem)."""
     disks = report.host.target.disks
-    return ", ".join(d.model or d.name for d in disks) or "-"
+    return " + ".join(sorted(d.model or d.name for d in disks)) or "-"
 
 
 def _kernel(report: Report) -> str:
@@ -95,24 +99,36 @@ def _vm(report: Report) -> str:
     return "yes" if virt else ("no" if virt is False else "?")
 
 
-#: The value of each grouping field of a report.
-FACETS: dict[str, Callable[[Report], str]] = {
-    "host": lambda r: r.host.hostname or "?",
-    "disk": _disks,
-    "kernel": _kernel,
+def _dir(row: FleetRow) -> str:
+    """The directory the report file lies in, relative to the directory compared (ansible's
+    fetch names it after the inventory host); "." at its top or for a file given alone."""
+    parent = row.label.rpartition("/")[0]
+    return parent or "."
+
+
+#: The value of each grouping field of a row.
+FACETS: dict[str, Callable[[FleetRow], str]] = {
+    "host": lambda row: row.report.host.hostname or "?",
+    "disk": lambda row: _disks(row.report),
+    "kernel": lambda row: _kernel(row.report),
+    "dir": _dir,
 }
 
 
 def parse_group_by(text: str | Sequence[str] | None) -> tuple[str, ...]:
     """``--group-by``: a comma list of :data:`GROUP_FIELDS` (any order, case-insensitive;
-    returned in column order), or ``report`` for one row per report (returns ()). None: all
-    of them. Raises FsyncbenchError for another name."""
+    returned in column order), or ``report`` alone for one row per report (returns ()).
+    None: :data:`DEFAULT_GROUP_BY`. Raises FsyncbenchError for another name."""
     if text is None:
-        return GROUP_FIELDS
+        return DEFAULT_GROUP_BY
     parts = text.split(",") if isinstance(text, str) else [p for t in text for p in t.split(",")]
     names = {p.strip().lower() for p in parts if p.strip()}
     if names == {NO_GROUPING}:
         return ()
+    if NO_GROUPING in names:
+        raise FsyncbenchError(
+            f"--group-by {NO_GROUPING} (one row per report) cannot be combined with fields"
+        )
     unknown = sorted(names - set(GROUP_FIELDS))
     if unknown or not names:
         raise FsyncbenchError(
@@ -174,7 +190,7 @@ def group(rows: Sequence[FleetRow], by: Sequence[str]) -> list[FleetGroup]:
     report), fastest group p99 first (ties: by key, then label)."""
     buckets: dict[tuple[tuple[str, str], ...], list[FleetRow]] = {}
     for i, row in enumerate(rows):
-        key = tuple((f, FACETS[f](row.report)) for f in by) if by else (("#", str(i)),)
+        key = tuple((f, FACETS[f](row)) for f in by) if by else (("#", str(i)),)
         buckets.setdefault(key, []).append(row)
     groups = []
     for key, members in buckets.items():
@@ -220,26 +236,33 @@ def _tone(values: Sequence[str]) -> str:
 def _spread(g: FleetGroup) -> str:
     if g.spread == "range":
         assert g.p99_low_ns is not None and g.p99_high_ns is not None
-        return f"{fmt_bounds((g.p99_low_ns, g.p99_high_ns))} over {len(g.rows)} reports"
+        return f"{fmt_bounds((g.p99_low_ns, g.p99_high_ns))} seen in {len(g.rows)} reports"
     s = g.rows[0].result.summary
     text = fmt_interval(s.p99_ci_ns, s.p99_interval)
     return text + " (its 95% CI)" if s.p99_ci_ns is not None else text
 
 
-def _group_table(groups: Sequence[FleetGroup], config: str) -> Table:
-    shown = list(GROUP_FIELDS)  # fields not grouped by are tallied when they differ
-    headers = ["#", *shown, "fs", "VM", "reports", "n", "p50", "p99", "p99 spread"]
-    headers += [f"{config} verdict", "durable config", "path verdict"]
+#: Columns of the group table that describe a group's storage, beside the grouping fields.
+_SHOWN = ("host", "disk", "kernel")
+
+
+def _group_table(groups: Sequence[FleetGroup], config: str, by: Sequence[str]) -> Table:
+    shown = list(_SHOWN) + (["dir"] if "dir" in by else [])
+    label = [] if by else ["report"]
+    headers = ["#", *label, *shown, "fs", "VM", "reports", "n (sum)", "p50", "p99"]
+    headers += ["p99 spread", f"{config} verdict", "durable config", "path verdict"]
+    first_num = 1 + len(label) + len(shown) + 2
     rows = []
     for i, g in enumerate(groups, start=1):
         reps = [r.report for r in g.rows]
-        facets = [_tally([FACETS[f](rep) for rep in reps]) for f in shown]
+        facets = [_tally([FACETS[f](r) for r in g.rows]) for f in shown]
         path = [r.path_verdict for r in g.rows]
         conf = [r.config_verdict or "-" for r in g.rows]
         durable = [_durable(r.config_durable) for r in g.rows]
         rows.append(
             (
                 Cell(str(i)),
+                *(Cell(g.rows[0].label) for _ in label),
                 *(Cell(f) for f in facets),
                 Cell(_tally([_fs(rep) for rep in reps])),
                 Cell(_tally([_vm(rep) for rep in reps])),
@@ -253,7 +276,7 @@ def _group_table(groups: Sequence[FleetGroup], config: str) -> Table:
                 Cell(_tally(path), _tone(path)),
             )
         )
-    numeric = frozenset({0, len(shown) + 3, len(shown) + 4, len(shown) + 5, len(shown) + 6})
+    numeric = frozenset({0, *range(first_num, first_num + 4)})
     return Table(tuple(headers), tuple(rows), numeric)
 
 
@@ -281,72 +304,146 @@ def _report_table(groups: Sequence[FleetGroup]) -> Table:
     )
 
 
-def _reading(groups: Sequence[FleetGroup], by: Sequence[str]) -> tuple[Paragraph, ...]:
+def _unordered(groups: Sequence[FleetGroup]) -> list[str]:
+    """Neighbouring rows ("1-2") whose p99 spreads overlap, or one of which has none: the
+    order between them is not established by the figures."""
+    out = []
+    for i, (a, b) in enumerate(zip(groups, groups[1:]), start=1):
+        if a.p99_high_ns is None or b.p99_low_ns is None or a.p99_high_ns >= b.p99_low_ns:
+            out.append(f"{i}-{i + 1}")
+    return out
+
+
+def fleet_notes(
+    groups: Sequence[FleetGroup],
+    by: Sequence[str],
+    duplicates: Sequence[tuple[str, str]] = (),
+) -> list[Paragraph]:
+    """What a reader must know to read the fleet: how its figures are made, which orderings
+    the figures do not establish, groups whose reports disagree (and in what besides the
+    verdict), redacted hostnames grouped together, and duplicate reports read once. The
+    same notes go to every format, JSON included."""
     out = [
         Paragraph(
             "p50 and p99 are the median over the group's reports of each report's own "
-            "figure. p99 spread: for one report, its own 95 % interval (from its slices); for "
-            "several, the lowest and highest p99 among them, the run-to-run spread a second "
-            "run would see. Verdicts are each report's own, never averaged: a group whose "
-            "reports disagree lists each verdict with its count.",
+            "figure; n is the samples of all of them. p99 spread: for one report, its own 95 % "
+            "interval (from its slices); for several, the lowest and highest of their p99s. "
+            "That range is what was seen, not a bound: a next run can fall outside it, and "
+            "with few reports it is narrower than the spread between runs. Verdicts are each "
+            "report's own, never averaged: a group whose reports disagree lists each verdict "
+            "with its count.",
             "How to read it.",
         )
     ]
-    if any(len(g.rows) == 1 for g in groups) and len(groups) > 1:
+    unordered = _unordered(groups)
+    if unordered:
         out.append(
             Paragraph(
-                "A group with one report has only that run's own interval; back-to-back runs "
-                "of one machine can differ by more than it shows, so an order between groups "
-                "whose spreads overlap is not a ranking.",
+                f"Rows {', '.join(unordered)}: their p99 spreads overlap or one has none, so "
+                "the figures do not establish which is faster; the order there is by the "
+                "median alone.",
+                "Not a ranking everywhere.",
                 tone="caution",
             )
         )
-    mixed = [
-        str(i)
-        for i, g in enumerate(groups, start=1)
-        if len({r.path_verdict for r in g.rows}) > 1 or len({r.config_verdict for r in g.rows}) > 1
-    ]
-    if mixed:
+    for i, g in enumerate(groups, start=1):
+        verdicts = {(r.path_verdict, r.config_verdict) for r in g.rows}
+        if len(verdicts) < 2:
+            continue
+        differ = [
+            name
+            for name, values in (
+                ("host", [r.report.host.hostname for r in g.rows]),
+                ("disk", [_disks(r.report) for r in g.rows]),
+                ("kernel", [_kernel(r.report) for r in g.rows]),
+                ("filesystem", [_fs(r.report) for r in g.rows]),
+                ("measured directory", [r.report.host.target.path for r in g.rows]),
+                (
+                    "mount options",
+                    [
+                        ",".join(r.report.host.target.mount.options)
+                        if r.report.host.target.mount
+                        else "?"
+                        for r in g.rows
+                    ],
+                ),
+            )
+            if len(set(values)) > 1
+        ]
+        where = (
+            f"they differ in {', '.join(differ)} as well"
+            if differ
+            else "nothing in the host summary differs, so the same storage gave different "
+            "evidence at different times"
+        )
         out.append(
             Paragraph(
-                f"Group{'s' * (len(mixed) > 1)} {', '.join(mixed)}: the reports disagree on a "
-                "verdict. The same host, disk and kernel gave different evidence at different "
-                "times; read each report (`fsyncbench show REPORT`) before trusting either.",
+                f"Group {i}: its {len(g.rows)} reports disagree on a verdict; {where}. Read "
+                "each report (`fsyncbench show REPORT`) for the evidence that decided it.",
                 "Verdicts differ within a group.",
                 tone="caution",
             )
         )
-    return tuple(out)
+    if "host" in by and any(
+        len({r.label for r in g.rows}) > 1
+        and any(r.report.host.hostname == REDACTED_HOST for r in g.rows)
+        for g in groups
+    ):
+        out.append(
+            Paragraph(
+                f"Some reports were redacted (host {REDACTED_HOST}): reports of different "
+                "hosts may share a row. `--group-by dir` groups by the directory each report "
+                "lies in (ansible's fetch names it after the host).",
+                "Redacted hostnames.",
+                tone="caution",
+            )
+        )
+    if duplicates:
+        pairs = "; ".join(f"{dup} (as {kept})" for dup, kept in duplicates)
+        out.append(
+            Paragraph(
+                f"Read once: {pairs}. Same host, directory, kind, time and figures: the same run.",
+                "Duplicate reports.",
+            )
+        )
+    return out
 
 
 def describe_fleet(
-    groups: Sequence[FleetGroup], config: str, by: Sequence[str], tool_version: str
+    groups: Sequence[FleetGroup],
+    config: str,
+    by: Sequence[str],
+    tool_version: str,
+    duplicates: Sequence[tuple[str, str]] = (),
 ) -> Document:
     """The :class:`Document` of a fleet: the groups (fastest p99 of ``config`` first),
-    how to read them, and every report with its own figures."""
+    the notes of :func:`fleet_notes`, and every report with its own figures."""
     n_reports = sum(len(g.rows) for g in groups)
     grouping = f"grouped by {', '.join(by)}" if by else "one row per report"
     return Document(
         f"fsyncbench fleet: {n_reports} report{'s' * (n_reports != 1)} sorted by p99 of {config}",
         f"fsyncbench {tool_version}, {grouping}, {len(groups)} "
-        f"row{'s' * (len(groups) != 1)}, fastest first",
+        f"row{'s' * (len(groups) != 1)}, fastest median first",
         (
             Section(
                 "fleet",
                 f"p99 of {config} by {', '.join(by) or 'report'}",
-                (
-                    _group_table(groups, config),
-                    *_reading(groups, by),
-                ),
+                (_group_table(groups, config, by), *fleet_notes(groups, by, duplicates)),
             ),
             Section("fleet-reports", "The reports", (_report_table(groups),)),
         ),
     )
 
 
-def fleet_jsonable(groups: Sequence[FleetGroup], config: str, by: Sequence[str]) -> dict[str, Any]:
+def fleet_jsonable(
+    groups: Sequence[FleetGroup],
+    config: str,
+    by: Sequence[str],
+    duplicates: Sequence[tuple[str, str]] = (),
+) -> dict[str, Any]:
     """A fleet as JSON-ready data (durations in ns): ``groups``, fastest first, each with
-    its key, figures, spread and its ``reports`` (the rows of :func:`fleet`)."""
+    its key, figures, spread and its ``reports`` (the rows of :func:`fleet`); ``notes``
+    (:func:`fleet_notes`, as text) and ``duplicates`` read once."""
     out = []
     for rank, g in enumerate(groups, start=1):
         reports = []
@@ -384,4 +481,15 @@ def fleet_jsonable(groups: Sequence[FleetGroup], config: str, by: Sequence[str])
                 "reports": reports,
             }
         )
-    return {"kind": "fleet", "config": config, "group_by": list(by), "groups": out}
+    notes = [
+        (f"{p.lead} " if p.lead else "") + p.text.replace("`", "")
+        for p in fleet_notes(groups, by, duplicates)
+    ]
+    return {
+        "kind": "fleet",
+        "config": config,
+        "group_by": list(by),
+        "groups": out,
+        "notes": notes,
+        "duplicates": [{"label": d, "same_as": k} for d, k in duplicates],
+    }
