@@ -700,7 +700,13 @@ def _add_prometheus_option(p: argparse.ArgumentParser) -> None:
 
 
 def _prometheus_file(text: str) -> Path:
-    """argparse type of --prometheus FILE: not empty, and not written as a directory."""
+    """argparse type of --prometheus FILE: not empty, not written as a directory, and not
+    ``-`` (which -o reads as standard output: here it would be a file named "-")."""
+    if text == "-":
+        raise argparse.ArgumentTypeError(
+            "- is not a file: --prometheus writes a FILE for node_exporter's textfile "
+            "collector (to print the metrics, write them to a file and cat it)"
+        )
     if text.endswith(("/", os.sep)) and len(text) > 1:
         example = text.rstrip("/" + os.sep) + "/fsyncbench.prom"
         raise argparse.ArgumentTypeError(

@@ -205,6 +205,12 @@ CASES = [
     ),
     ("run d --prometheus ''", "argument --prometheus: empty path (see fsyncbench run --help)"),
     (
+        "run d --prometheus -",
+        "argument --prometheus: - is not a file: --prometheus writes a FILE for node_exporter's "
+        "textfile collector (to print the metrics, write them to a file and cat it) (see "
+        "fsyncbench run --help)",
+    ),
+    (
         "run d --prometheus missingdir/x.prom",
         "cannot write missingdir/x.prom: missingdir does not exist",
     ),

@@ -117,12 +117,21 @@ def test_sdist_holds_what_a_rebuild_and_a_reader_need(dist):
     sdist = _one(dist, f"fsyncbench-{__version__}.tar.gz")
     with tarfile.open(sdist) as t:
         names = {n.split("/", 1)[1] for n in t.getnames() if "/" in n}
+    # the package and its build; the tests with their helpers and fixtures; what README links
     for needed in (
         "pyproject.toml",
         "README.md",
         "LICENSE",
         "fsyncbench/cli.py",
         "fsyncbench/py.typed",
+        "tests/conftest.py",
+        "tests/sampled.py",
+        "tests/fixtures/reports/aws-ebs-nvme.json",
+        "docs/report.schema.json",
+        "ARCHITECTURE.md",
+        "CHANGELOG.md",
+        "examples/kubernetes/job.yaml",
+        "examples/ansible/fleet.yml",
     ):
         assert needed in names, needed
 

@@ -77,7 +77,8 @@ HELP = {
         "Latency of one timed operation in seconds, measured; "
         + _KINDS
         + ". Quantiles over all the run's timed samples (warmup excluded), not a sliding "
-        "window; _count is the sample count, _sum their summed time."
+        "window; _count is the sample count, _sum their summed time, both this report's "
+        "alone (not running totals: rate() of them means nothing; _sum / _count is the mean)."
     ),
     "fsyncbench_latency_ci_seconds": (
         "Bound (bound=low|high) of the confidence interval (level in confidence, 0.95 unless "
