@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -515,13 +514,13 @@ def writable_file(path: Path | None) -> None:
         raise FsyncbenchError(f"cannot write {path}: {parent} {why}")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise FsyncbenchError(f"cannot write {path}: directory {parent} is not writable")
-    try:
-        with tempfile.TemporaryFile(dir=parent):
-            pass
-    except OSError as exc:
+    from fsyncbench.report.store import cannot_create_in
+
+    refused = cannot_create_in(parent)
+    if refused:
         raise FsyncbenchError(
-            f"cannot write {path}: directory {parent} is not writable ({exc.strerror or exc})"
-        ) from None
+            f"cannot write {path}: directory {parent} is not writable ({refused})"
+        )
 
 
 def same_file(a: Path, b: Path) -> bool:

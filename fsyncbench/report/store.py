@@ -307,14 +307,22 @@ def check_output_dir(directory: Path) -> Path:
             raise FsyncbenchError(f"output {directory} is not a directory")
         what = "is a file" if probe.is_file() else "is not a directory"
         raise FsyncbenchError(f"output {directory} is not a directory ({probe} {what})")
+    why = cannot_create_in(probe)
+    if why:
+        raise FsyncbenchError(f"output directory {directory} is not writable ({why})")
+    return directory
+
+
+def cannot_create_in(directory: Path) -> str | None:
+    """Why a file cannot be created in ``directory`` (the error's text), or None when it
+    can: found by creating (and at once removing) an unnamed temporary file there, since
+    access(2) lets root through where the filesystem refuses (/proc, a read-only mount)."""
     try:
-        with tempfile.TemporaryFile(dir=probe):
+        with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as exc:
-        raise FsyncbenchError(
-            f"output directory {directory} is not writable ({exc.strerror or exc})"
-        ) from exc
-    return directory
+        return str(exc.strerror or exc)
+    return None
 
 
 def prepare_output_dir(directory: Path) -> Path:
