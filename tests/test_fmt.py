@@ -229,3 +229,16 @@ def test_bandwidth_reads_the_same_in_every_place():
     # rounded half to even): a divisor off by one byte would print 1.37 GB/s and 3 MB/s
     assert fmt_bandwidth(1_375_000_000.0) == "1.38 GB/s"
     assert fmt_bandwidth(3_500_000.0) == "4 MB/s"
+
+
+def test_the_method_names_the_slice_count_once_when_every_configuration_has_the_same():
+    """ "each configuration's 5 slices", not "5-5"; a range only where the counts differ."""
+    import dataclasses
+
+    from fsyncbench.report.wording import interval_method_text
+
+    rep = sampled.report(1.0, seed=0)
+    same = [dataclasses.replace(r, slice_counts=(400,) * 5) for r in rep.results]
+    assert "each configuration's 5 slices lay" in interval_method_text(same)
+    mixed = [same[0], dataclasses.replace(same[1], slice_counts=(100,) * 4 + (50,) * 4)]
+    assert "each configuration's 5-8 slices lay" in interval_method_text(mixed)

@@ -294,6 +294,11 @@ def interval_caveat(results: Sequence[Result]) -> str:
     return ""
 
 
+def _count_range(counts: Sequence[int]) -> str:
+    """``5`` or ``5-9``: a count, or the range of counts, of sorted ``counts``."""
+    return str(counts[0]) if counts[0] == counts[-1] else f"{counts[0]}-{counts[-1]}"
+
+
 def interval_method_text(results: Sequence[Result]) -> str:
     """How the report's 95 % intervals were made, and what they do not cover."""
     from fsyncbench.measure import stats
@@ -305,7 +310,7 @@ def interval_method_text(results: Sequence[Result]) -> str:
         text = (
             "Samples close in time move together (stalls and write-back come in bursts), so "
             "the 95 % intervals of p50 and p99 rest on the slices, not on single samples: "
-            f"each configuration's {slices[0]}-{slices[-1]} slices lay a rotation of the "
+            f"each configuration's {_count_range(slices)} slices lay a rotation of the "
             "others apart, and the interval is the delete-a-slice jackknife of log(percentile) "
             "with Student's t on slices - 1 degrees of freedom (Kuensch 1989; Busing et al. "
             "1999): as wide as the slices disagree, and wider up than down. No interval is "
