@@ -9,6 +9,7 @@ durable: https://lwn.net/Articles/457667/).
 from __future__ import annotations
 
 import dataclasses
+import datetime as _dt
 import json
 import os
 import re
@@ -120,9 +121,18 @@ def check_consistent(report: Report) -> None:
     """Refuse what cannot be a measurement, beyond the types the loader checks: an unknown
     result kind or verdict word, summary counts that disagree with the raw samples, slices
     that do not add up to them, rounds not one per slice, an interval whose low bound lies
-    above its high one. Raises ValueError naming the result and field."""
+    above its high one, a creation time that is not ISO 8601, two results of one name.
+    Raises ValueError naming the result and field."""
     from fsyncbench.model import PATH_VERDICTS
 
+    try:  # Python 3.10's fromisoformat takes no "Z"
+        _dt.datetime.fromisoformat(report.created_utc.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"created_utc: {report.created_utc!r} is not an ISO 8601 time") from None
+    names = [r.name for r in report.results]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"results: {', '.join(twice)} measured twice in one report")
     verdicts = [report.verdict.path_verdict, *(v.path_verdict for v in report.verdict.results)]
     for word in verdicts:
         if word not in PATH_VERDICTS:
