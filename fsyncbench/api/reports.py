@@ -287,8 +287,9 @@ def _report_inputs(
     reports: Sequence[PathLike | Report],
 ) -> tuple[list[Path | Report], list[str], bool]:
     """Each argument of compare, directories expanded to the report files under them: the
-    inputs (a file found again under a directory is read once), their labels (file name; under a directory,
-    the path inside it; full paths where those repeat) and whether a directory was given."""
+    inputs (a file found again under a directory is read once), their labels (file name;
+    under a directory, the path inside it; full paths where those repeat) and whether a
+    directory was given. Raises FsyncbenchError for a path that does not exist."""
     items: list[Path | Report] = []
     short: list[str] = []
     seen: set[Path] = set()
@@ -309,8 +310,9 @@ def _report_inputs(
             continue
         any_dir = True
         for f in store.find_reports(path):
-            if f.resolve() not in seen:  # a report found again under a directory: once
-                seen.add(f.resolve())
+            real = f.resolve()
+            if real not in seen:  # a report found again under a directory: once
+                seen.add(real)
                 items.append(f)
                 short.append(f.relative_to(path).as_posix())
     if len(set(short)) == len(short):
@@ -378,7 +380,8 @@ def compare(
     at. ``group_by``: a fleet's grouping fields, a comma list of host, disk, kernel (default
     all three; also dir: the directory each report lies in) or "report" for one row per
     report. ``kind``: only reports of this kind (run, audit; a directory often holds both).
-    Identical runs (same host, directory, kind and time) are read once in a fleet.
+    Copies of one run (same host, directory, kind, time and figures) are read once in a
+    fleet and named in ``duplicates``.
     ``fail_on_regression``: a percentage; a
     configuration whose p99 is more than that much worse than in the baseline, and
     significantly so, is a regression (the baseline must be a file, not a directory).

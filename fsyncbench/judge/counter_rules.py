@@ -33,6 +33,7 @@ from fsyncbench.judge.rule_facts import (
     _least_flushes,
     _media_deltas,
     _media_disks,
+    _net_of_background,
     _per_sync,
     _power_protected_media,
     _preload_names,
@@ -158,20 +159,15 @@ def rule_flush_counters(f: Facts, r: Result | None) -> tuple[str, Finding] | Non
         and "back" in (top_layer.device.write_cache or "")
     )
     not_sent = top_flushes is not None and top_flushes < DROPPED_FLUSH_RATIO and top_write_back
-    # other processes' flushes on the same disk only add: take the background out first,
-    # unless it alone could explain REACHED_FLUSH_RATIO flushes per sync: an estimate that
-    # large (a busy disk, a rate taken in another window) cannot tell a lost flush from a
-    # busy neighbour, as in _reached_ratio; then only a count low before subtraction is loss
-    background = _background_flushes(f, r)
-    syncs = r.syncs_issued or 0
+    # other processes' flushes on the same disk only add: take the background out first;
+    # where it is too large to trust, only a count low before subtraction is loss
     net = (
-        max(0.0, ratio - background / syncs)
-        if ratio is not None
-        and background is not None
-        and syncs
-        and background < REACHED_FLUSH_RATIO * syncs
-        else ratio
+        None
+        if ratio is None
+        else _net_of_background(ratio, _background_flushes(f, r), r.syncs_issued or 0)
     )
+    if net is None:
+        net = ratio
     lost = net is not None and net < DROPPED_FLUSH_RATIO and bool(_write_back(host))
     if not (not_sent or lost):
         return None

@@ -241,12 +241,20 @@ def _reached_ratio(f: Facts, result: Result | None) -> float | None:
     ratio = _counter_ratio(result, f.host)
     if ratio is None or result is None or not result.syncs_issued:
         return None
-    background = _background_flushes(f, result)
-    if background is None:
+    return _net_of_background(ratio, _background_flushes(f, result), result.syncs_issued)
+
+
+def _net_of_background(ratio: float, background: float | None, syncs: int) -> float | None:
+    """Device flushes per sync (``ratio``) less ``background`` flushes of other I/O spread
+    over ``syncs`` (never below 0); ``ratio`` itself without a background estimate or syncs;
+    None when the background alone could explain REACHED_FLUSH_RATIO flushes per sync: an
+    estimate that large (a busy disk, a rate from another window) cannot tell the syncs'
+    own flushes from a busy neighbour's, so the counter says nothing about them."""
+    if background is None or not syncs:
         return ratio
-    if background >= REACHED_FLUSH_RATIO * result.syncs_issued:
+    if background >= REACHED_FLUSH_RATIO * syncs:
         return None
-    return max(0.0, ratio - background / result.syncs_issued)
+    return max(0.0, ratio - background / syncs)
 
 
 def _per_sync(result: Result, device: str | None, attr: str) -> float | None:
