@@ -59,6 +59,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
             progress=progress,
             notes=_note,
             command_line=["fsyncbench", *argv],
+            history=None if args.no_history else (args.history or args.report_dir),
         )
     return _finish_report(report, args, gates)
 

@@ -30,6 +30,16 @@ def _path(text: str) -> Path:
     return Path(text)
 
 
+def _existing_dir(text: str) -> Path:
+    """argparse type for a directory that must exist (--history)."""
+    path = _path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(
+            f"{text} is not a directory" if path.exists() else f"directory {text} does not exist"
+        )
+    return path
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage dump) and exit code 2."""
 
@@ -157,6 +167,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_output_option(run)
     _add_report_dir_options(run)
+    remember = run.add_mutually_exclusive_group()
+    remember.add_argument(
+        "--history",
+        type=_existing_dir,
+        metavar="DIR",
+        help="read earlier runs of the same measurement (same host, directory, storage "
+        "and workload) from the reports in DIR and widen each interval by the spread "
+        "between runs, which one run cannot see (default: the --report-dir)",
+    )
+    remember.add_argument(
+        "--no-history",
+        action="store_true",
+        help="intervals from this run alone (they cannot see how much a run at another "
+        "time differs)",
+    )
     _add_model_call_option(run)
     _add_assume_option(run)
     _add_sharing_options(run)

@@ -94,8 +94,9 @@ def fmt_precision(estimate: float, bounds: Sequence[float] | None) -> str:
     return f"+{_ceil1(max(up, 0.0)):.1f}/-{_ceil1(max(down, 0.0)):.1f}%"
 
 
-def fmt_spread(values_ns: Sequence[float]) -> str:
-    """Between-round spread: ``310 us - 612 us (3 rounds)``; "-" with fewer than two."""
+def fmt_spread(values_ns: Sequence[float], unit: str = "rounds") -> str:
+    """Between-round (or between-run: ``unit`` "runs") spread: ``310 us - 612 us (3
+    rounds)``; "-" with fewer than two values."""
     if len(values_ns) < 2:
         return "-"
-    return f"{fmt_ns(min(values_ns))} - {fmt_ns(max(values_ns))} ({len(values_ns)} rounds)"
+    return f"{fmt_ns(min(values_ns))} - {fmt_ns(max(values_ns))} ({len(values_ns)} {unit})"

@@ -18,10 +18,12 @@ from typing import Any, Union
 #: Path verdicts, strongest claim last. See ../shared/DESIGN.md "Vocabulary".
 #: Version of the report format written by this fsyncbench (these dataclasses); the store
 #: (:mod:`fsyncbench.report.store`) refuses to load a newer one.
-#: 2: slice boundaries and rounds per result, intervals valid for dependent samples
-#: (``Interval``); 1: intervals that assume independent samples (still read: their
+#: 3: earlier runs of the same measurement per result (``Result.earlier``) and intervals
+#: that include the spread between runs (``Interval.runs``); 2: slice boundaries and rounds
+#: per result, intervals valid for dependent samples (``Interval``; still read: one run's
+#: intervals); 1: intervals that assume independent samples (still read: their
 #: ``ci_method`` is "bootstrap" or "order-statistic" and renderers say what that means).
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 NO_FLUSH = "no_flush"
 VOLATILE_CACHE = "volatile_cache"
@@ -75,8 +77,14 @@ class Interval:
     (None, with ``reason`` saying why, when the data cannot support an interval);
     ``se_log`` the standard error of log(estimate) and ``df`` its degrees of freedom, which
     tests between runs use; ``blocks`` how many independent blocks (slices or rounds) it
-    rests on; ``method`` names how it was computed ("block-jackknife",
+    rests on; ``method`` names how this run's own part was computed ("block-jackknife",
     "round-jackknife", or "order-statistic", which assumes independent samples).
+
+    ``runs`` is how many runs of the same measurement the interval rests on: 1, this run
+    alone; more when earlier runs (``Result.earlier``) widened it by the spread between
+    runs (:func:`fsyncbench.measure.stats.between_runs_interval`). Then ``se_log`` and
+    ``df`` are the combined ones, ``tau_log`` the estimated between-run standard deviation
+    of log(estimate), and ``within_se_log``/``within_df`` this run's own.
     """
 
     estimate_ns: float
@@ -87,6 +95,18 @@ class Interval:
     blocks: int
     method: str
     reason: str | None = None
+    runs: int = 1
+    tau_log: float | None = None
+    within_se_log: float | None = None
+    within_df: float = 0.0
+
+    @property
+    def own_se_log(self) -> float | None:
+        """This run's own standard error of log(estimate): without the spread between
+        runs, None where this run alone supports no interval."""
+        if self.runs <= 1:
+            return self.se_log if self.bounds is not None else None
+        return self.within_se_log
 
     @property
     def bounds(self) -> tuple[float, float] | None:
@@ -147,6 +167,21 @@ class FlushDelta:
 
 
 @dataclass(frozen=True)
+class EarlierRun:
+    """One earlier run of the same measurement, as far as intervals need it: its p50 and p99
+    (ns) and its own standard errors of their logs (``*_se_log``, that run's samples alone;
+    None where they supported no interval). ``report`` is the report's file name and
+    ``created_utc`` when it was made."""
+
+    report: str
+    created_utc: str
+    p50_ns: float
+    p99_ns: float
+    p50_se_log: float | None = None
+    p99_se_log: float | None = None
+
+
+@dataclass(frozen=True)
 class Result:
     """One measured configuration or sync primitive with its raw samples.
 
@@ -167,7 +202,9 @@ class Result:
     the sample count) and ``slice_rounds`` the round of each (``run --rounds``); both are
     empty in schema 1 reports, whose intervals therefore assume independent samples.
     In adaptive mode ``target_samples`` is the minimum sample count. Kind "floor" results
-    (``Report.floors``) measure the tool itself, not the storage.
+    (``Report.floors``) measure the tool itself, not the storage. ``earlier`` holds the
+    figures of earlier runs of the same measurement (same host, directory, storage and
+    workload; oldest first) whose spread widens this result's intervals (schema 3).
     """
 
     kind: str
@@ -191,6 +228,7 @@ class Result:
     phases: int = 1
     slice_counts: tuple[int, ...] = ()
     slice_rounds: tuple[int, ...] = ()
+    earlier: tuple[EarlierRun, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,16 @@
 directory, and how often their intervals and `compare` claim a difference that is not there.
 
 Usage: python scripts/bench_aa.py DIR [--runs K] [--run-args "ARGS"] [--limit-pct 20]
-       [--keep DIR2]   (keep the reports)
+       [--keep DIR2]   (keep the reports)  [--seed DIR3]  (earlier reports to start from)
        python scripts/bench_aa.py --reports A.json B.json ...   (analyse saved reports)
+
+The runs save their reports in one directory, as a user's runs do in ``reports/``, so from
+the third run on each run's intervals include the spread between it and the earlier runs
+(``run --history``, the default); ``--seed DIR3`` copies earlier reports of the same
+measurement (e.g. an earlier ``--keep``) there first, ``--run-args --no-history`` measures
+without. Coverage is printed for intervals of one run alone and for those that include
+earlier runs, and, of the latter, for later runs' estimates only (a forecast: the interval
+was made before that run existed).
 
 Each run is a real `python -m fsyncbench run DIR` process (default options unless
 ``--run-args`` says otherwise; reports go to a temporary directory removed afterwards) whose
@@ -88,6 +96,9 @@ def main() -> int:
     )
     parser.add_argument("--keep", type=Path, help="copy the reports into this directory")
     parser.add_argument("--reports", type=Path, nargs="+", help="analyse these saved reports")
+    parser.add_argument(
+        "--seed", type=Path, help="copy these earlier reports (*.json) in before the first run"
+    )
     args = parser.parse_args()
     if args.reports:
         return analyse(args.reports, [], args.limit_pct)
@@ -96,9 +107,13 @@ def main() -> int:
     if args.runs < 2:
         parser.error("--runs must be at least 2")
     with tempfile.TemporaryDirectory(prefix="bench-aa-") as tmp:
+        out = Path(tmp) / "reports"
+        out.mkdir()
+        for seed in sorted(args.seed.glob("*.json")) if args.seed else ():
+            shutil.copy2(seed, out / seed.name)  # keeps the time: newest are read first
         paths, walls = [], []
         for k in range(args.runs):
-            out = Path(tmp) / f"run{k}"
+            before = set(out.glob("*.json"))
             t0 = time.perf_counter()
             proc = fsb(
                 "run",
@@ -112,7 +127,8 @@ def main() -> int:
             if proc.returncode not in (0, 1):
                 print(proc.stderr, file=sys.stderr)
                 return 2
-            paths.append(next(out.glob("*.json")))
+            (new,) = set(out.glob("*.json")) - before
+            paths.append(new)
             print(f"run {k + 1}/{args.runs}: {walls[-1]:.1f} s", file=sys.stderr)
         if args.keep:
             args.keep.mkdir(parents=True, exist_ok=True)
@@ -125,8 +141,10 @@ def main() -> int:
 
 
 def _checks(a, b):
-    """(hit, df) per check of one run's estimate against the other's interval, both ways,
-    for p50 and p99 of every configuration both measured; hit None = no interval."""
+    """(name, hit, df, runs, later) per check of one run's estimate against the other's
+    interval, both ways, for p50 and p99 of every configuration both measured (a is the
+    earlier run); hit None = no interval, runs = the runs that interval rests on, later =
+    the estimate is of the later run (the interval is of the earlier one)."""
     rb = {r.name: r for r in b.results}
     for ra in a.results:
         other = rb.get(ra.name)
@@ -137,8 +155,14 @@ def _checks(a, b):
             (sa.p50_ns, sa.p50_ci_ns, sa.p50_interval, sb.p50_ns, sb.p50_ci_ns, sb.p50_interval),
             (sa.p99_ns, sa.p99_ci_ns, sa.p99_interval, sb.p99_ns, sb.p99_ci_ns, sb.p99_interval),
         ):
-            for est, ci, iv in ((est_b, ci_a, iv_a), (est_a, ci_b, iv_b)):
-                yield ra.name, (None if ci is None else inside(est, ci)), (iv.df if iv else 0)
+            for est, ci, iv, later in ((est_b, ci_a, iv_a, True), (est_a, ci_b, iv_b, False)):
+                yield (
+                    ra.name,
+                    (None if ci is None else inside(est, ci)),
+                    (iv.df if iv else 0),
+                    (iv.runs if iv else 1),
+                    later,
+                )
 
 
 def analyse(paths: list[Path], walls: list[float], limit_pct: float) -> int:
@@ -151,7 +175,7 @@ def analyse(paths: list[Path], walls: list[float], limit_pct: float) -> int:
         pair = compare.compare_pair(a, b)
         moved = bool(pair.floor_moved)
         tally = groups[moved]
-        for name, hit, df in _checks(a, b):
+        for name, hit, df, runs, later in _checks(a, b):
             row = per_config.setdefault(name, [0, 0, 0])
             if hit is None:
                 tally.no_interval += 1
@@ -159,6 +183,11 @@ def analyse(paths: list[Path], walls: list[float], limit_pct: float) -> int:
                 continue
             tally.checks += 1
             tally.covered += hit
+            kinds = ("alone",) if runs <= 1 else ("earlier", "forecast") if later else ("earlier",)
+            for kind in kinds:
+                got = tally.by_runs.setdefault(kind, [0, 0])
+                got[0] += hit
+                got[1] += 1
             row[0] += hit
             row[1] += 1
             if df:
@@ -233,6 +262,14 @@ def analyse(paths: list[Path], walls: list[float], limit_pct: float) -> int:
             f"{100 * t.covered / max(t.checks, 1):.1f} %  (target >= 90 %; a calibrated 95 % "
             f"interval with these degrees of freedom: {ref}); {t.no_interval} without an interval"
         )
+        for kind, label in (
+            ("alone", "intervals of one run alone"),
+            ("earlier", "intervals that include earlier runs"),
+            ("forecast", "  of these, against a later run's estimate"),
+        ):
+            if kind in t.by_runs:
+                h, n = t.by_runs[kind]
+                print(f"    {label}: {h}/{n} = {100 * h / n:.1f} %")
         print(
             f"  compare 'significant': {t.significant}/{t.compared} = "
             f"{100 * t.significant / max(t.compared, 1):.1f} % of statistics  (target <= 5 %)"
@@ -250,6 +287,7 @@ class _Tally:
         self.pairs = self.gates = self.covered = self.checks = self.no_interval = 0
         self.significant = self.compared = 0
         self.expected: list[float] = []
+        self.by_runs: dict[str, list[int]] = {}
 
 
 if __name__ == "__main__":

@@ -26,7 +26,8 @@ from fsyncbench.report import prometheus, store
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "tests" / "fixtures" / "reports"
 FIXTURES = sorted(REPORTS.glob("*.json"))
-EXAMPLE = ROOT / "reports" / "vm-20261201T113650Z.json"
+#: A real schema 2 run (this VM, one run alone): some statistics have no interval
+EXAMPLE = ROOT / "tests" / "fixtures" / "runs" / "vm-20261201T113650Z.json"
 PROMTOOL = shutil.which("promtool")
 QUICK = ["--samples", "30", "--rounds", "1", "--warmup", "2", "--quiet"]
 

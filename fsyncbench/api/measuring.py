@@ -25,6 +25,7 @@ from fsyncbench.measure.plan import (
 )
 from fsyncbench.model import SCHEMA_VERSION, Evidence, Host, Report, Result
 from fsyncbench.options import Gates, Outputs
+from fsyncbench.report import history as _history
 from fsyncbench.report import store
 
 if TYPE_CHECKING:  # for annotations only: each is imported where it is used
@@ -69,6 +70,7 @@ def run(
     progress: Progress | None = None,
     notes: Notes | None = None,
     command_line: Sequence[str] | None = None,
+    history: PathLike | None = None,
 ) -> Report:
     """``fsyncbench run``: measure journal-commit latency per pragma combination (and the raw
     sync primitives) in a fresh working directory under the existing directory ``target``,
@@ -89,6 +91,11 @@ def run(
     and user paths. ``gates``: its ``configs`` must be configurations this run measures;
     ``outputs``: files the caller writes afterwards; both checked before anything is
     measured. ``command_line`` is recorded in the report (default ``sys.argv``).
+    ``history``: a directory of saved reports (the CLI's default: the report directory);
+    earlier runs of the same measurement found there
+    (:func:`fsyncbench.report.history.read_history`, read before measuring) widen each
+    interval by the spread between runs. None, or a directory that does not exist: this
+    run's intervals alone, which cannot see how much a run at another time differs.
     """
     started = time.monotonic_ns()
     options.check_instance(gates, Gates, "gates")
@@ -130,9 +137,22 @@ def run(
             "(https://www.sqlite.org/pragma.html#pragma_fullfsync): its rows will differ "
             "only by noise",
         )
+    past = None
+    if history is not None:
+        options.check_path(history, "history")
+        past = _history.read_history(Path(history), host)
+        if past.unreadable:
+            _note(
+                notes,
+                f"{len(past.unreadable)} file(s) in {history} are not fsyncbench reports and "
+                f"give no earlier runs: {', '.join(past.unreadable[:3])}"
+                + (", ..." if len(past.unreadable) > 3 else ""),
+            )
     _sweep(path, notes)
     with _Measuring(progress) as where:
         results, floors = runner.run_with_floors(plan, host, where)
+    if past is not None:
+        results = _history.with_earlier(results, past)
     loss, skipped = None, ""
     if loss_plan is not None:  # only once every timing has finished
         try:

@@ -428,6 +428,15 @@ def result_from(m: Measurement, deltas: tuple[FlushDelta, ...], **fields: Any) -
     )
 
 
+def _own_p99_bounds(r: Result) -> tuple[float, float] | None:
+    """The bounds of ``r``'s p99 interval from its own samples (the CI target's), without
+    the spread between runs."""
+    iv = r.summary.p99_interval
+    if iv is None or iv.runs <= 1:
+        return r.summary.p99_ci_ns
+    return stats.own_bounds(iv, r.summary.ci_level)
+
+
 def _why(r: Result) -> str:
     iv = r.summary.p99_interval
     return iv.reason if iv is not None and iv.reason else "no interval"
@@ -448,8 +457,8 @@ def measurement_notes(host: Host, results: Sequence[Result]) -> tuple[str, ...]:
             f"the p99 CI target (+-{wide[0].ci_target_pct:g} %) was NOT met within the time "
             "budget for: "
             + ", ".join(
-                f"{r.name} ({fmt_precision(r.summary.p99_ns, r.summary.p99_ci_ns)}, n={r.summary.count})"
-                if r.summary.p99_ci_ns
+                f"{r.name} ({fmt_precision(r.summary.p99_ns, own)}, n={r.summary.count})"
+                if (own := _own_p99_bounds(r)) is not None
                 else f"{r.name} ({_why(r)})"
                 for r in wide
             )

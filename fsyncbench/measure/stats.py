@@ -15,7 +15,7 @@ from typing import Final
 
 import numpy as np
 
-from fsyncbench.model import Interval, Result, Summary
+from fsyncbench.model import EarlierRun, Interval, Result, Summary
 
 #: A result whose p50 is within this factor of the applicable floor's p50 is "at the
 #: tool's floor": it measures the tool (Python, SQLite's CPU work), not the storage.
@@ -43,20 +43,27 @@ def summarize(
     slice_counts: Sequence[int] = (),
     slice_rounds: Sequence[int] = (),
     confidence: float = 0.95,
+    earlier: Sequence[EarlierRun] = (),
 ) -> Summary:
     """Summary of ``samples_ns`` (operation times in ns, in time order, at least one).
 
     ``ops_per_s`` is samples per second of summed operation time (1e9 / mean), i.e. the
     rate at queue depth 1. The p50 and p99 intervals come from :func:`quantile_interval`
     over ``slice_counts``/``slice_rounds`` (see there; without slices they assume
-    independent samples and say so). With several rounds each round's p50 and p99 are
-    kept too. Raises ValueError on an empty sample set or slice counts that do not add up.
+    independent samples and say so), widened by the spread between this run and
+    ``earlier`` runs of the same measurement (:func:`between_runs_interval`). With several
+    rounds each round's p50 and p99 are kept too. Raises ValueError on an empty sample set
+    or slice counts that do not add up.
     """
     data = np.array(samples_ns, dtype=np.float64)
     if data.size == 0:
         raise ValueError("no samples to summarize")
-    p50_iv = quantile_interval(data, slice_counts, 50, confidence, slice_rounds)
-    p99_iv = quantile_interval(data, slice_counts, 99, confidence, slice_rounds)
+    p50_iv = quantile_interval(
+        data, slice_counts, 50, confidence, slice_rounds, earlier_figures(earlier, 50)
+    )
+    p99_iv = quantile_interval(
+        data, slice_counts, 99, confidence, slice_rounds, earlier_figures(earlier, 99)
+    )
     round_p50 = round_percentiles(data, slice_counts, slice_rounds, 50)
     round_p99 = round_percentiles(data, slice_counts, slice_rounds, 99)
     # one sorted copy serves the rest (a million samples: 8 MB)
@@ -92,6 +99,19 @@ def summarize(
         round_p50_ns=round_p50,
         round_p99_ns=round_p99,
     )
+
+
+def earlier_figures(
+    earlier: Sequence[EarlierRun], percentile: float
+) -> tuple[tuple[float, float | None], ...]:
+    """(estimate ns, own SE of its log) of ``percentile`` (50 or 99) in each earlier run:
+    what :func:`quantile_interval` takes as ``earlier``. Raises ValueError for another
+    percentile (earlier runs keep only those two)."""
+    if percentile == 50:
+        return tuple((e.p50_ns, e.p50_se_log) for e in earlier)
+    if percentile == 99:
+        return tuple((e.p99_ns, e.p99_se_log) for e in earlier)
+    raise ValueError("earlier runs keep p50 and p99 only")
 
 
 def _stdev(data: np.ndarray, mean: float, chunk: int = 65_536) -> float:
@@ -186,6 +206,7 @@ def quantile_interval(
     percentile: float,
     confidence: float = 0.95,
     slice_rounds: Sequence[int] = (),
+    earlier: Sequence[tuple[float, float | None]] = (),
 ) -> Interval:
     """The ``confidence`` interval of ``percentile`` of ``samples_ns`` (ns, in time order),
     valid for dependent samples: the one function behind every interval fsyncbench shows
@@ -208,9 +229,25 @@ def quantile_interval(
     :data:`MIN_TAIL_SAMPLES` samples beyond the percentile. Without ``slice_counts`` (a
     schema 1 report) the order-statistic interval of :func:`quantile_ci_ranks` is given,
     named :data:`METHOD_INDEPENDENT`: it assumes independent samples (none below
-    :func:`order_statistic_min_n` samples). Raises ValueError on
-    an empty sample set, counts that do not add up, or a percentile outside (0, 100).
+    :func:`order_statistic_min_n` samples).
+
+    ``earlier``: (estimate ns, own SE of its log or None) of the same percentile in earlier
+    runs of the same measurement; the interval is then widened by the spread between runs
+    (:func:`between_runs_interval`). Raises ValueError on an empty sample set, counts that
+    do not add up, or a percentile outside (0, 100).
     """
+    own = _own_interval(samples_ns, slice_counts, percentile, confidence, slice_rounds)
+    return between_runs_interval(own, earlier, confidence) if earlier else own
+
+
+def _own_interval(
+    samples_ns: Sequence[int] | np.ndarray,
+    slice_counts: Sequence[int],
+    percentile: float,
+    confidence: float,
+    slice_rounds: Sequence[int],
+) -> Interval:
+    """:func:`quantile_interval` from this run's samples alone."""
     x = np.asarray(samples_ns, dtype=np.float64)
     n = int(x.size)
     if n == 0:
@@ -281,6 +318,99 @@ def quantile_interval(
             ):
                 best = by_round
     return best
+
+
+#: Fewest earlier runs whose spread widens an interval: with one, the between-run spread
+#: rests on one difference (t on 1 degree of freedom is 12.7); two give t on 2 (4.3), as
+#: for :data:`MIN_ROUNDS`. A project choice, as :data:`MAX_EARLIER_RUNS`.
+MIN_EARLIER_RUNS = 2
+#: Most earlier runs used (the most recent): enough for the spread to be known to about
+#: +-30 % (8 degrees of freedom), few enough that a machine that changed weeks ago weighs
+#: little. On this project's A/A windows (README) 3, 5 and 8 earlier runs covered 93-97 % of
+#: later runs' estimates.
+MAX_EARLIER_RUNS = 8
+
+
+def between_runs_interval(
+    own: Interval, earlier: Sequence[tuple[float, float | None]], confidence: float = 0.95
+) -> Interval:
+    """``own`` (this run's interval, :func:`quantile_interval` without ``earlier``) widened
+    by the spread of the percentile between runs: what an interval from one run of ~30 s
+    cannot see (a shared host busier at another hour, write-back, a CPU clock).
+
+    ``earlier``: (estimate ns, that run's own SE of log(estimate) or None) per earlier run
+    of the same measurement. Model: each run's log estimate y_k = mu + u_k + e_k, with a run
+    effect u_k of variance tau^2 and the run's own error e_k of variance s_k^2 (the
+    random-effects model of meta-analysis, DerSimonian & Laird 1986, "Meta-analysis in
+    clinical trials", Controlled Clinical Trials 7:177-188). tau^2 is the method-of-moments
+    estimate over the R = len(earlier) + 1 runs, max(0, var(y) - mean(s_k^2)) (Hedges 1983,
+    "A random effects model for effect sizes", Psychological Bulletin 93:388-395; an earlier
+    run without an SE counts as 0, which can only widen). The interval is this run's
+    estimate x exp(+-t x sqrt(s^2 + tau^2)), t on the Welch-Satterthwaite degrees of freedom
+    (Satterthwaite 1946, Biometrics Bulletin 2(6):110-114) of s^2 (its own df) and tau^2
+    (R - 1): an interval for the percentile of this measurement at a random time, not only
+    for this run's stretch of time.
+
+    Where this run alone has no interval (too few samples beyond the percentile, ...) but
+    at least :data:`MIN_BLOCKS` runs have an estimate, the runs' own spread gives one:
+    variance var(y) (at least this run's own s^2 where it has one), t on R - 1.
+
+    Returned unchanged with fewer than :data:`MIN_EARLIER_RUNS` earlier runs (only the
+    :data:`MAX_EARLIER_RUNS` last are used) or a zero estimate. ``runs``, ``tau_log``,
+    ``within_se_log`` and ``within_df`` of the result say what it rests on.
+    """
+    usable = [(e, s) for e, s in earlier if e > 0][-MAX_EARLIER_RUNS:]
+    if len(usable) < MIN_EARLIER_RUNS or not own.estimate_ns > 0:
+        return own
+    runs = len(usable) + 1
+    ys = np.log([e for e, _ in usable] + [own.estimate_ns])
+    spread = float(np.var(ys, ddof=1))
+    has_own = own.bounds is not None and own.se_log is not None and own.df > 0
+    s0 = own.se_log if has_own and own.se_log is not None else None
+    if s0 is not None:
+        squares = [(s or 0.0) ** 2 for _, s in usable] + [s0 * s0]
+        tau2 = max(0.0, spread - float(np.mean(squares)))
+        var = s0 * s0 + tau2
+        parts = (s0**4 / own.df if s0 else 0.0) + (tau2 * tau2 / (runs - 1))
+        df = var * var / parts if parts > 0 else own.df
+    elif runs >= MIN_BLOCKS:
+        own_s = own.se_log or 0.0
+        var = max(spread, own_s * own_s)
+        tau2 = max(0.0, spread - own_s * own_s)
+        df = float(runs - 1)
+    else:
+        return own
+    se = math.sqrt(var)
+    t = t_quantile(df, 0.5 + confidence / 2.0)
+    return Interval(
+        own.estimate_ns,
+        own.estimate_ns * math.exp(-t * se),
+        own.estimate_ns * math.exp(t * se),
+        se,
+        df,
+        own.blocks,
+        own.method,
+        None,
+        runs=runs,
+        tau_log=math.sqrt(tau2),
+        within_se_log=s0,
+        within_df=own.df if s0 is not None else 0.0,
+    )
+
+
+def own_bounds(iv: Interval, confidence: float = 0.95) -> tuple[float, float] | None:
+    """The bounds of the interval this run alone gives (estimate x exp(+-t x own SE), t on
+    its own degrees of freedom, as :func:`quantile_interval` makes them) of an interval
+    that earlier runs widened; ``iv.bounds`` when none did; None without an own interval."""
+    if iv.runs <= 1:
+        return iv.bounds
+    if iv.within_se_log is None or not iv.within_df > 0:
+        return None
+    t = t_quantile(iv.within_df, 0.5 + confidence / 2.0)
+    return (
+        iv.estimate_ns * math.exp(-t * iv.within_se_log),
+        iv.estimate_ns * math.exp(t * iv.within_se_log),
+    )
 
 
 def _jackknife_interval(
@@ -446,9 +576,10 @@ def p99_ci_halfwidth_pct(
     slice_rounds: Sequence[int] = (),
     confidence: float = 0.95,
 ) -> float | None:
-    """The adaptive stop's check: the larger distance from p99 to a bound of its interval
-    (:func:`quantile_interval`, the interval the report shows), in % of p99; None while
-    the samples support no interval. ``samples_ns`` may be an ``array('q')``."""
+    """The adaptive stop's check: the larger distance from p99 to a bound of this run's
+    own interval (:func:`quantile_interval` without earlier runs: more samples cannot narrow
+    the spread between runs), in % of p99; None while the samples support no interval.
+    ``samples_ns`` may be an ``array('q')``."""
     data = np.array(samples_ns, dtype=np.float64)
     iv = quantile_interval(data, slice_counts, 99, confidence, slice_rounds)
     return None if iv.bounds is None else ci_halfwidth_pct(iv.estimate_ns, iv.bounds)

@@ -7,7 +7,9 @@ Two reports A and B are compared configuration by configuration:
   (:func:`fsyncbench.measure.stats.quantile_interval`, recomputed from the raw samples and slices
   by the same deterministic function, so it is the report's own), and the ratio B/A with
   its interval. Both rest on the jackknife standard errors of log(percentile) over each
-  run's slices, which allow for samples that move together in time: the difference of the
+  run's slices, which allow for samples that move together in time, widened by the spread
+  between earlier runs of the same measurement where the report recorded them
+  (``Result.earlier``, :func:`fsyncbench.measure.stats.between_runs_interval`): the difference of the
   logs over the combined standard error is a Welch t statistic (Welch-Satterthwaite degrees
   of freedom; Welch 1947, Biometrika 34:28-35).
 - The p-values of every statistic compared at once are adjusted by Holm's step-down method
@@ -192,11 +194,16 @@ def alpha(confidence: float) -> float:
 
 def result_interval(r: Result, percentile: float, confidence: float = CONFIDENCE) -> Interval:
     """The interval of ``percentile`` (50 or 99) of ``r`` the report shows: recomputed from
-    the raw samples and slices (the same function and data give the same numbers), or, for
-    a report without raw samples, the summary's own."""
+    the raw samples, slices and earlier runs (``Result.earlier``; the same function and data
+    give the same numbers), or, for a report without raw samples, the summary's own."""
     if r.samples_ns:
         return stats.quantile_interval(
-            r.samples_ns, r.slice_counts, percentile, confidence, r.slice_rounds
+            r.samples_ns,
+            r.slice_counts,
+            percentile,
+            confidence,
+            r.slice_rounds,
+            stats.earlier_figures(r.earlier, percentile),
         )
     s = r.summary
     stored = s.p50_interval if percentile == 50 else s.p99_interval

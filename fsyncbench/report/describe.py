@@ -266,10 +266,11 @@ def results_table(report: Report) -> Table:
     """One row per result: kind, configuration, whether its pragmas promise a durable commit,
     the path verdict (``-`` for what issues no sync; its strength where it differs from the
     report's), sync primitive, n, p50 and p99 with
-    their 95 % intervals, p90, the p99 precision, each round's p99 (with rounds), p99.9,
-    max, ops/s."""
+    their 95 % intervals, p90, the p99 precision, each round's p99 (with rounds), the
+    range of earlier runs' p99 (with earlier runs), p99.9, max, ops/s."""
     verdicts = {v.subject: v for v in report.verdict.results}
     rounds = any(r.summary.round_p99_ns for r in report.results)
+    earlier = any(r.earlier for r in report.results)
     headers = (
         "kind",
         "configuration",
@@ -284,6 +285,7 @@ def results_table(report: Report) -> Table:
         "p99 95% CI",
         "p99 +-",
         *(("p99 of each round",) if rounds else ()),
+        *(("p99 of earlier runs",) if earlier else ()),
         "p99.9",
         "max",
         "ops/s",
@@ -324,6 +326,7 @@ def results_table(report: Report) -> Table:
                 Cell(fmt_interval(s.p99_ci_ns, s.p99_interval)),
                 Cell(p99_precision(r), "caution" if r.ci_target_met is False else ""),
                 *((Cell(fmt_spread(s.round_p99_ns)),) if rounds else ()),
+                *((Cell(fmt_spread([e.p99_ns for e in r.earlier], "runs")),) if earlier else ()),
                 Cell(fmt_ns(s.p999_ns) if s.count >= P999_MIN_SAMPLES else "-"),
                 Cell(fmt_ns(s.max_ns)),
                 Cell(f"{s.ops_per_s:,.0f}"),
@@ -342,6 +345,7 @@ def results_table(report: Report) -> Table:
             "p99 95% CI",
             "p99 +-",
             "p99 of each round",
+            "p99 of earlier runs",
             "p99.9",
             "max",
             "ops/s",

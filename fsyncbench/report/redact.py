@@ -5,7 +5,9 @@ Removed: the hostname (also wherever it appears inside another value, e.g. a mou
 or a finding), disk serial numbers (of every layer of the storage stack too), the target
 path, user paths (under /home, /Users, /root, /var/home or $HOME) anywhere in the host
 record, network mount sources (they name a server; also those of FUSE and network layers
-of the stack, wherever a finding quotes them), and every path in the recorded command line. Measurements, verdicts and the
+of the stack, wherever a finding quotes them), every path in the recorded command line, and
+the file names of earlier runs (``Result.earlier``: they are named after the host; their
+times and figures stay). Measurements, verdicts and the
 facts that explain them (filesystem, mount options, device model, cache mode) stay.
 
 Every format is rendered from the redacted report, so text, Markdown, JSON, HTML and CSV
@@ -103,8 +105,19 @@ def redact_report(report: Report, home: str | None = None) -> Report:
             target, path=REDACTED, mount=mount, disks=disks, darwin=darwin, layers=layers
         ),
     )
+    results = tuple(
+        dataclasses.replace(
+            r, earlier=tuple(dataclasses.replace(e, report=REDACTED) for e in r.earlier)
+        )
+        if r.earlier
+        else r
+        for r in report.results
+    )
     redacted = dataclasses.replace(
-        report, host=new_host, command_line=redact_command_line(report.command_line, home)
+        report,
+        host=new_host,
+        results=results,
+        command_line=redact_command_line(report.command_line, home),
     )
     # A last pass over every string catches the secrets wherever else they appear
     # (findings, notes, evidence, LD_PRELOAD, the SQLite library path, ...).
@@ -153,6 +166,7 @@ _FLAGS = frozenset(
         "--no-primitives",
         "--no-trace",
         "--no-report",
+        "--no-history",
         "--json",
         "--help",
         "-h",

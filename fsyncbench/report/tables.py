@@ -207,9 +207,18 @@ def render_compare(
         for label, rep in zip(labels, (a, b))
         if rep.results and not any(r.slice_counts for r in rep.results)
     ]
+    with_runs = [label for label, rep in zip(labels, (a, b)) if any(r.earlier for r in rep.results)]
     own = (
         "Intervals are each report's own (jackknife over its slices, which allows for "
-        "samples that move together in time)"
+        "samples that move together in time"
+        + (
+            f"; those of {' and '.join(with_runs)} also include the spread between earlier runs of "
+            "the same measurement, so a difference must exceed the usual run-to-run "
+            "variation to count"
+            if with_runs
+            else ""
+        )
+        + ")"
         if not legacy
         else f"Intervals are each report's own; {' and '.join(legacy)} recorded no slices (schema 1), "
         "so its intervals assume independent samples and nothing in it can be tested"

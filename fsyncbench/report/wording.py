@@ -30,10 +30,16 @@ def _fmt_bytes(n: int | None) -> str:
 def p99_precision(r: Result) -> str:
     """``+-4.2%`` (or ``+25.1/-16.3%`` when lopsided): how far p99's 95 % interval reaches
     from p99, rounded up (:func:`fsyncbench.fmt.fmt_precision`); ``(not met)`` when
-    the run's CI target was not reached."""
+    the run's CI target was not reached by its own interval, ``(4 runs)`` when earlier runs
+    widened the interval (the target applies to one run's samples; more of them cannot
+    narrow the spread between runs)."""
     s = r.summary
     text = fmt_precision(s.p99_ns, s.p99_ci_ns) if s.p99_ci_ns else "none"
-    return text + (" (not met)" if r.ci_target_met is False else "")
+    runs = s.p99_interval.runs if s.p99_interval is not None else 1
+    marks = ["not met"] if r.ci_target_met is False else []
+    if runs > 1:
+        marks.append(f"{runs} runs")
+    return text + (f" ({', '.join(marks)})" if marks else "")
 
 
 def floor_line(report: Report) -> str:
@@ -286,12 +292,34 @@ def interval_caveat(results: Sequence[Result]) -> str:
             "samples; samples close in time move together, so they are narrower than the "
             "spread from run to run."
         )
-    if not any(r.summary.round_p99_ns for r in results) and any(r.slice_counts for r in results):
+    runs = _runs_behind(results)
+    if runs:
         return (
-            "Intervals: one round (--rounds 1): they rest on this run's slices and cannot "
-            "see how much a separate run (new files, another process, later) would differ."
+            f"Intervals: they include the spread between this run and {_count_range(runs)} "
+            "earlier runs of the same measurement (same host, directory, storage and "
+            "workload; their p99 is shown), so they cover the figure at another time, not "
+            "only this run's."
         )
-    return ""
+    if not any(r.slice_counts for r in results):
+        return ""
+    if not any(r.summary.round_p99_ns for r in results):
+        return (
+            "Intervals: one round (--rounds 1) and this run alone: they rest on its "
+            "slices and cannot see how much a separate run (new files, another process, "
+            "later) would differ."
+        )
+    return (
+        f"Intervals: this run alone (fewer than {stats.MIN_EARLIER_RUNS} earlier runs of the "
+        "same measurement were read): its rounds are seconds apart, and a run at another "
+        f"time can differ by more than they show. Once {stats.MIN_EARLIER_RUNS} earlier runs "
+        "are saved in the --report-dir (or --history DIR), intervals include the spread "
+        "between runs."
+    )
+
+
+def _runs_behind(results: Sequence[Result]) -> list[int]:
+    """Sorted earlier-run counts of the results that have earlier runs."""
+    return sorted(len(r.earlier) for r in results if r.earlier)
 
 
 def _count_range(counts: Sequence[int]) -> str:
@@ -328,6 +356,25 @@ def interval_method_text(results: Sequence[Result]) -> str:
                 " One round: variation between separate runs (new files, another process, "
                 "minutes later) is seen only as far as it shows within this run; "
                 "--rounds N repeats the measurement to expose it."
+            )
+        runs = _runs_behind(results)
+        if runs:
+            text += (
+                f" Each interval then includes the spread between this run and the "
+                f"{_count_range(runs)} earlier runs of the same measurement recorded with it "
+                "(same host, directory, storage and workload; at most "
+                f"{stats.MAX_EARLIER_RUNS}): the between-run variance of log(percentile) is "
+                "estimated by the method of moments of the random-effects model "
+                "(DerSimonian & Laird 1986; Hedges 1983) and added to this run's own, with "
+                "Welch-Satterthwaite degrees of freedom, so an interval covers the figure at "
+                "another time; where this run alone has none, "
+                f"{stats.MIN_BLOCKS} runs or more give one from their spread."
+            )
+        else:
+            text += (
+                f" Fewer than {stats.MIN_EARLIER_RUNS} earlier runs of the same measurement "
+                "were read (from the report directory, or --history DIR), so a run at another "
+                "time (a busier host, another hour) may differ by more than the intervals show."
             )
         return text
     if methods:
