@@ -173,8 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
         type=_existing_dir,
         metavar="DIR",
         help="read earlier runs of the same measurement (same host, directory, storage "
-        "and workload) from the reports in DIR and widen each interval by the spread "
-        "between runs, which one run cannot see (default: the --report-dir)",
+        "and workload; redacted reports never match) from the reports in DIR (at most 64 "
+        "files, newest first) and, from 2 earlier runs on, widen each interval by the "
+        "spread between this run and the last 8, which one run cannot see (default: the "
+        "--report-dir)",
     )
     remember.add_argument(
         "--no-history",

@@ -84,7 +84,9 @@ class Interval:
     alone; more when earlier runs (``Result.earlier``) widened it by the spread between
     runs (:func:`fsyncbench.measure.stats.between_runs_interval`). Then ``se_log`` and
     ``df`` are the combined ones, ``tau_log`` the estimated between-run standard deviation
-    of log(estimate), and ``within_se_log``/``within_df`` this run's own.
+    of log(estimate), and ``within_se_log``/``within_df`` this run's own. With ``runs`` > 1
+    and ``within_se_log`` None the interval rests on the runs' spread alone (this run had
+    none of its own; ``method`` and ``blocks`` then describe that run's own attempt).
     """
 
     estimate_ns: float

@@ -158,11 +158,12 @@ def test_history_finds_runs_of_the_same_measurement_only(tmp_path):
     other = dataclasses.replace(other, target=dataclasses.replace(other.target, path="/elsewhere"))
     rep = sampled.report(scale=5.0, the_host=other)
     sampled.save(dataclasses.replace(rep, created_utc="2026-11-30T13:00:00Z"), tmp_path / "o.json")
-    (tmp_path / "notes.json").write_text('{"not": "a report"}')
+    (tmp_path / "notes.json").write_text('{"not": "a report"}')  # not of this host: skipped
+    (tmp_path / "broken.json").write_text('{"hostname": "case-host", "cut off')
     ours = sampled.report(scale=1.0, seed=99)
     past = history.read_history(tmp_path, ours.host)
     assert [name for name, _ in past.reports] == [f"case-host-{k}.json" for k in range(3)]
-    assert past.unreadable == ("notes.json",)
+    assert past.unreadable == ("broken.json",)
     wal_full = next(r for r in ours.results if r.name == "wal/full")
     runs = past.earlier(wal_full)
     assert [e.created_utc for e in runs] == [f"2026-11-30T{h}:00:00Z" for h in (10, 11, 12)]
@@ -252,12 +253,17 @@ def test_three_real_runs_the_third_includes_the_spread_of_the_first_two(tmp_path
 def test_a_history_directory_with_other_files_still_runs_and_says_so(tmp_path):
     hist = tmp_path / "hist"
     hist.mkdir()
-    (hist / "fleet.json").write_text(json.dumps({"rows": []}))
+    import socket
+
+    (hist / "fleet.json").write_text(json.dumps({"rows": []}))  # not of this host: skipped
+    # of this host, but of a newer schema: named
+    newer = {"schema_version": 99, "host": {"hostname": socket.gethostname()}}
+    (hist / "newer.json").write_text(json.dumps(newer))
     proc = fsb("run", str(tmp_path), *RUN, "--history", str(hist), "--no-report", "-q")
     assert proc.returncode == 0, proc.stderr
     assert (
-        f"fsyncbench: note: 1 file(s) in {hist} are not fsyncbench reports and give no "
-        "earlier runs: fleet.json"
+        f"fsyncbench: note: 1 file(s) in {hist} are not reports this fsyncbench reads (not "
+        "JSON, not a report, or of a newer schema) and give no earlier runs: newer.json"
     ) in proc.stderr
 
 
@@ -313,7 +319,7 @@ def test_compare_says_when_intervals_include_earlier_runs(tmp_path):
     b = sampled.save(dataclasses.replace(ours, results=results), tmp_path / "b.json")
     a = sampled.save(sampled.report(scale=1.0, seed=5), tmp_path / "a.json")
     text = api.render(api.compare([a, b]), "text")
-    assert "those of b.json also include the spread between earlier runs of the same" in text
+    assert "for b.json widened by the spread between earlier runs of the same" in text
     plain = api.render(api.compare([a, a]), "text")
     assert "spread between earlier runs" not in plain
 
@@ -347,3 +353,72 @@ def test_a_schema_2_report_is_read_and_says_its_intervals_rest_on_one_run():
     assert "p99 of earlier runs" not in text
     iv = compare.result_interval(rep.results[0], 99)
     assert iv.runs == 1 and iv == rep.results[0].summary.p99_interval
+
+
+def test_never_narrower_than_this_runs_own_interval():
+    """Own df 2 (t = 4.3) and a small tau^2 with 8 earlier runs: Satterthwaite's df would
+    rise and t fall by more than the SE grows; the interval stays this run's own."""
+    current = own(1000.0, 0.1, df=2.0)
+    spread = [(1000.0 * math.exp(0.12 * (-1) ** k), 0.1) for k in range(8)]
+    iv = stats.between_runs_interval(current, spread)
+    assert iv.runs == 9 and iv.tau_log > 0
+    assert iv.bounds == pytest.approx(current.bounds)
+    assert iv.se_log == current.se_log and iv.df == current.df
+
+
+def test_newer_reports_of_other_configurations_do_not_hide_the_matching_ones(tmp_path):
+    """Two runs of wal/full, then eight newer runs of only write (no sync): a run of
+    wal/full still finds its two (reading stops only once every result it will measure
+    has enough)."""
+    import os
+
+    base = sampled.report()
+    paths = saved_runs(tmp_path, [1.0, 1.3])
+    for k in range(stats.MAX_EARLIER_RUNS):
+        rep = dataclasses.replace(
+            base, results=base.results[:1], created_utc=f"2026-11-30T{14 + k:02d}:00:00Z"
+        )
+        newer = sampled.save(rep, tmp_path / f"write-{k}.json")
+        os.utime(newer, ns=(10**18 + k, 10**18 + k))
+    for k, p in enumerate(paths):
+        os.utime(p, ns=(10**17 + k, 10**17 + k))
+    past = history.read_history(tmp_path, base.host, ["write (no sync)", "wal/full"])
+    wal_full = next(r for r in base.results if r.name == "wal/full")
+    assert len(past.earlier(wal_full)) == 2
+    # without the names it stops at the eight newest, as before
+    assert history.read_history(tmp_path, base.host).earlier(wal_full) == ()
+
+
+def test_a_report_dir_that_is_a_file_names_the_way_out(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    proc = fsb("run", str(tmp_path), *RUN, "--report-dir", str(afile), "--no-report")
+    assert_usage_error(
+        proc,
+        f"cannot read earlier runs from {afile}: Not a directory (--history DIR reads them "
+        "elsewhere, --no-history measures without)",
+    )
+
+
+def test_the_caveat_names_only_intervals_that_earlier_runs_entered():
+    """Earlier runs attached but no interval could take them in (too few samples, 3
+    runs): the report says the intervals are this run's alone."""
+    from fsyncbench.report import wording
+
+    runs = (
+        EarlierRun("a.json", "2026-11-30T10:00:00Z", 1e6, 1.2e6),
+        EarlierRun("b.json", "2026-11-30T11:00:00Z", 1.5e6, 2e6),
+    )
+    data = sampled.samples(1e6, 15, seed=4)  # too few for any interval
+    s = stats.summarize(data, tuple([3] * 5), (0, 0, 1, 1, 2), earlier=runs)
+    assert s.p50_interval.runs == 1 and s.p99_interval.runs == 1
+    r = dataclasses.replace(
+        sampled.report().results[-1],
+        samples_ns=data,
+        slice_counts=(3,) * 5,
+        slice_rounds=(0, 0, 1, 1, 2),
+        summary=s,
+        earlier=runs,
+    )
+    text = wording.interval_caveat([r])
+    assert text.startswith("Intervals: this run alone (fewer than 2 earlier runs")

@@ -140,12 +140,13 @@ def run(
     past = None
     if history is not None:
         options.check_path(history, "history")
-        past = _history.read_history(Path(history), host)
+        past = _history.read_history(Path(history), host, runner.result_names(plan))
         if past.unreadable:
             _note(
                 notes,
-                f"{len(past.unreadable)} file(s) in {history} are not fsyncbench reports and "
-                f"give no earlier runs: {', '.join(past.unreadable[:3])}"
+                f"{len(past.unreadable)} file(s) in {history} are not reports this fsyncbench "
+                f"reads (not JSON, not a report, or of a newer schema) and give no earlier "
+                f"runs: {', '.join(past.unreadable[:3])}"
                 + (", ..." if len(past.unreadable) > 3 else ""),
             )
     _sweep(path, notes)

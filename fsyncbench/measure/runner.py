@@ -455,7 +455,11 @@ def measurement_notes(host: Host, results: Sequence[Result]) -> tuple[str, ...]:
     if wide:
         notes.append(
             f"the p99 CI target (+-{wide[0].ci_target_pct:g} %) was NOT met within the time "
-            "budget for: "
+            + (
+                "budget by this run's own interval (before earlier runs widened it) for: "
+                if any(r.earlier for r in wide)
+                else "budget for: "
+            )
             + ", ".join(
                 f"{r.name} ({fmt_precision(r.summary.p99_ns, own)}, n={r.summary.count})"
                 if (own := _own_p99_bounds(r)) is not None

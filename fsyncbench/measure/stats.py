@@ -355,6 +355,10 @@ def between_runs_interval(
     at least :data:`MIN_BLOCKS` runs have an estimate, the runs' own spread gives one:
     variance var(y) (at least this run's own s^2 where it has one), t on R - 1.
 
+    The result is never narrower than ``own``: where the combined degrees of freedom would
+    shorten t by more than tau^2 widens the standard error, ``own``'s SE and df are kept
+    (with ``runs`` and ``tau_log`` still saying what the runs showed).
+
     Returned unchanged with fewer than :data:`MIN_EARLIER_RUNS` earlier runs (only the
     :data:`MAX_EARLIER_RUNS` last are used) or a zero estimate. ``runs``, ``tau_log``,
     ``within_se_log`` and ``within_df`` of the result say what it rests on.
@@ -382,6 +386,12 @@ def between_runs_interval(
         return own
     se = math.sqrt(var)
     t = t_quantile(df, 0.5 + confidence / 2.0)
+    if s0 is not None:
+        # never narrower than this run's own: the runs' degrees of freedom can shorten t by
+        # more than a small tau^2 widens the standard error
+        t_own = t_quantile(own.df, 0.5 + confidence / 2.0)
+        if t * se < t_own * s0:
+            se, df, t = s0, own.df, t_own
     return Interval(
         own.estimate_ns,
         own.estimate_ns * math.exp(-t * se),

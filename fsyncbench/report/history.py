@@ -18,7 +18,9 @@ not used.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -102,14 +104,17 @@ def earlier_run(report: Report, result: Result, file_name: str) -> EarlierRun:
     )
 
 
-def read_history(directory: Path, host: Host) -> History:
+def read_history(directory: Path, host: Host, names: Sequence[str] = ()) -> History:
     """The reports of kind "run" of ``host``'s measurement (:func:`host_key`) among the
-    report files (``*.json``) directly in ``directory``: files are read newest (by
-    modification time) first, without their raw samples, until
-    :data:`fsyncbench.measure.stats.MAX_EARLIER_RUNS` runs are found or
-    :data:`MAX_EXAMINED` files were read; copies of one run (the same creation time) count
-    once; files that are not fsyncbench reports are skipped and named. A missing directory has none. Raises FsyncbenchError when
-    ``directory`` exists but cannot be listed."""
+    report files (``*.json``) directly in ``directory``. Files are read newest (by
+    modification time) first, without their raw samples (a file whose text does not hold
+    the hostname is not even parsed), until every result of ``names`` (the results this
+    run will measure; none: any) appears in
+    :data:`fsyncbench.measure.stats.MAX_EARLIER_RUNS` of the reports found, or
+    :data:`MAX_EXAMINED` files were read. Copies of one run (the same creation time) count
+    once; files that are not reports this fsyncbench reads are skipped and named. A missing
+    directory has none. Raises FsyncbenchError when ``directory`` exists but cannot be
+    listed (not a directory, no permission)."""
     try:
         entries = [e for e in os.scandir(directory) if e.name.lower().endswith(".json")]
         files = sorted(
@@ -119,22 +124,32 @@ def read_history(directory: Path, host: Host) -> History:
         return History(str(directory))
     except OSError as exc:
         raise FsyncbenchError(
-            f"cannot read the history directory {directory}: {exc.strerror}"
+            f"cannot read earlier runs from {directory}: {exc.strerror} (--history DIR reads "
+            "them elsewhere, --no-history measures without)"
         ) from exc
     key = host_key(host)
+    same_host = re.compile(r'"hostname"\s*:\s*' + re.escape(json.dumps(host.hostname)))
     once: dict[str, tuple[str, Report]] = {}  # created_utc -> (file name, report)
+    seen = dict.fromkeys(names, 0)  # how many reports found hold each result
     unreadable, examined = [], 0
     for _, name in files[:MAX_EXAMINED]:
-        if len(once) >= stats.MAX_EARLIER_RUNS:
+        if len(once) >= stats.MAX_EARLIER_RUNS and all(
+            n >= stats.MAX_EARLIER_RUNS for n in seen.values()
+        ):
             break
         examined += 1
         try:
-            rep = store.load_report(directory / name, samples=False)
+            rep = store.load_figures_if(directory / name, same_host)
         except FsyncbenchError:
             unreadable.append(name)
             continue
-        if rep.kind == "run" and host_key(rep.host) == key:
-            once.setdefault(rep.created_utc, (name, rep))  # copies of one run: once
+        if rep is None or rep.kind != "run" or host_key(rep.host) != key:
+            continue
+        if rep.created_utc not in once:  # copies of one run: once
+            once[rep.created_utc] = (name, rep)
+            for r in rep.results:
+                if r.name in seen:
+                    seen[r.name] += 1
     return History(
         str(directory),
         tuple(once[created] for created in sorted(once)),

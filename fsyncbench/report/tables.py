@@ -209,10 +209,10 @@ def render_compare(
     ]
     with_runs = [label for label, rep in zip(labels, (a, b)) if any(r.earlier for r in rep.results)]
     own = (
-        "Intervals are each report's own (jackknife over its slices, which allows for "
-        "samples that move together in time"
+        "Intervals are the ones each report shows (jackknife over its slices, which allows "
+        "for samples that move together in time"
         + (
-            f"; those of {' and '.join(with_runs)} also include the spread between earlier runs of "
+            f"; for {' and '.join(with_runs)} widened by the spread between earlier runs of "
             "the same measurement, so a difference must exceed the usual run-to-run "
             "variation to count"
             if with_runs

@@ -294,11 +294,13 @@ def interval_caveat(results: Sequence[Result]) -> str:
         )
     runs = _runs_behind(results)
     if runs:
+        widened = sum(1 for r in results if _widened(r))
         return (
-            f"Intervals: they include the spread between this run and {_count_range(runs)} "
-            "earlier runs of the same measurement (same host, directory, storage and "
-            "workload; their p99 is shown), so they cover the figure at another time, not "
-            "only this run's."
+            f"Intervals: those of {widened} of {len(results)} configurations include the spread "
+            f"between this run and {_count_range(runs)} earlier runs of the same measurement "
+            "(same host, directory, storage and workload; their p99 is shown), so they aim "
+            "to cover the figure at another time, not only during this run; from that few "
+            "runs the spread itself is known only roughly."
         )
     if not any(r.slice_counts for r in results):
         return ""
@@ -310,16 +312,23 @@ def interval_caveat(results: Sequence[Result]) -> str:
         )
     return (
         f"Intervals: this run alone (fewer than {stats.MIN_EARLIER_RUNS} earlier runs of the "
-        "same measurement were read): its rounds are seconds apart, and a run at another "
+        "same measurement were read, or none of its intervals could take them in): its "
+        "rounds are seconds apart, and a run at another "
         f"time can differ by more than they show. Once {stats.MIN_EARLIER_RUNS} earlier runs "
         "are saved in the --report-dir (or --history DIR), intervals include the spread "
         "between runs."
     )
 
 
+def _widened(r: Result) -> bool:
+    """Whether earlier runs entered an interval of ``r`` (p50 or p99)."""
+    s = r.summary
+    return any(iv is not None and iv.runs > 1 for iv in (s.p50_interval, s.p99_interval))
+
+
 def _runs_behind(results: Sequence[Result]) -> list[int]:
-    """Sorted earlier-run counts of the results that have earlier runs."""
-    return sorted(len(r.earlier) for r in results if r.earlier)
+    """Sorted earlier-run counts of the results whose intervals earlier runs entered."""
+    return sorted(len(r.earlier) for r in results if _widened(r))
 
 
 def _count_range(counts: Sequence[int]) -> str:
