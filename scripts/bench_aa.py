@@ -3,12 +3,12 @@
 directory, and how often their intervals and `compare` claim a difference that is not there.
 
 Usage: python scripts/bench_aa.py DIR [--runs K] [--run-args "ARGS"] [--limit-pct 20]
-       [--keep DIR2]   (keep the reports)  [--seed DIR3]  (earlier reports to start from)
+       [--keep DIR2]   (keep the reports)  [--seed SEEDDIR]  (earlier reports to start from)
        python scripts/bench_aa.py --reports A.json B.json ...   (analyse saved reports)
 
 The runs save their reports in one directory, as a user's runs do in ``reports/``, so from
 the third run on each run's intervals include the spread between it and the earlier runs
-(``run --history``, the default); ``--seed DIR3`` copies earlier reports of the same
+(``run --history``, the default); ``--seed SEEDDIR`` copies earlier reports of the same
 measurement (e.g. an earlier ``--keep``) there first, ``--run-args --no-history`` measures
 without. Coverage is printed for intervals of one run alone and for those that include
 earlier runs, and, of the latter, for later runs' estimates only (a forecast: the interval

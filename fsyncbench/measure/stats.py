@@ -320,48 +320,50 @@ def _own_interval(
     return best
 
 
-#: Fewest earlier runs whose spread widens an interval: with one, the between-run spread
-#: rests on one difference (t on 1 degree of freedom is 12.7); two give t on 2 (4.3), as
-#: for :data:`MIN_ROUNDS`. A project choice, as :data:`MAX_EARLIER_RUNS`.
+#: Fewest earlier runs whose spread widens an interval: with one, the spread rests on one
+#: difference (t on 1 degree of freedom is 12.7); two give t on 2 (4.3), as for
+#: :data:`MIN_ROUNDS`. A project choice, as :data:`MAX_EARLIER_RUNS`.
 MIN_EARLIER_RUNS = 2
-#: Most earlier runs used (the most recent): enough for the spread to be known to about
-#: +-30 % (8 degrees of freedom), few enough that a machine that changed weeks ago weighs
-#: little. On this project's A/A windows (README) 3, 5 and 8 earlier runs covered 93-97 % of
-#: later runs' estimates.
-MAX_EARLIER_RUNS = 8
+#: Most earlier runs used, the most recent: the spread between runs is itself not steady (on
+#: this project's VM it changed from hour to hour), so the last few runs tell the next
+#: one's spread best. Chosen on this project's five A/A windows of 6-8 runs (README "How far
+#: to trust the intervals"): with the last 3, 4, 5, 6, 8 and 16 runs the intervals covered
+#: 92.8-98.1, 91.8-98.8, 89.2-98.2, 87.0-97.3, 81.4-96.1 and 74.8-96.7 % of other runs'
+#: estimates per window; 4 is the largest whose worst window stayed above 90 %.
+MAX_EARLIER_RUNS = 4
 
 
 def between_runs_interval(
     own: Interval, earlier: Sequence[tuple[float, float | None]], confidence: float = 0.95
 ) -> Interval:
     """``own`` (this run's interval, :func:`quantile_interval` without ``earlier``) widened
-    by the spread of the percentile between runs: what an interval from one run of ~30 s
+    to the spread of the percentile between runs: what an interval from one run of ~30 s
     cannot see (a shared host busier at another hour, write-back, a CPU clock).
 
     ``earlier``: (estimate ns, that run's own SE of log(estimate) or None) per earlier run
-    of the same measurement. Model: each run's log estimate y_k = mu + u_k + e_k, with a run
-    effect u_k of variance tau^2 and the run's own error e_k of variance s_k^2 (the
-    random-effects model of meta-analysis, DerSimonian & Laird 1986, "Meta-analysis in
-    clinical trials", Controlled Clinical Trials 7:177-188). tau^2 is the method-of-moments
-    estimate over the R = len(earlier) + 1 runs, max(0, var(y) - mean(s_k^2)) (Hedges 1983,
-    "A random effects model for effect sizes", Psychological Bulletin 93:388-395; an earlier
-    run without an SE counts as 0, which can only widen). The interval is this run's
-    estimate x exp(+-t x sqrt(s^2 + tau^2)), t on the Welch-Satterthwaite degrees of freedom
-    (Satterthwaite 1946, Biometrics Bulletin 2(6):110-114) of s^2 (its own df) and tau^2
-    (R - 1): an interval for the percentile of this measurement at a random time, not only
-    for this run's stretch of time.
+    of the same measurement; the last :data:`MAX_EARLIER_RUNS` are used. With R runs (this
+    one included) the interval is this run's estimate x exp(+-t x sd), sd the sample
+    standard deviation of the R runs' log estimates and t Student's on R - 1 degrees of
+    freedom: each run's estimate deviates from the percentile of this measurement at a
+    random time by its run's own error plus what differs between runs, and the runs' spread
+    measures both at once, as pyperf's spread between worker processes does
+    (https://pyperf.readthedocs.io/en/latest/run_benchmark.html). It is an interval for the
+    percentile at another time, not only for this run's stretch of it; since this run is
+    one of the runs whose spread is measured it errs on the wide side (for normal run
+    effects and 5 runs it covers that percentile ~99 % of the time, not 95 %: the test
+    suite simulates it). It is never narrower
+    than ``own`` (where this run's own interval is the wider, it is kept, with its SE and
+    df), and it exists where this run alone has none (too few samples beyond the
+    percentile).
 
-    Where this run alone has no interval (too few samples beyond the percentile, ...) but
-    at least :data:`MIN_BLOCKS` runs have an estimate, the runs' own spread gives one:
-    variance var(y) (at least this run's own s^2 where it has one), t on R - 1.
+    ``tau_log`` records the between-run standard deviation beyond the runs' own errors,
+    sqrt(max(0, var(y) - mean(s_k^2))) (the method-of-moments estimate of the
+    random-effects model, Hedges 1983, Psychological Bulletin 93:388-395; an earlier run
+    without an SE counts as 0): what the runs showed, not used for the bounds.
 
-    The result is never narrower than ``own``: where the combined degrees of freedom would
-    shorten t by more than tau^2 widens the standard error, ``own``'s SE and df are kept
-    (with ``runs`` and ``tau_log`` still saying what the runs showed).
-
-    Returned unchanged with fewer than :data:`MIN_EARLIER_RUNS` earlier runs (only the
-    :data:`MAX_EARLIER_RUNS` last are used) or a zero estimate. ``runs``, ``tau_log``,
-    ``within_se_log`` and ``within_df`` of the result say what it rests on.
+    Returned unchanged with fewer than :data:`MIN_EARLIER_RUNS` usable earlier runs or a
+    zero estimate. ``runs``, ``tau_log``, ``within_se_log`` and ``within_df`` of the result
+    say what it rests on.
     """
     usable = [(e, s) for e, s in earlier if e > 0][-MAX_EARLIER_RUNS:]
     if len(usable) < MIN_EARLIER_RUNS or not own.estimate_ns > 0:
@@ -371,24 +373,11 @@ def between_runs_interval(
     spread = float(np.var(ys, ddof=1))
     has_own = own.bounds is not None and own.se_log is not None and own.df > 0
     s0 = own.se_log if has_own and own.se_log is not None else None
-    if s0 is not None:
-        squares = [(s or 0.0) ** 2 for _, s in usable] + [s0 * s0]
-        tau2 = max(0.0, spread - float(np.mean(squares)))
-        var = s0 * s0 + tau2
-        parts = (s0**4 / own.df if s0 else 0.0) + (tau2 * tau2 / (runs - 1))
-        df = var * var / parts if parts > 0 else own.df
-    elif runs >= MIN_BLOCKS:
-        own_s = own.se_log or 0.0
-        var = max(spread, own_s * own_s)
-        tau2 = max(0.0, spread - own_s * own_s)
-        df = float(runs - 1)
-    else:
-        return own
-    se = math.sqrt(var)
+    squares = [(s or 0.0) ** 2 for _, s in usable] + ([s0 * s0] if s0 is not None else [])
+    tau2 = max(0.0, spread - float(np.mean(squares)))
+    se, df = math.sqrt(spread), float(runs - 1)
     t = t_quantile(df, 0.5 + confidence / 2.0)
     if s0 is not None:
-        # never narrower than this run's own: the runs' degrees of freedom can shorten t by
-        # more than a small tau^2 widens the standard error
         t_own = t_quantile(own.df, 0.5 + confidence / 2.0)
         if t * se < t_own * s0:
             se, df, t = s0, own.df, t_own

@@ -32,8 +32,8 @@ from fsyncbench.report import store
 
 #: Most report files read, newest (by modification time) first: a directory of a whole
 #: fleet's reports does not make a run read them all (each takes ~0.1 s without its
-#: samples). A project choice: 8 matches (:data:`fsyncbench.measure.stats.MAX_EARLIER_RUNS`)
-#: among at most 64 files.
+#: samples). A project choice: enough matches
+#: (:data:`fsyncbench.measure.stats.MAX_EARLIER_RUNS`) among at most 64 files.
 MAX_EXAMINED = 64
 
 

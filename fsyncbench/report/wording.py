@@ -371,13 +371,12 @@ def interval_method_text(results: Sequence[Result]) -> str:
             text += (
                 f" Each interval then includes the spread between this run and the "
                 f"{_count_range(runs)} earlier runs of the same measurement recorded with it "
-                "(same host, directory, storage and workload; at most "
-                f"{stats.MAX_EARLIER_RUNS}): the between-run variance of log(percentile) is "
-                "estimated by the method of moments of the random-effects model "
-                "(DerSimonian & Laird 1986; Hedges 1983) and added to this run's own, with "
-                "Welch-Satterthwaite degrees of freedom, so an interval covers the figure at "
-                "another time; where this run alone has none, "
-                f"{stats.MIN_BLOCKS} runs or more give one from their spread."
+                f"(same host, directory, storage and workload; the last {stats.MAX_EARLIER_RUNS}): "
+                "the interval is the estimate x exp(+-t x sd), sd the standard deviation of "
+                "the runs' log(percentile), this run's included, and t on runs - 1 degrees "
+                "of freedom, as pyperf spreads over its worker processes; never narrower "
+                "than this run's own interval, and given where this run alone has none. It "
+                "aims to cover the figure at another time, not only during this run."
             )
         else:
             text += (
