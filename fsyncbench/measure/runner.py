@@ -432,9 +432,7 @@ def _own_p99_bounds(r: Result) -> tuple[float, float] | None:
     """The bounds of ``r``'s p99 interval from its own samples (the CI target's), without
     the spread between runs."""
     iv = r.summary.p99_interval
-    if iv is None or iv.runs <= 1:
-        return r.summary.p99_ci_ns
-    return stats.own_bounds(iv, r.summary.ci_level)
+    return r.summary.p99_ci_ns if iv is None else stats.own_bounds(iv, r.summary.ci_level)
 
 
 def _why(r: Result) -> str:

@@ -237,7 +237,7 @@ def quantile_interval(
     do not add up, or a percentile outside (0, 100).
     """
     own = _own_interval(samples_ns, slice_counts, percentile, confidence, slice_rounds)
-    return between_runs_interval(own, earlier, confidence) if earlier else own
+    return between_runs_interval(own, earlier, confidence)
 
 
 def _own_interval(
@@ -371,8 +371,7 @@ def between_runs_interval(
     runs = len(usable) + 1
     ys = np.log([e for e, _ in usable] + [own.estimate_ns])
     spread = float(np.var(ys, ddof=1))
-    has_own = own.bounds is not None and own.se_log is not None and own.df > 0
-    s0 = own.se_log if has_own and own.se_log is not None else None
+    s0 = own.own_se_log if own.df > 0 else None
     squares = [(s or 0.0) ** 2 for _, s in usable] + ([s0 * s0] if s0 is not None else [])
     tau2 = max(0.0, spread - float(np.mean(squares)))
     se, df = math.sqrt(spread), float(runs - 1)

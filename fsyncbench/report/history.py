@@ -39,12 +39,10 @@ MAX_EXAMINED = 64
 
 @dataclasses.dataclass(frozen=True)
 class History:
-    """The reports of the same host and storage :func:`read_history` found in
-    ``directory`` (file name and report without raw samples, oldest first), how many files
-    it read (``examined``) and the names of those that were not reports
-    (``unreadable``)."""
+    """The reports of the same host and storage :func:`read_history` found (file name and
+    report without raw samples, oldest first), how many files it read (``examined``) and
+    the names of those that were not reports (``unreadable``)."""
 
-    directory: str
     reports: tuple[tuple[str, Report], ...] = ()
     examined: int = 0
     unreadable: tuple[str, ...] = ()
@@ -121,7 +119,7 @@ def read_history(directory: Path, host: Host, names: Sequence[str] = ()) -> Hist
             ((e.stat().st_mtime_ns, e.name) for e in entries if e.is_file()), reverse=True
         )
     except FileNotFoundError:
-        return History(str(directory))
+        return History()
     except OSError as exc:
         raise FsyncbenchError(
             f"cannot read earlier runs from {directory}: {exc.strerror} (--history DIR reads "
@@ -151,7 +149,6 @@ def read_history(directory: Path, host: Host, names: Sequence[str] = ()) -> Hist
                 if r.name in seen:
                     seen[r.name] += 1
     return History(
-        str(directory),
         tuple(once[created] for created in sorted(once)),
         examined,
         tuple(sorted(unreadable)),
