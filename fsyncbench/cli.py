@@ -27,11 +27,14 @@ if TYPE_CHECKING:  # for annotations only: both are imported where they are used
 
     from fsyncbench.powercut.writer import WriterStatus
 
-__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_RISK", "EXIT_ERROR"]
+__all__ = ["main", "build_parser", "EXIT_OK", "EXIT_RISK", "EXIT_ERROR", "EXIT_CANNOT_TELL"]
 
 EXIT_OK, EXIT_RISK, EXIT_ERROR = 0, 1, 2
 #: A bug in fsyncbench (an exception nothing named): never 1, which only a gate may return.
 EXIT_BUG = 3
+#: A gate found no risk but could not check everything it was asked to (its "cannot tell"
+#: lines say what and what would settle it): never a pass in silence, never 1.
+EXIT_CANNOT_TELL = 4
 
 
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
@@ -191,7 +194,9 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
         print()
     for line in result.lines:
         print(line, file=out)
-    return EXIT_RISK if result.regressions else EXIT_OK
+    if result.regressions:
+        return EXIT_RISK
+    return EXIT_CANNOT_TELL if result.not_checked else EXIT_OK
 
 
 def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:

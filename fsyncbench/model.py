@@ -172,7 +172,10 @@ class FlushDelta:
 class EarlierRun:
     """One earlier run of the same measurement, as far as intervals need it: its p50 and p99
     (ns) and its own standard errors of their logs (``*_se_log``, that run's samples alone;
-    None where they supported no interval). ``report`` is the report's file name and
+    None where they supported no interval), the standard deviation of the log of its rounds'
+    p50 and p99 (``*_round_sd_log``, None below 3 rounds or in reports before it was
+    recorded) and its number of ``rounds`` (0: not recorded): what a test between runs
+    needs (:mod:`fsyncbench.measure.between`). ``report`` is the report's file name and
     ``created_utc`` when it was made."""
 
     report: str
@@ -181,6 +184,9 @@ class EarlierRun:
     p99_ns: float
     p50_se_log: float | None = None
     p99_se_log: float | None = None
+    p50_round_sd_log: float | None = None
+    p99_round_sd_log: float | None = None
+    rounds: int = 0
 
 
 @dataclass(frozen=True)

@@ -465,22 +465,12 @@ def compare(
     tested = 0
     for label, pair in pairs:
         looked, untested = comparing.regression_coverage(pair, wanted)
-        # a pair nothing of which can be tested is one line in a fleet, fatal on its own
-        if untested and len(untested) == looked and len(pairs) == 1:
-            raise FsyncbenchError(
-                f"--fail-on-regression could test no configuration of {label} against "
-                f"{labels[0]}: "
-                + "; ".join(untested[:2])
-                + (f"; and {len(untested) - 2} more" if len(untested) > 2 else "")
-            )
-        skipped += [f"{u} in {label}" for u in untested]
+        skipped += [f"{u} in {label}" if len(pairs) > 1 else u for u in untested]
         tested += looked - len(untested)
-    if not tested:
+    if not tested and not skipped:
         raise FsyncbenchError(
-            f"--fail-on-regression could test no p99 against {labels[0]}"
-            + (f": {'; '.join(skipped[:2])}" if skipped else "")
-            + (f"; and {len(skipped) - 2} more" if len(skipped) > 2 else "")
-            + ("" if skipped else "; name a configuration that syncs with --config")
+            f"--fail-on-regression found no configuration that syncs in common with "
+            f"{labels[0]}: name the configurations to check with --config"
         )
     found = comparing.fleet_regressions(pairs, limit, labels[0], wanted)
     return dataclasses.replace(
@@ -500,36 +490,52 @@ def _regression_lines(
     skipped: Sequence[str],
     tested: int,
 ) -> list[str]:
-    """The regression check's lines: what was not checked, then each regression (or none)."""
+    """The regression check's lines: each regression, what it could not test ("cannot
+    tell", with what would settle it), and the bottom line."""
     from fsyncbench.fmt import fmt_ns
     from fsyncbench.report import compare as comparing
     from fsyncbench.report import tables
 
     lines = []
-    if skipped:
-        lines.append(
-            "Not checked for a regression (no p99 interval to test): " + "; ".join(skipped) + "."
-        )
-    if not found:
-        lines.append(
-            f"No significant p99 regression above {limit:g} % against {baseline} ({tested} "
-            f"p99{'s' * (tested != 1)} tested, {comparing.ADJUSTMENT}-adjusted one-sided): a p99 "
-            "worse by more but not significantly so is 'cannot tell' in the table, not shown "
-            "to be fine."
-        )
-        return lines
     for label, pair in pairs:
         moved = tables.floor_moved_line(pair)
         if moved and any(r.candidate == label for r in found):
             lines.append(f"{label}: {moved}")
     for r in found:
-        q = r.p99
-        assert q.ratio_ci is not None  # a regression is tested, so it has its interval
+        q = r.statistic
+        assert q.ratio_ci is not None and q.ratio is not None  # tested, so it has both
+        base = (
+            f"{fmt_ns(q.a_ns)} in {r.baseline}"
+            if q.baseline_runs <= 1 or q.baseline_ns is None
+            else f"{fmt_ns(q.baseline_ns)} over {r.baseline} and its {q.baseline_runs - 1} "
+            "earlier runs"
+        )
+        line = (
+            f"REGRESSION {r.name} p{q.percentile:g}: {base} -> {fmt_ns(q.b_ns)} in "
+            f"{r.candidate}: {q.ratio:.2f}x (95% CI [{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}], "
+            f"{tables.basis_words(q)}), slower by more than --fail-on-regression {r.limit_pct:g} % "
+            f"and significantly ({comparing.ADJUSTMENT}-adjusted p {r.p_adjusted:.2g})"
+        )
+        if q.ratio_ci[0] <= 1.0 + r.limit_pct / 100.0:
+            line += (
+                f"; its interval reaches below {1.0 + r.limit_pct / 100.0:.2f}x: that it is slower "
+                "is shown, that it is slower by more than the limit is the estimate's"
+            )
+        lines.append(line)
+    if skipped:
         lines.append(
-            f"REGRESSION {r.name}: p99 {fmt_ns(q.a_ns)} in {r.baseline} -> "
-            f"{fmt_ns(q.b_ns)} in {r.candidate} ({q.change_pct:+.0f} %, ratio 95% CI "
-            f"[{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}]), more than --fail-on-regression "
-            f"{r.limit_pct:g} % worse ({comparing.ADJUSTMENT}-adjusted one-sided p {r.p_adjusted:.2g})"
+            f"CANNOT TELL for {len(skipped)} statistic{'s' * (len(skipped) != 1)} the check was "
+            "asked to test: " + "; ".join(skipped) + "."
+        )
+    if not found:
+        lines.append(
+            f"No significant regression above {limit:g} % against {baseline} ({tested} "
+            f"statistic{'s' * (tested != 1)}, p50 and p99, tested; {comparing.ADJUSTMENT}-adjusted"
+            + (
+                "). The statistics above could not be tested: the check did not pass (exit 4)."
+                if skipped
+                else ")."
+            )
         )
     return lines
 

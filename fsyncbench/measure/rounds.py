@@ -33,7 +33,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure.timing import STOP_CI_TARGET, Measurement
+from fsyncbench.measure.timing import STOP_BUDGET, STOP_CI_TARGET, STOP_SAMPLES, Measurement
 from fsyncbench.model import FlushDelta, Host, Pragmas, Result, from_jsonable, to_jsonable
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ def round_plan(plan: RunPlan, k: int, target: Path) -> RunPlan:
         run_budget_s=None if plan.run_budget_s is None else plan.run_budget_s / r,
         min_samples=minimum,
         max_samples=max(minimum, share(plan.max_samples)),
+        stop_on_target=r == 1 and plan.stop_on_target,
     )
 
 
@@ -105,7 +106,7 @@ def run_rounds(
             got, got_floors = _run_worker(request, result, k, plan.rounds, progress, start)
             results.append(got)
             floor_sets.append(got_floors)
-    return merge_rounds(results), (merge_rounds(floor_sets) if floors else ())
+    return merge_rounds(results, plan), (merge_rounds(floor_sets, plan) if floors else ())
 
 
 def _run_worker(
@@ -181,12 +182,16 @@ def _plan_from_jsonable(data: dict[str, Any]) -> RunPlan:
     return RunPlan(**data)
 
 
-def merge_rounds(rounds: Sequence[Sequence[Result]]) -> tuple[Result, ...]:
+def merge_rounds(
+    rounds: Sequence[Sequence[Result]], plan: RunPlan | None = None
+) -> tuple[Result, ...]:
     """One result per configuration from the same configuration's result in every round
     (same order in each): samples and slices joined in round order, each slice tagged
     with its round, counters and counts summed, the summary and the CI-target check made
-    anew from all samples. Raises FsyncbenchError when the rounds measured different
-    configurations."""
+    anew from all samples. With ``plan`` (the whole run's), the sample target, the CI target
+    and the stop reason are the plan's: each round sampled for its share of the budget
+    ("budget") or of a fixed count ("samples"); none stopped on the CI target. Raises
+    FsyncbenchError when the rounds measured different configurations."""
     from fsyncbench.measure import runner
 
     if not rounds or not rounds[0]:
@@ -201,6 +206,17 @@ def merge_rounds(rounds: Sequence[Sequence[Result]]) -> tuple[Result, ...]:
         slice_counts = tuple(c for p in parts for c in p.slice_counts)
         slice_rounds = tuple(k for k, p in enumerate(parts) for _ in p.slice_counts)
         target = sum(p.target_samples for p in parts)
+        target_pct = head.ci_target_pct
+        if plan is not None:
+            target = plan.min_samples if plan.adaptive else (plan.samples or target)
+            target_pct = plan.ci_target_pct if plan.adaptive else None
+        stop = (
+            STOP_SAMPLES
+            if all(p.stop_reason == STOP_SAMPLES for p in parts)
+            else STOP_BUDGET
+            if any(p.stop_reason == STOP_BUDGET for p in parts)
+            else STOP_CI_TARGET
+        )
         m = Measurement(
             samples_ns=samples,
             warmup=sum(p.warmup for p in parts),
@@ -208,8 +224,8 @@ def merge_rounds(rounds: Sequence[Sequence[Result]]) -> tuple[Result, ...]:
             budget_s=sum(p.budget_s for p in parts),
             target_reached=len(samples) >= target,
             elapsed_ns=sum(p.elapsed_ns for p in parts),
-            ci_target_pct=head.ci_target_pct,
-            stop_reason=parts[-1].stop_reason or STOP_CI_TARGET,
+            ci_target_pct=target_pct,
+            stop_reason=stop,
             phases=sum(p.phases for p in parts),
             slice_counts=slice_counts,
             slice_rounds=slice_rounds,
@@ -230,10 +246,6 @@ def merge_rounds(rounds: Sequence[Sequence[Result]]) -> tuple[Result, ...]:
             effective=head.effective,
             syncs_issued=syncs,
         )
-        if result.ci_target_met:
-            result = dataclasses.replace(result, stop_reason=STOP_CI_TARGET)
-        elif result.stop_reason == STOP_CI_TARGET:  # each round met it alone, all together not
-            result = dataclasses.replace(result, stop_reason="budget")
         merged.append(result)
     return tuple(merged)
 

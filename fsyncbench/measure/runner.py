@@ -45,8 +45,9 @@ from fsyncbench.model import FlushDelta, Host, Pragmas, Result
 #: (this VM's disk has 15-25 ms stalls that come and go within seconds) reach every
 #: configuration alike instead of whichever one happened to run at the time. One
 #: configuration's slices are the blocks its intervals rest on, a rotation of the others
-#: apart: short slices give more of them.
-SLICE_S = 0.25
+#: apart: short slices give more of them (a default round of 4.5 s over 14 workloads gives
+#: each about three).
+SLICE_S = 0.1
 #: No slice is shorter than this (s), whatever the run budget says.
 MIN_SLICE_S = 0.05
 #: Time budget (s) of each floor measurement (they stop far earlier on their CI target).
@@ -184,7 +185,12 @@ def _sample_round(
         active = [j for j in jobs if not j.finished(budget_s)]
         if not active:
             break
-        if plan.adaptive and deadline is not None and rotations >= MIN_PHASES:
+        if (
+            plan.adaptive
+            and plan.stop_on_target
+            and deadline is not None
+            and rotations >= MIN_PHASES
+        ):
             active = _within_reach(active, deadline - time.monotonic(), plan.ci_target_pct)
         rotations += 1
         for k, job in enumerate(active):
@@ -404,7 +410,7 @@ def result_from(m: Measurement, deltas: tuple[FlushDelta, ...], **fields: Any) -
     changes and the remaining fields; the summary and the CI-target check are derived from
     the samples and slices here."""
     summary = stats.summarize(m.samples_ns, m.slice_counts, m.slice_rounds)
-    half = summary.p99_ci_halfwidth_pct
+    half = stats.target_halfwidth_pct(summary.p99_interval)
     return Result(
         samples_ns=m.samples_ns,
         summary=summary,

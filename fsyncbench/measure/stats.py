@@ -568,6 +568,27 @@ def ci_halfwidth_pct(estimate: float, ci: Sequence[float]) -> float | None:
     return 100.0 * max(estimate - ci[0], ci[1] - estimate) / estimate
 
 
+#: Fewest degrees of freedom of an interval that may meet the CI target (``--ci-target-pct``):
+#: t on 4 degrees of freedom is 2.78. On fewer the interval's width is itself too
+#: uncertain (its SE rests on three or fewer independent blocks) for "within +-10 %" to
+#: hold in the next run: with under 2 degrees of freedom another run fell inside such an
+#: interval 34 % of the time on this project's VM. A project choice.
+MIN_TARGET_DF = 4.0
+
+
+def target_halfwidth_pct(iv: Interval | None, confidence: float = 0.95) -> float | None:
+    """The half-width (% of the estimate) of this run's own interval ``iv``
+    (:func:`own_bounds`) that the CI target is checked against; None without one or with
+    fewer than :data:`MIN_TARGET_DF` degrees of freedom."""
+    if iv is None:
+        return None
+    bounds = own_bounds(iv, confidence)
+    df = iv.df if iv.runs <= 1 else iv.within_df
+    if bounds is None or df < MIN_TARGET_DF:
+        return None
+    return ci_halfwidth_pct(iv.estimate_ns, bounds)
+
+
 def p99_ci_halfwidth_pct(
     samples_ns: Iterable[int] | np.ndarray,
     slice_counts: Sequence[int],
@@ -576,11 +597,11 @@ def p99_ci_halfwidth_pct(
 ) -> float | None:
     """The adaptive stop's check: the larger distance from p99 to a bound of this run's
     own interval (:func:`quantile_interval` without earlier runs: more samples cannot narrow
-    the spread between runs), in % of p99; None while the samples support no interval.
+    the spread between runs), in % of p99 (:func:`target_halfwidth_pct`); None while the
+    samples support no interval on at least :data:`MIN_TARGET_DF` degrees of freedom.
     ``samples_ns`` may be an ``array('q')``."""
     data = np.array(samples_ns, dtype=np.float64)
-    iv = quantile_interval(data, slice_counts, 99, confidence, slice_rounds)
-    return None if iv.bounds is None else ci_halfwidth_pct(iv.estimate_ns, iv.bounds)
+    return target_halfwidth_pct(quantile_interval(data, slice_counts, 99, confidence, slice_rounds))
 
 
 def tool_floor(result: Result, floors: Sequence[Result]) -> Result | None:

@@ -4,24 +4,26 @@
 Two reports A and B are compared configuration by configuration:
 
 - p50 and p99 of each with the interval the report itself shows
-  (:func:`fsyncbench.measure.stats.quantile_interval`, recomputed from the raw samples and slices
-  by the same deterministic function, so it is the report's own), and the ratio B/A with
-  its interval. Both rest on the jackknife standard errors of log(percentile) over each
-  run's slices, which allow for samples that move together in time, widened by the spread
-  between earlier runs of the same measurement where the report recorded them
-  (``Result.earlier``, :func:`fsyncbench.measure.stats.between_runs_interval`): the difference of the
-  logs over the combined standard error is a Welch t statistic (Welch-Satterthwaite degrees
-  of freedom; Welch 1947, Biometrika 34:28-35).
+  (:func:`fsyncbench.measure.stats.quantile_interval`, recomputed from the raw samples), and
+  B against the baseline: A and the earlier runs of the same measurement A recorded
+  (``Result.earlier``). With at least 3 earlier runs B is judged against the spread those
+  runs really had (a prediction built without B); with fewer, against both runs' own
+  spread, that of their rounds (:mod:`fsyncbench.measure.between`). The basis is named on
+  every row. B's own interval, widened by earlier runs B itself recorded, is never the test:
+  B would then widen the yardstick it is measured with.
 - The p-values of every statistic compared at once are adjusted by Holm's step-down method
   (Holm 1979, "A simple sequentially rejective multiple test procedure", Scand. J. Statist.
   6:65-70), which keeps the chance of calling *any* of them significant between two runs of
   an unchanged machine at 5 %. A difference is *significant* when its adjusted p-value is
   below 1 - confidence.
 - The common-language effect size P(B > A) (McGraw & Wong 1992) from the Mann-Whitney U
-  statistic, as a description only: its p-value would assume independent samples.
+  statistic, as a description only; its p-value is not given: it would assume independent
+  samples, and between two runs of an unchanged machine it was below 0.05 in almost every
+  pair.
 
-Reports of schema 1 have no slice boundaries, so no interval valid for dependent samples
-can be computed from them: their statistics are shown, but not called significant.
+Reports measured in fewer than 3 rounds (``--rounds``, schema 1 reports) have no spread
+of their own between processes; with fewer than 3 earlier runs their statistics are shown,
+but "cannot tell" whether they changed.
 """
 
 from __future__ import annotations
@@ -30,12 +32,11 @@ import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import stats
+from fsyncbench.measure import between, stats
 from fsyncbench.model import Interval, Report, Result
 
 CONFIDENCE = 0.95
@@ -51,13 +52,18 @@ ADJUSTMENT = "Holm"
 
 @dataclass(frozen=True)
 class QuantileComparison:
-    """One percentile of A and B with their intervals, and the ratio B/A with its interval.
+    """One percentile of A and B with the intervals their reports show, and B against the
+    baseline (:func:`fsyncbench.measure.between.shift`).
 
-    ``p_value`` is the two-sided Welch t test of log(B) - log(A); ``p_adjusted`` the same
-    after the Holm adjustment over every statistic of the comparison; ``significant``
-    whether ``p_adjusted`` is below 1 - confidence. They are None, with ``reason`` saying
-    why, when a side has no interval valid for dependent samples (no raw samples, no
-    slices, too few of them)."""
+    ``basis`` is "history" (A and at least 3 earlier runs A recorded: B judged against
+    their distribution) or "pair" (B against A over both runs' own spread);
+    ``baseline_runs`` how many runs the baseline holds, ``baseline_ns`` their geometric
+    mean (A's figure for one run), ``ratio`` B / baseline with its interval ``ratio_ci``,
+    ``tau_log`` the spread between runs beyond their own (history only). ``p_value`` is the
+    two-sided p of "no change"; ``p_adjusted`` the same after the Holm adjustment over every
+    statistic of the comparison; ``significant`` whether ``p_adjusted`` is below 1 -
+    confidence. They are None, with ``reason`` saying why and what would settle it, when
+    the runs' spread cannot be estimated ("cannot tell")."""
 
     percentile: float
     a_ns: float
@@ -74,6 +80,10 @@ class QuantileComparison:
     reason: str | None = None
     se_log: float | None = None
     df: float | None = None
+    basis: str = between.BASIS_PAIR
+    baseline_runs: int = 1
+    baseline_ns: float | None = None
+    tau_log: float | None = None
 
     @property
     def change_pct(self) -> float | None:
@@ -83,11 +93,10 @@ class QuantileComparison:
 
 @dataclass(frozen=True)
 class RankTest:
-    """Mann-Whitney U test of A against B: two-sided ``p_value`` and P(B > A)."""
+    """The Mann-Whitney U statistic of B against A and P(B > A) = U / (n_A n_B), a
+    description of how the two sample sets overlap (no p-value: module docstring)."""
 
     u_b: float
-    z: float
-    p_value: float
     prob_b_slower: float
 
 
@@ -136,13 +145,14 @@ class PairComparison:
 
 @dataclass(frozen=True)
 class Regression:
-    """A configuration whose p99 got worse by more than the allowed percentage, significantly:
-    ``p_adjusted`` is the Holm-adjusted one-sided p-value of "B/A is at most 1 + limit"."""
+    """A configuration's p50 or p99 (``statistic``) that is significantly slower than the
+    baseline (Holm-adjusted p ``p_adjusted`` over every statistic compared) and slower by
+    more than ``limit_pct`` % (:func:`fleet_regressions`)."""
 
     name: str
     baseline: str
     candidate: str
-    p99: QuantileComparison
+    statistic: QuantileComparison
     limit_pct: float
     p_adjusted: float = 0.0
 
@@ -223,58 +233,66 @@ def result_interval(r: Result, percentile: float, confidence: float = CONFIDENCE
     )
 
 
+def run_figure(r: Result, percentile: float) -> between.RunFigure:
+    """``percentile`` (50 or 99) of ``r`` as one run's figure for a test between runs
+    (:class:`fsyncbench.measure.between.RunFigure`): the estimate, the spread of its rounds,
+    its own jackknife SE (without earlier runs) and the clock tick its samples show."""
+    s = r.summary
+    if percentile == 50:
+        estimate, rounds, stored = s.p50_ns, s.round_p50_ns, s.p50_interval
+    else:
+        estimate, rounds, stored = s.p99_ns, s.round_p99_ns, s.p99_interval
+    own = None if stored is None else stored.own_se_log
+    return between.RunFigure(
+        estimate_ns=estimate,
+        round_sd_log=between.round_sd_log(rounds),
+        rounds=len(rounds),
+        own_se_log=own,
+        tick_ns=float(between.clock_tick_ns(r.samples_ns)) if r.samples_ns else 1.0,
+    )
+
+
+def baseline_figures(a: Result, percentile: float) -> list[between.RunFigure]:
+    """The baseline runs of ``a``: the earlier runs it recorded (``Result.earlier``, oldest
+    first) and ``a`` itself, last."""
+    out = []
+    for e in a.earlier:
+        if percentile == 50:
+            out.append(between.RunFigure(e.p50_ns, e.p50_round_sd_log, e.rounds, e.p50_se_log))
+        else:
+            out.append(between.RunFigure(e.p99_ns, e.p99_round_sd_log, e.rounds, e.p99_se_log))
+    return out + [run_figure(a, percentile)]
+
+
 def compare_quantile(
     a: Result, b: Result, percentile: float, confidence: float = CONFIDENCE
 ) -> QuantileComparison:
-    """``percentile`` of A and B with their intervals, the ratio B/A with its interval and
-    the unadjusted p-value of the Welch t test on the log scale (module docstring).
-    ``significant`` and ``p_adjusted`` are filled in by :func:`compare_pair`; ``se_log`` and
-    ``df`` are the test's standard error of log(B/A) and its degrees of freedom."""
+    """``percentile`` of A and B with the intervals their reports show, and B against the
+    baseline (A and the earlier runs A recorded): ratio, its interval and the unadjusted
+    two-sided p-value of :func:`fsyncbench.measure.between.shift` (module docstring).
+    ``significant`` and ``p_adjusted`` are filled in by :func:`compare_pair`."""
     ia, ib = result_interval(a, percentile, confidence), result_interval(b, percentile, confidence)
-    pa, pb = ia.estimate_ns, ib.estimate_ns
-    ratio = pb / pa if pa > 0 else None
-    base: dict[str, Any] = dict(
+    sh = between.shift(baseline_figures(a, percentile), run_figure(b, percentile), confidence)
+    return QuantileComparison(
         percentile=percentile,
-        a_ns=pa,
+        a_ns=ia.estimate_ns,
         a_ci_ns=ia.bounds,
-        b_ns=pb,
+        b_ns=ib.estimate_ns,
         b_ci_ns=ib.bounds,
-        ratio=ratio,
+        ratio=sh.ratio,
+        ratio_ci=sh.ratio_ci,
+        significant=None,
         a_interval=ia,
         b_interval=ib,
+        p_value=sh.p_value,
+        reason=sh.reason,
+        se_log=sh.se_log,
+        df=sh.df,
+        basis=sh.basis,
+        baseline_runs=sh.baseline_runs,
+        baseline_ns=sh.baseline_ns,
+        tau_log=sh.tau_log,
     )
-    why = _no_test_reason(ia, "A") or _no_test_reason(ib, "B")
-    if why or ratio is None or pb <= 0:
-        return QuantileComparison(
-            **base, ratio_ci=None, significant=None, reason=why or "a percentile of zero"
-        )
-    assert ia.se_log is not None and ib.se_log is not None
-    va, vb = ia.se_log**2, ib.se_log**2
-    se = math.sqrt(va + vb)
-    d = math.log(ratio)
-    df = math.inf
-    if se == 0:
-        p = 1.0 if d == 0 else 0.0
-        ratio_ci = (ratio, ratio)
-    else:
-        df = (va + vb) ** 2 / ((va**2 / ia.df if va else 0.0) + (vb**2 / ib.df if vb else 0.0))
-        t = stats.t_quantile(df, 0.5 + confidence / 2.0)
-        ratio_ci = (math.exp(d - t * se), math.exp(d + t * se))
-        p = stats.t_two_sided_p(d / se, df)
-    return QuantileComparison(
-        **base, ratio_ci=ratio_ci, significant=None, p_value=p, se_log=se, df=df
-    )
-
-
-def _no_test_reason(iv: Interval, side: str) -> str | None:
-    """Why ``iv`` cannot enter a test (None: it can): a statistic the report shows no
-    interval for is not tested either, so the table never calls a difference significant
-    beside a "none"."""
-    if iv.bounds is not None and iv.se_log is not None and iv.df > 0:
-        return None
-    if iv.method == stats.METHOD_INDEPENDENT or not iv.blocks:
-        return f"{side} has no slices (schema 1 report or no raw samples)"
-    return f"{side}: {iv.reason or 'no interval'}"
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -305,8 +323,7 @@ def _adjust(
 
 
 def rank_test(a: Sequence[float], b: Sequence[float]) -> RankTest | None:
-    """Two-sided Mann-Whitney U test (normal approximation, tie and continuity corrected).
-    None when a side is empty or every value is tied."""
+    """U of B against A (ties count 1/2) and P(B > A). None when a side is empty."""
     xa = np.asarray(a, dtype=np.float64)
     xb = np.asarray(b, dtype=np.float64)
     n1, n2 = xa.size, xb.size
@@ -314,20 +331,9 @@ def rank_test(a: Sequence[float], b: Sequence[float]) -> RankTest | None:
         return None
     both = np.concatenate([xa, xb])
     _, inverse, counts = np.unique(both, return_inverse=True, return_counts=True)
-    upper = np.cumsum(counts)
-    mid_rank = upper - (counts - 1) / 2.0  # average rank of each distinct value (1-based)
-    ranks = mid_rank[inverse]
-    u_b = float(ranks[n1:].sum() - n2 * (n2 + 1) / 2.0)  # pairs with b > a (ties count 1/2)
-    n = n1 + n2
-    tie = float(np.sum(counts.astype(np.float64) ** 3 - counts)) / (n * (n - 1)) if n > 1 else 0.0
-    var = n1 * n2 / 12.0 * ((n + 1) - tie)
-    if var <= 0:
-        return None
-    mean = n1 * n2 / 2.0
-    diff = u_b - mean
-    z = (diff - math.copysign(0.5, diff)) / math.sqrt(var) if diff else 0.0
-    p = math.erfc(abs(z) / math.sqrt(2.0))
-    return RankTest(u_b, z, min(1.0, p), u_b / (n1 * n2))
+    mid_rank = np.cumsum(counts) - (counts - 1) / 2.0  # average rank of each distinct value
+    u_b = float(mid_rank[inverse][n1:].sum() - n2 * (n2 + 1) / 2.0)  # pairs with b > a
+    return RankTest(u_b, u_b / (n1 * n2))
 
 
 def compare_pair(a: Report, b: Report, confidence: float = CONFIDENCE) -> PairComparison:
@@ -376,6 +382,16 @@ def compare_pair(a: Report, b: Report, confidence: float = CONFIDENCE) -> PairCo
     )
 
 
+def gated(c: ConfigComparison, names: Sequence[str] | None = None) -> bool:
+    """Whether the regression check looks at ``c``: those ``names`` name (case-insensitive),
+    by default every configuration that syncs: the no-sync write baseline and commits at
+    synchronous=OFF (primitive "none") measure Python and the page cache, not the storage a
+    durability gate is about, so they are checked only when named."""
+    if names:
+        return c.name.lower() in {n.lower() for n in names}
+    return not (c.kind == "write" or "none" in (c.primitive_a, c.primitive_b))
+
+
 def regressions(
     pair: PairComparison,
     limit_pct: float,
@@ -383,16 +399,9 @@ def regressions(
     candidate: str,
     names: Sequence[str] | None = None,
 ) -> list[Regression]:
-    """Configurations whose p99 is significantly more than ``limit_pct`` % worse in B than
-    in A: the one-sided Welch t test of log(B/A) against log(1 + limit/100), not against 0,
-    Holm-adjusted over the p99s this check looks at, is below 1 - confidence. "Worse by more
-    than 20 %" must be shown, not merely "worse": between two runs of an unchanged machine
-    (true ratio 1) it fires far less often than the 5 % a test against 1 would, and a wide
-    interval cannot fail a build on a guess. The row must also be significant in the table
-    (:func:`compare_pair`'s Holm over every statistic). ``names`` limits the check; by default every
-    compared configuration that syncs: the no-sync write baseline and commits at
-    synchronous=OFF (primitive "none") measure Python and the page cache, not the storage
-    a durability gate is about, so they are checked only when named."""
+    """The p50s and p99s of the checked configurations (:func:`gated`) that got slower
+    significantly and by more than ``limit_pct`` % (:func:`fleet_regressions` of one
+    pair)."""
     return fleet_regressions([(candidate, pair)], limit_pct, baseline, names)
 
 
@@ -402,51 +411,53 @@ def fleet_regressions(
     baseline: str,
     names: Sequence[str] | None = None,
 ) -> list[Regression]:
-    """:func:`regressions` of several candidates against one baseline, ``pairs`` of
-    (candidate label, its comparison with the baseline), with Holm's adjustment over every
-    p99 tested in all of them at once: the chance that a gate over a fleet of unchanged
-    machines fires anywhere stays at 1 - confidence however many reports it holds."""
-    wanted = {n.lower() for n in names} if names else None
-    checked = []
-    for candidate, pair in pairs:
-        for c in pair.configs:
-            if wanted is not None and c.name.lower() not in wanted:
-                continue
-            if wanted is None and (c.kind == "write" or "none" in (c.primitive_a, c.primitive_b)):
-                continue
-            q = c.p99
-            if q.ratio is None or q.se_log is None or q.df is None:
-                continue
-            excess = math.log(q.ratio) - math.log1p(limit_pct / 100.0)
-            if q.se_log == 0:
-                p = 0.0 if excess > 0 else 1.0
-            else:
-                p = stats.t_one_sided_p(excess / q.se_log, q.df)
-            checked.append((candidate, pair, c, p))
-    adjusted = holm([p for *_, p in checked])
-    # and the table's own call: a REGRESSION line never stands beside "significant: no"
+    """Regressions of several candidates against one baseline, ``pairs`` of (candidate
+    label, its comparison with the baseline). A statistic (p50 or p99 of a checked
+    configuration, :func:`gated`) is a regression when it is slower, its two-sided p-value
+    Holm-adjusted over every statistic of every pair at once is below 1 - confidence (for
+    one pair that is the table's own "significant": a REGRESSION line never stands beside
+    "significant: no"), and its ratio to the baseline is above 1 + ``limit_pct`` / 100.
+    That is airspeed velocity's rule (a change is reported when the ratio exceeds the
+    factor and the difference is statistically significant,
+    https://asv.readthedocs.io/en/stable/commands.html#asv-compare): the significance
+    keeps the chance that a gate over unchanged machines fires anywhere at 1 - confidence,
+    the limit keeps real but small changes from failing a build. The ratio's interval is
+    shown with it: where it reaches below the limit, that the change exceeds the limit is
+    the estimate's, not shown."""
+    tested = [
+        (candidate, pair, c, q)
+        for candidate, pair in pairs
+        for c in pair.configs
+        for q in (c.p50, c.p99)
+        if q.p_value is not None
+    ]
+    adjusted = holm([q.p_value for *_, q in tested])  # type: ignore[misc]
+    bound = math.log1p(limit_pct / 100.0)
     return [
-        Regression(c.name, baseline, candidate, c.p99, limit_pct, pa)
-        for (candidate, pair, c, _), pa in zip(checked, adjusted)
-        if pa < alpha(pair.confidence) and c.p99.significant
+        Regression(c.name, baseline, candidate, q, limit_pct, pa)
+        for (candidate, pair, c, q), pa in zip(tested, adjusted)
+        if gated(c, names)
+        and pa < alpha(pair.confidence)
+        and q.ratio is not None
+        and math.log(q.ratio) > bound
     ]
 
 
 def regression_coverage(
     pair: PairComparison, names: Sequence[str] | None = None
 ) -> tuple[int, list[str]]:
-    """(how many p99s a regression check looks at, why each one it cannot test cannot be
-    tested): a check must say what it skipped, and one that tested nothing must not pass."""
-    wanted = {n.lower() for n in names} if names else None
+    """(how many statistics, p50 and p99 of each checked configuration, the regression
+    check looks at; for each one it cannot test, the configuration, the statistic and why):
+    a check must say what it could not test, and one that could not test everything must not
+    pass in silence."""
     looked, out = 0, []
     for c in pair.configs:
-        if wanted is not None and c.name.lower() not in wanted:
+        if not gated(c, names):
             continue
-        if wanted is None and (c.kind == "write" or "none" in (c.primitive_a, c.primitive_b)):
-            continue
-        looked += 1
-        if c.p99.se_log is None:
-            out.append(f"{c.name} ({c.p99.reason or 'no interval'})")
+        for q in (c.p50, c.p99):
+            looked += 1
+            if q.p_value is None:
+                out.append(f"{c.name} p{q.percentile:g} ({q.reason or 'no test'})")
     return looked, out
 
 

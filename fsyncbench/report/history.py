@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import stats
+from fsyncbench.measure import between, stats
 from fsyncbench.model import EarlierRun, Host, Report, Result
 from fsyncbench.report import store
 
@@ -84,9 +84,10 @@ def result_key(r: Result) -> tuple[Any, ...]:
 
 
 def earlier_run(report: Report, result: Result, file_name: str) -> EarlierRun:
-    """``result`` of ``report`` as an earlier run: its p50 and p99 and its own (one run's)
+    """``result`` of ``report`` as an earlier run: its p50 and p99, its own (one run's)
     standard errors of their logs (:attr:`fsyncbench.model.Interval.own_se_log`; None for
-    a schema 1 report or a percentile without an interval)."""
+    a schema 1 report or a percentile without an interval) and the spread of its rounds'
+    p50 and p99 (:func:`fsyncbench.measure.between.round_sd_log`)."""
     s = result.summary
 
     def own(iv: Any) -> float | None:
@@ -99,6 +100,9 @@ def earlier_run(report: Report, result: Result, file_name: str) -> EarlierRun:
         p99_ns=s.p99_ns,
         p50_se_log=own(s.p50_interval),
         p99_se_log=own(s.p99_interval),
+        p50_round_sd_log=between.round_sd_log(s.round_p50_ns),
+        p99_round_sd_log=between.round_sd_log(s.round_p99_ns),
+        rounds=len(s.round_p50_ns),
     )
 
 

@@ -113,6 +113,15 @@ def _ratio(q: QuantileComparison) -> str:
     return text
 
 
+def basis_words(q: QuantileComparison) -> str:
+    """How B was judged, in a few words: "against 5 runs" (history) or "pair, own spread"."""
+    if q.p_value is None:
+        return "-"
+    if q.basis == "history":
+        return f"against {q.baseline_runs} runs"
+    return "A alone" if q.baseline_runs <= 1 else f"pair: {q.baseline_runs} runs, own spread"
+
+
 def _fmt_ratio(x: float) -> str:
     return f"{x:.2f}" if 0.1 <= x < 100 else f"{x:.2g}"
 
@@ -177,6 +186,7 @@ def render_compare(
                     f"{fmt_ns(q.a_ns)} {fmt_interval(q.a_ci_ns, q.a_interval)}",
                     f"{fmt_ns(q.b_ns)} {fmt_interval(q.b_ci_ns, q.b_interval)}",
                     _ratio(q),
+                    basis_words(q),
                     "-" if q.p_adjusted is None else f"{q.p_adjusted:.2g}",
                     _significance(q),
                     f"{c.rank.prob_b_slower:.2f}" if first and c.rank is not None else "",
@@ -192,7 +202,8 @@ def render_compare(
                 "n A/B",
                 f"A [{conf} CI]",
                 f"B [{conf} CI]",
-                f"B/A [{conf} CI]",
+                f"B/base [{conf} CI]",
+                "basis",
                 f"p ({pair.adjustment})",
                 "significant",
                 "P(B>A)",
@@ -202,39 +213,35 @@ def render_compare(
         )
     )
     tested = sum(1 for c in pair.configs for q in (c.p50, c.p99) if q.p_value is not None)
-    legacy = [
-        label
-        for label, rep in zip(labels, (a, b))
-        if rep.results and not any(r.slice_counts for r in rep.results)
-    ]
-    with_runs = [label for label, rep in zip(labels, (a, b)) if any(r.earlier for r in rep.results)]
-    own = (
-        "Intervals are the ones each report shows (jackknife over its slices, which allows "
-        "for samples that move together in time"
-        + (
-            f"; for {' and '.join(with_runs)} widened by the spread between earlier runs of "
-            "the same measurement, so a difference must exceed the usual run-to-run "
-            "variation to count"
-            if with_runs
-            else ""
-        )
-        + ")"
-        if not legacy
-        else f"Intervals are each report's own; {' and '.join(legacy)} recorded no slices (schema 1), "
-        "so its intervals assume independent samples and nothing in it can be tested"
-    )
+    qs = [q for c in pair.configs for q in (c.p50, c.p99) if q.p_value is not None]
+    history = sum(1 for q in qs if q.basis == "history")
     out += [
         "",
-        f"{own}. Significant: the {pair.adjustment}-adjusted "
-        f"p-value over all {tested} statistics tested is below {1 - pair.confidence:.2g} "
-        f"(Welch t test of log B - log A), so two runs of an unchanged machine show a "
-        f"significant difference anywhere in this table at most {100 * (1 - pair.confidence):g} % "
-        "of the time. P(B>A): the chance a random B operation is slower than a random A one "
-        "(0.5 = no shift); a description, not a test.",
+        "A and B [CI]: each report's own figure and interval. B/base: B against the baseline, "
+        "A and the earlier runs of the same measurement A recorded. "
+        + (
+            f"{history} of {tested} statistics were judged against the baseline's runs "
+            "('against N runs': the spread those runs really had, a prediction of a new run "
+            "made without B)"
+            if history
+            else "No statistic had 3 earlier runs behind A"
+        )
+        + (
+            f"; {tested - history} against both runs' own spread, that of their rounds "
+            "('A alone', 'pair'), which cannot see how far runs at other times differ: keep "
+            "3 earlier runs of the same measurement in A's report directory to measure it"
+            if tested - history
+            else ""
+        )
+        + f". Significant: the {pair.adjustment}-adjusted p-value over all {tested} statistics "
+        f"tested is below {1 - pair.confidence:.2g}, so two runs of an unchanged machine show "
+        f"a significant difference anywhere in this table at most "
+        f"{100 * (1 - pair.confidence):g} % of the time. P(B>A): the chance a random B "
+        "operation is slower than a random A one (0.5 = no shift); a description, not a test.",
     ]
     untested = sorted({q.reason for c in pair.configs for q in (c.p50, c.p99) if q.reason})
     if untested:
-        out.append("Not tested: " + "; ".join(untested) + ".")
+        out.append("Cannot tell (not tested): " + "; ".join(untested) + ".")
     moved = floor_moved_line(pair)
     if moved:
         out += ["", moved]
