@@ -38,7 +38,7 @@ EXIT_CANNOT_TELL = 4
 
 
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
-    gates = api.Gates.parse(args.max_p99, args.fail_on, args.config)
+    gates = api.Gates.parse(args.max_p99, args.fail_on, args.config, args.max_p99_strict)
     with _Progress(quiet=args.quiet) as progress:
         report = api.run(
             args.dir,
@@ -68,7 +68,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
-    gates = api.Gates.parse(args.max_p99, args.fail_on, args.config)
+    gates = api.Gates.parse(args.max_p99, args.fail_on, args.config, args.max_p99_strict)
     with _Progress(quiet=args.quiet) as progress:
         report = api.audit(
             args.dir,
@@ -111,7 +111,7 @@ def _finish_report(report: Report, args: argparse.Namespace, gates: api.Gates) -
 
 
 def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
-    gates = api.Gates.parse(args.max_p99, args.fail_on, args.config)
+    gates = api.Gates.parse(args.max_p99, args.fail_on, args.config, args.max_p99_strict)
     report = api.load(args.report, redact=args.redact, gates=gates, outputs=_outputs(args))
     text = api.render(report, args.format, model_call_ms=args.model_call_ms)
     if args.csv or args.prometheus:  # first: a failure leaves nothing half-done
@@ -289,24 +289,37 @@ def _gates_to_stderr(args: argparse.Namespace) -> bool:
 
 
 def _apply_gates(result: api.GateResult, to_stderr: bool = False) -> int:
-    """Print each gate failure and return EXIT_RISK, or EXIT_OK when none failed (nothing
-    printed when no gate was set)."""
+    """Print each gate failure, note and "cannot tell" line; EXIT_RISK when a gate failed,
+    EXIT_CANNOT_TELL when none failed but one could not check everything, else EXIT_OK
+    (nothing printed when no gate was set)."""
     if not result.active:
         return EXIT_OK
     # the gate's verdict must reach someone: stderr when stdout's reader has gone
     out = sys.stderr if to_stderr or getattr(sys.stdout, "closed_by_reader", False) else sys.stdout
-    if not result.failures:
-        print(f"Gates passed ({_configurations(result.checked)} checked).", file=out)
-        return EXIT_OK
-    for f in result.failures:
-        print(f"GATE FAILED [{f.gate}] {f.message}", file=out)
-    n = len(result.failures)
-    print(
-        f"{n} gate failure{'s' if n != 1 else ''} in {_configurations(result.checked)} "
-        "checked: exit 1.",
-        file=out,
-    )
-    return EXIT_RISK
+    for note in result.notes:
+        print(f"NOTE [max-p99] {note}.", file=out)
+    for line in result.cannot_tell:
+        print(f"CANNOT TELL [max-p99] {line}.", file=out)
+    if result.failures:
+        for f in result.failures:
+            print(f"GATE FAILED [{f.gate}] {f.message}", file=out)
+        n = len(result.failures)
+        print(
+            f"{n} gate failure{'s' if n != 1 else ''} in {_configurations(result.checked)} "
+            "checked: exit 1.",
+            file=out,
+        )
+        return EXIT_RISK
+    if result.cannot_tell:
+        n = len(result.cannot_tell)
+        print(
+            f"No gate failed, but {n} of {_configurations(result.checked)} could not be "
+            "checked: exit 4.",
+            file=out,
+        )
+        return EXIT_CANNOT_TELL
+    print(f"Gates passed ({_configurations(result.checked)} checked).", file=out)
+    return EXIT_OK
 
 
 def _configurations(n: int) -> str:

@@ -761,7 +761,15 @@ def _add_gate_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-p99",
         metavar="DURATION",
-        help="exit 1 when a configuration's p99 is above DURATION (e.g. 10ms, 500us)",
+        help="exit 1 when a configuration's p99 is above DURATION (e.g. 10ms, 500us); "
+        "a p99 whose 95%% interval straddles DURATION is named (the next run may decide "
+        "otherwise)",
+    )
+    p.add_argument(
+        "--max-p99-strict",
+        action="store_true",
+        help="judge --max-p99 by the upper bound of p99's 95%% interval: pass only where "
+        "p99 is shown to be below DURATION; exit 4 (cannot tell) where there is no interval",
     )
     p.add_argument(
         "--fail-on",

@@ -374,6 +374,7 @@ class Gates:
     max_p99_ns: int | None = None
     fail_on: tuple[str, ...] = ()
     configs: tuple[str, ...] = ()
+    max_p99_strict: bool = False
 
     @classmethod
     def parse(
@@ -381,9 +382,12 @@ class Gates:
         max_p99: str | int | None = None,
         fail_on: str | Sequence[str] | None = None,
         configs: str | Sequence[str] | None = None,
+        max_p99_strict: bool = False,
     ) -> Gates:
         """``max_p99`` a duration with a unit (``"10ms"``, ``"500us"``) or ns as an int;
-        ``fail_on`` and ``configs`` comma lists or sequences (``--config`` may repeat)."""
+        ``fail_on`` and ``configs`` comma lists or sequences (``--config`` may repeat);
+        ``max_p99_strict``: judge ``max_p99`` by the upper bound of p99's interval
+        (:func:`fsyncbench.judge.gates.check`). Raises FsyncbenchError."""
         from fsyncbench.judge import gates
 
         check_list(fail_on, "fail_on")
@@ -407,7 +411,9 @@ class Gates:
             )
         verdicts = gates.parse_verdicts(_comma_list(fail_on)) if fail_on is not None else ()
         names = gates.parse_names([configs] if isinstance(configs, str) else configs)
-        return cls(max_ns, verdicts, names)
+        if max_p99_strict and max_ns is None:
+            raise FsyncbenchError("--max-p99-strict needs --max-p99 DURATION")
+        return cls(max_ns, verdicts, names, bool(max_p99_strict))
 
     @property
     def active(self) -> bool:

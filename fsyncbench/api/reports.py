@@ -222,12 +222,15 @@ def _json(data: Any) -> str:
 @dataclass(frozen=True)
 class GateResult:
     """What :func:`gate` found: ``failures`` (:class:`fsyncbench.judge.gates.GateFailure`,
-    in result order) among ``checked`` configurations; ``active`` False when no gate was
-    set (nothing checked)."""
+    in result order) among ``checked`` configurations; ``notes`` (a p99 whose interval
+    straddles ``--max-p99``); ``cannot_tell`` (what a strict gate could not check, with what
+    would settle it); ``active`` False when no gate was set (nothing checked)."""
 
     failures: tuple[GateFailure, ...] = ()
     checked: int = 0
     active: bool = False
+    notes: tuple[str, ...] = ()
+    cannot_tell: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -241,6 +244,7 @@ def gate(
     max_p99: str | int | None = None,
     fail_on: str | Sequence[str] | None = None,
     configs: str | Sequence[str] | None = None,
+    max_p99_strict: bool = False,
 ) -> GateResult:
     """The CI gates over ``report``: each configuration (``configs``; default all but the
     no-sync write baseline) whose p99 is above ``max_p99`` ("10ms", or ns) or whose path
@@ -250,12 +254,20 @@ def gate(
 
     options.check_instance(gates, Gates, "gates")
     if gates is None:
-        gates = Gates.parse(max_p99, fail_on, configs)
+        gates = Gates.parse(max_p99, fail_on, configs, max_p99_strict)
     options.check_instance(report, Report, "report", optional=False)
     if not gates.active:
         return GateResult()
-    failures = checks.check(report, gates.max_p99_ns, gates.fail_on, gates.configs)
-    return GateResult(tuple(failures), len(checks.select(report, gates.configs)), True)
+    failures, notes, untold = checks.review(
+        report, gates.max_p99_ns, gates.fail_on, gates.configs, gates.max_p99_strict
+    )
+    return GateResult(
+        tuple(failures),
+        len(checks.select(report, gates.configs)),
+        True,
+        tuple(notes),
+        tuple(untold),
+    )
 
 
 @dataclass(frozen=True)

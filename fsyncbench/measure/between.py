@@ -18,20 +18,25 @@ Two bases, always named in the output:
   of the same measurement it recorded (``Result.earlier``). The candidate's figure is
   judged against the distribution of those runs, a prediction built without the candidate
   (as Bencher's thresholds judge a new metric against a window of earlier ones,
-  https://bencher.dev/docs/explanation/thresholds/): the random-effects prediction of a new
-  run (Higgins, Thompson & Spiegelhalter 2009, "A re-evaluation of random-effects
-  meta-analysis", J. R. Statist. Soc. A 172:137-159, sec. 3.4): centre the mean of the
-  baseline runs' log figures, variance tau^2 + w_new + var(mean), where w is a run's own
-  spread (below) and tau^2 the spread between runs beyond it (the method-of-moments
-  estimate, never below 0).
-- **pair**: fewer earlier runs. The difference of the logs over both runs' own spread,
-  Welch's t (Welch 1947, Biometrika 34:28-35). The spread between runs beyond that of the
-  rounds cannot be seen; the output says so and names what settles it (3 earlier runs).
+  https://bencher.dev/docs/explanation/thresholds/): centre the mean of the baseline runs'
+  log figures, variance sigma^2 (1 + 1/k) for one more run like them. Four runs alone know
+  sigma^2 on 3 degrees of freedom, too few for a test over a whole table; so sigma^2 is
+  read as a ratio to the runs' round variance w, and that ratio is learnt from every
+  statistic of the comparison at once and moderated statistic by statistic (:func:`fit_prior`,
+  the empirical Bayes of Smyth 2004, used by limma for many tests on few replicates): where
+  runs differ far more than their rounds, the ratio says so; where statistics disagree,
+  its degrees of freedom shrink. Without rounds or other statistics it is the classic
+  prediction interval, mean +- t(k - 1) sd sqrt(1 + 1/k).
+- **pair**: fewer earlier runs. The difference of the logs over both runs' own spread w,
+  Welch's t (Welch 1947, Biometrika 34:28-35). This assumes runs differ no more than one
+  of their rounds does, which one run cannot check; the output says so and names what
+  settles it (3 earlier runs). ``tests/test_between.py`` simulates where it holds and where
+  it fails.
 
 A run's own spread w is the variance of the log of its rounds' figures (at least
 :data:`fsyncbench.measure.stats.MIN_ROUNDS` rounds; degrees of freedom rounds - 1), never
 below the variance of its jackknife estimate nor below one clock tick
-(:func:`clock_tick_ns`): a figure is never more precise than the clock that timed it, so
+(:func:`fsyncbench.measure.stats.clock_tick_ns`): a figure is never more precise than the clock that timed it, so
 one tick of difference is never significant.
 """
 
@@ -90,19 +95,6 @@ def round_sd_log(round_values_ns: Sequence[float]) -> float | None:
     return float(np.std(np.log(np.asarray(round_values_ns, dtype=np.float64)), ddof=1))
 
 
-def clock_tick_ns(samples_ns: Sequence[int] | np.ndarray) -> int:
-    """The clock's tick as the samples show it: the greatest common divisor of every
-    sample (ns), at least 1. A clock that counts in 100 ns steps (Windows'
-    QueryPerformanceCounter at 10 MHz, https://learn.microsoft.com/en-us/windows/win32/
-    sysinfo/acquiring-high-resolution-time-stamps) gives 100; a nanosecond clock almost
-    always 1. 1 for no samples."""
-    x = np.asarray(samples_ns, dtype=np.int64)
-    if x.size == 0:
-        return 1
-    g = int(np.gcd.reduce(np.abs(x)))
-    return max(1, g)
-
-
 @dataclass(frozen=True)
 class Shift:
     """The candidate run's figure against the baseline runs' (:func:`shift`).
@@ -128,9 +120,89 @@ class Shift:
     reason: str | None = None
 
 
-def shift(baseline: Sequence[RunFigure], candidate: RunFigure, confidence: float = 0.95) -> Shift:
+@dataclass(frozen=True)
+class SpreadPrior:
+    """How much more the runs of a table differ than their rounds, learnt from all its
+    statistics at once (:func:`fit_prior`): the ratio var(runs' figures) / mean(round
+    variance) is ``ratio`` for a typical statistic, with ``df`` degrees of freedom of
+    evidence (inf: every statistic shares it)."""
+
+    df: float
+    ratio: float
+
+
+def history_ratio(baseline: Sequence[RunFigure]) -> tuple[float, float] | None:
+    """(the baseline runs' variance over their mean round variance, its degrees of freedom
+    k - 1) for a baseline of at least :data:`MIN_BASELINE_RUNS` runs that all recorded
+    their rounds; None otherwise."""
+    runs = [b for b in baseline if b.estimate_ns > 0]
+    spreads = [b.spread() for b in runs]
+    if len(runs) < MIN_BASELINE_RUNS or any(sp is None for sp in spreads):
+        return None
+    mean_w = float(np.mean([sp[0] for sp in spreads if sp is not None]))
+    vy = float(np.var(np.log([b.estimate_ns for b in runs]), ddof=1))
+    if not mean_w > 0 or not vy > 0:
+        return None
+    return vy / mean_w, float(len(runs) - 1)
+
+
+#: Fewest statistics :func:`fit_prior` learns a shared ratio from.
+MIN_PRIOR_STATISTICS = 4
+
+
+def fit_prior(ratios: Sequence[tuple[float, float]]) -> SpreadPrior | None:
+    """The distribution of the statistics' run-to-round variance ratios (each an estimate on
+    its degrees of freedom, :func:`history_ratio`), fitted as limma fits sample variances:
+    each true ratio drawn from a scaled inverse chi-square with ``df`` degrees of freedom
+    around ``ratio``, their estimates scaled chi-squares around them; moments of the log
+    (Smyth 2004, "Linear models and empirical Bayes methods for assessing differential
+    expression in microarray experiments", Statistical Applications in Genetics and
+    Molecular Biology 3(1), art. 3, sec. 6.2). None from fewer than
+    :data:`MIN_PRIOR_STATISTICS` statistics."""
+    from scipy.special import digamma, polygamma
+
+    usable = [(r, d) for r, d in ratios if r > 0 and d > 0]
+    if len(usable) < MIN_PRIOR_STATISTICS:
+        return None
+    r = np.array([u[0] for u in usable])
+    d1 = np.array([u[1] for u in usable])
+    e = np.log(r) - digamma(d1 / 2.0) + np.log(d1 / 2.0)
+    emean = float(e.mean())
+    evar = float(np.var(e, ddof=1)) - float(np.mean(polygamma(1, d1 / 2.0)))
+    if evar <= 0:
+        return SpreadPrior(math.inf, math.exp(emean))
+    d0 = 2.0 * _trigamma_inverse(evar)
+    return SpreadPrior(d0, math.exp(emean + float(digamma(d0 / 2.0)) - math.log(d0 / 2.0)))
+
+
+def _trigamma_inverse(x: float) -> float:
+    """y with trigamma(y) = x (Newton's method as limma's trigammaInverse)."""
+    from scipy.special import polygamma
+
+    if x > 1e7:
+        return 1.0 / math.sqrt(x)
+    if x < 1e-6:
+        return 1.0 / x
+    y = 0.5 + 1.0 / x
+    for _ in range(50):
+        tri = float(polygamma(1, y))
+        step = tri * (1.0 - tri / x) / float(polygamma(2, y))
+        y += step
+        if -step / y < 1e-8:
+            break
+    return y
+
+
+def shift(
+    baseline: Sequence[RunFigure],
+    candidate: RunFigure,
+    confidence: float = 0.95,
+    prior: SpreadPrior | None = None,
+) -> Shift:
     """Test ``candidate`` against the ``baseline`` runs (oldest first, the baseline report
-    last; at least one), module text. Raises ValueError for an empty baseline."""
+    last; at least one), module text. ``prior``: what the other statistics of the same
+    comparison show of how much runs differ beyond their rounds (:func:`fit_prior`).
+    Raises ValueError for an empty baseline."""
     if not baseline:
         raise ValueError("a baseline of at least one run is required")
     runs = [b for b in baseline if b.estimate_ns > 0]
@@ -142,28 +214,38 @@ def shift(baseline: Sequence[RunFigure], candidate: RunFigure, confidence: float
     if not k or not candidate.estimate_ns > 0:
         return dataclasses.replace(head, reason="a figure of zero (the clock could not time it)")
     ratio = candidate.estimate_ns / centre
-    y_new = math.log(candidate.estimate_ns)
+    d = math.log(candidate.estimate_ns) - float(ys.mean())
     own = [b.spread() for b in runs]
     mine = candidate.spread()
-    known = [s for s in own if s is not None]
+    known = [sp for sp in own if sp is not None]
+    # never more precise than one clock tick on either side
+    tick = max(
+        [candidate.tick_ns / candidate.estimate_ns] + [b.tick_ns / b.estimate_ns for b in runs]
+    )
     tau_log = None
     if basis == BASIS_HISTORY:
         vy = float(np.var(ys, ddof=1))
-        mean_w = float(np.mean([w for w, _ in known])) if known else 0.0
-        tau2 = max(0.0, vy - mean_w)
-        tau_log = math.sqrt(tau2)
-        c = 1.0 + 1.0 / k
-        if tau2 > 0 or not known:
-            # tau^2 (1 + 1/k) + mean(w)/k + w_new, tau^2 = var(y) - mean(w); a candidate
-            # without a spread of its own is taken as one more run like the others
-            w_new, d_new = mine if mine is not None else (mean_w, float(k - 1))
-            var = c * vy - mean_w + w_new
-            terms = [(c * vy) ** 2 / (k - 1), w_new**2 / d_new]
-            terms += [(w / len(known)) ** 2 / d for w, d in known]
-        else:  # the runs agree within their own spread (and each has one: known)
-            w_new, d_new = mine if mine is not None else (mean_w, known[0][1])
-            var = mean_w / k + w_new
-            terms = [w_new**2 / d_new] + [(w / (k * len(known))) ** 2 / d for w, d in known]
+        observed = history_ratio(runs)
+        if observed is not None and prior is not None:
+            # the runs' variance: this statistic's ratio moderated towards the table's,
+            # times its mean round variance (Smyth 2004's posterior variance)
+            mean_w = float(np.mean([w for w, _ in known]))
+            r_hat, d1 = observed
+            df_ratio = math.inf if math.isinf(prior.df) else prior.df + d1
+            r_post = (
+                prior.ratio
+                if math.isinf(prior.df)
+                else (prior.df * prior.ratio + d1 * r_hat) / (prior.df + d1)
+            )
+            # the candidate one more run like them; the variance a product of the ratio
+            # and the baseline's round variance, each known on its degrees of freedom
+            sigma2 = r_post * mean_w
+            var = sigma2 * (1.0 + 1.0 / k)
+            df = 1.0 / (1.0 / df_ratio + 1.0 / sum(dd for _, dd in known))
+            tau_log = math.sqrt(max(0.0, sigma2 - mean_w))
+        else:
+            # the classic prediction of one more run: mean +- t(k - 1) sd sqrt(1 + 1/k)
+            var, df = (1.0 + 1.0 / k) * vy, float(k - 1)
     else:
         missing = ["the baseline"] if len(known) < k else []
         missing += ["B"] if mine is None else []
@@ -179,16 +261,10 @@ def shift(baseline: Sequence[RunFigure], candidate: RunFigure, confidence: float
         assert mine is not None
         w_new, d_new = mine
         var = sum(w for w, _ in known) / (k * k) + w_new
-        terms = [w_new**2 / d_new] + [(w / (k * k)) ** 2 / d for w, d in known]
-    # never more precise than one clock tick on either side
-    tick = max(
-        [candidate.tick_ns / candidate.estimate_ns] + [b.tick_ns / b.estimate_ns for b in runs]
-    )
+        terms = [w_new**2 / d_new] + [(w / (k * k)) ** 2 / dd for w, dd in known]
+        df = var * var / sum(terms) if sum(terms) > 0 else math.inf
     var = max(var, 2.0 * tick * tick)
     se = math.sqrt(var)
-    denominator = sum(terms)
-    df = var * var / denominator if denominator > 0 else math.inf
-    d = y_new - float(ys.mean())
     t = stats.t_quantile(df, 0.5 + confidence / 2.0)
     return dataclasses.replace(
         head,

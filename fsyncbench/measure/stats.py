@@ -195,6 +195,25 @@ METHOD_ROUNDS = "round-jackknife"  # over the rounds, where wider than the slice
 METHOD_INDEPENDENT = "order-statistic"  # schema 1 reports: assumes independent samples
 
 
+def clock_tick_ns(samples_ns: Sequence[int] | np.ndarray) -> int:
+    """The clock's tick as the samples show it: the greatest common divisor of the
+    differences between sample values (ns), at least 1; 1 where all samples are equal (no
+    difference shows a tick). A clock that counts in 100 ns steps (Windows'
+    QueryPerformanceCounter at 10 MHz, https://learn.microsoft.com/en-us/windows/win32/
+    sysinfo/acquiring-high-resolution-time-stamps) gives 100; a nanosecond clock almost
+    always 1. (The first 1,000 samples are tried first: on a nanosecond clock their
+    differences already give 1.)"""
+    x = np.asarray(samples_ns)
+    if x.size < 2:
+        return 1
+    ints = x.astype(np.int64)
+    base = int(ints.min())
+    g = int(np.gcd.reduce(ints[:1000] - base))
+    if g != 1:
+        g = int(np.gcd.reduce(ints - base))
+    return max(1, g)
+
+
 def percentile_label(percentile: float) -> str:
     """50 -> "p50", 99.9 -> "p99.9"."""
     return f"p{percentile:g}"
@@ -423,7 +442,8 @@ def _jackknife_interval(
     (Kish 1965, "Survey Sampling", sec. 11.7) over each block's count of such samples, less
     one (a fractional df); with equal shares that is blocks - 1. Below
     :data:`MIN_TAIL_BLOCKS` effective blocks (the whole tail in one burst) there is no
-    interval."""
+    interval. The SE is never below one clock tick (:func:`clock_tick_ns`) relative to the
+    estimate."""
     b = int(counts.size)
     n = int(x.size)
     ids = np.repeat(np.arange(b), counts)
@@ -466,7 +486,12 @@ def _jackknife_interval(
     t = t_quantile(df, 0.5 + confidence / 2.0)
     low, high = estimate * math.exp(-t * se), estimate * math.exp(t * se)
     # (a relative 1e-12 spares identical samples, whose rounding leaves an SE of ~1e-15)
-    if low < float(x.min()) * (1 - 1e-12) or high > float(x.max()) * (1 + 1e-12):
+    reaches_out = low < float(x.min()) * (1 - 1e-12) or high > float(x.max()) * (1 + 1e-12)
+    # never more precise than one tick of the clock: a figure of 2 ticks cannot be known to
+    # better than 1 of them, and a one-tick difference must never test as significant
+    se = max(se, clock_tick_ns(x) / estimate)
+    low, high = estimate * math.exp(-t * se), estimate * math.exp(t * se)
+    if reaches_out:
         # an interval reaching beyond every sample measured: the few blocks disagree too much
         # for the t approximation to mean anything (with 1 degree of freedom t is 12.7)
         return Interval(

@@ -49,9 +49,10 @@ TRUST = {
 class Choice:
     """One commit configuration as the bottom line names it: its label, sync primitive,
     p50/p99 in ns with their 95 % intervals (None: no interval), commits per second,
-    whether it lies at the tool's floor, and ``ties``: other configurations of the same
-    kind (durable or not) whose p50 cannot be told apart from this one's (their 95 %
-    intervals overlap, or one has none)."""
+    whether it lies at the tool's floor, ``ties``: other configurations of the same kind
+    (durable or not) whose p50 is not measurably higher (both have a 95 % interval and they
+    overlap), and ``untold``: those for which that cannot be told (this one's p50 or
+    theirs has no interval)."""
 
     name: str
     primitive: str
@@ -62,6 +63,7 @@ class Choice:
     ops_per_s: float
     at_floor: bool
     ties: tuple[str, ...] = ()
+    untold: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,8 +96,8 @@ class BottomLine:
     next_step: str
 
 
-def _overlap(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
-    return a is None or b is None or (a[0] <= b[1] and b[0] <= a[1])
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
 
 
 def _choice(results: list[Result], report: Report) -> Choice | None:
@@ -103,8 +105,15 @@ def _choice(results: list[Result], report: Report) -> Choice | None:
         return None
     best = min(results, key=lambda r: (r.summary.p50_ns, r.name))
     s = best.summary
+    others = [r for r in results if r is not best]
+    untold = tuple(r.name for r in others if s.p50_ci_ns is None or r.summary.p50_ci_ns is None)
     ties = tuple(
-        r.name for r in results if r is not best and _overlap(s.p50_ci_ns, r.summary.p50_ci_ns)
+        r.name
+        for r in others
+        if r.name not in untold
+        and s.p50_ci_ns is not None
+        and r.summary.p50_ci_ns is not None
+        and _overlap(s.p50_ci_ns, r.summary.p50_ci_ns)
     )
     return Choice(
         name=best.name,
@@ -116,6 +125,7 @@ def _choice(results: list[Result], report: Report) -> Choice | None:
         ops_per_s=s.ops_per_s,
         at_floor=stats.at_tool_floor(best, report.floors),
         ties=ties,
+        untold=untold,
     )
 
 

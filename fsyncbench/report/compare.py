@@ -248,7 +248,7 @@ def run_figure(r: Result, percentile: float) -> between.RunFigure:
         round_sd_log=between.round_sd_log(rounds),
         rounds=len(rounds),
         own_se_log=own,
-        tick_ns=float(between.clock_tick_ns(r.samples_ns)) if r.samples_ns else 1.0,
+        tick_ns=float(stats.clock_tick_ns(r.samples_ns)) if r.samples_ns else 1.0,
     )
 
 
@@ -264,15 +264,36 @@ def baseline_figures(a: Result, percentile: float) -> list[between.RunFigure]:
     return out + [run_figure(a, percentile)]
 
 
+def spread_prior(
+    pairs: Sequence[tuple[Result, Result]],
+) -> between.SpreadPrior | None:
+    """What every statistic (p50 and p99) of the baselines ``pairs`` hold shows of how much
+    their runs differ beyond their rounds (:func:`fsyncbench.measure.between.fit_prior`)."""
+    ratios = [
+        r
+        for a, _ in pairs
+        for pct in (50, 99)
+        if (r := between.history_ratio(baseline_figures(a, pct))) is not None
+    ]
+    return between.fit_prior(ratios)
+
+
 def compare_quantile(
-    a: Result, b: Result, percentile: float, confidence: float = CONFIDENCE
+    a: Result,
+    b: Result,
+    percentile: float,
+    confidence: float = CONFIDENCE,
+    prior: between.SpreadPrior | None = None,
 ) -> QuantileComparison:
     """``percentile`` of A and B with the intervals their reports show, and B against the
     baseline (A and the earlier runs A recorded): ratio, its interval and the unadjusted
-    two-sided p-value of :func:`fsyncbench.measure.between.shift` (module docstring).
-    ``significant`` and ``p_adjusted`` are filled in by :func:`compare_pair`."""
+    two-sided p-value of :func:`fsyncbench.measure.between.shift` (module docstring), with
+    ``prior`` what the whole comparison shows (:func:`spread_prior`). ``significant`` and
+    ``p_adjusted`` are filled in by :func:`compare_pair`."""
     ia, ib = result_interval(a, percentile, confidence), result_interval(b, percentile, confidence)
-    sh = between.shift(baseline_figures(a, percentile), run_figure(b, percentile), confidence)
+    sh = between.shift(
+        baseline_figures(a, percentile), run_figure(b, percentile), confidence, prior
+    )
     return QuantileComparison(
         percentile=percentile,
         a_ns=ia.estimate_ns,
@@ -346,9 +367,13 @@ def compare_pair(a: Report, b: Report, confidence: float = CONFIDENCE) -> PairCo
     va = {v.subject: v.path_verdict for v in a.verdict.results}
     vb = {v.subject: v.path_verdict for v in b.verdict.results}
     pairs = [(ra, theirs[ra.name]) for ra in a.results if ra.name in theirs]
+    prior = spread_prior(pairs)
     flat = []
     for ra, rb in pairs:
-        flat += [compare_quantile(ra, rb, 50, confidence), compare_quantile(ra, rb, 99, confidence)]
+        flat += [
+            compare_quantile(ra, rb, 50, confidence, prior),
+            compare_quantile(ra, rb, 99, confidence, prior),
+        ]
     flat = _adjust(flat, confidence)
     rows = []
     for k, (ra, rb) in enumerate(pairs):

@@ -80,8 +80,10 @@ GLOSSARY = (
     ),
     (
         "95 % interval",
-        "the range the figure would likely fall in if the run were repeated; "
-        '"none" where the data cannot support one.',
+        "the range that holds this measurement's true percentile 95 times in 100, as far "
+        "as this run's slices and rounds (and, once saved, the earlier runs of the same "
+        "measurement) show how much it moves; a run an hour later on a busy or shared host "
+        'can still land outside it. "none" where the data cannot support one.',
     ),
     ("ops/s, commits/s", "1e9 / mean operation time: what one writer achieves back to back."),
     (
@@ -135,13 +137,26 @@ def _figures(c: Choice, unit: str = "commits/s") -> str:
 
 
 def _ties(c: Choice) -> str:
-    if not c.ties:
-        return ""
-    verb = "is" if len(c.ties) == 1 else "are"
-    return (
-        f" {', '.join(c.ties)} {verb} not measurably slower at p50 (the 95 % intervals "
-        "overlap or one has none)."
-    )
+    text = ""
+    if c.ties:
+        verb = "is" if len(c.ties) == 1 else "are"
+        text += (
+            f" {', '.join(c.ties)} {verb} not measurably slower at p50 (the 95 % intervals "
+            "overlap)."
+        )
+    if c.untold:
+        text += (
+            f" Cannot tell whether {', '.join(c.untold)} "
+            f"{'is' if len(c.untold) == 1 else 'are'} slower at p50: "
+            + (
+                f"{c.name}'s p50 has no interval"
+                if c.p50_ci_ns is None
+                else f"{'its' if len(c.untold) == 1 else 'their'} p50 has no interval"
+            )
+            + " (more samples would settle it: a longer --run-budget-seconds, or fewer "
+            "configurations with --journal-mode/--synchronous)."
+        )
+    return text
 
 
 def choice_text(report: Report, b: BottomLine) -> Paragraph:

@@ -238,14 +238,30 @@ def methodology(report: Report) -> str:
             "Raw primitives overwrite 4 KiB at offset 0 of one preallocated file and then "
             "call the named sync primitive (queue depth 1); `none` is the write alone."
         )
-    if any_r is not None and any_r.ci_target_pct is not None:
+    rounds = max((len(r.summary.round_p99_ns) for r in report.results), default=0)
+    if any_r is not None and any_r.ci_target_pct is not None and rounds > 1:
+        counts = sorted({r.summary.count for r in report.results})
+        met = sum(1 for r in report.results if r.ci_target_met)
+        parts.append(
+            f"Warmup operations are not counted. The run had {rounds} rounds, one after the "
+            "other, each a fresh process with fresh files that sampled every configuration "
+            "for its share of the time budget, round-robin in short slices with the "
+            "filesystem synced (untimed) between slices: the rounds are the replicates the "
+            "run-to-run spread is read from, so none stops early. The p99 precision target "
+            f"(+-{any_r.ci_target_pct:g} %) was checked once over all rounds and met by {met} "
+            f"of {len(report.results)} configurations (only an interval on at least "
+            f"{_min_target_df()} degrees of freedom can meet it). They got "
+            f"{counts[0]}-{counts[-1]} samples."
+        )
+    elif any_r is not None and any_r.ci_target_pct is not None:
         from fsyncbench.measure import plan
         from fsyncbench.measure import timing as measure
 
         counts = sorted({r.summary.count for r in report.results})
         parts.append(
             "Warmup operations are not counted. Each configuration was sampled until the 95 % "
-            f"interval of its p99 (below) lay within +-{any_r.ci_target_pct:g} % of p99, "
+            f"interval of its p99 (below) lay within +-{any_r.ci_target_pct:g} % of p99 on at "
+            f"least {_min_target_df()} degrees of freedom, "
             f"checked outside the timed region after every slice and met at "
             f"{measure.CONFIRM_CHECKS} checks in a row, with at least {any_r.target_samples} "
             f"samples from at least {plan.MIN_PHASES} slices, or its time budget ran out. "
@@ -336,6 +352,12 @@ def _count_range(counts: Sequence[int]) -> str:
     return str(counts[0]) if counts[0] == counts[-1] else f"{counts[0]}-{counts[-1]}"
 
 
+def _min_target_df() -> str:
+    from fsyncbench.measure import stats
+
+    return f"{stats.MIN_TARGET_DF:g}"
+
+
 def interval_method_text(results: Sequence[Result]) -> str:
     """How the report's 95 % intervals were made, and what they do not cover."""
     from fsyncbench.measure import stats
@@ -344,21 +366,38 @@ def interval_method_text(results: Sequence[Result]) -> str:
     if methods & {stats.METHOD_BLOCKS, stats.METHOD_ROUNDS}:
         slices = sorted(len(r.slice_counts) for r in results if r.slice_counts)
         rounds = max((len(r.summary.round_p99_ns) for r in results), default=0)
+        by_rounds = sum(
+            1
+            for r in results
+            for iv in (r.summary.p50_interval, r.summary.p99_interval)
+            if iv is not None and iv.method == stats.METHOD_ROUNDS and iv.bounds is not None
+        )
+        shown = sum(
+            1
+            for r in results
+            for iv in (r.summary.p50_interval, r.summary.p99_interval)
+            if iv is not None and iv.bounds is not None
+        )
         text = (
             "Samples close in time move together (stalls and write-back come in bursts), so "
-            "the 95 % intervals of p50 and p99 rest on the slices, not on single samples: "
-            f"each configuration's {_count_range(slices)} slices lay a rotation of the "
-            "others apart, and the interval is the delete-a-slice jackknife of log(percentile) "
-            "with Student's t on slices - 1 degrees of freedom (Kuensch 1989; Busing et al. "
-            "1999): as wide as the slices disagree, and wider up than down. No interval is "
-            f"given from fewer than {stats.MIN_BLOCKS} slices or fewer than "
-            f'{stats.MIN_TAIL_SAMPLES} samples beyond the percentile ("none").'
+            "the 95 % intervals of p50 and p99 rest on blocks of samples, not on single "
+            f"samples: each configuration's {_count_range(slices)} slices, a rotation of the "
+            "others apart"
+            + (f", and its {rounds} rounds" if rounds else "")
+            + ". An interval is the delete-a-block jackknife of log(percentile) (Kuensch 1989; "
+            "Busing et al. 1999), over the slices, or over the rounds where they disagree "
+            f"more ({by_rounds} of the {shown} intervals given here), with Student's t on "
+            "the effective number of blocks holding samples at or beyond the percentile, "
+            "less one (Kish's effective count; for a p50 about blocks - 1, for a p99 often "
+            "fewer): as wide as the blocks disagree, wider up than down, and never narrower "
+            "than one tick of the clock. No interval is given from fewer than "
+            f"{stats.MIN_BLOCKS} slices, fewer than {stats.MIN_TAIL_SAMPLES} samples beyond "
+            'the percentile, or a tail held by one block ("none").'
         )
         if rounds:
             text += (
-                f" The run had {rounds} rounds, each with fresh files and its own warmup; "
-                "each round's p99 is shown, and where the rounds disagree more than the "
-                "slices, the interval is the jackknife over rounds."
+                f" Each of the {rounds} rounds had fresh files, its own process and warmup; "
+                "each round's p99 is shown."
             )
         else:
             text += (
