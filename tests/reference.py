@@ -49,7 +49,21 @@ def _jackknife(x: np.ndarray, groups: list[np.ndarray], pct: float, confidence: 
     se = math.sqrt(np.sum((pseudo - theta_jack) ** 2 / (h - 1.0)) / b)
     t = float(student_t.ppf(0.5 + confidence / 2.0, df))
     low, high = est * math.exp(-t * se), est * math.exp(t * se)
-    return se, df, None if low < x.min() or high > x.max() else (low, high)
+    outside = low < x.min() * (1 - 1e-12) or high > x.max() * (1 + 1e-12)
+    se = max(se, tick(x) / est)  # never finer than one tick of the clock
+    low, high = est * math.exp(-t * se), est * math.exp(t * se)
+    return se, df, None if outside else (low, high)
+
+
+def tick(x) -> int:
+    """The clock's tick: the greatest common divisor of the differences between the values
+    (Python integers, one by one), 1 when they are all equal."""
+    values = [int(v) for v in np.asarray(x).ravel()]
+    low = min(values)
+    g = 0
+    for v in values:
+        g = math.gcd(g, v - low)
+    return max(1, g)
 
 
 def jackknife(samples, slice_counts, pct: float, slice_rounds=(), confidence: float = 0.95):
@@ -110,11 +124,15 @@ def holm(p_values) -> list[float]:
     return out
 
 
+#: The CI target needs an interval on at least this many degrees of freedom.
+MIN_TARGET_DF = 4.0
+
+
 def p99_halfwidth_pct(samples, slice_counts, slice_rounds=()) -> float | None:
     """The larger distance from p99 to a bound of its interval, in % of p99 (None: no
-    interval)."""
-    est, bounds = interval(samples, slice_counts, 99, slice_rounds)
-    if bounds is None:
+    interval, or one on fewer than MIN_TARGET_DF degrees of freedom)."""
+    est, _se, df, bounds = jackknife(samples, slice_counts, 99, slice_rounds)
+    if bounds is None or df < MIN_TARGET_DF:
         return None
     return 100.0 * max(est - bounds[0], bounds[1] - est) / est
 
@@ -127,3 +145,29 @@ def hand_p99_blocks() -> tuple[list[int], list[int]]:
         tail = 200 if block == 0 else 1100
         samples += [1] + [100] * 197 + [tail, tail]
     return samples, [200] * 5
+
+
+def run_variance(r, pct: float) -> tuple[float, float]:
+    """(w, df) of a result for a test between runs: the variance of the log of its rounds'
+    percentiles (numpy on each round's samples), never below the square of its own
+    jackknife SE nor of one clock tick relative to the percentile, on rounds - 1 degrees of
+    freedom."""
+    x = np.asarray(r.samples_ns, dtype=float)
+    ends = np.cumsum(r.slice_counts)
+    per_round: dict[int, list] = {}
+    for start, end, rr in zip(ends - np.asarray(r.slice_counts), ends, r.slice_rounds):
+        per_round.setdefault(rr, []).append(x[start:end])
+    figures = [np.percentile(np.concatenate(v), pct) for _, v in sorted(per_round.items())]
+    est, se, _df, _bounds = jackknife(x, r.slice_counts, pct, r.slice_rounds)
+    sd = float(np.std(np.log(figures), ddof=1))
+    return max(sd, se or 0.0, tick(x) / est) ** 2, len(figures) - 1.0
+
+
+def pair_p(a, b, pct: float) -> float:
+    """Two-sided p of B against A on the pair basis: log ratio over sqrt(w_A + w_B),
+    Welch-Satterthwaite df."""
+    (wa, da), (wb, db) = run_variance(a, pct), run_variance(b, pct)
+    pa = np.percentile(np.asarray(a.samples_ns, dtype=float), pct)
+    pb = np.percentile(np.asarray(b.samples_ns, dtype=float), pct)
+    df = (wa + wb) ** 2 / (wa**2 / da + wb**2 / db)
+    return float(2.0 * student_t.sf(abs(math.log(pb / pa)) / math.sqrt(wa + wb), df))

@@ -33,6 +33,10 @@ def result(
 ) -> Result:
     data = samples(median_ns, n, seed)
     kw.setdefault("slice_counts", even_slices(n))
+    rounds = kw.pop("rounds", 0)
+    if rounds and "slice_rounds" not in kw:
+        slices = len(kw["slice_counts"])
+        kw["slice_rounds"] = tuple(i * rounds // slices for i in range(slices))
     return Result(
         kind=kind,
         name=name,
@@ -52,6 +56,7 @@ def result(
 
 
 def commit(mode: str, sync: str, median_ns: float, seed: int = 0, n: int = 400, **kw) -> Result:
+    """A commit result (``rounds``: its 10 slices in that many rounds; 0: one round)."""
     p = Pragmas(mode, sync)
     return result(
         "commit",
@@ -67,7 +72,12 @@ def commit(mode: str, sync: str, median_ns: float, seed: int = 0, n: int = 400, 
 
 
 def flush(
-    primitive: str, median_ns: float, seed: int = 0, n: int = 400, flushes: int | None = None
+    primitive: str,
+    median_ns: float,
+    seed: int = 0,
+    n: int = 400,
+    flushes: int | None = None,
+    rounds: int = 0,
 ) -> Result:
     deltas = () if flushes is None else (FlushDelta("vda", flushes, flushes // 4),)
     return result(
@@ -79,6 +89,7 @@ def flush(
         seed,
         device_flushes=deltas,
         syncs_issued=n,
+        rounds=rounds,
     )
 
 
@@ -89,9 +100,11 @@ def report(
     n: int = 2000,
     payload_bytes: int = 512,
     command_line=("fsyncbench", "run", "/data"),
+    rounds: int = 0,
 ) -> Report:
     """A run on an ext4 SSD: write baseline, fdatasync, and three WAL commits; every time
-    multiplied by ``scale``."""
+    multiplied by ``scale``. ``rounds``: each result's 10 slices taken in that many rounds
+    (what a test between runs needs); 0: one round."""
     from fsyncbench.model import BlockDevice
 
     h = the_host or host(
@@ -106,12 +119,17 @@ def report(
             ),
         )
     )
+    r = rounds
     results = (
-        result("write", "write (no sync)", "none", 2_000 * scale, n, seed, syncs_issued=0),
-        flush("fdatasync", 900_000 * scale, seed + 1, n, flushes=n),
-        commit("WAL", "OFF", 40_000 * scale, seed + 2, n, payload_bytes=payload_bytes),
-        commit("WAL", "NORMAL", 45_000 * scale, seed + 3, n, payload_bytes=payload_bytes),
-        commit("WAL", "FULL", 1_000_000 * scale, seed + 4, n, payload_bytes=payload_bytes),
+        result(
+            "write", "write (no sync)", "none", 2_000 * scale, n, seed, syncs_issued=0, rounds=r
+        ),
+        flush("fdatasync", 900_000 * scale, seed + 1, n, flushes=n, rounds=r),
+        commit("WAL", "OFF", 40_000 * scale, seed + 2, n, payload_bytes=payload_bytes, rounds=r),
+        commit("WAL", "NORMAL", 45_000 * scale, seed + 3, n, payload_bytes=payload_bytes, rounds=r),
+        commit(
+            "WAL", "FULL", 1_000_000 * scale, seed + 4, n, payload_bytes=payload_bytes, rounds=r
+        ),
     )
     return api.build_report("run", h, results, command_line)
 

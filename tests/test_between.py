@@ -98,7 +98,9 @@ def test_history_basis_by_hand_with_a_prior():
     assert sh.tau_log == pytest.approx(math.sqrt(r_post * w - w), rel=1e-12)
     # a prior every statistic shares exactly: the ratio is the prior's, df the rounds'
     same = between.shift(base, RunFigure(300.0, 0.05, 8), prior=between.SpreadPrior(math.inf, 2.0))
-    assert same.se_log == pytest.approx(math.sqrt(2.0 * w * 1.25)) and same.df == pytest.approx(28.0)
+    assert same.se_log == pytest.approx(math.sqrt(2.0 * w * 1.25)) and same.df == pytest.approx(
+        28.0
+    )
 
 
 def test_history_basis_without_a_prior_is_the_classic_prediction():
@@ -173,9 +175,7 @@ def _figures(rng, mu, sd_round, tau, rounds=8, shift_log=0.0):
     y = (mu + u + shift_log)[:, None] + rng.normal(0.0, 1.0, n + (rounds,)) * np.asarray(
         sd_round
     ).reshape(-1, 1)
-    return [
-        RunFigure(float(np.exp(row.mean())), float(np.std(row, ddof=1)), rounds) for row in y
-    ]
+    return [RunFigure(float(np.exp(row.mean())), float(np.std(row, ddof=1)), rounds) for row in y]
 
 
 #: The spread of this VM's table (rounds' sd of log p50 and p99 of 14 configurations,
@@ -194,9 +194,7 @@ def _table_alarms(rng, trials, k, tau, shift_log=0.0, level=0.05):
         base = [_figures(rng, 5.0, SD_ROUND, tau) for _ in range(k)]
         new = _figures(rng, 5.0, SD_ROUND, tau, shift_log=shift_log)
         cols = [[run[s] for run in base] for s in range(len(SD_ROUND))]
-        prior = between.fit_prior(
-            [r for c in cols if (r := between.history_ratio(c)) is not None]
-        )
+        prior = between.fit_prior([r for c in cols if (r := between.history_ratio(c)) is not None])
         ps = [between.shift(c, new[s], prior=prior).p_value for s, c in enumerate(cols)]
         hits += min(holm(ps)) < level
     return hits / trials

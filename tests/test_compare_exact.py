@@ -18,8 +18,8 @@ from scipy.stats import mannwhitneyu
 from scipy.stats import t as student_t
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import stats
-from fsyncbench.model import Interval, ResultVerdict, Verdict
+from fsyncbench.measure import between, stats
+from fsyncbench.model import EarlierRun, Interval, ResultVerdict, Verdict
 from fsyncbench.report import compare, fleet
 from fsyncbench.report.compare import RankTest
 
@@ -50,9 +50,13 @@ def given(
     primitive: str = "fdatasync",
     count: int = 1000,
     p99_ns: float | None = None,
+    rounds50: tuple[float, ...] = (),
+    rounds99: tuple[float, ...] = (),
+    earlier: tuple = (),
 ):
     """A summary-only result (no raw samples) whose summary stores ``p50``/``p99`` as its
-    interval records (None: no record, no bounds; the percentile is then ``p99_ns``)."""
+    interval records (None: no record, no bounds; the percentile is then ``p99_ns``) and
+    each round's p50/p99 (``rounds50``/``rounds99``), with ``earlier`` runs recorded."""
     p50 = p50 or iv(100.0, 95.0, 105.0, 0.02, 9.0)
     p99_est = p99.estimate_ns if p99 is not None else p99_ns
     s = dataclasses.replace(
@@ -65,6 +69,8 @@ def given(
         p50_interval=p50,
         p99_interval=p99,
         ci_method=BLOCKS,
+        round_p50_ns=rounds50,
+        round_p99_ns=rounds99,
     )
     return dataclasses.replace(
         _result(kind, name, primitive, 100.0),
@@ -72,6 +78,7 @@ def given(
         samples_ns=(),
         slice_counts=(),
         payload_bytes=512,
+        earlier=earlier,
     )
 
 
@@ -81,17 +88,13 @@ def report_of(*results, verdict: Verdict | None = None, floors=()):
     )
 
 
-def welch(a: Interval, b: Interval, confidence: float = 0.95):
-    """(ratio, se, df, two-sided p, ratio interval) of B/A from the published formulas."""
-    va, vb = a.se_log**2, b.se_log**2
-    se = math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va**2 / a.df + vb**2 / b.df)
-    d = math.log(b.estimate_ns / a.estimate_ns)
-    p = reference.welch_p(
-        (a.estimate_ns, a.se_log, a.df, None), (b.estimate_ns, b.se_log, b.df, None)
-    )
-    t = student_t.ppf(0.5 + confidence / 2.0, df)
-    return b.estimate_ns / a.estimate_ns, se, df, p, (math.exp(d - t * se), math.exp(d + t * se))
+def sd_log(values) -> float:
+    return float(np.std(np.log(values), ddof=1))
+
+
+#: Rounds whose log p99s have a standard deviation of 0.05 around 100 ns and 120 ns
+ROUNDS_A = tuple(100.0 * math.exp(0.05 * z) for z in (-1.0, 0.0, 1.0))
+ROUNDS_B = tuple(120.0 * math.exp(0.1 * z) for z in (-1.0, 0.0, 1.0, 0.0, 0.0))
 
 
 # --------------------------------------------------------------------------- checks
@@ -204,13 +207,20 @@ def test_result_interval_of_a_summary_without_records():
 # --------------------------------------------------------------------------- compare_quantile
 
 
-def test_compare_quantile_every_field_of_a_welch_test():
-    """A: p99 100 ns, SE(log) 0.03 on 9 df; B: 120 ns, 0.04 on 4 df. SE of log(B/A) =
-    sqrt(0.0009 + 0.0016) = 0.05; Welch df = 0.0025^2 / (0.0009^2/9 + 0.0016^2/4) = 625/73."""
+def test_compare_quantile_every_field_of_the_pair_basis():
+    """A: p99 100 ns, rounds' sd(log) 0.05 (3 rounds, 2 df), own SE 0.03; B: 120 ns, rounds'
+    sd(log) 0.1/sqrt(2)... as computed, 5 rounds (4 df). Each run as uncertain as one of its
+    rounds: SE(log B/A) = sqrt(w_A + w_B), Welch-Satterthwaite df."""
     ia, ib = iv(100.0, 90.0, 111.0, 0.03, 9.0), iv(120.0, 100.0, 140.0, 0.04, 4.0)
-    q = compare.compare_quantile(given("wal/full", ia), given("wal/full", ib), 99)
-    ratio, se, df, p, ci = welch(ia, ib)
-    assert ratio == 1.2 and df == pytest.approx(625 / 73, rel=1e-12) and se == pytest.approx(0.05)
+    a = given("wal/full", ia, rounds50=ROUNDS_A, rounds99=ROUNDS_A)
+    b = given("wal/full", ib, rounds50=ROUNDS_B, rounds99=ROUNDS_B)
+    q = compare.compare_quantile(a, b, 99)
+    wa, wb = sd_log(ROUNDS_A) ** 2, sd_log(ROUNDS_B) ** 2
+    assert wa == pytest.approx(0.05**2) and wb == pytest.approx(0.005)
+    se = math.sqrt(wa + wb)
+    df = (wa + wb) ** 2 / (wa**2 / 2 + wb**2 / 4)
+    d = math.log(1.2)
+    t = student_t.ppf(0.975, df)
     assert (q.percentile, q.a_ns, q.a_ci_ns, q.b_ns, q.b_ci_ns) == (
         99,
         100.0,
@@ -219,154 +229,146 @@ def test_compare_quantile_every_field_of_a_welch_test():
         (100.0, 140.0),
     )
     assert (q.a_interval, q.b_interval) == (ia, ib)
-    assert q.ratio == 1.2
+    assert (q.basis, q.baseline_runs, q.baseline_ns, q.tau_log) == ("pair", 1, 100.0, None)
+    assert q.ratio == pytest.approx(1.2, rel=1e-12)
     assert q.se_log == pytest.approx(se, rel=1e-12) and q.df == pytest.approx(df, rel=1e-12)
-    assert q.p_value == pytest.approx(p, rel=1e-9)
-    assert q.ratio_ci == pytest.approx(ci, rel=1e-9)
-    assert 1.07 < q.ratio_ci[0] < 1.08 and 1.34 < q.ratio_ci[1] < 1.35  # 1.2 exp(-+2.27 x 0.05)
+    assert q.p_value == pytest.approx(2 * student_t.sf(d / se, df), rel=1e-9)
+    assert q.ratio_ci == pytest.approx((math.exp(d - t * se), math.exp(d + t * se)), rel=1e-9)
     assert (q.significant, q.p_adjusted, q.reason) == (None, None, None)
-    # the p50s: identical intervals, so ratio 1 and p = 1
-    q50 = compare.compare_quantile(given("wal/full", ia), given("wal/full", ib), 50)
-    assert (q50.percentile, q50.ratio, q50.p_value, q50.a_ns, q50.b_ns) == (
-        50,
-        1.0,
-        1.0,
-        100.0,
-        100.0,
-    )
 
 
-def test_compare_quantile_confidence_reaches_both_intervals():
-    """At 90 % confidence the intervals of A and B are the 90 % jackknife intervals."""
-    a = sampled.commit("WAL", "FULL", 1_000_000, seed=4, n=2000)
-    b = sampled.commit("WAL", "FULL", 1_300_000, seed=5, n=2000)
-    for pct in (50, 99):
-        q = compare.compare_quantile(a, b, pct, confidence=0.9)
-        ja = reference.jackknife(a.samples_ns, a.slice_counts, pct, confidence=0.9)
-        jb = reference.jackknife(b.samples_ns, b.slice_counts, pct, confidence=0.9)
-        assert ja[3] is not None and jb[3] is not None
-        assert q.a_ci_ns == pytest.approx(ja[3], rel=1e-9)
-        assert q.b_ci_ns == pytest.approx(jb[3], rel=1e-9)
-        wide = reference.jackknife(a.samples_ns, a.slice_counts, pct)[3]
-        assert wide[1] - wide[0] > ja[3][1] - ja[3][0]
-
-
-def test_compare_quantile_with_no_spread_is_certain():
-    """Interval records with SE(log) = 0 (every slice gave the same percentile): the ratio
-    is exact, the p-value 0 (or 1 when equal), the degrees of freedom infinite."""
-    a = given("write+fdatasync", iv(100.0, 100.0, 100.0, 0.0, 9.0), kind="flush")
-    b = given("write+fdatasync", iv(150.0, 150.0, 150.0, 0.0, 9.0), kind="flush")
+def test_an_own_se_above_the_rounds_spread_is_the_runs():
+    """A's jackknife SE (0.08) above its rounds' spread (0.05): w_A = 0.08^2."""
+    a = given("wal/full", iv(100.0, 80.0, 125.0, 0.08, 9.0), rounds99=ROUNDS_A)
+    b = given("wal/full", iv(120.0, 100.0, 140.0, 0.04, 4.0), rounds99=ROUNDS_B)
     q = compare.compare_quantile(a, b, 99)
-    assert (q.ratio, q.ratio_ci, q.p_value, q.se_log, q.df, q.reason) == (
-        1.5,
-        (1.5, 1.5),
-        0.0,
-        0.0,
-        math.inf,
-        None,
-    )
-    same = compare.compare_quantile(a, a, 99)
-    assert (same.ratio, same.ratio_ci, same.p_value, same.se_log, same.df) == (
-        1.0,
-        (1.0, 1.0),
-        1.0,
-        0.0,
-        math.inf,
-    )
-    # one side exact, the other not: Welch's df is the other side's
-    c = given("write+fdatasync", iv(120.0, 100.0, 140.0, 0.04, 4.0), kind="flush")
-    q = compare.compare_quantile(a, c, 99)
-    assert q.se_log == 0.04 and q.df == pytest.approx(4.0, rel=1e-12)
-    assert q.p_value == pytest.approx(2 * student_t.sf(math.log(1.2) / 0.04, 4), rel=1e-9)
-    # and mirrored: B exact, A not
-    q = compare.compare_quantile(c, a, 99)
-    assert q.se_log == 0.04 and q.df == pytest.approx(4.0, rel=1e-12)
-    assert q.p_value == pytest.approx(2 * student_t.sf(math.log(1.2) / 0.04, 4), rel=1e-9)
+    assert q.se_log == pytest.approx(math.sqrt(0.08**2 + 0.005), rel=1e-9)
 
 
-def test_compare_quantile_with_a_percentile_of_zero_or_below_one_ns():
+def test_compare_quantile_history_basis_by_hand():
+    """A recorded 3 earlier runs (p99 90, 110, 105 ns, each 3 rounds of sd 0.05): 4 baseline
+    runs, the history basis; without other statistics (compare_quantile alone, no prior)
+    the classic prediction, mean +- t(3) sd sqrt(1 + 1/4)."""
+    earlier = tuple(
+        EarlierRun(f"r{i}.json", f"2026-01-0{i + 1}T00:00:00Z", 50.0, p, None, None, 0.05, 0.05, 3)
+        for i, p in enumerate((90.0, 110.0, 105.0))
+    )
+    a = given("wal/full", iv(100.0, 90.0, 111.0, 0.03, 9.0), rounds99=ROUNDS_A, earlier=earlier)
+    b = given("wal/full", iv(180.0, 150.0, 210.0, 0.04, 4.0), rounds99=ROUNDS_B)
+    q = compare.compare_quantile(a, b, 99)
+    ys = np.log([90.0, 110.0, 105.0, 100.0])
+    se = float(np.std(ys, ddof=1)) * math.sqrt(1.25)
+    d = math.log(180.0) - float(ys.mean())
+    assert (q.basis, q.baseline_runs) == ("history", 4)
+    assert q.baseline_ns == pytest.approx(math.exp(float(ys.mean())), rel=1e-12)
+    assert q.ratio == pytest.approx(180.0 / q.baseline_ns, rel=1e-12)
+    assert q.a_ns == 100.0  # the table still shows A's own figure
+    assert q.se_log == pytest.approx(se, rel=1e-12) and q.df == 3.0
+    assert q.p_value == pytest.approx(2 * student_t.sf(d / se, 3), rel=1e-9)
+
+
+def test_compare_pair_moderates_every_statistic_with_the_tables_prior():
+    """Four configurations, each with 3 earlier runs: the prior is fit_prior of every p50's
+    and p99's history ratio, and each statistic's test is between.shift with it."""
+    names = ("wal/full", "wal/normal", "delete/full", "truncate/full")
+
+    def result(name, scale, runs, seed):
+        local = np.random.default_rng(seed)
+        fig = [100.0 * scale * math.exp(local.normal(0, 0.05)) for _ in range(runs)]
+        rounds = tuple(fig[-1] * math.exp(0.04 * z) for z in (-1.0, 0.0, 1.0, 0.5, -0.5))
+        earlier = tuple(
+            EarlierRun(f"e{i}", f"2026-01-0{i + 1}T00:00:00Z", f, f, None, None, 0.04, 0.04, 5)
+            for i, f in enumerate(fig[:-1])
+        )
+        i = iv(fig[-1], fig[-1] * 0.9, fig[-1] * 1.1, 0.02, 9.0)
+        return given(name, i, i, rounds50=rounds, rounds99=rounds, earlier=earlier)
+
+    a = report_of(*(result(n, 1.0, 4, 10 + k) for k, n in enumerate(names)))
+    b = report_of(*(result(n, 1.0 + k, 1, 20 + k) for k, n in enumerate(names)))
+    pair = compare.compare_pair(a, b)
+    ratios: list = [
+        between.history_ratio(compare.baseline_figures(r, pct))
+        for r in a.results
+        for pct in (50, 99)
+    ]
+    prior = between.fit_prior(ratios)
+    assert prior is not None
+    for c, ra, rb in zip(pair.configs, a.results, b.results):
+        for q, pct in ((c.p50, 50), (c.p99, 99)):
+            want = between.shift(
+                compare.baseline_figures(ra, pct), compare.run_figure(rb, pct), 0.95, prior
+            )
+            assert q.basis == "history" and q.baseline_runs == 4
+            assert (q.ratio, q.se_log, q.df, q.p_value) == (
+                want.ratio,
+                want.se_log,
+                want.df,
+                want.p_value,
+            )
+    # delete/full (3x) and truncate/full (4x) are significant; wal/full (1x) is not
+    assert [c.p50.significant for c in pair.configs] == [False, True, True, True]
+
+
+def test_compare_quantile_without_rounds_says_what_would_settle_it():
+    tested = iv(100.0, 90.0, 111.0, 0.03, 9.0)
+    q = compare.compare_quantile(
+        given("wal/full", tested, rounds99=ROUNDS_A), given("wal/full", None, p99_ns=130.0), 99
+    )
+    assert q.reason == (
+        "B measured fewer than 3 rounds, so its spread from run to run is unknown: measure "
+        "with --rounds 3 or more (the default), or keep 3 earlier runs in the baseline's "
+        "report directory"
+    )
+    assert (q.ratio, q.b_ns, q.b_ci_ns, q.p_value, q.significant) == (1.3, 130.0, None, None, None)
+    q = compare.compare_quantile(given("wal/full", tested), given("wal/full", tested), 99)
+    assert q.reason.startswith("the baseline and B measured fewer than 3 rounds")
+
+
+def test_compare_quantile_with_a_percentile_of_zero():
     zero = iv(0.0, 0.0, 0.0, 0.0, 5.0)
     hundred = iv(100.0, 100.0, 100.0, 0.0, 5.0)
-    for a, b, ratio in ((zero, hundred, None), (hundred, zero, 0.0)):
-        q = compare.compare_quantile(given("wal/full", a), given("wal/full", b), 99)
-        assert (q.ratio, q.reason, q.p_value, q.ratio_ci, q.significant, q.se_log) == (
-            ratio,
-            "a percentile of zero",
-            None,
-            None,
-            None,
-            None,
+    for a, b in ((zero, hundred), (hundred, zero)):
+        q = compare.compare_quantile(
+            given("wal/full", a, rounds99=ROUNDS_A), given("wal/full", b, rounds99=ROUNDS_B), 99
         )
-        assert (q.a_ns, q.b_ns, q.a_interval, q.b_interval) == (a.estimate_ns, b.estimate_ns, a, b)
-    # half a nanosecond (an interpolated p50 of 0s and 1s) is not zero: B/A = 1 / 0.5 = 2
-    half, one = iv(0.5, 0.5, 0.5, 0.0, 5.0), iv(1.0, 1.0, 1.0, 0.0, 5.0)
-    q = compare.compare_quantile(given("wal/full", half), given("wal/full", one), 99)
-    assert (q.ratio, q.ratio_ci, q.p_value, q.reason) == (2.0, (2.0, 2.0), 0.0, None)
+        assert q.reason == "a figure of zero (the clock could not time it)"
+        assert (q.p_value, q.ratio_ci, q.significant, q.se_log) == (None, None, None, None)
 
 
-def test_compare_quantile_names_the_side_without_an_interval():
-    tested = iv(100.0, 90.0, 111.0, 0.03, 9.0)
-    bare = given("wal/full", None, p99_ns=130.0)
-    q = compare.compare_quantile(given("wal/full", tested), bare, 99)
-    assert q.reason == "B " + NO_SLICES
-    assert (q.ratio, q.b_ns, q.b_ci_ns, q.p_value, q.significant) == (1.3, 130.0, None, None, None)
-    q = compare.compare_quantile(bare, given("wal/full", tested), 99)
-    assert q.reason == "A " + NO_SLICES
-
-
-def test_an_interval_on_zero_degrees_of_freedom_is_not_tested():
-    """Bounds and a standard error but 0 degrees of freedom: no test ("A: no interval", the
-    record giving no reason); 1 degree of freedom is enough for one."""
-    b = iv(120.0, 100.0, 140.0, 0.04, 4.0)
+def test_identical_rounds_are_never_more_precise_than_a_tick():
+    """Every round gave 2 ns and 3 ns (no spread, SE 0): one nanosecond of tick each side,
+    SE(log) at least sqrt(2) x 1/2 of the larger relative tick: a 1.5x change of one tick
+    is not significant."""
+    exact_a = iv(2.0, 2.0, 2.0, 0.0, 5.0)
+    exact_b = iv(3.0, 3.0, 3.0, 0.0, 5.0)
     q = compare.compare_quantile(
-        given("wal/full", iv(100.0, 90.0, 111.0, 0.03, 0.0)), given("wal/full", b), 99
-    )
-    assert (q.reason, q.p_value, q.ratio, q.ratio_ci) == ("A: no interval", None, 1.2, None)
-    q = compare.compare_quantile(
-        given("wal/full", b),
-        given("wal/full", iv(100.0, 90.0, 111.0, 0.03, 0.0, reason="made up")),
+        given("wal/full", exact_a, rounds99=(2.0, 2.0, 2.0)),
+        given("wal/full", exact_b, rounds99=(3.0, 3.0, 3.0)),
         99,
     )
-    assert q.reason == "B: made up"
-    one = iv(100.0, 50.0, 200.0, 0.1, 1.0, blocks=2)
-    q = compare.compare_quantile(given("wal/full", one), given("wal/full", b), 99)
-    assert q.reason is None and q.p_value == pytest.approx(welch(one, b)[3], rel=1e-9)
+    assert q.se_log >= math.sqrt(2) * 0.5 and q.p_value > 0.05
 
 
 # --------------------------------------------------------------------------- rank_test
 
 
-def test_rank_test_of_single_values_by_hand():
-    """A = [1], B = [2]: U_B = 1 (the one pair has B > A), mean 1/2, variance
-    1*1/12*(2+1) = 1/4; z = (1/2 - 1/2 continuity) / (1/2) = 0, p = 1, P(B > A) = 1."""
-    assert compare.rank_test([1.0], [2.0]) == RankTest(1.0, 0.0, 1.0, 1.0)
-    assert compare.rank_test([2.0], [1.0]) == RankTest(0.0, 0.0, 1.0, 0.0)
-    # one value each, tied: every value tied, nothing to rank
-    assert compare.rank_test([5], [5]) is None
-
-
-def test_rank_test_with_u_at_its_mean_by_hand():
-    """A = [1, 3], B = [2]: ranks 1, 3 | 2, U_B = 2 - 1 = 1 = n1*n2/2: z = 0 (no continuity
-    correction of a zero difference), p = 1, P(B > A) = 1/2."""
-    assert compare.rank_test([1, 3], [2]) == RankTest(1.0, 0.0, 1.0, 0.5)
-
-
-def test_rank_test_z_and_p_match_scipy():
-    """A = [1, 2, 2, 4], B = [2, 3, 5]: ranks 1, 3, 3, 6 | 3, 5, 7 -> U_B = 15 - 6 = 9,
-    mean 6; ties: one triple, 3^3 - 3 = 24 over 7*6 = 42; var = 12/12 * (8 - 4/7) = 52/7;
-    z = (3 - 0.5) / sqrt(52/7)."""
+def test_rank_test_by_hand():
+    """A = [1], B = [2]: U_B = 1 (the one pair has B > A), P(B > A) = 1; A = [1, 3], B = [2]:
+    ranks 1, 3 | 2, U_B = 2 - 1 = 1, P = 1/2; A = [1, 2, 2, 4], B = [2, 3, 5]: ranks 1, 3,
+    3, 6 | 3, 5, 7, U_B = 15 - 6 = 9 (scipy's too), P = 9/12. No p-value: a description."""
+    assert compare.rank_test([1.0], [2.0]) == RankTest(1.0, 1.0)
+    assert compare.rank_test([2.0], [1.0]) == RankTest(0.0, 0.0)
+    assert compare.rank_test([5], [5]) == RankTest(0.5, 0.5)
+    assert compare.rank_test([1, 3], [2]) == RankTest(1.0, 0.5)
     r = compare.rank_test([1, 2, 2, 4], [2, 3, 5])
-    assert r.u_b == 9.0 and r.prob_b_slower == 9 / 12
-    assert r.z == pytest.approx(2.5 / math.sqrt(52 / 7), rel=1e-12)
     u = mannwhitneyu([2, 3, 5], [1, 2, 2, 4], method="asymptotic", use_continuity=True)
-    assert u.statistic == 9.0 and r.p_value == pytest.approx(u.pvalue, rel=1e-12)
+    assert r == RankTest(9.0, 9 / 12) and u.statistic == 9.0
+    assert not hasattr(r, "p_value")
 
 
 def test_rank_test_compares_values_as_float64():
-    """The times are compared as float64: 2^70 + 1 and 2^70 are the same float64, so
-    the two samples are one tie and there is nothing to rank."""
-    assert compare.rank_test([2**70 + 1], [2.0**70]) is None
-    assert compare.rank_test([2.0**70], [2**70 + 1]) is None
+    """The times are compared as float64: 2^70 + 1 and 2^70 are the same float64: a tie."""
+    assert compare.rank_test([2**70 + 1], [2.0**70]) == RankTest(0.5, 0.5)
 
 
 # --------------------------------------------------------------------------- compare_pair
@@ -390,9 +392,9 @@ def test_compare_pair_every_field_at_90_percent():
     """B lacks wal/off, adds delete/full, syncs wal/full with F_FULLFSYNC and took 1,500
     samples per result to A's 2,000; the floors both measured are compared as their own
     Holm family. Every figure from numpy percentiles and tests/reference.py at 90 %."""
-    a = sampled.report(1.0, seed=0, n=2000)
-    b0 = sampled.report(1.3, seed=100, n=1500)
-    extra = sampled.commit("DELETE", "FULL", 1_200_000, seed=9, n=1500)
+    a = sampled.report(1.0, seed=0, n=2000, rounds=5)
+    b0 = sampled.report(1.3, seed=100, n=1500, rounds=5)
+    extra = sampled.commit("DELETE", "FULL", 1_200_000, seed=9, n=1500, rounds=5)
     b_results = tuple(
         dataclasses.replace(r, primitive="F_FULLFSYNC") if r.name == "wal/full" else r
         for r in b0.results
@@ -436,11 +438,11 @@ def test_compare_pair_every_field_at_90_percent():
         ra, rb = next(r for r in a.results if r.name == c.name), by_name[c.name]
         for q, pct in ((c.p50, 50), (c.p99, 99)):
             assert q.percentile == pct
-            ja = reference.jackknife(ra.samples_ns, ra.slice_counts, pct, confidence=0.9)
-            jb = reference.jackknife(rb.samples_ns, rb.slice_counts, pct, confidence=0.9)
+            ja = reference.jackknife(ra.samples_ns, ra.slice_counts, pct, ra.slice_rounds, 0.9)
+            jb = reference.jackknife(rb.samples_ns, rb.slice_counts, pct, rb.slice_rounds, 0.9)
             assert q.a_ci_ns == pytest.approx(ja[3], rel=1e-9)
             assert q.b_ci_ns == pytest.approx(jb[3], rel=1e-9)
-            p_values.append(reference.welch_p(ja, jb))
+            p_values.append(reference.pair_p(ra, rb, pct))
     adjusted = reference.holm(p_values)
     assert [q.p_adjusted for c in pair.configs for q in (c.p50, c.p99)] == pytest.approx(
         adjusted, rel=1e-6
@@ -449,23 +451,14 @@ def test_compare_pair_every_field_at_90_percent():
         p < 0.1 for p in adjusted
     ]
 
-    # the floors: A's order, only those both measured, their own Holm family at 90 %
+    # the floors: A's order, only those both measured; one round each, so their ratios
+    # only ("cannot tell" whether they changed, tested or not)
     assert [n for n, _ in pair.floors] == [stats.FLOOR_COMMIT, stats.FLOOR_WRITE]
     fb = {f.name: f for f in b.floors}
-    floor_p = []
     for (name, q), fa in zip(pair.floors, a.floors[1:]):
         x, y = fa.samples_ns, fb[name].samples_ns
-        assert q.percentile == 50
+        assert q.percentile == 50 and q.p_value is None and q.significant is None
         assert q.ratio == pytest.approx(np.percentile(y, 50) / np.percentile(x, 50), rel=1e-12)
-        ja = reference.jackknife(x, fa.slice_counts, 50, confidence=0.9)
-        jb = reference.jackknife(y, fb[name].slice_counts, 50, confidence=0.9)
-        assert q.a_ci_ns == pytest.approx(ja[3], rel=1e-9)
-        assert q.b_ci_ns == pytest.approx(jb[3], rel=1e-9)
-        assert q.p_value == pytest.approx(reference.welch_p(ja, jb), rel=1e-6)
-        floor_p.append(reference.welch_p(ja, jb))
-    floor_adj = reference.holm(floor_p)
-    assert [q.p_adjusted for _, q in pair.floors] == pytest.approx(floor_adj, rel=1e-6)
-    assert [q.significant for _, q in pair.floors] == [p < 0.1 for p in floor_adj]
     # write floor 2000 -> 2600 ns (1.3x) moved beyond 1.25; commit 3000 -> 3100 did not
     assert [n for n, _ in pair.floor_moved] == [stats.FLOOR_WRITE]
 
@@ -473,74 +466,86 @@ def test_compare_pair_every_field_at_90_percent():
 # --------------------------------------------------------------------------- regressions
 
 A99 = iv(100.0, 90.0, 111.0, 0.03, 9.0)
+#: three rounds 0.05 apart in log: w = 0.0025 on 2 df
+SPREAD = (-0.05, 0.0, 0.05)
 
 
-def _b99(est: float) -> Interval:
-    return iv(est, est * 0.8, est * 1.25, 0.04, 4.0)
+def _at(name: str, est: float, kind: str = "commit", primitive: str = "fdatasync", rounds=True):
+    """A result whose p50 and p99 are both ``est`` with rounds 0.05 apart (None: none)."""
+    i = iv(est, est * 0.9, est * 1.1, 0.01, 9.0)
+    r = tuple(est * math.exp(z) for z in SPREAD) if rounds else ()
+    return given(name, i, i, kind=kind, primitive=primitive, rounds50=r, rounds99=r)
 
 
 def _gate_pair(confidence: float = 0.95):
     """A against B, A's order: write baseline and wal/off 3x slower (not checked by
-    default), wal/normal without an interval in B, wal/full 1.5x and write+fdatasync 1.25x
-    slower; SE(log B/A) = 0.05 on 625/73 df each."""
+    default), wal/normal without rounds in B, wal/full 1.5x and write+fdatasync 1.25x
+    slower; every tested statistic's SE(log) sqrt(2 x 0.0025), df 4."""
     a = report_of(
-        given("write (no sync)", A99, kind="write", primitive="none"),
-        given("wal/off", A99, primitive="none"),
-        given("wal/normal", A99),
-        given("wal/full", A99),
-        given("write+fdatasync", A99, kind="flush"),
+        _at("write (no sync)", 100.0, "write", "none"),
+        _at("wal/off", 100.0, primitive="none"),
+        _at("wal/normal", 100.0),
+        _at("wal/full", 100.0),
+        _at("write+fdatasync", 100.0, "flush"),
     )
     b = report_of(
-        given("write (no sync)", _b99(300.0), kind="write", primitive="none"),
-        given("wal/off", _b99(300.0), primitive="none"),
-        given("wal/normal", None, p99_ns=150.0),
-        given("wal/full", _b99(150.0)),
-        given("write+fdatasync", _b99(125.0), kind="flush"),
+        _at("write (no sync)", 300.0, "write", "none"),
+        _at("wal/off", 300.0, primitive="none"),
+        _at("wal/normal", 150.0, rounds=False),
+        _at("wal/full", 150.0),
+        _at("write+fdatasync", 125.0, "flush"),
     )
     return compare.compare_pair(a, b, confidence)
 
 
-def _one_sided(ratio: float, limit_pct: float) -> float:
-    """P(T >= (log ratio - log(1 + limit)) / 0.05) on 625/73 df."""
-    return float(student_t.sf((math.log(ratio) - math.log(1 + limit_pct / 100)) / 0.05, 625 / 73))
+def _p(ratio: float) -> float:
+    return float(2 * student_t.sf(math.log(ratio) / math.sqrt(0.005), 4.0))
 
 
 def test_regressions_by_default_and_their_exact_lines():
+    """Holm over the 8 tested statistics (p50 and p99 of 4 configurations; wal/normal has
+    no rounds in B): the 3x ones and wal/full's 1.5x are significant, write+fdatasync's
+    1.25x is not; a regression is significant, slower and beyond 20 %."""
     pair = _gate_pair()
-    assert [c.p99.significant for c in pair.configs] == [True, True, None, True, True]
-    # wal/full: (log 1.5 - log 1.2) / 0.05 = 4.46; write+fdatasync: (log 1.25 - log 1.2)
-    # / 0.05 = 0.82; Holm over these two
-    p_full, p_flush = _one_sided(1.5, 20), _one_sided(1.25, 20)
-    adj = reference.holm([p_full, p_flush])
-    assert p_full < 0.01 and p_flush > 0.1 and adj[0] == 2 * p_full
-    got = compare.regressions(pair, 20, "before.json", "after.json")
-    assert len(got) == 1
-    r = got[0]
-    assert (r.name, r.baseline, r.candidate, r.limit_pct) == (
-        "wal/full",
-        "before.json",
-        "after.json",
-        20,
+    ps = [_p(3.0), _p(3.0), _p(3.0), _p(3.0), _p(1.5), _p(1.5), _p(1.25), _p(1.25)]
+    adj = reference.holm(ps)
+    assert [q.p_adjusted for c in pair.configs for q in (c.p50, c.p99) if q.p_value] == (
+        pytest.approx(adj, rel=1e-9)
     )
-    assert r.p99 == pair.configs[3].p99 and r.p99.ratio == 1.5
-    assert r.p_adjusted == pytest.approx(adj[0], rel=1e-9)
-    # named: the no-sync configurations are checked too (Holm over the two named)
+    assert [c.p99.significant for c in pair.configs] == [True, True, None, True, False]
+    got = compare.regressions(pair, 20, "before.json", "after.json")
+    assert [(r.name, r.statistic.percentile) for r in got] == [("wal/full", 50), ("wal/full", 99)]
+    r = got[0]
+    assert (r.baseline, r.candidate, r.limit_pct) == ("before.json", "after.json", 20)
+    assert r.statistic == pair.configs[3].p50 and r.statistic.ratio == pytest.approx(1.5)
+    assert r.p_adjusted == pytest.approx(adj[4], rel=1e-9)
+    # named: the no-sync configurations are checked too
     named = compare.regressions(pair, 20, "A", "B", ["WAL/OFF", "write (no sync)"])
-    p3 = _one_sided(3.0, 20)
-    assert [(r.name, r.p99.ratio) for r in named] == [("write (no sync)", 3.0), ("wal/off", 3.0)]
-    assert [r.p_adjusted for r in named] == pytest.approx([2 * p3, 2 * p3], rel=1e-9)
+    assert [(r.name, r.statistic.percentile) for r in named] == [
+        ("write (no sync)", 50),
+        ("write (no sync)", 99),
+        ("wal/off", 50),
+        ("wal/off", 99),
+    ]
+    # the limit is a bound on the estimate: 1.5x is not beyond 50 %, 3x is
+    assert [r.name for r in compare.regressions(pair, 50, "A", "B")] == []
+    assert {r.name for r in compare.regressions(pair, 49, "A", "B")} == {"wal/full"}
 
 
 def test_regression_coverage_counts_and_names_what_it_cannot_test():
     pair = _gate_pair()
-    assert compare.regression_coverage(pair) == (3, ["wal/normal (B " + NO_SLICES + ")"])
-    assert compare.regression_coverage(pair, ["WAL/OFF", "wal/normal"]) == (
-        2,
-        ["wal/normal (B " + NO_SLICES + ")"],
+    why = (
+        "B measured fewer than 3 rounds, so its spread from run to run is unknown: measure "
+        "with --rounds 3 or more (the default), or keep 3 earlier runs in the baseline's "
+        "report directory"
     )
-    assert compare.regression_coverage(pair, ["wal/full"]) == (1, [])
+    assert compare.regression_coverage(pair) == (
+        6,
+        [f"wal/normal p50 ({why})", f"wal/normal p99 ({why})"],
+    )
+    assert compare.regression_coverage(pair, ["WAL/OFF", "wal/normal"])[0] == 4
+    assert compare.regression_coverage(pair, ["wal/full"]) == (2, [])
     assert compare.regression_coverage(pair, ["delete/full"]) == (0, [])
-    # a p99 comparison without a reason (a hand-made one): "no interval"
     bare = dataclasses.replace(
         pair,
         configs=tuple(
@@ -548,83 +553,61 @@ def test_regression_coverage_counts_and_names_what_it_cannot_test():
             for c in pair.configs
         ),
     )
-    assert compare.regression_coverage(bare) == (3, ["wal/normal (no interval)"])
-    # nothing compared: nothing looked at
+    assert compare.regression_coverage(bare)[1][-1] == "wal/normal p99 (no test)"
     assert compare.regression_coverage(dataclasses.replace(pair, configs=())) == (0, [])
 
 
 def test_a_write_baseline_is_skipped_by_its_kind_alone():
     """A hand-edited report naming the no-sync write baseline's primitive "write": still the
     write baseline, checked only when named."""
-    a = report_of(given("write (no sync)", A99, kind="write", primitive="write"))
-    b = report_of(given("write (no sync)", _b99(300.0), kind="write", primitive="write"))
+    a = report_of(_at("write (no sync)", 100.0, "write", "write"))
+    b = report_of(_at("write (no sync)", 300.0, "write", "write"))
     pair = compare.compare_pair(a, b)
     assert pair.configs[0].p99.significant is True
     assert compare.regressions(pair, 20, "A", "B") == []
     assert compare.regression_coverage(pair) == (0, [])
-    assert [r.name for r in compare.regressions(pair, 20, "A", "B", ["write (no sync)"])] == [
-        "write (no sync)"
-    ]
-    assert compare.regression_coverage(pair, ["write (no sync)"]) == (1, [])
+    assert len(compare.regressions(pair, 20, "A", "B", ["write (no sync)"])) == 2
+    assert compare.regression_coverage(pair, ["write (no sync)"]) == (2, [])
 
 
-def test_regressions_with_no_spread():
-    """SE(log) = 0 on both sides: B/A is known exactly, so the one-sided p is 0 when the
-    ratio exceeds 1 + limit and 1 when it does not (exactly 2x is not more than 100 % worse)."""
-    exact = iv(100.0, 100.0, 100.0, 0.0, 5.0)
-
-    def pair(b_est):
-        return compare.compare_pair(
-            report_of(given("wal/full", exact)),
-            report_of(given("wal/full", iv(b_est, b_est, b_est, 0.0, 5.0))),
-        )
-
-    twice = pair(200.0)
-    assert twice.configs[0].p99.significant is True and twice.configs[0].p99.se_log == 0.0
-    got = compare.regressions(twice, 20, "A", "B")
-    assert [(r.name, r.p_adjusted, r.limit_pct) for r in got] == [("wal/full", 0.0, 20)]
-    assert compare.regressions(twice, 100, "A", "B") == []  # log 2 - log1p(1) = 0
-    assert [r.name for r in compare.regressions(twice, 99, "A", "B")] == ["wal/full"]
-    half = pair(50.0)
-    assert half.configs[0].p99.significant is True  # significantly faster
-    assert compare.regressions(half, 20, "A", "B") == []
-    assert compare.regressions(half, 0, "A", "B") == []
+def test_a_faster_statistic_is_never_a_regression():
+    a = report_of(_at("wal/full", 300.0))
+    b = report_of(_at("wal/full", 100.0))
+    pair = compare.compare_pair(a, b)
+    assert pair.configs[0].p50.significant is True  # significantly faster
+    assert compare.regressions(pair, 0, "A", "B") == []
 
 
-def test_a_p_value_equal_to_alpha_is_not_a_regression():
-    """At 50 % confidence alpha = 0.5, and B/A = 2 against a limit of 100 % gives t = 0,
-    a one-sided p of exactly 0.5: not below alpha."""
-    pair = _gate_pair(confidence=0.5)
-    wal_full_twice = dataclasses.replace(
-        pair,
-        configs=(
-            dataclasses.replace(
-                pair.configs[3], p99=dataclasses.replace(pair.configs[3].p99, ratio=2.0)
-            ),
-        ),
-    )
-    assert wal_full_twice.configs[0].p99.significant is True
-    assert compare.regressions(wal_full_twice, 100, "A", "B") == []
-    # just below 100 %: t > 0, p < 0.5
-    got = compare.regressions(wal_full_twice, 99.9, "A", "B")
-    assert [r.name for r in got] == ["wal/full"]
-    assert got[0].p_adjusted == pytest.approx(
-        student_t.sf((math.log(2.0) - math.log(1.999)) / 0.05, 625 / 73), rel=1e-9
-    )
-
-
-def test_regressions_skip_a_p99_missing_any_part_of_its_test():
-    """Each of ratio, standard error and degrees of freedom missing on its own (hand-made
-    comparisons) skips the row, and the rows after it are still checked."""
+def test_boundaries_of_the_rule():
+    """A p-value that Holm makes exactly alpha is not significant; a ratio of exactly
+    1 + limit is not beyond it (hand-made comparisons: every field chosen)."""
     pair = _gate_pair()
     full = pair.configs[3]
-    for broken in ({"ratio": None}, {"se_log": None}, {"df": None}):
-        bad = dataclasses.replace(full, name="wal/bad", p99=dataclasses.replace(full.p99, **broken))
-        p = dataclasses.replace(pair, configs=(bad, full))
-        got = compare.regressions(p, 20, "A", "B")
-        assert [(r.name, r.p_adjusted) for r in got] == [
-            ("wal/full", pytest.approx(_one_sided(1.5, 20), rel=1e-9))
-        ]
+
+    def with_(p50_p, ratio):
+        c = dataclasses.replace(
+            full,
+            p50=dataclasses.replace(full.p50, p_value=p50_p, ratio=ratio),
+            p99=dataclasses.replace(full.p99, p_value=1.0, ratio=ratio),
+        )
+        return dataclasses.replace(pair, configs=(c,))
+
+    # Holm over 2: 0.025 x 2 = 0.05, not below 0.05; 0.0249 x 2 is
+    assert compare.regressions(with_(0.025, 2.0), 20, "A", "B") == []
+    assert len(compare.regressions(with_(0.0249, 2.0), 20, "A", "B")) == 1
+    # ratio 1.2 is not more than 20 % slower; 1.2000001 is
+    assert compare.regressions(with_(1e-9, 1.2), 20, "A", "B") == []
+    assert len(compare.regressions(with_(1e-9, 1.2000001), 20, "A", "B")) == 1
+    # untested statistics are skipped, the others still checked
+    untested = dataclasses.replace(
+        full, name="wal/bad", p50=dataclasses.replace(full.p50, p_value=None)
+    )
+    got = compare.regressions(dataclasses.replace(pair, configs=(untested, full)), 20, "A", "B")
+    assert [(r.name, r.statistic.percentile) for r in got] == [
+        ("wal/bad", 99),
+        ("wal/full", 50),
+        ("wal/full", 99),
+    ]
 
 
 # --------------------------------------------------------------------------- fleet

@@ -441,3 +441,92 @@ def test_the_caveat_names_only_intervals_that_earlier_runs_entered():
     )
     text = wording.interval_caveat([r])
     assert text.startswith("Intervals: this run alone (fewer than 2 earlier runs")
+
+
+# --------------------------------------------------------------------------- the key, field by field
+
+
+def _host_with(**changes):
+    """sampled.report's host with one fact changed (a dotted path: target.mount.options)."""
+    h = sampled.report().host
+    for path, value in changes.items():
+        parts = path.split(".")
+        if parts[0] == "disk":
+            disk = dataclasses.replace(h.target.disks[0], **{parts[1]: value})
+            h = dataclasses.replace(
+                h, target=dataclasses.replace(h.target, disks=(disk, *h.target.disks[1:]))
+            )
+        elif parts[0] == "mount":
+            mount = dataclasses.replace(h.target.mount, **{parts[1]: value})
+            h = dataclasses.replace(h, target=dataclasses.replace(h.target, mount=mount))
+        elif parts[0] == "target":
+            h = dataclasses.replace(h, target=dataclasses.replace(h.target, **{parts[1]: value}))
+        else:
+            h = dataclasses.replace(h, **{path: value})
+    return h
+
+
+HOST_FIELDS = [
+    ("hostname", "other-host"),
+    ("os_name", "Darwin"),
+    ("os_release", "6.1.0-99-amd64"),  # a kernel update
+    ("machine", "aarch64"),
+    ("sqlite_version", "3.99.0"),
+    ("target.path", "/elsewhere"),
+    ("target.declared", ("plp",)),
+    ("mount.fs_type", "xfs"),
+    ("mount.source", "/dev/sdb1"),
+    ("mount.options", ("rw", "nobarrier")),
+    ("mount.super_options", ("rw", "data=writeback")),
+    ("disk.name", "sdb"),
+    ("disk.model", "Another SSD"),
+    ("disk.serial", "S6PNNS0T999999"),
+    ("disk.write_cache", "write through"),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), HOST_FIELDS, ids=[f for f, _ in HOST_FIELDS])
+def test_each_host_fact_of_the_key_starts_a_new_history(tmp_path, field, value):
+    """Runs saved on one host and storage; a run differing in this one fact (keeping the
+    hostname in its file, so the file is parsed) finds none of them: one test per field of
+    history.host_key, so a field dropped from the key fails exactly one of these."""
+    saved_runs(tmp_path, [1.0, 1.2, 0.9])
+    same = history.read_history(tmp_path, sampled.report().host)
+    assert len(same.reports) == 3
+    changed = _host_with(**{field: value})
+    assert history.host_key(changed) != history.host_key(sampled.report().host)
+    if field != "hostname":
+        assert history.read_history(tmp_path, changed).reports == ()
+    else:  # another hostname: its files are not even parsed
+        past = history.read_history(tmp_path, changed)
+        assert past.reports == () and past.unreadable == ()
+
+
+RESULT_FIELDS = [
+    ("name", "wal/FULL2"),
+    ("kind", "flush"),
+    ("primitive", "F_FULLFSYNC"),
+    ("payload_bytes", 4096),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), RESULT_FIELDS, ids=[f for f, _ in RESULT_FIELDS])
+def test_each_workload_fact_of_the_key_starts_a_new_history(tmp_path, field, value):
+    """The same host and storage, one workload fact changed: no earlier run of it."""
+    saved_runs(tmp_path, [1.0, 1.2, 0.9])
+    ours = sampled.report(seed=99)
+    past = history.read_history(tmp_path, ours.host)
+    wal_full = next(r for r in ours.results if r.name == "wal/full")
+    assert len(past.earlier(wal_full)) == 3
+    assert past.earlier(dataclasses.replace(wal_full, **{field: value})) == ()
+
+
+def test_the_pragmas_asked_for_are_part_of_the_workload(tmp_path):
+    from fsyncbench.model import Pragmas
+
+    saved_runs(tmp_path, [1.0, 1.2, 0.9])
+    ours = sampled.report(seed=99)
+    past = history.read_history(tmp_path, ours.host)
+    wal_full = next(r for r in ours.results if r.name == "wal/full")
+    asked = dataclasses.replace(wal_full, requested=Pragmas("WAL", "FULL", True))
+    assert past.earlier(asked) == ()

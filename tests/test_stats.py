@@ -7,6 +7,7 @@ from factories import _result, write
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.signal import lfilter
+from scipy.stats import t as student_t
 
 from fsyncbench.measure import stats
 from fsyncbench.model import Interval
@@ -346,14 +347,23 @@ def test_ci_halfwidth_pct():
     assert stats.ci_halfwidth_pct(0.0, (0.0, 1.0)) is None
 
 
-def test_identical_samples_give_a_point_interval_not_none():
-    """1,000 samples of exactly 100 ns in 10 slices: every slice agrees, so the interval is
-    [100, 100] (up to rounding), not "the slices disagree"."""
+def test_identical_samples_give_an_interval_of_one_tick_not_none():
+    """1,000 samples of exactly 100 ns in 10 slices: every slice agrees, so there is an
+    interval, not "the slices disagree"; no difference shows the clock's tick, so it is
+    taken as 1 ns and the interval is 100 x exp(+-t9 x 1/100)."""
     iv = stats.quantile_interval([100] * 1000, [100] * 10, 50)
-    assert iv.reason is None
-    assert iv.low_ns == pytest.approx(100, rel=1e-12) and iv.high_ns == pytest.approx(
-        100, rel=1e-12
-    )
+    t = float(student_t.ppf(0.975, 9))
+    assert iv.reason is None and iv.se_log == pytest.approx(0.01)
+    assert iv.bounds == pytest.approx((100 * math.exp(-t / 100), 100 * math.exp(t / 100)))
+
+
+def test_a_coarse_clock_widens_an_interval_to_its_tick():
+    """Times rounded to 1 us where every slice's p50 is 3 us: the jackknife's SE is 0, the
+    interval is one tick wide on either side of the figure (SE 1/3), never [3, 3]."""
+    x = np.array(([2000] * 20 + [3000] * 60 + [4000] * 20) * 10)
+    iv = stats.quantile_interval(x, [100] * 10, 50)
+    assert stats.clock_tick_ns(x) == 1000
+    assert iv.se_log == pytest.approx(1 / 3) and iv.low_ns < 3000 < iv.high_ns
 
 
 # --------------------------------------------------------------------------- exact fields
@@ -584,10 +594,12 @@ def test_zero_times_give_no_interval():
 
 def test_one_nanosecond_is_a_resolved_time():
     """600 samples of 1 ns and 400 of 2 ns, 60/40 in each of ten slices: p50 is 1 without
-    any slice too, so log p50 is 0 throughout: SE 0, the interval [1, 1], df 9."""
+    any slice too, so log p50 is 0 throughout: the jackknife's SE is 0, but never finer
+    than one tick of the clock (1 ns of 1 ns: SE 1), so the interval is 1 x exp(+-t9)."""
     x = np.array(([1] * 60 + [2] * 40) * 10)
     iv = stats.quantile_interval(x, [100] * 10, 50)
-    assert iv == Interval(1.0, 1.0, 1.0, 0.0, 9.0, 10, "block-jackknife", None)
+    t = float(student_t.ppf(0.975, 9))
+    assert iv == Interval(1.0, math.exp(-t), math.exp(t), 1.0, 9.0, 10, "block-jackknife", None)
 
 
 def test_rounds_with_gaps_in_their_numbers_and_a_one_sample_round():
@@ -648,7 +660,7 @@ def test_a_tail_in_one_round_only_removes_the_interval():
 
 def test_rounds_narrower_than_the_slices_keep_the_slice_interval():
     rng = np.random.default_rng(1)
-    x = rng.exponential(size=12_000) * 100
+    x = rng.exponential(size=12_000) * 100_000  # (tens of us: one ns tick is no floor here)
     counts, rounds = [500] * 24, [i // 4 for i in range(24)]
     by_slices = reference.jackknife(x, counts, 50)
     by_rounds = reference.jackknife(x, [2000] * 6, 50)
@@ -676,9 +688,23 @@ def test_summarize_uses_the_rounds_for_both_intervals_and_per_round_percentiles(
     assert s.round_p50_ns == pytest.approx([np.percentile(r, 50) for r in rounds], rel=1e-12)
     assert s.round_p99_ns == pytest.approx([np.percentile(r, 99) for r in rounds], rel=1e-12)
     assert len(s.round_p50_ns) == len(s.round_p99_ns) == 6
-    assert stats.p99_ci_halfwidth_pct(x, counts, slice_rounds) == pytest.approx(
-        reference.p99_halfwidth_pct(x, counts, slice_rounds), rel=1e-9
-    )
+    want = reference.p99_halfwidth_pct(x, counts, slice_rounds)
+    got = stats.p99_ci_halfwidth_pct(x, counts, slice_rounds)
+    assert (got is None and want is None) or got == pytest.approx(want, rel=1e-9)
+
+
+def test_the_ci_target_needs_four_degrees_of_freedom():
+    """An interval on 3 degrees of freedom (4 rounds) never meets the CI target however
+    narrow; on 5 rounds (4 df) it can."""
+    rng = np.random.default_rng(9)
+    for rounds, met in ((4, False), (5, True)):
+        x = rng.normal(1e6, 1e3, rounds * 4000)  # a tight, well-behaved operation
+        counts = [1000] * (4 * rounds)
+        slice_rounds = [i // 4 for i in range(4 * rounds)]
+        iv = stats.quantile_interval(x, counts, 99, slice_rounds=slice_rounds)
+        assert iv.bounds is not None and stats.ci_halfwidth_pct(iv.estimate_ns, iv.bounds) < 1
+        half = stats.target_halfwidth_pct(iv)
+        assert (half is not None) == met, (rounds, iv.df, iv.method)
 
 
 def test_summarize_at_another_confidence_level():

@@ -44,6 +44,7 @@ from fsyncbench.judge.rule_facts import (
     _sync_disabling,
     _us,
     _write_back,
+    flushes_per_sync_words,
 )
 from fsyncbench.model import (
     HONEST_FLUSH,
@@ -371,12 +372,14 @@ def rule_flushes_reach_device(f: Facts, r: Result | None) -> tuple[str, Finding]
         "flushes-reach-device",
         INFO,
         r.name,
-        f"Each {r.primitive} sent {ratio:.2f} cache flushes to the disk holding the bytes "
-        f"(measured) and took {r.summary.p50_ns / 1e3:.1f} us (p50), as {_a(cls.name)} writing "
-        "to stable media does (inferred from that time: not proven).",
+        f"Each {r.primitive} sent cache flushes to the disk holding the bytes "
+        f"({flushes_per_sync_words(f, r)}; measured) and took {r.summary.p50_ns / 1e3:.1f} µs "
+        f"(p50), as {_a(cls.name)} writing to stable media does (inferred from that time: "
+        "not proven).",
         "A power-pull test (fsyncbench powercut) is the only proof beyond this.",
         {
-            "flushes_per_sync": round(ratio, 3),
+            "flushes_per_sync": None if (c := _counter_ratio(r, f.host)) is None else round(c, 3),
+            "flushes_per_sync_net_of_other_io": round(ratio, 3),
             "flush_ms_per_flush": _flush_ms_per_flush(r, f.host),
             "p50_ns": r.summary.p50_ns,
             "device_class": cls.name,

@@ -41,6 +41,7 @@ from fsyncbench.judge.rule_facts import (
     _reached_ratio,
     _subject,
     _sync_disabling,
+    flushes_per_sync_words,
 )
 from fsyncbench.model import (
     HONEST_FLUSH,
@@ -398,8 +399,8 @@ def rule_virtualized(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
         if layer.device is not None and (layer.device.write_cache or "").strip() == "write through"
     ]
     where = "the virtual disk" if virtual else "whatever this stack ends in"
-    if ratio is not None and ratio >= REACHED_FLUSH_RATIO:
-        seen = f"{_primitive(f, r)} reaches {where} ({ratio:.2f} device flushes per sync)"
+    if ratio is not None and ratio >= REACHED_FLUSH_RATIO and r is not None:
+        seen = f"{_primitive(f, r)} reaches {where} ({flushes_per_sync_words(f, r)})"
     elif raw is not None and raw >= REACHED_FLUSH_RATIO:
         seen = (
             f"{_primitive(f, r)} was followed by {raw:.2f} device flushes per sync, but "

@@ -244,6 +244,33 @@ def _reached_ratio(f: Facts, result: Result | None) -> float | None:
     return _net_of_background(ratio, _background_flushes(f, result), result.syncs_issued)
 
 
+def flushes_per_sync_words(f: Facts, result: Result) -> str:
+    """The one "flushes per sync" figure of ``result`` as every finding states it: the ratio
+    counted on the media (the report's counter table shows the same), and, where other I/O
+    on the disk is estimated to account for some of it, that correction named, e.g.
+    "1.03 device flushes per sync counted (0.99 net of other I/O's 0.04, estimated from the
+    no-sync baseline's rate)". "" without a counted ratio."""
+    counted = _counter_ratio(result, f.host)
+    if counted is None:
+        return ""
+    text = f"{counted:.2f} device flushes per sync counted"
+    background = _background_flushes(f, result)
+    if background and result.syncs_issued:
+        per_sync = background / result.syncs_issued
+        net = _net_of_background(counted, background, result.syncs_issued)
+        if net is None:
+            text += (
+                f" (other I/O's flushes, estimated at {per_sync:.2f} per sync from the no-sync "
+                "baseline's rate, could explain most of them)"
+            )
+        elif per_sync >= 0.005:
+            text += (
+                f" ({net:.2f} net of other I/O's {per_sync:.2f}, estimated from the no-sync "
+                "baseline's rate)"
+            )
+    return text
+
+
 def _net_of_background(ratio: float, background: float | None, syncs: int) -> float | None:
     """Device flushes per sync (``ratio``) less ``background`` flushes of other I/O spread
     over ``syncs`` (never below 0); ``ratio`` itself without a background estimate or syncs;

@@ -181,6 +181,12 @@ def choice_text(report: Report, b: BottomLine) -> Paragraph:
         f"{d.name}: {_figures(d)}. It is the fastest configuration measured here whose "
         f"settings promise a durable commit (it waits for {d.primitive}).{_ties(d)}"
     )
+    if report.kind == "audit":
+        text += (
+            " These figures are the audit's short look at latency (a few seconds per "
+            "configuration, taken to judge the storage path, not to size it); for the cost "
+            "of a commit to quote, measure it with `fsyncbench run DIR`."
+        )
     if d.at_floor:
         text += (
             " Its figures lie at the tool's floor: they measure Python and SQLite, not "
@@ -537,9 +543,11 @@ def counters_table(report: Report) -> Table | None:
             disk = (
                 d.device if media is None or d.device in media else f"{d.device} (holds no bytes)"
             )
+            # a primitive's syncs are counted (warmup ones too): its one figure is per sync;
+            # per operation is for commits, whose syncs SQLite issues uncounted
             per_op = (
                 "-"
-                if d.flushes is None or not r.summary.count
+                if d.flushes is None or not r.summary.count or r.syncs_issued is not None
                 else f"{d.flushes / r.summary.count:.2f}"
             )
             per_sync = (

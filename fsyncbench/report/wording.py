@@ -322,9 +322,9 @@ def interval_caveat(results: Sequence[Result]) -> str:
         return ""
     if not any(r.summary.round_p99_ns for r in results):
         return (
-            "Intervals: one round (--rounds 1) and this run alone: they rest on its "
-            "slices and cannot see how much a separate run (new files, another process, "
-            "later) would differ."
+            "Intervals: one round and this run alone: they rest on its slices and cannot "
+            "see how much a separate run (new files, another process, later) would differ "
+            "(`fsyncbench run` measures in 8 rounds by default)."
         )
     return (
         f"Intervals: this run alone (fewer than {stats.MIN_EARLIER_RUNS} earlier runs of the "
@@ -403,7 +403,7 @@ def interval_method_text(results: Sequence[Result]) -> str:
             text += (
                 " One round: variation between separate runs (new files, another process, "
                 "minutes later) is seen only as far as it shows within this run; "
-                "--rounds N repeats the measurement to expose it."
+                "`fsyncbench run --rounds N` repeats the measurement to expose it."
             )
         runs = _runs_behind(results)
         if runs:
