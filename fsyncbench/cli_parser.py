@@ -96,8 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--ci-target-pct",
         type=float,
         metavar="PCT",
-        help="sample each configuration until the 95%% CI of its p99 is within "
-        f"+-PCT %% of p99 (default {plan.DEFAULT_CI_TARGET_PCT:g})",
+        help="the precision asked of each p99: its 95%% CI within +-PCT %% of p99, on "
+        "at least 4 degrees of freedom; reported met or not met, and with --rounds 1 "
+        f"sampling stops once it is met (default {plan.DEFAULT_CI_TARGET_PCT:g})",
     )
     run.add_argument(
         "--min-samples",
@@ -118,8 +119,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--run-budget-seconds",
         type=float,
         metavar="S",
-        help="time all configurations share, in seconds; time one does not need "
-        "goes to those whose CI is still too wide (default "
+        help="time all configurations share, in seconds, split over the rounds "
+        "(default "
         f"{plan.DEFAULT_RUN_BUDGET_S:g} when adaptive, none with --samples)",
     )
     run.add_argument(
@@ -127,10 +128,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=plan.DEFAULT_ROUNDS,
         metavar="N",
-        help="repeat the whole measurement N times, each round with fresh files "
-        "and an equal share of the time; the report shows each round's p99 and "
-        "widens the intervals where rounds disagree more than slices "
-        f"(default {plan.DEFAULT_ROUNDS})",
+        help="repeat the whole measurement N times, each round a fresh process with "
+        "fresh files and an equal share of the time; the report shows each round's p99, "
+        "widens the intervals where rounds disagree more than slices, and compare judges "
+        "a change by the rounds' spread (at least 3 needed; "
+        f"default {plan.DEFAULT_ROUNDS})",
     )
     run.add_argument(
         "--warmup",

@@ -1695,11 +1695,32 @@ def test_virtualized_flushes_reach_the_virtual_disk_exact():
     assert platform_rules.rule_virtualized(
         _facts(host(disks=(VDA,), virt=virt), [r]), r
     ) == _vm_finding(
-        _vm_text("fdatasync reaches the virtual disk (1.00 device flushes per sync)"),
+        _vm_text("fdatasync reaches the virtual disk (1.00 device flushes per sync counted)"),
         virt=virt,
         ratio=1.0,
         ms=0.05,
     )
+
+
+def test_flushes_per_sync_is_one_figure_with_its_correction_named():
+    """1,030 flushes for 1,000 fdatasyncs while the no-sync baseline saw other I/O flush at
+    a rate worth 30 in this window: the finding states the counted 1.03 (as the counter
+    table does) and names the correction to 1.00, never a bare "0.99"."""
+    base = dataclasses.replace(
+        write(20_000), device_flushes=(FlushDelta("vda", 30, 0),), elapsed_ns=1_000_000_000
+    )
+    r = dataclasses.replace(
+        flush("fdatasync", 1_000_000, flushes=1030, device="vda"), elapsed_ns=1_000_000_000
+    )
+    facts = _facts(host(disks=(VDA,), virt=VM), [base, r])
+    assert rule_facts.flushes_per_sync_words(facts, r) == (
+        "1.03 device flushes per sync counted (1.00 net of other I/O's 0.03, estimated from "
+        "the no-sync baseline's rate)"
+    )
+    message = platform_rules.rule_virtualized(facts, r)[1].message
+    assert "(1.03 device flushes per sync counted (1.00 net of other I/O's 0.03" in message
+    quiet = _facts(host(disks=(VDA,), virt=VM), [r])
+    assert rule_facts.flushes_per_sync_words(quiet, r) == "1.03 device flushes per sync counted"
 
 
 def test_virtualized_kernel_time_per_flush_is_read_on_the_media():
@@ -1707,7 +1728,7 @@ def test_virtualized_kernel_time_per_flush_is_read_on_the_media():
     h = _partitioned(VM, VDA, "vda1")
     r = _counted(1_000_000, [FlushDelta("vda1", 100, 50), FlushDelta("vda", 1000, 20)])
     assert platform_rules.rule_virtualized(_facts(h, [r]), r) == _vm_finding(
-        _vm_text("fdatasync reaches the virtual disk (1.00 device flushes per sync)"),
+        _vm_text("fdatasync reaches the virtual disk (1.00 device flushes per sync counted)"),
         ratio=1.0,
         ms=0.02,
     )
@@ -1836,12 +1857,14 @@ def test_flushes_reach_device_exact():
             "flushes-reach-device",
             INFO,
             "write+fdatasync",
-            "Each fdatasync sent 1.00 cache flushes to the disk holding the bytes (measured) and "
-            f"took 1000.0 us (p50), as an {CONSUMER_SSD} writing to stable media does (inferred "
-            "from that time: not proven).",
+            "Each fdatasync sent cache flushes to the disk holding the bytes (1.00 device "
+            "flushes per sync counted; measured) and took 1000.0 µs (p50), as an "
+            f"{CONSUMER_SSD} writing to stable media does (inferred from that time: not "
+            "proven).",
             "A power-pull test (fsyncbench powercut) is the only proof beyond this.",
             {
                 "flushes_per_sync": 1.0,
+                "flushes_per_sync_net_of_other_io": 1.0,
                 "flush_ms_per_flush": 0.05,
                 "p50_ns": 1_000_000,
                 "device_class": CONSUMER_SSD,
@@ -3247,7 +3270,7 @@ def test_virtualized_counts_rounding_primitive_and_disks():
     third = _counted(1_000_000, [FlushDelta("vda", 200, 30)], syncs=300, primitive="fsync")
     hit = platform_rules.rule_virtualized(_facts(host(disks=(VDA,), virt=VM), [third]), third)[1]
     assert (hit.message, hit.evidence["flushes_per_sync"]) == (
-        _vm_text("fsync reaches the virtual disk (0.67 device flushes per sync)"),
+        _vm_text("fsync reaches the virtual disk (0.67 device flushes per sync counted)"),
         0.667,
     )
     base = dataclasses.replace(

@@ -171,6 +171,66 @@ def test_max_p99_failure_message_without_an_interval():
     ]
 
 
+def test_max_p99_straddling_its_interval_is_named_and_strict_mode_judges_the_bound():
+    """p99 3 ms [2.7 ms, 3.3 ms]: a limit of 3.1 ms passes on the estimate with a note (the
+    next run may fail), 2.9 ms fails with a note; strict mode fails both (not shown
+    below), passes 3.4 ms, and says "cannot tell" for a p99 without an interval."""
+    rep = gate_report(factories.write(2_000), factories.flush("fdatasync", 2_000_000))
+    failures, notes, untold = gates.review(rep, max_p99_ns=3_100_000)
+    assert failures == [] and untold == []
+    assert notes == [
+        "write+fdatasync: p99 3 ms (95% CI [2.7 ms, 3.3 ms], n=1000) straddles --max-p99 3.1 ms: "
+        "it passes on the estimate, and another run of the same machine may land on the other "
+        "side (--max-p99-strict passes only where p99 is shown to be below)"
+    ]
+    failures, notes, _ = gates.review(rep, max_p99_ns=2_900_000)
+    assert [f.subject for f in failures] == ["write+fdatasync"] and "it fails" in notes[0]
+    # outside the interval: nothing to note
+    assert gates.review(rep, max_p99_ns=3_400_000)[1] == []
+    assert gates.review(rep, max_p99_ns=2_600_000)[1] == []
+    strict = gates.review(rep, max_p99_ns=3_100_000, max_p99_strict=True)
+    assert [f.message for f in strict[0]] == [
+        "write+fdatasync: p99 3 ms (95% CI [2.7 ms, 3.3 ms], n=1000) is not shown to be below "
+        "--max-p99 3.1 ms (the interval's upper bound is above it; --max-p99-strict)"
+    ]
+    assert gates.review(rep, max_p99_ns=3_400_000, max_p99_strict=True) == ([], [], [])
+    bare = factories.flush("fdatasync", 2_000_000)
+    bare = dataclasses.replace(
+        bare, summary=dataclasses.replace(bare.summary, p99_ci_ns=None, p99_interval=None)
+    )
+    failures, notes, untold = gates.review(gate_report(bare), 9_000_000, max_p99_strict=True)
+    assert failures == [] and notes == [] and len(untold) == 1
+    assert "cannot be shown below --max-p99 9 ms" in untold[0]
+    assert "--run-budget-seconds" in untold[0]
+
+
+def test_cli_strict_max_p99_without_an_interval_exits_4(tmp_path):
+    """show of a report whose p99s have no interval: strict mode cannot tell (exit 4), the
+    default mode judges the estimate (exit 0); --max-p99-strict alone is refused."""
+    rep = sampled.report()
+    bare = dataclasses.replace(
+        rep,
+        results=tuple(
+            dataclasses.replace(
+                r,
+                samples_ns=(),
+                slice_counts=(),
+                summary=dataclasses.replace(r.summary, p99_ci_ns=None, p99_interval=None),
+            )
+            for r in rep.results
+        ),
+    )
+    path = sampled.save(bare, tmp_path / "bare.json")
+    proc = fsb("show", path, "--max-p99", "10s", "--max-p99-strict")
+    assert proc.returncode == 4, proc.stderr
+    assert "CANNOT TELL [max-p99] write+fdatasync: p99" in proc.stdout
+    assert "could not be checked: exit 4." in proc.stdout
+    assert fsb("show", path, "--max-p99", "10s").returncode == 0
+    alone = fsb("show", path, "--max-p99-strict")
+    assert alone.returncode == 2
+    assert alone.stderr.strip() == "fsyncbench: error: --max-p99-strict needs --max-p99 DURATION"
+
+
 def test_fail_on_failure_message():
     rep = gate_report(
         factories.flush("fdatasync", 2_000_000),

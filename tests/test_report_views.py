@@ -79,12 +79,40 @@ def test_bottom_line_says_when_durable_configurations_cannot_be_told_apart():
     b = answer.bottom_line(rep)
     assert b.durable.name == "wal/full" and b.durable.ties == ("truncate/full",)
     doc = describe.describe(rep)
-    assert (
-        "truncate/full is not measurably slower at p50 (the 95 % intervals overlap or one "
-        "has none)."
-    ) in _para(doc, "Choose:").text
+    assert ("truncate/full is not measurably slower at p50 (the 95 % intervals overlap).") in _para(
+        doc, "Choose:"
+    ).text
     # wal/normal's p50 [0.985, 1.025] ms overlaps wal/full's: no cost is claimed
     assert "cannot be told apart at p50" in _para(doc, "Cost of durability:").text
+
+
+def test_bottom_line_says_cannot_tell_where_an_interval_is_missing():
+    """wal/full without a p50 interval: truncate/full is not called "not measurably
+    slower" (it is 3x slower); the bottom line says it cannot tell and what would settle
+    it, and the cost against wal/off is the estimates' only."""
+    full = commit("WAL", "FULL", 1_000_000)
+    full = dataclasses.replace(
+        full, summary=dataclasses.replace(full.summary, p50_ci_ns=None, p50_interval=None)
+    )
+    rep = _honest(full, commit("TRUNCATE", "FULL", 3_000_000), commit("WAL", "OFF", 40_000))
+    b = answer.bottom_line(rep)
+    assert b.durable.ties == () and b.durable.untold == ("truncate/full",)
+    choose = _para(describe.describe(rep), "Choose:").text
+    assert "not measurably slower" not in choose
+    assert (
+        "Cannot tell whether truncate/full is slower at p50: wal/full's p50 has no interval "
+        "(more samples would settle it: a longer --run-budget-seconds, or fewer "
+        "configurations with --journal-mode/--synchronous)."
+    ) in choose
+    cost = _para(describe.describe(rep), "Cost of durability:").text
+    assert "By the estimates alone: wal/full has no p50 interval" in cost
+
+
+def test_an_audit_bottom_line_calls_its_latency_a_short_look():
+    rep = dataclasses.replace(_honest(commit("WAL", "FULL", 1_000_000)), kind="audit")
+    assert "the audit's short look at latency" in _para(describe.describe(rep), "Choose:").text
+    run = _para(describe.describe(_honest(commit("WAL", "FULL", 1_000_000))), "Choose:").text
+    assert "short look" not in run
 
 
 def test_bottom_line_without_a_durable_configuration_says_what_to_measure():

@@ -47,6 +47,35 @@ def test_merge_joins_samples_in_round_order_and_tags_each_slice():
     )
 
 
+def test_merge_with_the_run_plan_says_what_stopped_sampling(tmp_path):
+    """Merged with the whole run's plan: the plan's sample target and CI target, and the
+    stop reason of the rounds ("budget" if any round ran out of time, "samples" if every
+    round reached its count), never "ci-target", which no round of several uses."""
+    parts = [_round(1), _round(2), _round(3)]
+    plan = RunPlan(target=tmp_path, configs=build_configs("wal", "full"), rounds=3)
+    with_budget = [tuple(dataclasses.replace(r, stop_reason="budget") for r in p) for p in parts]
+    merged = rounds.merge_rounds(with_budget, plan)
+    assert {r.stop_reason for r in merged} == {"budget"}
+    assert {(r.target_samples, r.ci_target_pct) for r in merged} == {(1000, 10.0)}
+    counted = [tuple(dataclasses.replace(r, stop_reason="samples") for r in p) for p in parts]
+    fixed = dataclasses.replace(plan, samples=3000, run_budget_s=None)
+    merged = rounds.merge_rounds(counted, fixed)
+    assert {(r.stop_reason, r.target_samples, r.ci_target_pct) for r in merged} == {
+        ("samples", 3000, None)
+    }
+    assert all(r.target_reached for r in merged)  # 3 x 1000 samples each
+
+
+def test_a_round_of_several_never_stops_on_the_ci_target(tmp_path):
+    plan = RunPlan(target=tmp_path, configs=build_configs("wal", "full"), rounds=8)
+    sub = rounds.round_plan(plan, 0, tmp_path)
+    assert sub.stop_on_target is False
+    sampler = sub.sampler(object())  # type: ignore[arg-type]
+    assert sampler.ci_target_pct is None and sampler.max_samples == sub.max_samples
+    one = rounds.round_plan(dataclasses.replace(plan, rounds=1), 0, tmp_path)
+    assert one.stop_on_target is True and one.sampler(object()).ci_target_pct == 10.0
+
+
 def test_merge_refuses_rounds_that_measured_different_things():
     a, b = _round(1), _round(2)
     with pytest.raises(FsyncbenchError, match="different configurations"):
@@ -112,6 +141,10 @@ def test_run_with_rounds_end_to_end(tmp_path):
         assert set(r.slice_rounds) == {0, 1, 2}, r.name
         assert sum(r.slice_counts) == len(r.samples_ns) == r.summary.count
     assert all(len(r.summary.round_p99_ns) == 3 for r in report.results)
+    # every configuration sampled for its share of every round: stopped by the budget,
+    # never relabelled "ci-target"; the target checked once over all rounds
+    assert {r.stop_reason for r in report.results} == {"budget"}
+    assert all(r.ci_target_pct == 10.0 and r.target_samples == 1000 for r in report.results)
     assert "p99 of each round" in proc.stdout and "(3 rounds)" in proc.stdout
     assert "The run had 3 rounds" in (out / next(out.glob("*.md")).name).read_text()
 

@@ -224,17 +224,19 @@ def cost_text(b: BottomLine) -> Paragraph | None:
                 f"promise durability ({_figures(o)}), cannot be told apart at p50 "
                 "(their 95 % intervals overlap)."
             )
-        elif b.cost_p50_ns >= 0:
-            parts.append(
-                f"{fmt_ns(b.cost_p50_ns)} more per commit at p50{ratio} than {o.name}, "
-                f"the fastest configuration that does not promise durability "
-                f"({_figures(o)})."
-            )
         else:
+            untested = (
+                ""
+                if d.p50_ci_ns is not None and o.p50_ci_ns is not None
+                else " By the estimates alone: "
+                + " and ".join(c.name for c in (d, o) if c.p50_ci_ns is None)
+                + " has no p50 interval, so how sure the difference is cannot be told."
+            )
+            more = "more" if b.cost_p50_ns >= 0 else "less"
             parts.append(
-                f"{fmt_ns(-b.cost_p50_ns)} less per commit at p50{ratio} than "
-                f"{o.name}, the fastest configuration that does not promise "
-                f"durability ({_figures(o)})."
+                f"{fmt_ns(abs(b.cost_p50_ns))} {more} per commit at p50{ratio} than {o.name}, "
+                f"the fastest configuration that does not promise durability "
+                f"({_figures(o)}).{untested}"
             )
     if b.p99_share_of_model_call is not None:
         pct = 100 * b.p99_share_of_model_call
