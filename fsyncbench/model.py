@@ -15,7 +15,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-#: Path verdicts, strongest claim last. See ../shared/DESIGN.md "Vocabulary".
+#: Path verdicts, strongest claim last (docs/verdicts.md says what each means).
 #: Version of the report format written by this fsyncbench (these dataclasses); the store
 #: (:mod:`fsyncbench.report.store`) refuses to load a newer one.
 #: 3: earlier runs of the same measurement per result (``Result.earlier``) and intervals
@@ -31,7 +31,7 @@ HONEST_FLUSH = "honest_flush"
 UNVERIFIABLE = "unverifiable"
 PATH_VERDICTS = (NO_FLUSH, VOLATILE_CACHE, UNVERIFIABLE, HONEST_FLUSH)
 
-#: How a path verdict was established (../shared/DESIGN.md, "verdict strength"), strongest
+#: How a path verdict was established (docs/verdicts.md, "strength"), strongest
 #: first: a power cut lost acknowledged commits; measured facts (filesystem and stack facts,
 #: device flush/write counters, libc vs raw syscall, the dirty-size sweep); inferred from
 #: identity, platform semantics or latency bands; "none" when nothing decided.

@@ -572,12 +572,12 @@ def _sync_costs_nothing(name, p50, off_name, off_p50, gap_text, gap, floor=10_00
             "floor_ns": floor,
             "syncs_per_commit": syncs,
         },
-        rule_facts.DESIGN_BANDS,
+        rule_facts.LATENCY_BANDS_DOC,
     )
 
 
 def test_full_equals_off_exact_finding():
-    """rule_full_equals_off: gap < S x REAL_IO_FLOOR_NS (10 us, DESIGN_BANDS), S = 1 untraced."""
+    """rule_full_equals_off: gap < S x REAL_IO_FLOOR_NS (10 us, LATENCY_BANDS_DOC), S = 1 untraced."""
     full, off = commit("WAL", "FULL", 1_000_000), commit("WAL", "OFF", 995_000)
     assert commit_rules.rule_full_equals_off(
         _facts(results=[full, off]), full
@@ -643,7 +643,7 @@ def test_full_equals_off_applies_only_to_syncing_commits():
 # ---- rule_commit_faster_than_sync
 
 E3_SOURCE = (
-    "../shared/cases E3; SQLite issues >= 1 sync per commit at synchronous=FULL "
+    "fsyncbench docs/verdicts.md (commit checks); SQLite issues >= 1 sync per commit at synchronous=FULL "
     "(https://www.sqlite.org/atomiccommit.html)"
 )
 
@@ -1329,7 +1329,7 @@ def test_flush_costs_nothing_exact():
             "Find the layer that acknowledges syncs from memory (tmpfs, eatmydata, an overlay "
             "mounted volatile) and audit the real storage path.",
             {"p50_ns": 25_000, "write_p50_ns": 20_000, "gap_ns": 5_000, "floor_ns": 10_000},
-            rule_facts.DESIGN_BANDS,
+            rule_facts.LATENCY_BANDS_DOC,
             INFERRED,
         ),
     )
@@ -1849,7 +1849,7 @@ DECLARED = "power-loss protection declared by the user (--assume plp), not verif
 
 def test_flushes_reach_device_exact():
     """Bare metal, 1 flush per sync counted on the write-back SSD, p50 above its 150 us floor
-    (CONSUMER_SSD_FLOOR_NS, DESIGN_BANDS)."""
+    (CONSUMER_SSD_FLOOR_NS, LATENCY_BANDS_DOC)."""
     r = flush("fdatasync", 1_000_000, flushes=1000)
     assert counter_rules.rule_flushes_reach_device(_facts(host(disks=(WB_SSD,)), [r]), r) == (
         HONEST_FLUSH,
@@ -1871,7 +1871,7 @@ def test_flushes_reach_device_exact():
                 "floor_ns": 150_000,
                 "fast_flush_allowed_by": None,
             },
-            rule_facts.KERNEL_STAT_DOC + "; " + rule_facts.DESIGN_BANDS,
+            rule_facts.KERNEL_STAT_DOC + "; " + rule_facts.LATENCY_BANDS_DOC,
             INFERRED,
         ),
     )
@@ -1897,7 +1897,7 @@ def test_latency_below_the_device_floor_exact():
                 "flushes_per_sync": 1.0,
                 "fast_flush_allowed_by": None,
             },
-            rule_facts.DESIGN_BANDS,
+            rule_facts.LATENCY_BANDS_DOC,
             INFERRED,
         ),
     )
@@ -1924,7 +1924,7 @@ def test_latency_plausible_with_declared_plp_exact():
                 "flushes_per_sync": None,
                 "fast_flush_allowed_by": DECLARED,
             },
-            rule_facts.DESIGN_BANDS,
+            rule_facts.LATENCY_BANDS_DOC,
             INFERRED,
         ),
     )
@@ -1995,7 +1995,7 @@ def test_slowness_exact():
             "write+fdatasync p50 is 60.0 ms: every durable step waits that long.",
             "Batch several steps per commit, or use faster storage.",
             {"p50_ns": 60_000_000, "threshold_ns": 50_000_000},
-            "../shared/DESIGN.md",
+            "fsyncbench docs/verdicts.md (commit checks: a project choice)",
         ),
         Finding(
             "p99-above-10ms",
@@ -2397,7 +2397,7 @@ def test_judge_main_primitive_leads_and_commit_rules_agree_with_a_measured_no_fl
             "floor_ns": 10_000.0,
             "syncs_per_commit": None,
         },
-        rule_facts.DESIGN_BANDS,
+        rule_facts.LATENCY_BANDS_DOC,
         INFERRED,
         NO_FLUSH,
         "agrees",
@@ -2449,7 +2449,7 @@ def test_judge_disagreeing_primitives_a_deciding_commit_rule_and_unknown_declara
             "Read each verdict's strength; the path verdict is the one of the primitive the "
             "journal uses.",
             {"verdicts": {"write+fdatasync": HONEST_FLUSH, "write+fsync": VOLATILE_CACHE}},
-            rule_facts.DESIGN_BANDS,
+            rule_facts.LATENCY_BANDS_DOC,
         ),
         Finding(
             "unknown-declaration",
@@ -3376,7 +3376,7 @@ def test_device_class_follows_the_result_primitive_on_apple_silicon():
                 "flushes_per_sync": None,
                 "fast_flush_allowed_by": None,
             },
-            rule_facts.DESIGN_BANDS,
+            rule_facts.LATENCY_BANDS_DOC,
             INFERRED,
         ),
     )

@@ -148,18 +148,18 @@ def _loop_on_spinning_disk() -> Host:
 
 
 def test_real_io_floor_value():
-    """../shared/DESIGN.md, signal 7 (devices.DESIGN_BANDS): "anything with real block I/O
+    """docs/verdicts.md, latency bands (devices.LATENCY_BANDS_DOC): "anything with real block I/O
     ~ 10 us". The audit uses the device module's constant."""
     assert devices.REAL_IO_FLOOR_NS == 10_000
     assert rule_facts.REAL_IO_FLOOR_NS == devices.REAL_IO_FLOOR_NS
-    assert "signal 7" in rule_facts.DESIGN_BANDS
+    assert "signal 7" in rule_facts.LATENCY_BANDS_DOC
 
 
 @pytest.mark.parametrize("side", SIDES)
 def test_flush_costs_nothing_at_the_real_io_floor(side):
     """rule_flush_costs_nothing: a write+sync less than REAL_IO_FLOOR_NS slower than the
     same write without a sync reaches no device (``gap >= REAL_IO_FLOOR_NS`` is real I/O).
-    Source: ../shared/DESIGN.md signal 7 (rule_facts.DESIGN_BANDS), "anything with real block
+    Source: docs/verdicts.md latency bands (rule_facts.LATENCY_BANDS_DOC), "anything with real block
     I/O ~ 10 us"."""
     base = 20_000
     gap = rule_facts.REAL_IO_FLOOR_NS + _step(side)
@@ -178,7 +178,7 @@ def test_cloud_block_storage_needs_a_real_io_p50(side):
     """rule_cloud_block_storage: a p50 below REAL_IO_FLOOR_NS withholds the cloud identity
     (``p50 < REAL_IO_FLOOR_NS``: at the floor the identity decides). Sources: CLOUD_BLOCK_DOC
     (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volumes.html) and
-    ../shared/DESIGN.md signal 7 for the 10 us floor."""
+    docs/verdicts.md latency bands for the 10 us floor."""
     h = host(
         disks=(BlockDevice("nvme1n1", model="Amazon Elastic Block Store", rotational=False),),
         virt=VM,
@@ -196,7 +196,7 @@ def test_cloud_block_storage_needs_a_real_io_p50(side):
 def test_full_commit_must_cost_a_real_io_floor_per_sync_more_than_off(side, syncs_traced):
     """rule_full_equals_off: a FULL commit less than S x REAL_IO_FLOOR_NS slower than the
     same journal at OFF waits for no device (``gap >= floor`` passes); S is the traced syncs
-    per commit, else 1. Source: ../shared/DESIGN.md signal 7 (rule_facts.DESIGN_BANDS)."""
+    per commit, else 1. Source: docs/verdicts.md latency bands (rule_facts.LATENCY_BANDS_DOC)."""
     s = syncs_traced or 1
     off_p50 = 30_000
     gap = rule_facts.REAL_IO_FLOOR_NS * s + _step(side)
@@ -219,7 +219,7 @@ def test_interposed_libc_call_must_be_below_the_real_io_floor(side):
     """_interposed without counters: the libc call is faster than any real I/O
     (``libc_p50 < REAL_IO_FLOOR_NS``, strict: a libc call taking exactly the floor did real
     I/O). Sources: EATMYDATA_DOC (https://github.com/stewartsmith/libeatmydata);
-    ../shared/DESIGN.md signal 7 for the floor."""
+    docs/verdicts.md latency bands for the floor."""
     libc = rule_facts.REAL_IO_FLOOR_NS + _step(side)
     raw = 1_000_000  # over INTERPOSED_RATIO x libc on every side
     h = host(disks=(WB_SSD,), virt=BARE)
@@ -237,7 +237,7 @@ def test_interposed_libc_call_must_be_below_the_real_io_floor(side):
 def test_interposed_raw_call_must_reach_the_real_io_floor(side):
     """_interposed without counters: the raw system call does real I/O
     (``REAL_IO_FLOOR_NS <= syscall_p50``: a raw call of exactly the floor counts). Sources:
-    EATMYDATA_DOC; ../shared/DESIGN.md signal 7."""
+    EATMYDATA_DOC; docs/verdicts.md latency bands."""
     raw = rule_facts.REAL_IO_FLOOR_NS + _step(side)
     libc = 100  # far under raw / INTERPOSED_RATIO on every side
     h = host(disks=(WB_SSD,), virt=BARE)
@@ -255,7 +255,7 @@ def test_interposed_raw_call_must_reach_the_real_io_floor(side):
 def test_second_fd_sync_must_be_below_the_real_io_floor(side):
     """_second_fd_finding without counters: the second descriptor's sync did no real I/O
     (``second_fd_p50 < REAL_IO_FLOOR_NS``, strict). Sources: PG_TEST_FSYNC_DOC
-    (https://www.postgresql.org/docs/current/pgtestfsync.html); ../shared/DESIGN.md signal 7."""
+    (https://www.postgresql.org/docs/current/pgtestfsync.html); docs/verdicts.md latency bands."""
     check = SecondFdCheck("fsync", 200, 1_000_000, rule_facts.REAL_IO_FLOOR_NS + _step(side))
     found = codes(engine.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
     if side == BELOW:
@@ -268,7 +268,7 @@ def test_second_fd_sync_must_be_below_the_real_io_floor(side):
 def test_second_fd_same_descriptor_sync_must_reach_the_real_io_floor(side):
     """_second_fd_finding without counters: the writing descriptor's sync did real I/O
     (``REAL_IO_FLOOR_NS <= same_fd_p50``: exactly the floor counts). Sources:
-    PG_TEST_FSYNC_DOC; ../shared/DESIGN.md signal 7."""
+    PG_TEST_FSYNC_DOC; docs/verdicts.md latency bands."""
     check = SecondFdCheck("fsync", 200, rule_facts.REAL_IO_FLOOR_NS + _step(side), 100)
     found = codes(engine.judge(host(disks=(WB_SSD,), virt=VM), [], Evidence(second_fd=check)))
     if side == BELOW:
@@ -282,8 +282,8 @@ def test_flush_cost_leaves_out_estimates_below_the_real_io_floor(side):
     """_flush_cost: the one-flush estimate is the least p50 that did real I/O
     (``>= REAL_IO_FLOOR_NS`` is kept, anything below is left out as an interposed call).
     A write+fdatasync p50 just under the floor is ignored, so the 1 ms raw syscall sets the
-    cost and a 100 us commit is too fast for it. Sources: ../shared/DESIGN.md signal 7;
-    ../shared/cases E3 for the consistency check."""
+    cost and a 100 us commit is too fast for it. Sources: docs/verdicts.md latency bands;
+    docs/verdicts.md (commit checks) for the consistency check."""
     flush_p50 = rule_facts.REAL_IO_FLOOR_NS + _step(side)
     h = host(disks=(WB_SSD,), virt=BARE)
     ev = Evidence(syscall_comparisons=(_cmp(2_000_000, 1_000_000),))
@@ -350,7 +350,7 @@ DEVICE_CLASSES = [
 
 
 def test_device_floor_values():
-    """../shared/DESIGN.md signal 7 (devices.DESIGN_BANDS): spinning disk ~ 2 ms; consumer
+    """docs/verdicts.md latency bands (devices.LATENCY_BANDS_DOC): spinning disk ~ 2 ms; consumer
     SSD without power-loss protection ~ 150 us (Mark Callaghan, fsync near 0.9 ms on a
     Samsung 990 Pro, http://smalldatum.blogspot.com/2026/01/ssds-power-loss-protection-and-
     fsync.html); datacenter SSD with PLP ~ 15 us; network block storage ~ 100 us; Apple SSD
@@ -369,8 +369,8 @@ def test_device_floor_values():
 )
 def test_latency_floor_of_each_device_class(cls_name, const, the_host, side):
     """rule_latency_floor: a p50 below the device class's floor is acknowledged from a cache
-    (``p50 < floor_ns``: a p50 exactly at the floor is plausible). Source: ../shared/DESIGN.md
-    signal 7, latency bands by device class (devices.DESIGN_BANDS)."""
+    (``p50 < floor_ns``: a p50 exactly at the floor is plausible). Source: docs/verdicts.md
+    signal 7, latency bands by device class (devices.LATENCY_BANDS_DOC)."""
     floor = getattr(devices, const)
     primitive = "F_FULLFSYNC" if the_host.os_name == "Darwin" else "fdatasync"
     v = engine.judge(the_host, [flush(primitive, floor + _step(side))])
@@ -381,7 +381,7 @@ def test_latency_floor_of_each_device_class(cls_name, const, the_host, side):
         assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
         f = finding(v, "flush-latency-plausible")
     assert (f.evidence["device_class"], f.evidence["floor_ns"]) == (cls_name, floor)
-    assert f.source == devices.DESIGN_BANDS
+    assert f.source == devices.LATENCY_BANDS_DOC
 
 
 @pytest.mark.parametrize("side", SIDES)
@@ -389,7 +389,7 @@ def test_counted_flushes_still_need_the_device_floor(side):
     """rule_flushes_reach_device: flushes counted on bare metal decide honest only with a p50
     at or above the device-class floor (``p50 < floor_ns`` leaves it to the floor rule).
     Sources: KERNEL_STAT_DOC (https://www.kernel.org/doc/html/latest/block/stat.html) and
-    ../shared/DESIGN.md signal 7 (CONSUMER_SSD_FLOOR_NS)."""
+    docs/verdicts.md latency bands (CONSUMER_SSD_FLOOR_NS)."""
     p50 = devices.CONSUMER_SSD_FLOOR_NS + _step(side)
     v = engine.judge(
         host(disks=(WB_SSD,), virt=BARE), [flush("fdatasync", p50, flushes=1000, syncs=1000)]
@@ -404,7 +404,7 @@ def test_counted_flushes_still_need_the_device_floor(side):
 
 
 def test_commit_vs_flush_min_ratio_value():
-    """../shared/cases E3: 0.4 ms commits on a 14.5 ms flush disk; SQLite syncs at least once
+    """docs/verdicts.md (commit checks): 0.4 ms commits on a 14.5 ms flush disk; SQLite syncs at least once
     per FULL commit (https://www.sqlite.org/atomiccommit.html)."""
     assert rule_facts.COMMIT_VS_FLUSH_MIN_RATIO == 0.5
 
@@ -413,7 +413,7 @@ def test_commit_vs_flush_min_ratio_value():
 def test_commit_faster_than_half_a_flush(side):
     """rule_commit_faster_than_sync: a commit under COMMIT_VS_FLUSH_MIN_RATIO x (S x one
     flush) does not wait for its syncs (``ratio >= COMMIT_VS_FLUSH_MIN_RATIO`` passes).
-    0.5 x 1 ms = 500 us exactly. Sources: ../shared/cases E3;
+    0.5 x 1 ms = 500 us exactly. Sources: docs/verdicts.md (commit checks);
     https://www.sqlite.org/atomiccommit.html."""
     cost = 1_000_000
     commit_p50 = rule_facts.COMMIT_VS_FLUSH_MIN_RATIO * cost + _step(side)
@@ -641,7 +641,7 @@ def test_nobarrier_overruled_by_flushes_at_reached_ratio(side):
 def test_data_written_at_reached_ratio_is_volatile_cache_not_no_flush(side):
     """rule_flush_counters: syncs whose flushes were lost wrote data (``written >=
     REACHED_FLUSH_RATIO`` writes per sync) -> volatile_cache; fewer -> no_flush
-    (../shared/DESIGN.md, "no_flush vs volatile_cache"). Source: KERNEL_STAT_DOC (field 5
+    (docs/verdicts.md, signal 3). Source: KERNEL_STAT_DOC (field 5
     writes, fields 16-17 flushes)."""
     syncs = 1000
     writes = int(rule_facts.REACHED_FLUSH_RATIO * syncs) + _step(side)
@@ -920,7 +920,7 @@ def test_second_fd_sync_below_min_ratio_of_the_first(side):
 
 
 def test_slowness_values():
-    """../shared/DESIGN.md: "Slowness (median > 50 ms, p99 beyond a gate such as etcd's
+    """docs/verdicts.md ("Commit checks": slowness, median > 50 ms, p99 beyond etcd's
     10 ms)"; ETCD_GATE_DOC (https://etcd.io/docs/v3.5/op-guide/hardware/)."""
     assert rule_facts.SLOW_MEDIAN_NS == 50_000_000
     assert rule_facts.GATE_P99_NS == 10_000_000
@@ -929,7 +929,7 @@ def test_slowness_values():
 @pytest.mark.parametrize("side", SIDES)
 def test_slow_median_strictly_above_50ms(side):
     """slowness: a p50 above SLOW_MEDIAN_NS is slow (``p50 > SLOW_MEDIAN_NS``: exactly 50 ms
-    is not). Source: ../shared/DESIGN.md ("median > 50 ms")."""
+    is not). Source: docs/verdicts.md ("Commit checks")."""
     r = flush("fdatasync", rule_facts.SLOW_MEDIAN_NS + _step(side))
     v = engine.judge(host(disks=(WB_SSD,), virt=BARE), [r])
     assert ("slow-median" in codes(v)) == (side == ABOVE)

@@ -1,4 +1,4 @@
-"""The five recorded cases of ../shared/cases/README.md, judged from facts alone."""
+"""Five public cases of the tool's kind (an Apple laptop with and without F_FULLFSYNC, a VM, and others), their recorded facts written here, judged from facts alone."""
 
 from factories import commit, flush, host, write
 

@@ -11,9 +11,9 @@ from fsyncbench.judge.rule_facts import (
     APPLE_BARRIER_DOC,
     APPLE_FSYNC_DOC,
     COMMIT_VS_FLUSH_MIN_RATIO,
-    DESIGN_BANDS,
     ETCD_GATE_DOC,
     GATE_P99_NS,
+    LATENCY_BANDS_DOC,
     REAL_IO_FLOOR_NS,
     SLOW_MEDIAN_NS,
     SQLITE_SYNC_DOC,
@@ -254,7 +254,7 @@ def rule_full_equals_off(f: Facts, r: Result) -> Finding | None:
             "floor_ns": floor,
             "syncs_per_commit": issued,
         },
-        DESIGN_BANDS,
+        LATENCY_BANDS_DOC,
     )
 
 
@@ -280,7 +280,7 @@ def _flush_cost(f: Facts, primitive: str) -> tuple[float, str] | None:
 
 def rule_commit_faster_than_sync(f: Facts, r: Result) -> Finding | None:
     """A commit issuing S >= 1 syncs cannot take less than COMMIT_VS_FLUSH_MIN_RATIO of S x
-    one flush measured in the same directory (../shared/cases E3). S is the traced count
+    one flush measured in the same directory (docs/verdicts.md, "Commit checks"). S is the traced count
     SQLite asks for when recorded, else 1 (SQLite syncs at least once per FULL commit)."""
     p = r.effective or r.requested
     if p is None or p.synchronous not in ("FULL", "EXTRA") or r.primitive == "none":
@@ -311,7 +311,7 @@ def rule_commit_faster_than_sync(f: Facts, r: Result) -> Finding | None:
             "syncs_traced": traced is not None,
             "ratio": round(ratio, 4),
         },
-        "../shared/cases E3; SQLite issues >= 1 sync per commit at synchronous=FULL "
+        "fsyncbench docs/verdicts.md (commit checks); SQLite issues >= 1 sync per commit at synchronous=FULL "
         "(https://www.sqlite.org/atomiccommit.html)",
     )
 
@@ -341,7 +341,7 @@ def slowness(r: Result) -> list[Finding]:
                 f"{r.name} p50 is {s.p50_ns / 1e6:.1f} ms: every durable step waits that long.",
                 "Batch several steps per commit, or use faster storage.",
                 {"p50_ns": s.p50_ns, "threshold_ns": SLOW_MEDIAN_NS},
-                "../shared/DESIGN.md",
+                "fsyncbench docs/verdicts.md (commit checks: a project choice)",
             )
         )
     if s.p99_ns > GATE_P99_NS and r.primitive != "none":

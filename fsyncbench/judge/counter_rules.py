@@ -130,7 +130,7 @@ def rule_flush_counters(f: Facts, r: Result | None) -> tuple[str, Finding] | Non
     """Counters on the layers that hold the bytes (KERNEL_STAT_DOC). N syncs reaching a disk
     with a write-back cache must send ~N cache flushes; fewer than DROPPED_FLUSH_RATIO per
     sync means they are lost on the way, whatever an intermediate layer claims. The write
-    counters tell the two ways (DESIGN.md, "no_flush vs volatile_cache"):
+    counters tell the two ways (docs/verdicts.md, signal 3):
 
     - nothing was written at sync time on the first block layer (< DROPPED_FLUSH_RATIO
       writes per sync): the sync was dropped above the block layer -> ``no_flush``
@@ -359,7 +359,7 @@ def rule_flushes_reach_device(f: Facts, r: Result | None) -> tuple[str, Finding]
     measured), and a p50 at or above the device-class floor
     (fsyncbench.judge.devices): the sync makes the drive flush and the drive takes the time
     a flush costs. Whether the drive honours the flush is inferred from that time, so the
-    verdict is inferred (KERNEL_STAT_DOC, DESIGN_BANDS)."""
+    verdict is inferred (KERNEL_STAT_DOC, LATENCY_BANDS_DOC)."""
     ratio = _reached_ratio(f, r)
     if r is None or ratio is None or ratio < REACHED_FLUSH_RATIO or not _write_back(f.host):
         return None

@@ -1,7 +1,7 @@
 """Device classes, the honest-flush floor of each, and drives known to keep acknowledged
 writes without a flush to media (power-loss protection, or no volatile write cache).
 
-Floors come from ../shared/DESIGN.md, signal 7 (latency bands by device class): spinning disk
+Floors are the latency bands of docs/verdicts.md ("Latency bands by device class"): spinning disk
 about 2 ms; consumer SSD without power-loss protection about 150 µs (it must program NAND
 before a flush can return; Mark Callaghan measured fsync near 0.9 ms on a Samsung 990 Pro
 against tens of µs on PLP drives, http://smalldatum.blogspot.com/2026/01/
@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from fsyncbench.judge import stack
 from fsyncbench.model import BlockDevice, Host
 
-DESIGN_BANDS = "../shared/DESIGN.md, signal 7 (latency bands by device class)"
+LATENCY_BANDS_DOC = (
+    "latency bands by device class (fsyncbench docs/verdicts.md): a flush programs NAND "
+    "on an SSD without power-loss protection "
+    "(http://smalldatum.blogspot.com/2026/01/ssds-power-loss-protection-and-fsync.html) "
+    "and waits for the platter on a spinning disk (4.2 ms average rotational latency at "
+    "7,200 rpm)"
+)
 
 #: Least time (ns) one flush that reaches any real block device takes.
 REAL_IO_FLOOR_NS = 10_000
@@ -151,28 +157,28 @@ def device_class(host: Host, primitive: str) -> DeviceClass:
     darwin = target.darwin or {}
     if darwin.get("BusProtocol") == "Apple Fabric" and primitive == "F_FULLFSYNC":
         return DeviceClass(
-            "Apple internal SSD (F_FULLFSYNC)", APPLE_FULLFSYNC_FLOOR_NS, DESIGN_BANDS
+            "Apple internal SSD (F_FULLFSYNC)", APPLE_FULLFSYNC_FLOOR_NS, LATENCY_BANDS_DOC
         )
     disks = [layer.device for layer in stack.media(target) if layer.device is not None]
     models = " ".join(_model(d) for d in disks)
     if any(s in models for s in CLOUD_BLOCK_MODELS) or "msft virtual disk" in models:
-        return DeviceClass("network block storage", NETWORK_BLOCK_FLOOR_NS, DESIGN_BANDS)
+        return DeviceClass("network block storage", NETWORK_BLOCK_FLOOR_NS, LATENCY_BANDS_DOC)
     if disks and all(d.rotational for d in disks) and not host.virtualization.virtualized:
-        return DeviceClass("spinning disk", SPINNING_FLOOR_NS, DESIGN_BANDS)
+        return DeviceClass("spinning disk", SPINNING_FLOOR_NS, LATENCY_BANDS_DOC)
     if disks and all(d.rotational is False for d in disks):
         allowed = _fast_flush_allowed(host, disks)
         if allowed:
             return DeviceClass(
                 "SSD with power-loss protection or no volatile write cache",
                 PLP_SSD_FLOOR_NS,
-                DESIGN_BANDS,
+                LATENCY_BANDS_DOC,
                 allowed,
             )
         if any("back" in (d.write_cache or "") for d in disks):
             return DeviceClass(
                 "SSD with a volatile write cache and no known power-loss protection",
                 CONSUMER_SSD_FLOOR_NS,
-                DESIGN_BANDS,
+                LATENCY_BANDS_DOC,
             )
-        return DeviceClass("SSD (write cache not known)", PLP_SSD_FLOOR_NS, DESIGN_BANDS)
-    return DeviceClass("block device", REAL_IO_FLOOR_NS, DESIGN_BANDS)
+        return DeviceClass("SSD (write cache not known)", PLP_SSD_FLOOR_NS, LATENCY_BANDS_DOC)
+    return DeviceClass("block device", REAL_IO_FLOOR_NS, LATENCY_BANDS_DOC)

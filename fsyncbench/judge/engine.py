@@ -6,7 +6,7 @@ summaries and counters, and (for ``fsyncbench audit`` reports) the recorded
 a live run (``fsyncbench audit --from REPORT.json``; the fields read are listed in
 docs/report-schema.md).
 
-Signals are weighed strongest first (../shared/DESIGN.md, "Signals"). A storage path and sync
+Signals are weighed strongest first (docs/verdicts.md, "The signals, strongest first"). A storage path and sync
 primitive get the verdict of the first path rule in
 :data:`~fsyncbench.judge.path_rules.PATH_RULES` that returns one, and
 ``decided_by`` names that rule's finding code:
@@ -49,7 +49,7 @@ from fsyncbench.judge.commit_rules import (
 from fsyncbench.judge.evidence_rules import evidence_findings
 from fsyncbench.judge.path_rules import judge_primitive, weaker_signals
 from fsyncbench.judge.rule_facts import (
-    DESIGN_BANDS,
+    LATENCY_BANDS_DOC,
     MAIN_PRIMITIVES,
     Facts,
     _base_primitive,
@@ -176,7 +176,7 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
                 "Read each verdict's strength; the path verdict is the one of the primitive the "
                 "journal uses.",
                 {"verdicts": {k: v[0] for k, v in split.items()}},
-                DESIGN_BANDS,
+                LATENCY_BANDS_DOC,
             )
         )
     unknown = sorted(devices.declared_facts(host) - set(devices.DECLARABLE))

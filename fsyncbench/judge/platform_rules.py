@@ -382,7 +382,7 @@ def rule_network_filesystem(f: Facts, r: Result | None) -> tuple[str, Finding] |
 
 def rule_virtualized(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """Inside a VM the guest sees only that flushes reach the virtual disk; the host's
-    cache mode decides the rest (FIRECRACKER_DOC, ../shared/cases E5). A virtual disk that
+    cache mode decides the rest (FIRECRACKER_DOC). A virtual disk that
     reports "write through" gets no flush from the guest at all: the host either writes
     through (QEMU cache=writethrough/directsync) or never flushes (Firecracker's default
     Unsafe, QEMU cache=unsafe), which the guest cannot tell apart. The VM is a measured

@@ -31,7 +31,7 @@ APPLE_BARRIER_DOC = (
     "drive (https://developer.apple.com/documentation/xcode/reducing-disk-writes)"
 )
 KERNEL_STAT_DOC = "https://www.kernel.org/doc/html/latest/block/stat.html (fields 16-17)"
-DESIGN_BANDS = devices.DESIGN_BANDS
+LATENCY_BANDS_DOC = devices.LATENCY_BANDS_DOC
 ETCD_GATE_DOC = (
     "etcd hardware guide: p99 of WAL fdatasync should stay below 10 ms "
     "(https://etcd.io/docs/v3.5/op-guide/hardware/)"
@@ -95,13 +95,15 @@ PG_TEST_FSYNC_DOC = (
 NO_FLUSH_FILESYSTEMS = RAM_FILESYSTEMS
 
 
-#: Least time (ns) one sync that reaches any real block device adds (DESIGN_BANDS: "anything
+#: Least time (ns) one sync that reaches any real block device adds (LATENCY_BANDS_DOC: "anything
 #: with real block I/O ~ 10 us"). Two commits differing only in their syncs must differ by
 #: at least this much if those syncs reach a device.
 REAL_IO_FLOOR_NS = devices.REAL_IO_FLOOR_NS
 
 #: A commit issuing S >= 1 syncs cannot take less than this share of S x one flush measured
-#: on the same directory (E3 in ../shared/cases: 0.4 ms commits on a 14.5 ms flush disk).
+#: on the same directory. A project choice with room for noise: the failure it catches is far
+#: below it (a journal measured at 0.4 ms per commit on a disk whose flush took 14.5 ms;
+#: docs/verdicts.md, "Commit checks").
 COMMIT_VS_FLUSH_MIN_RATIO = 0.5
 
 #: Fewer syncs than this make the counter ratio too noisy to use. No external source: a
@@ -127,7 +129,7 @@ MAX_LINK_BANDWIDTH = 16e9
 
 #: The sweep must have written at least this much for its bandwidth to mean anything. No
 #: external source: a project choice. Below 1 MiB a sync's fixed cost (tens of us on any
-#: real device, DESIGN_BANDS) outweighs the transfer, so a fitted bandwidth is noise.
+#: real device, LATENCY_BANDS_DOC) outweighs the transfer, so a fitted bandwidth is noise.
 SWEEP_MIN_BYTES = 1 << 20
 
 #: A second-descriptor sync faster than this share of a same-descriptor sync skipped work.
@@ -136,7 +138,8 @@ SWEEP_MIN_BYTES = 1 << 20
 #: the file descriptor"), so on an honest path both cost the same; 0.2 leaves 5x for noise.
 SECOND_FD_MIN_RATIO = 0.2
 
-#: Slowness findings (DESIGN.md: median > 50 ms is slow; etcd's 10 ms p99 gate).
+#: Slowness findings (docs/verdicts.md, "Commit checks": a median above 50 ms is slow, a
+#: project choice; etcd's 10 ms p99 gate).
 SLOW_MEDIAN_NS = 50_000_000
 GATE_P99_NS = 10_000_000
 

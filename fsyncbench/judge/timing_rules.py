@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fsyncbench.judge.devices import device_class
 from fsyncbench.judge.rule_facts import (
-    DESIGN_BANDS,
+    LATENCY_BANDS_DOC,
     MAX_LINK_BANDWIDTH,
     PCIE_DOC,
     REAL_IO_FLOOR_NS,
@@ -101,7 +101,7 @@ def rule_sweep_bandwidth(f: Facts, r: Result | None) -> tuple[str, Finding] | No
 def rule_flush_costs_nothing(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """A write+sync no slower than the same 4 KiB write without a sync, measured in the same
     run and directory, waits for no device: a sync that reaches any real block device adds
-    at least REAL_IO_FLOOR_NS (DESIGN_BANDS). A comparison of two timings against a band:
+    at least REAL_IO_FLOOR_NS (LATENCY_BANDS_DOC). A comparison of two timings against a band:
     inferred. Covers every primitive, where the sweep and the libc comparison cover one."""
     if r is None or r.kind != "flush":
         return None
@@ -127,7 +127,7 @@ def rule_flush_costs_nothing(f: Facts, r: Result | None) -> tuple[str, Finding] 
             "gap_ns": gap,
             "floor_ns": REAL_IO_FLOOR_NS,
         },
-        DESIGN_BANDS,
+        LATENCY_BANDS_DOC,
         INFERRED,
     )
 
