@@ -14,8 +14,10 @@ from fsyncbench import api
 from fsyncbench.judge import devices
 
 ROOT = Path(__file__).resolve().parent.parent
-#: a relative path climbing out of where it stands, or the design notes by name
-OUTSIDE = re.compile(r"\.\./[A-Za-z_]|DESIGN\.md|shared/cases")
+#: the design notes outside the project, by path or by name
+OUTSIDE = re.compile(r"\.\./shared|DESIGN\.md|shared/cases")
+#: a Markdown link target
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 SHIPPED = sorted(
     [
@@ -35,6 +37,20 @@ def test_no_shipped_file_cites_a_path_outside_the_project(path):
     text = path.read_text(encoding="utf-8", errors="replace")
     hits = [m.group(0) for m in OUTSIDE.finditer(text)]
     assert hits == [], f"{path.relative_to(ROOT)} cites outside the project: {hits[:3]}"
+
+
+MARKDOWN = sorted([*ROOT.glob("docs/*.md"), *ROOT.glob("examples/**/*.md"), ROOT / "README.md"])
+
+
+@pytest.mark.parametrize("path", MARKDOWN, ids=[str(p.relative_to(ROOT)) for p in MARKDOWN])
+def test_every_relative_link_of_the_docs_stays_in_the_project_and_exists(path):
+    text = path.read_text(encoding="utf-8")
+    for target in LINK.findall(text):
+        if "://" in target or target.startswith("mailto:"):
+            continue
+        resolved = (path.parent / target).resolve()
+        assert resolved.is_relative_to(ROOT), f"{path.name}: {target} leaves the project"
+        assert resolved.exists(), f"{path.name}: {target} does not exist"
 
 
 def test_the_pattern_catches_what_it_is_for():

@@ -128,6 +128,8 @@ def test_sdist_holds_what_a_rebuild_and_a_reader_need(dist):
         "tests/sampled.py",
         "tests/fixtures/reports/aws-ebs-nvme.json",
         "docs/report.schema.json",
+        "docs/verdicts.md",
+        "docs/method.md",
         "ARCHITECTURE.md",
         "CHANGELOG.md",
         "examples/kubernetes/job.yaml",

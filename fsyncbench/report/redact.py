@@ -167,6 +167,7 @@ _FLAGS = frozenset(
         "--no-trace",
         "--no-report",
         "--no-history",
+        "--max-p99-strict",
         "--json",
         "--help",
         "-h",
