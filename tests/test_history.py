@@ -328,19 +328,22 @@ def test_copies_of_one_run_count_once(tmp_path):
     ]
 
 
-def test_compare_says_when_intervals_include_earlier_runs(tmp_path):
+def test_compare_says_which_statistics_rest_on_earlier_runs(tmp_path):
+    """A baseline that recorded 3 earlier runs is judged on their spread ("against 4 runs"),
+    and the table says so; without them the pair basis, and what would settle it."""
     from fsyncbench import api
 
     (tmp_path / "h").mkdir()
-    saved_runs(tmp_path / "h", [1.0, 1.5])
+    saved_runs(tmp_path / "h", [1.0, 1.5, 0.8])
     ours = sampled.report(scale=1.1, seed=99)
     results = history.with_earlier(ours.results, history.read_history(tmp_path / "h", ours.host))
-    b = sampled.save(dataclasses.replace(ours, results=results), tmp_path / "b.json")
-    a = sampled.save(sampled.report(scale=1.0, seed=5), tmp_path / "a.json")
+    a = sampled.save(dataclasses.replace(ours, results=results), tmp_path / "a.json")
+    b = sampled.save(sampled.report(scale=1.0, seed=5), tmp_path / "b.json")
     text = api.render(api.compare([a, b]), "text")
-    assert "for b.json widened by the spread between earlier runs of the same" in text
-    plain = api.render(api.compare([a, a]), "text")
-    assert "spread between earlier runs" not in plain
+    assert "statistics were judged against the baseline's runs" in text
+    assert "against 4 runs" in text
+    plain = api.render(api.compare([b, a]), "text")
+    assert "No statistic had 3 earlier runs behind A" in plain
 
 
 def test_reading_stops_once_enough_runs_are_found(tmp_path):

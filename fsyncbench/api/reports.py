@@ -526,7 +526,8 @@ def _regression_lines(
             f"REGRESSION {r.name} p{q.percentile:g}: {base} -> {fmt_ns(q.b_ns)} in "
             f"{r.candidate}: {q.ratio:.2f}x (95% CI [{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}], "
             f"{tables.basis_words(q)}), slower by more than --fail-on-regression {r.limit_pct:g} % "
-            f"and significantly ({comparing.ADJUSTMENT}-adjusted p {r.p_adjusted:.2g})"
+            f"and significantly (one-sided, {comparing.ADJUSTMENT}-adjusted over the {tested} "
+            f"statistics checked: p {r.p_adjusted:.2g})"
         )
         if q.ratio_ci[0] <= 1.0 + r.limit_pct / 100.0:
             line += (
@@ -542,7 +543,8 @@ def _regression_lines(
     if not found:
         lines.append(
             f"No significant regression above {limit:g} % against {baseline} ({tested} "
-            f"statistic{'s' * (tested != 1)}, p50 and p99, tested; {comparing.ADJUSTMENT}-adjusted"
+            f"statistic{'s' * (tested != 1)}, p50 and p99, tested one-sided; "
+            f"{comparing.ADJUSTMENT}-adjusted"
             + (
                 "). The statistics above could not be tested: the check did not pass (exit 4)."
                 if skipped

@@ -348,7 +348,10 @@ def _runs_behind(results: Sequence[Result]) -> list[int]:
 
 
 def _count_range(counts: Sequence[int]) -> str:
-    """``5`` or ``5-9``: a count, or the range of counts, of sorted ``counts``."""
+    """``5`` or ``5-9``: a count, or the range of counts, of sorted ``counts``; "its" for
+    none (a report whose raw samples were left out)."""
+    if not counts:
+        return "its"
     return str(counts[0]) if counts[0] == counts[-1] else f"{counts[0]}-{counts[-1]}"
 
 
