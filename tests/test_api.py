@@ -82,7 +82,8 @@ def test_render_save_load_and_gate(measured, tmp_path):
 
 
 def test_compare_two_reports_with_a_regression_check():
-    before, after = sampled.report(1.0, seed=0, n=1200), sampled.report(3.0, seed=1, n=1200)
+    before = sampled.report(1.0, seed=0, n=1200, rounds=5)
+    after = sampled.report(3.0, seed=1, n=1200, rounds=5)
     result = fsyncbench.compare([before, after], fail_on_regression=20)
     assert result.pair is not None and result.limit_pct == 20
     assert result.regressions and all(r.limit_pct == 20 for r in result.regressions)

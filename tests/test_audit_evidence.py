@@ -3339,6 +3339,7 @@ def test_flushes_reach_device_needs_a_write_back_disk_and_half_a_flush_per_sync(
         1
     ].evidence == {
         "flushes_per_sync": 0.667,
+        "flushes_per_sync_net_of_other_io": 0.667,
         "flush_ms_per_flush": 0.1,
         "p50_ns": 1_000_000,
         "device_class": CONSUMER_SSD,

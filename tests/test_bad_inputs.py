@@ -111,7 +111,7 @@ CASES = [
     ("run d --rounds 51", "--rounds must be between 1 and 50, got 51"),
     (
         "run d --samples 2",
-        "--samples 2 is fewer than --rounds 3: every round takes at least one "
+        "--samples 2 is fewer than --rounds 8: every round takes at least one "
         "sample (give --rounds 1)",
     ),
     ("run d --rounds x", "argument --rounds: invalid int value: 'x' (see fsyncbench run --help)"),

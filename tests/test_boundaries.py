@@ -152,7 +152,7 @@ def test_real_io_floor_value():
     ~ 10 us". The audit uses the device module's constant."""
     assert devices.REAL_IO_FLOOR_NS == 10_000
     assert rule_facts.REAL_IO_FLOOR_NS == devices.REAL_IO_FLOOR_NS
-    assert "signal 7" in rule_facts.LATENCY_BANDS_DOC
+    assert "docs/verdicts.md" in rule_facts.LATENCY_BANDS_DOC
 
 
 @pytest.mark.parametrize("side", SIDES)

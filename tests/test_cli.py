@@ -58,8 +58,9 @@ def test_run_writes_json_and_markdown_reports(disk_run):
         assert len(r.samples_ns) == r.summary.count == 30
         ci = r.summary.p50_ci_ns
         assert ci is None or ci[0] <= r.summary.p50_ns <= ci[1]
-        # 10 per round, spread over 5 slices each
-        assert r.slice_rounds == (0,) * 5 + (1,) * 5 + (2,) * 5 and r.slice_counts == (2,) * 15
+        # 8 rounds (the default) of 3-4 samples, each spread over at least 5 slices: one
+        # sample per slice
+        assert set(r.slice_rounds) == set(range(8)) and r.slice_counts == (1,) * 30
     for r in commits:
         assert r.requested == r.effective
     assert report.command_line[:2] == ("fsyncbench", "run")
@@ -74,8 +75,9 @@ def test_run_records_device_flush_counters(disk_run):
         pytest.skip("no device flush counters on this machine")
     fdatasync = next(r for r in report.results if r.primitive == "fdatasync" and r.kind == "flush")
     # the counters are read around every slice, warmup included, so its syncs count too;
-    # each of the 3 rounds (processes) warms up (2) and re-warms each later slice (2 each)
-    assert fdatasync.warmup == 3 * (2 + 4 * measure.RESUME_WARMUP)
+    # each of the 8 rounds (processes) warms up (2) and re-warms each later slice (2 each)
+    per_round = [fdatasync.slice_rounds.count(k) for k in range(8)]
+    assert fdatasync.warmup == sum(2 + (n - 1) * measure.RESUME_WARMUP for n in per_round)
     assert fdatasync.syncs_issued == 30 + fdatasync.warmup
     assert min(d.flushes for d in fdatasync.device_flushes) >= fdatasync.syncs_issued
 

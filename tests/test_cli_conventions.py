@@ -257,17 +257,22 @@ def test_output_file_gets_exactly_what_stdout_shows(saved, tmp_path, argv, fmt):
     _root, _proc, _out, a, b = saved
     argv = [{"A": a, "B": b, "DIR": tmp_path}.get(x, x) for x in argv]
     printed = fsb(*argv, "--format", fmt)
-    assert printed.returncode == 0, printed.stderr
+    # one-round reports: the regression gate cannot tell (exit 4), and says so
+    expected = 4 if "--fail-on-regression" in argv else 0
+    assert printed.returncode == expected, printed.stderr
     out = tmp_path / "out.txt"
     written = fsb(*argv, "--format", fmt, "-o", out)
-    assert written.returncode == 0, written.stderr
+    assert written.returncode == expected, written.stderr
     text = out.read_text()
     if "--fail-on-regression" in argv:  # the gate's lines are not the result: stdout/stderr
-        gate = next(
-            ln for ln in (printed.stdout + printed.stderr).splitlines() if ln.startswith("No sig")
-        )
-        assert gate.startswith("No significant p99 regression above 20 % against a.json (")
-        gate += "\n"
+        lines = [
+            ln
+            for ln in (printed.stdout + printed.stderr).splitlines()
+            if ln.startswith(("CANNOT TELL", "No sig"))
+        ]
+        assert lines[0].startswith("CANNOT TELL for ")
+        assert lines[1].startswith("No significant regression above 20 % against a.json (")
+        gate = "\n".join(lines) + "\n"
         if fmt == "json":
             assert printed.stderr == gate and written.stdout == gate
             assert json.loads(text)["regression_check"]["regressions"] == []
@@ -566,7 +571,7 @@ def test_readme_commands_parse(line):
 
 
 def test_readme_has_commands():
-    assert len(README_COMMANDS) >= 40
+    assert len(README_COMMANDS) >= 30
     readme = [c for c in README_COMMANDS if c in (ROOT / "README.md").read_text()]
     assert len(readme) >= 10  # the README's own examples are among them
 

@@ -9,7 +9,6 @@ import os
 import statistics
 from pathlib import Path
 
-import numpy as np
 import pytest
 import sampled
 from clitools import assert_usage_error, fsb
@@ -52,7 +51,7 @@ def fleet_dir(tmp_path):
     Markdown twins a run writes (not reports: skipped by extension)."""
     root = tmp_path / "fleet"
     for name, disk, release, vm, scale, seed in FLEET:
-        rep = sampled.report(scale, seed=seed, the_host=_host(name, disk, release, vm))
+        rep = sampled.report(scale, seed=seed, the_host=_host(name, disk, release, vm), rounds=5)
         (root / name).mkdir(parents=True, exist_ok=True)
         sampled.save(rep, root / name / f"{name}-{seed}.json")
         (root / name / f"{name}-{seed}.md").write_text("# not a report\n")
@@ -243,25 +242,25 @@ def _holm(ps):
 
 
 def test_a_fleet_gate_adjusts_over_every_report_at_once():
-    """Three candidates 1.6x slower than one baseline: each regression's p is Holm-adjusted
-    over every p99 tested in all three pairs, not within its own pair."""
-    from scipy.stats import t as student_t
-
+    """Three candidates 1.6x slower than one baseline: each regression's one-sided p is
+    Holm-adjusted over every statistic checked (p50 and p99 of the configurations that sync)
+    in all three pairs, not within its own pair."""
     from fsyncbench.report import compare
 
-    base = sampled.report(1.0, seed=0)
-    cands = [sampled.report(1.6, seed=s) for s in (11, 12, 13)]
+    base = sampled.report(1.0, seed=0, rounds=5)
+    cands = [sampled.report(1.6, seed=s, rounds=5) for s in (11, 12, 13)]
     pairs = [(f"c{i}", compare.compare_pair(base, c)) for i, c in enumerate(cands)]
     raw = []
     for _label, pair in pairs:
         for c in pair.configs:
-            q = c.p99
-            if c.kind == "write" or "none" in (c.primitive_a, c.primitive_b) or q.se_log is None:
+            if c.kind == "write" or "none" in (c.primitive_a, c.primitive_b):
                 continue
-            excess = np.log(q.ratio) - np.log1p(0.2)
-            raw.append(float(student_t.sf(excess / q.se_log, q.df)))
+            for q in (c.p50, c.p99):
+                assert q.p_value is not None and q.ratio is not None
+                raw.append(q.p_value / 2 if q.ratio > 1 else 1 - q.p_value / 2)
+    assert len(raw) == 18  # 3 pairs x 3 configurations x 2 statistics
     found = compare.fleet_regressions(pairs, 20.0, "base")
-    assert found, "1.6x slower p99s must be regressions above 20 %"
+    assert found, "1.6x slower figures must be regressions above 20 %"
     expected = _holm(raw)
     assert sorted(r.p_adjusted for r in found) == pytest.approx(sorted(expected)[: len(found)])
     # the pair-by-pair adjustment is smaller: what the fleet gate no longer reports
@@ -270,12 +269,12 @@ def test_a_fleet_gate_adjusts_over_every_report_at_once():
 
 
 def test_a_report_without_intervals_is_not_checked_and_the_others_are(tmp_path):
-    """In a fleet gate, a report whose p99s have no interval (no slices recorded) is listed
-    as not checked; the other reports are still gated."""
-    base = sampled.save(sampled.report(1.0, seed=0), tmp_path / "base.json")
+    """In a fleet gate, a report of one round (no spread between rounds) is "cannot tell";
+    the other reports are still gated, and a regression among them still exits 1."""
+    base = sampled.save(sampled.report(1.0, seed=0, rounds=5), tmp_path / "base.json")
     fleet_dir = tmp_path / "fleet"
     fleet_dir.mkdir()
-    sampled.save(sampled.report(3.0, seed=1), fleet_dir / "slow.json")
+    sampled.save(sampled.report(3.0, seed=1, rounds=5), fleet_dir / "slow.json")
     blind = sampled.report(1.0, seed=2)
     blind = dataclasses.replace(
         blind, results=tuple(dataclasses.replace(r, slice_counts=()) for r in blind.results)
@@ -286,10 +285,12 @@ def test_a_report_without_intervals_is_not_checked_and_the_others_are(tmp_path):
     assert any(n.endswith("in blind.json") for n in c.not_checked)
     proc = fsb("compare", base, fleet_dir, "--fail-on-regression", "20")
     assert proc.returncode == 1, proc.stderr
-    assert "Not checked for a regression" in proc.stdout and "blind.json" in proc.stdout
-    # two reports, nothing testable: refused, not passed
-    with pytest.raises(FsyncbenchError, match="could test no configuration of blind.json"):
-        api.compare([base, fleet_dir / "blind.json"], fail_on_regression=20)
+    assert "CANNOT TELL for " in proc.stdout and "in blind.json" in proc.stdout
+    # two reports, nothing testable: not passed (exit 4), not refused
+    alone = api.compare([base, fleet_dir / "blind.json"], fail_on_regression=20)
+    assert alone.regressions == () and len(alone.not_checked) == 6
+    proc = fsb("compare", base, fleet_dir / "blind.json", "--fail-on-regression", "20")
+    assert proc.returncode == 4 and "CANNOT TELL for 6 statistics" in proc.stdout
 
 
 def test_a_copy_of_a_report_is_read_once_and_said(fleet_dir, tmp_path):

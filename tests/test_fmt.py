@@ -239,6 +239,6 @@ def test_the_method_names_the_slice_count_once_when_every_configuration_has_the_
 
     rep = sampled.report(1.0, seed=0)
     same = [dataclasses.replace(r, slice_counts=(400,) * 5) for r in rep.results]
-    assert "each configuration's 5 slices lay" in interval_method_text(same)
+    assert "each configuration's 5 slices, a rotation" in interval_method_text(same)
     mixed = [same[0], dataclasses.replace(same[1], slice_counts=(100,) * 4 + (50,) * 4)]
-    assert "each configuration's 5-8 slices lay" in interval_method_text(mixed)
+    assert "each configuration's 5-8 slices, a rotation" in interval_method_text(mixed)

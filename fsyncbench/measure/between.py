@@ -209,12 +209,13 @@ def shift(
     k = len(runs)
     basis = BASIS_HISTORY if k >= MIN_BASELINE_RUNS else BASIS_PAIR
     ys = np.log([b.estimate_ns for b in runs]) if runs else np.empty(0)
-    centre = float(np.exp(ys.mean())) if k else 0.0
+    # one run: its own figure exactly (exp(log(x)) is not always x in floating point)
+    centre = runs[0].estimate_ns if k == 1 else float(np.exp(ys.mean())) if k else 0.0
     head = Shift(basis, len(baseline), centre, candidate.estimate_ns, None)
     if not k or not candidate.estimate_ns > 0:
         return dataclasses.replace(head, reason="a figure of zero (the clock could not time it)")
     ratio = candidate.estimate_ns / centre
-    d = math.log(candidate.estimate_ns) - float(ys.mean())
+    d = math.log(candidate.estimate_ns) - (math.log(centre) if k == 1 else float(ys.mean()))
     own = [b.spread() for b in runs]
     mine = candidate.spread()
     known = [sp for sp in own if sp is not None]
