@@ -94,7 +94,7 @@ def _finish_report(report: Report, args: argparse.Namespace, gates: api.Gates) -
     """run and audit, once the report exists: save the report files (and --csv) first, so a
     closed pipe or a full stdout cannot lose the measurement, then print it in --format (or
     write it to --output), say on stderr what was saved, and apply the gates."""
-    text = api.render(report, args.format, model_call_ms=args.model_call_ms)
+    text = api.render(report, args.format, model_call_ms=args.model_call_ms, verbose=args.verbose)
     paths = api.save(
         report,
         _outputs(args).save_dir,
@@ -113,7 +113,7 @@ def _finish_report(report: Report, args: argparse.Namespace, gates: api.Gates) -
 def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
     gates = api.Gates.parse(args.max_p99, args.fail_on, args.config, args.max_p99_strict)
     report = api.load(args.report, redact=args.redact, gates=gates, outputs=_outputs(args))
-    text = api.render(report, args.format, model_call_ms=args.model_call_ms)
+    text = api.render(report, args.format, model_call_ms=args.model_call_ms, verbose=args.verbose)
     if args.csv or args.prometheus:  # first: a failure leaves nothing half-done
         api.save(report, None, csv=args.csv, prometheus=args.prometheus)
     try:
@@ -474,8 +474,11 @@ class _Progress:
             )
         # budget_ns 0: a run-budgeted run, where index already is the time spent, in workloads
         frac = min(1.0, max(done / target, elapsed_ns / budget_ns)) if budget_ns else 0.0
-        self._bar.n = index + frac
-        self._bar.set_postfix_str(f"{label} {done}/{target}", refresh=True)
+        # never past the total; a run-budgeted run stops on time, not at its sample cap, so
+        # its count is not a fraction of that cap
+        self._bar.n = min(float(total), index + frac)
+        count = f"{done}/{target}" if budget_ns and done <= target else f"{done:,} samples"
+        self._bar.set_postfix_str(f"{label} {count}", refresh=True)
 
     def close(self) -> None:
         if self._bar is not None:

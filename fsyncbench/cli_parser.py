@@ -168,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
         "html: a self-contained page with plots, also saved as <report>.html in --report-dir",
     )
     _add_output_option(run)
+    _add_verbose_option(run)
     _add_report_dir_options(run)
     remember = run.add_mutually_exclusive_group()
     remember.add_argument(
@@ -337,6 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
         "html: a self-contained page, also saved as <report>.html in --report-dir",
     )
     _add_output_option(aud)
+    _add_verbose_option(aud)
     _add_json_alias(aud)
     _add_report_dir_options(aud)
     _add_model_call_option(aud)
@@ -359,6 +361,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_format_option(show, REPORT_FORMATS, "html: a self-contained page with plots")
     _add_output_option(show)
+    _add_verbose_option(show)
     _add_model_call_option(show)
     _add_sharing_options(show)
     _add_prometheus_option(show)
@@ -666,6 +669,17 @@ def _add_format_option(
         help=f"what to print: {offered} (default text)"
         + (f"; {extra}" if extra else "")
         + ("" if "html" in choices else "; no html for this command"),
+    )
+
+
+def _add_verbose_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="with --format text: the whole report (findings with their evidence, device "
+        "counters, host, method, glossary) instead of the bottom line and a compact table; "
+        "Markdown, HTML and the saved report are always whole",
     )
 
 

@@ -509,19 +509,23 @@ def writable_file(path: Path | None) -> None:
     parent = path.parent
     if path.is_dir():
         raise FsyncbenchError(f"{path} is a directory, not a file")
+    from fsyncbench.report.store import cannot_create_in, is_stream
+
+    if is_stream(path):  # /dev/null, /dev/stderr, a named pipe: written to, not replaced
+        if not os.access(path, os.W_OK):
+            raise FsyncbenchError(f"cannot write {path}: permission denied")
+        return
     if path.exists() and not path.is_file():
-        # written by rename over it: /dev/null or a FIFO would be replaced, not written to
+        # a regular file is replaced by rename: a block device or a socket never is
         raise FsyncbenchError(
-            f"cannot write {path}: not a regular file (output files are "
-            "replaced by rename, so it cannot be a device or a FIFO)"
+            f"cannot write {path}: not a regular file (the other files written to are a "
+            "FIFO, the null device and this session's own terminal)"
         )
     if not parent.is_dir():
         why = "is not a directory" if parent.exists() else "does not exist"
         raise FsyncbenchError(f"cannot write {path}: {parent} {why}")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise FsyncbenchError(f"cannot write {path}: directory {parent} is not writable")
-    from fsyncbench.report.store import cannot_create_in
-
     refused = cannot_create_in(parent)
     if refused:
         raise FsyncbenchError(

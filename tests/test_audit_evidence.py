@@ -1858,7 +1858,7 @@ def test_flushes_reach_device_exact():
             INFO,
             "write+fdatasync",
             "Each fdatasync sent cache flushes to the disk holding the bytes (1.00 device "
-            "flushes per sync counted; measured) and took 1000.0 µs (p50), as an "
+            "flushes per sync counted; measured) and took 1 ms (p50), as an "
             f"{CONSUMER_SSD} writing to stable media does (inferred from that time: not "
             "proven).",
             "A power-pull test (fsyncbench powercut) is the only proof beyond this.",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -185,12 +186,12 @@ CASES = [
     ("run d --output afile/x.txt", "cannot write afile/x.txt: afile is not a directory"),
     ("run d --output missingdir/x.txt", "cannot write missingdir/x.txt: missingdir does not exist"),
     (
-        "run d --output /dev/null",
-        "cannot write /dev/null: not a regular file (output files are replaced by rename, so it cannot be a device or a FIFO)",
+        "run d --output sock",
+        "cannot write sock: not a regular file (the other files written to are a FIFO, the null device and this session's own terminal)",
     ),
     (
-        "run d --output fifo",
-        "cannot write fifo: not a regular file (output files are replaced by rename, so it cannot be a device or a FIFO)",
+        "run d --csv sock",
+        "cannot write sock: not a regular file (the other files written to are a FIFO, the null device and this session's own terminal)",
     ),
     ("run d --output ''", "argument --output/-o: empty path (see fsyncbench run --help)"),
     ("run d --output x.json --csv x.json", "--output and --csv both name x.json: give two files"),
@@ -215,8 +216,8 @@ CASES = [
         "cannot write missingdir/x.prom: missingdir does not exist",
     ),
     (
-        "run d --prometheus fifo",
-        "cannot write fifo: not a regular file (output files are replaced by rename, so it cannot be a device or a FIFO)",
+        "run d --prometheus sock",
+        "cannot write sock: not a regular file (the other files written to are a FIFO, the null device and this session's own terminal)",
     ),
     (
         "run d -o x.prom --prometheus x.prom",
@@ -364,12 +365,12 @@ CASES = [
         "--output d is a directory: --output takes the FILE to write the printed result to",
     ),
     (
-        "show good.json -o /dev/null",
-        "cannot write /dev/null: not a regular file (output files are replaced by rename, so it cannot be a device or a FIFO)",
+        "show good.json -o sock",
+        "cannot write sock: not a regular file (the other files written to are a FIFO, the null device and this session's own terminal)",
     ),
     (
-        "show good.json --csv fifo",
-        "cannot write fifo: not a regular file (output files are replaced by rename, so it cannot be a device or a FIFO)",
+        "show good.json --csv sock",
+        "cannot write sock: not a regular file (the other files written to are a FIFO, the null device and this session's own terminal)",
     ),
     (
         "show good.json --max-p99 fast",
@@ -550,6 +551,10 @@ def workdir(tmp_path_factory):
     (root / "d" / "users-file").write_text("the user's own file\n")
     (root / "afile").write_text("not a directory\n")
     os.mkfifo(root / "fifo")
+    # a socket file: neither a regular file nor a stream that -o may write to
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(root / "sock"))
+    sock.close()
     (root / "corrupt.json").write_text("{oops")
     (root / "list.json").write_text("[]")
     (root / "empty.json").write_text("")
@@ -575,8 +580,8 @@ def _snapshot(root: Path) -> dict[str, str]:
     out = {}
     for p in sorted(root.rglob("*")):
         rel = str(p.relative_to(root))
-        if p.is_fifo():
-            out[rel] = "fifo"
+        if p.is_fifo() or p.is_socket():
+            out[rel] = "fifo" if p.is_fifo() else "socket"
         elif p.is_dir():
             out[rel] = "dir"
         else:

@@ -607,9 +607,9 @@ def test_target_removed_mid_run_names_the_real_cause(tmp_path):
         (("--rounds", "-2"), "--rounds must be between 1 and 50, got -2"),
         (("--report-dir", "/dev/null"), "output /dev/null is not a directory"),
         (
-            ("--output", "/dev/null"),
-            "cannot write /dev/null: not a regular file (output files are "
-            "replaced by rename, so it cannot be a device or a FIFO)",
+            ("--output", "/dev/zero"),
+            "cannot write /dev/zero: not a regular file (the other files written to "
+            "are a FIFO, the null device and this session's own terminal)",
         ),
         (
             ("--max-p99", "1ms", "--config", "wal/fast"),
@@ -663,3 +663,67 @@ def test_ctrl_c_while_starting_up_is_one_line_not_a_traceback(tmp_path):
         assert proc.returncode in (2, -signal.SIGINT), (delay, proc.returncode, err)
         assert len(err.splitlines()) <= 1, err
         assert leftovers(tmp_path) == []
+
+
+def test_the_default_text_output_fits_a_screen_and_says_where_the_rest_is(disk_run):
+    """A run's terminal output is the bottom line and a compact table: at most 40 lines of at
+    most 120 columns (with the "Report written" line on stderr), every configuration in it;
+    findings, counters, host, method and glossary only in the saved report and --verbose."""
+    _target, out, proc = disk_run
+    lines = proc.stdout.splitlines() + proc.stderr.splitlines()
+    assert len(lines) <= 40, proc.stdout
+    assert max(map(len, lines[:-1])) <= 120  # the last: "Report written: <paths>"
+    assert proc.stdout.splitlines()[2].startswith("Choose:")
+    for mode in ("delete", "truncate", "wal"):
+        for sync in ("off", "normal", "full"):
+            assert re.search(rf"^{mode}/{sync} ", proc.stdout, re.M)
+    for heading in ("Findings", "Host and storage stack", "Glossary"):
+        assert heading not in proc.stdout
+    assert "--verbose, or the saved .md and .html report" in proc.stdout
+    report = next(out.glob("*.json"))
+    whole = fsb("show", report, "--verbose")
+    assert whole.returncode == 0, whole.stderr
+    for heading in ("Bottom line", "Findings", "Host and storage stack", "Glossary"):
+        assert f"\n{heading}\n===" in whole.stdout
+    assert fsb("show", report).stdout == proc.stdout  # show prints what run printed
+
+
+def test_the_summary_says_nothing_the_whole_report_does_not(disk_run):
+    """Every figure with a unit in the summary is also in the whole report (--verbose)."""
+    _target, out, _proc = disk_run
+    report = next(out.glob("*.json"))
+    brief, whole = fsb("show", report).stdout, fsb("show", report, "--verbose").stdout
+    figure = re.compile(r"\d[\d.,]* (?:ns|us|ms|s)\b|\d[\d.,]*x\b|\d[\d,]* commits/s")
+    missing = set(figure.findall(brief)) - set(figure.findall(whole))
+    assert figure.findall(brief) and not missing
+
+
+def test_output_to_dev_null_keeps_only_the_exit_code(disk_run):
+    """-o /dev/null prints nothing, leaves /dev/null the null device, and a gate still
+    decides the exit code (its lines go to stdout, as without -o)."""
+    import stat as stat_mod
+
+    _target, out, _proc = disk_run
+    report = next(out.glob("*.json"))
+    proc = fsb("show", report, "-o", "/dev/null")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
+    gated = fsb("show", report, "-o", "/dev/null", "--max-p99", "1ns")
+    assert gated.returncode == 1 and gated.stdout.startswith("GATE FAILED [max-p99]")
+    assert stat_mod.S_ISCHR(os.stat("/dev/null").st_mode)
+
+
+def test_output_to_a_named_pipe_is_written_not_replaced(disk_run, tmp_path):
+    import threading
+
+    _target, out, _proc = disk_run
+    report = next(out.glob("*.json"))
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()))
+    reader.start()
+    proc = fsb("show", report, "-o", fifo, timeout=60)
+    reader.join(60)
+    assert proc.returncode == 0, proc.stderr
+    assert got == [fsb("show", report).stdout]
+    assert fifo.is_fifo()

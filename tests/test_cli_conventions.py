@@ -509,6 +509,21 @@ def test_progress_bar_on_a_terminal_of_unknown_size(tmp_path):
     assert code == 0 and b"workloads" not in seen, seen
 
 
+def test_progress_never_counts_past_its_total(tmp_path):
+    """A run-budgeted run takes as many samples as its time allows, never near its sample
+    cap: the bar never passes its total, and the counter shows samples, not n/cap."""
+    argv = ["run", tmp_path, "--run-budget-seconds", "3", "--rounds", "2", "--warmup", "2"]
+    argv += ["--no-primitives", "--journal-mode", "wal", "--synchronous", "off,full"]
+    code, seen = _stderr_on_a_pty([*argv, "--report-dir", tmp_path / "o"], tmp_path)
+    assert code == 0, seen
+    bars = re.findall(rb"([\d.]+)/(\d+) workloads", seen)
+    counters = re.findall(rb"wal/\w+ (?:\(round \d/2\) )?(\d+)/(\d+)", seen)
+    assert bars and all(float(n) <= float(total) for n, total in bars), seen
+    assert all(int(n) <= int(target) for n, target in counters), seen
+    # stopped by time, not by a sample count: the samples are counted, not set against a cap
+    assert not counters and re.search(rb"wal/\w+ \(round \d/2\) [\d,]+ samples", seen), seen
+
+
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
     proc = fsb(
         "run", tmp_path, *[a for a in QUICK_RUN if a != "--quiet"], "--report-dir", tmp_path / "o"

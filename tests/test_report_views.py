@@ -249,11 +249,12 @@ def test_evidence_reads_as_sentences_with_units():
             "elapsed_s": 2.5,
             "ops_per_s": 1234.4,
             "lost_ranges": [[91, 100], [120, 120]],
+            "flush_ms_per_flush": 0.047,
         }
     ) == (
         "p50 45.3 us; hypervisor flag yes; dmi vendor unknown; flush 0.1141 ms; "
         "dirty 4,096 bytes; bandwidth 566 MB/s; elapsed 2.5 s; ops 1,234/s; lost ranges 91-100, "
-        "120-120"
+        "120-120; flush time per flush 0.047 ms"
     )
 
 

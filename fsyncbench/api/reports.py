@@ -124,7 +124,11 @@ def write_file(path: PathLike, text: str) -> None:
 
 
 def render(
-    result: object, fmt: str = "text", *, model_call_ms: float = DEFAULT_MODEL_CALL_MS
+    result: object,
+    fmt: str = "text",
+    *,
+    model_call_ms: float = DEFAULT_MODEL_CALL_MS,
+    verbose: bool = False,
 ) -> str:
     """``result`` as the CLI prints it in ``fmt``: a Report ("text", "markdown", "json",
     "html"; a powercut report through :func:`fsyncbench.powercut.view.render`, others
@@ -133,7 +137,9 @@ def render(
     :class:`Comparison` ("text", "markdown", "json", "html"); a PowerlossResult (:func:`simulate_power_loss`: "text", "markdown",
     "json", "html"); a powercut WriterSummary or VerifyOutcome ("text", "json").
     ``model_call_ms``: the unit a durable
-    commit is set against, in milliseconds."""
+    commit is set against, in milliseconds. ``verbose``: a run or audit report as "text" is
+    the bottom line and a compact table (:func:`fsyncbench.report.summary.summarize`) unless
+    it is True (the whole report, as Markdown and HTML always are)."""
     from fsyncbench.report import tables
 
     options.model_call_ms(model_call_ms)
@@ -147,7 +153,7 @@ def render(
             return view.render(result, fmt)
         from fsyncbench import report as reporting
 
-        return reporting.render(result, fmt, model_call_ms)
+        return reporting.render(result, fmt, model_call_ms, verbose)
     if isinstance(result, Comparison):
         return _render_comparison(result, options.choice(fmt, options.COMPARE_FORMATS, "--format"))
     if isinstance(result, Host):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from fsyncbench.fmt import fmt_ns
 from fsyncbench.host.layers import NO_BARRIER_OPTIONS
 from fsyncbench.judge import stack
 from fsyncbench.judge.devices import device_class
@@ -373,7 +374,7 @@ def rule_flushes_reach_device(f: Facts, r: Result | None) -> tuple[str, Finding]
         INFO,
         r.name,
         f"Each {r.primitive} sent cache flushes to the disk holding the bytes "
-        f"({flushes_per_sync_words(f, r)}; measured) and took {r.summary.p50_ns / 1e3:.1f} µs "
+        f"({flushes_per_sync_words(f, r)}; measured) and took {fmt_ns(r.summary.p50_ns)} "
         f"(p50), as {_a(cls.name)} writing to stable media does (inferred from that time: "
         "not proven).",
         "A power-pull test (fsyncbench powercut) is the only proof beyond this.",

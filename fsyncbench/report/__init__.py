@@ -13,13 +13,24 @@ from fsyncbench.report.document import Document
 FORMATS = ("text", "markdown", "html")
 
 
-def render(report: Report, fmt: str, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> str:
+def render(
+    report: Report,
+    fmt: str,
+    model_call_ms: float = DEFAULT_MODEL_CALL_MS,
+    verbose: bool = False,
+) -> str:
     """A run or audit ``report`` as ``fmt`` (one of :data:`FORMATS`), from its one
-    description (:func:`~fsyncbench.report.describe.describe`). A powercut report has its own
+    description (:func:`~fsyncbench.report.describe.describe`); as text without ``verbose``,
+    the terminal summary instead (:func:`~fsyncbench.report.summary.summarize`: the bottom
+    line and a compact table; Markdown and HTML are always whole). A powercut report has its own
     description, rendered by :func:`fsyncbench.powercut.view.render` (the powercut stage sits
     above this one). Raises ValueError for another format or a powercut report."""
     if report.kind == "powercut":
         raise ValueError("a powercut report is rendered by fsyncbench.powercut.view.render")
+    if fmt == "text" and not verbose:
+        from fsyncbench.report.summary import summarize
+
+        return render_document(summarize(report, model_call_ms), fmt, report)
     from fsyncbench.report.describe import describe
 
     return render_document(describe(report, model_call_ms), fmt, report)

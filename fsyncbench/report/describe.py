@@ -7,6 +7,7 @@ Text, Markdown and HTML are all laid out from this one description
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -104,11 +105,7 @@ GLOSSARY = (
 def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Document:
     """The :class:`Document` of a run or audit ``report``; ``model_call_ms`` (> 0) is the
     unit a durable commit's p99 is set against in the bottom line."""
-    title = f"fsyncbench {report.kind}: {report.host.hostname}, {report.created_utc}"
-    subtitle = (
-        f"fsyncbench {report.tool_version}, report schema {report.schema_version}, "
-        f"target {report.host.target.path}"
-    )
+    title, subtitle = heading(report)
     sections = [
         answer_section(report, bottom_line(report, model_call_ms)),
         results_section(report),
@@ -125,6 +122,15 @@ def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Do
         ),
     ]
     return Document(title, subtitle, tuple(s for s in sections if s.blocks))
+
+
+def heading(report: Report) -> tuple[str, str]:
+    """A report's title (kind, host, time) and subtitle (tool, schema, target)."""
+    return (
+        f"fsyncbench {report.kind}: {report.host.hostname}, {report.created_utc}",
+        f"fsyncbench {report.tool_version}, report schema {report.schema_version}, "
+        f"target {report.host.target.path}",
+    )
 
 
 # --------------------------------------------------------------------------- the answer
@@ -248,19 +254,25 @@ def cost_text(b: BottomLine) -> Paragraph | None:
     return Paragraph(" ".join(parts), lead="Cost of durability:") if parts else None
 
 
-def trust_text(report: Report, b: BottomLine) -> Paragraph:
+def trust_text(report: Report, b: BottomLine, brief: bool = False) -> Paragraph:
     """Whether to trust the storage: the verdict, how it is known, the deciding finding's
-    message, and how many weaker signals point elsewhere."""
+    message, and how many weaker signals point elsewhere. ``brief`` (the terminal summary):
+    the deciding message is left out and the disagreeing signals are counted, not named."""
     v = report.verdict
     deciding = next((f for f in v.findings if f.code == v.decided_by), None)
     text = (
         f"{b.trust[0].upper()}{b.trust[1:]}. Path verdict: {verdict_phrase(v.path_verdict, v.strength, v.decided_by)}. "
         f"{VERDICT_MEANING.get(v.path_verdict, '')}"
     )
-    if deciding is not None:
+    if deciding is not None and not brief:
         text += f" {deciding.message}"
     against = [f for f in v.findings if f.stance == "disagrees"]
-    if against:
+    if against and brief:
+        text += (
+            f" {len(against)} weaker signal{'s' if len(against) > 1 else ''} "
+            f"point{'' if len(against) > 1 else 's'} elsewhere (named in the full report)."
+        )
+    elif against:
         text += (
             f" {len(against)} weaker signal{'s' if len(against) > 1 else ''} "
             f"point{'' if len(against) > 1 else 's'} elsewhere: "
@@ -271,12 +283,12 @@ def trust_text(report: Report, b: BottomLine) -> Paragraph:
     return Paragraph(text.strip(), lead="Trust the storage?", tone=tone)
 
 
-def answer_section(report: Report, b: BottomLine) -> Section:
-    """The bottom line: choose, cost, trust, next step."""
+def answer_section(report: Report, b: BottomLine, brief: bool = False) -> Section:
+    """The bottom line: choose, cost, trust (``brief``: see :func:`trust_text`), next step."""
     blocks = [
         choice_text(report, b),
         cost_text(b),
-        trust_text(report, b),
+        trust_text(report, b, brief),
         Paragraph(b.next_step, lead="Next step:"),
     ]
     return Section("answer", "Bottom line", tuple(x for x in blocks if x is not None))
@@ -428,10 +440,20 @@ def evidence_text(evidence: Mapping[str, Any]) -> str:
     mapping in parentheses; per-result
     tables (mappings of mappings) are left out: the report's tables and the JSON have them."""
     return "; ".join(
-        f"{_evidence_name(k)} {_evidence_value(k, v)}"
+        f"{_evidence_name(_unit_last(k))} {_evidence_value(_unit_last(k), v)}"
         for k, v in evidence.items()
         if not _nested(v)
     )
+
+
+_UNIT_INSIDE = re.compile(r"^(?P<what>.+)_(?P<unit>ns|ms|s)_per_(?P<per>.+)$")
+
+
+def _unit_last(key: str) -> str:
+    """A key with its unit inside (``flush_ms_per_flush``) as one with the unit last
+    (``flush_time_per_flush_ms``: "flush time per flush 0.047 ms")."""
+    m = _UNIT_INSIDE.match(key)
+    return f"{m['what']}_time_per_{m['per']}_{m['unit']}" if m else key
 
 
 def _nested(value: Any) -> bool:

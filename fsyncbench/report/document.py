@@ -80,7 +80,8 @@ Block = Paragraph | Bullets | Table | Preformatted | Figure
 
 @dataclass(frozen=True)
 class Section:
-    """A titled part of the report; ``key`` is a stable id (HTML anchor, tests)."""
+    """A part of the report under its ``title`` ("": untitled, laid out without a heading);
+    ``key`` is a stable id (HTML anchor, tests)."""
 
     key: str
     title: str

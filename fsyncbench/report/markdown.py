@@ -54,7 +54,7 @@ def _table(t: dm.Table) -> list[str]:
 
 
 def _section(s: dm.Section) -> list[str]:
-    out = [f"## {_inline(s.title)}", ""]
+    out = [f"## {_inline(s.title)}", ""] if s.title else []
     for b in s.blocks:
         if isinstance(b, dm.Paragraph):
             out.append(_paragraph(b))

@@ -249,6 +249,29 @@ def find_reports(directory: Path) -> list[Path]:
     return found
 
 
+def is_stream(path: Path) -> bool:
+    """True when ``path`` is a stream to write to in place, never to replace: a FIFO (a
+    named pipe, ``-o >(gzip > r.gz)``), the null device (``-o /dev/null``), or the terminal or
+    device this process already has as its standard input, output or error
+    (``-o /dev/stderr``). Another character device (``/dev/mem``, ``/dev/nvme0``, a
+    watchdog) is none: opening one can act on hardware."""
+    try:
+        st = path.stat()
+    except OSError:
+        return False
+    if stat.S_ISFIFO(st.st_mode):
+        return True
+    if not stat.S_ISCHR(st.st_mode):
+        return False
+    known = []
+    for opened in (os.devnull, 0, 1, 2):
+        try:
+            known.append(os.stat(opened) if isinstance(opened, str) else os.fstat(opened))
+        except OSError:
+            continue
+    return any(stat.S_ISCHR(k.st_mode) and k.st_rdev == st.st_rdev for k in known)
+
+
 def write_durably(path: Path, text: str) -> None:
     """Atomically and durably replace ``path`` with ``text`` (temp, fsync, rename, dir
     fsync). The file gets mode 0666 less the umask (mkstemp's 0600 would hide a report meant
@@ -256,7 +279,16 @@ def write_durably(path: Path, text: str) -> None:
     backslash escapes. The temp file, ``.<name>.<random>.tmp`` beside ``path``, never ends
     in ``path``'s own suffix: a reader that picks files by suffix (node_exporter's textfile
     collector reads ``*.prom``) never sees it half-written. It is removed on any error.
+    A stream (:func:`is_stream`: ``-o /dev/null``, ``-o /dev/stderr``, a named pipe) is not
+    a file to replace: ``text`` is written to it as it is (never renamed over).
     Raises FsyncbenchError."""
+    if is_stream(path):
+        try:
+            with open(path, "w", encoding="utf-8", errors="backslashreplace") as stream:
+                stream.write(text)
+        except OSError as exc:
+            raise FsyncbenchError(f"cannot write {path}: {exc.strerror or exc}") from exc
+        return
     directory = path.parent
     fd, tmp = None, None
     try:

@@ -1,13 +1,33 @@
-"""A :class:`~fsyncbench.report.document.Document` as terminal text: ASCII, tables by
-tabulate ("simple"), figures left out (their facts are in the tables)."""
+"""A :class:`~fsyncbench.report.document.Document` as terminal text: ASCII, running text
+wrapped at :data:`WIDTH` columns, tables by tabulate ("simple"), figures left out (their facts
+are in the tables)."""
 
 from __future__ import annotations
+
+import textwrap
 
 from tabulate import tabulate
 
 from fsyncbench.report import document as dm
 
 _MARK = {"bad": "!! ", "caution": "! "}
+
+#: Running text is wrapped here: a terminal of 100 columns or more shows it without folding
+#: (tables keep their rows whole; the compact summary's table fits 120 columns).
+WIDTH = 100
+
+
+def _wrap(text: str, first: str = "", rest: str = "") -> list[str]:
+    """``text`` wrapped at :data:`WIDTH`, the first line led by ``first`` and the others
+    indented by ``rest``; words (a path, a URL) are never broken."""
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
 
 
 def _paragraph(p: dm.Paragraph) -> str:
@@ -25,18 +45,19 @@ def _table(t: dm.Table) -> list[str]:
         disable_numparse=True,
         colalign=colalign if rows else None,
     ).splitlines()
-    return ([t.caption] if t.caption else []) + out
+    return (_wrap(t.caption.replace("`", "")) if t.caption else []) + out
 
 
 def _section(s: dm.Section) -> list[str]:
-    out = [s.title, "=" * len(s.title)]
+    out = [s.title, "=" * len(s.title)] if s.title else []
     for b in s.blocks:
         if isinstance(b, dm.Paragraph):
-            out.append(_MARK.get(b.tone, "") + _paragraph(b))
+            out += _wrap(_MARK.get(b.tone, "") + _paragraph(b))
         elif isinstance(b, dm.Bullets):
             for item, subs in b.items:
-                out.append("- " + _MARK.get(item.tone, "") + _paragraph(item))
-                out += ["    - " + sub.replace("`", "") for sub in subs]
+                out += _wrap(_MARK.get(item.tone, "") + _paragraph(item), "- ", "  ")
+                for sub in subs:
+                    out += _wrap(sub.replace("`", ""), "    - ", "      ")
         elif isinstance(b, dm.Table):
             out += _table(b)
         elif isinstance(b, dm.Preformatted):
@@ -49,7 +70,7 @@ def _section(s: dm.Section) -> list[str]:
 
 def render_text(doc: dm.Document) -> str:
     """The whole document as terminal text, ending with a newline."""
-    out = [doc.title, doc.subtitle, ""]
+    out = [doc.title, *([doc.subtitle] if doc.subtitle else []), ""]
     for s in doc.sections:
         out += _section(s)
     return "\n".join(out).rstrip("\n") + "\n"
