@@ -24,7 +24,7 @@ SHIPPED = sorted(
         *ROOT.glob("fsyncbench/**/*.py"),
         *ROOT.glob("docs/*"),
         *ROOT.glob("examples/**/*.*"),
-        *ROOT.glob("reports/*"),
+        ROOT / "reports" / "README.md",
         ROOT / "README.md",
         ROOT / "ARCHITECTURE.md",
         ROOT / "CHANGELOG.md",

@@ -159,7 +159,7 @@ def test_the_wheel_alone_runs_the_cli(dist, tmp_path):
         capture_output=True,
     )
     env = {**os.environ, "PYTHONPATH": str(target)}
-    example = next((ROOT / "reports").glob("*.json"))
+    example = next((ROOT / "examples" / "report").glob("*.json"))
     where = subprocess.run(
         [sys.executable, "-c", "import fsyncbench; print(fsyncbench.__file__)"],
         capture_output=True,
