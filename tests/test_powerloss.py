@@ -630,11 +630,11 @@ def test_run_with_powerloss_saves_it_beside_the_latency(tmp_path):
 
 
 def test_run_records_power_loss_only_after_every_timing(tmp_path, monkeypatch):
-    from fsyncbench.measure import runner
+    from fsyncbench.measure import rounds
     from fsyncbench.powerloss import matrix
 
     events = []
-    timed = runner.run_with_floors
+    timed = rounds.run_with_floors
     recorder = matrix.run_matrix
 
     def timing(*args, **kwargs):
@@ -647,7 +647,7 @@ def test_run_records_power_loss_only_after_every_timing(tmp_path, monkeypatch):
         events.append("recording")
         return recorder(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "run_with_floors", timing)
+    monkeypatch.setattr(rounds, "run_with_floors", timing)
     monkeypatch.setattr(matrix, "run_matrix", recording)
     _small_run(tmp_path, synchronous="full")
     assert events == ["timing starts", "timing ends", "recording"]

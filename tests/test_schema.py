@@ -18,7 +18,10 @@ from tests.schemacheck import SCHEMA_FILE, cut_samples, validator
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORTS = sorted(
-    [*(ROOT / "tests" / "fixtures" / "reports").glob("*.json"), *(ROOT / "examples" / "report").glob("*.json")]
+    [
+        *(ROOT / "tests" / "fixtures" / "reports").glob("*.json"),
+        *(ROOT / "examples" / "report").glob("*.json"),
+    ]
 )
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from fsyncbench import __version__, options
 from fsyncbench.errors import FsyncbenchError, Interrupted
+from fsyncbench.measure import rounds as _rounds
 from fsyncbench.measure import runner
 from fsyncbench.measure.plan import (
     DEFAULT_BUDGET_S,
@@ -151,7 +152,7 @@ def run(
             )
     _sweep(path, notes)
     with _Measuring(progress) as where:
-        results, floors = runner.run_with_floors(plan, host, where)
+        results, floors = _rounds.run_with_floors(plan, host, where)
     if past is not None:
         results = _history.with_earlier(results, past)
     loss, skipped = None, ""
@@ -309,7 +310,7 @@ def audit(
     host = _declare(_collect_host(path), facts)
     _sweep(path, notes)
     with _Measuring(progress) as where:
-        results = runner.run_plan(plan, host, where)
+        results = _rounds.run_plan(plan, host, where)
         where.label = "audit evidence"
 
         def step(name: str, _index: int, _total: int) -> None:

@@ -26,7 +26,7 @@ Evidence and sources:
    preload files; the host record (:mod:`fsyncbench.host`) has filesystem, mount options,
    device facts and virtualization.
 7. macOS: plain fsync, F_BARRIERFSYNC and F_FULLFSYNC are timed side by side as flush results
-   by :func:`fsyncbench.measure.runner.run_plan`; diskutil/sysctl/dyld facts are in the host record.
+   by :func:`fsyncbench.measure.rounds.run_plan`; diskutil/sysctl/dyld facts are in the host record.
 """
 
 from __future__ import annotations
@@ -545,7 +545,7 @@ def collect(
     progress: Progress | None = None,
 ) -> Evidence:
     """Gather evidence 2-6 for ``target`` (evidence 1, counters around the flush and commit
-    results, is read by :func:`fsyncbench.measure.runner.run_plan`). Runs inside a fresh scratch
+    results, is read by :func:`fsyncbench.measure.rounds.run_plan`). Runs inside a fresh scratch
     directory of ``target``, removed afterwards. Raises FsyncbenchError on I/O errors;
     evidence that cannot be gathered here is named in ``Evidence.unavailable``."""
     unavailable: dict[str, str] = {}

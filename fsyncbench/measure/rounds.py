@@ -33,6 +33,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure import runner
 from fsyncbench.measure.timing import STOP_BUDGET, STOP_CI_TARGET, STOP_SAMPLES, Measurement
 from fsyncbench.model import FlushDelta, Host, Pragmas, Result, from_jsonable, to_jsonable
 
@@ -73,6 +74,29 @@ def round_plan(plan: RunPlan, k: int, target: Path) -> RunPlan:
     )
 
 
+def run_plan(
+    plan: RunPlan, host: Host, progress: RoundsProgress | None = None
+) -> tuple[Result, ...]:
+    """Measure every raw primitive and every configuration of ``plan``; results in that
+    order. One round runs in this process (:func:`fsyncbench.measure.runner.run_round`),
+    several each in a process of its own (:func:`run_rounds`). Raises FsyncbenchError on I/O errors;
+    KeyboardInterrupt propagates after the scratch directory is removed."""
+    return run_with_floors(plan, host, progress, floors=False)[0]
+
+
+def run_with_floors(
+    plan: RunPlan, host: Host, progress: RoundsProgress | None = None, floors: bool = True
+) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
+    """(results, the tool's floors) of ``plan``: with several rounds each worker measures
+    its share of the floors too (:func:`fsyncbench.measure.runner.measure_floors`), so the floors' intervals see the
+    same process-to-process variation as the results; with one round, here. ``floors``
+    False: none. Errors as in :func:`run_plan`."""
+    if plan.rounds > 1:
+        return run_rounds(plan, host, progress, floors)
+    measured = runner.measure_floors(plan) if floors else ()
+    return runner.run_round(plan, host, progress), measured
+
+
 def run_rounds(
     plan: RunPlan, host: Host, progress: RoundsProgress | None = None, floors: bool = True
 ) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
@@ -82,7 +106,6 @@ def run_rounds(
     share (:func:`merge_rounds`). Raises FsyncbenchError when a worker fails (with its
     message); KeyboardInterrupt propagates after the worker and the scratch directory are
     gone."""
-    from fsyncbench.measure.runner import FLOOR_BUDGET_S
     from fsyncbench.measure.workloads import scratch_dir
 
     start = time.monotonic()
@@ -99,7 +122,7 @@ def run_rounds(
                     {
                         "plan": _plan_jsonable(sub),
                         "host": to_jsonable(host),
-                        "floor_budget_s": FLOOR_BUDGET_S / plan.rounds if floors else 0.0,
+                        "floor_budget_s": runner.FLOOR_BUDGET_S / plan.rounds if floors else 0.0,
                     }
                 )
             )
@@ -192,8 +215,6 @@ def merge_rounds(
     and the stop reason are the plan's: each round sampled for its share of the budget
     ("budget") or of a fixed count ("samples"); none stopped on the CI target. Raises
     FsyncbenchError when the rounds measured different configurations."""
-    from fsyncbench.measure import runner
-
     if not rounds or not rounds[0]:
         return ()
     first = rounds[0]
@@ -282,8 +303,6 @@ def _interrupted(_signum: int, _frame: FrameType | None) -> None:
 
 def worker_main(argv: Sequence[str]) -> int:
     """``python -m fsyncbench.measure.rounds REQUEST RESULT``: one round (module docstring)."""
-    from fsyncbench.measure import runner
-
     signal.signal(signal.SIGTERM, _interrupted)
     if len(argv) != 2:
         print(

@@ -105,29 +105,6 @@ def check_target(target: Path) -> Path:
         raise FsyncbenchError(f"cannot resolve {target}: {exc.strerror}") from exc
 
 
-def run_plan(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> tuple[Result, ...]:
-    """Measure every raw primitive and every configuration of ``plan``; results in that
-    order. One round runs here, several each in a process of its own
-    (:func:`fsyncbench.measure.rounds.run_rounds`). Raises FsyncbenchError on I/O errors;
-    KeyboardInterrupt propagates after the scratch directory is removed."""
-    return run_with_floors(plan, host, progress, floors=False)[0]
-
-
-def run_with_floors(
-    plan: RunPlan, host: Host, progress: RunProgress | None = None, floors: bool = True
-) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
-    """(results, the tool's floors) of ``plan``: with several rounds each worker measures
-    its share of the floors too (:func:`measure_floors`), so the floors' intervals see the
-    same process-to-process variation as the results; with one round, here. ``floors``
-    False: none. Errors as in :func:`run_plan`."""
-    if plan.rounds > 1:
-        from fsyncbench.measure import rounds
-
-        return rounds.run_rounds(plan, host, progress, floors)
-    measured = measure_floors(plan) if floors else ()
-    return run_round(plan, host, progress), measured
-
-
 def run_round(plan: RunPlan, host: Host, progress: RunProgress | None = None) -> tuple[Result, ...]:
     """One round of ``plan`` in this process, inside a fresh scratch directory of
     ``plan.target``.
