@@ -5,8 +5,12 @@ is checked after parsing, in :mod:`fsyncbench.options` (through :mod:`fsyncbench
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
+from collections.abc import Sequence
 from pathlib import Path
+from typing import ClassVar
 
 from fsyncbench import __version__, options, powerloss
 from fsyncbench.errors import FsyncbenchError
@@ -41,10 +45,51 @@ def _existing_dir(text: str) -> Path:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with one-line errors (no usage dump) and exit code 2."""
+    """argparse with one-line errors (no usage dump), exit code 2, and "did you mean" for a
+    near miss of a command, an option or a choice (:func:`did_you_mean`)."""
+
+    #: the innermost parser of the command line being parsed (the command's, once argparse
+    #: has dispatched to it): its options are the ones an unknown option is compared with
+    innermost: ClassVar[argparse.ArgumentParser | None] = None
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def]
+        _Parser.innermost = self
+        return super().parse_known_args(args, namespace)
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise FsyncbenchError(f"{message} (see {self.prog} --help)")
+        where = _Parser.innermost or self
+        hint = did_you_mean(message, where)
+        raise FsyncbenchError(f"{message}{hint} (see {where.prog} --help)")
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    return [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+
+
+def did_you_mean(message: str, parser: argparse.ArgumentParser) -> str:
+    """ "; did you mean --rounds?" for an argparse error ``message`` about an unknown option
+    (compared with ``parser``'s long options) or an invalid choice (compared with the
+    choices the message lists), or "" when nothing is close. Closeness is
+    :func:`difflib.get_close_matches` at its default cutoff 0.6 (the ratio of matching
+    characters; https://docs.python.org/3/library/difflib.html)."""
+    unknown = re.match(r"unrecognized arguments: (.*)", message)
+    if unknown:
+        words = [w.split("=", 1)[0] for w in unknown.group(1).split() if w.startswith("--")]
+        return _suggest(words, _option_strings(parser))
+    choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+    if choice:
+        return _suggest([choice.group(1)], re.findall(r"'([^']*)'", choice.group(2)))
+    return ""
+
+
+def _suggest(words: Sequence[str], known: Sequence[str]) -> str:
+    bare = {k.lstrip("-"): k for k in known}  # "--" would make every option look alike
+    hints = []
+    for word in words:
+        close = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1)
+        if close:
+            hints.append(f"{bare[close[0]]} for {word}" if len(words) > 1 else bare[close[0]])
+    return f"; did you mean {', '.join(hints)}?" if hints else ""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -599,12 +644,15 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
         f"(default {DEFAULT_MAX_STATES})",
     )
     pl.add_argument(
-        "--samples",
+        "--sampled-states",
+        dest="samples",
         type=int,
         metavar="N",
         help="subset/torn: seeded states drawn where a crash point has more "
         f"(default {DEFAULT_SAMPLES})",
     )
+    # its earlier name, still read but not shown: run's and audit's --samples count timings
+    pl.add_argument("--samples", dest="samples", type=int, help=argparse.SUPPRESS)
     pl.add_argument(
         "--seed",
         type=int,

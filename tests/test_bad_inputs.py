@@ -167,7 +167,28 @@ CASES = [
     ("run afile", "afile is not a directory"),
     ("run fifo", "fifo is not a directory"),
     ("run ''", "argument DIR: empty path (see fsyncbench run --help)"),
-    ("run d extra-arg", "unrecognized arguments: extra-arg (see fsyncbench --help)"),
+    ("run d extra-arg", "unrecognized arguments: extra-arg (see fsyncbench run --help)"),
+    # near misses: "did you mean" names the command's own option or the listed choice
+    (
+        "rnu d",
+        "argument command: invalid choice: 'rnu' (choose from 'run', 'host', 'crash', 'audit', "
+        "'show', 'compare', 'powercut', 'powerloss'); did you mean run? (see fsyncbench --help)",
+    ),
+    (
+        "run d --smaples 3",
+        "unrecognized arguments: --smaples 3; did you mean --samples? (see fsyncbench run --help)",
+    ),
+    (
+        "audit d --sampels 3",
+        "unrecognized arguments: --sampels 3; did you mean --samples? "
+        "(see fsyncbench audit --help)",
+    ),
+    (
+        "run d --format htlm",
+        "argument --format: invalid choice: 'htlm' (choose from 'text', 'markdown', 'json', "
+        "'html'); did you mean html? (see fsyncbench run --help)",
+    ),
+    ("audit d --rounds 3", "unrecognized arguments: --rounds 3 (see fsyncbench audit --help)"),
     ("run d --report-dir afile", "output afile is not a directory"),
     ("run d --report-dir afile/sub", "output afile/sub is not a directory (afile is a file)"),
     ("run d --report-dir /dev/null", "output /dev/null is not a directory"),

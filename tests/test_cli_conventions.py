@@ -625,3 +625,18 @@ def test_a_bug_exits_3_with_its_traceback_never_1(tmp_path):
     assert lines[-1].startswith("fsyncbench: internal error (a bug in fsyncbench ")
     assert lines[-1].endswith("): ZeroDivisionError: division by zero")
     assert proc.stdout == ""
+
+
+def test_samples_counts_timings_and_powerloss_names_its_states_apart():
+    """run's and audit's --samples count timings; powerloss's sampled crash states are
+    --sampled-states (its old --samples still reads, unlisted)."""
+    from fsyncbench.cli_parser import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["powerloss", "d", "--sampled-states", "5"]).samples == 5
+    assert parser.parse_args(["powerloss", "d", "--samples", "7"]).samples == 7
+    sub = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert "--samples" not in sub["powerloss"].format_help()
+    for command in ("run", "audit"):
+        assert "--samples N" in sub[command].format_help()
+        assert "--sampled-states" not in sub[command].format_help()
