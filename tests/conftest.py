@@ -4,7 +4,13 @@
 skips a test at the moment it would start another process (the CLI in a subprocess,
 strace, a powercut writer): what is left are the fast in-process unit tests, which
 scripts/mutation.py runs against each mutant (issue "Tests that catch bugs": "focusing each
-mutant on its module's fast unit tests"). The normal suite runs everything.
+mutant on its module's fast unit tests").
+Tiers: plain ``pytest`` is the fast tier. Tests marked ``slow`` (statistical simulations,
+many real runs) or ``system`` (storage stacks built for the test, loop devices, FUSE,
+headless chromium, package builds, ansible) are left out of it and named in the summary;
+``--all-tiers`` runs every tier (the README's test command and CI), ``-m slow`` or
+``-m system`` one tier, any ``-m`` expression exactly what it says; test files or tests
+named on the command line run whatever their tier.
 """
 
 from __future__ import annotations
@@ -12,6 +18,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+
+#: the markers of the tiers plain ``pytest`` leaves out (pyproject.toml names them)
+SLOW_TIERS = ("slow", "system")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -21,6 +30,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="only fast in-process tests: skip slow ones and any that start a "
         "process (mutation runs)",
     )
+    parser.addoption(
+        "--all-tiers",
+        action="store_true",
+        help="run every tier: fast, slow and system (what CI runs)",
+    )
+
+
+_LEFT_OUT: dict[str, int] = {}
+
+
+def _named(config: pytest.Config) -> bool:
+    """True when the command line names test files or tests (not a directory): those run
+    whatever their tier."""
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        return False
+    return all("::" in a or a.split("::")[0].endswith(".py") for a in config.args)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -29,6 +54,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for item in items:
             if item.get_closest_marker("slow"):
                 item.add_marker(skip)
+    if config.getoption("--all-tiers") or config.getoption("markexpr") or _named(config):
+        return
+    kept, left = [], []
+    for item in items:
+        tier = next((t for t in SLOW_TIERS if item.get_closest_marker(t)), None)
+        if tier is None:
+            kept.append(item)
+        else:
+            left.append(item)
+            _LEFT_OUT[tier] = _LEFT_OUT.get(tier, 0) + 1
+    if left:
+        config.hook.pytest_deselected(items=left)
+        items[:] = kept
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # type: ignore[no-untyped-def]
+    if _LEFT_OUT:
+        counts = ", ".join(f"{n} {tier}" for tier, n in _LEFT_OUT.items())
+        terminalreporter.write_line(
+            f"fast tier only: {counts} tests not run; pytest --all-tiers runs every tier "
+            "(as CI does), pytest -m slow or -m system one of them"
+        )
 
 
 _POPEN_INIT = subprocess.Popen.__init__

@@ -50,7 +50,7 @@ from fsyncbench.model import (
     SyscallComparison,
     Virtualization,
 )
-from fsyncbench.report import compare, describe
+from fsyncbench.report import compare, latency
 from fsyncbench.report import tables as render
 
 #: A p50 every device class accepts as a real flush (above the 150 us consumer SSD floor).
@@ -1083,7 +1083,7 @@ def test_at_tool_floor_within_floor_factor(side):
     )
     at = side != ABOVE
     assert stats.at_tool_floor(r, report.floors) is at
-    label = describe.results_table(report).rows[0][1].text
+    label = latency.results_table(report).rows[0][1].text
     assert label == "write+fdatasync" + (" (at the tool's floor)" if at else "")
 
 

@@ -165,7 +165,13 @@ def _facts(text: str) -> Counter:
     # the page head repeats the title; figures (and their captions) are the HTML's own
     text = re.sub(r"<head>.*?</head>|<figure>.*?</figure>", "", text, flags=re.S)
     text = html_lib.unescape(re.sub(r"<[^>]+>", " ", text))
-    text = text.replace("\\", "").replace("µs", "us").replace("±", "+-").replace("×", "x")
+    text = (
+        text.replace("\u00a0", " ")
+        .replace("\\", "")
+        .replace("µs", "us")
+        .replace("±", "+-")
+        .replace("×", "x")
+    )
     tokens = re.findall(r"\d[\d,.]*(?: ?(?:ns|us|ms|s|%|x)\b)?", text)
     words = re.findall(r"\b(?:honest_flush|no_flush|volatile_cache|unverifiable|yes|NO)\b", text)
     return Counter(tokens + words)
@@ -182,7 +188,7 @@ def _facts(text: str) -> Counter:
 )
 def test_text_markdown_and_html_carry_the_same_facts(build):
     rep = build()
-    text, md, page = (report_out.render(rep, f) for f in ("text", "markdown", "html"))
+    text, md, page = (report_out.render(rep, f, verbose=True) for f in ("text", "markdown", "html"))
     facts = _facts(text)
     assert facts == _facts(md)
     assert facts == _facts(page)
@@ -192,7 +198,7 @@ def test_text_markdown_and_html_carry_the_same_facts(build):
 def test_a_dropped_cell_would_show():
     """The comparison above notices one missing figure (the test can fail)."""
     rep = sampled.report()
-    text = report_out.render(rep, "text")
+    text = report_out.render(rep, "text", verbose=True)
     row = next(ln for ln in text.splitlines() if ln.startswith("commit") and "wal/full" in ln)
     assert _facts(text) != _facts(text.replace(row, row.rsplit(" ", 1)[0]))
 
@@ -261,14 +267,20 @@ def test_evidence_reads_as_sentences_with_units():
 # --------------------------------------------------------------------------- first screen
 
 
-def _layout(page: str, tmp_path: Path) -> dict[str, float]:
-    """Bottom edges (CSS px) of the answer box and the results table at 1400x900, measured
-    by headless Chromium on a copy of the page with a probe script added (the report
-    itself has none)."""
+def _layout(page: str, tmp_path: Path, width: int = 1400) -> dict:
+    """At ``width`` x 900, measured by headless Chromium on a copy of the page with a probe
+    script added (the report itself has none): the bottom edges (CSS px) of the answer box
+    and the first results table, the viewport's height, how far each table overflows its
+    box and the page its window (px), and each chart's scale (rendered width over its own
+    width, pt as 4/3 px)."""
     probe = (
         "<script>window.addEventListener('load',()=>{const b=s=>document.querySelector(s)"
-        ".getBoundingClientRect().bottom;document.title=JSON.stringify({answer:b('#answer'),"
-        "table:b('#results table'),viewport:window.innerHeight})})</script>"
+        ".getBoundingClientRect().bottom;const over=[...document.querySelectorAll('.wide')]"
+        ".map(w=>w.scrollWidth-w.clientWidth);const scale=[...document.querySelectorAll("
+        "'figure svg')].map(s=>s.getBoundingClientRect().width/(parseFloat(s.getAttribute"
+        "('width'))*4/3));document.title=JSON.stringify({answer:b('#answer'),"
+        "table:b('#results table'),viewport:window.innerHeight,overflow:over,scale:scale,"
+        "page:document.documentElement.scrollWidth-window.innerWidth})})</script>"
     )
     path = tmp_path / "probe.html"
     path.write_text(page.replace("</body>", probe + "</body>"))
@@ -279,7 +291,7 @@ def _layout(page: str, tmp_path: Path) -> dict[str, float]:
             "--headless",
             "--no-sandbox",
             "--disable-gpu",
-            "--window-size=1400,900",
+            f"--window-size={width},900",
             "--dump-dom",
             path.as_uri(),
         ],
@@ -294,19 +306,50 @@ def _layout(page: str, tmp_path: Path) -> dict[str, float]:
     return json.loads(html_lib.unescape(title.group(1)))
 
 
-@pytest.mark.skipif(
+_CHROMIUM = pytest.mark.skipif(
     not (shutil.which("chromium") or shutil.which("chromium-browser")),
     reason="headless Chromium not installed (apt-get install chromium)",
 )
-@pytest.mark.parametrize("which", ["example", "sampled"])
-def test_html_first_screen_holds_the_answer_and_the_latency_table(tmp_path, which):
-    """The committed example is a default run of this VM (14 rows, 3 rounds); the sampled
-    report a small one."""
+
+
+def _page(which: str) -> str:
+    """The committed example (a default run of this VM: 14 rows, 8 rounds, 4 earlier runs)
+    or a small sampled report, as HTML."""
     from fsyncbench.report import store
 
-    examples = sorted((Path(__file__).resolve().parent.parent / "reports").glob("*.json"))
+    root = Path(__file__).resolve().parent.parent
+    examples = sorted((root / "examples" / "report").glob("*.json"))
     rep = store.load_report(examples[-1]) if which == "example" else sampled.report()
-    page = report_out.render(rep, "html")
-    box = _layout(page, tmp_path)
+    return report_out.render(rep, "html")
+
+
+@pytest.mark.system
+@_CHROMIUM
+@pytest.mark.parametrize("which", ["example", "sampled"])
+def test_html_first_screen_holds_the_answer_and_the_latency_table(tmp_path, which):
+    box = _layout(_page(which), tmp_path)
     assert box["viewport"] > 800
     assert box["answer"] < box["table"] <= 900
+
+
+@pytest.mark.system
+@_CHROMIUM
+def test_html_fits_1280_px_and_its_charts_keep_their_text_size(tmp_path):
+    """Every table fits a 1,280 px window without scrolling sideways; each chart is drawn at
+    least at 90 % of its own size, so the CDF's legend (plots.LEGEND_PT) reads at >= 10 px."""
+    from fsyncbench.report import plots
+
+    box = _layout(_page("example"), tmp_path, width=1280)
+    assert len(box["overflow"]) >= 2 and max(box["overflow"]) <= 0, box
+    assert box["page"] <= 0, box
+    assert box["scale"] and min(box["scale"]) >= 0.9, box
+    assert plots.LEGEND_PT * 4 / 3 * min(box["scale"]) >= 10
+
+
+def test_text_never_wraps_a_figure_away_from_its_unit():
+    from fsyncbench.report import text as text_out
+
+    for pad in range(text_out.WIDTH - 12, text_out.WIDTH + 2):
+        lines = text_out._wrap("x" * pad + " took 893 us (p50) and 1.00 s at most")
+        assert not any(ln.endswith(("893", "1.00")) for ln in lines), lines
+        assert " ".join(lines).endswith("took 893 us (p50) and 1.00 s at most")

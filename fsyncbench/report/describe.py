@@ -11,9 +11,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fsyncbench.fmt import fmt_bandwidth, fmt_interval, fmt_ns, fmt_spread
+from fsyncbench.fmt import fmt_bandwidth, fmt_interval, fmt_ns
 from fsyncbench.judge import stack
-from fsyncbench.measure import stats
 from fsyncbench.model import Finding, Report
 from fsyncbench.report.answer import (
     DEFAULT_MODEL_CALL_MS,
@@ -32,9 +31,9 @@ from fsyncbench.report.document import (
     Section,
     Table,
 )
+from fsyncbench.report.latency import compact_table, results_table
 from fsyncbench.report.loss import run_report_sections
 from fsyncbench.report.wording import (
-    P999_MIN_SAMPLES,
     STRENGTH_MEANING,
     VERDICT_MEANING,
     evidence_lines,
@@ -42,8 +41,6 @@ from fsyncbench.report.wording import (
     host_lines,
     interval_caveat,
     methodology,
-    p99_precision,
-    result_label,
     stance_tag,
     verdict_phrase,
 )
@@ -109,6 +106,7 @@ def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Do
     sections = [
         answer_section(report, bottom_line(report, model_call_ms)),
         results_section(report),
+        statistics_section(report),
         *run_report_sections(report),
         findings_section(report),
         counters_section(report),
@@ -297,102 +295,10 @@ def answer_section(report: Report, b: BottomLine, brief: bool = False) -> Sectio
 # --------------------------------------------------------------------------- results
 
 
-def results_table(report: Report) -> Table:
-    """One row per result: kind, configuration, whether its pragmas promise a durable commit,
-    the path verdict (``-`` for what issues no sync; its strength where it differs from the
-    report's), sync primitive, n, p50 and p99 with
-    their 95 % intervals, p90, the p99 precision, each round's p99 (with rounds), the
-    range of earlier runs' p99 (with earlier runs), p99.9, max, ops/s."""
-    verdicts = {v.subject: v for v in report.verdict.results}
-    rounds = any(r.summary.round_p99_ns for r in report.results)
-    earlier = any(r.earlier for r in report.results)
-    headers = (
-        "kind",
-        "configuration",
-        "durable commit",
-        "path verdict",
-        "sync primitive",
-        "n",
-        "p50",
-        "p50 95% CI",
-        "p90",
-        "p99",
-        "p99 95% CI",
-        "p99 +-",
-        *(("p99 of each round",) if rounds else ()),
-        *(("p99 of earlier runs",) if earlier else ()),
-        "p99.9",
-        "max",
-        "ops/s",
-    )
-    rows = []
-    for r in report.results:
-        s = r.summary
-        v = verdicts.get(r.name)
-        durable = (
-            Cell("-")
-            if v is None or v.config_durable is None
-            else Cell("yes", "good")
-            if v.config_durable
-            else Cell("NO", "bad")
-        )
-        label = result_label(r)
-        if stats.at_tool_floor(r, report.floors):
-            label += " (at the tool's floor)"
-        # the strength where it differs from the report's (said once in the bottom line)
-        other = v is not None and v.strength and v.strength != report.verdict.strength
-        verdict = (
-            Cell("-")
-            if v is None or r.primitive == "none"
-            else Cell(v.path_verdict + (f" ({v.strength})" if other else ""))
-        )
-        rows.append(
-            (
-                Cell(r.kind),
-                Cell(label),
-                durable,
-                verdict,
-                Cell(r.primitive),
-                Cell(f"{s.count}" + ("" if r.target_reached else f" (<{r.target_samples})")),
-                Cell(fmt_ns(s.p50_ns)),
-                Cell(fmt_interval(s.p50_ci_ns, s.p50_interval)),
-                Cell(fmt_ns(s.p90_ns)),
-                Cell(fmt_ns(s.p99_ns)),
-                Cell(fmt_interval(s.p99_ci_ns, s.p99_interval)),
-                Cell(p99_precision(r), "caution" if r.ci_target_met is False else ""),
-                *((Cell(fmt_spread(s.round_p99_ns)),) if rounds else ()),
-                *((Cell(fmt_spread([e.p99_ns for e in r.earlier], "runs")),) if earlier else ()),
-                Cell(fmt_ns(s.p999_ns) if s.count >= P999_MIN_SAMPLES else "-"),
-                Cell(fmt_ns(s.max_ns)),
-                Cell(f"{s.ops_per_s:,.0f}"),
-            )
-        )
-    numeric = frozenset(
-        i
-        for i, h in enumerate(headers)
-        if h
-        in (
-            "n",
-            "p50",
-            "p50 95% CI",
-            "p90",
-            "p99",
-            "p99 95% CI",
-            "p99 +-",
-            "p99 of each round",
-            "p99 of earlier runs",
-            "p99.9",
-            "max",
-            "ops/s",
-        )
-    )
-    return Table(headers, tuple(rows), numeric)
-
-
 def results_section(report: Report) -> Section:
-    """The latency table, the charts (HTML), what the intervals can and cannot see, the
-    tool's floor and the run's notes."""
-    blocks: list[Block] = [results_table(report)]
+    """The compact latency table, what the intervals can and cannot see, the tool's floor,
+    the run's notes and the charts (HTML); every statistic is in :func:`statistics_section`."""
+    blocks: list[Block] = [compact_table(report)]
     caveat = interval_caveat(report.results)
     if caveat:
         blocks.append(Paragraph(caveat))
@@ -424,6 +330,11 @@ def results_section(report: Report) -> Section:
                 )
             )
     return Section("results", "Latency per configuration", tuple(blocks))
+
+
+def statistics_section(report: Report) -> Section:
+    """Every statistic of every result (:func:`fsyncbench.report.latency.results_table`)."""
+    return Section("statistics", "Every statistic per configuration", (results_table(report),))
 
 
 # --------------------------------------------------------------------------- findings

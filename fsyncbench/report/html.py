@@ -2,9 +2,11 @@
 scripts, no fonts or styles fetched from anywhere, charts as inline SVG
 (:mod:`fsyncbench.report.plots`).
 
-The bottom line and the latency table come first, so a reader sees at 1400x900 what to
-choose, what it costs and whether to trust the storage; the configuration chart sits
-beside the CDF below them. Every string from the report is HTML-escaped.
+The bottom line and the compact latency table come first, so a reader sees at 1400x900
+what to choose, what it costs and whether to trust the storage; the charts follow, each at
+the full width of the page (its text at its own size up to 1,280 px), then the table of
+every statistic, whose cells wrap so that it fits a 1,280 px window. Every string from the
+report is HTML-escaped.
 """
 
 from __future__ import annotations
@@ -26,13 +28,12 @@ h1{font-size:1.35em;margin:.2em 0}h2{font-size:1.15em;margin:1.4em 0 .4em;border
 .answer.good{border-color:#1b6e20}.answer.caution{border-color:#b58900}.answer.bad{border-color:#b00020}
 table{border-collapse:collapse;margin:.4em 0;font-size:.78em}
 th,td{border:1px solid #ccc;padding:.1em .35em;text-align:left;vertical-align:top}
-td{white-space:nowrap}
 .wide{overflow-x:auto}
-th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.good{color:#1b6e20;font-weight:600}td.bad{color:#b00020;font-weight:700}td.caution{color:#a15c00}
 p.bad,li.bad>strong{color:#b00020}p.caution>strong,li.caution>strong{color:#a15c00}
 .figs{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}
-.figs figure{flex:1 1 520px;margin:.4em 0}
+.figs figure{flex:1 1 100%;margin:.4em 0}
 figure{margin:1em 0}figcaption{color:#444;font-size:.85em}
 svg{max-width:100%;height:auto}
 code,pre{background:#f3f3f3;padding:0 .2em}pre{padding:.5em;overflow-x:auto;font-size:.85em}
@@ -51,13 +52,16 @@ def _paragraph(p: dm.Paragraph, tag: str = "p") -> str:
     return f"<{tag}{cls}>{lead}{_inline(p.text)}"
 
 
+#: a figure and its unit ("1.27 µs", "5 runs", "20.0 %"): kept on one line where a cell wraps
+_FIGURE_UNIT = re.compile(r"(?<=\d) (?=[^\s\d\[\](),;-])")
+
+
 def _cell(c: dm.Cell, numeric: bool) -> str:
+    """One table cell. Cells wrap (so the table fits a 1,280 px window) but never between
+    a figure and its unit."""
     classes = " ".join(x for x in ("num" if numeric else "", c.tone) if x)
-    return (
-        f'<td class="{classes}">{_inline(c.text)}</td>'
-        if classes
-        else f"<td>{_inline(c.text)}</td>"
-    )
+    text = _FIGURE_UNIT.sub("\u00a0", _inline(c.text)).replace(" - ", "\u00a0- ")
+    return f'<td class="{classes}">{text}</td>' if classes else f"<td>{text}</td>"
 
 
 def _table(t: dm.Table) -> str:

@@ -94,6 +94,11 @@ def cdf_points(samples_ns: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
     return x[idx], (idx + 0.5) / n
 
 
+#: the CDF legend's type size (pt); the page draws the charts at their own size, so this is
+#: what a reader sees (11.3 px; tests/test_report_views.py checks >= 10 px at 1,280 px)
+LEGEND_PT = 8.5
+
+
 def _new_figure(width: float, height: float) -> Figure:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -159,7 +164,9 @@ def cdf_svg(report: Report) -> str:
         if drawn:
             ax.set_xscale("log")
             _axis_label(ax)
-            ax.legend(loc="upper left", bbox_to_anchor=(1.04, 1.0), fontsize=8.5, frameon=False)
+            ax.legend(
+                loc="upper left", bbox_to_anchor=(1.04, 1.0), fontsize=LEGEND_PT, frameon=False
+            )
         else:
             ax.text(0.5, 0.5, "no raw samples in this report", ha="center", transform=ax.transAxes)
         ax.set_yscale("logit")

@@ -4,6 +4,7 @@ are in the tables)."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 from tabulate import tabulate
@@ -17,17 +18,23 @@ _MARK = {"bad": "!! ", "caution": "! "}
 WIDTH = 100
 
 
+#: a figure and its unit ("893 us", "1.00 s", "5 runs"): one word for wrapping
+_FIGURE_UNIT = re.compile(r"(?<=\d) (?=[A-Za-z%])")
+_GLUE = "\u00a0"  # not whitespace to textwrap, which splits on ASCII whitespace only
+
+
 def _wrap(text: str, first: str = "", rest: str = "") -> list[str]:
     """``text`` wrapped at :data:`WIDTH`, the first line led by ``first`` and the others
-    indented by ``rest``; words (a path, a URL) are never broken."""
-    return textwrap.wrap(
-        text,
+    indented by ``rest``; words (a path, a URL) are never broken, nor a figure from its unit."""
+    lines = textwrap.wrap(
+        _FIGURE_UNIT.sub(_GLUE, text),
         WIDTH,
         initial_indent=first,
         subsequent_indent=rest,
         break_long_words=False,
         break_on_hyphens=False,
     ) or [first.rstrip()]
+    return [line.replace(_GLUE, " ") for line in lines]
 
 
 def _paragraph(p: dm.Paragraph) -> str:

@@ -1,0 +1,74 @@
+"""The Python API: what each ``fsyncbench`` command does, as one call that returns its
+result or raises, and never prints or exits (``fsyncbench.cli`` parses, calls one of these,
+prints and exits)::
+
+    import fsyncbench
+
+    report = fsyncbench.run("/var/lib/myapp", samples=300, rounds=1)   # a Report
+    fsyncbench.save(report, "reports")                                  # its .json and .md
+    print(fsyncbench.render(report, "markdown"))
+
+Measuring: :func:`run`, :func:`audit`, :func:`kill_matrix`, :func:`simulate_power_loss`,
+:func:`host_record`,
+:func:`powercut_listen`, :func:`powercut_write`, :func:`powercut_verify`. Reports:
+:func:`load`, :func:`save`, :func:`render`, :func:`gate`, :func:`compare`. The results are
+the frozen dataclasses of :mod:`fsyncbench.model` (durations in ns, in fields named
+``*_ns``), JSON as :func:`fsyncbench.report.store.report_to_json` writes it.
+
+Errors: :class:`~fsyncbench.errors.FsyncbenchError` with a one-line message, for bad input
+(checked before any work, in :mod:`fsyncbench.options`; the message names the CLI option, so
+it reads as the CLI's does) and for failures while working (an I/O error, a listener that
+cannot be reached). Ctrl-C (or SIGTERM, where the CLI maps it) while measuring raises
+:class:`~fsyncbench.errors.Interrupted`, a KeyboardInterrupt saying what was cleaned up.
+"""
+
+# the callback types of the measuring calls' arguments, named for annotations
+from fsyncbench.api.measuring import Notes as Notes
+from fsyncbench.api.measuring import Progress as Progress
+from fsyncbench.api.measuring import (
+    audit,
+    build_report,
+    host_record,
+    kill_matrix,
+    powercut_listen,
+    powercut_verify,
+    powercut_write,
+    run,
+    simulate_power_loss,
+)
+from fsyncbench.api.reports import (
+    Comparison,
+    GateResult,
+    compare,
+    gate,
+    load,
+    render,
+    save,
+    write_file,
+)
+from fsyncbench.errors import FsyncbenchError, Interrupted
+from fsyncbench.options import Gates, Outputs
+
+__all__ = [
+    "run",
+    "audit",
+    "host_record",
+    "kill_matrix",
+    "simulate_power_loss",
+    "load",
+    "save",
+    "render",
+    "gate",
+    "compare",
+    "powercut_listen",
+    "powercut_write",
+    "powercut_verify",
+    "build_report",
+    "write_file",
+    "Gates",
+    "Outputs",
+    "GateResult",
+    "Comparison",
+    "FsyncbenchError",
+    "Interrupted",
+]

@@ -1,0 +1,599 @@
+"""The reports half of the API (:mod:`fsyncbench.api`): :func:`load`, :func:`save`,
+:func:`write_file`, :func:`render`, :func:`gate` and :func:`compare`."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fsyncbench import options
+from fsyncbench.api.measuring import PathLike, _redacted
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.model import SCHEMA_VERSION, Host, PowerlossResult, Report, to_jsonable
+from fsyncbench.options import Gates, Outputs
+from fsyncbench.report import store
+from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
+
+if TYPE_CHECKING:  # for annotations only: each is imported where it is used
+    from fsyncbench.judge.gates import GateFailure
+    from fsyncbench.report.compare import PairComparison, Regression
+    from fsyncbench.report.fleet import FleetGroup, FleetRow
+
+
+def load(
+    path: PathLike,
+    *,
+    redact: bool = False,
+    gates: Gates | None = None,
+    outputs: Outputs | None = None,
+) -> Report:
+    """``fsyncbench show``'s report: read and check a saved report file (run, audit or
+    powercut; a newer schema raises "upgrade fsyncbench"), ``redact``-ed if asked. ``gates``'
+    configurations must be in it; ``outputs`` must not overwrite it (both checked)."""
+    options.check_path(path, "path")
+    options.check_instance(gates, Gates, "gates")
+    options.check_instance(outputs, Outputs, "outputs")
+    path = Path(path)
+    if outputs is not None:
+        outputs.check(source=path)
+    report = _redacted(store.load_report(path), redact)
+    if gates is not None:
+        gates.check_configs([r.name for r in report.results])
+    return report
+
+
+def save(
+    report: Report,
+    report_dir: PathLike | None,
+    *,
+    html: bool = False,
+    csv: PathLike | None = None,
+    model_call_ms: float = DEFAULT_MODEL_CALL_MS,
+    rendered: dict[str, str] | None = None,
+    prometheus: PathLike | None = None,
+) -> list[Path]:
+    """Write ``<host>-<time>.json`` and ``.md`` (and ``.html``) under a name no other report
+    holds in ``report_dir`` (created if needed; None: no report files), then the raw samples
+    as CSV to ``csv`` (replaced if it exists, like fio's and hyperfine's output files), then
+    the metrics for node_exporter's textfile collector to ``prometheus``
+    (:func:`fsyncbench.report.prometheus.render_textfile`; replaced by rename, so the
+    collector never reads half a file), all durably; returns the paths written.
+    ``rendered``: texts already rendered, by format. All or nothing: on any failure (or
+    Ctrl-C) the files written so far are removed (a report the metrics cannot be made of
+    raises before anything is written)."""
+    from fsyncbench.report import tables
+
+    options.check_instance(report, Report, "report", optional=False)
+    options.check_path(report_dir, "report_dir", optional=True)
+    options.check_path(csv, "csv", optional=True)
+    options.check_path(prometheus, "prometheus", optional=True)
+    options.model_call_ms(model_call_ms)
+    options.check_instance(rendered, dict, "rendered")
+    metrics = None
+    if prometheus is not None:
+        from fsyncbench.report.prometheus import render_textfile
+
+        metrics = render_textfile(report)
+    out_dir = None if report_dir is None else store.prepare_output_dir(Path(report_dir))
+    csv = None if csv is None else Path(csv)
+    prometheus = None if prometheus is None else Path(prometheus)
+    suffixes = (".json", ".md") + ((".html",) if html else ()) if out_dir is not None else ()
+    paths: list[Path] = []
+    if out_dir is not None:
+        stem = store.claim_name(out_dir, store.report_basename(report), suffixes)
+        paths = [stem.with_name(stem.name + suffix) for suffix in suffixes]
+    done = rendered or {}
+    texts = {
+        suffix: (
+            lambda fmt=fmt: (
+                done[fmt] if fmt in done else render(report, fmt, model_call_ms=model_call_ms)
+            )
+        )
+        for suffix, fmt in ((".json", "json"), (".md", "markdown"), (".html", "html"))
+    }
+    written: list[Path] = []
+    try:
+        for path, suffix in zip(paths, suffixes):
+            store.write_durably(path, texts[suffix]())
+            written.append(path)
+        if csv is not None:
+            store.write_durably(csv, tables.render_csv(report))
+            written.append(csv)
+        if prometheus is not None and metrics is not None:
+            store.write_durably(prometheus, metrics)
+    except BaseException:
+        for path in written:
+            path.unlink(missing_ok=True)
+        for path in paths:  # a name claimed but not yet written
+            path.unlink(missing_ok=True)
+        raise
+    return [*paths, *(p for p in (csv, prometheus) if p is not None)]
+
+
+def write_file(path: PathLike, text: str) -> None:
+    """Atomically and durably replace the file ``path`` with ``text`` (``-o FILE``)."""
+    options.check_path(path, "path")
+    options.check_text(text, "text")
+    store.write_durably(Path(path), text)
+
+
+def render(
+    result: object,
+    fmt: str = "text",
+    *,
+    model_call_ms: float = DEFAULT_MODEL_CALL_MS,
+    verbose: bool = False,
+) -> str:
+    """``result`` as the CLI prints it in ``fmt``: a Report ("text", "markdown", "json",
+    "html"; a powercut report through :func:`fsyncbench.powercut.view.render`, others
+    through :func:`fsyncbench.report.render`, JSON as saved); a Host, a CrashExperiment
+    or PowerLossExperiment (:func:`kill_matrix`) ("text", "markdown", "json"); a
+    :class:`Comparison` ("text", "markdown", "json", "html"); a PowerlossResult (:func:`simulate_power_loss`: "text", "markdown",
+    "json", "html"); a powercut WriterSummary or VerifyOutcome ("text", "json").
+    ``model_call_ms``: the unit a durable
+    commit is set against, in milliseconds. ``verbose``: a run or audit report as "text" is
+    the bottom line and a compact table (:func:`fsyncbench.report.summary.summarize`) unless
+    it is True (the whole report, as Markdown and HTML always are)."""
+    from fsyncbench.report import tables
+
+    options.model_call_ms(model_call_ms)
+    if isinstance(result, Report):
+        fmt = options.choice(fmt, options.REPORT_FORMATS, "--format")
+        if fmt == "json":
+            return store.report_to_json(result)
+        if result.kind == "powercut":
+            from fsyncbench.powercut import view
+
+            return view.render(result, fmt)
+        from fsyncbench import report as reporting
+
+        return reporting.render(result, fmt, model_call_ms, verbose)
+    if isinstance(result, Comparison):
+        return _render_comparison(result, options.choice(fmt, options.COMPARE_FORMATS, "--format"))
+    if isinstance(result, Host):
+        if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
+            return _json(to_jsonable(result))
+        return tables.render_host(result, fmt)
+    if isinstance(result, PowerlossResult):
+        return _render_powerloss(result, options.choice(fmt, options.REPORT_FORMATS, "--format"))
+    from fsyncbench.powercut.verify import VerifyOutcome
+    from fsyncbench.powercut.writer import WriterSummary, format_summary
+
+    if isinstance(result, VerifyOutcome):
+        fmt = options.choice(fmt, options.VERIFY_FORMATS, "--format")
+        return store.report_to_json(result.report) if fmt == "json" else result.text
+    if isinstance(result, WriterSummary):
+        if options.choice(fmt, options.VERIFY_FORMATS, "--format") == "json":
+            return (
+                json.dumps(
+                    {
+                        k: str(v) if isinstance(v, Path) else v
+                        for k, v in to_jsonable(result).items()
+                    },
+                    indent=1,
+                )
+                + "\n"
+            )
+        return format_summary(result) + "\n"
+    from fsyncbench.crash import CrashExperiment
+    from fsyncbench.crash.view import crash_jsonable, render_crash
+
+    if isinstance(result, CrashExperiment):
+        if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
+            return _json(crash_jsonable(result, model_call_ms))
+        return render_crash(result, model_call_ms, fmt)
+    from fsyncbench.crash import PowerLossExperiment
+    from fsyncbench.crash.view import power_loss_jsonable, render_power_loss
+
+    if isinstance(result, PowerLossExperiment):
+        if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
+            return _json(power_loss_jsonable(result))
+        return render_power_loss(result, fmt)
+    raise FsyncbenchError(f"cannot render a {type(result).__name__}")
+
+
+def _render_powerloss(result: PowerlossResult, fmt: str) -> str:
+    from fsyncbench import __version__
+    from fsyncbench.report import render_document
+    from fsyncbench.report.loss import describe_powerloss
+
+    if fmt == "json":
+        data = to_jsonable(result)
+        for config, c in zip(data["configs"], result.configs):
+            for model, m in zip(config["models"], c.models):
+                model["measured_vs_documented"] = c.agreement(m)
+        return _json(
+            {
+                "kind": "powerloss",
+                "schema_version": SCHEMA_VERSION,
+                "tool_version": __version__,
+                **data,
+            }
+        )
+    return render_document(describe_powerloss(result, __version__), fmt)
+
+
+def _json(data: Any) -> str:
+    from fsyncbench.report import tables
+
+    return json.dumps(tables.json_safe(data), indent=1) + "\n"
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """What :func:`gate` found: ``failures`` (:class:`fsyncbench.judge.gates.GateFailure`,
+    in result order) among ``checked`` configurations; ``notes`` (a p99 whose interval
+    straddles ``--max-p99``); ``cannot_tell`` (what a strict gate could not check, with what
+    would settle it); ``active`` False when no gate was set (nothing checked)."""
+
+    failures: tuple[GateFailure, ...] = ()
+    checked: int = 0
+    active: bool = False
+    notes: tuple[str, ...] = ()
+    cannot_tell: tuple[str, ...] = ()
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.failures)
+
+
+def gate(
+    report: Report,
+    gates: Gates | None = None,
+    *,
+    max_p99: str | int | None = None,
+    fail_on: str | Sequence[str] | None = None,
+    configs: str | Sequence[str] | None = None,
+    max_p99_strict: bool = False,
+) -> GateResult:
+    """The CI gates over ``report``: each configuration (``configs``; default all but the
+    no-sync write baseline) whose p99 is above ``max_p99`` ("10ms", or ns) or whose path
+    verdict is in ``fail_on`` ("volatile_cache,no_flush") fails. Give ``gates`` (parsed) or
+    the three values."""
+    from fsyncbench.judge import gates as checks
+
+    options.check_instance(gates, Gates, "gates")
+    if gates is None:
+        gates = Gates.parse(max_p99, fail_on, configs, max_p99_strict)
+    options.check_instance(report, Report, "report", optional=False)
+    if not gates.active:
+        return GateResult()
+    failures, notes, untold = checks.review(
+        report, gates.max_p99_ns, gates.fail_on, gates.configs, gates.max_p99_strict
+    )
+    return GateResult(
+        tuple(failures),
+        len(checks.select(report, gates.configs)),
+        True,
+        tuple(notes),
+        tuple(untold),
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What :func:`compare` found. Two reports: ``pair`` (host differences, each
+    configuration's p50 and p99 side by side with intervals and Holm-adjusted significance).
+    A fleet (a directory, three or more reports, or ``group_by`` given): ``fleet`` rows, one
+    per report, and ``groups`` (:class:`fsyncbench.report.fleet.FleetGroup`) sharing the
+    fields ``group_by``, sorted by the p99 of ``config``. With a regression check
+    (``limit_pct`` set): the ``regressions`` (:class:`fsyncbench.report.compare.Regression`)
+    against the first report, the configurations ``not_checked`` and the ``lines`` that say
+    so."""
+
+    reports: tuple[Report, ...]
+    labels: tuple[str, ...]
+    pair: PairComparison | None = None
+    fleet: tuple[FleetRow, ...] = ()
+    config: str | None = None
+    limit_pct: float | None = None
+    regressions: tuple[Regression, ...] = ()
+    not_checked: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
+    groups: tuple[FleetGroup, ...] = ()
+    group_by: tuple[str, ...] = ()
+    duplicates: tuple[tuple[str, str], ...] = ()
+
+
+def _report_inputs(
+    reports: Sequence[PathLike | Report],
+) -> tuple[list[Path | Report], list[str], bool]:
+    """Each argument of compare, directories expanded to the report files under them: the
+    inputs (a file found again under a directory is read once), their labels (file name;
+    under a directory, the path inside it; full paths where those repeat) and whether a
+    directory was given. Raises FsyncbenchError for a path that does not exist."""
+    items: list[Path | Report] = []
+    short: list[str] = []
+    seen: set[Path] = set()
+    any_dir = False
+    for r in reports:
+        if isinstance(r, Report):
+            items.append(r)
+            short.append(store.report_basename(r))
+            continue
+        path = Path(r)
+        if not path.exists():
+            raise FsyncbenchError(f"report {path} does not exist")
+        if not path.is_dir():
+            # a file named twice is compared with itself (an A/A check), as asked
+            seen.add(path.resolve())
+            items.append(path)
+            short.append(path.name)
+            continue
+        any_dir = True
+        for f in store.find_reports(path):
+            real = f.resolve()
+            if real not in seen:  # a report found again under a directory: once
+                seen.add(real)
+                items.append(f)
+                short.append(f.relative_to(path).as_posix())
+    if len(set(short)) == len(short):
+        return items, short, any_dir
+    full = [store.report_basename(i) if isinstance(i, Report) else str(i) for i in items]
+    return items, full, any_dir
+
+
+def _of_kind(
+    reports: list[Report], labels: list[str], kind: str | None
+) -> tuple[list[Report], list[str]]:
+    """Only the reports of ``kind`` (None: all, which must then be of one kind: a directory
+    where run and audit both saved reports is named with what to choose)."""
+    if kind is None:
+        kinds = Counter(r.kind for r in reports)
+        if len(kinds) > 1:
+            listed = ", ".join(f"{k} ({n})" for k, n in kinds.most_common())
+            raise FsyncbenchError(
+                f"the reports are of kinds {listed}, which measured different things: "
+                f"compare one kind, e.g. --kind {kinds.most_common(1)[0][0]}"
+            )
+        return reports, labels
+    kept = [(r, label) for r, label in zip(reports, labels) if r.kind == kind.lower()]
+    if not kept:
+        found = ", ".join(sorted({r.kind for r in reports}))
+        raise FsyncbenchError(f"no report of kind {kind!r} (found: {found})")
+    return [r for r, _ in kept], [label for _, label in kept]
+
+
+def _once(
+    reports: list[Report], labels: list[str]
+) -> tuple[list[Report], list[str], list[tuple[str, str]]]:
+    """A fleet's reports with copies of one run (same host, measured directory, kind,
+    creation time and figures) read once, and (copy, the label kept) for each dropped."""
+    seen: dict[tuple[object, ...], str] = {}
+    kept: list[tuple[Report, str]] = []
+    dropped: list[tuple[str, str]] = []
+    for rep, label in zip(reports, labels):
+        figures = tuple(
+            (r.name, r.summary.count, r.summary.p50_ns, r.summary.p99_ns) for r in rep.results
+        )
+        key = (rep.host.hostname, rep.host.target.path, rep.kind, rep.created_utc, figures)
+        if key in seen:
+            dropped.append((label, seen[key]))
+            continue
+        seen[key] = label
+        kept.append((rep, label))
+    return [r for r, _ in kept], [label for _, label in kept], dropped
+
+
+def compare(
+    reports: Sequence[PathLike | Report],
+    *,
+    configs: str | Sequence[str] | None = None,
+    fail_on_regression: float | None = None,
+    outputs: Outputs | None = None,
+    group_by: str | Sequence[str] | None = None,
+    kind: str | None = None,
+) -> Comparison:
+    """``fsyncbench compare``: reports (files, directories of them searched recursively for
+    ``*.json``, or Report objects; the first is the baseline, each labelled by its file
+    name, or its path where names repeat). Two reports side by side; a fleet when a
+    directory, three or more reports, or ``group_by`` is given. ``configs``: the
+    configuration to sort a fleet by (default wal/full), or those the regression check looks
+    at. ``group_by``: a fleet's grouping fields, a comma list of host, disk, kernel (default
+    all three; also dir: the directory each report lies in) or "report" for one row per
+    report. ``kind``: only reports of this kind (run, audit; a directory often holds both).
+    Copies of one run (same host, directory, kind, time and figures) are read once in a
+    fleet and named in ``duplicates``.
+    ``fail_on_regression``: a percentage; a
+    configuration whose p99 is more than that much worse than in the baseline, and
+    significantly so, is a regression (the baseline must be a file, not a directory).
+    Raises FsyncbenchError."""
+    from fsyncbench.judge import gates as checks
+    from fsyncbench.report import compare as comparing
+    from fsyncbench.report import fleet as fleets
+
+    if not isinstance(reports, Sequence) or isinstance(reports, (str, bytes)):
+        raise FsyncbenchError(
+            f"reports must be a sequence of paths or Reports, got {options.given(reports)}"
+        )
+    for i, r in enumerate(reports):
+        if not isinstance(r, (Report, str, os.PathLike)):
+            raise FsyncbenchError(
+                f"reports[{i}] must be a path or a Report, got {options.given(r)}"
+            )
+    options.check_list(configs, "configs")
+    options.check_list(group_by, "group_by")
+    options.check_instance(outputs, Outputs, "outputs")
+    by = fleets.parse_group_by(group_by)
+    if not reports:
+        raise FsyncbenchError("compare needs at least two reports, or a directory of them")
+    limit = None if fail_on_regression is None else options.percent(fail_on_regression)
+    if limit is not None and not isinstance(reports[0], Report) and Path(reports[0]).is_dir():
+        raise FsyncbenchError(
+            f"--fail-on-regression compares against a baseline report, and {reports[0]} is a "
+            "directory: give the baseline report file first, then the directory"
+        )
+    items, labels, any_dir = _report_inputs(reports)
+    is_fleet = any_dir or len(items) > 2 or group_by is not None
+    if len(items) < 2 and not (is_fleet and limit is None):
+        raise FsyncbenchError("compare needs at least two reports")
+    if outputs is not None:
+        outputs.check()
+    loaded = [r if isinstance(r, Report) else store.load_report(r) for r in items]
+    if kind is not None or is_fleet:  # two files of two kinds: check_comparable names them
+        loaded, labels = _of_kind(loaded, labels, kind)
+    duplicates: list[tuple[str, str]] = []
+    if is_fleet:
+        loaded, labels, duplicates = _once(loaded, labels)
+    for rep, label in zip(loaded, labels):
+        if not rep.results:
+            raise FsyncbenchError(
+                f"{label} holds no latency results (a {rep.kind} report): nothing to compare"
+            )
+    if len(loaded) > 1:
+        comparing.check_comparable(loaded, labels)
+    wanted = checks.parse_names([configs] if isinstance(configs, str) else configs)
+    if wanted:
+        checks.check_names(wanted, comparing.common_names(loaded), "every report has")
+    out = Comparison(tuple(loaded), tuple(labels))
+    if not is_fleet:
+        pair = comparing.compare_pair(loaded[0], loaded[1])
+        pairs = [(labels[1], pair)]
+        out = dataclasses.replace(out, pair=pair)
+    else:
+        if len(wanted) > 1:
+            raise FsyncbenchError("a fleet is sorted by one configuration: give one --config")
+        config = fleets.fleet_config(loaded, wanted[0] if wanted else None)
+        rows = fleets.fleet(loaded, labels, config)
+        out = dataclasses.replace(
+            out,
+            fleet=tuple(rows),
+            config=config,
+            groups=tuple(fleets.group(rows, by)),
+            group_by=by,
+            duplicates=tuple(duplicates),
+        )
+        pairs = (
+            []
+            if limit is None
+            else [
+                (label, comparing.compare_pair(loaded[0], rep))
+                for rep, label in zip(loaded[1:], labels[1:])
+            ]
+        )
+    if limit is None:
+        return out
+    skipped: list[str] = []
+    tested = 0
+    for label, pair in pairs:
+        looked, untested = comparing.regression_coverage(pair, wanted)
+        skipped += [f"{u} in {label}" if len(pairs) > 1 else u for u in untested]
+        tested += looked - len(untested)
+    if not tested and not skipped:
+        raise FsyncbenchError(
+            f"--fail-on-regression found no configuration that syncs in common with "
+            f"{labels[0]}: name the configurations to check with --config"
+        )
+    found = comparing.fleet_regressions(pairs, limit, labels[0], wanted)
+    return dataclasses.replace(
+        out,
+        limit_pct=limit,
+        regressions=tuple(found),
+        not_checked=tuple(skipped),
+        lines=tuple(_regression_lines(limit, pairs, labels[0], found, skipped, tested)),
+    )
+
+
+def _regression_lines(
+    limit: float,
+    pairs: Sequence[tuple[str, PairComparison]],
+    baseline: str,
+    found: Sequence[Regression],
+    skipped: Sequence[str],
+    tested: int,
+) -> list[str]:
+    """The regression check's lines: each regression, what it could not test ("cannot
+    tell", with what would settle it), and the bottom line."""
+    from fsyncbench.fmt import fmt_ns
+    from fsyncbench.report import compare as comparing
+    from fsyncbench.report import tables
+
+    lines = []
+    for label, pair in pairs:
+        moved = tables.floor_moved_line(pair)
+        if moved and any(r.candidate == label for r in found):
+            lines.append(f"{label}: {moved}")
+    for r in found:
+        q = r.statistic
+        assert q.ratio_ci is not None and q.ratio is not None  # tested, so it has both
+        base = (
+            f"{fmt_ns(q.a_ns)} in {r.baseline}"
+            if q.baseline_runs <= 1 or q.baseline_ns is None
+            else f"{fmt_ns(q.baseline_ns)} over {r.baseline} and its {q.baseline_runs - 1} "
+            "earlier runs"
+        )
+        line = (
+            f"REGRESSION {r.name} p{q.percentile:g}: {base} -> {fmt_ns(q.b_ns)} in "
+            f"{r.candidate}: {q.ratio:.2f}x (95% CI [{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}], "
+            f"{tables.basis_words(q)}), slower by more than --fail-on-regression {r.limit_pct:g} % "
+            f"and significantly (one-sided, {comparing.ADJUSTMENT}-adjusted over the {tested} "
+            f"statistics checked: p {r.p_adjusted:.2g})"
+        )
+        if q.ratio_ci[0] <= 1.0 + r.limit_pct / 100.0:
+            line += (
+                f"; its interval reaches below {1.0 + r.limit_pct / 100.0:.2f}x: that it is slower "
+                "is shown, that it is slower by more than the limit is the estimate's"
+            )
+        lines.append(line)
+    if skipped:
+        lines.append(
+            f"CANNOT TELL for {len(skipped)} statistic{'s' * (len(skipped) != 1)} the check was "
+            "asked to test: " + "; ".join(skipped) + "."
+        )
+    if not found:
+        lines.append(
+            f"No significant regression above {limit:g} % against {baseline} ({tested} "
+            f"statistic{'s' * (tested != 1)}, p50 and p99, tested one-sided; "
+            f"{comparing.ADJUSTMENT}-adjusted"
+            + (
+                "). The statistics above could not be tested: the check did not pass (exit 4)."
+                if skipped
+                else ")."
+            )
+        )
+    return lines
+
+
+def _render_comparison(c: Comparison, fmt: str) -> str:
+    from fsyncbench import __version__
+    from fsyncbench.report import fleet as fleets
+    from fsyncbench.report import render_document, tables
+    from fsyncbench.report.document import Document, Preformatted, Section
+
+    data: dict[str, Any]
+    if c.pair is not None:
+        if fmt == "json":
+            data = tables.compare_jsonable(c.reports[0], c.reports[1], c.pair, c.labels)
+        elif fmt == "html":
+            # the side-by-side tables as they read in a terminal, on a page of their own
+            text = tables.render_compare(c.reports[0], c.reports[1], c.pair, c.labels)
+            doc = Document(
+                f"fsyncbench compare: {c.labels[0]} vs {c.labels[1]}",
+                f"fsyncbench {__version__}",
+                (Section("compare", "Side by side", (Preformatted(tuple(text.splitlines())),)),),
+            )
+            return render_document(doc, fmt)
+        else:
+            return tables.render_compare(
+                c.reports[0], c.reports[1], c.pair, c.labels, tables.TABLEFMT[fmt]
+            )
+    else:
+        assert c.config is not None  # a fleet always has its configuration
+        if fmt != "json":
+            doc = fleets.describe_fleet(c.groups, c.config, c.group_by, __version__, c.duplicates)
+            return render_document(doc, fmt)
+        data = fleets.fleet_jsonable(c.groups, c.config, c.group_by, c.duplicates)
+    if c.limit_pct is not None:
+        data["regression_check"] = {
+            "limit_pct": c.limit_pct,
+            "baseline": c.labels[0],
+            "not_checked": list(c.not_checked),
+            "regressions": [to_jsonable(r) for r in c.regressions],
+        }
+    return _json(data)

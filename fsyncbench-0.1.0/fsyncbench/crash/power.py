@@ -1,0 +1,143 @@
+"""Each kill a simulated power cut of the agent's machine (``fsyncbench crash --power-loss``).
+
+The agent child opens its state database (the step journal or the checkpoints) through a
+recording VFS (:class:`fsyncbench.powerloss.sqlite.Recorder`, apsw's SQLite) that streams
+every file operation to a file beside it (:class:`fsyncbench.powerloss.rebase.OpStream`),
+the stream starting with the database's files as they were when the child started
+(:func:`fsyncbench.powerloss.rebase.snapshot_ops`: all of it durable). After the SIGKILL the
+parent reads the stream, rebuilds the one state a power cut at that moment leaves under the
+persistence model (:func:`fsyncbench.powerloss.rebase.state_after_cut`: where the model
+allows several, the one in which the fewest operations since the last honoured sync
+survive) and puts exactly those files in the agent's directory (a -shm, -wal or -journal
+the state does not hold is removed); then the agent restarts as after a plain kill.
+
+The outside world (:class:`fsyncbench.crash.world.World`, a remote service) is another
+machine: it keeps every write it acknowledged, so it is never cut. A run that completes
+ends its segment: the next child starts from its files as durable (the machine has synced
+since, as Linux's writeback does within vm.dirty_expire_centisecs, 30 s by default:
+https://docs.kernel.org/admin-guide/sysctl/vm.html#dirty-expire-centisecs), so a cut loses
+only what the killed child did.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fsyncbench.model import Pragmas
+from fsyncbench.powerloss.models import MODELS, SEMANTICS, CrashState
+from fsyncbench.powerloss.rebase import (
+    OpStream,
+    read_ops,
+    restore,
+    segment_trace,
+    snapshot_ops,
+    state_after_cut,
+)
+from fsyncbench.powerloss.sqlite import Recorder, SyncFilter, versions
+
+#: The pragma combinations ``crash --power-loss`` compares unless one is given: the WAL
+#: journal at each synchronous level a journal is likely to run at, and the rollback
+#: journal at FULL.
+DEFAULT_POWER_LOSS_PRAGMAS = (
+    Pragmas("WAL", "FULL"),
+    Pragmas("WAL", "NORMAL"),
+    Pragmas("WAL", "OFF"),
+    Pragmas("DELETE", "FULL"),
+)
+
+
+@dataclass(frozen=True)
+class PowerLoss:
+    """How each kill becomes a power cut: ``model`` one of
+    :data:`fsyncbench.powerloss.models.MODELS`, ``semantics`` one of
+    :data:`~fsyncbench.powerloss.models.SEMANTICS` (linux: every sync honoured; macos: only
+    F_FULLFSYNC, which the journal, without PRAGMA fullfsync, never asks for).
+    ``sync_filter``: a planted fault for tests, given to every child's Recorder (called with
+    the 0-based number of each sync; False skips it). Raises ValueError for an unknown
+    model or semantics."""
+
+    model: str
+    semantics: str = "linux"
+    sync_filter: SyncFilter | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.model not in MODELS:
+            raise ValueError(f"unknown persistence model {self.model!r}")
+        if self.semantics not in SEMANTICS:
+            raise ValueError(f"unknown semantics {self.semantics!r}")
+
+    @property
+    def psow(self) -> bool:
+        """SQLite's powersafe-overwrite flag for the journal: off only for ``torn``, whose
+        torn sectors it forbids (https://www.sqlite.org/psow.html)."""
+        return self.model != "torn"
+
+
+def sqlite_version() -> str:
+    """The SQLite the recorded children use (apsw's build)."""
+    return versions()["sqlite"]
+
+
+class RecordedState:
+    """The agent's state database ``directory/db_name`` (``directory`` absolute and resolved)
+    through a recording VFS, every op streamed to ``stream_path``: the connection
+    :class:`fsyncbench.crash.journal.StateConnection` describes, plus :meth:`close`.
+
+    The stream starts with the directory's files (a barrier); ``pragmas`` are set as the
+    stdlib connection sets them. :meth:`close` closes the connection and removes the stream:
+    only a child that died holding the database open leaves one. Raises OSError, or apsw's
+    errors from SQLite."""
+
+    def __init__(
+        self, directory: Path, db_name: str, stream_path: Path, pragmas: Pragmas, power: PowerLoss
+    ) -> None:
+        self._stream = OpStream(stream_path)
+        self._recorder: Recorder | None = None
+        self._conn: Any = None
+        try:
+            self._stream.write_all(snapshot_ops(directory))
+            self._recorder = Recorder(directory, power.sync_filter, self._stream.write)
+            self._conn = self._recorder.connect(directory / db_name, power.psow)
+            self._conn.execute(f"PRAGMA journal_mode={pragmas.journal_mode}").fetchall()
+            self._conn.execute(f"PRAGMA synchronous={pragmas.synchronous}").fetchall()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def in_transaction(self) -> bool:
+        return bool(self._conn.in_transaction)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        return self._conn.execute(sql, parameters)
+
+    def close(self) -> None:
+        try:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+            if self._recorder is not None:
+                self._recorder.close()
+                self._recorder = None
+        finally:
+            self._stream.close()
+            self._stream.path.unlink(missing_ok=True)
+
+
+def cut(
+    directory: Path, db_name: str, stream_path: Path, pragmas: Pragmas, power: PowerLoss
+) -> CrashState | None:
+    """A power cut of the agent's machine right after a SIGKILL: read the killed child's
+    stream at ``stream_path``, rebuild the state ``power`` leaves
+    (:func:`fsyncbench.powerloss.rebase.state_after_cut`) and make ``directory`` hold exactly
+    its files; the stream is removed. Returns the state (its ``files`` and ``how``), or None
+    when there is no stream (the child held no state database open). Raises OSError."""
+    if not stream_path.exists():
+        return None
+    trace = segment_trace(read_ops(stream_path), pragmas, db_name, power.psow)
+    state = state_after_cut(trace, power.model, semantics=power.semantics)
+    restore(directory, state.files)
+    stream_path.unlink()
+    return state

@@ -1,0 +1,184 @@
+"""Device classes, the honest-flush floor of each, and drives known to keep acknowledged
+writes without a flush to media (power-loss protection, or no volatile write cache).
+
+Floors are the latency bands of docs/verdicts.md ("Latency bands by device class"): spinning disk
+about 2 ms; consumer SSD without power-loss protection about 150 µs (it must program NAND
+before a flush can return; Mark Callaghan measured fsync near 0.9 ms on a Samsung 990 Pro
+against tens of µs on PLP drives, http://smalldatum.blogspot.com/2026/01/
+ssds-power-loss-protection-and-fsync.html); datacenter SSD with power-loss protection about 15 µs (its
+capacitors let it acknowledge from DRAM); network block storage about 100 µs; Apple SSD with
+F_FULLFSYNC about 1 ms; anything with real block I/O about 10 µs. Latency alone never
+decides: honest PLP drives (25-40 µs) overlap lying paths (40-90 µs), so a fast flush is
+only plausible on a drive that is known, shown or declared not to need the NAND write.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fsyncbench.judge import stack
+from fsyncbench.model import BlockDevice, Host
+
+LATENCY_BANDS_DOC = (
+    "latency bands by device class (fsyncbench docs/verdicts.md): a flush programs NAND "
+    "on an SSD without power-loss protection "
+    "(http://smalldatum.blogspot.com/2026/01/ssds-power-loss-protection-and-fsync.html) "
+    "and waits for the platter on a spinning disk (4.2 ms average rotational latency at "
+    "7,200 rpm)"
+)
+
+#: Least time (ns) one flush that reaches any real block device takes.
+REAL_IO_FLOOR_NS = 10_000
+#: A flush that programs NAND on a consumer SSD (no power-loss protection) takes at least this.
+CONSUMER_SSD_FLOOR_NS = 150_000
+#: A drive with power-loss protection or without a volatile cache acknowledges this fast.
+PLP_SSD_FLOOR_NS = 15_000
+SPINNING_FLOOR_NS = 2_000_000
+NETWORK_BLOCK_FLOOR_NS = 100_000
+APPLE_FULLFSYNC_FLOOR_NS = 1_000_000
+
+#: Model strings of cloud network block storage whose provider documents durable,
+#: replicated writes (fsyncbench.judge.rule_facts.CLOUD_BLOCK_DOC): AWS EBS on Nitro NVMe, GCP
+#: Persistent Disk (SCSI model "PersistentDisk", NVMe model "nvme_card-pd").
+CLOUD_BLOCK_MODELS = ("amazon elastic block store", "persistentdisk", "nvme_card-pd")
+
+#: The user's word for a fact the machine cannot show (``--assume plp``).
+DECLARED_PLP = "plp"
+
+_INTEL_DC = (
+    "https://www.intel.com/content/www/us/en/products/details/memory-storage/"
+    "data-center-ssds.html (Intel/Solidigm data center SSD product briefs: 'enhanced "
+    "power-loss data protection')"
+)
+_SAMSUNG_DC = (
+    "https://semiconductor.samsung.com/ssd/datacenter-ssd/ (Samsung PM883/PM893/"
+    "PM983/PM9A3 data sheets: 'Power Loss Protection')"
+)
+_MICRON_DC = (
+    "https://www.micron.com/products/storage/ssd/data-center-ssd (Micron 5300/5400/"
+    "7450 product briefs: 'power-loss protection')"
+)
+_KIOXIA_DC = (
+    "https://americas.kioxia.com/en-us/business/ssd/data-center-ssd.html (KIOXIA "
+    "CD6/CM6: 'power loss protection')"
+)
+
+#: Model-string prefixes of data-center drive families whose vendors document power-loss
+#: protection, lower case, matched against the start of any word of ``vendor model`` as
+#: Linux shows it (``device/model``; SATA keeps only the first 16 characters of the ATA
+#: model, drivers/ata/libata-scsi.c, so prefixes are short). Model strings per smartmontools
+#: drivedb.h where it lists the family (S4510/S4610, PM883/PM893, Micron 5300/5400) and the
+#: kernel's NVMe quirk table (Kioxia CD6); the PLP claims are the vendors' (URLs, not
+#: fetched from this machine). A match is identity, not measurement: verdicts relying on it
+#: are "inferred". Client drives advertising "power loss protection for data at rest"
+#: (Micron 1100, Crucial MX) do not protect data in flight and are not listed.
+PLP_MODELS: tuple[tuple[str, str], ...] = (
+    ("ssdsc2kb", _INTEL_DC + "; D3-S4510"),
+    ("ssdsc2kg", _INTEL_DC + "; D3-S4610"),
+    ("ssdpe2kx", _INTEL_DC + "; DC P4510"),
+    ("ssdpe2ke", _INTEL_DC + "; DC P4610"),
+    ("ssdpf2kx", _INTEL_DC + "; D7-P5510/P5520"),
+    ("ssdpe21k", _INTEL_DC + "; Optane DC P4800X"),
+    ("ssdpf21q", _INTEL_DC + "; Optane DC P5800X"),
+    ("mz7lh", _SAMSUNG_DC + "; PM883"),
+    ("mz7l3", _SAMSUNG_DC + "; PM893"),
+    ("mzqlb", _SAMSUNG_DC + "; PM983"),
+    ("mzql2", _SAMSUNG_DC + "; PM9A3"),
+    ("micron_5300", _MICRON_DC + "; 5300"),
+    ("micron_5400", _MICRON_DC + "; 5400"),
+    ("mtfddak", _MICRON_DC + "; 5100/5200/5300 (Dell OEM model strings)"),
+    ("micron_7450", _MICRON_DC + "; 7450"),
+    ("kcd6", _KIOXIA_DC + "; CD6"),
+    ("kcm6", _KIOXIA_DC + "; CM6"),
+)
+
+
+#: Every fact a user may declare (``StorageTarget.declared``), with its meaning.
+DECLARABLE = {DECLARED_PLP: "the drive holding the bytes has power-loss protection"}
+
+
+def declared_facts(host: Host) -> set[str]:
+    """The user's declarations, normalised (lower case, trimmed)."""
+    return {d.strip().lower() for d in host.target.declared}
+
+
+@dataclass(frozen=True)
+class DeviceClass:
+    """What kind of storage the facts say this is, and its honest-flush floor (ns).
+
+    ``plp`` says why a fast flush is allowed ("" when it is not): a drive family known to
+    have power-loss protection, a disk reporting no volatile write cache, or the user's
+    declaration; ``source`` cites the floor and that fact.
+    """
+
+    name: str
+    floor_ns: int
+    source: str
+    plp: str = ""
+
+
+def _model(device: BlockDevice) -> str:
+    return " ".join(f"{device.vendor or ''} {device.model or ''}".lower().split())
+
+
+def plp_source(model: str) -> str | None:
+    """The document saying the drive family of ``model`` (``vendor model``, any case) has
+    power-loss protection (:data:`PLP_MODELS`), or None."""
+    words = model.lower().split()
+    for prefix, source in PLP_MODELS:
+        if any(word.startswith(prefix) for word in words):
+            return source
+    return None
+
+
+def _fast_flush_allowed(host: Host, disks: Sequence[BlockDevice]) -> str:
+    """Why these SSDs may acknowledge a flush without programming NAND, or ""."""
+    if DECLARED_PLP in declared_facts(host):
+        return "power-loss protection declared by the user (--assume plp), not verified"
+    if disks and all((d.write_cache or "").strip() == "write through" for d in disks):
+        return (
+            "the disk reports no volatile write cache (queue/write_cache 'write through'; "
+            "for NVMe the kernel sets it from the controller's VWC bit)"
+        )
+    sources = [plp_source(_model(d)) for d in disks]
+    if disks and all(sources):
+        return "a drive family documented with power-loss protection: " + str(sources[0])
+    return ""
+
+
+def device_class(host: Host, primitive: str) -> DeviceClass:
+    """Device class of the storage holding the target's bytes for ``primitive``, and its
+    floor (module docstring): Apple SSD with F_FULLFSYNC 1 ms; cloud network block storage
+    100 µs; spinning disk on bare metal 2 ms; an SSD 15 µs when it has power-loss protection
+    (known family or ``--assume plp``) or no volatile write cache, else 150 µs with a
+    write-back cache, 15 µs when its cache is unknown; anything else 10 µs."""
+    target = host.target
+    darwin = target.darwin or {}
+    if darwin.get("BusProtocol") == "Apple Fabric" and primitive == "F_FULLFSYNC":
+        return DeviceClass(
+            "Apple internal SSD (F_FULLFSYNC)", APPLE_FULLFSYNC_FLOOR_NS, LATENCY_BANDS_DOC
+        )
+    disks = [layer.device for layer in stack.media(target) if layer.device is not None]
+    models = " ".join(_model(d) for d in disks)
+    if any(s in models for s in CLOUD_BLOCK_MODELS) or "msft virtual disk" in models:
+        return DeviceClass("network block storage", NETWORK_BLOCK_FLOOR_NS, LATENCY_BANDS_DOC)
+    if disks and all(d.rotational for d in disks) and not host.virtualization.virtualized:
+        return DeviceClass("spinning disk", SPINNING_FLOOR_NS, LATENCY_BANDS_DOC)
+    if disks and all(d.rotational is False for d in disks):
+        allowed = _fast_flush_allowed(host, disks)
+        if allowed:
+            return DeviceClass(
+                "SSD with power-loss protection or no volatile write cache",
+                PLP_SSD_FLOOR_NS,
+                LATENCY_BANDS_DOC,
+                allowed,
+            )
+        if any("back" in (d.write_cache or "") for d in disks):
+            return DeviceClass(
+                "SSD with a volatile write cache and no known power-loss protection",
+                CONSUMER_SSD_FLOOR_NS,
+                LATENCY_BANDS_DOC,
+            )
+        return DeviceClass("SSD (write cache not known)", PLP_SSD_FLOOR_NS, LATENCY_BANDS_DOC)
+    return DeviceClass("block device", REAL_IO_FLOOR_NS, LATENCY_BANDS_DOC)

@@ -1,0 +1,215 @@
+"""The verdict engine: small rules over recorded facts -> findings and verdicts.
+
+Everything here is a pure function of a :class:`~fsyncbench.model.Host`, the results'
+summaries and counters, and (for ``fsyncbench audit`` reports) the recorded
+:class:`~fsyncbench.model.Evidence`, so a saved or hand-written report is judged exactly like
+a live run (``fsyncbench audit --from REPORT.json``; the fields read are listed in
+docs/report-schema.md).
+
+Signals are weighed strongest first (docs/verdicts.md, "The signals, strongest first"). A storage path and sync
+primitive get the verdict of the first path rule in
+:data:`~fsyncbench.judge.path_rules.PATH_RULES` that returns one, and
+``decided_by`` names that rule's finding code:
+
+1. what the filesystem and the storage stack are (tmpfs, overlay ``volatile`` in any layer,
+   ZFS ``sync=disabled``, RAM at the bottom of the stack: :mod:`fsyncbench.judge.stack`);
+2. the device flush and write counters, judged on the disks holding the bytes (no_flush
+   when nothing was written at sync time, volatile_cache when data was written but not
+   flushed, with the cause named);
+3. libc wrapper vs raw system call (interposition), measured;
+4. the dirty-size sweep (a bandwidth no storage bus delivers);
+5. a sync-disabling library named in LD_PRELOAD or /etc/ld.so.preload — only where no
+   measured signal above covers the primitive;
+6. mount options that drop cache flushes (``nobarrier``, ``barrier=0``) on any filesystem
+   of the stack;
+7. platform semantics (macOS fsync), hypervisor defaults (VirtualBox), identified cloud
+   block storage, layers forwarding the flush (network filesystems, FUSE, network disks),
+   virtualization, a stack that could not be followed;
+8. flushes counted on bare metal, then latency against device-class floors
+   (:mod:`fsyncbench.judge.devices`: power-loss protection and write cache decide the floor).
+
+Every verdict carries its strength (measured, inferred; ``proven`` only from a power cut) and
+the weaker signals that agree or disagree with it. Latency never decides against a stronger
+signal: the latency rules come last. Slowness and tails are separate findings; so are config
+durability and the commit checks (syncs per commit, FULL vs OFF, commit vs S x flush).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from fsyncbench.judge import devices
+from fsyncbench.judge.commit_rules import (
+    COMMIT_RULE_STRENGTH,
+    COMMIT_RULES,
+    config_durability,
+    slowness,
+)
+from fsyncbench.judge.evidence_rules import evidence_findings
+from fsyncbench.judge.path_rules import judge_primitive, weaker_signals
+from fsyncbench.judge.rule_facts import (
+    LATENCY_BANDS_DOC,
+    MAIN_PRIMITIVES,
+    Facts,
+    _base_primitive,
+    _flush_results,
+)
+from fsyncbench.model import (
+    MEASURED,
+    NO_FLUSH,
+    NO_STRENGTH,
+    VOLATILE_CACHE,
+    WARNING,
+    Evidence,
+    Finding,
+    Host,
+    Report,
+    Result,
+    ResultVerdict,
+    Verdict,
+)
+
+# --------------------------------------------------------------------------- verdict
+
+
+def _overall_primitive(flushes: Sequence[Result]) -> Result | None:
+    """The primitive a durable journal would rely on (MAIN_PRIMITIVES order); a report
+    whose flush results carry other names (FreeBSD ``DIOCGFLUSH``, a hand-written
+    ``O_DSYNC`` write) falls back to its first syncing flush result."""
+    for name in MAIN_PRIMITIVES:
+        for r in flushes:
+            if r.primitive == name:
+                return r
+    return next((r for r in flushes if r.primitive != "none"), None)
+
+
+def _strength(finding: Finding | None) -> str:
+    return finding.strength if finding is not None and finding.strength else NO_STRENGTH
+
+
+def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = None) -> Verdict:
+    """The verdict of a report: pure function of ``host``, ``results`` (summaries, syncs
+    issued, device flush deltas; raw samples are not needed) and ``evidence``.
+
+    Every path verdict names its deciding finding and its strength (measured, inferred; see
+    :data:`fsyncbench.model.STRENGTHS`); for the primitive the journal relies on, every
+    weaker signal follows, marked as agreeing or disagreeing (:func:`weaker_signals`)."""
+    facts = Facts(host, tuple(results), evidence)
+    findings: list[Finding] = []
+    verdicts: list[ResultVerdict] = []
+    by_primitive: dict[str, tuple[str, str, str]] = {}
+    flushes = _flush_results(results)
+    main = _overall_primitive(flushes)
+    # The primitive the journal relies on first: its deciding finding leads the list.
+    for r in sorted(flushes, key=lambda x: x is not main):
+        verdict, code, finding = judge_primitive(host, r, results, evidence)
+        by_primitive.setdefault(r.primitive, (verdict, code, _strength(finding)))
+        verdicts.append(ResultVerdict(r.name, verdict, None, code, _strength(finding)))
+        if finding:
+            findings.append(finding)
+        if r is main:
+            findings.extend(weaker_signals(facts, r, verdict, code))
+        findings.extend(slowness(r))
+
+    if main is None:  # no raw primitive measured: a syncing commit (S >= 1 syncs) stands in
+        main = next((r for r in results if r.kind == "commit" and r.primitive != "none"), None)
+        verdict, code, finding = judge_primitive(host, main, results, evidence)
+        if main is not None:
+            by_primitive[main.primitive] = (verdict, code, _strength(finding))
+        if finding:
+            findings.append(finding)
+            findings.extend(weaker_signals(facts, main, verdict, code))
+        path = (verdict, code, _strength(finding))
+    else:
+        path = by_primitive[main.primitive]
+
+    for r in results:
+        if r.kind != "commit":
+            continue
+        durable, finding = config_durability(host, r)
+        if finding:
+            findings.append(finding)
+        verdict, code, strength = by_primitive.get(r.primitive) or by_primitive.get(
+            _base_primitive(r.primitive), path
+        )
+        for rule in COMMIT_RULES:
+            hit = rule(facts, r)
+            if hit:
+                hit_strength = COMMIT_RULE_STRENGTH[hit.code]
+                if verdict in (NO_FLUSH, VOLATILE_CACHE) and strength == MEASURED:
+                    # a measured signal already found the risk: keep it, show this one too
+                    findings.append(
+                        dataclasses.replace(
+                            hit,
+                            strength=hit_strength,
+                            points_to=NO_FLUSH,
+                            stance="agrees" if verdict == NO_FLUSH else "disagrees",
+                        )
+                    )
+                else:
+                    findings.append(
+                        dataclasses.replace(
+                            hit, strength=hit_strength, points_to=NO_FLUSH, stance="decides"
+                        )
+                    )
+                    verdict, code, strength = NO_FLUSH, hit.code, hit_strength
+                break
+        findings.extend(slowness(r))
+        verdicts.append(ResultVerdict(r.name, verdict, durable, code, strength))
+    findings.extend(evidence_findings(facts))
+    split = {
+        v.subject: (v.path_verdict, v.decided_by)
+        for v in verdicts
+        if v.config_durable is None and v.subject != "path"
+    }
+    if len({verdict for verdict, _ in split.values()}) > 1:
+        findings.append(
+            Finding(
+                "primitives-disagree",
+                WARNING,
+                "path",
+                "The sync primitives on this one path got different verdicts: "
+                + "; ".join(f"{name} {verdict} ({code})" for name, (verdict, code) in split.items())
+                + ". Where one is decided only by latency near a floor, the line between them is "
+                "not sharp; where a measurement covers one primitive only, the other lacks it.",
+                "Read each verdict's strength; the path verdict is the one of the primitive the "
+                "journal uses.",
+                {"verdicts": {k: v[0] for k, v in split.items()}},
+                LATENCY_BANDS_DOC,
+            )
+        )
+    unknown = sorted(devices.declared_facts(host) - set(devices.DECLARABLE))
+    if unknown:
+        findings.append(
+            Finding(
+                "unknown-declaration",
+                WARNING,
+                "path",
+                f"Declared facts not understood and ignored: {', '.join(unknown)}.",
+                "Declare only "
+                + ", ".join(f"'{k}' ({v})" for k, v in devices.DECLARABLE.items())
+                + ".",
+                {"declared": list(host.target.declared)},
+                "docs/report-schema.md",
+            )
+        )
+    order = {r.name: i for i, r in enumerate(results)}
+    verdicts.sort(key=lambda v: order.get(v.subject, len(order)))
+    return Verdict(path[0], path[1], tuple(verdicts), tuple(findings), path[2])
+
+
+def rejudge(report: Report) -> Report:
+    """``report`` with its verdict derived again from its recorded facts alone (host,
+    results, evidence): ``fsyncbench audit --from``. When the recorded verdict differs (a
+    report by an older engine, or edited by hand) a note says so."""
+    verdict = judge(report.host, report.results, report.evidence)
+    notes = tuple(report.notes)
+    old = report.verdict
+    if (old.path_verdict, old.decided_by) != (verdict.path_verdict, verdict.decided_by):
+        notes += (
+            f"the report recorded {old.path_verdict} (decided by {old.decided_by}); "
+            f"re-derived from its facts: {verdict.path_verdict} (decided by "
+            f"{verdict.decided_by})",
+        )
+    return dataclasses.replace(report, verdict=verdict, notes=notes)

@@ -1,0 +1,161 @@
+"""CI gates over a report: pure functions, the CLI turns failures into exit code 1.
+
+- ``--max-p99 10ms``: a configuration's p99 is above the limit. etcd's hardware guide asks
+  for p99 WAL fdatasync below 10 ms (https://etcd.io/docs/v3.5/op-guide/hardware/); users
+  pick their own number. A p99 whose 95 % interval straddles the limit is named in a note:
+  the next run of the same machine may land on the other side. ``--max-p99-strict`` judges
+  the interval's upper bound instead (pass only where p99 is shown to be below the limit),
+  and a p99 without an interval is then "cannot tell".
+- ``--fail-on volatile_cache,no_flush``: a configuration's path verdict is one of these.
+- ``--config wal/full,write+fdatasync``: which results the gates look at (default: every
+  result except the no-sync write baseline, which never syncs).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.model import PATH_VERDICTS, Report, Result
+
+_UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|μs|ms|s)\s*$", re.IGNORECASE)
+
+
+def parse_duration(text: str, option: str = "duration") -> int:
+    """``"10ms"`` -> 10_000_000 ns. Units ns, us (or µs), ms, s; a unit is required.
+    Raises FsyncbenchError naming ``option``."""
+    m = _DURATION.match(text or "")
+    if not m:
+        raise FsyncbenchError(
+            f"invalid {option} {text!r}: give a number with a unit, e.g. 10ms, 500us, 2s"
+        )
+    unit = m.group(2).lower()
+    ns = int(round(float(m.group(1)) * _UNITS_NS[unit]))
+    if ns <= 0:  # after rounding: "0.4ns" is no limit either
+        raise FsyncbenchError(f"invalid {option} {text!r}: must be at least 1 ns")
+    return ns
+
+
+def parse_verdicts(text: str) -> tuple[str, ...]:
+    """``"volatile_cache,no_flush"`` -> the path verdicts; dashes are accepted for
+    underscores. Raises FsyncbenchError listing the allowed values."""
+    values = tuple(
+        v.strip().lower().replace("-", "_") for v in (text or "").split(",") if v.strip()
+    )
+    bad = [v for v in values if v not in PATH_VERDICTS]
+    if bad or not values:
+        raise FsyncbenchError(
+            f"invalid --fail-on {', '.join(bad) or repr(text)}: allowed values are "
+            f"{', '.join(PATH_VERDICTS)}"
+        )
+    return tuple(dict.fromkeys(values))
+
+
+def parse_names(values: Sequence[str] | None) -> tuple[str, ...]:
+    """``--config`` values (each may be a comma list) -> names, in order, without repeats."""
+    names = [n.strip() for v in values or () for n in v.split(",") if n.strip()]
+    return tuple(dict.fromkeys(names))
+
+
+def check_names(names: Sequence[str], known: Sequence[str], where: str = "this report has") -> None:
+    """Every name must be one of ``known`` (case-insensitive). Raises FsyncbenchError."""
+    lower = {k.lower() for k in known}
+    bad = [n for n in names if n.lower() not in lower]
+    if bad:
+        raise FsyncbenchError(
+            f"unknown configuration {', '.join(bad)}: {where} {', '.join(known) or 'none'}"
+        )
+
+
+def select(report: Report, names: Sequence[str] = ()) -> list[Result]:
+    """The results the gates look at: those named (case-insensitive; FsyncbenchError for an
+    unknown name), or every result except the no-sync write baseline."""
+    if not names:
+        return [r for r in report.results if r.kind != "write"]
+    check_names(names, [r.name for r in report.results])
+    wanted = {n.lower() for n in names}
+    return [r for r in report.results if r.name.lower() in wanted]
+
+
+@dataclass(frozen=True)
+class GateFailure:
+    """``subject`` (a configuration) failed ``gate`` (``max-p99`` or ``fail-on``)."""
+
+    subject: str
+    gate: str
+    message: str
+
+
+def check(
+    report: Report,
+    max_p99_ns: int | None = None,
+    fail_on: Sequence[str] = (),
+    names: Sequence[str] = (),
+    max_p99_strict: bool = False,
+) -> list[GateFailure]:
+    """Every gate failure of ``report``, in result order (module text)."""
+    return review(report, max_p99_ns, fail_on, names, max_p99_strict)[0]
+
+
+def review(
+    report: Report,
+    max_p99_ns: int | None = None,
+    fail_on: Sequence[str] = (),
+    names: Sequence[str] = (),
+    max_p99_strict: bool = False,
+) -> tuple[list[GateFailure], list[str], list[str]]:
+    """(failures, notes, cannot-tell lines) of the gates over ``report`` (module text):
+    notes name each p99 whose interval straddles ``max_p99_ns`` (default mode); in strict
+    mode a p99 without an interval cannot be told below the limit."""
+    from fsyncbench.fmt import fmt_interval, fmt_ns
+
+    verdicts = {v.subject: v for v in report.verdict.results}
+    failures, notes, untold = [], [], []
+    for r in select(report, names):
+        s = r.summary
+        ci = s.p99_ci_ns
+        if max_p99_ns is not None:
+            shown = (
+                f"p99 {fmt_ns(s.p99_ns)} (95% CI {fmt_interval(ci, s.p99_interval)}, n={s.count})"
+            )
+            limit = fmt_ns(max_p99_ns)
+            if max_p99_strict and ci is None:
+                untold.append(
+                    f"{r.name}: {shown} has no interval, so it cannot be shown below "
+                    f"--max-p99 {limit}: more samples would settle it (a longer "
+                    "--run-budget-seconds, or fewer configurations)"
+                )
+            elif max_p99_strict and ci is not None and ci[1] > max_p99_ns:
+                failures.append(
+                    GateFailure(
+                        r.name,
+                        "max-p99",
+                        f"{r.name}: {shown} is not shown to be below --max-p99 {limit} "
+                        "(the interval's upper bound is above it; --max-p99-strict)",
+                    )
+                )
+            elif not max_p99_strict and s.p99_ns > max_p99_ns:
+                failures.append(
+                    GateFailure(r.name, "max-p99", f"{r.name}: {shown} is above --max-p99 {limit}")
+                )
+            if not max_p99_strict and ci is not None and ci[0] <= max_p99_ns < ci[1]:
+                side = "fails" if s.p99_ns > max_p99_ns else "passes"
+                notes.append(
+                    f"{r.name}: {shown} straddles --max-p99 {limit}: it {side} on the estimate, "
+                    "and another run of the same machine may land on the other side "
+                    "(--max-p99-strict passes only where p99 is shown to be below)"
+                )
+        v = verdicts.get(r.name)
+        if fail_on and v is not None and v.path_verdict in fail_on:
+            failures.append(
+                GateFailure(
+                    r.name,
+                    "fail-on",
+                    f"{r.name}: path verdict {v.path_verdict} (decided by {v.decided_by}) is in "
+                    f"--fail-on {','.join(fail_on)}",
+                )
+            )
+    return failures, notes, untold

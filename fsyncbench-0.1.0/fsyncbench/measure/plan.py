@@ -1,0 +1,227 @@
+"""The run plan: which configurations to measure (``--journal-mode``, ``--synchronous``,
+``--fullfsync``) and how (:class:`RunPlan`: sample counts, time budgets, the CI target,
+rounds), every bound checked before anything is measured. Executing a plan is
+:mod:`fsyncbench.measure.runner`."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure import stats
+from fsyncbench.measure.timing import MAX_SAMPLES, Sampler, Workload
+from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
+from fsyncbench.model import Pragmas
+
+DEFAULT_JOURNAL_MODES = ("DELETE", "TRUNCATE", "WAL")
+DEFAULT_SYNCHRONOUS = ("OFF", "NORMAL", "FULL")
+FULLFSYNC_VALUES = {
+    "on": True,
+    "off": False,
+    "1": True,
+    "0": False,
+    "true": True,
+    "false": False,
+    "yes": True,
+    "no": False,
+}
+
+
+def parse_choices(text: str, allowed: Sequence[str], what: str) -> tuple[str, ...]:
+    """``"delete,wal"`` -> ``("DELETE", "WAL")``, checked against ``allowed``.
+    Raises FsyncbenchError listing the allowed values."""
+    given = [v.strip() for v in text.split(",")]
+    if any(not g for g in given):
+        raise FsyncbenchError(
+            f"invalid {what} {text!r}: an empty item (allowed values are "
+            f"{', '.join(a.lower() for a in allowed)})"
+        )
+    values = tuple(v.upper() for v in given)
+    bad = [g for g, v in zip(given, values) if v not in allowed]
+    if bad or not values:
+        raise FsyncbenchError(
+            f"invalid {what} {', '.join(bad) or repr(text)}: allowed values are "
+            f"{', '.join(a.lower() for a in allowed)}"
+        )
+    return tuple(dict.fromkeys(values))
+
+
+def parse_fullfsync(text: str) -> tuple[bool, ...]:
+    """``"on,off"`` -> ``(True, False)``. Raises FsyncbenchError listing allowed values."""
+    values = [v.strip().lower() for v in text.split(",")]
+    if any(not v for v in values):
+        raise FsyncbenchError(
+            f"invalid fullfsync {text!r}: an empty item (allowed values are on, off)"
+        )
+    bad = [v for v in values if v not in FULLFSYNC_VALUES]
+    if bad or not values:
+        raise FsyncbenchError(
+            f"invalid fullfsync {', '.join(bad) or repr(text)}: allowed values are on, off"
+        )
+    return tuple(dict.fromkeys(FULLFSYNC_VALUES[v] for v in values))
+
+
+def build_configs(
+    journal_modes: str | None = None,
+    synchronous: str | None = None,
+    fullfsync: str | None = None,
+    platform: str = sys.platform,
+) -> tuple[Pragmas, ...]:
+    """The pragma combinations to measure: journal_mode x synchronous (x fullfsync).
+
+    Defaults: DELETE, TRUNCATE, WAL x OFF, NORMAL, FULL; on macOS each with fullfsync OFF
+    and ON (SQLite honours fullfsync only there: https://www.sqlite.org/pragma.html).
+    """
+    modes = (
+        DEFAULT_JOURNAL_MODES
+        if journal_modes is None
+        else parse_choices(journal_modes, JOURNAL_MODES, "journal_mode")
+    )
+    syncs = (
+        DEFAULT_SYNCHRONOUS
+        if synchronous is None
+        else parse_choices(synchronous, SYNCHRONOUS, "synchronous")
+    )
+    if fullfsync is not None:
+        fulls: tuple[bool | None, ...] = parse_fullfsync(fullfsync)
+    else:
+        fulls = (False, True) if platform == "darwin" else (None,)
+    return tuple(Pragmas(m, s, f) for m in modes for s in syncs for f in fulls)
+
+
+#: Default most time (s) one configuration may take (``--budget-seconds``).
+DEFAULT_BUDGET_S = 10.0
+#: Default untimed warmup operations per workload (``--warmup``).
+DEFAULT_WARMUP = 50
+#: Default size (bytes) of each step's JSON output (``--payload-bytes``).
+DEFAULT_PAYLOAD_BYTES = 512
+#: Default time (s) all workloads of an adaptive run share: with the host record, the floors,
+#: eight worker processes' start and warmup and the summaries a default run on this
+#: project's 2-core VM takes about 46 s (the ceiling is 60 s). Chosen with
+#: :data:`DEFAULT_ROUNDS` so that every configuration of the default matrix gets a spread
+#: between rounds a test between runs can use (README "Regression gate").
+DEFAULT_RUN_BUDGET_S = 36.0
+#: Default precision target: the 95 % CI of p99 within +-10 % of p99.
+DEFAULT_CI_TARGET_PCT = 10.0
+#: Default minimum samples per workload before the adaptive stop may end it: below 1,000
+#: samples a p99 has fewer than 10 samples beyond it and gets no interval at all
+#: (:data:`fsyncbench.measure.stats.MIN_TAIL_SAMPLES`).
+DEFAULT_MIN_SAMPLES = 1000
+#: The CI target ends a configuration only once its samples come from this many slices:
+#: the fewest an interval is computed from (:data:`fsyncbench.measure.stats.MIN_BLOCKS`).
+MIN_PHASES = stats.MIN_BLOCKS
+#: Rounds of a default run: the replicates a test between runs rests on
+#: (:mod:`fsyncbench.measure.between`, degrees of freedom rounds - 1). With 3 (t on 2 df:
+#: 4.30) a planted 2x slowdown of fdatasync was caught in 5 of 9 back-to-back pairs, with
+#: 8 (t on 7: 2.36) in 7 of 7, offline on this project's VM; each round costs about 0.5 s of
+#: process start and warmup outside the budget.
+DEFAULT_ROUNDS = 8
+#: Most rounds (``--rounds``) one run may have: each starts a process (about a second of
+#: Python and numpy imports plus warmup on a 2-core VM) outside the time budget.
+MAX_ROUNDS = 50
+
+
+#: Upper bounds of user-set sizes: a day per configuration; a 64 MiB step output (SQLite's
+#: default SQLITE_MAX_LENGTH is 1e9 bytes, https://www.sqlite.org/limits.html, but a
+#: journal step that large is no longer a commit-latency benchmark).
+MAX_BUDGET_S = 86_400.0
+MAX_PAYLOAD_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What to measure.
+
+    Adaptive (``samples`` None, the default): sample each workload until the 95 % CI of its
+    p99 is within +-``ci_target_pct`` % of p99 (never before ``min_samples``, at most
+    ``max_samples``), the workloads sharing ``run_budget_s`` seconds (None: no shared
+    budget) and none using more than ``budget_s`` seconds. Fixed: exactly ``samples`` per
+    workload unless its ``budget_s`` (or its share of ``run_budget_s``, when set) runs out.
+
+    ``rounds`` repeats the whole measurement that many times, one round after the other,
+    each with fresh files and its own warmup, and each with an equal share of the budgets
+    (and, with ``samples``, of the sample count): every configuration is sampled in every
+    round, and the report shows each round's p50/p99 beside the figures.
+
+    ``stop_on_target`` False (one round of several, :func:`fsyncbench.measure.rounds.
+    round_plan`): sample every workload for its whole share of the budget, without the
+    adaptive stop: the rounds are the replicates a test between runs rests on
+    (:mod:`fsyncbench.measure.between`), so every configuration is measured in every round,
+    and the CI target is checked once, over all rounds.
+    """
+
+    target: Path
+    configs: tuple[Pragmas, ...]
+    samples: int | None = None
+    budget_s: float = DEFAULT_BUDGET_S
+    warmup: int = DEFAULT_WARMUP
+    payload_bytes: int = DEFAULT_PAYLOAD_BYTES
+    primitives: bool = True
+    ci_target_pct: float = DEFAULT_CI_TARGET_PCT
+    min_samples: int = DEFAULT_MIN_SAMPLES
+    max_samples: int = MAX_SAMPLES
+    run_budget_s: float | None = DEFAULT_RUN_BUDGET_S
+    rounds: int = 1
+    stop_on_target: bool = True
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.rounds <= MAX_ROUNDS:
+            raise FsyncbenchError(f"--rounds must be between 1 and {MAX_ROUNDS}, got {self.rounds}")
+        if self.samples is not None and self.samples < 1:
+            raise FsyncbenchError(f"--samples must be at least 1, got {self.samples}")
+        if self.samples is not None and self.samples < self.rounds:
+            raise FsyncbenchError(
+                f"--samples {self.samples} is fewer than --rounds {self.rounds}: "
+                "every round takes at least one sample (give --rounds 1)"
+            )
+        if not 0 < self.budget_s <= MAX_BUDGET_S:
+            raise FsyncbenchError(
+                f"--budget-seconds must be positive and at most {MAX_BUDGET_S:g}, got {self.budget_s:g}"
+            )
+        if self.run_budget_s is not None and not 0 < self.run_budget_s <= MAX_BUDGET_S:
+            raise FsyncbenchError(
+                f"--run-budget-seconds must be positive and at most {MAX_BUDGET_S:g}, got {self.run_budget_s:g}"
+            )
+        if not 0 < self.ci_target_pct < 100:
+            raise FsyncbenchError(
+                f"--ci-target-pct must be above 0 and below 100, got {self.ci_target_pct:g}"
+            )
+        if self.min_samples < 1:
+            raise FsyncbenchError(f"--min-samples must be at least 1, got {self.min_samples}")
+        if self.max_samples < self.min_samples:
+            raise FsyncbenchError(
+                f"--min-samples {self.min_samples} is above the most samples "
+                f"one configuration may take ({self.max_samples})"
+            )
+        if self.warmup < 0:
+            raise FsyncbenchError(f"--warmup must be 0 or more, got {self.warmup}")
+        if not 1 <= self.payload_bytes <= MAX_PAYLOAD_BYTES:
+            raise FsyncbenchError(
+                f"--payload-bytes must be between 1 and {MAX_PAYLOAD_BYTES}, got {self.payload_bytes}"
+            )
+
+    @property
+    def adaptive(self) -> bool:
+        """True when sampling stops on the p99 CI target rather than a fixed count."""
+        return self.samples is None
+
+    def sampler(self, workload: Workload) -> Sampler:
+        """A :class:`Sampler` of ``workload`` with this plan's stop rule."""
+        if self.adaptive and not self.stop_on_target:
+            return Sampler(workload, max_samples=self.max_samples, warmup=self.warmup)
+        if self.adaptive:
+            return Sampler(
+                workload,
+                max_samples=self.max_samples,
+                min_samples=self.min_samples,
+                ci_target_pct=self.ci_target_pct,
+                warmup=self.warmup,
+                min_phases=MIN_PHASES,
+            )
+        assert self.samples is not None
+        return Sampler(
+            workload, max_samples=self.samples, warmup=self.warmup, min_phases=MIN_PHASES
+        )

@@ -1,0 +1,510 @@
+"""The I/O patterns: a step-journal commit and raw sync primitives.
+
+Workloads write under the user's target directory only inside a fresh subdirectory made by
+:func:`fsyncbench.measure.scratch.scratch_dir`, which is removed afterwards.
+Each workload has ``prepare(i)`` (untimed: builds the i-th operation's arguments) and
+``run(args)`` (the timed operation), so the timing loop in ``measure`` wraps only ``run``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.measure.scratch import scratch_cleanup as scratch_cleanup  # re-exported
+from fsyncbench.measure.scratch import scratch_dir as scratch_dir  # (their home is scratch)
+from fsyncbench.model import Pragmas
+
+#: Allowed values, from https://www.sqlite.org/pragma.html#pragma_journal_mode and
+#: #pragma_synchronous. SQLite silently ignores unknown values, so they are checked here.
+JOURNAL_MODES = ("DELETE", "TRUNCATE", "PERSIST", "MEMORY", "WAL", "OFF")
+SYNCHRONOUS = ("OFF", "NORMAL", "FULL", "EXTRA")
+_SYNCHRONOUS_BY_NUMBER = dict(enumerate(SYNCHRONOUS))
+
+#: fcntl command numbers from macOS <sys/fcntl.h>: F_FULLFSYNC 51, F_BARRIERFSYNC 85
+#: (https://developer.apple.com/documentation/xcode/reducing-disk-writes). CPython's fcntl
+#: module may lack F_BARRIERFSYNC, hence the fallback number.
+F_FULLFSYNC = 51
+F_BARRIERFSYNC = 85
+
+#: Size of each raw-primitive overwrite (bytes): one page, as pg_test_fsync and fio's
+#: etcd-style check use.
+BLOCK_BYTES = 4096
+
+SCHEMA = (
+    "CREATE TABLE steps(run_id TEXT, seq INTEGER, name TEXT, input_hash TEXT, output TEXT, "
+    "PRIMARY KEY (run_id, seq))"
+)
+
+
+def _io_error(exc: BaseException, what: str, where: Path | None = None) -> FsyncbenchError:
+    """Turn an OSError/sqlite3 error into a one-line FsyncbenchError. ``where`` is the
+    working directory the operation wrote in: when it is gone (removed or renamed while
+    measuring), that is the cause to name, whatever SQLite calls it ("attempt to write a
+    readonly database", SQLITE_READONLY_DBMOVED: https://www.sqlite.org/rescode.html)."""
+    text = str(exc)
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "disk is full" in text:
+        return FsyncbenchError(f"{what}: no space left on the device (ENOSPC)")
+    if where is not None and not os.path.isdir(where):
+        return FsyncbenchError(
+            f"{what}: the working directory {where} is gone (removed or "
+            f"renamed while measuring; {text})"
+        )
+    return FsyncbenchError(f"{what}: {text}")
+
+
+def settle(directory: Path) -> None:
+    """Write back whatever is dirty on ``directory``'s filesystem (untimed, between sampling
+    slices), so one workload's unsynced data is not paid for by the next workload's sync.
+
+    Linux: ``syncfs(2)`` on that filesystem only (through ctypes; CPython has no wrapper);
+    elsewhere ``sync(2)`` where it exists. Errors are ignored: settling is a courtesy to the
+    next measurement, never a reason to fail.
+    """
+    try:
+        if sys.platform.startswith("linux"):
+            import ctypes
+
+            fd = os.open(directory, os.O_RDONLY)
+            try:
+                ctypes.CDLL(None, use_errno=True).syncfs(fd)
+            finally:
+                os.close(fd)
+        elif hasattr(os, "sync"):
+            os.sync()
+    except (OSError, AttributeError):
+        pass
+
+
+@dataclass(frozen=True)
+class SyncPrimitive:
+    """A raw sync primitive: its name and the call made on a file descriptor after each
+    write, or ``open_flags`` that make every write synchronous itself (O_DSYNC, O_SYNC:
+    open(2); pg_test_fsync's open_datasync and open_sync). Neither: the no-sync baseline."""
+
+    name: str
+    call: Callable[[int], Any] | None
+    open_flags: int = 0
+
+    @property
+    def syncs(self) -> bool:
+        """True when each operation is a sync (a call after the write, or a sync write)."""
+        return self.call is not None or bool(self.open_flags)
+
+    @property
+    def result_name(self) -> str:
+        """The result's name: ``write+fsync``, ``write (O_DSYNC)``, ``write (no sync)``."""
+        if self.call is not None:
+            return f"write+{self.name}"
+        return f"write ({self.name})" if self.open_flags else "write (no sync)"
+
+
+def sync_primitives(platform: str = sys.platform) -> tuple[SyncPrimitive, ...]:
+    """The raw primitives available on ``platform``, the no-sync baseline first.
+
+    Linux: fsync, fdatasync, and writes on a descriptor opened with O_DSYNC and with O_SYNC
+    (open(2): each write returns once the data, and with O_SYNC the metadata, is durable as
+    after fdatasync/fsync; the kernel may send it as a FUA write instead of a cache flush).
+    macOS: fsync (stops at the drive's cache on Apple SSDs), F_BARRIERFSYNC, F_FULLFSYNC
+    (fcntl(2) man page, macOS), O_DSYNC and O_SYNC (which, like fsync, do not flush the
+    drive's cache there). Windows: os.fsync is ``_commit`` -> FlushFileBuffers (CPython docs
+    for os.fsync).
+    """
+    prims = [SyncPrimitive("none", None)]
+    if platform == "win32":
+        return (*prims, SyncPrimitive("FlushFileBuffers", os.fsync))
+    prims.append(SyncPrimitive("fsync", os.fsync))
+    if hasattr(os, "fdatasync"):
+        prims.append(SyncPrimitive("fdatasync", os.fdatasync))
+    flags = {name: getattr(os, name, 0) for name in ("O_DSYNC", "O_SYNC")}
+    for name, flag in flags.items():
+        if flag and (name == "O_DSYNC" or flag != flags["O_DSYNC"]):
+            prims.append(SyncPrimitive(name, None, flag))
+    if platform == "darwin":
+        import fcntl
+
+        full = getattr(fcntl, "F_FULLFSYNC", F_FULLFSYNC)
+        barrier = getattr(fcntl, "F_BARRIERFSYNC", F_BARRIERFSYNC)
+        prims.append(SyncPrimitive("F_BARRIERFSYNC", lambda fd: fcntl.fcntl(fd, barrier)))
+        prims.append(SyncPrimitive("F_FULLFSYNC", lambda fd: fcntl.fcntl(fd, full)))
+    return tuple(prims)
+
+
+class FlushWorkload:
+    """4 KiB overwrite at offset 0 of one file, then one sync primitive (queue depth 1).
+
+    With ``primitive.call`` None this is the write-only baseline. The file is written and
+    fsynced once at open so every timed operation is an overwrite of allocated blocks.
+    Raises FsyncbenchError on OS errors (ENOSPC named as such).
+    """
+
+    #: File name prefix and the operation's name in error messages (subclasses change them).
+    FILE_PREFIX = "flush"
+    WHAT = ""
+
+    def __init__(self, directory: Path, primitive: SyncPrimitive) -> None:
+        self.primitive = primitive
+        self.syncs = 0
+        self._buf = os.urandom(BLOCK_BYTES)
+        self._dir = directory
+        path = directory / f"{self.FILE_PREFIX}-{primitive.name}.dat"
+        try:
+            self._fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+            _pwrite(self._fd, self._buf)
+            os.fsync(self._fd)
+            self._sync_fd = self._open_sync_fd(path)
+            self._write_fd = self._open_write_fd(path)
+        except OSError as exc:
+            raise _io_error(exc, f"preparing {path.name}", directory) from None
+
+    def _open_sync_fd(self, _path: Path) -> int:
+        """The descriptor the sync primitive is called on: the writing one."""
+        return self._fd
+
+    def _open_write_fd(self, path: Path) -> int:
+        """The descriptor timed writes go to: the file opened again with the primitive's
+        open flags (O_DSYNC, O_SYNC), or the one it was prepared through."""
+        if not self.primitive.open_flags:
+            return self._fd
+        return os.open(path, os.O_RDWR | self.primitive.open_flags | getattr(os, "O_BINARY", 0))
+
+    def prepare(self, i: int) -> None:
+        return None
+
+    def run(self, _args: None) -> None:
+        try:
+            _pwrite(self._write_fd, self._buf)
+            if self.primitive.call is not None:
+                self.primitive.call(self._sync_fd)
+            if self.primitive.syncs:
+                self.syncs += 1
+        except OSError as exc:
+            raise _io_error(exc, f"{self.primitive.result_name}{self.WHAT}", self._dir) from None
+
+    def close(self) -> None:
+        for fd in {self._write_fd, self._sync_fd} - {self._fd}:
+            os.close(fd)
+        os.close(self._fd)
+
+
+class MemoryFileWrite:
+    """4 KiB overwrite at offset 0 of an anonymous in-memory file (``memfd_create(2)``), no
+    sync: the same system call as the write baseline with no filesystem or storage behind
+    it (the tool's floor for writes and flushes). Linux only: check :meth:`available`."""
+
+    def __init__(self) -> None:
+        self._buf = os.urandom(BLOCK_BYTES)
+        self._fd = os.memfd_create("fsyncbench-floor")
+        _pwrite(self._fd, self._buf)
+
+    @staticmethod
+    def available() -> bool:
+        return hasattr(os, "memfd_create") and hasattr(os, "pwrite")
+
+    def prepare(self, i: int) -> None:
+        return None
+
+    def run(self, _args: None) -> None:
+        os.pwrite(self._fd, self._buf, 0)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _pwrite(fd: int, buf: bytes) -> None:
+    if hasattr(os, "pwrite"):
+        os.pwrite(fd, buf, 0)
+    else:  # Windows
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.write(fd, buf)
+
+
+class JournalCommit:
+    """One commit = BEGIN; INSERT one step row; COMMIT, on a fresh database file.
+
+    The row is a durable-execution step: sha256 input hash and a JSON output of
+    ``payload_bytes`` bytes, built in ``prepare`` (untimed). ``effective`` holds the pragmas
+    read back after setting them (WAL can silently stay DELETE on some filesystems:
+    https://www.sqlite.org/wal.html#sometimes_queries_return_sqlite_busy_in_wal_mode).
+    Raises FsyncbenchError on SQLite or OS errors (ENOSPC named as such).
+
+    ``directory`` None opens an in-memory database instead (no file, no I/O: the tool's
+    floor for a commit; SQLite keeps its journal in memory there, journal_mode MEMORY).
+    """
+
+    def __init__(self, directory: Path | None, pragmas: Pragmas, payload_bytes: int) -> None:
+        self.requested = pragmas
+        self.payload_bytes = payload_bytes
+        self._run_id = uuid.uuid4().hex
+        self._db_path = (
+            Path(":memory:")
+            if directory is None
+            else directory / f"journal-{pragmas.label.replace('/', '-')}.db"
+        )
+        try:
+            self._conn = sqlite3.connect(str(self._db_path), isolation_level=None)
+            if pragmas.fullfsync is not None:
+                self._conn.execute(f"PRAGMA fullfsync={'ON' if pragmas.fullfsync else 'OFF'}")
+            self._conn.execute(f"PRAGMA journal_mode={pragmas.journal_mode}")
+            self._conn.execute(f"PRAGMA synchronous={pragmas.synchronous}")
+            self._conn.execute(SCHEMA)
+            self.effective = read_pragmas(self._conn, pragmas.fullfsync is not None)
+            self._insert = "INSERT INTO steps VALUES (?, ?, ?, ?, ?)"
+        except (sqlite3.Error, OSError) as exc:
+            raise _io_error(exc, f"opening {self._db_path.name}", directory) from None
+
+    def prepare(self, i: int) -> tuple[str, int, str, str, str]:
+        return step_row(self._run_id, i, self.payload_bytes)
+
+    def run(self, row: tuple[str, int, str, str, str]) -> None:
+        conn = self._conn
+        try:
+            conn.execute("BEGIN")
+            conn.execute(self._insert, row)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise _io_error(
+                exc, f"commit on {self.requested.label}", self._db_path.parent
+            ) from None
+
+    def close(self) -> None:
+        try:
+            self._conn.close()
+        except sqlite3.Error:  # closing after a failure (its directory gone): nothing to keep
+            pass
+
+
+def step_row(run_id: str, seq: int, payload_bytes: int) -> tuple[str, int, str, str, str]:
+    """The ``steps`` row (:data:`SCHEMA`) of commit ``seq``: run id, seq, name, the sha256
+    input hash (hex) and :func:`step_output` of ``payload_bytes`` characters."""
+    name = f"step-{seq}"
+    input_hash = hashlib.sha256(f"{run_id}:{seq}:{name}".encode()).hexdigest()
+    return (run_id, seq, name, input_hash, step_output(seq, payload_bytes))
+
+
+def step_output(seq: int, payload_bytes: int) -> str:
+    """A JSON step output padded to ``payload_bytes`` characters (ASCII, so bytes)."""
+    head = json.dumps({"seq": seq, "status": "ok", "data": ""})
+    pad = max(0, payload_bytes - len(head))
+    return json.dumps({"seq": seq, "status": "ok", "data": "x" * pad})
+
+
+def read_pragmas(conn: sqlite3.Connection, with_fullfsync: bool) -> Pragmas:
+    """The pragmas in force on ``conn``, upper-case names as in :data:`JOURNAL_MODES`."""
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0].upper()
+    sync = _SYNCHRONOUS_BY_NUMBER.get(conn.execute("PRAGMA synchronous").fetchone()[0], "?")
+    full = bool(conn.execute("PRAGMA fullfsync").fetchone()[0]) if with_fullfsync else None
+    return Pragmas(mode, sync, full)
+
+
+def sqlite_sync_primitive(os_name: str, pragmas: Pragmas, apple_system_sqlite: bool) -> str:
+    """The sync call SQLite's VFS makes for a commit under ``pragmas`` on ``os_name``.
+
+    From SQLite's os_unix.c/os_win.c (https://www.sqlite.org/src/file/src/os_unix.c):
+    synchronous=OFF syncs nothing; on Linux unixSync uses fdatasync (strace of SQLite 3.40
+    here shows only fdatasync calls); on macOS fullfsync=ON uses F_FULLFSYNC, except Apple's
+    system SQLite, which uses F_BARRIERFSYNC; otherwise fsync; Windows: FlushFileBuffers.
+    WAL with synchronous=NORMAL syncs only when it checkpoints, not at each commit.
+    """
+    if pragmas.synchronous == "OFF":
+        return "none"
+    if os_name == "Darwin":
+        name = (
+            ("F_BARRIERFSYNC" if apple_system_sqlite else "F_FULLFSYNC")
+            if pragmas.fullfsync
+            else "fsync"
+        )
+    elif os_name == "Windows":
+        name = "FlushFileBuffers"
+    else:
+        name = "fdatasync"
+    if pragmas.journal_mode == "WAL" and pragmas.synchronous == "NORMAL":
+        return f"{name} (checkpoints only)"  # https://www.sqlite.org/pragma.html#pragma_synchronous
+    return name
+
+
+# --------------------------------------------------------------------------- audit I/O patterns
+# The extra patterns `fsyncbench audit` measures (its orchestration is in fsyncbench.measure.evidence).
+
+#: Raw Linux system call numbers of the sync calls, per ``platform.machine()``. x86_64:
+#: arch/x86/entry/syscalls/syscall_64.tbl (74 fsync, 75 fdatasync); aarch64/arm64 use the
+#: generic table, include/uapi/asm-generic/unistd.h (82 __NR_fsync, 83 __NR_fdatasync).
+SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
+    "x86_64": {"fsync": 74, "fdatasync": 75},
+    "amd64": {"fsync": 74, "fdatasync": 75},
+    "aarch64": {"fsync": 82, "fdatasync": 83},
+    "arm64": {"fsync": 82, "fdatasync": 83},
+}
+
+#: Sizes of the dirty-size sweep: 4 KiB, 16 KiB, ... 64 MiB (powers of 4).
+SWEEP_SIZES = tuple(4096 * 4**k for k in range(8))
+
+#: Marker paths the traced child passes to statvfs(3) (one statfs(2) call, which fails with
+#: ENOENT) around each configuration's commits, so a trace can be cut per configuration.
+TRACE_MARK = "/fsyncbench-trace-mark"
+
+
+def syscall_number(name: str, machine: str | None = None) -> int | None:
+    """Raw system call number of ``name`` (fsync/fdatasync) on ``machine``; None if unknown."""
+    import platform
+
+    return SYSCALL_NUMBERS.get((machine or platform.machine()).lower(), {}).get(name)
+
+
+def raw_syscall_primitive(name: str, machine: str | None = None) -> SyncPrimitive | None:
+    """``name`` (fsync/fdatasync) made with ``syscall(2)`` through ctypes, bypassing whatever
+    the process's libc symbol resolves to. None off Linux or on an unknown architecture.
+
+    ``syscall`` is looked up in libc's own handle (dlsym on ``libc.so.6``), so a preloaded
+    library cannot interpose it; eatmydata wraps fsync, fdatasync, sync, syncfs, msync,
+    sync_file_range and open, never syscall (``nm -D libeatmydata.so``;
+    https://github.com/stewartsmith/libeatmydata/blob/master/libeatmydata/libeatmydata.c).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    number = syscall_number(name, machine)
+    if number is None:
+        return None
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        fn = libc.syscall
+    except (OSError, AttributeError):
+        return None
+    fn.restype = ctypes.c_long
+    fn.argtypes = [ctypes.c_long, ctypes.c_int]
+
+    def call(fd: int) -> None:
+        if fn(number, fd) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+
+    return SyncPrimitive(f"{name}-syscall", call)
+
+
+class SecondFdFlush(FlushWorkload):
+    """4 KiB overwrite through one descriptor, then the sync primitive on a *second*
+    descriptor of the same file (pg_test_fsync, "Test if fsync on non-write file descriptor
+    is honored": https://www.postgresql.org/docs/current/pgtestfsync.html). Linux syncs the
+    inode whatever descriptor is used (fsync(2)); a layer that tracks dirty data per
+    descriptor (some FUSE and network filesystems) does not."""
+
+    FILE_PREFIX = "second-fd"
+    WHAT = " on a second descriptor"
+
+    def __init__(self, directory: Path, primitive: SyncPrimitive) -> None:
+        assert primitive.call is not None
+        super().__init__(directory, primitive)
+
+    def _open_sync_fd(self, path: Path) -> int:
+        return os.open(path, os.O_RDWR)
+
+
+def dirty_sweep(
+    directory: Path,
+    call: Callable[[int], Any],
+    sizes: tuple[int, ...] = SWEEP_SIZES,
+    repeats: int = 3,
+) -> list[tuple[int, int]]:
+    """(dirty bytes, sync latency ns) pairs: write ``size`` bytes at offset 0 of a file
+    preallocated to ``max(sizes)`` bytes (written and fsynced once), then time ``call(fd)``
+    alone with ``time.perf_counter_ns``. Sizes ascend within each of ``repeats`` rounds.
+
+    The data is pseudo-random (incompressible, so compressing filesystems must write it) and
+    shifts by one page each round (so a filesystem that skips rewriting identical blocks,
+    ZFS nopwrite, must still write). Raises FsyncbenchError on I/O errors (ENOSPC named).
+    """
+    import random
+    import time
+
+    largest = max(sizes)
+    data = memoryview(random.Random(20240601).randbytes(largest + repeats * BLOCK_BYTES))
+    path = directory / "dirty-sweep.dat"
+    points: list[tuple[int, int]] = []
+    clock = time.perf_counter_ns
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
+    except OSError as exc:
+        raise _io_error(exc, f"preparing {path.name}") from None
+    try:
+        _write_all(fd, data[:largest], 0)
+        os.fsync(fd)
+        for r in range(repeats):
+            for size in sorted(sizes):
+                _write_all(fd, data[r * BLOCK_BYTES : r * BLOCK_BYTES + size], 0)
+                t0 = clock()
+                call(fd)
+                points.append((size, clock() - t0))
+    except OSError as exc:
+        raise _io_error(exc, "dirty-size sweep") from None
+    finally:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    return points
+
+
+def _write_all(fd: int, buf: memoryview, offset: int) -> None:
+    done = 0
+    while done < len(buf):
+        if hasattr(os, "pwrite"):
+            done += os.pwrite(fd, buf[done:], offset + done)
+        else:  # Windows
+            os.lseek(fd, offset + done, os.SEEK_SET)
+            done += os.write(fd, buf[done:])
+
+
+def trace_child(argv: list[str]) -> None:
+    """Entry point of the child process the audit runs under strace.
+
+    ``argv``: DIRECTORY COMMITS PAYLOAD_BYTES LABEL...; each LABEL is ``MODE/SYNC``
+    (e.g. ``DELETE/FULL``). Works in a fresh ``trace-*`` subdirectory of DIRECTORY (a scratch
+    directory; several traces may share it). For each label: open a fresh database with those pragmas
+    (:class:`JournalCommit`), commit once untraced-in-effect (first commit creates files),
+    then statvfs(``TRACE_MARK/begin/LABEL``), COMMITS commits, statvfs(``TRACE_MARK/end/
+    LABEL``). Exits with status 3 and one line on stderr on an error.
+    """
+    commits, payload = int(argv[1]), int(argv[2])
+    try:
+        directory = Path(tempfile.mkdtemp(prefix="trace-", dir=argv[0]))
+    except OSError as exc:
+        print(
+            f"trace child: cannot create a directory in {argv[0]}: {exc.strerror}", file=sys.stderr
+        )
+        raise SystemExit(3) from exc
+    try:
+        for label in argv[3:]:
+            mode, sync = label.split("/")
+            journal = JournalCommit(directory, Pragmas(mode, sync), payload)
+            try:
+                journal.run(journal.prepare(-1))
+                _mark("begin", label)
+                for i in range(commits):
+                    journal.run(journal.prepare(i))
+                _mark("end", label)
+            finally:
+                journal.close()
+    except (FsyncbenchError, ValueError) as exc:
+        print(f"trace child: {exc}", file=sys.stderr)
+        raise SystemExit(3) from exc
+
+
+def _mark(which: str, label: str) -> None:
+    with contextlib.suppress(OSError):
+        os.statvfs(f"{TRACE_MARK}/{which}/{label}")

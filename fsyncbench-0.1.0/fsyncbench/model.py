@@ -1,0 +1,805 @@
+"""Frozen dataclasses shared by every module; no I/O here.
+
+Units live in field names: ``_ns`` nanoseconds, ``_ms`` milliseconds, ``_bytes`` bytes,
+``_s`` seconds. Everything here converts to plain JSON with :func:`to_jsonable` and back with
+:func:`from_jsonable`; the report schema (see ``docs/report-schema.md``) is these classes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+#: Path verdicts, strongest claim last (docs/verdicts.md says what each means).
+#: Version of the report format written by this fsyncbench (these dataclasses); the store
+#: (:mod:`fsyncbench.report.store`) refuses to load a newer one.
+#: 3: earlier runs of the same measurement per result (``Result.earlier``) and intervals
+#: that include the spread between runs (``Interval.runs``); 2: slice boundaries and rounds
+#: per result, intervals valid for dependent samples (``Interval``; still read: one run's
+#: intervals); 1: intervals that assume independent samples (still read: their
+#: ``ci_method`` is "bootstrap" or "order-statistic" and renderers say what that means).
+SCHEMA_VERSION = 3
+
+NO_FLUSH = "no_flush"
+VOLATILE_CACHE = "volatile_cache"
+HONEST_FLUSH = "honest_flush"
+UNVERIFIABLE = "unverifiable"
+PATH_VERDICTS = (NO_FLUSH, VOLATILE_CACHE, UNVERIFIABLE, HONEST_FLUSH)
+
+#: How a path verdict was established (docs/verdicts.md, "strength"), strongest
+#: first: a power cut lost acknowledged commits; measured facts (filesystem and stack facts,
+#: device flush/write counters, libc vs raw syscall, the dirty-size sweep); inferred from
+#: identity, platform semantics or latency bands; "none" when nothing decided.
+PROVEN = "proven"
+MEASURED = "measured"
+INFERRED = "inferred"
+NO_STRENGTH = "none"
+STRENGTHS = (PROVEN, MEASURED, INFERRED, NO_STRENGTH)
+
+#: Finding levels, mildest first.
+INFO = "info"
+WARNING = "warning"
+RISK = "risk"
+
+
+@dataclass(frozen=True)
+class Pragmas:
+    """One SQLite pragma combination.
+
+    ``fullfsync`` is None where the pragma has no effect (SQLite honours it on macOS only:
+    https://www.sqlite.org/pragma.html#pragma_fullfsync).
+    """
+
+    journal_mode: str
+    synchronous: str
+    fullfsync: bool | None = None
+
+    @property
+    def label(self) -> str:
+        """Short lower-case name such as ``wal/full`` or ``delete/full/fullfsync``."""
+        text = f"{self.journal_mode}/{self.synchronous}".lower()
+        if self.fullfsync is not None:
+            text += "/fullfsync" if self.fullfsync else "/no-fullfsync"
+        return text
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval of one percentile, or the reason there is none
+    (:func:`fsyncbench.measure.stats.quantile_interval` makes them).
+
+    ``estimate_ns`` is the percentile of all samples; ``low_ns``/``high_ns`` the bounds
+    (None, with ``reason`` saying why, when the data cannot support an interval);
+    ``se_log`` the standard error of log(estimate) and ``df`` its degrees of freedom, which
+    tests between runs use; ``blocks`` how many independent blocks (slices or rounds) it
+    rests on; ``method`` names how this run's own part was computed ("block-jackknife",
+    "round-jackknife", or "order-statistic", which assumes independent samples).
+
+    ``runs`` is how many runs of the same measurement the interval rests on: 1, this run
+    alone; more when earlier runs (``Result.earlier``) widened it by the spread between
+    runs (:func:`fsyncbench.measure.stats.between_runs_interval`). Then ``se_log`` and
+    ``df`` are the combined ones, ``tau_log`` the estimated between-run standard deviation
+    of log(estimate), and ``within_se_log``/``within_df`` this run's own. With ``runs`` > 1
+    and ``within_se_log`` None the interval rests on the runs' spread alone (this run had
+    none of its own; ``method`` and ``blocks`` then describe that run's own attempt).
+    """
+
+    estimate_ns: float
+    low_ns: float | None
+    high_ns: float | None
+    se_log: float | None
+    df: float
+    blocks: int
+    method: str
+    reason: str | None = None
+    runs: int = 1
+    tau_log: float | None = None
+    within_se_log: float | None = None
+    within_df: float = 0.0
+
+    @property
+    def own_se_log(self) -> float | None:
+        """This run's own standard error of log(estimate): without the spread between
+        runs, None where this run alone supports no interval."""
+        if self.runs <= 1:
+            return self.se_log if self.bounds is not None else None
+        return self.within_se_log
+
+    @property
+    def bounds(self) -> tuple[float, float] | None:
+        """(low, high) in ns, None when there is no interval."""
+        return None if self.low_ns is None or self.high_ns is None else (self.low_ns, self.high_ns)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Statistics derived from one result's raw samples (all times in ns).
+
+    ``p50_ci_ns``/``p99_ci_ns`` are the (low, high) bounds of a ``ci_level`` confidence
+    interval, None where the samples cannot support one (``p50_interval``/``p99_interval``
+    say why, and how each was made). ``ci_method`` names p99's method: "block-jackknife"
+    or "round-jackknife" (valid for samples that move together in time, schema 2), or in
+    schema 1 reports "bootstrap"/"order-statistic", which assume independent samples.
+    ``p99_ci_halfwidth_pct`` is the larger distance from p99 to a bound of its CI in % of
+    p99 (None without an interval). ``round_p50_ns``/``round_p99_ns`` are each round's own
+    p50/p99 when the run had several rounds (``run --rounds``): the run-to-run spread.
+    """
+
+    count: int
+    min_ns: float
+    p50_ns: float
+    p90_ns: float
+    p99_ns: float
+    p999_ns: float
+    max_ns: float
+    mean_ns: float
+    stdev_ns: float
+    ops_per_s: float
+    p50_ci_ns: tuple[float, float] | None
+    p99_ci_ns: tuple[float, float] | None
+    ci_level: float = 0.95
+    ci_method: str = "bootstrap"
+    ci_resamples: int = 0
+    p99_ci_halfwidth_pct: float | None = None
+    p50_interval: Interval | None = None
+    p99_interval: Interval | None = None
+    round_p50_ns: tuple[float, ...] = ()
+    round_p99_ns: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class FlushDelta:
+    """Change of one disk's flush counters across a workload (``/sys/block/<disk>/stat``
+    fields 16-17, kernel >= 5.5; https://www.kernel.org/doc/html/latest/block/stat.html).
+
+    ``flushes``/``flush_time_ms`` are None when the counter is not available. ``writes`` is
+    the change of stat field 5 (write I/Os completed): whether the data reached this device
+    at all while the syncs ran (None: not read, as in reports written before it existed).
+    """
+
+    device: str
+    flushes: int | None
+    flush_time_ms: int | None
+    writes: int | None = None
+
+
+@dataclass(frozen=True)
+class EarlierRun:
+    """One earlier run of the same measurement, as far as intervals need it: its p50 and p99
+    (ns) and its own standard errors of their logs (``*_se_log``, that run's samples alone;
+    None where they supported no interval), the standard deviation of the log of its rounds'
+    p50 and p99 (``*_round_sd_log``, None below 3 rounds or in reports before it was
+    recorded) and its number of ``rounds`` (0: not recorded): what a test between runs
+    needs (:mod:`fsyncbench.measure.between`). ``report`` is the report's file name and
+    ``created_utc`` when it was made."""
+
+    report: str
+    created_utc: str
+    p50_ns: float
+    p99_ns: float
+    p50_se_log: float | None = None
+    p99_se_log: float | None = None
+    p50_round_sd_log: float | None = None
+    p99_round_sd_log: float | None = None
+    rounds: int = 0
+
+
+@dataclass(frozen=True)
+class Result:
+    """One measured configuration or sync primitive with its raw samples.
+
+    ``kind``: "commit" (one journal transaction), "flush" (4 KiB write + one sync primitive)
+    or "write" (4 KiB write, no sync: the baseline). ``primitive`` names the sync call behind
+    the number (e.g. "fdatasync", "F_FULLFSYNC", "none"). ``samples_ns`` are the timed
+    operations in order, warmup excluded. ``syncs_issued`` counts sync calls this workload
+    made itself (flush kinds) while the device flush counters were watched (timed and warmup
+    calls alike, so ``device_flushes`` / ``syncs_issued`` is flushes per sync) and is None for
+    commits, where SQLite issues them.
+
+    Adaptive sampling: ``ci_target_pct`` is the precision asked for (sample until the 95 %
+    CI of p99 is within +-that % of p99; None = a fixed sample count, ``target_samples``);
+    ``ci_target_met`` says whether the reported CI met it; ``stop_reason`` is "ci-target",
+    "samples" or "budget"; ``phases`` counts the separate sampling phases the samples were
+    taken in (a configuration short of its target gets a later phase when time is left).
+    ``slice_counts`` are the sample counts of those phases in time order (they add up to
+    the sample count) and ``slice_rounds`` the round of each (``run --rounds``); both are
+    empty in schema 1 reports, whose intervals therefore assume independent samples.
+    In adaptive mode ``target_samples`` is the minimum sample count. Kind "floor" results
+    (``Report.floors``) measure the tool itself, not the storage. ``earlier`` holds the
+    figures of earlier runs of the same measurement (same host, directory, storage and
+    workload; oldest first) whose spread widens this result's intervals (schema 3).
+    """
+
+    kind: str
+    name: str
+    primitive: str
+    samples_ns: tuple[int, ...]
+    summary: Summary
+    warmup: int
+    target_samples: int
+    budget_s: float
+    target_reached: bool
+    elapsed_ns: int
+    payload_bytes: int
+    requested: Pragmas | None = None
+    effective: Pragmas | None = None
+    device_flushes: tuple[FlushDelta, ...] = ()
+    syncs_issued: int | None = None
+    ci_target_pct: float | None = None
+    ci_target_met: bool | None = None
+    stop_reason: str | None = None
+    phases: int = 1
+    slice_counts: tuple[int, ...] = ()
+    slice_rounds: tuple[int, ...] = ()
+    earlier: tuple[EarlierRun, ...] = ()
+
+
+@dataclass(frozen=True)
+class Mount:
+    """The mount holding the target, from ``/proc/self/mountinfo`` (proc(5)) or psutil.
+
+    ``root`` is the directory of the filesystem mounted here (mountinfo field 4): "/"
+    unless this is a bind mount of a subdirectory; None when not known (psutil).
+    """
+
+    mount_point: str
+    fs_type: str
+    source: str
+    options: tuple[str, ...] = ()
+    super_options: tuple[str, ...] = ()
+    device_number: str | None = None
+    root: str | None = None
+
+
+@dataclass(frozen=True)
+class BlockDevice:
+    """A block device behind the target (a layer of the stack, or a disk at its bottom).
+
+    Values come from ``/sys/block/<name>/`` (Documentation/ABI/stable/sysfs-block);
+    ``write_cache`` is the raw text ("write back" / "write through"); None = not known.
+    """
+
+    name: str
+    model: str | None = None
+    vendor: str | None = None
+    firmware: str | None = None
+    serial: str | None = None
+    rotational: bool | None = None
+    write_cache: str | None = None
+    fua: bool | None = None
+    transport: str | None = None
+    has_flush_counters: bool = False
+
+
+@dataclass(frozen=True)
+class Virtualization:
+    """Signs of running under a hypervisor or in a container; None = could not tell."""
+
+    hypervisor_flag: bool | None = None
+    dmi_vendor: str | None = None
+    dmi_product: str | None = None
+    detect_virt: str | None = None
+    container: str | None = None
+    kernel_hint: str | None = None
+    mac_vmm_present: bool | None = None
+
+    @property
+    def virtualized(self) -> bool | None:
+        """True when any sign points to a hypervisor, False when checked and none did."""
+        if self.hypervisor_flag or self.mac_vmm_present or self.kernel_hint:
+            return True
+        if self.detect_virt and self.detect_virt not in ("none",):
+            return True
+        if self.hypervisor_flag is False or self.mac_vmm_present is False:
+            return False
+        return None
+
+
+#: What a storage layer does with a flush (``StorageLayer.flush``).
+FLUSH_PASSES_DOWN = "passes-down"  # partition, dm, md, a filesystem, overlay upper dir
+FLUSH_FSYNCS_BACKING_FILE = "fsyncs-backing-file"  # loop: the flush becomes vfs_fsync(backing)
+FLUSH_DROPPED = "dropped"  # overlay volatile, a nobarrier/barrier=0 filesystem
+FLUSH_NOTHING_TO_FLUSH = "nothing-to-flush"  # RAM holds the bytes: tmpfs, ramfs, zram, brd
+FLUSH_FORWARDED = "forwarded"  # FUSE daemon, network filesystem, network disk
+FLUSH_TO_HOST = "to-host"  # a virtual disk: the hypervisor gets the flush
+FLUSH_TO_DEVICE = "to-device"  # a physical disk: its cache gets a flush command
+FLUSH_UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class StorageLayer:
+    """One layer of the storage stack from the target directory down to the media.
+
+    ``kind``: ``filesystem``, ``overlay``, ``fuse``, ``network-fs``, ``loop``, ``dm``, ``md``,
+    ``partition``, ``disk``, ``virtual-disk``, ``ram-disk``, ``network-disk``, ``pmem``.
+    ``name`` identifies it (a mount point for filesystems, a kernel name for block devices,
+    the backing file for a loop device's file). ``flush`` is one of the ``FLUSH_*`` values.
+    ``depth`` is 0 for the top; a layer's children follow it with depth + 1 (a walk in
+    order, so md/dm with several slaves give several subtrees). ``holds_bytes`` marks the
+    media at the bottom: ``volatile`` True for RAM, False for a disk's stable media (its
+    write cache is in ``device.write_cache``), None where it cannot be seen (a server, a
+    hypervisor). ``note`` says what could not be followed (a relative overlay upper dir, a
+    deleted backing file, a ZFS pool). Source of each fact: fsyncbench.host._stack.
+    """
+
+    kind: str
+    name: str
+    flush: str = FLUSH_UNKNOWN
+    depth: int = 0
+    holds_bytes: bool = False
+    volatile: bool | None = None
+    fs_type: str | None = None
+    options: tuple[str, ...] = ()
+    source: str | None = None
+    device: BlockDevice | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class StorageTarget:
+    """The directory measured and the storage path under it.
+
+    ``chain`` lists the block devices walked from the mount's device down (e.g.
+    ``("nvme0n1p2", "nvme0n1")``, ``("loop0", "vda")`` for a loop device whose backing file
+    lives on vda); ``disks`` are the block devices at the bottom that hold the bytes (not a
+    loop device: its backing file's storage is followed instead); ``layers`` the whole
+    stack from the target's filesystem to the media (empty in reports written before it
+    existed: the engine then derives a short stack from ``mount`` and ``disks``);
+    ``darwin`` holds parsed ``diskutil info -plist`` keys on macOS. ``declared`` holds
+    facts the user stated that the machine cannot show (``"plp"``: the drive has power-loss
+    protection), recorded as user-declared.
+    """
+
+    path: str
+    mount: Mount | None = None
+    chain: tuple[str, ...] = ()
+    disks: tuple[BlockDevice, ...] = ()
+    darwin: dict[str, Any] | None = None
+    layers: tuple[StorageLayer, ...] = ()
+    declared: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Host:
+    """Facts about the machine and the target directory, recorded with every report.
+
+    Only ``hostname``, ``os_name`` (``platform.system()``: Linux, Darwin, Windows) and
+    ``target`` are required, so a report for a host not at hand can be written by hand.
+    """
+
+    hostname: str
+    os_name: str
+    target: StorageTarget
+    virtualization: Virtualization = field(default_factory=Virtualization)
+    os_release: str = ""
+    os_version: str = ""
+    machine: str = ""
+    python_version: str = ""
+    sqlite_version: str = ""
+    sqlite_library: str | None = None
+    sqlite_compile_options: tuple[str, ...] = ()
+    cpu_brand: str | None = None
+    cpu_count_logical: int | None = None
+    cpu_count_physical: int | None = None
+    memory_total_bytes: int | None = None
+    ld_preload: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the verdict engine concluded.
+
+    ``code`` is a stable kebab-case id; ``level`` is info/warning/risk; ``subject`` is the
+    result name or "path"; ``evidence`` holds the values the rule used; ``source`` cites the
+    threshold or platform fact. Path-rule findings also say how they know (``strength``,
+    one of ``STRENGTHS``), which path verdict they point to (``points_to``) and their
+    ``stance`` towards the verdict given: ``decides``, ``agrees`` or ``disagrees`` (a
+    weaker signal pointing elsewhere, shown, never hidden); "" for other findings.
+    """
+
+    code: str
+    level: str
+    subject: str
+    message: str
+    advice: str
+    evidence: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+    strength: str = ""
+    points_to: str | None = None
+    stance: str = ""
+
+
+@dataclass(frozen=True)
+class ResultVerdict:
+    """Verdict for one result: is the storage path honest, does the pragma promise durability.
+
+    ``strength`` says how the path verdict was established (``STRENGTHS``; "" in reports
+    written before it existed).
+    """
+
+    subject: str
+    path_verdict: str
+    config_durable: bool | None
+    decided_by: str
+    strength: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """All verdicts of a report; ``path_verdict`` is the storage path's overall verdict and
+    ``strength`` how it was established (``STRENGTHS``; "" in older reports)."""
+
+    path_verdict: str
+    decided_by: str
+    results: tuple[ResultVerdict, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    strength: str = ""
+
+
+@dataclass(frozen=True)
+class PowerlossModelOutcome:
+    """What one persistence model lost for one configuration (``fsyncbench powerloss``,
+    :mod:`fsyncbench.powerloss.matrix`).
+
+    ``states``: crash states checked (a state reached from two crash points counts twice);
+    ``distinct_states``: of them, different on disk; ``sampled``: some points had more states
+    than were tried (the figures are then lower bounds); ``states_losing``: states missing
+    at least one acknowledged commit; ``worst_lost``/``mean_lost``: acknowledged commits
+    missing, over the states that are not corrupt; ``corrupt_states``: unopenable or failing
+    integrity_check; ``invalid``: why the model does not apply ("" if it does; then every
+    figure is 0); ``worst``: how to rebuild the worst state and what it lost; ``psow``: the
+    powersafe-overwrite flag of the trace this model was applied to; ``kept_at``: where
+    ``--keep-failures`` wrote the worst state ("" if nowhere)."""
+
+    model: str
+    crash_points: int
+    states: int
+    distinct_states: int
+    sampled: bool
+    states_losing: int
+    worst_lost: int
+    mean_lost: float
+    corrupt_states: int
+    invalid: str
+    worst: str
+    psow: bool = True
+    kept_at: str = ""
+
+    @property
+    def loses(self) -> bool:
+        """True when some state lost an acknowledged commit or was corrupt."""
+        return self.worst_lost > 0 or self.corrupt_states > 0
+
+
+#: :meth:`PowerlossConfig.agreement` where a model lost nothing the documentation allows.
+NO_LOSS_UNDER_MODEL = "no loss under this model"
+
+
+@dataclass(frozen=True)
+class PowerlossConfig:
+    """One configuration: its recorded trace's size, what SQLite's documentation promises
+    (``documented_durable``, ``documented_consistent``, ``documented_why`` with its source)
+    and each model's outcome."""
+
+    pragmas: Pragmas
+    commits: int
+    writes: int
+    syncs: int
+    dirsyncs: int
+    psow: bool
+    documented_durable: bool
+    documented_consistent: bool
+    documented_why: str
+    models: tuple[PowerlossModelOutcome, ...]
+
+    def agreement(self, m: PowerlossModelOutcome) -> str:
+        """``agrees``; ``DISAGREES`` (documented durable or consistent, and this model
+        lost a commit or corrupted the database); ``no loss under this model`` (documented
+        not durable, nothing lost here: one model's silence does not show the documentation
+        too cautious, a harsher model or real storage may lose); "" for an invalid model."""
+        if m.invalid:
+            return ""
+        if (self.documented_durable and m.worst_lost) or (
+            self.documented_consistent and m.corrupt_states
+        ):
+            return "DISAGREES"
+        if not self.documented_durable and not m.loses:
+            return NO_LOSS_UNDER_MODEL
+        return "agrees"
+
+
+@dataclass(frozen=True)
+class PowerlossResult:
+    """Every configuration x model, with how it was made: ``semantics`` (linux/macos),
+    ``sector_bytes`` (torn), ``seed``, ``max_states``/``samples`` per crash point, the SQLite
+    that recorded (apsw's) and the stdlib's, and the wall time."""
+
+    configs: tuple[PowerlossConfig, ...]
+    models: tuple[str, ...]
+    semantics: str
+    commits: int
+    payload_bytes: int
+    sector_bytes: int
+    seed: int
+    max_states: int
+    samples: int
+    sqlite_version: str
+    stdlib_sqlite_version: str
+    apsw_version: str
+    elapsed_ns: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """A saved run: the JSON file's top level. ``schema_version`` guards the format.
+
+    ``evidence`` holds what ``fsyncbench audit`` measured beyond the results (None in reports
+    written by ``run`` or by fsyncbench versions before the audit; schema 1 either way).
+    ``floors`` are the tool's own floor measurements (kind "floor": the empty timing loop,
+    an in-memory commit, an in-memory write); results within 2x of theirs are labelled "at
+    the tool's floor" (``stats.at_tool_floor``). Empty in older reports. ``elapsed_ns`` is
+    the wall time of the whole command (None in reports written before it was recorded).
+    ``powerloss`` holds ``run --powerloss``'s simulated power cuts (None without it; older
+    fsyncbench versions ignore the field).
+    """
+
+    schema_version: int
+    tool_version: str
+    kind: str
+    created_utc: str
+    command_line: tuple[str, ...]
+    host: Host
+    results: tuple[Result, ...]
+    verdict: Verdict
+    notes: tuple[str, ...] = ()
+    evidence: Evidence | None = None
+    floors: tuple[Result, ...] = ()
+    elapsed_ns: int | None = None
+    powerloss: PowerlossResult | None = None
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Dataclasses -> dicts, tuples -> lists, recursively (JSON-ready)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_jsonable(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    return obj
+
+
+#: Largest integer a report may hold (a 64-bit counter); larger ones are refused on load.
+MAX_JSON_INT = 2**63
+
+#: Field names that are counts or durations and cannot be negative (on load).
+_NON_NEGATIVE = re.compile(
+    r"(_ns|_ms|_bytes|_s)$|^(count|flushes|writes|syncs_issued|syncs|"
+    r"commits|samples_ns\[\]|slice_counts\[\]|slice_rounds\[\]|blocks|df|"
+    r"warmup|target_samples|elapsed_ns|"
+    r"libc_flushes|syscall_flushes|same_fd_flushes|second_fd_flushes)$"
+)
+
+
+#: Fitted values that may fall below zero (a least-squares intercept).
+_MAY_BE_NEGATIVE = frozenset({"flush_cost_ns"})
+
+
+def _check_sign(where: str, value: float) -> None:
+    """Refuse a negative count or duration (the last component of ``where`` names it)."""
+    name = where.rsplit(".", 1)[-1]
+    if value < 0 and _NON_NEGATIVE.search(name) and name not in _MAY_BE_NEGATIVE:
+        raise ValueError(f"{where}: negative {name}")
+
+
+def from_jsonable(cls: Any, data: Any) -> Any:
+    """Rebuild ``cls`` (a dataclass or a type hint) from :func:`to_jsonable` output.
+
+    Raises ValueError naming the field when ``data`` does not fit the type.
+    """
+    return _convert(cls, data, cls.__name__ if isinstance(cls, type) else "value")
+
+
+def _convert(hint: Any, data: Any, where: str) -> Any:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return data
+    if origin in (Union, types.UnionType):
+        args = typing.get_args(hint)
+        if data is None and type(None) in args:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return _convert(arg, data, where)
+            except ValueError as exc:
+                errors.append(str(exc))
+        raise ValueError(errors[0] if errors else f"{where}: unexpected null")
+    if dataclasses.is_dataclass(hint):
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected an object")
+        hints = typing.get_type_hints(hint)
+        kwargs = {}
+        for f in dataclasses.fields(hint):
+            if f.name in data:
+                kwargs[f.name] = _convert(hints[f.name], data[f.name], f"{where}.{f.name}")
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ValueError(f"{where}: missing field {f.name!r}")
+        return typing.cast("type[Any]", hint)(**kwargs)  # a dataclass type, not an instance
+    if origin is tuple:
+        if not isinstance(data, list):
+            raise ValueError(f"{where}: expected a list")
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is Ellipsis:
+            if args[0] is int and all(type(v) is int for v in data):
+                # a million raw samples: the same checks as below, at C speed
+                if data and max(-min(data), max(data)) > MAX_JSON_INT:
+                    raise ValueError(f"{where}[]: number out of range")
+                if data:
+                    _check_sign(f"{where}[]", min(data))
+                return tuple(data)
+            return tuple(_convert(args[0], v, f"{where}[]") for v in data)
+        if len(args) != len(data):
+            raise ValueError(f"{where}: expected {len(args)} items")
+        return tuple(_convert(a, v, f"{where}[]") for a, v in zip(args, data))
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise ValueError(f"{where}: expected an object")
+        _, value_hint = typing.get_args(hint)
+        return {k: _convert(value_hint, v, f"{where}.{k}") for k, v in data.items()}
+    if hint is float:
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            if isinstance(data, int) and abs(data) > MAX_JSON_INT:
+                raise ValueError(f"{where}: number out of range")
+            value = float(data)
+            if not math.isfinite(value):
+                raise ValueError(f"{where}: not a finite number")
+            _check_sign(where, value)
+            return value
+        raise ValueError(f"{where}: expected a number")
+    if hint in (int, str, bool):
+        if isinstance(data, hint) and not (hint is int and isinstance(data, bool)):
+            if hint is int:
+                if abs(data) > MAX_JSON_INT:
+                    raise ValueError(f"{where}: number out of range")
+                _check_sign(where, data)
+            return data
+        raise ValueError(f"{where}: expected {hint.__name__}")
+    raise ValueError(f"{where}: unsupported type {hint!r}")
+
+
+# --------------------------------------------------------------------------- audit evidence
+# What `fsyncbench audit` measures beyond the results; see docs/report-schema.md. Every class
+# here can be written by hand (only the fields without defaults are required).
+
+
+#: Sync-like system calls that make nothing durable (sync_file_range(2): "This system call
+#: does not flush disk write caches").
+NON_DURABLE_SYNCS = frozenset({"sync_file_range", "sync_file_range2"})
+
+
+@dataclass(frozen=True)
+class SyncTrace:
+    """Sync system calls observed (strace, in a child process) while one pragma combination
+    committed ``commits`` transactions: ``syscalls`` maps a call name (fsync, fdatasync,
+    sync_file_range, syncfs, sync, msync) to its count over all those commits.
+
+    ``ld_preload`` is the LD_PRELOAD the traced child ran with (None: unset). A trace run
+    with the caller's LD_PRELOAD shows what reaches the kernel; one without it shows what
+    SQLite itself asks for.
+    """
+
+    pragmas: Pragmas
+    commits: int
+    syscalls: dict[str, int]
+    ld_preload: str | None = None
+    method: str = "strace"
+
+    @property
+    def syncs_per_commit(self) -> float:
+        """Sync calls per commit (S) that ask for durability: fsync, fdatasync, syncfs, sync,
+        msync. ``sync_file_range`` is recorded but not counted: it "does not flush disk
+        write caches" and writes no metadata (sync_file_range(2)), so it makes nothing
+        durable."""
+        durable = sum(n for name, n in self.syscalls.items() if name not in NON_DURABLE_SYNCS)
+        return durable / self.commits if self.commits else 0.0
+
+
+@dataclass(frozen=True)
+class SyscallComparison:
+    """The libc wrapper (``os.fdatasync``/``os.fsync``) against the raw system call
+    (``syscall(SYS_fdatasync, fd)`` through ctypes) after identical 4 KiB writes, timed in
+    interleaved blocks of ``syncs`` calls per side in total.
+
+    ``*_flushes`` are device flushes counted during each side's blocks on the least-flushed
+    leaf disk (None: no counter). ``syscall_number`` is the number used on ``machine``.
+    """
+
+    primitive: str
+    syscall_number: int | None
+    machine: str
+    syncs: int
+    libc_p50_ns: float
+    syscall_p50_ns: float
+    libc_flushes: int | None = None
+    syscall_flushes: int | None = None
+    libc_samples_ns: tuple[int, ...] = ()
+    syscall_samples_ns: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One sync after writing ``dirty_bytes`` bytes: the sync's own latency."""
+
+    dirty_bytes: int
+    latency_ns: int
+
+
+@dataclass(frozen=True)
+class DirtySweep:
+    """Sync latency against dirty bytes (4 KiB ... 64 MiB) and its least-squares fit
+    latency = ``flush_cost_ns`` + bytes / ``bandwidth_bytes_per_s``.
+
+    ``bandwidth_bytes_per_s`` is None when latency did not grow with the bytes written
+    (slope <= 0: nothing was written anywhere); ``r_squared`` is the fit's R^2.
+    """
+
+    primitive: str
+    flush_cost_ns: float
+    bandwidth_bytes_per_s: float | None
+    r_squared: float | None = None
+    points: tuple[SweepPoint, ...] = ()
+
+
+@dataclass(frozen=True)
+class SecondFdCheck:
+    """A write through one file descriptor, then a sync on a second descriptor of the same
+    file (pg_test_fsync's "Test if fsync on non-write file descriptor is honored"), against
+    write and sync on the same descriptor; ``syncs`` calls per side."""
+
+    primitive: str
+    syncs: int
+    same_fd_p50_ns: float
+    second_fd_p50_ns: float
+    same_fd_flushes: int | None = None
+    second_fd_flushes: int | None = None
+
+
+@dataclass(frozen=True)
+class EnvironmentFacts:
+    """Environment facts the audit adds to the host record.
+
+    ``ld_so_preload``: entries of ``/etc/ld.so.preload`` (preloaded into every process);
+    ``preloaded_libraries``: libraries mapped into the measuring process (``/proc/self/maps``)
+    that LD_PRELOAD or ld.so.preload named, or whose name is a known sync-disabling library;
+    ``zfs_sync``: the ``sync`` property of the ZFS dataset holding the target
+    (standard/always/disabled); ``strace``: the strace binary used (None: not found).
+    """
+
+    ld_so_preload: tuple[str, ...] = ()
+    preloaded_libraries: tuple[str, ...] = ()
+    zfs_sync: str | None = None
+    strace: str | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything ``fsyncbench audit`` measured beyond the flush and commit results.
+
+    ``unavailable`` maps an evidence name (sync_traces, syscall_comparisons, dirty_sweep,
+    second_fd, flush_counters) to the reason it is missing.
+    """
+
+    sync_traces: tuple[SyncTrace, ...] = ()
+    syscall_comparisons: tuple[SyscallComparison, ...] = ()
+    dirty_sweep: DirtySweep | None = None
+    second_fd: SecondFdCheck | None = None
+    environment: EnvironmentFacts = field(default_factory=EnvironmentFacts)
+    unavailable: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,178 @@
+"""A saved ``fsyncbench powercut verify`` report as a
+:class:`~fsyncbench.report.document.Document`: the verify result first, then what the
+listener recorded and the journal holds, the findings and the host. Rendered by the same
+text, Markdown and HTML renderers as run and audit reports
+(:func:`fsyncbench.report.render_document`).
+"""
+
+from __future__ import annotations
+
+from fsyncbench.model import Report
+from fsyncbench.report.describe import findings_section, host_table
+from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
+from fsyncbench.report.wording import verdict_phrase
+
+
+def describe_powercut(report: Report) -> Document:
+    """The :class:`Document` of a saved ``powercut verify`` report (kind "powercut"): the
+    same Result line verify printed (PASS / FAIL / INCONCLUSIVE, from
+    :mod:`fsyncbench.powercut.verify`) and the path verdict first, then the facts the report
+    keeps (run, listener, journal, integrity, lost and out-of-order commits), the findings,
+    host and notes. It has no latency table: a powercut report holds no timed results."""
+    from fsyncbench.powercut import ranges as R
+    from fsyncbench.powercut.verify import Judgement, _headline
+
+    v = report.verdict
+    findings = v.findings
+    codes = {f.code for f in findings}
+    outcome = (
+        "pass"
+        if "powercut-survived" in codes
+        else "inconclusive"
+        if "powercut-nothing-acknowledged" in codes
+        else "fail"
+    )
+    # the run's facts travel in the evidence of the lost / survived / nothing finding
+    ev = next(
+        (
+            f.evidence
+            for f in findings
+            if isinstance(f.evidence, dict) and "acknowledged_ranges" in f.evidence
+        ),
+        {},
+    )
+
+    def spans(key: str) -> list[tuple[int, int]]:
+        return [(int(r[0]), int(r[1])) for r in ev.get(key) or ()]
+
+    acked, present, lost, holes = (
+        spans(k) for k in ("acknowledged_ranges", "present_ranges", "lost_ranges", "hole_ranges")
+    )
+    first = v.results[0] if v.results else None
+    label = first.subject if first else ev.get("config", "?")
+    durable = bool(first.config_durable) if first else False
+    jm = Judgement(
+        outcome,
+        v.path_verdict,
+        v.decided_by,
+        durable,
+        tuple(lost),
+        tuple(holes),
+        int(ev.get("committed_not_acknowledged") or 0),
+        findings,
+        v.strength,
+    )
+    integrity = ev.get("integrity_check") or next(
+        (
+            f.evidence.get("integrity_check")
+            for f in findings
+            if f.code == "powercut-journal-corrupt" and isinstance(f.evidence, dict)
+        ),
+        None,
+    )
+
+    rows: list[tuple[str, str]] = []
+    if ev:
+        rebooted: dict[bool | None, str] = {
+            True: "yes (the boot id changed since the writer started)",
+            False: "NO (same boot as the writer: no power cut happened)",
+        }
+        rows += [
+            (
+                "run",
+                f"{ev.get('run_id', '?')} ({label}, sync primitive "
+                f"{ev.get('sync_primitive', '?')})",
+            ),
+            (
+                "writer",
+                f"stopped cleanly: {ev['clean_stop']}"
+                if ev.get("clean_stop")
+                else "no clean stop (running when it ended)",
+            ),
+            ("rebooted", rebooted.get(ev.get("rebooted"), "unknown")),
+            (
+                "listener",
+                f"{ev.get('listener', '?')}: {R.count(acked):,} acknowledged commits "
+                f"({R.format_ranges(acked, 5)})",
+            ),
+            ("journal", str(ev.get("database", "?"))),
+        ]
+        if ev.get("journal_exists") is False:
+            rows.append(("", "MISSING (the database file is gone)"))
+        elif ev.get("journal_error"):
+            rows.append(("", f"unreadable: {ev['journal_error']}"))
+        else:
+            line = f"{R.count(present):,} commits present ({R.format_ranges(present, 5)})"
+            if ev.get("journal_note"):
+                line += f"; {ev['journal_note']}"
+            if jm.unacknowledged:
+                line += f"; {jm.unacknowledged:,} committed but not acknowledged (normal)"
+            rows.append(("", line))
+    else:
+        rows.append(("run", label))
+    if integrity is not None:
+        rows.append(
+            (
+                "integrity",
+                "ok"
+                if list(integrity) == ["ok"]
+                else ("not run" if not integrity else "; ".join(list(integrity)[:5])),
+            )
+        )
+    rows.append(
+        (
+            "lost",
+            "none"
+            if not lost
+            else f"{R.count(lost):,} acknowledged commits: {R.format_ranges(lost)}",
+        )
+    )
+    if holes:
+        rows.append(
+            ("holes", f"unacknowledged commits missing below later ones: {R.format_ranges(holes)}")
+        )
+
+    title = f"fsyncbench powercut verify: {report.host.hostname}, {report.created_utc}"
+    subtitle = (
+        f"fsyncbench {report.tool_version}, report schema {report.schema_version}, "
+        f"target {report.host.target.path}"
+    )
+    result = _headline(jm, R.count(acked))
+    verdict = (
+        f"Path verdict for {label}: "
+        + verdict_phrase(v.path_verdict, v.strength, v.decided_by)
+        + "."
+    )
+    tone = {"pass": "good", "inconclusive": "caution"}.get(outcome, "bad")
+    answer = Section(
+        "answer",
+        "Result",
+        (
+            Paragraph(result.removeprefix("Result: "), lead="Result:", tone=tone),
+            Paragraph(verdict),
+            *(Paragraph(n, lead="Note:", tone="caution") for n in report.notes),
+        ),
+    )
+    facts = Section(
+        "facts",
+        "What the listener recorded and the journal holds",
+        (Table(("field", "value"), tuple((Cell(k), Cell(val)) for k, val in rows)),),
+    )
+    return Document(
+        title,
+        subtitle,
+        (
+            answer,
+            facts,
+            findings_section(report),
+            Section("host", "Host and storage stack", (host_table(report),)),
+        ),
+    )
+
+
+def render(report: Report, fmt: str) -> str:
+    """A powercut report as ``fmt`` (one of :data:`fsyncbench.report.FORMATS`), from
+    :func:`describe_powercut`. Raises ValueError for another format."""
+    from fsyncbench.report import render_document
+
+    return render_document(describe_powercut(report), fmt, report)

@@ -1,0 +1,318 @@
+"""Crash states: what a power cut at a given point could leave on disk, under named
+persistence models. Pure computation over a recorded :class:`~fsyncbench.powerloss.trace.Trace`.
+
+Crash points (``point`` = index of the first op that did not happen): just before each sync
+or directory sync, just after each acknowledged commit, and after the last op. Points
+before the trace's ``barrier`` (the end of setup) are not tested.
+
+Models (:data:`MODELS`), from most to least forgiving of the storage:
+
+- ``prefix``: an ordered filesystem: the operations persist in issue order up to some point
+  at or after the last honoured sync; every such prefix is one state (ext3/ext4
+  ``data=journal``-like ordering; the "prefix" crash-consistency model of Pillai et al.,
+  "All File Systems Are Not Created Equal", OSDI 2014,
+  https://www.usenix.org/conference/osdi14/technical-sessions/presentation/pillai).
+- ``synced-only``: only what was synced survives: a file keeps its content as of its last
+  sync, a created or deleted directory entry persists only after a directory sync. The most
+  POSIX lets a cut take, though not the most damaging state (``subset`` can corrupt where
+  losing every unsynced write does not) (fsync(2): "the call blocks until the device reports that the transfer has
+  completed"; nothing is promised for data not synced; the directory needs its own fsync:
+  https://man7.org/linux/man-pages/man2/fsync.2.html, NOTES). One state per crash point.
+- ``subset``: each write, truncation and directory change since its file's (or the
+  directory's) last sync is independently kept or lost: SQLite's own crash test model
+  (src/test6.c, https://sqlite.org/src/file?name=src/test6.c: "the unsynced writes are
+  randomly written or discarded").
+- ``torn``: as ``subset``, and each write is torn at ``sector_bytes`` boundaries: every
+  sector piece is kept or lost on its own, and a lost piece that covered only part of its
+  sector destroys that whole sector (zeros) — the damage SQLite guards against only when
+  told that powersafe overwrite is off (https://www.sqlite.org/psow.html). With powersafe
+  overwrite on the combination is invalid (:func:`invalid_reason`), not a finding.
+
+Semantics (:data:`SEMANTICS`): ``linux`` honours every sync; ``macos`` honours only syncs
+SQLite issues with SQLITE_SYNC_FULL (PRAGMA fullfsync=ON), the only ones its unix VFS turns
+into fcntl(F_FULLFSYNC); plain fsync, including the directory's, stops at the drive's cache
+(https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/fsync.2.html).
+
+Where a point has at most ``max_states`` states under ``subset``/``torn`` (or not more
+than ``samples`` + 2) all are enumerated; otherwise ``samples`` are drawn with a :class:`random.Random` seeded from
+``seed``, the configuration and the point (plus the all-kept and all-lost states), so every
+figure is reproducible from its seed.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from fsyncbench.powerloss.trace import SQLITE_SYNC_FULL, Op, Trace
+
+MODELS = ("synced-only", "prefix", "subset", "torn")
+DEFAULT_MODELS = ("synced-only", "prefix")
+SEMANTICS = ("linux", "macos")
+#: Sector sizes a torn write may break at: 512 B (logical sectors of most disks) or 4 KiB
+#: (advanced-format disks and SQLite's default sector size, SQLITE_DEFAULT_SECTOR_SIZE).
+SECTOR_SIZES = (512, 4096)
+DEFAULT_MAX_STATES = 64
+DEFAULT_SAMPLES = 32
+
+
+@dataclass(frozen=True)
+class CrashState:
+    """One state a power cut could leave: ``files`` (name, content) sorted by name;
+    ``acked``: commits acknowledged before the cut; ``point``: index of the first op that
+    did not happen; ``how``: how to rebuild it (model, point, and for subset/torn the kept
+    items: bit k of the mask is the k-th operation not yet synced, directory changes
+    first, then each file's in issue order); ``sampled``:
+    drawn at random because the point had more than ``max_states`` states."""
+
+    point: int
+    files: tuple[tuple[str, bytes], ...]
+    acked: tuple[int, ...]
+    how: str
+    sampled: bool = False
+
+
+def invalid_reason(model: str, psow: bool) -> str:
+    """Why ``model`` cannot be applied to a trace recorded with ``psow``; "" if it can."""
+    if model == "torn" and psow:
+        return (
+            "invalid: SQLite was told writes are powersafe overwrites (psow=1), which torn "
+            "sectors break; record with psow off to test torn writes"
+        )
+    return ""
+
+
+def crash_points(trace: Trace) -> list[int]:
+    """Indices (first op not done) tested: before each sync, after each ack, at the end."""
+    points = {len(trace.ops)}
+    for i in range(trace.barrier_index + 1, len(trace.ops)):
+        kind = trace.ops[i].kind
+        if kind in ("sync", "dirsync"):
+            points.add(i)
+        elif kind == "ack":
+            points.add(i + 1)
+    return sorted(points)
+
+
+def _apply(buf: bytearray, op: Op) -> None:
+    if op.kind == "write":
+        end = op.offset_bytes + len(op.data)
+        if len(buf) < op.offset_bytes:
+            buf.extend(bytes(op.offset_bytes - len(buf)))
+        buf[op.offset_bytes : end] = op.data
+    elif op.kind == "truncate":
+        if op.size_bytes < len(buf):
+            del buf[op.size_bytes :]
+        else:
+            buf.extend(bytes(op.size_bytes - len(buf)))
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One independently lost item: a directory change (``link``: (created?, name,
+    inode)), a whole write or truncation (``op``), or a sector piece of a write (``op``
+    with ``start``/``end``, and ``damage``: the sector that a loss of this partial piece
+    destroys)."""
+
+    ino: int  # -1 for a directory change
+    op: Op | None = None
+    start: int = 0  # piece of a write: [start, end) in file offsets; end 0: the whole op
+    end: int = 0
+    damage: tuple[int, int] | None = None
+    link: tuple[bool, str, int] | None = None
+
+
+class _Fs:
+    """The files as issued, what is durable, and what is pending since the last sync;
+    ``fullsync_only``: only syncs with SQLITE_SYNC_FULL are honoured (macOS)."""
+
+    def __init__(self, fullsync_only: bool) -> None:
+        self.content: list[bytearray] = []
+        self.durable: list[bytes] = []
+        self.pending: list[list[Op]] = []
+        self.names: dict[str, int] = {}
+        self.durable_names: dict[str, int] = {}
+        self.dir_pending: list[tuple[bool, str, int]] = []
+        self.fullsync_only = fullsync_only
+        self.floor_changed = False
+
+    def apply(self, op: Op) -> bool:
+        """Apply ``op``; True when it changed the files as issued. ``floor_changed`` says
+        whether it was an honoured sync (or the barrier)."""
+        self.floor_changed = False
+        kind = op.kind
+        if kind == "create":
+            ino = len(self.content)
+            self.content.append(bytearray())
+            self.durable.append(b"")
+            self.pending.append([])
+            self.names[op.file] = ino
+            self.dir_pending.append((True, op.file, ino))
+            return True
+        if kind == "delete":
+            ino = self.names.pop(op.file)
+            self.dir_pending.append((False, op.file, ino))
+            return True
+        if kind in ("write", "truncate"):
+            ino = self.names[op.file]
+            _apply(self.content[ino], op)
+            self.pending[ino].append(op)
+            return True
+        if kind == "sync" and self._honours(op):
+            ino = self.names[op.file]
+            self.durable[ino] = bytes(self.content[ino])
+            self.pending[ino] = []
+            self.floor_changed = True
+        elif kind == "dirsync" and self._honours(op):
+            self.durable_names = dict(self.names)
+            self.dir_pending = []
+            self.floor_changed = True
+        elif kind == "barrier":
+            self.durable = [bytes(c) for c in self.content]
+            self.pending = [[] for _ in self.content]
+            self.durable_names = dict(self.names)
+            self.dir_pending = []
+            self.floor_changed = True
+        return False
+
+    def _honours(self, op: Op) -> bool:
+        if not self.fullsync_only:
+            return True
+        return op.kind == "sync" and op.flags & 0x0F == SQLITE_SYNC_FULL
+
+    def issued(self) -> tuple[tuple[str, bytes], ...]:
+        return tuple(sorted((n, bytes(self.content[i])) for n, i in self.names.items()))
+
+    def synced(self) -> tuple[tuple[str, bytes], ...]:
+        return tuple(sorted((n, self.durable[i]) for n, i in self.durable_names.items()))
+
+    def pieces(self, sector_bytes: int | None) -> list[_Piece]:
+        """Every item that may be lost independently, in issue order per file; writes cut
+        at ``sector_bytes`` boundaries when given (torn)."""
+        items = [_Piece(-1, link=link) for link in self.dir_pending]
+        inos = sorted(set(self.durable_names.values()) | {i for _, _, i in self.dir_pending})
+        for ino in inos:
+            for op in self.pending[ino]:
+                if sector_bytes is None or op.kind != "write":
+                    items.append(_Piece(ino, op))
+                    continue
+                start, end = op.offset_bytes, op.offset_bytes + len(op.data)
+                while start < end:
+                    base = start // sector_bytes * sector_bytes
+                    cut = min(end, base + sector_bytes)
+                    # a piece as long as a sector is the whole, aligned sector
+                    partial = cut - start != sector_bytes
+                    damage = (base, base + sector_bytes) if partial else None
+                    items.append(_Piece(ino, op, start, cut, damage))
+                    start = cut
+        return items
+
+    def build(self, items: list[_Piece], kept: int) -> tuple[tuple[str, bytes], ...]:
+        """The state with item ``k`` kept where bit ``k`` of ``kept`` is set."""
+        names = dict(self.durable_names)
+        data = {i: bytearray(self.durable[i]) for i in range(len(self.durable))}
+        for k, item in enumerate(items):
+            keep = bool(kept >> k & 1)
+            if item.link is not None:
+                created, name, ino = item.link
+                if keep and created:
+                    names[name] = ino
+                elif keep and names.get(name) == ino:
+                    del names[name]
+                continue
+            assert item.op is not None
+            buf = data[item.ino]
+            if item.end == 0:  # a whole op
+                if keep:
+                    _apply(buf, item.op)
+            elif keep:
+                rel = item.start - item.op.offset_bytes
+                piece = item.op.data[rel : rel + item.end - item.start]
+                _apply(buf, Op("write", offset_bytes=item.start, data=piece))
+            elif item.damage is not None:
+                base, stop = item.damage[0], min(item.damage[1], len(buf))
+                buf[base:stop] = bytes(max(0, stop - base))
+        return tuple(sorted((n, bytes(data[i])) for n, i in names.items()))
+
+
+def crash_states(
+    trace: Trace,
+    model: str,
+    *,
+    semantics: str = "linux",
+    sector_bytes: int = 512,
+    max_states: int = DEFAULT_MAX_STATES,
+    samples: int = DEFAULT_SAMPLES,
+    seed: int = 0,
+) -> Iterator[CrashState]:
+    """Every crash state of ``trace`` under ``model`` (:data:`MODELS`) and ``semantics``
+    (:data:`SEMANTICS`), point by point. Raises ValueError for an unknown model or
+    semantics; callers check :func:`invalid_reason` first."""
+    if model not in MODELS:
+        raise ValueError(f"unknown persistence model {model!r}")
+    if semantics not in SEMANTICS:
+        raise ValueError(f"unknown semantics {semantics!r}")
+    fs = _Fs(semantics == "macos")
+    points = set(crash_points(trace))
+    acked: list[int] = []
+    prefix: list[tuple[int, tuple[tuple[str, bytes], ...]]] = []
+    sector = sector_bytes if model == "torn" else None
+    for i in range(len(trace.ops) + 1):
+        if i in points:  # crash_points: none before the barrier
+            yield from _states_at(
+                trace, model, fs, i, tuple(acked), prefix, sector, max_states, samples, seed
+            )
+        if i == len(trace.ops):
+            break
+        op = trace.ops[i]
+        changed = fs.apply(op)
+        if op.kind == "ack":
+            acked.append(op.seq)
+        if fs.floor_changed:
+            prefix = [(i + 1, fs.issued())]
+        elif changed and prefix:
+            prefix.append((i + 1, fs.issued()))
+
+
+def _states_at(
+    trace: Trace,
+    model: str,
+    fs: _Fs,
+    point: int,
+    acked: tuple[int, ...],
+    prefix: list[tuple[int, tuple[tuple[str, bytes], ...]]],
+    sector: int | None,
+    max_states: int,
+    samples: int,
+    seed: int,
+) -> Iterator[CrashState]:
+    where = (
+        f"before op {point} ({trace.ops[point].describe()})"
+        if point < len(trace.ops)
+        else "after the last op"
+    )
+    if model == "synced-only":
+        yield CrashState(point, fs.synced(), acked, f"synced-only, cut {where}")
+        return
+    if model == "prefix":
+        for done, files in prefix:
+            yield CrashState(point, files, acked, f"prefix of the first {done} ops, cut {where}")
+        return
+    items = fs.pieces(sector)
+    total = 1 << len(items)
+    sampled = total > max(max_states, samples + 2)  # never more draws than states
+    if not sampled:
+        masks: list[int] = list(range(total))
+    else:
+        rng = random.Random(f"{seed}/{trace.pragmas.label}/{model}/{point}")
+        masks = [0, total - 1, *(rng.getrandbits(len(items)) for _ in range(samples))]
+    for mask in masks:
+        yield CrashState(
+            point,
+            fs.build(items, mask),
+            acked,
+            f"{model}, cut {where}: kept items {mask:#x} of {len(items)}"
+            + (f" (seed {seed})" if sampled else ""),
+            sampled=sampled,
+        )

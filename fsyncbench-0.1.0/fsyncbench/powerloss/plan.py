@@ -1,0 +1,42 @@
+"""What ``fsyncbench powerloss`` simulates (:class:`PowerlossPlan`), without importing
+apsw: the command line builds its help from these names at every start."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fsyncbench.model import Pragmas
+from fsyncbench.powerloss.models import DEFAULT_MAX_STATES, DEFAULT_MODELS, DEFAULT_SAMPLES
+
+#: Commits recorded per configuration by default: enough for WAL/NORMAL's window to show
+#: several lost commits, small enough for the default matrix to take seconds.
+DEFAULT_COMMITS = 10
+#: Most commits per configuration: the prefix model checks every prefix since the last
+#: sync at every crash point, which grows with the square of the commits between syncs
+#: (synchronous=OFF: 100 commits take about 9 s on this VM, 200 about four times that).
+MAX_COMMITS = 200
+
+
+@dataclass(frozen=True)
+class PowerlossPlan:
+    """What ``fsyncbench powerloss`` simulates: ``configs`` x ``models``
+    (:data:`~fsyncbench.powerloss.models.MODELS`) under ``semantics`` ("linux" or "macos");
+    ``commits`` recorded per configuration with ``payload_bytes`` step outputs;
+    ``sector_bytes`` for torn writes; ``psow`` None records with SQLite's default
+    (powersafe overwrite on) and, for ``torn``, a second trace with it off, True/False
+    forces it; ``max_states``/``samples``/``seed`` bound subset and torn
+    (:func:`~fsyncbench.powerloss.models.crash_states`); ``keep_failures``: a directory for
+    the worst state of each configuration x model (None: keep none)."""
+
+    configs: tuple[Pragmas, ...]
+    models: tuple[str, ...] = DEFAULT_MODELS
+    semantics: str = "linux"
+    commits: int = DEFAULT_COMMITS
+    payload_bytes: int = 512
+    sector_bytes: int = 512
+    psow: bool | None = None
+    max_states: int = DEFAULT_MAX_STATES
+    samples: int = DEFAULT_SAMPLES
+    seed: int = 0
+    keep_failures: Path | None = None

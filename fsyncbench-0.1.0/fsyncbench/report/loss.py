@@ -1,0 +1,327 @@
+"""Simulated power loss (``fsyncbench powerloss``, ``run --powerloss``) as document
+blocks: the table of acknowledged commits lost per configuration and persistence model
+beside SQLite's documented promise, the worst state of each, and the method. Laid out by
+the same text, Markdown and HTML renderers as every report
+(:func:`fsyncbench.report.render_document`); the JSON is the result's own fields.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from fsyncbench.fmt import fmt_ns
+from fsyncbench.model import (
+    HONEST_FLUSH,
+    NO_LOSS_UNDER_MODEL,
+    SCHEMA_VERSION,
+    PowerlossConfig,
+    PowerlossModelOutcome,
+    PowerlossResult,
+    Report,
+    Result,
+)
+from fsyncbench.report.document import (
+    Block,
+    Bullets,
+    Cell,
+    Document,
+    Paragraph,
+    Section,
+    Table,
+)
+
+#: What the models cannot see; said in every powerloss output.
+NOT_COVERED = (
+    "These figures are about SQLite's own writes and syncs, not about the storage under the "
+    "directory given (it only holds the recordings: tmpfs gives the same figures). "
+    "The models trust every honoured sync: storage that acknowledges a flush it did not "
+    "make (a drive's volatile cache, a VM host's page cache, eatmydata), firmware bugs and "
+    "media errors are not simulated; `fsyncbench audit` judges this machine's syncs and "
+    "`fsyncbench powercut` pulls a real plug."
+)
+
+MODEL_TEXT = {
+    "synced-only": "only synced data survives; a created or deleted file's directory entry "
+    "only after a directory sync (the most POSIX lets a cut take, though not the most "
+    "damaging state: losing only some unsynced writes, as subset does, can corrupt where "
+    "losing all of them does not)",
+    "prefix": "operations persist in issue order up to any point after the last honoured "
+    "sync (an ordered filesystem)",
+    "subset": "each write since its file's last sync is independently kept or lost "
+    "(SQLite's own crash test, src/test6.c)",
+    "torn": "as subset, and writes tear at sector boundaries, a torn partial sector "
+    "destroying the rest of it (needs powersafe overwrite off)",
+}
+
+
+def _lost(m: PowerlossModelOutcome) -> str:
+    if m.invalid:
+        return "invalid"
+    if m.sampled:  # a lower bound: the states not drawn may lose more
+        return f">= {m.worst_lost}" if m.worst_lost else "0 seen (sampled)"
+    return str(m.worst_lost)
+
+
+def loss_phrase(m: PowerlossModelOutcome, commits: int = 0) -> str:
+    """``loses 0``, ``loses up to 10 acknowledged commits``, ``corrupt in 3 states``, and
+    for sampled states ``loses at least 1`` / ``no loss seen in 254 sampled states``;
+    ``commits``: how many were recorded (losing all of several is open-ended)."""
+    if m.invalid:
+        return f"not simulated ({m.model}): {m.invalid}"
+    parts = []
+    plural = "s" * (m.worst_lost > 1)
+    if commits > 1 and m.worst_lost >= commits:
+        parts.append(
+            f"loses all {commits} acknowledged commits recorded (every commit since the last "
+            "sync: more commits would lose more)"
+        )
+    elif m.worst_lost:
+        bound = "at least" if m.sampled else "up to"
+        parts.append(f"loses {bound} {m.worst_lost} acknowledged commit{plural}")
+    if m.corrupt_states:
+        parts.append(f"corrupt in {m.corrupt_states} of {m.states} states")
+    if not parts:
+        parts.append(f"no loss seen in {m.states} sampled states" if m.sampled else "loses 0")
+    return ", ".join(parts) + f" ({m.model}{', sampled' if m.sampled else ''})"
+
+
+def _share(part: int, whole: int) -> str:
+    """``28 (56%)``: a count and its share of ``whole``."""
+    return f"{part} ({100 * part / whole:.0f}%)" if whole else str(part)
+
+
+def _tone(agreement: str) -> str:
+    return {"DISAGREES": "bad", "agrees": "", NO_LOSS_UNDER_MODEL: "caution"}.get(agreement, "")
+
+
+def _documented(c: PowerlossConfig) -> str:
+    durable = "durable" if c.documented_durable else "not durable"
+    return durable + ("" if c.documented_consistent else ", may corrupt")
+
+
+def loss_table(result: PowerlossResult) -> Table:
+    """One row per configuration x model: crash points, states checked (distinct),
+    acknowledged commits lost (worst, mean over sound states, states losing any), corrupt
+    states, the documented promise and whether the measurement agrees."""
+    rows = []
+    for c in result.configs:
+        for m in c.models:
+            agree = c.agreement(m)
+            rows.append(
+                (
+                    Cell(c.pragmas.label),
+                    Cell(m.model),
+                    Cell(str(m.crash_points)),
+                    Cell("-" if m.invalid else f"{m.states} ({m.distinct_states})"),
+                    Cell(_lost(m), "bad" if m.worst_lost and c.documented_durable else ""),
+                    Cell("-" if m.invalid else f"{m.mean_lost:.2f}"),
+                    Cell("-" if m.invalid else _share(m.states_losing, m.states)),
+                    Cell(
+                        "-" if m.invalid else str(m.corrupt_states),
+                        "bad" if m.corrupt_states else "",
+                    ),
+                    Cell(_documented(c)),
+                    Cell(
+                        (agree + (" (sampled states)" if m.sampled else ""))
+                        if agree
+                        else m.invalid.split(":")[0],
+                        _tone(agree),
+                    ),
+                )
+            )
+    return Table(
+        (
+            "config",
+            "model",
+            "crash points",
+            "states (distinct)",
+            "lost, worst",
+            "lost, mean",
+            "states losing",
+            "corrupt",
+            "documented",
+            "measured vs documented",
+        ),
+        tuple(rows),
+        numeric=frozenset({2, 3, 4, 5, 6, 7}),
+        caption=(
+            f"Acknowledged commits lost after a simulated power cut, {result.commits} commits "
+            f"per configuration ({result.semantics} semantics). '>=' and 'sampled' mark "
+            "figures from sampled states: lower bounds, the states not drawn may lose more."
+        ),
+    )
+
+
+def _answer(result: PowerlossResult, latency: dict[str, Result] | None = None) -> Section:
+    items: list[tuple[Paragraph, tuple[str, ...]]] = []
+    for c in result.configs:
+        r = (latency or {}).get(c.pragmas.label)
+        cost = f"{fmt_ns(r.summary.p50_ns)} p50, " if r is not None else ""
+        valid = [m for m in c.models if not m.invalid]
+        if not valid:
+            reasons = "; ".join(loss_phrase(m) for m in c.models)
+            items.append((Paragraph(reasons, lead=f"{c.pragmas.label}:", tone="caution"), ()))
+            continue
+        worst = max(valid, key=lambda m: (m.corrupt_states > 0, m.worst_lost))
+        agree = c.agreement(worst)
+        text = f"{cost}{loss_phrase(worst, c.commits)}; documented {_documented(c)}"
+        if agree == "DISAGREES":
+            text += ": the measurement DISAGREES with the documentation"
+        elif agree == NO_LOSS_UNDER_MODEL:
+            names = ", ".join(m.model for m in valid)
+            text += (
+                f": nothing lost under {names}, which does not make it durable (the "
+                "documentation allows losses that other models or real storage may show)"
+            )
+        tone = _tone(agree) or ("good" if not worst.loses else "")
+        items.append((Paragraph(text, lead=f"{c.pragmas.label}:", tone=tone), ()))
+    blocks: list[Block] = []
+    disagree = [
+        f"{c.pragmas.label} ({m.model})"
+        for c in result.configs
+        for m in c.models
+        if c.agreement(m) == "DISAGREES"
+    ]
+    if disagree:
+        blocks.append(
+            Paragraph(
+                "Losses where SQLite's documentation promises durability or consistency: "
+                + ", ".join(disagree)
+                + ".",
+                lead="Finding:",
+                tone="bad",
+            )
+        )
+    blocks += [Bullets(tuple(items)), Paragraph(NOT_COVERED)]
+    return Section(
+        "powerloss", "Simulated power loss: what each configuration loses", tuple(blocks)
+    )
+
+
+def _worst_states(result: PowerlossResult) -> Block:
+    items = []
+    for c in result.configs:
+        for m in c.models:
+            if m.worst:
+                kept = f" Kept in {m.kept_at}." if m.kept_at else ""
+                items.append((Paragraph(m.worst + kept, lead=f"{c.pragmas.label}, {m.model}:"), ()))
+    if items:
+        return Bullets(tuple(items))
+    if not any(m.states for c in result.configs for m in c.models):
+        return Paragraph("No state was examined: every model here was invalid.")
+    return Paragraph("No state lost an acknowledged commit or was corrupt.")
+
+
+def _method(result: PowerlossResult) -> tuple[Block, ...]:
+    models = Bullets(tuple((Paragraph(MODEL_TEXT[m], lead=f"{m}:"), ()) for m in result.models))
+    reasons: dict[str, list[str]] = {}
+    for c in result.configs:
+        if c.documented_why:
+            reasons.setdefault(c.documented_why, []).append(c.pragmas.label)
+    documented = Bullets(
+        tuple((Paragraph(why, lead=", ".join(labels) + ":"), ()) for why, labels in reasons.items())
+    )
+    return (
+        Paragraph(
+            f"Each configuration ran {result.commits} commits of the step journal (BEGIN; "
+            f"INSERT one {result.payload_bytes}-byte step row; COMMIT) through a recording "
+            "SQLite VFS; the directory syncs SQLite's unix VFS makes itself are modelled "
+            "(src/os_unix.c). Crash points: before each sync, after each acknowledged commit, "
+            "after the last operation. Each rebuilt state was opened by SQLite (hot-journal "
+            "rollback, WAL recovery), checked with PRAGMA integrity_check, and every row "
+            "compared with what its commit wrote; corrupt states are left out of the loss "
+            "figures."
+        ),
+        models,
+        Paragraph(
+            f"Semantics {result.semantics}"
+            + (
+                " (only syncs with SQLITE_SYNC_FULL, i.e. F_FULLFSYNC, are honoured)"
+                if result.semantics == "macos"
+                else " (every sync honoured)"
+            )
+            + f"; torn sectors {result.sector_bytes} B; subset/torn enumerate up to "
+            f"{result.max_states} states per crash point, else {result.samples} seeded samples "
+            f"(seed {result.seed}). Recorded with SQLite {result.sqlite_version} (apsw "
+            f"{result.apsw_version}); Python's sqlite3 here is SQLite "
+            f"{result.stdlib_sqlite_version}. {result.elapsed_ns / 1e9:.1f} s."
+        ),
+        Paragraph(
+            "From https://www.sqlite.org/pragma.html#pragma_synchronous and "
+            "https://www.sqlite.org/wal.html, for the platform simulated"
+            + (
+                "; every configuration not listed is documented as durable and consistent:"
+                if reasons
+                else ": every configuration here is documented as durable and consistent."
+            ),
+            lead="Documented promise.",
+        ),
+        *((documented,) if reasons else ()),
+    )
+
+
+def powerloss_sections(
+    result: PowerlossResult, latency: Sequence[Result] = (), path_verdict: str = ""
+) -> tuple[Section, ...]:
+    """The answer (one line per configuration, with its p50 from ``latency`` when given:
+    cost beside loss), the table, the worst states and the method. ``path_verdict``: the
+    storage path's verdict where the run judged one; unless it is honest_flush the answer
+    says the loss figures hold only if this storage honours its flushes."""
+    by_label = {r.requested.label: r for r in latency if r.requested is not None}
+    answer = _answer(result, by_label)
+    if latency and result.sqlite_version != result.stdlib_sqlite_version:
+        answer = dataclasses.replace(
+            answer,
+            blocks=(
+                Paragraph(
+                    f"The latency is of Python's sqlite3 (SQLite {result.stdlib_sqlite_version});"
+                    f" the losses were recorded with apsw's SQLite {result.sqlite_version}: "
+                    "where their journaling differs, so may the losses.",
+                    tone="caution",
+                ),
+                *answer.blocks,
+            ),
+        )
+    if path_verdict and path_verdict != HONEST_FLUSH:
+        answer = dataclasses.replace(
+            answer,
+            blocks=(
+                Paragraph(
+                    f"This storage path's verdict is {path_verdict}: the simulation assumes "
+                    "every sync reaches stable media, so a 'loses 0' below holds here only "
+                    "if the flushes are honoured.",
+                    tone="caution",
+                ),
+                *answer.blocks,
+            ),
+        )
+    return (
+        answer,
+        Section(
+            "powerloss-table", "Commits lost per configuration and model", (loss_table(result),)
+        ),
+        Section("powerloss-worst", "The worst state of each", (_worst_states(result),)),
+        Section("powerloss-method", "How the power cuts were simulated", _method(result)),
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + "s" * (n != 1)
+
+
+def describe_powerloss(result: PowerlossResult, tool_version: str) -> Document:
+    """The :class:`Document` of ``fsyncbench powerloss``."""
+    return Document(
+        f"fsyncbench powerloss: simulated power cuts ({result.semantics} semantics)",
+        f"fsyncbench {tool_version}, report schema {SCHEMA_VERSION}, "
+        f"{_count(len(result.configs), 'configuration')} x {_count(len(result.models), 'model')}",
+        tuple(s for s in powerloss_sections(result) if s.blocks),
+    )
+
+
+def run_report_sections(report: Report) -> tuple[Section, ...]:
+    """The powerloss sections of a ``run --powerloss`` report (none without it)."""
+    if report.powerloss is None:
+        return ()
+    return powerloss_sections(report.powerloss, report.results, report.verdict.path_verdict)

@@ -1,0 +1,59 @@
+"""A run or audit report as the terminal shows it by default: the bottom line and one
+compact latency table, fitting a screen (about 40 lines of at most 120 columns for the
+default run). Everything else — findings with their evidence, device counters, the host,
+the method, the glossary — is in the full description (:mod:`fsyncbench.report.describe`),
+which the saved Markdown and HTML reports and ``--verbose`` show.
+
+The summary says nothing the full report does not: it reuses the full report's answer and
+its figures, and counts what it leaves out so that a reader knows it is there.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from fsyncbench.model import Report
+from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS, bottom_line
+from fsyncbench.report.describe import answer_section, finding_groups, heading
+from fsyncbench.report.document import Document, Paragraph, Section
+from fsyncbench.report.latency import compact_table
+from fsyncbench.report.loss import run_report_sections
+
+__all__ = ["summarize"]
+
+
+def summarize(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Document:
+    """The terminal summary of a run or audit ``report``: the bottom line (its trust
+    paragraph brief), the answer of a ``--powerloss`` run, the compact latency table and one
+    paragraph counting what only the full report shows. ``model_call_ms`` (> 0): as in
+    :func:`fsyncbench.report.describe.describe`."""
+    title, _subtitle = heading(report)
+    loss = run_report_sections(report)
+    answer = answer_section(report, bottom_line(report, model_call_ms), brief=True)
+    sections = (
+        dataclasses.replace(answer, title=""),
+        *loss[:1],
+        Section("results", "", (compact_table(report),)),
+        Section("more", "", (Paragraph(_left_out(report)),)),
+    )
+    return Document(
+        f"{title}, target {report.host.target.path}", "", tuple(s for s in sections if s.blocks)
+    )
+
+
+def _left_out(report: Report) -> str:
+    """What only the full report shows, counted, and where to find it."""
+    groups = finding_groups(report.verdict.findings)  # most severe first
+    levels = [level for level, _code, _fs in groups]
+    counts = ", ".join(
+        f"{levels.count(level)} {level}{'s' if levels.count(level) > 1 and level != 'info' else ''}"
+        for level in dict.fromkeys(levels)
+    )
+    parts = [f"{len(groups)} findings ({counts})"] if groups else []
+    if report.notes:
+        parts.append(f"{len(report.notes)} note{'s' if len(report.notes) > 1 else ''}")
+    parts.append("p50 intervals, p90, p99.9, counts")
+    if any(r.device_flushes for r in report.results):
+        parts.append("device flush counters")
+    parts.append("host, method, glossary")
+    return "More: " + "; ".join(parts) + ": --verbose, or the saved .md and .html report."

@@ -1,0 +1,278 @@
+"""Text of the commands other than run and audit reports: compare (a fleet:
+:mod:`fsyncbench.report.fleet`), host, and the
+raw samples as CSV. (Run and audit reports: :mod:`fsyncbench.report`; crash:
+:mod:`fsyncbench.crash.view`; powercut: :mod:`fsyncbench.powercut.view`.) Tables use tabulate's
+"simple" layout in text and "github" in Markdown (:data:`TABLEFMT`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tabulate import tabulate
+
+from fsyncbench.fmt import fmt_interval, fmt_ns
+from fsyncbench.model import Host, Report, Result, to_jsonable
+from fsyncbench.report.wording import host_lines
+
+if TYPE_CHECKING:  # for annotations only: report.compare imports numpy
+    from fsyncbench.report.compare import PairComparison, QuantileComparison
+
+#: tabulate layout of a table per output format.
+TABLEFMT = {"text": "simple", "markdown": "github"}
+
+
+def _md(text: str) -> str:
+    from fsyncbench.report.markdown import escape
+
+    return escape(text)
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` (JSON-ready data) with non-finite floats as None: JSON has no NaN/Infinity."""
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
+def render_host(host: Host, fmt: str = "text") -> str:
+    """The host record: aligned ``field value`` lines (text), a two-column table (markdown)."""
+    if fmt == "markdown":
+        rows = [(_md(k), _md(v)) for k, v in host_lines(host)]
+        return (
+            "# fsyncbench host: "
+            + _md(host.hostname)
+            + "\n\n"
+            + tabulate(rows, headers=["field", "value"], tablefmt="github", disable_numparse=True)
+            + "\n"
+        )
+    return tabulate(host_lines(host), tablefmt="plain") + "\n"
+
+
+# --------------------------------------------------------------------------- CSV export
+
+
+def render_csv(report: Report) -> str:
+    """Raw samples, one row per timed operation in time order: configuration, primitive,
+    kind, index, ns, and the slice (0-based, per configuration) and round (0-based) it was
+    taken in (empty for schema 1 reports, which did not record them)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["configuration", "primitive", "kind", "index", "ns", "slice", "round"])
+    for r in report.results:
+        where = _slice_of_each(r)
+        for i, ns in enumerate(r.samples_ns):
+            s, rnd = where[i] if where else ("", "")
+            w.writerow([r.name, r.primitive, r.kind, i, ns, s, rnd])
+    return buf.getvalue()
+
+
+def _slice_of_each(r: Result) -> list[tuple[int, int]]:
+    """(slice, round) of every sample of ``r``; [] when the slices are not recorded or do not
+    add up to the samples."""
+    if not r.slice_counts or sum(r.slice_counts) != len(r.samples_ns):
+        return []
+    rounds = r.slice_rounds or (0,) * len(r.slice_counts)
+    return [(k, rnd) for k, (c, rnd) in enumerate(zip(r.slice_counts, rounds)) for _ in range(c)]
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def floor_moved_line(pair: PairComparison) -> str:
+    """What to say when the tool's own floor moved between the two runs ("" if it did not)."""
+    moved = pair.floor_moved
+    if not moved:
+        return ""
+    parts = ", ".join(
+        f"{name} p50 {fmt_ns(q.a_ns)} -> {fmt_ns(q.b_ns)} ({q.ratio:.2f}x)" for name, q in moved
+    )
+    return (
+        "The machine itself changed between the runs: the tool's floor (CPU-only work, no "
+        f"storage) moved significantly: {parts}. A slower or busier CPU (a shared host, "
+        "frequency scaling) moves every figure, so differences above may be the "
+        "machine's, not the storage's."
+    )
+
+
+def _ratio(q: QuantileComparison) -> str:
+    if q.ratio is None:
+        return "-"
+    text = f"{_fmt_ratio(q.ratio)}x"
+    if q.ratio_ci is not None:
+        text += f" [{_fmt_ratio(q.ratio_ci[0])}, {_fmt_ratio(q.ratio_ci[1])}]"
+    return text
+
+
+def basis_words(q: QuantileComparison) -> str:
+    """How B was judged, in a few words: "against 5 runs" (history) or "pair, own spread"."""
+    if q.p_value is None:
+        return "-"
+    if q.basis == "history":
+        return f"against {q.baseline_runs} runs"
+    return "A alone" if q.baseline_runs <= 1 else f"pair: {q.baseline_runs} runs, own spread"
+
+
+def _fmt_ratio(x: float) -> str:
+    return f"{x:.2f}" if 0.1 <= x < 100 else f"{x:.2g}"
+
+
+def _significance(q: QuantileComparison) -> str:
+    if q.significant is None:
+        return "cannot tell"
+    if not q.significant:
+        return "no"
+    assert q.ratio is not None  # only a statistic with a ratio is tested (compare_quantile)
+    return "yes, slower" if q.ratio > 1 else "yes, faster"
+
+
+def host_differences(a: Report, b: Report) -> list[tuple[str, str, str]]:
+    """(field, A, B) for every host-summary line that differs, report facts first."""
+    rows = []
+    for label, va, vb in (
+        ("created", a.created_utc, b.created_utc),
+        ("fsyncbench", a.tool_version, b.tool_version),
+    ):
+        if va != vb:
+            rows.append((label, va, vb))
+    la, lb = dict(host_lines(a.host)), dict(host_lines(b.host))
+    for key in list(la) + [k for k in lb if k not in la]:
+        if la.get(key) != lb.get(key):
+            rows.append((key, la.get(key, "-"), lb.get(key, "-")))
+    if a.verdict.path_verdict != b.verdict.path_verdict:
+        rows.append(("path verdict", a.verdict.path_verdict, b.verdict.path_verdict))
+    return rows
+
+
+def render_compare(
+    a: Report, b: Report, pair: PairComparison, labels: Sequence[str], tablefmt: str = "simple"
+) -> str:
+    """Two reports: host differences first, then p50 and p99 of each configuration side by
+    side with their intervals, the ratio B/A with its interval, the Holm-adjusted p-value,
+    significance and P(B>A)."""
+    la, lb = labels
+    out = [
+        f"A = {la} ({a.host.hostname}, {a.created_utc})",
+        f"B = {lb} ({b.host.hostname}, {b.created_utc})",
+        "",
+    ]
+    diffs = host_differences(a, b)
+    if diffs:
+        out += [
+            "Host differences:",
+            tabulate(diffs, headers=["field", "A", "B"], tablefmt=tablefmt, disable_numparse=True),
+            "",
+        ]
+    else:
+        out += ["Host differences: none in the host summary (same host, same storage).", ""]
+    rows = []
+    for c in pair.configs:
+        for q in (c.p50, c.p99):
+            first = q is c.p50
+            rows.append(
+                [
+                    c.name if first else "",
+                    f"p{q.percentile:g}",
+                    f"{c.n_a}/{c.n_b}" if first else "",
+                    f"{fmt_ns(q.a_ns)} {fmt_interval(q.a_ci_ns, q.a_interval)}",
+                    f"{fmt_ns(q.b_ns)} {fmt_interval(q.b_ci_ns, q.b_interval)}",
+                    _ratio(q),
+                    basis_words(q),
+                    "-" if q.p_adjusted is None else f"{q.p_adjusted:.2g}",
+                    _significance(q),
+                    f"{c.rank.prob_b_slower:.2f}" if first and c.rank is not None else "",
+                ]
+            )
+    conf = f"{pair.confidence * 100:g}%"
+    out.append(
+        tabulate(
+            rows,
+            headers=[
+                "configuration",
+                "stat",
+                "n A/B",
+                f"A [{conf} CI]",
+                f"B [{conf} CI]",
+                f"B/base [{conf} CI]",
+                "basis",
+                f"p ({pair.adjustment})",
+                "significant",
+                "P(B>A)",
+            ],
+            tablefmt=tablefmt,
+            disable_numparse=True,
+        )
+    )
+    tested = sum(1 for c in pair.configs for q in (c.p50, c.p99) if q.p_value is not None)
+    qs = [q for c in pair.configs for q in (c.p50, c.p99) if q.p_value is not None]
+    history = sum(1 for q in qs if q.basis == "history")
+    out += [
+        "",
+        "A and B [CI]: each report's own figure and interval. B/base: B against the baseline, "
+        "A and the earlier runs of the same measurement A recorded. "
+        + (
+            f"{history} of {tested} statistics were judged against the baseline's runs "
+            "('against N runs': the spread those runs really had, a prediction of a new run "
+            "made without B)"
+            if history
+            else "No statistic had 3 earlier runs behind A"
+        )
+        + (
+            f"; {tested - history} against both runs' own spread, that of their rounds "
+            "('A alone', 'pair'), which cannot see how far runs at other times differ: keep "
+            "3 earlier runs of the same measurement in A's report directory to measure it"
+            if tested - history
+            else ""
+        )
+        + f". Significant: the {pair.adjustment}-adjusted p-value over all {tested} statistics "
+        f"tested is below {1 - pair.confidence:.2g}, so two runs of an unchanged machine show "
+        f"a significant difference anywhere in this table at most "
+        f"{100 * (1 - pair.confidence):g} % of the time. P(B>A): the chance a random B "
+        "operation is slower than a random A one (0.5 = no shift); a description, not a test.",
+    ]
+    untested = sorted({q.reason for c in pair.configs for q in (c.p50, c.p99) if q.reason})
+    if untested:
+        out.append("Cannot tell (not tested): " + "; ".join(untested) + ".")
+    moved = floor_moved_line(pair)
+    if moved:
+        out += ["", moved]
+    if pair.only_a:
+        out.append(f"Only in A: {', '.join(pair.only_a)}")
+    if pair.only_b:
+        out.append(f"Only in B: {', '.join(pair.only_b)}")
+    return "\n".join(out) + "\n"
+
+
+def compare_jsonable(
+    a: Report, b: Report, pair: PairComparison, labels: Sequence[str]
+) -> dict[str, Any]:
+    """Two reports compared, as JSON-ready data: what :func:`render_compare` shows (host
+    differences, per configuration p50 and p99 of A and B with intervals, ratio, p-values,
+    significance, P(B>A)), with durations in ns."""
+    la, lb = labels
+    data: dict[str, Any] = json_safe(
+        {
+            "kind": "compare",
+            "a": {"label": la, "hostname": a.host.hostname, "created_utc": a.created_utc},
+            "b": {"label": lb, "hostname": b.host.hostname, "created_utc": b.created_utc},
+            "host_differences": [
+                {"field": f, "a": va, "b": vb} for f, va, vb in host_differences(a, b)
+            ],
+            "confidence": pair.confidence,
+            "adjustment": pair.adjustment,
+            "configs": to_jsonable(pair.configs),
+            "only_a": list(pair.only_a),
+            "only_b": list(pair.only_b),
+            "floor_moved": [{"name": name, **to_jsonable(q)} for name, q in pair.floor_moved],
+        }
+    )
+    return data

@@ -1,0 +1,66 @@
+"""Running the real CLI in a subprocess, shared by the CLI-level tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+def fsb(*args, prefix=(), cwd=None, env=None, timeout=300) -> subprocess.CompletedProcess:
+    """``[prefix...] python -m fsyncbench ARGS`` with captured text output."""
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "fsyncbench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def leftovers(directory: Path) -> list[str]:
+    """fsyncbench scratch directories left in ``directory`` (there must be none)."""
+    return [p.name for p in directory.iterdir() if p.name.startswith(".fsyncbench-")]
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess, line: str) -> None:
+    """Exit code 2, exactly one stderr line ``fsyncbench: error: LINE``, no traceback."""
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [f"fsyncbench: error: {line}"]
+    assert "Traceback" not in proc.stderr
+
+
+def start_long_run(target: Path, output: Path, *extra, settle_s: float = 0.3):
+    """A ``fsyncbench run`` on ``target`` that would take minutes (one round, a huge fixed
+    sample count), returned once its working directory exists and ``settle_s`` more have
+    passed, i.e. while it is measuring: for signal, leftover and removal tests."""
+    import time
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsyncbench",
+            "run",
+            str(target),
+            "--report-dir",
+            str(output),
+            "--samples",
+            "100000000",
+            "--budget-seconds",
+            "60",
+            "--quiet",
+            "--rounds",
+            "1",
+            *map(str, extra),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not leftovers(target) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(settle_s)
+    return proc

@@ -1,0 +1,117 @@
+"""Builders of recorded facts (Host, Result) for verdict tests: no measurement here."""
+
+from __future__ import annotations
+
+from fsyncbench.measure import stats
+from fsyncbench.model import (
+    BlockDevice,
+    FlushDelta,
+    Host,
+    Mount,
+    Pragmas,
+    Result,
+    StorageTarget,
+    Summary,
+    Virtualization,
+)
+
+#: Bare metal and a VM, as the cpuinfo hypervisor flag shows them.
+BARE = Virtualization(hypervisor_flag=False)
+VM = Virtualization(hypervisor_flag=True)
+#: A consumer SSD with a volatile write cache and no known power-loss protection.
+WB_SSD = BlockDevice("sda", rotational=False, write_cache="write back", has_flush_counters=True)
+
+
+def host(
+    os_name="Linux",
+    fs_type="ext4",
+    disks=(),
+    virt=Virtualization(hypervisor_flag=False),
+    darwin=None,
+    ld_preload=None,
+    mount_options=("rw", "relatime"),
+) -> Host:
+    return Host(
+        hostname="case-host",
+        os_name=os_name,
+        target=StorageTarget(
+            path="/data",
+            mount=Mount("/data", fs_type, "/dev/x", tuple(mount_options)),
+            chain=tuple(d.name for d in disks),
+            disks=tuple(disks),
+            darwin=darwin,
+        ),
+        virtualization=virt,
+        ld_preload=ld_preload,
+    )
+
+
+def summary_at(p50_ns: float, spread: float = 1.5) -> Summary:
+    """A summary whose percentiles sit around ``p50_ns`` (as recorded facts would)."""
+    return Summary(
+        count=1000,
+        min_ns=p50_ns * 0.8,
+        p50_ns=p50_ns,
+        p90_ns=p50_ns * 1.2,
+        p99_ns=p50_ns * spread,
+        p999_ns=p50_ns * spread * 1.2,
+        max_ns=p50_ns * 3,
+        mean_ns=p50_ns * 1.05,
+        stdev_ns=p50_ns * 0.1,
+        ops_per_s=1e9 / (p50_ns * 1.05),
+        p50_ci_ns=(p50_ns * 0.98, p50_ns * 1.02),
+        p99_ci_ns=(p50_ns * spread * 0.9, p50_ns * spread * 1.1),
+    )
+
+
+def even_slices(n: int, slices: int = 10) -> tuple[int, ...]:
+    """``n`` samples cut into ``slices`` consecutive slices of (nearly) equal size."""
+    slices = max(1, min(slices, n))
+    return tuple(n * (i + 1) // slices - n * i // slices for i in range(slices))
+
+
+def _result(kind, name, primitive, p50_ns, samples=None, **kw) -> Result:
+    if samples:
+        kw.setdefault("slice_counts", even_slices(len(samples)))
+        summary = stats.summarize(samples, kw["slice_counts"], kw.get("slice_rounds", ()))
+    else:
+        summary = summary_at(p50_ns)
+    return Result(
+        kind=kind,
+        name=name,
+        primitive=primitive,
+        samples_ns=tuple(samples or ()),
+        summary=summary,
+        warmup=0,
+        target_samples=1000,
+        budget_s=10.0,
+        target_reached=True,
+        elapsed_ns=int(summary.mean_ns * summary.count),
+        payload_bytes=kw.pop("payload_bytes", 4096),
+        **kw,
+    )
+
+
+def flush(
+    primitive: str,
+    p50_ns: float,
+    flushes: int | None = None,
+    syncs: int = 1000,
+    device: str = "sda",
+) -> Result:
+    deltas = () if flushes is None else (FlushDelta(device, flushes, flushes // 20),)
+    return _result(
+        "flush", f"write+{primitive}", primitive, p50_ns, device_flushes=deltas, syncs_issued=syncs
+    )
+
+
+def write(p50_ns: float) -> Result:
+    return _result("write", "write (no sync)", "none", p50_ns, syncs_issued=0)
+
+
+def commit(
+    mode: str, sync: str, p50_ns: float, primitive: str = "fdatasync", fullfsync: bool | None = None
+) -> Result:
+    p = Pragmas(mode, sync, fullfsync)
+    prim = "none" if sync == "OFF" else primitive
+    return _result("commit", p.label, prim, p50_ns, requested=p, effective=p, payload_bytes=512)

@@ -1,0 +1,341 @@
+"""Gates: duration and verdict parsing, the pure checks, and exit code 1 from the CLI."""
+
+import dataclasses
+
+import factories
+import pytest
+import sampled
+from clitools import fsb
+from factories import host
+
+from fsyncbench import api
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.judge import gates
+from fsyncbench.judge.gates import GateFailure
+from fsyncbench.model import Interval, ResultVerdict, Verdict
+
+ALLOWED = "allowed values are no_flush, volatile_cache, unverifiable, honest_flush"
+
+QUICK = ["--samples", "30", "--budget-seconds", "5", "--warmup", "2", "--quiet"]
+
+
+@pytest.mark.parametrize(
+    "text,ns",
+    [
+        ("10ms", 10_000_000),
+        ("500us", 500_000),
+        ("500µs", 500_000),
+        ("2s", 2_000_000_000),
+        ("1.5ms", 1_500_000),
+        ("250ns", 250),
+        (" 3 MS ", 3_000_000),
+        (".5s", 500_000_000),
+    ],
+)
+def test_parse_duration(text, ns):
+    assert gates.parse_duration(text) == ns
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("10", "invalid --max-p99 '10': give a number with a unit, e.g. 10ms, 500us, 2s"),
+        ("ten ms", "invalid --max-p99 'ten ms': give a number with a unit, e.g. 10ms, 500us, 2s"),
+        ("10 m", "invalid --max-p99 '10 m': give a number with a unit, e.g. 10ms, 500us, 2s"),
+        ("-1ms", "invalid --max-p99 '-1ms': give a number with a unit, e.g. 10ms, 500us, 2s"),
+        ("", "invalid --max-p99 '': give a number with a unit, e.g. 10ms, 500us, 2s"),
+        ("0ms", "invalid --max-p99 '0ms': must be at least 1 ns"),
+        ("0.4ns", "invalid --max-p99 '0.4ns': must be at least 1 ns"),  # rounds to 0 ns
+    ],
+)
+def test_parse_duration_rejects(text, message):
+    with pytest.raises(FsyncbenchError) as err:
+        gates.parse_duration(text, "--max-p99")
+    assert str(err.value) == message
+
+
+def test_parse_verdicts():
+    assert gates.parse_verdicts("volatile_cache, no-flush") == ("volatile_cache", "no_flush")
+    assert gates.parse_verdicts("NO_FLUSH,no-flush") == ("no_flush",)
+    assert gates.parse_names(["wal/full,delete/full", "wal/full"]) == ("wal/full", "delete/full")
+
+
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("no_flush,slow", f"invalid --fail-on slow: {ALLOWED}"),
+        ("slow,fast", f"invalid --fail-on slow, fast: {ALLOWED}"),
+        ("Slow-Disk", f"invalid --fail-on slow_disk: {ALLOWED}"),  # named as normalized
+        ("", f"invalid --fail-on '': {ALLOWED}"),  # nothing given: the text itself
+        (" , ", f"invalid --fail-on ' , ': {ALLOWED}"),
+    ],
+)
+def test_parse_verdicts_rejects(text, message):
+    with pytest.raises(FsyncbenchError) as err:
+        gates.parse_verdicts(text)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize(
+    "names,known,where,message",
+    [
+        (
+            ["wal/fast"],
+            ["wal/off", "wal/full"],
+            None,
+            "unknown configuration wal/fast: this report has wal/off, wal/full",
+        ),
+        (
+            ["a", "wal/full", "b"],
+            ["wal/full"],
+            None,
+            "unknown configuration a, b: this report has wal/full",
+        ),
+        (["x"], [], None, "unknown configuration x: this report has none"),
+        (
+            ["x"],
+            ["wal/full"],
+            "every report has",
+            "unknown configuration x: every report has wal/full",
+        ),
+    ],
+)
+def test_check_names_rejects(names, known, where, message):
+    with pytest.raises(FsyncbenchError) as err:
+        if where is None:
+            gates.check_names(names, known)
+        else:
+            gates.check_names(names, known, where)
+    assert str(err.value) == message
+
+
+def test_check_names_ignores_case():
+    assert gates.check_names(["WAL/Full"], ["wal/full"]) is None
+
+
+def gate_report(*results, verdicts=()):
+    """A report of hand-made results and (when given) hand-made per-result verdicts."""
+    rep = api.build_report("run", host(), results, ("fsyncbench", "run", "/data"))
+    if verdicts:
+        rep = dataclasses.replace(rep, verdict=Verdict("no_flush", "hand-made", results=verdicts))
+    return rep
+
+
+def test_select_skips_the_no_sync_baseline_unless_named():
+    rep = gate_report(
+        factories.write(2_000),
+        factories.flush("fdatasync", 900_000),
+        factories.commit("WAL", "FULL", 1_000_000),
+    )
+    assert [r.name for r in gates.select(rep)] == ["write+fdatasync", "wal/full"]
+    assert [r.name for r in gates.select(rep, ["WAL/FULL", "write (no sync)"])] == [
+        "write (no sync)",
+        "wal/full",
+    ]  # in report order
+
+
+def test_max_p99_failure_message():
+    # factories: p99 = 1.5 x p50 = 3 ms, its CI 0.9 x and 1.1 x that, n = 1000
+    rep = gate_report(factories.write(2_000), factories.flush("fdatasync", 2_000_000))
+    assert gates.check(rep, max_p99_ns=1_000_000) == [
+        GateFailure(
+            "write+fdatasync",
+            "max-p99",
+            "write+fdatasync: p99 3 ms (95% CI [2.7 ms, 3.3 ms], n=1000) is above --max-p99 1 ms",
+        )
+    ]
+    assert gates.check(rep, max_p99_ns=3_000_000) == []  # at the limit is not above it
+
+
+def test_max_p99_failure_message_without_an_interval():
+    flush = factories.flush("fdatasync", 2_000_000)
+    why = Interval(
+        3_000_000.0,
+        None,
+        None,
+        None,
+        0.0,
+        2,
+        "block-jackknife",
+        "2 slice(s): too few for a p99 interval (needs 5)",
+    )
+    flush = dataclasses.replace(
+        flush, summary=dataclasses.replace(flush.summary, p99_ci_ns=None, p99_interval=why)
+    )
+    assert gates.check(gate_report(flush), max_p99_ns=2_500_000) == [
+        GateFailure(
+            "write+fdatasync",
+            "max-p99",
+            "write+fdatasync: p99 3 ms (95% CI none (2 slices), n=1000) is above --max-p99 2.5 ms",
+        )
+    ]
+
+
+def test_max_p99_straddling_its_interval_is_named_and_strict_mode_judges_the_bound():
+    """p99 3 ms [2.7 ms, 3.3 ms]: a limit of 3.1 ms passes on the estimate with a note (the
+    next run may fail), 2.9 ms fails with a note; strict mode fails both (not shown
+    below), passes 3.4 ms, and says "cannot tell" for a p99 without an interval."""
+    rep = gate_report(factories.write(2_000), factories.flush("fdatasync", 2_000_000))
+    failures, notes, untold = gates.review(rep, max_p99_ns=3_100_000)
+    assert failures == [] and untold == []
+    assert notes == [
+        "write+fdatasync: p99 3 ms (95% CI [2.7 ms, 3.3 ms], n=1000) straddles --max-p99 3.1 ms: "
+        "it passes on the estimate, and another run of the same machine may land on the other "
+        "side (--max-p99-strict passes only where p99 is shown to be below)"
+    ]
+    failures, notes, _ = gates.review(rep, max_p99_ns=2_900_000)
+    assert [f.subject for f in failures] == ["write+fdatasync"] and "it fails" in notes[0]
+    # outside the interval: nothing to note
+    assert gates.review(rep, max_p99_ns=3_400_000)[1] == []
+    assert gates.review(rep, max_p99_ns=2_600_000)[1] == []
+    strict = gates.review(rep, max_p99_ns=3_100_000, max_p99_strict=True)
+    assert [f.message for f in strict[0]] == [
+        "write+fdatasync: p99 3 ms (95% CI [2.7 ms, 3.3 ms], n=1000) is not shown to be below "
+        "--max-p99 3.1 ms (the interval's upper bound is above it; --max-p99-strict)"
+    ]
+    assert gates.review(rep, max_p99_ns=3_400_000, max_p99_strict=True) == ([], [], [])
+    bare = factories.flush("fdatasync", 2_000_000)
+    bare = dataclasses.replace(
+        bare, summary=dataclasses.replace(bare.summary, p99_ci_ns=None, p99_interval=None)
+    )
+    failures, notes, untold = gates.review(gate_report(bare), 9_000_000, max_p99_strict=True)
+    assert failures == [] and notes == [] and len(untold) == 1
+    assert "cannot be shown below --max-p99 9 ms" in untold[0]
+    assert "--run-budget-seconds" in untold[0]
+
+
+def test_cli_strict_max_p99_without_an_interval_exits_4(tmp_path):
+    """show of a report whose p99s have no interval: strict mode cannot tell (exit 4), the
+    default mode judges the estimate (exit 0); --max-p99-strict alone is refused."""
+    rep = sampled.report()
+    bare = dataclasses.replace(
+        rep,
+        results=tuple(
+            dataclasses.replace(
+                r,
+                samples_ns=(),
+                slice_counts=(),
+                summary=dataclasses.replace(r.summary, p99_ci_ns=None, p99_interval=None),
+            )
+            for r in rep.results
+        ),
+    )
+    path = sampled.save(bare, tmp_path / "bare.json")
+    proc = fsb("show", path, "--max-p99", "10s", "--max-p99-strict")
+    assert proc.returncode == 4, proc.stderr
+    assert "CANNOT TELL [max-p99] write+fdatasync: p99" in proc.stdout
+    assert "could not be checked: exit 4." in proc.stdout
+    assert fsb("show", path, "--max-p99", "10s").returncode == 0
+    alone = fsb("show", path, "--max-p99-strict")
+    assert alone.returncode == 2
+    assert alone.stderr.strip() == "fsyncbench: error: --max-p99-strict needs --max-p99 DURATION"
+
+
+def test_fail_on_failure_message():
+    rep = gate_report(
+        factories.flush("fdatasync", 2_000_000),
+        factories.commit("WAL", "FULL", 1_000_000),
+        verdicts=(
+            ResultVerdict("write+fdatasync", "no_flush", False, "tmpfs keeps data in RAM"),
+            ResultVerdict("wal/full", "honest_flush", True, "flush counters"),
+        ),
+    )
+    assert gates.check(rep, fail_on=("volatile_cache", "no_flush")) == [
+        GateFailure(
+            "write+fdatasync",
+            "fail-on",
+            "write+fdatasync: path verdict no_flush (decided by tmpfs keeps data in RAM) is in "
+            "--fail-on volatile_cache,no_flush",
+        )
+    ]
+
+
+def test_max_p99_names_each_failing_configuration():
+    rep = sampled.report()  # wal/full around 1 ms, p99 a few ms; fdatasync 0.9 ms
+    failures = gates.check(rep, max_p99_ns=gates.parse_duration("1ms"))
+    subjects = [f.subject for f in failures]
+    assert subjects == ["write+fdatasync", "wal/full"]
+    assert all(f.gate == "max-p99" and "above --max-p99 1 ms" in f.message for f in failures)
+    assert gates.check(rep, max_p99_ns=gates.parse_duration("1s")) == []
+    only = gates.check(rep, max_p99_ns=1_000_000, names=["WAL/FULL"])
+    assert [f.subject for f in only] == ["wal/full"]
+    with pytest.raises(FsyncbenchError, match="unknown configuration delete/full: this report has"):
+        gates.check(rep, max_p99_ns=1_000_000, names=["delete/full"])
+
+
+def test_fail_on_verdicts():
+    tmpfs = sampled.report(the_host=host(fs_type="tmpfs"))
+    failures = gates.check(tmpfs, fail_on=("volatile_cache", "no_flush"))
+    assert failures and all(
+        f.gate == "fail-on" and "path verdict no_flush" in f.message for f in failures
+    )
+    assert "write+fdatasync" in {f.subject for f in failures}
+    assert gates.check(tmpfs, fail_on=("volatile_cache",)) == []
+
+
+def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
+    """A real run on tmpfs: every sync is dropped, so --fail-on no_flush fails."""
+    out = tmp_path / "out"
+    proc = fsb(
+        "run",
+        "/dev/shm",
+        "--report-dir",
+        out,
+        "--journal-mode",
+        "wal",
+        "--synchronous",
+        "off,full",
+        *QUICK,
+        "--fail-on",
+        "volatile_cache,no_flush",
+        "--config",
+        "wal/full",
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "GATE FAILED [fail-on] wal/full: path verdict no_flush" in proc.stdout, proc.stdout
+    assert "1 gate failure in 1 configuration checked" in proc.stdout
+    report = next(out.glob("*.json"))  # the report is still written
+    # show gates the saved report the same way; a generous p99 limit passes
+    shown = fsb("show", report, "--max-p99", "1ns", "--config", "write+fsync")
+    assert shown.returncode == 1 and "GATE FAILED [max-p99] write+fsync: p99" in shown.stdout
+    ok = fsb("show", report, "--max-p99", "10s")
+    assert ok.returncode == 0 and "Gates passed" in ok.stdout
+
+
+@pytest.mark.parametrize(
+    "args,line",
+    [
+        (
+            ("--max-p99", "10"),
+            "invalid --max-p99 '10': give a number with a unit, e.g. 10ms, 500us, 2s",
+        ),
+        (
+            ("--max-p99", "fast"),
+            "invalid --max-p99 'fast': give a number with a unit, e.g. 10ms, 500us, 2s",
+        ),
+        (("--fail-on", "bogus"), f"invalid --fail-on bogus: {ALLOWED}"),
+        (
+            ("--max-p99", "10ms", "--config", "wal/fast"),
+            (
+                "unknown configuration wal/fast: this run measures write (no sync), write+fsync, "
+                "write+fdatasync, write (O_DSYNC), write (O_SYNC), wal/off, wal/full"
+            ),
+        ),
+    ],
+)
+def test_cli_bad_gate_values_fail_before_measuring(tmp_path, args, line):
+    proc = fsb(
+        "run",
+        tmp_path,
+        "--report-dir",
+        tmp_path / "out",
+        "--journal-mode",
+        "wal",
+        "--synchronous",
+        "off,full",
+        *QUICK,
+        *args,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"fsyncbench: error: {line}"]
+    assert list(tmp_path.iterdir()) == []  # nothing measured, nothing written

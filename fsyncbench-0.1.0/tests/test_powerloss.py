@@ -1,0 +1,827 @@
+"""fsyncbench powerloss: recorded SQLite traces, crash states under each persistence model,
+the known answers of SQLite's documentation, a planted fault, and a real SIGKILL.
+
+Real SQLite (apsw's build) on real files in pytest's tmp_path; the models are also checked
+on small hand-made traces whose every state is known."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from fsyncbench import api
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.model import Pragmas
+from fsyncbench.powerloss import sqlite
+from fsyncbench.powerloss.matrix import evaluate, run_matrix
+from fsyncbench.powerloss.models import CrashState, crash_points, crash_states, invalid_reason
+from fsyncbench.powerloss.plan import PowerlossPlan
+from fsyncbench.powerloss.rebase import read_ops
+from fsyncbench.powerloss.trace import Op, Trace
+from tests.clitools import assert_usage_error, fsb, leftovers
+
+COMMITS = 6
+
+
+def _small_run(tmp_path, synchronous="full", **kw):
+    """A short ``run`` of WAL with --powerloss synced-only (one round, 20 samples each)."""
+    return api.run(
+        tmp_path,
+        journal_modes="wal",
+        synchronous=synchronous,
+        samples=20,
+        rounds=1,
+        primitives=False,
+        powerloss="synced-only",
+        **kw,
+    )
+
+
+def _record(tmp_path: Path, mode: str, sync: str, *, psow: bool = True, fullfsync=None, **kw):
+    where = tmp_path / f"rec-{mode}-{sync}-{int(psow)}-{fullfsync}"
+    where.mkdir()
+    return sqlite.record_commits(
+        where.resolve(), Pragmas(mode, sync, fullfsync), COMMITS, 200, psow, **kw
+    )
+
+
+def _evaluate(tmp_path: Path, trace: Trace, model: str, semantics: str = "linux", **kw):
+    work = tmp_path / f"work-{model}-{semantics}"
+    work.mkdir(exist_ok=True)
+    return evaluate(
+        trace,
+        model,
+        work,
+        semantics=semantics,
+        sector_bytes=kw.pop("sector_bytes", 512),
+        max_states=kw.pop("max_states", 64),
+        samples=kw.pop("samples", 16),
+        seed=kw.pop("seed", 0),
+        **kw,
+    )
+
+
+# ------------------------------------------------------------------ the recorded trace
+
+
+def test_the_trace_holds_every_file_operation_of_a_wal_commit(tmp_path):
+    trace = _record(tmp_path, "WAL", "FULL")
+    after = trace.ops[trace.barrier_index + 1 :]
+    assert [op.seq for op in after if op.kind == "ack"] == list(range(1, COMMITS + 1))
+    # each WAL/FULL commit appends its frames to the WAL and syncs the WAL before returning
+    acks = [i for i, op in enumerate(trace.ops) if op.kind == "ack"]
+    for i in acks:
+        before = trace.ops[i - 1]
+        assert before.kind == "sync" and before.file.endswith("-wal")
+    roles = dict(trace.roles)
+    assert roles[trace.db_name] == "main-db"
+    assert roles[trace.db_name + "-wal"] == "wal"
+    assert len(trace.rows) == COMMITS
+    # the WAL's first sync also synced the directory (modelled: os_unix.c UNIXFILE_DIRSYNC)
+    first_wal_sync = next(
+        i for i, op in enumerate(trace.ops) if op.kind == "sync" and op.file.endswith("-wal")
+    )
+    assert trace.ops[first_wal_sync + 1].kind == "dirsync"
+
+
+def test_delete_mode_creates_and_unlinks_the_journal_of_each_commit(tmp_path):
+    trace = _record(tmp_path, "DELETE", "FULL")
+    after = trace.ops[trace.barrier_index + 1 :]
+    journal = trace.db_name + "-journal"
+    assert [op.kind for op in after if op.file == journal and op.kind in ("create", "delete")] == [
+        "create",
+        "delete",
+    ] * COMMITS
+    # FULL never syncs the directory after the unlink; EXTRA does (pragma docs)
+    deletes = [i for i, op in enumerate(trace.ops) if op.kind == "delete"]
+    assert all(trace.ops[i + 1].kind != "dirsync" for i in deletes if i > trace.barrier_index)
+    extra = _record(tmp_path, "DELETE", "EXTRA")
+    deletes = [i for i, op in enumerate(extra.ops) if op.kind == "delete"]
+    assert deletes and all(extra.ops[i + 1].kind == "dirsync" for i in deletes)
+
+
+def test_fullfsync_reaches_the_sync_flags(tmp_path):
+    plain = _record(tmp_path, "WAL", "FULL", fullfsync=False)
+    full = _record(tmp_path, "WAL", "FULL", fullfsync=True)
+    flags = {op.flags & 0x0F for op in plain.ops if op.kind == "sync"}
+    assert flags == {2}  # SQLITE_SYNC_NORMAL
+    assert 3 in {op.flags & 0x0F for op in full.ops if op.kind == "sync"}  # SQLITE_SYNC_FULL
+
+
+# -------------------------------------------------- known answers (SQLite's documentation)
+
+
+@pytest.mark.parametrize(
+    ("mode", "sync"), [("WAL", "FULL"), ("DELETE", "EXTRA"), ("TRUNCATE", "FULL")]
+)
+def test_durable_configurations_lose_nothing_and_are_never_corrupt(tmp_path, mode, sync):
+    trace = _record(tmp_path, mode, sync)
+    for model in ("synced-only", "prefix", "subset"):
+        m = _evaluate(tmp_path, trace, model)
+        assert (m.worst_lost, m.corrupt_states, m.states_losing) == (0, 0, 0), model
+        assert m.states >= m.crash_points > COMMITS
+
+
+@pytest.mark.parametrize("mode", ["WAL", "DELETE", "TRUNCATE"])
+def test_synchronous_off_loses_every_commit_since_setup(tmp_path, mode):
+    trace = _record(tmp_path, mode, "OFF")
+    m = _evaluate(tmp_path, trace, "synced-only")
+    assert m.worst_lost == COMMITS
+    assert m.corrupt_states == 0
+
+
+def test_wal_normal_loses_the_last_commits_but_is_never_corrupt(tmp_path):
+    trace = _record(tmp_path, "WAL", "NORMAL")
+    for model in ("synced-only", "prefix", "subset"):
+        m = _evaluate(tmp_path, trace, model)
+        assert m.corrupt_states == 0, model
+        # nothing syncs the WAL until the checkpoint at close: every commit is at risk
+        assert m.worst_lost == COMMITS, model
+    # the checkpoint at close syncs: a cut after the last op loses nothing
+    last = list(crash_states(trace, "synced-only"))[-1]
+    assert last.point == len(trace.ops)
+    work = tmp_path / "last"
+    work.mkdir()
+    for name, data in last.files:
+        (work / name).write_bytes(data)
+    rows, problem = sqlite.open_state(work, trace.db_name, True)
+    assert problem == "" and sorted(rows) == list(range(1, COMMITS + 1))
+
+
+def test_delete_full_loses_the_last_commit_only_through_the_unsynced_unlink(tmp_path):
+    trace = _record(tmp_path, "DELETE", "FULL")
+    m = _evaluate(tmp_path, trace, "synced-only")
+    assert (m.worst_lost, m.corrupt_states) == (1, 0)
+    # the losing states hold the committed transaction's journal: hot, so SQLite rolls back
+    losing = [
+        s
+        for s in crash_states(trace, "synced-only")
+        if s.acked and trace.db_name + "-journal" in dict(s.files)
+    ]
+    assert losing
+    # the same trace with a directory sync after each unlink (what EXTRA adds) loses nothing
+    ops: list[Op] = []
+    for op in trace.ops:
+        ops.append(op)
+        if op.kind == "delete":
+            ops.append(Op("dirsync"))
+    fixed = dataclasses.replace(trace, ops=tuple(ops))
+    assert _evaluate(tmp_path, fixed, "synced-only").worst_lost == 0
+
+
+def test_documented_promise_agrees_for_the_default_matrix(tmp_path):
+    configs = tuple(
+        Pragmas(j, s) for j in ("DELETE", "TRUNCATE", "WAL") for s in ("OFF", "NORMAL", "FULL")
+    )
+    result = run_matrix(tmp_path, PowerlossPlan(configs, commits=4))
+    assert [c.pragmas for c in result.configs] == list(configs)
+    verdicts = {
+        (c.pragmas.label, m.model): (c.agreement(m), m.worst_lost, m.corrupt_states)
+        for c in result.configs
+        for m in c.models
+    }
+    assert all(v[0] == "agrees" for v in verdicts.values()), verdicts
+    assert verdicts["wal/full", "synced-only"] == ("agrees", 0, 0)
+    assert verdicts["wal/normal", "synced-only"] == ("agrees", 4, 0)
+    assert verdicts["delete/full", "prefix"] == ("agrees", 1, 0)
+    assert leftovers(tmp_path) == []
+
+
+# ------------------------------------------------------------------ a planted fault
+
+
+def test_a_vfs_that_skips_one_sync_shows_losses_where_the_real_one_shows_none(tmp_path):
+    real = _record(tmp_path, "WAL", "FULL")
+    setup_syncs = sum(1 for op in real.ops[: real.barrier_index] if op.kind == "sync")
+    assert _evaluate(tmp_path, real, "synced-only").worst_lost == 0
+    skip = setup_syncs + 2  # the WAL sync of the third commit
+    planted = _record(tmp_path, "WAL", "FULL", fullfsync=False, sync_filter=lambda n: n != skip)
+    assert (
+        sum(op.kind == "sync" for op in planted.ops)
+        == sum(op.kind == "sync" for op in real.ops) - 1
+    )
+    m = _evaluate(tmp_path, planted, "synced-only")
+    assert m.worst_lost >= 1 and m.corrupt_states == 0
+    assert "lost 1 of the 3 commits acknowledged before the cut (3)" in m.worst
+
+
+# ------------------------------------------------------------------ torn and psow
+
+
+def test_torn_with_powersafe_overwrite_on_is_invalid_not_corrupt(tmp_path):
+    trace = _record(tmp_path, "WAL", "FULL", psow=True)
+    m = _evaluate(tmp_path, trace, "torn")
+    assert m.invalid.startswith("invalid: SQLite was told writes are powersafe overwrites")
+    assert (m.states, m.corrupt_states, m.worst_lost) == (0, 0, 0)
+    assert invalid_reason("torn", False) == ""
+    assert invalid_reason("subset", True) == ""
+    plan = PowerlossPlan((Pragmas("WAL", "FULL"),), models=("torn",), commits=3, psow=True)
+    result = run_matrix(tmp_path, plan)
+    assert result.configs[0].agreement(result.configs[0].models[0]) == ""
+    text = api.render(result, "text")
+    assert "invalid" in text and "DISAGREES" not in text
+
+
+def test_torn_with_psow_off_keeps_wal_full_intact(tmp_path):
+    trace = _record(tmp_path, "WAL", "FULL", psow=False)
+    m = _evaluate(tmp_path, trace, "torn", samples=8)
+    assert m.invalid == "" and m.states > 0
+    assert (m.worst_lost, m.corrupt_states) == (0, 0)
+
+
+# --------------------------------------------------------------- macOS semantics
+
+
+def test_macos_semantics_count_only_fullfsync(tmp_path):
+    plain = _record(tmp_path, "WAL", "FULL", fullfsync=False)
+    full = _record(tmp_path, "WAL", "FULL", fullfsync=True)
+    assert _evaluate(tmp_path, plain, "synced-only", "linux").worst_lost == 0
+    assert _evaluate(tmp_path, plain, "synced-only", "macos").worst_lost == COMMITS
+    assert _evaluate(tmp_path, full, "synced-only", "macos").worst_lost == 0
+
+
+# ------------------------------------------------------ the models on hand-made traces
+
+
+def _trace(*ops: Op) -> Trace:
+    return Trace(
+        pragmas=Pragmas("WAL", "FULL"),
+        ops=ops,
+        roles=(("a", "main-db"),),
+        db_name="a",
+        rows=(),
+        psow=False,
+        dirsync_modelled=True,
+        sqlite_version="test",
+    )
+
+
+SETUP = (Op("create", "a"), Op("write", "a", 0, b"old!"), Op("barrier"))
+
+
+def _files(states: list[CrashState]) -> list[dict[str, bytes]]:
+    return [dict(s.files) for s in states]
+
+
+def test_synced_only_keeps_synced_data_and_synced_directory_entries_only():
+    trace = _trace(
+        *SETUP,
+        Op("write", "a", 0, b"new!"),
+        Op("create", "b"),
+        Op("write", "b", 0, b"bb"),
+        Op("sync", "b", flags=2),  # b's data is durable, its directory entry is not
+        Op("ack", seq=1),
+        Op("sync", "a", flags=2),
+        Op("dirsync"),
+        Op("delete", "b"),
+        Op("ack", seq=2),
+    )
+    states = list(crash_states(trace, "synced-only"))
+    assert [s.point for s in states] == crash_points(trace) == [6, 8, 9, 12]
+    assert _files(states) == [
+        {"a": b"old!"},  # before b's sync
+        {"a": b"old!"},  # after ack 1 = before a's sync: b's entry was never synced
+        {"a": b"new!"},  # before the directory sync: a synced, b still has no entry
+        {"a": b"new!", "b": b"bb"},  # the unlink of b was never synced: b is back
+    ]
+    assert [s.acked for s in states] == [(), (1,), (1,), (1, 2)]
+    # under prefix the same cut can also keep everything issued
+    assert {"a": b"new!"} in _files([s for s in crash_states(trace, "prefix") if s.point == 12])
+
+
+def test_prefix_states_are_every_prefix_after_the_last_sync():
+    trace = _trace(
+        *SETUP,
+        Op("write", "a", 4, b"1"),
+        Op("sync", "a", flags=2),
+        Op("write", "a", 5, b"2"),
+        Op("write", "a", 6, b"3"),
+        Op("ack", seq=1),
+    )
+    last = [s for s in crash_states(trace, "prefix") if s.point == len(trace.ops)]
+    assert [dict(s.files)["a"] for s in last] == [b"old!1", b"old!12", b"old!123"]
+    first = [s for s in crash_states(trace, "prefix") if s.point == 4]
+    assert [dict(s.files)["a"] for s in first] == [b"old!", b"old!1"]
+
+
+def test_subset_enumerates_every_combination_of_unsynced_writes():
+    trace = _trace(
+        *SETUP,
+        Op("write", "a", 0, b"X"),
+        Op("write", "a", 2, b"Y"),
+        Op("truncate", "a", size_bytes=3),
+        Op("ack", seq=1),
+    )
+    states = [s for s in crash_states(trace, "subset") if s.point == len(trace.ops)]
+    contents = sorted(dict(s.files)["a"] for s in states)
+    assert contents == sorted([b"old!", b"Xld!", b"olY!", b"XlY!", b"old", b"Xld", b"olY", b"XlY"])
+    assert not any(s.sampled for s in states)
+
+
+def test_subset_samples_reproducibly_beyond_max_states():
+    writes = [Op("write", "a", i, b"Z") for i in range(10)]
+    trace = _trace(*SETUP, *writes, Op("ack", seq=1))
+
+    def run(seed):
+        return [
+            s.files
+            for s in crash_states(trace, "subset", max_states=16, samples=5, seed=seed)
+            if s.point == len(trace.ops)
+        ]
+
+    assert run(7) == run(7)
+    assert all(
+        s.how.endswith("(seed 7)")
+        for s in crash_states(trace, "subset", max_states=16, samples=5, seed=7)
+        if s.point == len(trace.ops)
+    )
+    assert run(7) != run(8)
+    states = list(crash_states(trace, "subset", max_states=16, samples=5))
+    assert all(s.sampled for s in states if s.point == len(trace.ops))
+    assert len([s for s in states if s.point == len(trace.ops)]) == 5 + 2
+
+
+def test_torn_writes_tear_at_sectors_and_a_torn_partial_sector_is_destroyed():
+    trace = _trace(
+        Op("create", "a"),
+        Op("write", "a", 0, b"o" * 8),
+        Op("barrier"),
+        Op("write", "a", 2, b"NNNNN"),  # sectors of 4 bytes: [2,4) partial, [4,7) partial
+        Op("ack", seq=1),
+    )
+    got = sorted(
+        dict(s.files)["a"]
+        for s in crash_states(trace, "torn", sector_bytes=4)
+        if s.point == len(trace.ops)
+    )
+    assert got == sorted(
+        [
+            b"\0\0\0\0\0\0\0\0",  # both pieces lost: both sectors destroyed
+            b"ooNN\0\0\0\0",
+            b"\0\0\0\0NNNo",
+            b"ooNNNNNo",
+        ]
+    )
+    with pytest.raises(ValueError, match="unknown persistence model"):
+        list(crash_states(trace, "everything"))
+
+
+# ----------------------------------------------- a real crash (process death) cross-check
+
+_WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from fsyncbench.measure.workloads import SCHEMA, step_row
+    from fsyncbench.powerloss.rebase import OpStream
+    from fsyncbench.powerloss.sqlite import Recorder
+    from fsyncbench.powerloss.trace import Op
+
+    directory, log_path, mode, sync, stop_after = (
+        Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4], int(sys.argv[5]))
+    rec = Recorder(directory, sink=OpStream(log_path).write)
+    conn = rec.connect(directory / "journal.db")
+    conn.execute(f"PRAGMA journal_mode={mode}").fetchall()
+    conn.execute(f"PRAGMA synchronous={sync}")
+    conn.execute(SCHEMA)
+    rec.mark(Op("barrier"))
+    for seq in range(1, 1000):
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO steps VALUES (?, ?, ?, ?, ?)", step_row("r", seq, 200))
+        conn.execute("COMMIT")
+        rec.mark(Op("ack", seq=seq))
+        if seq == stop_after:
+            print("ready", flush=True)
+            time.sleep(600)
+    """
+)
+
+
+@pytest.mark.parametrize(("mode", "sync"), [("WAL", "NORMAL"), ("DELETE", "FULL")])
+def test_sigkill_loses_nothing_written_and_matches_the_fullest_prefix_state(tmp_path, mode, sync):
+    directory = (tmp_path / "db").resolve()
+    directory.mkdir()
+    log = tmp_path / "ops.bin"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(directory), str(log), mode, sync, "5"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+    ops = read_ops(log)
+    trace = Trace(
+        Pragmas(mode, sync),
+        tuple(ops),
+        (),
+        "journal.db",
+        tuple((s, None) for s in range(1, 6)),
+        True,
+        True,
+        "test",
+    )
+    # the fullest prefix state (every op issued) is byte for byte what the kill left on disk
+    fullest = [s for s in crash_states(trace, "prefix") if s.point == len(ops)][-1]
+    on_disk = {p.name: p.read_bytes() for p in directory.iterdir() if not p.name.endswith("-shm")}
+    assert dict(fullest.files) == on_disk
+    assert fullest.acked == (1, 2, 3, 4, 5)
+    # and SQLite finds every acknowledged commit in it: process death loses nothing
+    rows, problem = sqlite.open_state(directory, "journal.db", True)
+    assert problem == "" and sorted(rows) == [1, 2, 3, 4, 5]
+    # while the model's poorest prefix state at that point loses them (wal/normal) or the
+    # last one (delete/full: the unlink that commits was not synced)
+    poorest = [s for s in crash_states(trace, "prefix") if s.point == len(ops)][0]
+    work = tmp_path / "poorest"
+    work.mkdir()
+    for name, data in poorest.files:
+        (work / name).write_bytes(data)
+    rows, problem = sqlite.open_state(work, "journal.db", True)
+    assert problem == ""
+    assert sorted(rows) == ([] if mode == "WAL" else [1, 2, 3, 4])
+
+
+# ------------------------------------------------------------------ the command
+
+
+def test_powerloss_command_prints_the_table_and_leaves_nothing(tmp_path):
+    proc = fsb("powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "normal,full")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "wal/normal: loses all 10 acknowledged commits recorded" in out
+    assert "wal/full: loses 0 (synced-only); documented durable" in out
+    header = next(line for line in out.splitlines() if line.startswith("config "))
+    assert header.split("  ")[0] == "config"
+    assert "lost, worst" in header and "measured vs documented" in header
+    assert leftovers(tmp_path) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_powerloss_json_and_html(tmp_path):
+    proc = fsb(
+        "powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "off", "--format", "json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["kind"] == "powerloss" and data["models"] == ["synced-only", "prefix"]
+    (config,) = data["configs"]
+    assert config["pragmas"]["synchronous"] == "OFF"
+    assert [m["worst_lost"] for m in config["models"]] == [10, 10]
+    assert [m["measured_vs_documented"] for m in config["models"]] == ["agrees", "agrees"]
+    html = fsb(
+        "powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "full", "--format", "html"
+    )
+    assert html.returncode == 0 and html.stdout.startswith("<!DOCTYPE html>")
+    assert "Commits lost per configuration and model" in html.stdout
+
+
+def test_keep_failures_writes_the_worst_state(tmp_path):
+    keep = tmp_path / "failures"
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = fsb(
+        "powerloss",
+        target,
+        "--journal-mode",
+        "delete",
+        "--synchronous",
+        "full",
+        "--model",
+        "synced-only",
+        "--keep-failures",
+        keep,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (state,) = keep.iterdir()
+    assert state.name == "delete-full-synced-only"
+    info = json.loads((state / "state.json").read_text())
+    assert info["finding"].startswith("lost 1 of the 1 commits acknowledged before the cut (1)")
+    assert (state / "journal-delete-full.db-journal").exists()  # the hot journal
+    rows, problem = sqlite.open_state(state, "journal-delete-full.db", True)
+    assert problem == "" and rows == {}
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ("--model", "bogus"),
+            "invalid persistence model bogus: allowed values are synced-only, prefix, subset, torn",
+        ),
+        (("--commits", "0"), "--commits must be 1 to 200, got 0"),
+        (("--samples", "0"), "--samples must be 1 to 4096, got 0"),
+        (("--seed", "-1"), "--seed must be 0 or more, got -1"),
+        (
+            ("--journal-mode", "fast"),
+            "invalid journal_mode fast: allowed values are delete, truncate, persist, memory, wal, off",
+        ),
+    ],
+)
+def test_bad_powerloss_input_is_one_line_and_exit_2(tmp_path, args, line):
+    assert_usage_error(fsb("powerloss", tmp_path, *args), line)
+
+
+def test_keep_failures_is_checked_before_any_work(tmp_path):
+    bad = tmp_path / "no" / "such"
+    assert_usage_error(
+        fsb("powerloss", tmp_path, "--keep-failures", bad),
+        f"--keep-failures {bad}: {bad.parent} does not exist",
+    )
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert_usage_error(
+        fsb("powerloss", tmp_path, "--keep-failures", afile / "sub"),
+        f"--keep-failures {afile / 'sub'}: {afile} is not a directory",
+    )
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    assert_usage_error(
+        fsb("powerloss", tmp_path, "--keep-failures", link),
+        f"--keep-failures {link}: not a directory",
+    )
+
+
+def test_keep_failures_never_touches_what_is_already_there(tmp_path):
+    keep = tmp_path / "keep"
+    mine = keep / "wal-normal-synced-only"
+    mine.mkdir(parents=True)
+    (mine / "mine.txt").write_text("precious")
+    target = tmp_path / "t"
+    target.mkdir()
+    args = ("--journal-mode", "wal", "--synchronous", "normal", "--model", "synced-only")
+    proc = fsb("powerloss", target, *args, "--keep-failures", keep)
+    assert proc.returncode == 0, proc.stderr
+    assert (mine / "mine.txt").read_text() == "precious"
+    assert sorted(p.name for p in mine.iterdir()) == ["mine.txt"]
+    state = keep / "wal-normal-synced-only-2"
+    info = json.loads((state / "state.json").read_text())
+    assert info["semantics"] == "linux" and info["psow"] is True and info["model"] == "synced-only"
+    assert sorted(info["expected_rows"], key=int) == [str(n) for n in range(1, 11)]
+    assert f"Kept in {state}." in proc.stdout
+
+
+def test_macos_semantics_are_judged_against_the_macos_promise(tmp_path):
+    # on any host: macOS semantics compare with what SQLite promises on macOS, where
+    # plain fsync is not durable (no false "DISAGREES" for wal/full without fullfsync)
+    plan = PowerlossPlan(
+        (Pragmas("WAL", "FULL", False), Pragmas("WAL", "FULL", True)),
+        models=("synced-only",),
+        semantics="macos",
+        commits=3,
+    )
+    result = run_matrix(tmp_path, plan)
+    plain, full = result.configs
+    assert (plain.documented_durable, full.documented_durable) == (False, True)
+    assert plain.agreement(plain.models[0]) == "agrees"
+    assert full.agreement(full.models[0]) == "agrees"
+    assert "DISAGREES" not in api.render(result, "text")
+
+
+def test_sampled_figures_are_stated_as_lower_bounds(tmp_path):
+    plan = PowerlossPlan(
+        (Pragmas("WAL", "NORMAL"), Pragmas("WAL", "FULL")),
+        models=("subset",),
+        commits=4,
+        max_states=2,
+        samples=2,
+    )
+    text = api.render(run_matrix(tmp_path, plan), "text")
+    assert "wal/normal: loses all 4 acknowledged commits recorded" in text
+    assert "(subset, sampled)" in text
+    assert "wal/full: no loss seen in" in text and "sampled states (subset, sampled)" in text
+    assert "agrees (sampled states)" in text
+
+
+def test_api_refuses_wrong_types():
+    with pytest.raises(FsyncbenchError, match="commits must be an integer"):
+        api.simulate_power_loss(".", commits="3")  # type: ignore[arg-type]
+    with pytest.raises(FsyncbenchError, match="psow must be a bool or None"):
+        api.simulate_power_loss(".", psow="on")  # type: ignore[arg-type]
+
+
+def test_run_with_powerloss_saves_it_beside_the_latency(tmp_path):
+    report = _small_run(tmp_path, synchronous="normal,full")
+    assert report.powerloss is not None
+    assert [c.pragmas.label for c in report.powerloss.configs] == ["wal/normal", "wal/full"]
+    text = api.render(report, "text")
+    p50 = next(r for r in report.results if r.requested == Pragmas("WAL", "FULL")).summary.p50_ns
+    from fsyncbench.fmt import fmt_ns
+
+    assert f"wal/full: {fmt_ns(p50)} p50, loses 0 (synced-only)" in text
+    if report.verdict.path_verdict != "honest_flush":  # this VM: unverifiable
+        assert f"This storage path's verdict is {report.verdict.path_verdict}" in text
+    saved = api.save(report, tmp_path / "reports")
+    loaded = api.load(next(p for p in saved if p.suffix == ".json"))
+    assert loaded.powerloss == report.powerloss
+
+
+def test_run_records_power_loss_only_after_every_timing(tmp_path, monkeypatch):
+    from fsyncbench.measure import rounds
+    from fsyncbench.powerloss import matrix
+
+    events = []
+    timed = rounds.run_with_floors
+    recorder = matrix.run_matrix
+
+    def timing(*args, **kwargs):
+        events.append("timing starts")
+        out = timed(*args, **kwargs)
+        events.append("timing ends")
+        return out
+
+    def recording(*args, **kwargs):
+        events.append("recording")
+        return recorder(*args, **kwargs)
+
+    monkeypatch.setattr(rounds, "run_with_floors", timing)
+    monkeypatch.setattr(matrix, "run_matrix", recording)
+    _small_run(tmp_path, synchronous="full")
+    assert events == ["timing starts", "timing ends", "recording"]
+
+
+def test_a_recording_that_saw_nothing_is_refused_not_simulated(tmp_path, monkeypatch):
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    # a directory reached through a symlink is recorded under its resolved path
+    trace = sqlite.record_commits(link, Pragmas("WAL", "FULL"), 2, 100, True)
+    assert trace.count("ack") == 2 and trace.db_name in dict(trace.roles)
+    # a VFS whose paths the recorder does not recognise (Windows path forms cannot be made
+    # here): nothing recorded, so nothing is simulated
+    monkeypatch.setattr(sqlite._Log, "tracked", lambda self, path: None)
+    other = tmp_path / "other"
+    other.mkdir()
+    with pytest.raises(FsyncbenchError, match="the recording VFS saw none of SQLite's writes"):
+        sqlite.record_commits(other, Pragmas("WAL", "FULL"), 2, 100, True)
+
+
+# ------------------------------------------- the models' details, state by state
+
+
+def test_crash_points_skip_setup_and_follow_every_ack():
+    trace = _trace(
+        Op("create", "a"),
+        Op("sync", "a", flags=2),  # 1: before the barrier: not a crash point
+        Op("barrier"),
+        Op("write", "a", 0, b"x"),
+        Op("ack", seq=1),  # 4: the point after it is 5, a write, not a sync
+        Op("write", "a", 1, b"y"),
+        Op("dirsync"),  # 6
+        Op("ack", seq=2),
+    )
+    assert crash_points(trace) == [5, 6, 8]
+    assert [s.point for s in crash_states(trace, "synced-only")] == [5, 6, 8]
+    with pytest.raises(ValueError, match="unknown semantics 'windows'"):
+        list(crash_states(trace, "synced-only", semantics="windows"))
+
+
+def test_writes_past_the_end_and_growing_truncations_fill_with_zeros():
+    trace = _trace(
+        *SETUP,
+        Op("write", "a", 6, b"Z"),  # 2 bytes past the end of "old!"
+        Op("truncate", "a", size_bytes=9),
+        Op("ack", seq=1),
+    )
+    at_end = [
+        dict(s.files)["a"] for s in crash_states(trace, "prefix") if s.point == len(trace.ops)
+    ]
+    assert at_end == [b"old!", b"old!\0\0Z", b"old!\0\0Z\0\0"]
+    same = _trace(*SETUP, Op("truncate", "a", size_bytes=4), Op("ack", seq=1))
+    assert dict(list(crash_states(same, "prefix"))[-1].files)["a"] == b"old!"
+
+
+def test_a_synced_directory_entry_of_an_unsynced_file_is_an_empty_file():
+    trace = _trace(
+        *SETUP, Op("create", "b"), Op("write", "b", 0, b"data"), Op("dirsync"), Op("ack", seq=1)
+    )
+    last = list(crash_states(trace, "synced-only"))[-1]
+    assert dict(last.files) == {"a": b"old!", "b": b""}
+
+
+def test_subset_keeps_or_loses_each_directory_change():
+    # b (durable) is unlinked and created again (a new file): four combinations
+    trace = _trace(
+        Op("create", "a"),
+        Op("create", "b"),
+        Op("write", "b", 0, b"B1"),
+        Op("barrier"),
+        Op("delete", "b"),
+        Op("create", "b"),
+        Op("ack", seq=1),
+    )
+    states = [dict(s.files) for s in crash_states(trace, "subset") if s.point == len(trace.ops)]
+    assert states == [
+        {"a": b"", "b": b"B1"},  # both lost: the old b
+        {"a": b""},  # the unlink kept, the creation lost
+        {"a": b"", "b": b""},  # the creation kept: the new, empty b
+        {"a": b"", "b": b""},
+    ]
+    # an unlink of a file the directory no longer names there is a no-op
+    odd = _trace(
+        Op("create", "a"), Op("barrier"), Op("create", "c"), Op("delete", "c"), Op("ack", seq=1)
+    )
+    got = [dict(s.files) for s in crash_states(odd, "subset") if s.point == len(odd.ops)]
+    assert got == [{"a": b""}, {"a": b"", "c": b""}, {"a": b""}, {"a": b""}]
+
+
+def test_state_descriptions_say_how_to_rebuild_each_state():
+    trace = _trace(*SETUP, Op("write", "a", 0, b"N"), Op("sync", "a", flags=2), Op("ack", seq=1))
+    assert [s.how for s in crash_states(trace, "synced-only")] == [
+        "synced-only, cut before op 4 (sync a (NORMAL))",
+        "synced-only, cut after the last op",
+    ]
+    assert [s.how for s in crash_states(trace, "prefix")][:2] == [
+        "prefix of the first 3 ops, cut before op 4 (sync a (NORMAL))",
+        "prefix of the first 4 ops, cut before op 4 (sync a (NORMAL))",
+    ]
+    assert [s.how for s in crash_states(trace, "subset", seed=5)][:2] == [
+        "subset, cut before op 4 (sync a (NORMAL)): kept items 0x0 of 1",
+        "subset, cut before op 4 (sync a (NORMAL)): kept items 0x1 of 1",
+    ]
+
+
+def test_sampled_points_always_hold_the_all_lost_and_all_kept_states():
+    writes = [Op("write", "a", i, b"Z") for i in range(4)]  # 16 states at the last point
+    trace = _trace(*SETUP, *writes, Op("ack", seq=1))
+    at_end = [s for s in crash_states(trace, "subset", max_states=16) if s.point == len(trace.ops)]
+    assert len(at_end) == 16 and not any(s.sampled for s in at_end)
+    drawn = [
+        s
+        for s in crash_states(trace, "subset", max_states=15, samples=3, seed=1)
+        if s.point == len(trace.ops)
+    ]
+    assert all(s.sampled for s in drawn) and len(drawn) == 5
+    assert dict(drawn[0].files)["a"] == b"old!"  # every write lost
+    assert dict(drawn[1].files)["a"] == b"ZZZZ"  # every write kept
+
+
+def test_torn_keeps_a_lost_whole_sector_as_it_was():
+    trace = _trace(
+        Op("create", "a"),
+        Op("write", "a", 0, b"o" * 12),
+        Op("barrier"),
+        Op("write", "a", 4, b"NNNNNN"),  # [4,8) a whole sector, [8,10) part of one
+        Op("ack", seq=1),
+    )
+    got = [
+        dict(s.files)["a"]
+        for s in crash_states(trace, "torn", sector_bytes=4)
+        if s.point == len(trace.ops)
+    ]
+    assert got == [
+        b"oooooooo\0\0\0\0",  # both lost: the whole sector keeps its old bytes
+        b"ooooNNNN\0\0\0\0",
+        b"ooooooooNNoo",
+        b"ooooNNNNNNoo",
+    ]
+
+
+def test_a_directory_after_run_powerloss_gets_a_hint(tmp_path):
+    assert_usage_error(
+        fsb("run", "--powerloss", tmp_path),
+        f"invalid persistence model {tmp_path}: allowed values are synced-only, prefix, "
+        "subset, torn (a directory? write DIR before --powerloss, or --powerloss "
+        "synced-only,prefix DIR)",
+    )
+
+
+def test_documented_promise_separates_durability_from_consistency():
+    from fsyncbench.judge.commit_rules import documented_promise
+
+    assert documented_promise(Pragmas("WAL", "FULL"), "Linux") == (True, True, "")
+    durable, consistent, why = documented_promise(Pragmas("PERSIST", "NORMAL"), "Linux")
+    assert (durable, consistent) == (True, False) and "non-zero) chance" in why
+    durable, consistent, why = documented_promise(Pragmas("WAL", "NORMAL"), "Linux")
+    assert (durable, consistent) == (False, True) and "checkpoints" in why
+    assert documented_promise(Pragmas("WAL", "FULL", False), "Darwin")[:2] == (False, False)
+    assert documented_promise(Pragmas("WAL", "FULL", True), "Darwin")[:2] == (True, True)
+
+
+def test_interrupting_the_simulation_keeps_the_measured_latency(tmp_path, monkeypatch):
+    from fsyncbench.powerloss import matrix
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(matrix, "run_matrix", interrupted)
+    notes = []
+    report = _small_run(tmp_path, synchronous="full", notes=notes.append)
+    assert report.powerloss is None and report.results
+    skipped = "interrupted: the power-loss simulation (--powerloss) was skipped"
+    assert report.notes[-1] == skipped
+    assert notes == [skipped + "; the latency report is kept"]

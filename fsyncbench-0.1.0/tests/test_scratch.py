@@ -1,0 +1,144 @@
+"""Working directories: owned, and a dead run's leftovers removed by the next run (real
+processes and SIGKILL; owner records written by hand for the other cases)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+
+import psutil
+from clitools import fsb, leftovers, start_long_run
+
+from fsyncbench.measure import scratch
+
+
+def _leftover(target, name, record):
+    d = target / f".fsyncbench-{name}"
+    d.mkdir()
+    (d / "journal.db").write_bytes(b"x" * 100)
+    if record is not None:
+        (d / scratch.OWNER_FILE).write_text(json.dumps(record))
+    return d
+
+
+def _dead_pid():
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_owner_record_is_written_and_removed_with_the_directory(tmp_path):
+    with scratch.scratch_dir(tmp_path) as work:
+        record = json.loads((work / scratch.OWNER_FILE).read_text())
+        assert record["pid"] == os.getpid() and record["boot_id"] == scratch.boot_id()
+        assert abs(record["started"] - psutil.Process().create_time()) < 1
+        assert scratch.find_leftovers(tmp_path) == []  # our own directory is no leftover
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sweep_removes_dead_owners_and_leaves_live_and_unknown_ones(tmp_path):
+    me = psutil.Process()
+    (tmp_path / "users-file").write_text("keep")
+    (tmp_path / ".fsyncbench-not-a-dir").write_text("a file of the user's")
+    dead = _leftover(
+        tmp_path, "dead", {"pid": _dead_pid(), "started": 1.0, "boot_id": scratch.boot_id()}
+    )
+    rebooted = _leftover(
+        tmp_path,
+        "reboot",
+        {"pid": os.getpid(), "started": me.create_time(), "boot_id": "another-boot"},
+    )
+    reused = _leftover(
+        tmp_path,
+        "reused",
+        {"pid": os.getpid(), "started": me.create_time() - 3600, "boot_id": scratch.boot_id()},
+    )
+    live = _leftover(
+        tmp_path,
+        "live",
+        {"pid": os.getpid(), "started": me.create_time(), "boot_id": scratch.boot_id()},
+    )
+    unknown = _leftover(tmp_path, "old", None)
+    messages = scratch.sweep_leftovers(tmp_path)
+    assert not dead.exists() and not rebooted.exists() and not reused.exists()
+    assert live.exists() and unknown.exists()
+    assert (tmp_path / "users-file").read_text() == "keep"
+    assert (tmp_path / ".fsyncbench-not-a-dir").read_text() == "a file of the user's"
+    assert sum(m.startswith("removed ") for m in messages) == 3
+    assert any(f"another fsyncbench (pid {os.getpid()})" in m for m in messages)
+    assert any(m.startswith(f"left {unknown} alone: it has no owner record") for m in messages)
+
+
+def test_after_sigkill_the_next_run_removes_the_leftover_and_says_so(tmp_path):
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = start_long_run(target, tmp_path / "o1")
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    (left,) = leftovers(target)
+    nxt = fsb(
+        "run",
+        target,
+        "--report-dir",
+        tmp_path / "o2",
+        "--samples",
+        "20",
+        "--quiet",
+        "--rounds",
+        "1",
+        "--no-primitives",
+        "--journal-mode",
+        "wal",
+        "--synchronous",
+        "off",
+    )
+    assert nxt.returncode == 0, nxt.stderr
+    assert f"fsyncbench: note: removed {target / left}, left behind by a run" in nxt.stderr
+    assert f"(pid {proc.pid}, no longer running)" in nxt.stderr
+    assert leftovers(target) == []
+
+
+def test_a_concurrent_run_is_left_alone(tmp_path):
+    target = tmp_path / "t"
+    target.mkdir()
+    proc = start_long_run(target, tmp_path / "o1")
+    try:
+        (theirs,) = leftovers(target)
+        nxt = fsb(
+            "run",
+            target,
+            "--report-dir",
+            tmp_path / "o2",
+            "--samples",
+            "20",
+            "--quiet",
+            "--rounds",
+            "1",
+            "--no-primitives",
+            "--journal-mode",
+            "wal",
+            "--synchronous",
+            "off",
+        )
+        assert nxt.returncode == 0, nxt.stderr
+        assert f"another fsyncbench (pid {proc.pid}) is working in {target}" in nxt.stderr
+        assert (target / theirs).is_dir()
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=60)
+    assert leftovers(target) == []
+
+
+def test_a_target_renamed_mid_run_is_still_cleaned_and_the_message_is_true(tmp_path):
+    """``mv`` of the target during a run: the working directory moved with it and must be
+    removed from where it is now (a descriptor of the target follows the rename)."""
+    target = tmp_path / "t"
+    target.mkdir()
+    (target / "users-file").write_text("keep")
+    moved = tmp_path / "moved"
+    with scratch.scratch_dir(target) as work:
+        (work / "data").write_bytes(b"x" * 1000)
+        target.rename(moved)
+    assert sorted(p.name for p in moved.iterdir()) == ["users-file"]
+    assert scratch.scratch_cleanup() == "working directory removed"

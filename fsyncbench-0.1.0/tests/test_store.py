@@ -1,0 +1,254 @@
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+from factories import commit, flush, host
+
+from fsyncbench import api
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.judge import engine
+from fsyncbench.model import BlockDevice
+from fsyncbench.report import store
+
+
+def _report():
+    h = host(disks=(BlockDevice("sda", rotational=False, write_cache="write back"),))
+    results = [flush("fdatasync", 1_500_000), commit("WAL", "NORMAL", 30_000)]
+    return api.build_report("run", h, results, ["fsyncbench", "run", "/data"])
+
+
+def test_json_round_trip_is_lossless():
+    r = _report()
+    text = store.report_to_json(r)
+    data = json.loads(text)
+    # the figures as recorded: factories.summary_at(1.5 ms) has p99 = 1.5 x p50 = 2.25 ms and
+    # a p99 interval of 0.9-1.1 x p99; mean 1.05 x p50 over 1,000 samples = 1.575 s
+    flush = data["results"][0]
+    assert (flush["name"], flush["primitive"], flush["syncs_issued"]) == (
+        "write+fdatasync",
+        "fdatasync",
+        1000,
+    )
+    assert flush["summary"]["p50_ns"] == 1_500_000 and flush["summary"]["p99_ns"] == 2_250_000
+    assert flush["summary"]["p99_ci_ns"] == pytest.approx([2_025_000, 2_475_000])
+    assert flush["elapsed_ns"] == 1_575_000_000
+    assert data["results"][1]["requested"] == {
+        "journal_mode": "WAL",
+        "synchronous": "NORMAL",
+        "fullfsync": None,
+    }
+    # the verdict, worked out from the judge's rules: no flush counters recorded, bare metal,
+    # ext4 without nobarrier, no preload, no network layer, so only the latency rule speaks;
+    # an SSD with a write-back cache and no known power-loss protection has a 150 us floor
+    # (judge.devices.CONSUMER_SSD_FLOOR_NS) and 1.5 ms is above it: flush-latency-plausible
+    want = [
+        ("write+fdatasync", "honest_flush", None, "flush-latency-plausible", "inferred"),
+        # WAL + NORMAL syncs only at checkpoints: not durable; path verdict of fdatasync
+        ("wal/normal", "honest_flush", False, "flush-latency-plausible", "inferred"),
+    ]
+    assert (
+        data["verdict"]["path_verdict"],
+        data["verdict"]["decided_by"],
+        data["verdict"]["strength"],
+    ) == ("honest_flush", "flush-latency-plausible", "inferred")
+    assert [tuple(v.values()) for v in data["verdict"]["results"]] == want
+    assert [f["code"] for f in data["verdict"]["findings"]] == [
+        "flush-latency-plausible",
+        "config-not-durable",
+        "flush-counters-unavailable",
+    ]  # a Linux disk recorded without flush counters
+    again = store.report_from_json(text)
+    assert again == r
+    # judged again from the loaded facts alone: the same verdict
+    rejudged = engine.rejudge(again)
+    assert [
+        (v.subject, v.path_verdict, v.config_durable, v.decided_by, v.strength)
+        for v in rejudged.verdict.results
+    ] == want
+    assert rejudged.notes == again.notes  # no "re-derived ... differs" note
+
+
+def test_write_durably_replaces_and_leaves_no_temp(tmp_path):
+    target = tmp_path / "r.json"
+    target.write_text("old")
+    store.write_durably(target, "new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_write_durably_into_missing_dir_is_clear_error(tmp_path):
+    with pytest.raises(FsyncbenchError, match="cannot write"):
+        store.write_durably(tmp_path / "nope" / "r.json", "x")
+
+
+def test_newer_schema_refused(tmp_path):
+    data = json.loads(store.report_to_json(_report()))
+    data["schema_version"] = store.SCHEMA_VERSION + 1
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(FsyncbenchError, match="upgrade fsyncbench"):
+        store.load_report(path)
+
+
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ("{not json", "not valid JSON"),
+        ("[1, 2]", "not an fsyncbench report"),
+        ('{"schema_version": 1, "kind": "run"}', "missing field"),
+    ],
+)
+def test_corrupt_reports_refused(tmp_path, text, msg):
+    path = tmp_path / "r.json"
+    path.write_text(text)
+    with pytest.raises(FsyncbenchError, match=msg):
+        store.load_report(path)
+
+
+def test_missing_report(tmp_path):
+    with pytest.raises(FsyncbenchError, match="does not exist"):
+        store.load_report(tmp_path / "none.json")
+
+
+def test_output_dir_under_a_file_is_refused(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("")
+    with pytest.raises(FsyncbenchError):
+        store.prepare_output_dir(f / "sub")
+    with pytest.raises(FsyncbenchError, match="not a directory"):
+        store.prepare_output_dir(f)
+
+
+def test_claim_name_never_reuses_a_taken_stem(tmp_path):
+    first = store.claim_name(tmp_path, "host-1", (".json", ".md"))
+    second = store.claim_name(tmp_path, "host-1", (".json", ".md"))
+    (tmp_path / "host-1-3.md").write_text("someone else's")
+    third = store.claim_name(tmp_path, "host-1", (".json", ".md"))
+    assert [first.name, second.name, third.name] == ["host-1", "host-1-2", "host-1-4"]
+    assert (tmp_path / "host-1-3.md").read_text() == "someone else's"
+    assert not (tmp_path / "host-1-3.json").exists()
+
+
+def test_reports_are_readable_by_others(tmp_path):
+    old = os.umask(0o022)
+    try:
+        store.write_durably(tmp_path / "r.md", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "r.md").stat().st_mode & 0o777 == 0o644
+
+
+def test_undecodable_characters_are_escaped_not_fatal(tmp_path):
+    store.write_durably(tmp_path / "r.md", "dir bad\udcffname")
+    assert (tmp_path / "r.md").read_text() == "dir bad\\udcffname"
+
+
+def test_special_and_deeply_nested_files_refused(tmp_path):
+    with pytest.raises(FsyncbenchError, match="not a regular file"):
+        store.load_report(Path("/dev/null"))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(FsyncbenchError, match="nested too deeply"):
+        store.load_report(deep)
+
+
+def test_output_check_refuses_proc_and_dangling_links(tmp_path):
+    with pytest.raises(FsyncbenchError, match="not writable"):
+        store.check_output_dir(Path("/proc/newdir"))
+    dangling = tmp_path / "dangling"
+    dangling.symlink_to(tmp_path / "nowhere")
+    with pytest.raises(FsyncbenchError, match="dangling symbolic link"):
+        store.check_output_dir(dangling / "reports")
+    assert store.check_output_dir(tmp_path / "new" / "dir") == tmp_path / "new" / "dir"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling"]
+
+
+@pytest.mark.parametrize(
+    "path,value,msg",
+    [
+        (("results", 0, "syncs_issued"), 10**400, "number out of range"),
+        (("results", 0, "summary", "p50_ns"), float("nan"), "not a finite number"),
+        (("results", 0, "summary", "p50_ns"), -5.0, "negative p50_ns"),
+        (("results", 0, "device_flushes", 0, "flushes"), -300, "negative flushes"),
+    ],
+)
+def test_numbers_a_report_cannot_hold_are_refused(tmp_path, path, value, msg):
+    """A hand-edited report with a 400-digit count, a NaN or a negative duration would be
+    judged with confidence (NaN fails every comparison): refused on load, one line."""
+    data = json.loads(store.report_to_json(_report()))
+    data["results"][0]["device_flushes"] = [{"device": "sda", "flushes": 1, "flush_time_ms": 0}]
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(FsyncbenchError, match=msg):
+        store.load_report(bad)
+
+
+def _sampled_report_data():
+    import sampled
+
+    return json.loads(store.report_to_json(sampled.report(1.0, seed=0, n=2000)))
+
+
+def _set(data, path, value):
+    node = data
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+
+
+@pytest.mark.parametrize(
+    "path,value,msg",
+    [
+        (("results", 0, "kind"), "benchmark", "results[0].kind: unknown kind 'benchmark'"),
+        (("verdict", "path_verdict"), "probably_fine", "unknown path verdict 'probably_fine'"),
+        (
+            ("results", 1, "summary", "count"),
+            7,
+            "results[1].summary.count: 7, but there are 2000 samples",
+        ),
+        (
+            ("results", 1, "slice_counts"),
+            [1000, 999],
+            "slice_counts: they add up to 1999, not the 2000",
+        ),
+        (("results", 1, "slice_counts"), [-1] + [201] * 9 + [192], "negative"),
+        (("results", 1, "slice_rounds"), [0, 1], "slice_rounds: 2 entries for 10 slices"),
+        (
+            ("results", 1, "summary", "p99_ci_ns"),
+            [5e6, 1e6],
+            "p99_ci_ns: low bound 5e+06 above high bound 1e+06",
+        ),
+        (("results", 1, "summary", "p99_interval", "df"), -3, "negative df"),
+        (
+            ("results", 1, "summary", "p99_interval", "low_ns"),
+            9e12,
+            "p99_interval: low bound above high bound",
+        ),
+    ],
+)
+def test_reports_that_cannot_be_a_measurement_are_refused(tmp_path, path, value, msg):
+    data = _sampled_report_data()
+    _set(data, path, value)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(FsyncbenchError, match=re.escape(msg)):
+        store.load_report(bad)
+
+
+def test_duplicate_json_keys_are_refused(tmp_path):
+    bad = tmp_path / "dup.json"
+    bad.write_text('{"schema_version": 2, "schema_version": 1}')
+    with pytest.raises(FsyncbenchError, match="duplicate key 'schema_version'"):
+        store.load_report(bad)
+
+
+def test_schema_1_reports_without_slices_still_load():
+    for path in sorted((Path(__file__).parent / "fixtures" / "reports").glob("*.json")):
+        report = store.load_report(path)
+        assert all(r.slice_counts == () for r in report.results)

@@ -1,0 +1,160 @@
+"""The latency tables of a run or audit report: the compact one the terminal summary, the
+HTML page and the Markdown report open with (configuration, durable, sync, p50, p99 with its
+interval, ops/s), and the full one with every statistic of every result."""
+
+from __future__ import annotations
+
+from fsyncbench.fmt import fmt_interval, fmt_ns, fmt_spread
+from fsyncbench.measure import stats
+from fsyncbench.model import Report, ResultVerdict
+from fsyncbench.report.document import Cell, Table
+from fsyncbench.report.wording import P999_MIN_SAMPLES, p99_precision, result_label
+
+__all__ = ["compact_table", "results_table"]
+
+_FLOOR_MARK = " *"
+
+
+def _durable(v: ResultVerdict | None) -> Cell:
+    """Whether a result's pragmas promise a durable commit: yes, NO, or - (not a commit)."""
+    if v is None or v.config_durable is None:
+        return Cell("-")
+    return Cell("yes", "good") if v.config_durable else Cell("NO", "bad")
+
+
+def compact_table(report: Report) -> Table:
+    """One row per result: configuration (``*`` at the tool's floor), whether its pragmas
+    promise a durable commit, sync primitive, p50, p99 with its 95 % interval, ops/s; a
+    path-verdict column only where the results' verdicts differ."""
+    verdicts = {v.subject: v for v in report.verdict.results}
+    shown = {
+        verdicts[r.name].path_verdict
+        for r in report.results
+        if r.name in verdicts and r.primitive != "none"
+    }
+    with_verdict = len(shown) > 1
+    headers = (
+        "configuration",
+        "durable",
+        *(("path verdict",) if with_verdict else ()),
+        "sync",
+        "p50",
+        "p99",
+        "p99 95% interval",
+        "ops/s",
+    )
+    rows = []
+    floor = False
+    for r in report.results:
+        s = r.summary
+        v = verdicts.get(r.name)
+        at_floor = stats.at_tool_floor(r, report.floors)
+        floor = floor or at_floor
+        durable = _durable(v)
+        verdict = Cell("-" if v is None or r.primitive == "none" else v.path_verdict)
+        rows.append(
+            (
+                Cell(result_label(r) + (_FLOOR_MARK if at_floor else "")),
+                durable,
+                *((verdict,) if with_verdict else ()),
+                Cell(r.primitive),
+                Cell(fmt_ns(s.p50_ns)),
+                Cell(fmt_ns(s.p99_ns)),
+                Cell(fmt_interval(s.p99_ci_ns, s.p99_interval)),
+                Cell(f"{s.ops_per_s:,.0f}"),
+            )
+        )
+    numeric = frozenset(
+        i for i, h in enumerate(headers) if h in ("p50", "p99", "p99 95% interval", "ops/s")
+    )
+    caption = (
+        "Latency per configuration (durable: the pragmas promise a durable commit; sync: the "
+        "primitive timed" + ("; * at the tool's floor" if floor else "") + "):"
+    )
+    return Table(headers, tuple(rows), numeric, caption)
+
+
+def results_table(report: Report) -> Table:
+    """One row per result: kind, configuration, whether its pragmas promise a durable commit,
+    the path verdict (``-`` for what issues no sync; its strength where it differs from the
+    report's), sync primitive, n, p50 and p99 with
+    their 95 % intervals, p90, the p99 precision, each round's p99 (with rounds), the
+    range of earlier runs' p99 (with earlier runs), p99.9, max, ops/s."""
+    verdicts = {v.subject: v for v in report.verdict.results}
+    rounds = any(r.summary.round_p99_ns for r in report.results)
+    earlier = any(r.earlier for r in report.results)
+    headers = (
+        "kind",
+        "configuration",
+        "durable commit",
+        "path verdict",
+        "sync primitive",
+        "n",
+        "p50",
+        "p50 95% CI",
+        "p90",
+        "p99",
+        "p99 95% CI",
+        "p99 +-",
+        *(("p99 of each round",) if rounds else ()),
+        *(("p99 of earlier runs",) if earlier else ()),
+        "p99.9",
+        "max",
+        "ops/s",
+    )
+    rows = []
+    for r in report.results:
+        s = r.summary
+        v = verdicts.get(r.name)
+        durable = _durable(v)
+        label = result_label(r)
+        if stats.at_tool_floor(r, report.floors):
+            label += " (at the tool's floor)"
+        # the strength where it differs from the report's (said once in the bottom line)
+        other = v is not None and v.strength and v.strength != report.verdict.strength
+        verdict = (
+            Cell("-")
+            if v is None or r.primitive == "none"
+            else Cell(v.path_verdict + (f" ({v.strength})" if other else ""))
+        )
+        rows.append(
+            (
+                Cell(r.kind),
+                Cell(label),
+                durable,
+                verdict,
+                Cell(r.primitive),
+                Cell(f"{s.count}" + ("" if r.target_reached else f" (<{r.target_samples})")),
+                Cell(fmt_ns(s.p50_ns)),
+                Cell(fmt_interval(s.p50_ci_ns, s.p50_interval)),
+                Cell(fmt_ns(s.p90_ns)),
+                Cell(fmt_ns(s.p99_ns)),
+                Cell(fmt_interval(s.p99_ci_ns, s.p99_interval)),
+                Cell(p99_precision(r), "caution" if r.ci_target_met is False else ""),
+                *((Cell(fmt_spread(s.round_p99_ns)),) if rounds else ()),
+                *((Cell(fmt_spread([e.p99_ns for e in r.earlier], "runs")),) if earlier else ()),
+                Cell(fmt_ns(s.p999_ns) if s.count >= P999_MIN_SAMPLES else "-"),
+                Cell(fmt_ns(s.max_ns)),
+                Cell(f"{s.ops_per_s:,.0f}"),
+            )
+        )
+    numeric = frozenset(
+        i
+        for i, h in enumerate(headers)
+        if h
+        in (
+            "n",
+            "p50",
+            "p50 95% CI",
+            "p90",
+            "p99",
+            "p99 95% CI",
+            "p99 +-",
+            "p99 of each round",
+            "p99 of earlier runs",
+            "p99.9",
+            "max",
+            "ops/s",
+        )
+    )
+    return Table(headers, tuple(rows), numeric)
