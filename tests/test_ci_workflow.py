@@ -110,7 +110,7 @@ def test_actionlint_reports_a_broken_copy(tmp_path):
 def test_the_readme_block_and_ci_run_agree():
     command = readme_test_command()
     assert command.startswith("python3 -m venv .venv && .venv/bin/pip install '.[test]'")
-    assert command.endswith(".venv/bin/python -m pytest")
+    assert command.endswith(".venv/bin/python -m pytest --all-tiers")
     assert ci_run_command() == command
 
 
@@ -149,6 +149,7 @@ def test_a_changed_command_would_be_caught():
     readme = readme_test_command()
     for changed in (
         command.replace(' && "$BIN/mypy"', ""),
+        command.replace("-m pytest --all-tiers", "-m pytest"),
         command.replace("-m pytest", "-m pytest -x"),
         command.replace("'.[test]'", "."),
     ):

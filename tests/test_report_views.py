@@ -353,3 +353,21 @@ def test_text_never_wraps_a_figure_away_from_its_unit():
         lines = text_out._wrap("x" * pad + " took 893 us (p50) and 1.00 s at most")
         assert not any(ln.endswith(("893", "1.00")) for ln in lines), lines
         assert " ".join(lines).endswith("took 893 us (p50) and 1.00 s at most")
+
+
+def test_without_matplotlib_the_page_says_its_charts_were_left_out(monkeypatch):
+    """matplotlib is the optional extra ``plots``: a page rendered without it has no chart,
+    says so once, and keeps every table."""
+    import sys
+
+    from fsyncbench.report import plots
+
+    rep = sampled.report()
+    with_charts = report_out.render(rep, "html")
+    assert "<svg" in with_charts and plots.MISSING not in with_charts
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now fails
+    assert not plots.available()
+    page = report_out.render(rep, "html")
+    assert "<svg" not in page
+    assert page.count(html_lib.escape(plots.MISSING)) == 1
+    assert page.count("<table") == with_charts.count("<table")

@@ -75,6 +75,10 @@ def _table(t: dm.Table) -> str:
 
 
 def _figure(f: dm.Figure, svgs: dict[str, str]) -> str:
+    """One chart with its caption; without matplotlib, the first figure of the page says
+    so (``svgs["missing"]``, said once) and the others are left out."""
+    if "missing" in svgs:
+        return svgs.pop("missing")
     svg = svgs.get(f.kind, "")
     if not svg:
         return ""
@@ -119,7 +123,10 @@ def render_html(doc: dm.Document, report: Report | None = None) -> str:
     (without it the figures are left out)."""
     svgs: dict[str, str] = {}
     kinds = {b.kind for s in doc.sections for b in s.blocks if isinstance(b, dm.Figure)}
-    if report is not None:
+    charts = report is not None and plots.available()
+    if report is not None and kinds and not charts:
+        svgs["missing"] = f'<p class="caution">{html.escape(plots.MISSING)}</p>'
+    if report is not None and charts:
         durable = {v.subject: v.config_durable for v in report.verdict.results}
         if "configurations" in kinds:
             svgs["configurations"] = plots.configurations_svg(report, durable)

@@ -4,7 +4,9 @@ primitive.
 
 matplotlib is used without pyplot: each figure gets an Agg canvas of its own (headless, no
 GUI backend, no global state) and is saved as SVG with glyphs drawn as paths, so the text
-in the plots needs no font on the reader's machine.
+in the plots needs no font on the reader's machine. matplotlib is the optional extra
+``plots`` (``pip install 'fsyncbench[plots]'``): without it the page leaves the charts out
+and says so (:func:`available`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,22 @@ if TYPE_CHECKING:
 # it falls back to a temporary cache; the page does not depend on that cache, and the CLI's
 # stderr is for fsyncbench's own one-line messages.
 logging.getLogger("matplotlib").setLevel(logging.ERROR)
+
+#: what the page says in place of its charts when matplotlib is missing
+MISSING = (
+    "Charts left out: matplotlib is not installed here "
+    "(pip install 'fsyncbench[plots]', then fsyncbench show REPORT.json --format html -o PAGE.html)."
+)
+
+
+def available() -> bool:
+    """True when matplotlib can be imported (the ``plots`` extra is installed)."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
 
 #: Most points drawn per CDF line: evenly spaced quantiles plus every point of the top tail.
 CDF_MAX_POINTS = 2000
