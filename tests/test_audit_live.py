@@ -29,6 +29,8 @@ FAST = [
     "--quiet",
 ]
 LINUX = sys.platform.startswith("linux")
+# the live audits read device-wide flush counters and trace with strace: the system tier
+pytestmark = pytest.mark.system
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
 
 
@@ -85,8 +87,33 @@ def disk_audit(tmp_path_factory):
     target = tmp_path_factory.mktemp("audit-target")
     (target / "keep.txt").write_text("untouched")
     out = tmp_path_factory.mktemp("audit-out")
-    proc = fsb("audit", target, "--report-dir", out, *FAST)
+    proc = fsb("audit", target, "--report-dir", out, "--verbose", *FAST)
     return target, out, proc
+
+
+def others_flushes(report) -> int:
+    """Device flushes the configurations that issue no sync saw: other writers' (the
+    counters are device-wide; fsyncbench's own report says so in its counters section)."""
+    return sum(
+        d.flushes or 0 for r in report.results if r.primitive == "none" for d in r.device_flushes
+    )
+
+
+def on_a_quiet_disk(report, check) -> None:
+    """Run ``check``; if it fails while other writers flushed the same disk during the
+    audit, skip saying the test needs a quiet disk (the counters are device-wide, so another
+    process's flushes, e.g. a second copy of this suite, count as the audit's); if it fails
+    on a quiet disk, fail."""
+    try:
+        check()
+    except AssertionError:
+        busy = others_flushes(report)
+        if busy:
+            pytest.skip(
+                f"needs a quiet disk: other writers sent {busy} device flushes while the "
+                "audit's no-sync configurations ran (run this test alone)"
+            )
+        raise
 
 
 def test_disk_is_unverifiable_in_this_vm_with_counter_evidence(disk_audit):
@@ -95,9 +122,14 @@ def test_disk_is_unverifiable_in_this_vm_with_counter_evidence(disk_audit):
     report = store.load_report(next(out.glob("*.json")))
     if not report.host.virtualization.virtualized:
         pytest.skip("not a virtual machine")
-    assert report.verdict.path_verdict == "unverifiable"
-    assert report.verdict.decided_by == "virtualized-storage"
-    assert "Path verdict: unverifiable, measured (decided by virtualized-storage)" in proc.stdout
+
+    def verdict() -> None:
+        assert report.verdict.path_verdict == "unverifiable"
+        assert report.verdict.decided_by == "virtualized-storage"
+
+    on_a_quiet_disk(report, verdict)
+    flat = " ".join(proc.stdout.split())
+    assert "Path verdict: unverifiable, measured (decided by virtualized-storage)" in flat
     assert report.verdict.strength == "measured"
     if not all(d.has_flush_counters for d in report.host.target.disks):
         pytest.skip("no device flush counters here")
