@@ -7,6 +7,7 @@ test_real_stacks, test_crash, test_powercut)."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import socket
@@ -494,7 +495,7 @@ CASES = [
         "argument command: invalid choice: 'bogus-command' (choose from 'run', 'host', "
         "'crash', 'audit', 'show', 'compare', 'powercut', 'powerloss') (see fsyncbench --help)",
     ),
-    ("run --version-typo", "unrecognized arguments: --version-typo (see fsyncbench --help)"),
+    ("run --version-typo", "unrecognized arguments: --version-typo (see fsyncbench run --help)"),
     ("", "the following arguments are required: command (see fsyncbench --help)"),
 ]
 
@@ -614,13 +615,34 @@ def test_there_are_enough_cases():
     assert len(CASES) >= 120
 
 
+@pytest.mark.parametrize(
+    "how",
+    [
+        # cli.main in this process: the whole table in the fast tier
+        "in-process",
+        # the real command in a process of its own (the interpreter's own exit path and
+        # stderr included): 183 processes, the slow tier
+        pytest.param("subprocess", marks=pytest.mark.slow),
+    ],
+)
 @pytest.mark.parametrize("command,line", CASES, ids=[c for c, _ in CASES])
-def test_bad_input_is_one_line_exit_2_and_changes_nothing(workdir, command, line):
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(
+    workdir, command, line, how, monkeypatch, capsys
+):
     import shlex
 
+    from fsyncbench import cli
+
     before = _snapshot(workdir)
-    proc = fsb(*shlex.split(command), cwd=workdir, timeout=60)
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert "Traceback" not in proc.stderr + proc.stdout
-    assert proc.stderr.splitlines() == [f"fsyncbench: error: {line}"]
+    if how == "subprocess":
+        proc = fsb(*shlex.split(command), cwd=workdir, timeout=60)
+        code, out, err = proc.returncode, proc.stdout, proc.stderr
+    else:
+        monkeypatch.chdir(workdir)
+        monkeypatch.setattr("sys.stdin", io.StringIO(""))
+        code = cli.main(shlex.split(command))
+        out, err = capsys.readouterr()
+    assert code == 2, (out, err)
+    assert "Traceback" not in err + out
+    assert err.splitlines() == [f"fsyncbench: error: {line}"]
     assert _snapshot(workdir) == before
