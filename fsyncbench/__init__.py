@@ -29,6 +29,7 @@ _API = frozenset(
         "host_record",
         "kill_matrix",
         "simulate_power_loss",
+        "experiment_report",
         "load",
         "save",
         "render",

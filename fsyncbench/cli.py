@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 from fsyncbench import api
 from fsyncbench.cli_parser import build_parser, glue_negative_values
 from fsyncbench.errors import FsyncbenchError, Interrupted
-from fsyncbench.model import Report
+from fsyncbench.model import EXPERIMENT_KINDS, Report
+from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
 if TYPE_CHECKING:  # for annotations only: both are imported where they are used
     from tqdm import tqdm
@@ -90,23 +91,29 @@ def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
     return _finish_report(report, args, gates)
 
 
-def _finish_report(report: Report, args: argparse.Namespace, gates: api.Gates) -> int:
-    """run and audit, once the report exists: save the report files (and --csv) first, so a
-    closed pipe or a full stdout cannot lose the measurement, then print it in --format (or
-    write it to --output), say on stderr what was saved, and apply the gates."""
-    text = api.render(report, args.format, model_call_ms=args.model_call_ms, verbose=args.verbose)
+def _finish_report(report: Report, args: argparse.Namespace, gates: api.Gates | None) -> int:
+    """run, audit, crash and powerloss, once the report exists: save the report files (and
+    --csv) first, so a closed pipe or a full stdout cannot lose the measurement, then print
+    it in --format (or write it to --output), say on stderr what was saved, and apply the
+    gates (None: the command has none). A run or audit report is saved as HTML too with
+    --format html, a crash or powerloss report always (it is small)."""
+    model_call_ms = getattr(args, "model_call_ms", DEFAULT_MODEL_CALL_MS)
+    verbose = getattr(args, "verbose", False)
+    text = api.render(report, args.format, model_call_ms=model_call_ms, verbose=verbose)
     paths = api.save(
         report,
         _outputs(args).save_dir,
-        html=args.format == "html",
-        csv=args.csv,
-        model_call_ms=args.model_call_ms,
+        html=args.format == "html" or report.kind in EXPERIMENT_KINDS,
+        csv=getattr(args, "csv", None),
+        model_call_ms=model_call_ms,
         rendered={args.format: text},
-        prometheus=args.prometheus,
+        prometheus=getattr(args, "prometheus", None),
     )
     _emit(args, text)
     if paths:
         print("Report written: " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    if gates is None:
+        return EXIT_OK
     return _apply_gates(api.gate(report, gates), to_stderr=_gates_to_stderr(args))
 
 
@@ -133,7 +140,7 @@ def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
     return EXIT_OK
 
 
-def cmd_powerloss(args: argparse.Namespace, _argv: list[str]) -> int:
+def cmd_powerloss(args: argparse.Namespace, argv: list[str]) -> int:
     with _Progress(quiet=args.quiet) as progress:
         result = api.simulate_power_loss(
             args.dir,
@@ -154,22 +161,24 @@ def cmd_powerloss(args: argparse.Namespace, _argv: list[str]) -> int:
             progress=progress,
             notes=_note,
         )
-    _emit(args, api.render(result, args.format))
-    return EXIT_OK
+    report = api.experiment_report(result, args.dir, command_line=["fsyncbench", *argv])
+    return _finish_report(report, args, None)
 
 
-def cmd_crash(args: argparse.Namespace, _argv: list[str]) -> int:
-    outcome = api.kill_matrix(
-        args.dir,
-        journal_mode=args.journal_mode,
-        synchronous=args.synchronous,
-        power_loss=args.power_loss,
-        semantics=args.semantics,
-        outputs=_outputs(args),
-        notes=_note,
-    )
-    _emit(args, api.render(outcome, args.format, model_call_ms=args.model_call_ms))
-    return EXIT_OK
+def cmd_crash(args: argparse.Namespace, argv: list[str]) -> int:
+    with _Progress(quiet=args.quiet, unit="parts") as progress:
+        outcome = api.kill_matrix(
+            args.dir,
+            journal_mode=args.journal_mode,
+            synchronous=args.synchronous,
+            power_loss=args.power_loss,
+            semantics=args.semantics,
+            outputs=_outputs(args),
+            progress=progress,
+            notes=_note,
+        )
+    report = api.experiment_report(outcome, args.dir, command_line=["fsyncbench", *argv])
+    return _finish_report(report, args, None)
 
 
 def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
@@ -437,15 +446,19 @@ def _main(argv: list[str] | None) -> int:
 
 class _Progress:
     """tqdm progress on stderr whenever stderr is a terminal (never otherwise; --quiet: never):
-    one unit per workload, fractional within it, so tqdm's ETA covers the whole run. A
-    terminal that does not say how large it is (a serial console, a pty nobody sized) gets
-    :data:`FALLBACK_SIZE`; tqdm itself prints nothing when told 0 columns or rows."""
+    one unit per workload (``unit``: what the bar counts; crash's parts), fractional within
+    it, so tqdm's ETA covers the whole run. A terminal that does not say how large it is (a
+    serial console, a pty nobody sized) gets :data:`FALLBACK_SIZE`; tqdm itself prints
+    nothing when told 0 columns or rows. No tqdm monitor thread: crash forks its children,
+    and a fork while another thread runs may deadlock the child (and is deprecated from
+    Python 3.12 on); every update here redraws the bar anyway."""
 
     FALLBACK_SIZE = (80, 24)
 
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, unit: str = "workloads") -> None:
         self._bar: tqdm[NoReturn] | None = None
         self._quiet = quiet or not _isatty(sys.stderr)
+        self._unit = unit
 
     def __call__(
         self,
@@ -463,6 +476,7 @@ class _Progress:
             from tqdm import tqdm
 
             columns, rows = _terminal_size(sys.stderr, self.FALLBACK_SIZE)
+            tqdm.monitor_interval = 0  # no monitor thread (see the class docstring)
             self._bar = tqdm(
                 total=total,
                 unit="config",
@@ -470,7 +484,9 @@ class _Progress:
                 disable=False,
                 ncols=columns,
                 nrows=rows,
-                bar_format="{l_bar}{bar}| {n:.1f}/{total} workloads [{elapsed}<{remaining}]{postfix}",
+                bar_format="{l_bar}{bar}| {n:.1f}/{total} "
+                + self._unit
+                + " [{elapsed}<{remaining}]{postfix}",
             )
         # budget_ns 0: a run-budgeted run, where index already is the time spent, in workloads
         frac = min(1.0, max(done / target, elapsed_ns / budget_ns)) if budget_ns else 0.0

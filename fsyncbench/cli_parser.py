@@ -98,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="What a durable SQLite journal commit costs on this machine, and "
         "whether the storage under it keeps what it acknowledges. Every command that prints a "
         "result (run, audit, show, compare, host, crash, powerloss, powercut verify) takes --format and "
-        "-o/--output FILE; run, audit and powercut verify also save report files in "
-        "--report-dir DIR (default ./reports).",
+        "-o/--output FILE; run, audit, crash, powerloss and powercut verify also save report "
+        "files in --report-dir DIR (default ./reports).",
     )
     parser.add_argument(
         "--version",
@@ -262,8 +262,9 @@ def build_parser() -> argparse.ArgumentParser:
         "crash",
         help="the kill matrix: what a step journal buys an agent that is SIGKILLed",
         description="Kill a scripted 10-step agent with SIGKILL at every "
-        "step under four persistence policies and print the duplicate writes "
-        "and extra tokens each policy costs.",
+        "step under four persistence policies, print the duplicate writes "
+        "and extra tokens each policy costs (the answer first) and save the report "
+        "(JSON + Markdown + HTML) in --report-dir.",
     )
     crash.add_argument(
         "dir",
@@ -299,10 +300,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="which syncs the power cuts honour: linux (every one) or macos (only "
         "F_FULLFSYNC); default: this host's (macos on macOS, else linux)",
     )
+    crash.add_argument(
+        "--quiet",
+        "-q",
+        action="store_true",
+        help="no progress bar (it is shown on stderr only when stderr is a terminal)",
+    )
     _add_model_call_option(crash)
-    _add_format_option(crash, TABLE_FORMATS)
+    _add_format_option(
+        crash, REPORT_FORMATS, "the report is saved as JSON, Markdown and HTML in --report-dir"
+    )
     _add_output_option(crash)
     _add_json_alias(crash)
+    _add_report_dir_options(crash)
 
     aud = sub.add_parser(
         "audit",
@@ -673,8 +683,11 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
         action="store_true",
         help="no progress bar (it is shown on stderr only when stderr is a terminal)",
     )
-    _add_format_option(pl, REPORT_FORMATS)
+    _add_format_option(
+        pl, REPORT_FORMATS, "the report is saved as JSON, Markdown and HTML in --report-dir"
+    )
     _add_output_option(pl)
+    _add_report_dir_options(pl)
 
 
 def _add_pragma_options(p: argparse.ArgumentParser) -> None:

@@ -279,13 +279,16 @@ CASES = [
     ),
     (
         "crash d -o d",
-        "--output d is a directory: --output takes the FILE to write the printed result to",
+        "--output d is a directory: --output takes the FILE to write the printed result to; "
+        "to save the report files in it, use --report-dir d",
     ),
     (
-        "crash d --format html",
-        "argument --format: invalid choice: 'html' (choose from 'text', "
-        "'markdown', 'json') (see fsyncbench crash --help)",
+        "crash d --format pdf",
+        "argument --format: invalid choice: 'pdf' (choose from 'text', "
+        "'markdown', 'json', 'html') (see fsyncbench crash --help)",
     ),
+    ("crash d --report-dir afile", "output afile is not a directory"),
+    ("powerloss d --report-dir afile", "output afile is not a directory"),
     ("crash d --model-call-ms 0", "--model-call-ms must be between 0.001 and 3600000, got 0"),
     ("crash d --model-call-ms -1", "--model-call-ms must be between 0.001 and 3600000, got -1"),
     ("crash d --model-call-ms nan", "--model-call-ms must be between 0.001 and 3600000, got nan"),

@@ -61,7 +61,7 @@ PRINTS = {
     "fsyncbench show": ["text", "markdown", "json", "html"],
     "fsyncbench compare": ["text", "markdown", "json", "html"],
     "fsyncbench host": ["text", "markdown", "json"],
-    "fsyncbench crash": ["text", "markdown", "json"],
+    "fsyncbench crash": ["text", "markdown", "json", "html"],
     "fsyncbench powerloss": ["text", "markdown", "json", "html"],
     "fsyncbench powercut verify": ["text", "json"],
     "fsyncbench powercut write": ["text", "json"],
@@ -132,7 +132,13 @@ def test_format_and_output_on_every_command_that_prints_a_result(name, parser):
     assert list(fmt.choices) == PRINTS[name] and fmt.default == "text", name
     out = actions["--output"]
     assert out.option_strings == ["--output", "-o"] and out.metavar == "FILE", name
-    if name in ("fsyncbench run", "fsyncbench audit", "fsyncbench powercut verify"):
+    if name in (
+        "fsyncbench run",
+        "fsyncbench audit",
+        "fsyncbench crash",
+        "fsyncbench powerloss",
+        "fsyncbench powercut verify",
+    ):
         assert actions["--report-dir"].default == Path("reports"), name
     else:
         assert "--report-dir" not in actions, name
@@ -298,12 +304,14 @@ def test_output_dash_is_standard_output(saved, tmp_path):
 def test_crash_format_json_to_a_file(tmp_path):
     target = tmp_path / "t"
     target.mkdir()
-    proc = fsb("crash", target, "--format", "json", "-o", tmp_path / "crash.json")
+    proc = fsb("crash", target, "--format", "json", "-o", tmp_path / "crash.json", "--no-report")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == ""
+    assert proc.stdout == "" and proc.stderr == ""
     data = json.loads((tmp_path / "crash.json").read_text())
-    assert data["kills"] == 120 and [r["policy"] for r in data["table"]][0] == "no persistence"
+    matrix = data["crash"]["matrix"]
+    assert matrix["kill_count"] == 120 and matrix["rows"][0]["label"] == "no persistence"
     assert list(target.iterdir()) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crash.json", "t"]
 
 
 @pytest.mark.parametrize("command", ["run", "audit", "show", "host", "compare", "crash"])
@@ -324,7 +332,7 @@ def test_output_at_a_directory_is_one_line_naming_report_dir(saved, tmp_path, co
         f"fsyncbench: error: --output {tmp_path / 'reports'} is a directory: --output takes "
         "the FILE to write the printed result to"
     )
-    if command in ("run", "audit"):
+    if command in ("run", "audit", "crash"):
         line += f"; to save the report files in it, use --report-dir {tmp_path / 'reports'}"
     assert proc.stderr.splitlines() == [line]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["reports"]

@@ -212,7 +212,7 @@ def test_json_and_markdown_have_a_table_per_pragma(powerloss: crash.PowerLossExp
 
 @needs_fork
 def test_cli_prints_a_table_per_pragma(tmp_path: Path):
-    proc = fsb("crash", tmp_path, "--power-loss", "synced-only")
+    proc = fsb("crash", tmp_path, "--power-loss", "synced-only", "--no-report")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     out = proc.stdout
@@ -220,22 +220,31 @@ def test_cli_prints_a_table_per_pragma(tmp_path: Path):
     assert headings == ["wal/full", "wal/normal", "wal/off", "delete/full"]
     assert len(re.findall(r"^journal \+ idempotency keys +0 +0 ", out, re.M)) == 4
     assert re.search(r"^step journal +20 +3 +17,967 +37,000 \(\+100 %\)$", out, re.M), out
-    assert "synchronous=NORMAL (wal/normal)" in out.splitlines()[-1]
+    # the answer first, before the first table
+    answer = out.index("After a power cut (synced-only, ")
+    assert answer < out.index("synchronous=NORMAL (wal/normal)") < out.index("\npolicy ")
     assert list(tmp_path.iterdir()) == []
 
 
 @needs_fork
 def test_cli_json_with_one_pragma(tmp_path: Path):
-    proc = fsb(
-        "crash", tmp_path, "--power-loss", "synced-only", "--synchronous", "off", "--format", "json"
-    )
+    target = tmp_path / "t"
+    target.mkdir()
+    argv = ["crash", target, "--power-loss", "synced-only", "--synchronous", "off"]
+    proc = fsb(*argv, "--format", "json", "--report-dir", tmp_path / "saved")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
-    assert list(data["tables"]) == ["wal/off"]
-    rows = {r["policy"]: r for r in data["tables"]["wal/off"]}
+    assert data["kind"] == "crash" and data["crash"] is None
+    (matrix,) = data["crash_power_loss"]["matrices"]
+    assert matrix["effective"] == {"journal_mode": "WAL", "synchronous": "OFF", "fullfsync": None}
+    rows = {r["label"]: r for r in matrix["rows"]}
     assert rows["step journal"]["kills_causing_duplicates"] == 20
     assert rows["journal + idempotency keys"]["worst_duplicates"] == 0
-    assert "Run without --journal-mode and --synchronous" in data["answer"]
+    (saved,) = (tmp_path / "saved").glob("*-crash.json")
+    assert saved.read_text() == proc.stdout
+    shown = fsb("show", saved)
+    assert shown.returncode == 0, shown.stderr
+    assert "Run without --journal-mode and --synchronous" in " ".join(shown.stdout.split())
 
 
 def test_cli_refuses_an_unknown_model(tmp_path: Path):

@@ -26,6 +26,7 @@ from fsyncbench.powerloss.models import CrashState, crash_points, crash_states, 
 from fsyncbench.powerloss.plan import PowerlossPlan
 from fsyncbench.powerloss.rebase import read_ops
 from fsyncbench.powerloss.trace import Op, Trace
+from fsyncbench.report import store
 from tests.clitools import assert_usage_error, fsb, leftovers
 
 COMMITS = 6
@@ -459,7 +460,8 @@ def test_sigkill_loses_nothing_written_and_matches_the_fullest_prefix_state(tmp_
 
 
 def test_powerloss_command_prints_the_table_and_leaves_nothing(tmp_path):
-    proc = fsb("powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "normal,full")
+    argv = ("--journal-mode", "wal", "--synchronous", "normal,full", "--no-report")
+    proc = fsb("powerloss", tmp_path, *argv)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "wal/normal: loses all 10 acknowledged commits recorded" in out
@@ -473,17 +475,23 @@ def test_powerloss_command_prints_the_table_and_leaves_nothing(tmp_path):
 
 def test_powerloss_json_and_html(tmp_path):
     proc = fsb(
-        "powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "off", "--format", "json"
+        *("powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "off"),
+        *("--format", "json", "--no-report"),
     )
     assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    assert data["kind"] == "powerloss" and data["models"] == ["synced-only", "prefix"]
+    data = json.loads(proc.stdout)["powerloss"]  # the report as saved: kind powerloss
+    assert json.loads(proc.stdout)["kind"] == "powerloss"
+    assert data["models"] == ["synced-only", "prefix"]
     (config,) = data["configs"]
     assert config["pragmas"]["synchronous"] == "OFF"
     assert [m["worst_lost"] for m in config["models"]] == [10, 10]
-    assert [m["measured_vs_documented"] for m in config["models"]] == ["agrees", "agrees"]
+    loaded = store.report_from_json(proc.stdout).powerloss
+    assert loaded is not None
+    (c,) = loaded.configs
+    assert [c.agreement(m) for m in c.models] == ["agrees", "agrees"]
     html = fsb(
-        "powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "full", "--format", "html"
+        *("powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "full"),
+        *("--format", "html", "--no-report"),
     )
     assert html.returncode == 0 and html.stdout.startswith("<!DOCTYPE html>")
     assert "Commits lost per configuration and model" in html.stdout
@@ -504,6 +512,7 @@ def test_keep_failures_writes_the_worst_state(tmp_path):
         "synced-only",
         "--keep-failures",
         keep,
+        "--no-report",
     )
     assert proc.returncode == 0, proc.stderr
     (state,) = keep.iterdir()
@@ -563,7 +572,7 @@ def test_keep_failures_never_touches_what_is_already_there(tmp_path):
     target = tmp_path / "t"
     target.mkdir()
     args = ("--journal-mode", "wal", "--synchronous", "normal", "--model", "synced-only")
-    proc = fsb("powerloss", target, *args, "--keep-failures", keep)
+    proc = fsb("powerloss", target, *args, "--keep-failures", keep, "--no-report")
     assert proc.returncode == 0, proc.stderr
     assert (mine / "mine.txt").read_text() == "precious"
     assert sorted(p.name for p in mine.iterdir()) == ["mine.txt"]

@@ -9,8 +9,8 @@ prints and exits)::
     print(fsyncbench.render(report, "markdown"))
 
 Measuring: :func:`run`, :func:`audit`, :func:`kill_matrix`, :func:`simulate_power_loss`,
-:func:`host_record`,
-:func:`powercut_listen`, :func:`powercut_write`, :func:`powercut_verify`. Reports:
+:func:`host_record`, :func:`experiment_report` (a kill matrix or power-loss simulation as a
+report to save), :func:`powercut_listen`, :func:`powercut_write`, :func:`powercut_verify`. Reports:
 :func:`load`, :func:`save`, :func:`render`, :func:`gate`, :func:`compare`. The results are
 the frozen dataclasses of :mod:`fsyncbench.model` (durations in ns, in fields named
 ``*_ns``), JSON as :func:`fsyncbench.report.store.report_to_json` writes it.
@@ -28,6 +28,7 @@ from fsyncbench.api.measuring import Progress as Progress
 from fsyncbench.api.measuring import (
     audit,
     build_report,
+    experiment_report,
     host_record,
     kill_matrix,
     powercut_listen,
@@ -64,6 +65,7 @@ __all__ = [
     "powercut_write",
     "powercut_verify",
     "build_report",
+    "experiment_report",
     "write_file",
     "Gates",
     "Outputs",

@@ -1,6 +1,7 @@
 """The measuring half of the API (:mod:`fsyncbench.api`): :func:`run`, :func:`audit`,
-:func:`host_record`, :func:`kill_matrix`, :func:`simulate_power_loss` and the ``powercut_*`` calls, and
-:func:`build_report`, which assembles and judges what they measured."""
+:func:`host_record`, :func:`kill_matrix`, :func:`simulate_power_loss` and the ``powercut_*`` calls,
+:func:`build_report`, which assembles and judges what they measured, and
+:func:`experiment_report`, which makes a report of a kill matrix or a power-loss simulation."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from fsyncbench.report import history as _history
 from fsyncbench.report import store
 
 if TYPE_CHECKING:  # for annotations only: each is imported where it is used
-    from fsyncbench.crash import CrashExperiment, PowerLossExperiment
+    from fsyncbench.crash import CrashExperiment, CrashProgress, PowerLossExperiment
     from fsyncbench.model import PowerlossResult
     from fsyncbench.powercut.verify import VerifyOutcome
     from fsyncbench.powercut.writer import WriterStatus, WriterSummary
@@ -350,6 +351,7 @@ def kill_matrix(
     power_loss: str | None = None,
     semantics: str | None = None,
     outputs: Outputs | None = None,
+    progress: Progress | None = None,
     notes: Notes | None = None,
 ) -> CrashExperiment | PowerLossExperiment:
     """``fsyncbench crash``: SIGKILL a scripted 10-step agent at every step under four
@@ -363,11 +365,15 @@ def kill_matrix(
     :data:`fsyncbench.crash.DEFAULT_POWER_LOSS_PRAGMAS` (wal/full, wal/normal, wal/off,
     delete/full), the one given when ``journal_mode`` or ``synchronous`` is; returns a
     :class:`fsyncbench.crash.PowerLossExperiment`. Raises FsyncbenchError for bad values,
-    ``semantics`` without ``power_loss`` among them."""
+    ``semantics`` without ``power_loss`` among them. ``progress`` is called as :func:`run`
+    calls it, after every kill: ``index`` the part (a policy under one pragma combination,
+    then replay and reorder) of ``total``, ``done`` of its ``target`` kills; nothing here
+    has a time budget, so ``elapsed_ns`` is 0 of ``budget_ns`` 1. Save the result with
+    :func:`experiment_report` and :func:`save`."""
     from fsyncbench import crash
     from fsyncbench.powerloss import MODELS, SEMANTICS
 
-    _check_extras((), outputs, notes=notes)
+    _check_extras((), outputs, progress, notes)
     for value, name in (
         (journal_mode, "journal_mode"),
         (synchronous, "synchronous"),
@@ -395,10 +401,69 @@ def kill_matrix(
         if power_loss is not None:
             assert semantics is not None
             combos = (pragmas,) if given else crash.DEFAULT_POWER_LOSS_PRAGMAS
-            return crash.run_power_loss_matrix(path, power_loss, semantics, combos)
-        return crash.run_crash_experiment(path, pragmas.journal_mode, pragmas.synchronous)
+            return crash.run_power_loss_matrix(
+                path, power_loss, semantics, combos, progress=_kills(progress)
+            )
+        return crash.run_crash_experiment(
+            path, pragmas.journal_mode, pragmas.synchronous, progress=_kills(progress)
+        )
     except KeyboardInterrupt:
         raise Interrupted("interrupted during the kill matrix; working directory removed") from None
+
+
+def _kills(progress: Progress | None) -> CrashProgress | None:
+    """The kill matrix's progress (:data:`fsyncbench.crash.CrashProgress`) told to
+    ``progress`` in run's terms: a part's kills are its samples, with no time budget."""
+    if progress is None:
+        return None
+
+    def tick(label: str, index: int, total: int, done: int, target: int) -> None:
+        progress(label, index, total, done, target, 0, 1)
+
+    return tick
+
+
+def experiment_report(
+    result: CrashExperiment | PowerLossExperiment | PowerlossResult,
+    target: PathLike = ".",
+    *,
+    command_line: Sequence[str] | None = None,
+) -> Report:
+    """What :func:`kill_matrix` or :func:`simulate_power_loss` returned, as a report to
+    :func:`save`, :func:`render` and :func:`load` again: kind "crash" (the experiment in
+    ``crash`` or ``crash_power_loss``) or "powerloss" (in ``powerloss``), with the host
+    record of the directory ``target`` it ran in and ``command_line`` (default
+    ``sys.argv``). It holds no latency results and judges no storage path (its verdict is
+    unverifiable): ``compare`` and fleets leave it out."""
+    from fsyncbench.crash import CrashExperiment, PowerLossExperiment
+    from fsyncbench.model import NO_STRENGTH, UNVERIFIABLE, PowerlossResult, Verdict
+
+    if not isinstance(result, (CrashExperiment, PowerLossExperiment, PowerlossResult)):
+        raise FsyncbenchError(
+            "result must be what kill_matrix or simulate_power_loss returned, got "
+            f"{options.given(result)}"
+        )
+    _check_extras((), None, command_line=command_line)
+    host = _collect_host(options.target_dir(target))
+    kind = "powerloss" if isinstance(result, PowerlossResult) else "crash"
+    now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
+    return Report(
+        schema_version=SCHEMA_VERSION,
+        tool_version=__version__,
+        kind=kind,
+        created_utc=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        command_line=_command_line(command_line),
+        host=host,
+        results=(),
+        verdict=Verdict(
+            UNVERIFIABLE,
+            f"nothing: a {kind} report judges no storage path",
+            strength=NO_STRENGTH,
+        ),
+        powerloss=result if isinstance(result, PowerlossResult) else None,
+        crash=result if isinstance(result, CrashExperiment) else None,
+        crash_power_loss=result if isinstance(result, PowerLossExperiment) else None,
+    )
 
 
 def powercut_listen(

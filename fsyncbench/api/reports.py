@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 from fsyncbench import options
 from fsyncbench.api.measuring import PathLike, _redacted
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.model import SCHEMA_VERSION, Host, PowerlossResult, Report, to_jsonable
+from fsyncbench.model import (
+    EXPERIMENT_KINDS,
+    SCHEMA_VERSION,
+    Host,
+    PowerlossResult,
+    Report,
+    to_jsonable,
+)
 from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import store
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
@@ -33,8 +40,8 @@ def load(
     gates: Gates | None = None,
     outputs: Outputs | None = None,
 ) -> Report:
-    """``fsyncbench show``'s report: read and check a saved report file (run, audit or
-    powercut; a newer schema raises "upgrade fsyncbench"), ``redact``-ed if asked. ``gates``'
+    """``fsyncbench show``'s report: read and check a saved report file (run, audit,
+    powercut, crash or powerloss; a newer schema raises "upgrade fsyncbench"), ``redact``-ed if asked. ``gates``'
     configurations must be in it; ``outputs`` must not overwrite it (both checked)."""
     options.check_path(path, "path")
     options.check_instance(gates, Gates, "gates")
@@ -131,9 +138,11 @@ def render(
     verbose: bool = False,
 ) -> str:
     """``result`` as the CLI prints it in ``fmt``: a Report ("text", "markdown", "json",
-    "html"; a powercut report through :func:`fsyncbench.powercut.view.render`, others
-    through :func:`fsyncbench.report.render`, JSON as saved); a Host, a CrashExperiment
-    or PowerLossExperiment (:func:`kill_matrix`) ("text", "markdown", "json"); a
+    "html"; a powercut report through :func:`fsyncbench.powercut.view.render`, a crash
+    report through :func:`fsyncbench.crash.view.describe`, others through
+    :func:`fsyncbench.report.render`, JSON as saved); a Host ("text", "markdown", "json");
+    a CrashExperiment or PowerLossExperiment (:func:`kill_matrix`; "text", "markdown",
+    "html", and "json": its figures); a
     :class:`Comparison` ("text", "markdown", "json", "html"); a PowerlossResult (:func:`simulate_power_loss`: "text", "markdown",
     "json", "html"); a powercut WriterSummary or VerifyOutcome ("text", "json").
     ``model_call_ms``: the unit a durable
@@ -151,6 +160,10 @@ def render(
             from fsyncbench.powercut import view
 
             return view.render(result, fmt)
+        if result.crash is not None or result.crash_power_loss is not None:
+            return _render_kill_matrix(result, fmt, model_call_ms)
+        if result.kind == "powerloss" and result.powerloss is not None:
+            return _render_powerloss(result.powerloss, fmt)
         from fsyncbench import report as reporting
 
         return reporting.render(result, fmt, model_call_ms, verbose)
@@ -181,21 +194,33 @@ def render(
                 + "\n"
             )
         return format_summary(result) + "\n"
-    from fsyncbench.crash import CrashExperiment
-    from fsyncbench.crash.view import crash_jsonable, render_crash
+    from fsyncbench.crash import CrashExperiment, PowerLossExperiment
 
-    if isinstance(result, CrashExperiment):
-        if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
-            return _json(crash_jsonable(result, model_call_ms))
-        return render_crash(result, model_call_ms, fmt)
-    from fsyncbench.crash import PowerLossExperiment
-    from fsyncbench.crash.view import power_loss_jsonable, render_power_loss
-
-    if isinstance(result, PowerLossExperiment):
-        if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
-            return _json(power_loss_jsonable(result))
-        return render_power_loss(result, fmt)
+    if isinstance(result, (CrashExperiment, PowerLossExperiment)):
+        fmt = options.choice(fmt, options.REPORT_FORMATS, "--format")
+        return _render_kill_matrix(result, fmt, model_call_ms)
     raise FsyncbenchError(f"cannot render a {type(result).__name__}")
+
+
+def _render_kill_matrix(result: Any, fmt: str, model_call_ms: float) -> str:
+    """A crash report, a CrashExperiment or a PowerLossExperiment as ``fmt``: JSON is the
+    report as saved, or the figures of a bare experiment
+    (:func:`fsyncbench.crash.view.crash_jsonable`, ``power_loss_jsonable``); the other
+    formats lay out its one Document (:func:`fsyncbench.crash.view.describe`)."""
+    from fsyncbench import __version__
+    from fsyncbench.crash import CrashExperiment
+    from fsyncbench.crash import view as crash_view
+    from fsyncbench.report import render_document
+
+    if fmt == "json":
+        if isinstance(result, Report):
+            return store.report_to_json(result)
+        if isinstance(result, CrashExperiment):
+            return _json(crash_view.crash_jsonable(result, model_call_ms))
+        return _json(crash_view.power_loss_jsonable(result))
+    # the terminal's text leaves the host out; the saved Markdown and HTML have it
+    doc = crash_view.describe(result, model_call_ms, __version__, host=fmt != "text")
+    return render_document(doc, fmt)
 
 
 def _render_powerloss(result: PowerlossResult, fmt: str) -> str:
@@ -285,7 +310,8 @@ class Comparison:
     fields ``group_by``, sorted by the p99 of ``config``. With a regression check
     (``limit_pct`` set): the ``regressions`` (:class:`fsyncbench.report.compare.Regression`)
     against the first report, the configurations ``not_checked`` and the ``lines`` that say
-    so."""
+    so. ``left_out``: the (label, kind) of crash and powerloss reports a fleet did not read
+    (they hold no latency)."""
 
     reports: tuple[Report, ...]
     labels: tuple[str, ...]
@@ -299,6 +325,7 @@ class Comparison:
     groups: tuple[FleetGroup, ...] = ()
     group_by: tuple[str, ...] = ()
     duplicates: tuple[tuple[str, str], ...] = ()
+    left_out: tuple[tuple[str, str], ...] = ()
 
 
 def _report_inputs(
@@ -399,7 +426,9 @@ def compare(
     all three; also dir: the directory each report lies in) or "report" for one row per
     report. ``kind``: only reports of this kind (run, audit; a directory often holds both).
     Copies of one run (same host, directory, kind, time and figures) are read once in a
-    fleet and named in ``duplicates``.
+    fleet and named in ``duplicates``; without ``kind`` a fleet leaves out crash and
+    powerloss reports (no latency; named in ``left_out``), and two reports of which one is
+    such a report are refused.
     ``fail_on_regression``: a percentage; a
     configuration whose p99 is more than that much worse than in the baseline, and
     significantly so, is a regression (the baseline must be a file, not a directory).
@@ -436,6 +465,21 @@ def compare(
     if outputs is not None:
         outputs.check()
     loaded = [r if isinstance(r, Report) else store.load_report(r) for r in items]
+    left_out: list[tuple[str, str]] = []
+    if is_fleet and kind is None:  # a report directory holds crash and powerloss reports too
+        # never the baseline of a regression check: that one is refused below
+        out_of = [
+            r.kind in EXPERIMENT_KINDS and not (limit is not None and i == 0)
+            for i, r in enumerate(loaded)
+        ]
+        left_out = [(lb, r.kind) for r, lb, out in zip(loaded, labels, out_of) if out]
+        kept = [(r, lb) for r, lb, out in zip(loaded, labels, out_of) if not out]
+        if not kept:
+            raise FsyncbenchError(
+                f"no latency report among the {len(loaded)} given: crash and powerloss reports "
+                "hold no latency to compare"
+            )
+        loaded, labels = [r for r, _ in kept], [lb for _, lb in kept]
     if kind is not None or is_fleet:  # two files of two kinds: check_comparable names them
         loaded, labels = _of_kind(loaded, labels, kind)
     duplicates: list[tuple[str, str]] = []
@@ -468,6 +512,7 @@ def compare(
             groups=tuple(fleets.group(rows, by)),
             group_by=by,
             duplicates=tuple(duplicates),
+            left_out=tuple(left_out),
         )
         pairs = (
             []
@@ -586,9 +631,11 @@ def _render_comparison(c: Comparison, fmt: str) -> str:
     else:
         assert c.config is not None  # a fleet always has its configuration
         if fmt != "json":
-            doc = fleets.describe_fleet(c.groups, c.config, c.group_by, __version__, c.duplicates)
+            doc = fleets.describe_fleet(
+                c.groups, c.config, c.group_by, __version__, c.duplicates, c.left_out
+            )
             return render_document(doc, fmt)
-        data = fleets.fleet_jsonable(c.groups, c.config, c.group_by, c.duplicates)
+        data = fleets.fleet_jsonable(c.groups, c.config, c.group_by, c.duplicates, c.left_out)
     if c.limit_pct is not None:
         data["regression_check"] = {
             "limit_pct": c.limit_pct,

@@ -71,7 +71,6 @@ from __future__ import annotations
 
 from fsyncbench.crash.journal import Journal, Point, StateConnection, StepRunner, input_hash
 from fsyncbench.crash.matrix import (
-    CrashExperiment,
     kill_matrix_rows,
     reordered_steps_after_crash,
     replay_completed_run,
@@ -93,6 +92,8 @@ from fsyncbench.crash.results import (
     TURNS,
     WINDOWS,
     CrashError,
+    CrashExperiment,
+    CrashProgress,
     CrashUnsupported,
     KillMatrix,
     KillOutcome,
@@ -128,6 +129,7 @@ __all__ = [
     "CHILD_TIMEOUT_S",
     "MAX_RESTARTS",
     "CrashError",
+    "CrashProgress",
     "CrashUnsupported",
     "NonDeterminismError",
     "KillOutcome",

@@ -10,6 +10,7 @@ import signal
 import sqlite3
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -30,6 +31,7 @@ from fsyncbench.crash.results import (
     KillOutcome,
     NonDeterminismError,
     PolicyRow,
+    policy_row,
 )
 from fsyncbench.crash.world import World
 from fsyncbench.measure.scratch import STOP_SIGNALS
@@ -308,8 +310,11 @@ def _restart_until_complete(lane: _Lane, run_id: str, policy: str) -> list[_Chil
     raise CrashError(f"{run_id}: no completed run after {MAX_RESTARTS} restarts")
 
 
-def _run_policy(lane: _Lane, policy: str, commit_ns: list[int]) -> PolicyRow:
-    """One policy's clean reference run and 30 kills; appends journal commit samples."""
+def _run_policy(
+    lane: _Lane, policy: str, commit_ns: list[int], tick: Callable[[int], None]
+) -> PolicyRow:
+    """One policy's clean reference run and 30 kills; appends journal commit samples;
+    ``tick(kills)`` after each kill's run has completed."""
     clean_id = f"{policy}/clean"
     reports = [_run_child(_RunSpec(lane, clean_id, policy))]
     runs = []
@@ -323,6 +328,7 @@ def _run_policy(lane: _Lane, policy: str, commit_ns: list[int]) -> PolicyRow:
             restarts = _restart_until_complete(lane, run_id, policy)
             reports += [killed, *restarts]
             runs.append((seq, window, run_id, killed.kill_signal, len(restarts)))
+            tick(len(runs))
     for report in reports:
         commit_ns.extend(report.message.get("commit_ns", ()))
     writes, tokens, _ = _world_counts(lane)
@@ -339,4 +345,4 @@ def _run_policy(lane: _Lane, policy: str, commit_ns: list[int]) -> PolicyRow:
         )
         for seq, window, run_id, kill_signal, restarts in runs
     ]
-    return PolicyRow.from_kills(policy, outcomes, clean_tokens, clean_writes)
+    return policy_row(policy, outcomes, clean_tokens, clean_writes)

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +24,12 @@ from fsyncbench.crash.results import (
     _JOURNAL_POLICIES,
     MODEL_TOKENS,
     POLICIES,
+    POLICY_LABELS,
     STEP_NAMES,
     WINDOWS,
     CrashError,
+    CrashExperiment,
+    CrashProgress,
     KillMatrix,
     PolicyRow,
     PowerLossExperiment,
@@ -39,8 +41,32 @@ from fsyncbench.model import Pragmas
 from fsyncbench.powerloss.rebase import CUT_CHOICE
 from fsyncbench.powerloss.sqlite import SyncFilter
 
+#: Kills of each policy: every step's every window.
+_KILLS = len(STEP_NAMES) * len(WINDOWS)
+
 # --------------------------------------------------------------------------------------------
 # Public API
+
+
+class _Parts:
+    """Progress part by part (:data:`CrashProgress`): ``total`` parts, each begun by
+    :meth:`begin`, which returns the part's ``tick(done)``."""
+
+    def __init__(self, progress: CrashProgress | None, total: int) -> None:
+        self._progress = progress
+        self._total = total
+        self._index = -1
+
+    def begin(self, label: str, target: int) -> Callable[[int], None]:
+        self._index += 1
+        index, total, progress = self._index, self._total, self._progress
+
+        def tick(done: int) -> None:
+            if progress is not None:
+                progress(label, index, total, done, target)
+
+        tick(0)
+        return tick
 
 
 def run_kill_matrix(
@@ -49,6 +75,7 @@ def run_kill_matrix(
     synchronous: str = "FULL",
     *,
     power: PowerLoss | None = None,
+    progress: CrashProgress | None = None,
 ) -> KillMatrix:
     """Run the 120-kill matrix (4 policies x 10 steps x 3 windows) under ``workdir``.
 
@@ -63,7 +90,14 @@ def run_kill_matrix(
     SQLite through a recording VFS and ``journal_commit_ns`` is empty. Returns a
     :class:`KillMatrix`. Raises ValueError for unknown pragma values, CrashUnsupported
     without fork/SIGKILL, CrashError when the directory is unusable or a child fails or hangs.
+    ``progress`` (:data:`CrashProgress`) is told of every kill, one part per policy.
     """
+    return _kill_matrix(workdir, journal_mode, synchronous, power, _Parts(progress, len(POLICIES)))
+
+
+def _kill_matrix(
+    workdir: Path, journal_mode: str, synchronous: str, power: PowerLoss | None, parts: _Parts
+) -> KillMatrix:
     _require_fork()
     requested = _pragmas(journal_mode, synchronous)
     with scratch_dir(Path(workdir)) as base:
@@ -74,7 +108,8 @@ def run_kill_matrix(
         for policy in POLICIES:
             lane, lane_pragmas = _create_lane(base, policy, requested, power)
             effective = effective or lane_pragmas
-            rows.append(_run_policy(lane, policy, commit_ns))
+            tick = parts.begin(f"{requested.label} {POLICY_LABELS[policy]}", _KILLS)
+            rows.append(_run_policy(lane, policy, commit_ns, tick))
         elapsed = time.perf_counter_ns() - start
     assert effective is not None
     return KillMatrix(
@@ -96,6 +131,7 @@ def run_power_loss_matrix(
     pragmas: Sequence[Pragmas] = DEFAULT_POWER_LOSS_PRAGMAS,
     *,
     sync_filter: SyncFilter | None = None,
+    progress: CrashProgress | None = None,
 ) -> PowerLossExperiment:
     """The kill matrix once per pragma combination in ``pragmas``, each kill a simulated power
     cut of the agent's machine under persistence ``model`` and ``semantics``
@@ -104,13 +140,15 @@ def run_power_loss_matrix(
     (976 children, each recording through apsw; delete/full, with the most syncs, is the
     slowest). Returns a
     :class:`PowerLossExperiment`. Raises ValueError for an unknown model, semantics or
-    pragma value or no pragmas; otherwise as :func:`run_kill_matrix`."""
+    pragma value or no pragmas; otherwise as :func:`run_kill_matrix`. ``progress``: one
+    part per pragma combination and policy."""
     power = PowerLoss(model, semantics, sync_filter)
     if not pragmas:
         raise ValueError("no pragma combination to test")
     start = time.perf_counter_ns()
+    parts = _Parts(progress, len(pragmas) * len(POLICIES))
     matrices = tuple(
-        run_kill_matrix(workdir, p.journal_mode, p.synchronous, power=power) for p in pragmas
+        _kill_matrix(workdir, p.journal_mode, p.synchronous, power, parts) for p in pragmas
     )
     return PowerLossExperiment(
         model=model,
@@ -251,22 +289,21 @@ def reordered_steps_after_crash(
     )
 
 
-@dataclass(frozen=True)
-class CrashExperiment:
-    """What ``fsyncbench crash`` shows: the kill matrix and the two hazards."""
-
-    matrix: KillMatrix
-    replay: ReplayResult
-    reorder: ReorderResult
-
-
 def run_crash_experiment(
-    workdir: Path, journal_mode: str = "WAL", synchronous: str = "FULL"
+    workdir: Path,
+    journal_mode: str = "WAL",
+    synchronous: str = "FULL",
+    *,
+    progress: CrashProgress | None = None,
 ) -> CrashExperiment:
     """The kill matrix, then replay of a completed run and a reordered restart, all under
-    ``workdir`` with the given journal pragmas. Errors as :func:`run_kill_matrix`."""
-    return CrashExperiment(
-        matrix=run_kill_matrix(workdir, journal_mode, synchronous),
-        replay=replay_completed_run(workdir, journal_mode, synchronous),
-        reorder=reordered_steps_after_crash(workdir, journal_mode, synchronous),
-    )
+    ``workdir`` with the given journal pragmas. Errors as :func:`run_kill_matrix`.
+    ``progress``: one part per policy, then one for the replay and the reorder."""
+    parts = _Parts(progress, len(POLICIES) + 1)
+    matrix = _kill_matrix(workdir, journal_mode, synchronous, None, parts)
+    tick = parts.begin("replay and reorder", 2)
+    replay = replay_completed_run(workdir, journal_mode, synchronous)
+    tick(1)
+    reorder = reordered_steps_after_crash(workdir, journal_mode, synchronous)
+    tick(2)
+    return CrashExperiment(matrix=matrix, replay=replay, reorder=reorder)

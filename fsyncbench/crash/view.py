@@ -1,26 +1,27 @@
-"""Text of ``fsyncbench crash``: the kill matrix (a "simple" table in text, a GitHub table in
-Markdown), the journal's commit cost beside a model call, replay and reorder, and the same as
-JSON-ready data; with ``--power-loss`` one table per pragma combination and the sentence of
-:func:`power_loss_answer`. Moved here from :mod:`fsyncbench.report.tables`, which sits below crash in
-the layering (pyproject.toml ``[tool.importlinter]``) and so may not import it."""
+"""``fsyncbench crash`` as people read it: one :class:`~fsyncbench.report.document.Document`
+per experiment — the answer first (:func:`crash_answer`, :func:`power_loss_answer`), then
+the kill matrix (one table per pragma combination with ``--power-loss``), the journal's
+commit cost beside a model call, replay and reorder, and the host of a saved report — laid
+out as text, Markdown and HTML by the renderers every report uses
+(:func:`fsyncbench.report.render_document`); and the figures of a bare experiment as
+JSON-ready data (a saved report's JSON is the report itself). Here rather than in
+:mod:`fsyncbench.report`, which sits below crash in the layering (pyproject.toml
+``[tool.importlinter]``) and so may not import it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tabulate import tabulate
-
-from fsyncbench.crash.matrix import CrashExperiment, kill_matrix_rows
-from fsyncbench.crash.results import KillMatrix, PolicyRow, PowerLossExperiment
+from fsyncbench.crash.matrix import kill_matrix_rows
+from fsyncbench.crash.results import (
+    CrashExperiment,
+    KillMatrix,
+    PolicyRow,
+    PowerLossExperiment,
+)
 from fsyncbench.fmt import fmt_ns
-from fsyncbench.model import to_jsonable
-from fsyncbench.report.tables import TABLEFMT
-
-
-def _md(text: str) -> str:
-    from fsyncbench.report.markdown import escape
-
-    return escape(text)
+from fsyncbench.model import Report, to_jsonable
+from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
 
 
 def _table_jsonable(m: KillMatrix) -> list[dict[str, Any]]:
@@ -40,13 +41,15 @@ def _table_jsonable(m: KillMatrix) -> list[dict[str, Any]]:
 
 
 def crash_jsonable(outcome: CrashExperiment, model_call_ms: float) -> dict[str, Any]:
-    """The crash experiment as JSON-ready data: the table rows, journal commit latency
-    summary (ns) against the assumed model-call time, the hazards, and the raw matrix."""
+    """The crash experiment's figures as JSON-ready data: the answer, the table rows,
+    journal commit latency summary (ns) against the assumed model-call time, the hazards,
+    and the raw matrix."""
     from fsyncbench.measure import stats
 
     m = outcome.matrix
     s = stats.summarize(m.journal_commit_ns)
     return {
+        "answer": crash_answer(outcome, model_call_ms),
         "table": _table_jsonable(m),
         "journal_commit": {
             "primitive_config": m.effective.label,
@@ -66,49 +69,72 @@ def crash_jsonable(outcome: CrashExperiment, model_call_ms: float) -> dict[str, 
     }
 
 
-def render_crash(outcome: CrashExperiment, model_call_ms: float, fmt: str = "text") -> str:
-    """The kill-matrix table, the journal's commit cost beside a model call, the hazards;
-    ``fmt`` text (a "simple" table) or markdown (a GitHub table, one paragraph per line)."""
-    from fsyncbench.measure import stats
-
-    m = outcome.matrix
-    s = stats.summarize(m.journal_commit_ns)
-    rows = kill_matrix_rows(m)
-    md = fmt == "markdown"
-    if md:
-        rows = [{_md(k): _md(str(v)) for k, v in row.items()} for row in rows]
-    title = (
-        f"Kill matrix: {m.kill_count} real SIGKILLs of a 10-step agent "
-        f"(journal {m.effective.label}, SQLite {m.sqlite_version}), {m.elapsed_ns / 1e9:.2f} s"
-    )
-    table = tabulate(rows, headers="keys", tablefmt=TABLEFMT[fmt], disable_numparse=True)
-    lines = [
-        f"Journal commit (BEGIN; INSERT step; COMMIT, {m.effective.label}): "
-        f"p50 {fmt_ns(s.p50_ns)}, p99 {fmt_ns(s.p99_ns)} over {s.count} commits; "
-        f"against an assumed {model_call_ms:g} ms model call per step, the p99 commit adds "
-        f"{100 * s.p99_ns / (model_call_ms * 1e6):.3g} % (set --model-call-ms to your model's latency).",
-        "",
-        f"Replay of a completed run: {outcome.replay.replay_effects} effects, "
-        f"{outcome.replay.replay_tokens} tokens, {outcome.replay.replay_steps_replayed} of "
-        f"{outcome.replay.steps_recorded} steps answered from the journal.",
-        "SIGKILL is process death, not power loss: the page cache survives it, so these "
-        "counts do not depend on synchronous (fsyncbench powercut tests a real power cut).",
-        "Reordered code after a crash: "
-        + (
-            f"stopped: {outcome.reorder.message}"
-            if outcome.reorder.stopped
-            else "did NOT stop (non-determinism went undetected)"
-        ),
-    ]
-    if md:
-        return (
-            "\n\n".join([f"# {_md(title)}", table, *(_md(line) for line in lines if line)]) + "\n"
-        )
-    return "\n".join([title, "", table, "", *lines]) + "\n"
+def power_loss_jsonable(outcome: PowerLossExperiment) -> dict[str, Any]:
+    """``crash --power-loss``'s figures as JSON-ready data: the model and the state chosen
+    per cut, one table per pragma combination (keyed by its label, e.g. ``wal/normal``), the
+    sentence of :func:`power_loss_answer`, and the raw matrices."""
+    return {
+        "power_loss": {
+            "model": outcome.model,
+            "semantics": outcome.semantics,
+            "state_chosen": outcome.choice,
+        },
+        "tables": {m.effective.label: _table_jsonable(m) for m in outcome.matrices},
+        "answer": power_loss_answer(outcome),
+        "kills": outcome.kill_count,
+        "elapsed_ns": outcome.elapsed_ns,
+        "sqlite_version": outcome.sqlite_version,
+        "matrices": to_jsonable(outcome.matrices),
+    }
 
 
 # --------------------------------------------------------------------------------------------
-# crash --power-loss
+# the answers
+
+
+def _rows(m: KillMatrix) -> dict[str, PolicyRow]:
+    return {row.policy: row for row in m.rows}
+
+
+def _commit_cost(m: KillMatrix, model_call_ms: float) -> tuple[str, str]:
+    """The journal's p99 commit and its share of a model call, as words ("8.14 ms",
+    "0.814 %"); ("", "") without commit samples."""
+    if not m.journal_commit_ns:
+        return "", ""
+    from fsyncbench.measure import stats
+
+    p99 = stats.summarize(m.journal_commit_ns).p99_ns
+    return fmt_ns(p99), f"{100 * p99 / (model_call_ms * 1e6):.3g} %"
+
+
+def crash_answer(outcome: CrashExperiment, model_call_ms: float) -> str:
+    """One sentence from the measured numbers: how often a kill made the agent with a step
+    journal and idempotency keys duplicate an outside-world write and what it re-billed,
+    against the journal alone and no persistence, and what the journal's p99 commit adds to
+    a model call of ``model_call_ms``."""
+    m = outcome.matrix
+    r = _rows(m)
+    ji, sj, none = r["journal_idempotency"], r["step_journal"], r["no_persistence"]
+    p99, share = _commit_cost(m, model_call_ms)
+    cost = (
+        f"; the journal's p99 commit, {p99} ({m.effective.label}), adds {share} to an assumed "
+        f"{model_call_ms:g} ms model call"
+        if p99
+        else ""
+    )
+    n, k = ji.kills_causing_duplicates, len(ji.kills)
+    dup = (
+        "duplicated no ticket, page or status update"
+        if n == 0
+        else f"duplicated a ticket, page or status update after {n} of them"
+    )
+    return (
+        f"Killed at each of its {k} points, the agent with a step journal and idempotency keys "
+        f"{dup} (a step journal alone: after {sj.kills_causing_duplicates}, no persistence: "
+        f"after {none.kills_causing_duplicates}) and re-billed a mean "
+        f"{round(ji.mean_extra_tokens):,} extra tokens per kill (no persistence: "
+        f"{round(none.mean_extra_tokens):,}){cost}."
+    )
 
 
 def power_loss_answer(outcome: PowerLossExperiment) -> str:
@@ -155,12 +181,108 @@ def power_loss_answer(outcome: PowerLossExperiment) -> str:
     )
 
 
-def _rows(m: KillMatrix) -> dict[str, PolicyRow]:
-    return {row.policy: row for row in m.rows}
+# --------------------------------------------------------------------------------------------
+# the documents
 
 
-def _power_loss_lines(outcome: PowerLossExperiment) -> tuple[str, str]:
-    """The title and the line saying what each cut did."""
+def _matrix_table(m: KillMatrix) -> Table:
+    """The published table: one row per policy (:func:`kill_matrix_rows`)."""
+    rows = kill_matrix_rows(m)
+    headers = tuple(rows[0]) if rows else ()
+    return Table(
+        headers,
+        tuple(tuple(Cell(str(v)) for v in row.values()) for row in rows),
+        numeric=frozenset(range(1, len(headers))),
+    )
+
+
+def _answer(text: str) -> Section:
+    return Section("answer", "Bottom line", (Paragraph(text),))
+
+
+def _subtitle(report: Report | None, tool_version: str) -> str:
+    if report is None:
+        return f"fsyncbench {tool_version}"
+    return (
+        f"fsyncbench {report.tool_version}, report schema {report.schema_version}, "
+        f"{report.host.hostname}, {report.created_utc}, target {report.host.target.path}"
+    )
+
+
+def _host(report: Report | None) -> tuple[Section, ...]:
+    if report is None:
+        return ()
+    from fsyncbench.report.describe import host_table
+
+    return (Section("host", "Host", (host_table(report),)),)
+
+
+def describe_crash(
+    outcome: CrashExperiment,
+    model_call_ms: float,
+    report: Report | None = None,
+    tool_version: str = "",
+) -> Document:
+    """The :class:`Document` of ``fsyncbench crash``: the answer, the kill matrix, the
+    journal's commit cost beside a model call of ``model_call_ms``, replay and reorder; the
+    host when it is the saved ``report``'s."""
+    from fsyncbench.measure import stats
+
+    m = outcome.matrix
+    s = stats.summarize(m.journal_commit_ns)
+    title = (
+        f"Kill matrix: {m.kill_count} real SIGKILLs of a 10-step agent "
+        f"(journal {m.effective.label}, SQLite {m.sqlite_version}), {m.elapsed_ns / 1e9:.2f} s"
+    )
+    _p99, share = _commit_cost(m, model_call_ms)
+    commit = (
+        f"BEGIN; INSERT step; COMMIT, {m.effective.label}: p50 {fmt_ns(s.p50_ns)}, p99 "
+        f"{fmt_ns(s.p99_ns)} over {s.count} commits; against an assumed {model_call_ms:g} ms "
+        f"model call per step, the p99 commit adds {share} (set --model-call-ms to your "
+        "model's latency)."
+    )
+    reorder = (
+        f"stopped: {outcome.reorder.message}"
+        if outcome.reorder.stopped
+        else "did NOT stop (non-determinism went undetected)"
+    )
+    hazards = (
+        Paragraph(
+            f"{outcome.replay.replay_effects} effects, {outcome.replay.replay_tokens} tokens, "
+            f"{outcome.replay.replay_steps_replayed} of {outcome.replay.steps_recorded} steps "
+            "answered from the journal.",
+            lead="Replay of a completed run:",
+        ),
+        Paragraph(
+            reorder,
+            lead="Reordered code after a crash:",
+            tone="" if outcome.reorder.stopped else "bad",
+        ),
+        Paragraph(
+            "SIGKILL is process death, not power loss: the page cache survives it, so these "
+            "counts do not depend on synchronous (`fsyncbench crash --power-loss MODEL` "
+            "simulates a power cut, `fsyncbench powercut` tests a real one)."
+        ),
+    )
+    return Document(
+        "fsyncbench crash: what a step journal buys an agent that is killed",
+        _subtitle(report, tool_version),
+        (
+            _answer(crash_answer(outcome, model_call_ms)),
+            Section("kill-matrix", title, (_matrix_table(m),)),
+            Section("journal-commit", "The journal's commit", (Paragraph(commit),)),
+            Section("hazards", "Replay and reorder", hazards),
+            *_host(report),
+        ),
+    )
+
+
+def describe_power_loss(
+    outcome: PowerLossExperiment, report: Report | None = None, tool_version: str = ""
+) -> Document:
+    """The :class:`Document` of ``fsyncbench crash --power-loss``: the answer, how each cut
+    was made, one kill-matrix table per pragma combination; the host when it is the saved
+    ``report``'s."""
     title = (
         f"Kill matrix under simulated power loss: {outcome.kill_count} real SIGKILLs of a "
         f"10-step agent, each also a power cut of its machine ({outcome.model} model, "
@@ -179,42 +301,47 @@ def _power_loss_lines(outcome: PowerLossExperiment) -> tuple[str, str]:
             " macos semantics honour only F_FULLFSYNC, which these journals (no PRAGMA "
             "fullfsync) never ask for."
         )
-    return title, how
+    return Document(
+        "fsyncbench crash --power-loss: the kill matrix when every kill is a power cut",
+        _subtitle(report, tool_version),
+        (
+            _answer(power_loss_answer(outcome)),
+            Section("power-loss", title, (Paragraph(how),)),
+            *(
+                Section(
+                    f"journal-{m.effective.label}",
+                    f"journal {m.effective.label}",
+                    (_matrix_table(m),),
+                )
+                for m in outcome.matrices
+            ),
+            *_host(report),
+        ),
+    )
 
 
-def power_loss_jsonable(outcome: PowerLossExperiment) -> dict[str, Any]:
-    """``crash --power-loss`` as JSON-ready data: the model and the state chosen per cut,
-    one table per pragma combination (keyed by its label, e.g. ``wal/normal``), the
-    sentence of :func:`power_loss_answer`, and the raw matrices."""
-    return {
-        "power_loss": {
-            "model": outcome.model,
-            "semantics": outcome.semantics,
-            "state_chosen": outcome.choice,
-        },
-        "tables": {m.effective.label: _table_jsonable(m) for m in outcome.matrices},
-        "answer": power_loss_answer(outcome),
-        "kills": outcome.kill_count,
-        "elapsed_ns": outcome.elapsed_ns,
-        "sqlite_version": outcome.sqlite_version,
-        "matrices": to_jsonable(outcome.matrices),
-    }
+def describe(
+    result: CrashExperiment | PowerLossExperiment | Report,
+    model_call_ms: float,
+    tool_version: str = "",
+    host: bool = True,
+) -> Document:
+    """The Document of an experiment, or of a saved report of kind "crash" (raises
+    ValueError for one without a kill matrix); ``host`` False leaves out a report's host
+    table (the terminal's text: it is in the saved Markdown and HTML)."""
+    report = result if isinstance(result, Report) else None
+    if report is not None:
+        if not host:
+            from dataclasses import replace
 
-
-def render_power_loss(outcome: PowerLossExperiment, fmt: str = "text") -> str:
-    """One kill-matrix table per pragma combination, then the answer sentence; ``fmt`` text
-    (a "simple" table) or markdown (a GitHub table, one paragraph per line)."""
-    md = fmt == "markdown"
-    title, how = _power_loss_lines(outcome)
-    answer = power_loss_answer(outcome)
-    blocks: list[str] = []
-    for m in outcome.matrices:
-        rows = kill_matrix_rows(m)
-        if md:
-            rows = [{_md(k): _md(str(v)) for k, v in row.items()} for row in rows]
-        table = tabulate(rows, headers="keys", tablefmt=TABLEFMT[fmt], disable_numparse=True)
-        heading = f"journal {m.effective.label}"
-        blocks.append(f"## {_md(heading)}\n\n{table}" if md else f"{heading}\n\n{table}")
-    if md:
-        return "\n\n".join([f"# {_md(title)}", _md(how), *blocks, _md(answer)]) + "\n"
-    return "\n\n".join([f"{title}\n{how}", *blocks, answer]) + "\n"
+            doc = describe(result, model_call_ms, tool_version)
+            return replace(doc, sections=tuple(x for x in doc.sections if x.key != "host"))
+        if report.crash is not None:
+            return describe_crash(report.crash, model_call_ms, report)
+        if report.crash_power_loss is not None:
+            return describe_power_loss(report.crash_power_loss, report)
+        raise ValueError(f"a report of kind {report.kind!r} holds no kill matrix")
+    if isinstance(result, CrashExperiment):
+        return describe_crash(result, model_call_ms, tool_version=tool_version)
+    assert isinstance(result, PowerLossExperiment)
+    return describe_power_loss(result, tool_version=tool_version)

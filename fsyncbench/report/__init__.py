@@ -24,9 +24,18 @@ def render(
     the terminal summary instead (:func:`~fsyncbench.report.summary.summarize`: the bottom
     line and a compact table; Markdown and HTML are always whole). A powercut report has its own
     description, rendered by :func:`fsyncbench.powercut.view.render` (the powercut stage sits
-    above this one). Raises ValueError for another format or a powercut report."""
+    above this one), a crash report by :func:`fsyncbench.crash.view.describe` (likewise);
+    a powerloss report is its simulation's description
+    (:func:`~fsyncbench.report.loss.describe_powerloss`). Raises ValueError for another
+    format, a powercut or a crash report."""
     if report.kind == "powercut":
         raise ValueError("a powercut report is rendered by fsyncbench.powercut.view.render")
+    if report.crash is not None or report.crash_power_loss is not None:
+        raise ValueError("a crash report is rendered by fsyncbench.crash.view.describe")
+    if report.kind == "powerloss" and report.powerloss is not None:
+        from fsyncbench.report.loss import describe_powerloss
+
+        return render_document(describe_powerloss(report.powerloss, report.tool_version), fmt)
     if fmt == "text" and not verbose:
         from fsyncbench.report.summary import summarize
 

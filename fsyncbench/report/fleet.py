@@ -318,10 +318,12 @@ def fleet_notes(
     groups: Sequence[FleetGroup],
     by: Sequence[str],
     duplicates: Sequence[tuple[str, str]] = (),
+    left_out: Sequence[tuple[str, str]] = (),
 ) -> list[Paragraph]:
     """What a reader must know to read the fleet: how its figures are made, which orderings
     the figures do not establish, groups whose reports disagree (and in what besides the
-    verdict), redacted hostnames grouped together, and duplicate reports read once. The
+    verdict), redacted hostnames grouped together, duplicate reports read once, and the
+    reports ``left_out`` (label, kind) because they hold no latency (crash, powerloss). The
     same notes go to every format, JSON included."""
     out = [
         Paragraph(
@@ -406,6 +408,15 @@ def fleet_notes(
                 "Duplicate reports.",
             )
         )
+    if left_out:
+        named = "; ".join(f"{label} ({kind})" for label, kind in left_out)
+        out.append(
+            Paragraph(
+                f"Left out: {named}. A crash or powerloss report holds no commit latency to "
+                "compare (`fsyncbench show` prints it).",
+                "Not latency reports.",
+            )
+        )
     return out
 
 
@@ -415,6 +426,7 @@ def describe_fleet(
     by: Sequence[str],
     tool_version: str,
     duplicates: Sequence[tuple[str, str]] = (),
+    left_out: Sequence[tuple[str, str]] = (),
 ) -> Document:
     """The :class:`Document` of a fleet: the groups (fastest p99 of ``config`` first),
     the notes of :func:`fleet_notes`, and every report with its own figures."""
@@ -428,7 +440,10 @@ def describe_fleet(
             Section(
                 "fleet",
                 f"p99 of {config} by {', '.join(by) or 'report'}",
-                (_group_table(groups, config, by), *fleet_notes(groups, by, duplicates)),
+                (
+                    _group_table(groups, config, by),
+                    *fleet_notes(groups, by, duplicates, left_out),
+                ),
             ),
             Section("fleet-reports", "The reports", (_report_table(groups),)),
         ),
@@ -440,10 +455,12 @@ def fleet_jsonable(
     config: str,
     by: Sequence[str],
     duplicates: Sequence[tuple[str, str]] = (),
+    left_out: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """A fleet as JSON-ready data (durations in ns): ``groups``, fastest first, each with
     its key, figures, spread and its ``reports`` (the rows of :func:`fleet`); ``notes``
-    (:func:`fleet_notes`, as text) and ``duplicates`` read once."""
+    (:func:`fleet_notes`, as text), ``duplicates`` read once and the reports ``left_out``
+    (crash, powerloss: no latency)."""
     out = []
     for rank, g in enumerate(groups, start=1):
         reports = []
@@ -483,7 +500,7 @@ def fleet_jsonable(
         )
     notes = [
         (f"{p.lead} " if p.lead else "") + p.text.replace("`", "")
-        for p in fleet_notes(groups, by, duplicates)
+        for p in fleet_notes(groups, by, duplicates, left_out)
     ]
     return {
         "kind": "fleet",
@@ -492,4 +509,5 @@ def fleet_jsonable(
         "groups": out,
         "notes": notes,
         "duplicates": [{"label": d, "same_as": k} for d, k in duplicates],
+        "left_out": [{"label": label, "kind": kind} for label, kind in left_out],
     }

@@ -7,9 +7,10 @@ a test fails when the committed file differs). Draft 2020-12
 field without a default required, no other properties; counts and durations (the field names
 :mod:`fsyncbench.model` refuses negative on load) have ``minimum`` 0; ``schema_version`` runs
 from 1 to this version, as the loader accepts (a newer report is refused with "upgrade
-fsyncbench"). Reports of ``fsyncbench powercut verify`` and ``run --powerloss`` are the same
-type. The ``fsyncbench powerloss`` and ``crash`` JSON outputs are figures, not reports, and are
-not covered.
+fsyncbench"). Reports of ``fsyncbench powercut verify``, ``run --powerloss``, ``powerloss``
+and ``crash`` are the same type (the last two keep their experiment in ``powerloss``,
+``crash`` or ``crash_power_loss``); the figures :func:`fsyncbench.render` gives of a bare
+kill-matrix experiment as JSON are not a report and are not covered.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.model import EXPERIMENT_KINDS, Report, from_jsonable, to_jsonable
 from fsyncbench.model import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported (store.SCHEMA_VERSION)
-from fsyncbench.model import Report, from_jsonable, to_jsonable
 
 
 def report_to_json(report: Report) -> str:
@@ -406,10 +406,13 @@ def prepare_output_dir(directory: Path) -> Path:
 
 
 def report_basename(report: Report) -> str:
-    """``<host>-<UTC timestamp>`` with characters unsafe in file names replaced."""
+    """``<host>-<UTC timestamp>`` with characters unsafe in file names replaced; a report
+    of kind crash or powerloss (:data:`fsyncbench.model.EXPERIMENT_KINDS`) ends in
+    ``-crash`` or ``-powerloss``, so it is told from a run's at a glance."""
+    kind = f"-{report.kind}" if report.kind in EXPERIMENT_KINDS else ""
     return (
         f"{_name_part(report.host.hostname, 'host')}-"
-        f"{_name_part(report.created_utc.replace(':', '').replace('-', ''), 'time')}"
+        f"{_name_part(report.created_utc.replace(':', '').replace('-', ''), 'time')}{kind}"
     )
 
 
