@@ -377,11 +377,12 @@ def test_show_of_a_powercut_report_prints_the_result_and_lost_line(tmp_path):
     proc = fsb("show", failed)
     assert proc.returncode == 0, proc.stderr
     assert re.search(r"^lost +10 acknowledged commits: 91-100$", proc.stdout, re.M), proc.stdout
+    flat = " ".join(proc.stdout.split())  # running text is wrapped at 100 columns
     assert (
         "Result: FAIL: 10 of 100 acknowledged commits are lost: the storage acknowledged "
         "writes it did not keep."
-    ) in proc.stdout
-    assert "Path verdict for wal/full: volatile_cache, proven by a power cut" in proc.stdout
+    ) in flat
+    assert "Path verdict for wal/full: volatile_cache, proven by a power cut" in flat
     assert "Latency per configuration" not in proc.stdout  # no empty results table
     proc = fsb("show", passed)
     assert re.search(r"^lost +none$", proc.stdout, re.M), proc.stdout

@@ -69,6 +69,7 @@ def test_one_sample_reports_no_interval_end_to_end(tmp_path):
         "--synchronous",
         "off",
         "--quiet",
+        "--verbose",
         "--report-dir",
         tmp_path / "out",
     )
@@ -82,8 +83,9 @@ def test_every_rendering_shows_the_same_interval(tmp_path):
     r = next(x for x in report.results if x.name == "wal/full")
     cell = fmt_interval(r.summary.p99_ci_ns, r.summary.p99_interval)
     assert cell.startswith("[") and r.summary.p99_ci_ns is not None
-    text, md = report_out.render(report, "text"), report_out.render(report, "markdown")
-    html = report_out.render(report, "html")
+    text = report_out.render(report, "text", verbose=True)
+    md = report_out.render(report, "markdown")
+    html = report_out.render(report, "html").replace("\u00a0", " ")
     for out, shown in ((text, cell), (md, pretty(cell).replace("[", "\\[").replace("]", "\\]"))):
         row = next(
             ln

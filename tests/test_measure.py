@@ -225,7 +225,10 @@ def test_render_labels_results_at_the_floor_in_text_and_markdown():
             commit("WAL", "FULL", 260_000),
         ]
     )
-    text, md = report_out.render(report, "text"), report_out.render(report, "markdown")
+    text, md = (
+        report_out.render(report, "text", verbose=True),
+        report_out.render(report, "markdown"),
+    )
     for out in (text, md):
         rows = [
             line
@@ -252,7 +255,7 @@ def test_floors_round_trip_and_old_reports_still_load():
         del r["summary"]["p99_ci_halfwidth_pct"]
     old = store.report_from_json(json.dumps(data))
     assert old.floors == () and old.results[0].ci_target_met is None
-    assert "+-10.0%" in report_out.render(old, "text")  # derived from the recorded CI
+    assert "+-10.0%" in report_out.render(old, "text", verbose=True)  # derived from the recorded CI
 
 
 def test_unmet_ci_target_is_said_in_notes_and_table():
@@ -274,7 +277,7 @@ def test_unmet_ci_target_is_said_in_notes_and_table():
     report = _report([wide, met])
     assert any("NOT met" in n and "wal/full (+-23.5%, n=1000)" in n for n in report.notes)
     assert "wal/normal" not in " ".join(report.notes)
-    text = report_out.render(report, "text")
+    text = report_out.render(report, "text", verbose=True)
     assert "+-23.5% (not met)" in text
 
 
@@ -301,6 +304,7 @@ def test_adaptive_run_records_precision_and_floors(tmp_path):
         "--report-dir",
         out,
         "--quiet",
+        "--verbose",
         "--journal-mode",
         "wal",
         "--synchronous",
@@ -346,6 +350,7 @@ def test_impossible_ci_target_is_reported_not_met(tmp_path):
         "--report-dir",
         tmp_path / "out",
         "--quiet",
+        "--verbose",
         "--journal-mode",
         "wal",
         "--synchronous",

@@ -131,6 +131,7 @@ def test_run_with_rounds_end_to_end(tmp_path):
         "--run-budget-seconds",
         "3",
         "--quiet",
+        "--verbose",
         "--report-dir",
         out,
     )

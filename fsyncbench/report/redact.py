@@ -163,6 +163,8 @@ _FLAGS = frozenset(
         "--redact",
         "--quiet",
         "-q",
+        "--verbose",
+        "-v",
         "--no-primitives",
         "--no-trace",
         "--no-report",
