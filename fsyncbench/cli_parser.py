@@ -277,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     crash.add_argument(
         "--journal-mode",
         metavar="MODE",
-        help="journal_mode of the step journal (default wal; with --power-loss and neither "
+        help="journal_mode of the step journal (default wal; with --powerloss and neither "
         "this nor --synchronous: wal/full, wal/normal, wal/off and delete/full)",
     )
     crash.add_argument(
@@ -285,8 +285,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LEVEL",
         help="synchronous of the step journal (default full)",
     )
+    # its earlier spelling, still read but not shown (run and the command are "powerloss")
     crash.add_argument(
-        "--power-loss",
+        "--power-loss", dest="power_loss", choices=powerloss.MODELS, help=argparse.SUPPRESS
+    )
+    crash.add_argument(
+        "--powerloss",
+        dest="power_loss",
         choices=powerloss.MODELS,
         metavar="MODEL",
         help="make each kill also a simulated power cut of the agent's machine: its journal "

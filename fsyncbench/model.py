@@ -653,7 +653,7 @@ class ReorderResult:
 
 @dataclass(frozen=True)
 class PowerLossExperiment:
-    """The kill matrix under simulated power loss (``fsyncbench crash --power-loss``): one
+    """The kill matrix under simulated power loss (``fsyncbench crash --powerloss``): one
     :class:`KillMatrix` per journal pragma combination, in the order asked.
 
     ``model``/``semantics``: the persistence model and sync semantics of every cut
@@ -695,7 +695,7 @@ class Report:
     ``powerloss`` holds ``run --powerloss``'s simulated power cuts (None without it; older
     fsyncbench versions ignore the field), and the whole result of ``fsyncbench powerloss``
     in a report of kind "powerloss". A report of kind "crash" (``fsyncbench crash``) keeps
-    its kill matrix in ``crash``, or with ``--power-loss`` in ``crash_power_loss``. Reports
+    its kill matrix in ``crash``, or with ``--powerloss`` in ``crash_power_loss``. Reports
     of these two kinds hold no ``results`` and judge no storage path (their verdict is
     unverifiable, decided by nothing): ``compare`` and fleets leave them out.
     """

@@ -293,13 +293,13 @@ CASES = [
     ("crash d --model-call-ms -1", "--model-call-ms must be between 0.001 and 3600000, got -1"),
     ("crash d --model-call-ms nan", "--model-call-ms must be between 0.001 and 3600000, got nan"),
     (
-        "crash d --power-loss bogus",
-        "argument --power-loss: invalid choice: 'bogus' (choose from 'synced-only', 'prefix', "
+        "crash d --powerloss bogus",
+        "argument --powerloss: invalid choice: 'bogus' (choose from 'synced-only', 'prefix', "
         "'subset', 'torn') (see fsyncbench crash --help)",
     ),
-    ("crash d --semantics linux", "--semantics applies only with --power-loss"),
+    ("crash d --semantics linux", "--semantics applies only with --powerloss"),
     (
-        "crash d --power-loss prefix --synchronous full,off",
+        "crash d --powerloss prefix --synchronous full,off",
         "crash takes one journal_mode and one synchronous value",
     ),
     ("audit nonexistent", "directory nonexistent does not exist"),

@@ -649,3 +649,17 @@ def test_samples_counts_timings_and_powerloss_names_its_states_apart():
     for command in ("run", "audit"):
         assert "--samples N" in sub[command].format_help()
         assert "--sampled-states" not in sub[command].format_help()
+
+
+def test_powerloss_is_one_spelling_in_run_and_crash():
+    """run --powerloss and crash --powerloss (the command is powerloss); crash's earlier
+    --power-loss still reads, unlisted."""
+    from fsyncbench.cli_parser import build_parser
+
+    parser = build_parser()
+    sub = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert parser.parse_args(["crash", "d", "--powerloss", "prefix"]).power_loss == "prefix"
+    assert parser.parse_args(["crash", "d", "--power-loss", "torn"]).power_loss == "torn"
+    for command in ("run", "crash"):
+        assert "--powerloss" in sub[command].format_help()
+        assert "--power-loss" not in sub[command].format_help()

@@ -1,4 +1,4 @@
-"""The kill matrix under simulated power loss (``crash --power-loss``): real child processes,
+"""The kill matrix under simulated power loss (``crash --powerloss``): real child processes,
 real SQLite files, real SIGKILLs, each followed by a rebuilt power-cut state of the agent's
 databases. Expected figures are derived from the agent's script and SQLite's documented
 syncing, not copied from a run. No assertion here is about how long anything took."""
@@ -212,7 +212,7 @@ def test_json_and_markdown_have_a_table_per_pragma(powerloss: crash.PowerLossExp
 
 @needs_fork
 def test_cli_prints_a_table_per_pragma(tmp_path: Path):
-    proc = fsb("crash", tmp_path, "--power-loss", "synced-only", "--no-report")
+    proc = fsb("crash", tmp_path, "--powerloss", "synced-only", "--no-report")
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     out = proc.stdout
@@ -230,7 +230,7 @@ def test_cli_prints_a_table_per_pragma(tmp_path: Path):
 def test_cli_json_with_one_pragma(tmp_path: Path):
     target = tmp_path / "t"
     target.mkdir()
-    argv = ["crash", target, "--power-loss", "synced-only", "--synchronous", "off"]
+    argv = ["crash", target, "--powerloss", "synced-only", "--synchronous", "off"]
     proc = fsb(*argv, "--format", "json", "--report-dir", tmp_path / "saved")
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
@@ -249,13 +249,13 @@ def test_cli_json_with_one_pragma(tmp_path: Path):
 
 def test_cli_refuses_an_unknown_model(tmp_path: Path):
     assert_usage_error(
-        fsb("crash", tmp_path, "--power-loss", "bogus"),
-        "argument --power-loss: invalid choice: 'bogus' (choose from 'synced-only', 'prefix', "
+        fsb("crash", tmp_path, "--powerloss", "bogus"),
+        "argument --powerloss: invalid choice: 'bogus' (choose from 'synced-only', 'prefix', "
         "'subset', 'torn') (see fsyncbench crash --help)",
     )
     assert_usage_error(
         fsb("crash", tmp_path, "--semantics", "macos"),
-        "--semantics applies only with --power-loss",
+        "--semantics applies only with --powerloss",
     )
     assert list(tmp_path.iterdir()) == []
 

@@ -389,11 +389,11 @@ def kill_matrix(
         command="crash",
     )
     if power_loss is not None:
-        options.choice(power_loss, MODELS, "--power-loss")
+        options.choice(power_loss, MODELS, "--powerloss")
         default = "macos" if sys.platform == "darwin" else "linux"
         semantics = options.choice(semantics or default, SEMANTICS, "--semantics")
     elif semantics is not None:
-        raise FsyncbenchError("--semantics applies only with --power-loss")
+        raise FsyncbenchError("--semantics applies only with --powerloss")
     if outputs is not None:
         outputs.check()
     _sweep(path, notes)

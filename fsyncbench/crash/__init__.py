@@ -53,7 +53,7 @@ frameworks are not fork-safe once threaded (CPython made ``spawn`` the macOS def
 multiprocessing for that reason:
 https://docs.python.org/3/library/multiprocessing.html#contexts-and-start-methods).
 
-Under simulated power loss (:func:`run_power_loss_matrix`, ``fsyncbench crash --power-loss
+Under simulated power loss (:func:`run_power_loss_matrix`, ``fsyncbench crash --powerloss
 MODEL``) every SIGKILL is also a power cut of the agent's machine
 (:mod:`fsyncbench.crash.power`): the agent's journal and checkpoint databases keep only what
 the persistence model (:data:`fsyncbench.powerloss.models.MODELS`) says survives, while the

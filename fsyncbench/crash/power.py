@@ -1,4 +1,4 @@
-"""Each kill a simulated power cut of the agent's machine (``fsyncbench crash --power-loss``).
+"""Each kill a simulated power cut of the agent's machine (``fsyncbench crash --powerloss``).
 
 The agent child opens its state database (the step journal or the checkpoints) through a
 recording VFS (:class:`fsyncbench.powerloss.sqlite.Recorder`, apsw's SQLite) that streams
@@ -37,7 +37,7 @@ from fsyncbench.powerloss.rebase import (
 )
 from fsyncbench.powerloss.sqlite import Recorder, SyncFilter, versions
 
-#: The pragma combinations ``crash --power-loss`` compares unless one is given: the WAL
+#: The pragma combinations ``crash --powerloss`` compares unless one is given: the WAL
 #: journal at each synchronous level a journal is likely to run at, and the rollback
 #: journal at FULL.
 DEFAULT_POWER_LOSS_PRAGMAS = (

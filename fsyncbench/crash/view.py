@@ -1,6 +1,6 @@
 """``fsyncbench crash`` as people read it: one :class:`~fsyncbench.report.document.Document`
 per experiment — the answer first (:func:`crash_answer`, :func:`power_loss_answer`), then
-the kill matrix (one table per pragma combination with ``--power-loss``), the journal's
+the kill matrix (one table per pragma combination with ``--powerloss``), the journal's
 commit cost beside a model call, replay and reorder, and the host of a saved report — laid
 out as text, Markdown and HTML by the renderers every report uses
 (:func:`fsyncbench.report.render_document`); and the figures of a bare experiment as
@@ -70,7 +70,7 @@ def crash_jsonable(outcome: CrashExperiment, model_call_ms: float) -> dict[str, 
 
 
 def power_loss_jsonable(outcome: PowerLossExperiment) -> dict[str, Any]:
-    """``crash --power-loss``'s figures as JSON-ready data: the model and the state chosen
+    """``crash --powerloss``'s figures as JSON-ready data: the model and the state chosen
     per cut, one table per pragma combination (keyed by its label, e.g. ``wal/normal``), the
     sentence of :func:`power_loss_answer`, and the raw matrices."""
     return {
@@ -260,7 +260,7 @@ def describe_crash(
         ),
         Paragraph(
             "SIGKILL is process death, not power loss: the page cache survives it, so these "
-            "counts do not depend on synchronous (`fsyncbench crash --power-loss MODEL` "
+            "counts do not depend on synchronous (`fsyncbench crash --powerloss MODEL` "
             "simulates a power cut, `fsyncbench powercut` tests a real one)."
         ),
     )
@@ -280,7 +280,7 @@ def describe_crash(
 def describe_power_loss(
     outcome: PowerLossExperiment, report: Report | None = None, tool_version: str = ""
 ) -> Document:
-    """The :class:`Document` of ``fsyncbench crash --power-loss``: the answer, how each cut
+    """The :class:`Document` of ``fsyncbench crash --powerloss``: the answer, how each cut
     was made, one kill-matrix table per pragma combination; the host when it is the saved
     ``report``'s."""
     title = (
@@ -302,7 +302,7 @@ def describe_power_loss(
             "fullfsync) never ask for."
         )
     return Document(
-        "fsyncbench crash --power-loss: the kill matrix when every kill is a power cut",
+        "fsyncbench crash --powerloss: the kill matrix when every kill is a power cut",
         _subtitle(report, tool_version),
         (
             _answer(power_loss_answer(outcome)),

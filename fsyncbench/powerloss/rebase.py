@@ -1,6 +1,6 @@
 """Power cuts of a process that keeps running across them: stream a recording out of a
 process that may be SIGKILLed, rebase the next recording on the files as they are, pick
-one state per cut and put it on disk. What ``fsyncbench crash --power-loss`` needs beyond
+one state per cut and put it on disk. What ``fsyncbench crash --powerloss`` needs beyond
 one recorded trace (:mod:`fsyncbench.powerloss.models` checks every state of one trace).
 
 A trace segment (one process's life between two cuts) must start from an empty directory
