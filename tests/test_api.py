@@ -39,6 +39,7 @@ def measured(tmp_path_factory):
     return target, report, calls, notes
 
 
+@pytest.mark.slow
 def test_run_returns_a_judged_report_of_what_it_measured(measured):
     target, report, calls, _notes = measured
     assert isinstance(report, Report)
@@ -266,6 +267,7 @@ def test_import_fsyncbench_does_not_import_numpy_or_the_api():
     assert proc.stdout.splitlines() == ["[]", "False", "True"]
 
 
+@pytest.mark.slow
 def test_the_documented_example_runs(tmp_path):
     readme = (Path(__file__).resolve().parent.parent / "docs" / "reports.md").read_text()
     example = readme.split("## Python API", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]

@@ -200,6 +200,7 @@ def _table_alarms(rng, trials, k, tau, shift_log=0.0, level=0.05):
     return hits / trials
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tau_over_round", [0.0, 0.5, 1.0, 2.0, 4.0])
 def test_history_calibrated_whatever_the_spread_between_runs(tau_over_round):
     """With 4 baseline runs, a table of unchanged figures shows any 'significant' statistic
@@ -211,6 +212,7 @@ def test_history_calibrated_whatever_the_spread_between_runs(tau_over_round):
     assert rate <= 0.085, rate
 
 
+@pytest.mark.slow
 def test_history_calibrated_when_statistics_differ_in_their_spread_between_runs():
     """Runs differing beyond their rounds by 0 to 3 times, statistic by statistic: the
     shared ratio's degrees of freedom shrink, and the rate stays near 5 %."""
@@ -227,6 +229,7 @@ def test_pair_calibrated_while_runs_differ_no_more_than_rounds(tau_over_round):
     assert _table_alarms(rng, 400, 1, tau_over_round * SD_ROUND) <= 0.085
 
 
+@pytest.mark.slow
 def test_pair_cries_wolf_when_runs_differ_far_more_than_rounds():
     """The limit the output names: runs 3x more apart than their rounds fool the pair test,
     not the history test (why 3 earlier runs are asked for)."""
@@ -240,6 +243,7 @@ def test_pair_cries_wolf_when_runs_differ_far_more_than_rounds():
 SYNCING = np.array([1.0] * 12 + [0.0] * 16)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("k", "ratio", "at_least"),
     [(4, 10.0, 1.0), (4, 2.0, 0.95), (4, 1.5, 0.80), (1, 10.0, 1.0), (1, 2.0, 0.80)],
@@ -253,6 +257,7 @@ def test_planted_slowdowns_are_caught(k, ratio, at_least):
     assert rate >= at_least, rate
 
 
+@pytest.mark.slow
 def test_a_smaller_shift_is_caught_less_often_than_a_larger_one():
     """Power rises with the size of the change (a rule that cannot fire would fail this)."""
     rng = np.random.default_rng(16)

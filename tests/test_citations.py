@@ -60,6 +60,7 @@ def test_the_pattern_catches_what_it_is_for():
     assert not OUTSIDE.search("docs/verdicts.md, https://www.sqlite.org/pragma.html")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["text", "markdown", "html", "json"])
 def test_no_output_cites_a_path_outside_the_project(fmt):
     """Every finding's source and every paragraph of a report as printed, in each format."""

@@ -29,6 +29,7 @@ def disk_run(tmp_path_factory):
     return target, out, proc
 
 
+@pytest.mark.slow
 def test_run_measures_nine_configs_and_primitives(disk_run):
     target, out, proc = disk_run
     assert proc.returncode == 0, proc.stderr
@@ -93,6 +94,7 @@ def test_show_renders_all_formats(disk_run):
     assert json.loads(js.stdout) == json.loads(path.read_text())
 
 
+@pytest.mark.slow
 def test_run_on_tmpfs_is_no_flush(tmp_path):
     shm = Path("/dev/shm")
     if not shm.is_dir():
@@ -116,6 +118,7 @@ def test_run_on_tmpfs_is_no_flush(tmp_path):
     assert leftovers(shm) == []
 
 
+@pytest.mark.slow
 def test_host_command(tmp_path):
     proc = fsb("host", tmp_path)
     assert proc.returncode == 0 and "filesystem" in proc.stdout
@@ -136,6 +139,7 @@ def test_dir_is_a_file(tmp_path):
     assert_usage_error(fsb("run", f), f"{f} is not a directory")
 
 
+@pytest.mark.slow
 def test_dir_not_writable(tmp_path):
     proc = fsb("run", "/proc", "--report-dir", tmp_path, *QUICK)
     assert proc.returncode == 2
@@ -236,6 +240,7 @@ def _workers_of(target) -> list:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rounds", ["1", "3"])
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT])
 def test_ctrl_c_and_sigterm_clean_up_and_say_where(tmp_path, signum, rounds):
@@ -297,6 +302,7 @@ def _small_tmpfs(mnt: Path, size: str) -> None:
         pytest.skip("needs root to mount a small tmpfs")
 
 
+@pytest.mark.slow
 def test_disk_full_mid_run(tmp_path):
     """A real 256 KiB tmpfs fills up mid-run: ENOSPC named, nothing left behind."""
     mnt = tmp_path / "small"
@@ -335,6 +341,7 @@ PUBLISHED = [
 ]
 
 
+@pytest.mark.slow
 def test_crash_json_gives_the_published_table(tmp_path):
     """--format json prints the crash report as saved (kind "crash", the experiment in
     ``crash``)."""
@@ -365,6 +372,7 @@ def test_crash_json_gives_the_published_table(tmp_path):
     assert saved.read_text() == proc.stdout
 
 
+@pytest.mark.slow
 def test_crash_text_table(tmp_path):
     proc = fsb("crash", tmp_path, "--synchronous", "normal", "--no-report")
     assert proc.returncode == 0, proc.stderr
@@ -432,6 +440,7 @@ def test_a_report_with_a_5000_digit_number_is_one_line(tmp_path):
         assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_is_one_line_and_exit_2(tmp_path):
     """Started with file descriptor 1 closed (``fsyncbench host >&-``: Python's sys.stdout
     is None): like ``ls >&-``, one error line and exit 2, not a traceback."""
@@ -447,6 +456,7 @@ def test_a_closed_stdout_is_one_line_and_exit_2(tmp_path):
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
 def test_run_with_stdout_on_a_full_device_keeps_its_report(tmp_path):
     out = tmp_path / "out"
@@ -475,6 +485,7 @@ def test_run_with_stdout_on_a_full_device_keeps_its_report(tmp_path):
     assert len(list(out.glob("*.json"))) == 1  # saved before printing
 
 
+@pytest.mark.slow
 def test_a_failing_csv_leaves_no_reports_behind(tmp_path):
     """Outputs are all or nothing: the CSV on a full (real, tiny) tmpfs fails after the JSON
     and Markdown were written, and those are removed again."""
@@ -561,6 +572,7 @@ def test_a_full_stdout_is_one_line_and_exit_2(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_target_removed_mid_run_names_the_real_cause(tmp_path):
     """rm -r of the target while measuring: one line, exit 2, nothing left running."""
     target = tmp_path / "t"
@@ -640,6 +652,7 @@ def test_bad_audit_sweep_size_names_its_own_option(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_starting_up_is_one_line_not_a_traceback(tmp_path):
     """Ctrl-C in the first second lands in the middle of importing numpy: still one line."""
     for delay in (0.05, 0.1, 0.15, 0.2, 0.3, 0.45):

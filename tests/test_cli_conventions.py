@@ -96,8 +96,9 @@ def test_every_argument_has_help_text(name, parser):
         if isinstance(a, argparse._SubParsersAction):
             for choice in a._choices_actions:
                 assert choice.help and choice.help.strip(), f"{name} {choice.dest}: no help"
-    # only the old --json is hidden (an alias of --format json)
-    assert hidden in ([], ["--json"]), (name, hidden)
+    # only old spellings are hidden: --json (an alias of --format json), crash's
+    # --power-loss (now --powerloss) and powerloss's --samples (now --sampled-states)
+    assert set(hidden) <= {"--json", "--power-loss", "--samples"}, (name, hidden)
 
 
 @pytest.mark.parametrize("name,parser", ALL, ids=[n for n, _ in ALL])
@@ -164,6 +165,7 @@ def saved(tmp_path_factory):
     return root, proc, out, a, b
 
 
+@pytest.mark.slow
 def test_run_saves_in_reports_by_default_and_output_gets_what_would_be_printed(saved):
     root, proc, out, _a, _b = saved
     files = sorted((root / "reports").iterdir())
@@ -174,6 +176,7 @@ def test_run_saves_in_reports_by_default_and_output_gets_what_would_be_printed(s
     assert proc.stderr.startswith(f"Report written: reports{os.sep}")
 
 
+@pytest.mark.slow
 def test_run_markdown_output_is_the_saved_markdown(tmp_path):
     proc = fsb(
         "run",
@@ -190,6 +193,7 @@ def test_run_markdown_output_is_the_saved_markdown(tmp_path):
     assert (tmp_path / "r.md").read_bytes() == next((tmp_path / "saved").glob("*.md")).read_bytes()
 
 
+@pytest.mark.slow
 def test_run_html_prints_html_and_saves_it(tmp_path):
     proc = fsb("run", tmp_path, *QUICK_RUN, "--format", "html", "--report-dir", tmp_path / "saved")
     assert proc.returncode == 0, proc.stderr
@@ -197,6 +201,7 @@ def test_run_html_prints_html_and_saves_it(tmp_path):
     assert proc.stdout == next((tmp_path / "saved").glob("*.html")).read_text()
 
 
+@pytest.mark.slow
 def test_no_report_saves_nothing(tmp_path):
     proc = fsb("run", tmp_path, *QUICK_RUN, "--no-report", "--format", "json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
@@ -205,6 +210,7 @@ def test_no_report_saves_nothing(tmp_path):
     assert "Report written" not in proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 def test_audit_saves_in_report_dir_by_default(saved, tmp_path):
     """audit used to save nothing without --output; now it saves like run."""
     _root, _proc, _out, a, _b = saved
@@ -223,6 +229,7 @@ def test_audit_saves_in_report_dir_by_default(saved, tmp_path):
     assert len(list((tmp_path / "reports").iterdir())) == 2  # the first two, no more
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "old,new",
     [
@@ -248,6 +255,7 @@ def test_the_old_json_flag_still_works(saved, tmp_path, old, new):
     assert old_data == new_data
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -301,6 +309,7 @@ def test_output_dash_is_standard_output(saved, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_crash_format_json_to_a_file(tmp_path):
     target = tmp_path / "t"
     target.mkdir()
@@ -402,6 +411,7 @@ def test_show_of_a_powercut_report_prints_the_result_and_lost_line(tmp_path):
     assert json.loads(js.stdout) == json.loads(failed.read_text())
 
 
+@pytest.mark.slow
 def test_powercut_verify_format_json_and_report_dir(tmp_path):
     from test_powercut import ListenerProc, kill, run_dir_of
 
@@ -503,6 +513,7 @@ def _stderr_on_a_pty(argv, cwd) -> tuple[int, bytes]:
     return proc.wait(timeout=120), seen
 
 
+@pytest.mark.slow
 def test_progress_bar_on_a_terminal_of_unknown_size(tmp_path):
     argv = [
         "run",
@@ -518,6 +529,7 @@ def test_progress_bar_on_a_terminal_of_unknown_size(tmp_path):
     assert code == 0 and b"workloads" not in seen, seen
 
 
+@pytest.mark.slow
 def test_progress_never_counts_past_its_total(tmp_path):
     """A run-budgeted run takes as many samples as its time allows, never near its sample
     cap: the bar never passes its total, and the counter shows samples, not n/cap."""
@@ -533,6 +545,7 @@ def test_progress_never_counts_past_its_total(tmp_path):
     assert not counters and re.search(rb"wal/\w+ \(round \d/2\) [\d,]+ samples", seen), seen
 
 
+@pytest.mark.slow
 def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
     proc = fsb(
         "run", tmp_path, *[a for a in QUICK_RUN if a != "--quiet"], "--report-dir", tmp_path / "o"

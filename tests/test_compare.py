@@ -225,6 +225,7 @@ def test_cli_compare_two_reports_prints_ratios_and_significance(two_runs):
     assert "REGRESSION" not in out
 
 
+@pytest.mark.slow
 def test_cli_fail_on_regression_exits_1_with_the_reason(two_runs):
     a, b = two_runs
     proc = fsb("compare", a, b, "--fail-on-regression", "20")
@@ -306,6 +307,7 @@ def test_cli_compare_three_reports_prints_the_fleet(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_cli_compare_refuses_mismatched_reports(tmp_path):
     a = sampled.save(sampled.report(), tmp_path / "a.json")
     big = sampled.save(sampled.report(payload_bytes=4096), tmp_path / "big.json")

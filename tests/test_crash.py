@@ -70,6 +70,7 @@ def test_cost_model_matches_the_issue() -> None:
     )
 
 
+@pytest.mark.slow
 @needs_fork
 def test_kill_matrix_gives_the_published_table(matrix: crash.KillMatrix) -> None:
     assert crash.kill_matrix_rows(matrix) == EXPECTED_TABLE
@@ -269,6 +270,7 @@ def test_no_fork_is_crash_unsupported(tmp_path: Path, monkeypatch: pytest.Monkey
     assert issubclass(crash.CrashUnsupported, FsyncbenchError)
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_the_kill_matrix_is_one_clean_line(tmp_path):
     """Ctrl-C goes to the whole process group, forked children included; whenever it lands
     (12 tries at staggered moments, some during a fork) the output is one line, exit 2, no

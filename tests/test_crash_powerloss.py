@@ -25,6 +25,9 @@ needs_fork = pytest.mark.skipif(
     not hasattr(os, "fork") or not hasattr(signal, "SIGKILL"), reason="needs os.fork and SIGKILL"
 )
 
+# real SIGKILLs of the step journal under every power-loss model: the slow tier
+pytestmark = pytest.mark.slow
+
 KILLS = [(seq, window) for seq in range(1, 11) for window in crash.WINDOWS]
 WRITE_SEQS = {2 * turn for turn, (_name, writes, _kind) in TOOLS.items() if writes}  # 4, 6, 8
 MODEL_SEQ_TOKENS = {2 * turn - 1: tokens for turn, tokens in enumerate(crash.MODEL_TOKENS, 1)}

@@ -80,6 +80,7 @@ def test_the_report_is_saved_and_show_renders_it_again(crashed, tmp_path):
 
 
 @needs_fork
+@pytest.mark.slow
 def test_progress_on_a_terminal_and_never_past_its_total(tmp_path):
     argv = ["crash", tmp_path, "--report-dir", tmp_path / "o"]
     code, seen = _stderr_on_a_pty(argv, tmp_path)

@@ -129,6 +129,9 @@ DURABLE = ["create-excl", "write", "fsync", "rename", "open-dir", "fsync-dir"]
 # --------------------------------------------------------------------------- the order
 
 
+# strace of every durable write, and errors injected into its system calls: the system tier
+pytestmark = pytest.mark.system
+
 SNIPPET = """
 import sys
 from pathlib import Path

@@ -52,11 +52,15 @@ def _ansible_playbook() -> str | None:
 
 ANSIBLE_PLAYBOOK = _ansible_playbook()
 
-pytestmark = pytest.mark.skipif(
-    ANSIBLE_PLAYBOOK is None,
-    reason=f"ansible-playbook not found next to {sys.executable} or on PATH "
-    "(ansible-core is in the test extra)",
-)
+# ansible-playbook against localhost (a venv and a wheel build): the system tier
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(
+        ANSIBLE_PLAYBOOK is None,
+        reason=f"ansible-playbook not found next to {sys.executable} or on PATH "
+        "(ansible-core is in the test extra)",
+    ),
+]
 
 
 def _environment(work: Path) -> dict[str, str]:

@@ -132,6 +132,7 @@ def test_the_chosen_configuration_sorts_the_fleet(fleet_dir):
     assert p99 == sorted(p99)
 
 
+@pytest.mark.slow
 def test_cli_fleet_text_markdown_html_json(fleet_dir):
     text = fsb("compare", fleet_dir)
     assert text.returncode == 0, text.stderr
@@ -179,6 +180,7 @@ def test_a_baseline_file_then_a_directory_gates_each_against_the_baseline(fleet_
     assert len(c.fleet) == len(FLEET)
 
 
+@pytest.mark.slow
 def test_bad_fleet_inputs(fleet_dir, tmp_path):
     empty = tmp_path / "empty"
     (empty / "sub").mkdir(parents=True)
@@ -268,6 +270,7 @@ def test_a_fleet_gate_adjusts_over_every_report_at_once():
     assert sum(alone) < sum(r.p_adjusted for r in found)
 
 
+@pytest.mark.slow
 def test_a_report_without_intervals_is_not_checked_and_the_others_are(tmp_path):
     """In a fleet gate, a report of one round (no spread between rounds) is "cannot tell";
     the other reports are still gated, and a regression among them still exits 1."""

@@ -55,6 +55,7 @@ def test_round_spread_text():
     assert fmt_spread([310_000.0]) == "-"
 
 
+@pytest.mark.slow
 def test_one_sample_reports_no_interval_end_to_end(tmp_path):
     proc = fsb(
         "run",

@@ -62,6 +62,7 @@ def _mutated(path, value):
     return json.dumps(data)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(PATHS) | st.sampled_from(HOT), JSON_VALUES)
 def test_a_fuzzed_report_loads_renders_and_compares_or_is_refused_in_one_line(path, value):

@@ -273,6 +273,7 @@ def test_fail_on_verdicts():
     assert gates.check(tmpfs, fail_on=("volatile_cache",)) == []
 
 
+@pytest.mark.slow
 def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
     """A real run on tmpfs: every sync is dropped, so --fail-on no_flush fails."""
     out = tmp_path / "out"

@@ -245,6 +245,7 @@ def test_an_earlier_widened_report_gives_its_own_se_not_the_widened_one(tmp_path
 RUN = ("--no-primitives", "--journal-mode", "wal", "--synchronous", "full", "--samples", "400")
 
 
+@pytest.mark.slow
 def test_three_real_runs_the_third_includes_the_spread_of_the_first_two(tmp_path):
     reports = tmp_path / "reports"
     for _ in range(3):
@@ -269,6 +270,7 @@ def test_three_real_runs_the_third_includes_the_spread_of_the_first_two(tmp_path
     assert "p99 of earlier runs" not in proc.stdout
 
 
+@pytest.mark.slow
 def test_a_history_directory_with_other_files_still_runs_and_says_so(tmp_path):
     hist = tmp_path / "hist"
     hist.mkdir()
@@ -411,6 +413,7 @@ def test_newer_reports_of_other_configurations_do_not_hide_the_matching_ones(tmp
     assert history.read_history(tmp_path, base.host).earlier(wal_full) == ()
 
 
+@pytest.mark.slow
 def test_a_report_dir_that_is_a_file_names_the_way_out(tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x")

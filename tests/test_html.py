@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import sampled
 from factories import host
 
@@ -25,8 +26,10 @@ def test_html_report_has_the_answer_and_table_first_then_charts_findings_and_hos
             '<section id="answer"',
             "<strong>Choose:</strong>",
             '<section id="results"',
-            "p99 95% CI",
+            "p99 95% interval",  # the compact table
             "<svg",
+            '<section id="statistics"',
+            "p99 95% CI",  # every statistic
             '<section id="findings"',
             '<section id="counters"',
             '<section id="host"',
@@ -76,6 +79,7 @@ def test_cdf_points_are_thinned_but_keep_the_tail():
     assert np.all(np.diff(x) >= 0) and np.all(np.diff(y) > 0)
 
 
+@pytest.mark.slow
 def test_cli_show_html_to_a_file(tmp_path):
     report = sampled.save(sampled.report(), tmp_path / "r.json")
     out = tmp_path / "r.html"

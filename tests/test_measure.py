@@ -281,6 +281,7 @@ def test_unmet_ci_target_is_said_in_notes_and_table():
     assert "+-23.5% (not met)" in text
 
 
+@pytest.mark.slow
 def test_measure_floors_records_each_floor(tmp_path):
     plan = RunPlan(target=tmp_path, configs=(), min_samples=200, ci_target_pct=50)
     floors = runner.measure_floors(plan)
@@ -296,6 +297,7 @@ def test_measure_floors_records_each_floor(tmp_path):
 # --------------------------------------------------------------------------- end to end
 
 
+@pytest.mark.slow
 def test_adaptive_run_records_precision_and_floors(tmp_path):
     out = tmp_path / "out"
     proc = fsb(
@@ -343,6 +345,7 @@ def test_adaptive_run_records_precision_and_floors(tmp_path):
     assert "p99 +-" in proc.stdout and "Tool floor (p50)" in proc.stdout
 
 
+@pytest.mark.slow
 def test_impossible_ci_target_is_reported_not_met(tmp_path):
     proc = fsb(
         "run",

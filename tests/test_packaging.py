@@ -24,10 +24,14 @@ except ImportError:  # Python 3.10: build depends on tomli there
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("build") is None or importlib.util.find_spec("twine") is None,
-    reason="build and twine are in the test extra (pip install '.[test]')",
-)
+# python -m build and twine (an sdist, a wheel, a venv): the system tier
+pytestmark = [
+    pytest.mark.system,
+    pytest.mark.skipif(
+        importlib.util.find_spec("build") is None or importlib.util.find_spec("twine") is None,
+        reason="build and twine are in the test extra (pip install '.[test]')",
+    ),
+]
 
 
 def _tracked_files() -> list[str]:

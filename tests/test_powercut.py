@@ -181,6 +181,7 @@ def journal_seqs(db: Path) -> list[int]:
 # --------------------------------------------------------------------------- real processes
 
 
+@pytest.mark.slow
 def test_sigkilled_writer_loses_nothing(tmp_path, listener, procs):
     """Process death does not lose the page cache: every acknowledged commit is there."""
     target = tmp_path / "data"
@@ -213,6 +214,7 @@ def test_sigkilled_writer_loses_nothing(tmp_path, listener, procs):
     assert report.verdict.decided_by == "powercut-no-reboot"
 
 
+@pytest.mark.slow
 def test_deleted_rows_are_reported_exactly(tmp_path, listener, procs):
     target = tmp_path / "data"
     writer, _log = start_writer(procs, listener, target, "--max-commits", 300)
@@ -239,6 +241,7 @@ def test_deleted_rows_are_reported_exactly(tmp_path, listener, procs):
     assert show.returncode == 0 and "powercut-acknowledged-lost" in show.stdout
 
 
+@pytest.mark.slow
 def test_restored_older_copy_is_detected(tmp_path, listener, procs):
     """A crash-consistent copy taken mid-run (writer SIGSTOPped) and restored after more
     commits were acknowledged: exactly those later commits are reported lost."""
@@ -282,6 +285,7 @@ def test_restored_older_copy_is_detected(tmp_path, listener, procs):
     assert report.verdict.path_verdict == VOLATILE_CACHE
 
 
+@pytest.mark.slow
 def test_listener_restart_keeps_its_record(tmp_path, procs):
     state = tmp_path / "state.db"
     first = ListenerProc(tmp_path, state, name="listener1")
@@ -437,6 +441,7 @@ def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
     assert "Traceback" not in listener.text()
 
 
+@pytest.mark.slow
 def test_a_second_writer_does_not_corrupt_the_first(tmp_path, listener, procs):
     a_dir, b_dir = tmp_path / "a", tmp_path / "b"
     wa, _ = start_writer(procs, listener, a_dir, name="writer-a")
@@ -481,6 +486,7 @@ def test_a_second_writer_does_not_corrupt_the_first(tmp_path, listener, procs):
     assert evidence(report)["config"] == "delete/extra"
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_writer_cleanly(tmp_path, listener, procs):
     target = tmp_path / "data"
     writer, _log = start_writer(procs, listener, target)
@@ -505,6 +511,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_cli_errors(tmp_path, listener):
     port = _free_port()
     target = tmp_path / "data"

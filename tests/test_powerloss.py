@@ -473,6 +473,7 @@ def test_powerloss_command_prints_the_table_and_leaves_nothing(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_powerloss_json_and_html(tmp_path):
     proc = fsb(
         *("powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "off"),

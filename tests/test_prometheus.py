@@ -209,6 +209,7 @@ def run_prom(tmp_path_factory):
     return target, out, prom, stale_inode, proc
 
 
+@pytest.mark.slow
 def test_run_writes_the_report_as_metrics(run_prom):
     target, out, prom, _inode, proc = run_prom
     assert proc.returncode == 0, proc.stderr
@@ -266,6 +267,7 @@ def test_run_metrics_pass_promtool(run_prom):
     assert_promtool_passes(run_prom[2])
 
 
+@pytest.mark.slow
 def test_audit_writes_the_report_as_metrics(tmp_path):
     target = tmp_path / "target"
     target.mkdir()
@@ -296,6 +298,7 @@ def test_audit_writes_the_report_as_metrics(tmp_path):
     assert_promtool_passes(prom)
 
 
+@pytest.mark.slow
 def test_audit_from_a_report_writes_the_rederived_verdict(tmp_path):
     prom = tmp_path / "x.prom"
     proc = fsb("audit", "--from", EXAMPLE, "--no-report", "--format", "json", "--prometheus", prom)
@@ -307,6 +310,7 @@ def test_audit_from_a_report_writes_the_rederived_verdict(tmp_path):
 # --------------------------------------------------------------------------- show
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", [*FIXTURES, EXAMPLE], ids=lambda p: p.name)
 def test_show_of_a_saved_report(tmp_path, path):
     prom = tmp_path / "fsyncbench.prom"
@@ -319,6 +323,7 @@ def test_show_of_a_saved_report(tmp_path, path):
     assert_promtool_passes(prom)
 
 
+@pytest.mark.slow
 def test_show_of_the_example_report_leaves_out_the_intervals_it_lacks(tmp_path):
     prom = tmp_path / "fsyncbench.prom"
     assert fsb("show", EXAMPLE, "--prometheus", prom).returncode == 0
@@ -364,6 +369,7 @@ def test_show_of_the_example_report_leaves_out_the_intervals_it_lacks(tmp_path):
     assert "write+fsync" not in durable  # a sync primitive: durability unknown, left out
 
 
+@pytest.mark.slow
 def test_show_redact_reaches_the_metrics(tmp_path):
     prom = tmp_path / "fsyncbench.prom"
     assert fsb("show", EXAMPLE, "--redact", "--prometheus", prom).returncode == 0

@@ -21,6 +21,9 @@ from clitools import fsb, leftovers
 
 from fsyncbench.report import store
 
+# storage stacks built for the test: loop devices, FUSE, overlayfs, zram, an LD_PRELOAD stub: the system tier
+pytestmark = pytest.mark.system
+
 LINUX = sys.platform.startswith("linux")
 ROOT = LINUX and os.geteuid() == 0
 FAST = [

@@ -143,12 +143,14 @@ def real_run(tmp_path_factory):
     return target, out, next(out.glob("*.json"))
 
 
+@pytest.mark.slow
 def test_unredacted_report_does_name_the_host(real_run):
     """The control: without --redact the hostname is there (so the checks below mean something)."""
     _target, _out, report = real_run
     assert has_name(report.read_text(), HOSTNAME)
 
 
+@pytest.mark.slow
 def test_run_redact_leaves_no_hostname_in_any_format(real_run, tmp_path):
     target, _out, _report = real_run
     out = tmp_path / "out"
@@ -191,6 +193,7 @@ def test_run_redact_leaves_no_hostname_in_any_format(real_run, tmp_path):
     assert csv.read_text().startswith("configuration,primitive,kind,index,ns,slice,round\n")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["text", "markdown", "json", "html"])
 def test_show_redact_every_format(real_run, fmt):
     target, _out, report = real_run

@@ -116,6 +116,7 @@ def test_a_failing_worker_is_one_line(tmp_path):
     assert proc.stderr.startswith("fsyncbench: ") and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_run_with_rounds_end_to_end(tmp_path):
     out = tmp_path / "out"
     proc = fsb(

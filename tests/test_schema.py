@@ -78,6 +78,7 @@ def test_a_run_report_with_powerloss_validates(tmp_path):
     assert not errors, errors[0].message
 
 
+@pytest.mark.slow
 def test_the_suite_checks_every_report_it_writes():
     # conftest wraps store.report_to_json: a report off the schema fails the test writing it
     import dataclasses

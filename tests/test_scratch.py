@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import psutil
+import pytest
 from clitools import fsb, leftovers, start_long_run
 
 from fsyncbench.measure import scratch
@@ -70,6 +71,7 @@ def test_sweep_removes_dead_owners_and_leaves_live_and_unknown_ones(tmp_path):
     assert any(m.startswith(f"left {unknown} alone: it has no owner record") for m in messages)
 
 
+@pytest.mark.slow
 def test_after_sigkill_the_next_run_removes_the_leftover_and_says_so(tmp_path):
     target = tmp_path / "t"
     target.mkdir()
@@ -99,6 +101,7 @@ def test_after_sigkill_the_next_run_removes_the_leftover_and_says_so(tmp_path):
     assert leftovers(target) == []
 
 
+@pytest.mark.slow
 def test_a_concurrent_run_is_left_alone(tmp_path):
     target = tmp_path / "t"
     target.mkdir()
