@@ -49,7 +49,6 @@ def _has_counters(report) -> bool:
     return bool(disks) and all(d["has_flush_counters"] for d in disks)
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
 def test_dev_shm_is_no_flush():
     report = audit_json("/dev/shm", "--no-trace")
@@ -117,7 +116,6 @@ def on_a_quiet_disk(report, check) -> None:
         raise
 
 
-@pytest.mark.slow
 def test_disk_is_unverifiable_in_this_vm_with_counter_evidence(disk_audit):
     target, out, proc = disk_audit
     assert proc.returncode == 0, proc.stderr
@@ -192,7 +190,6 @@ def test_from_reproduces_the_audit_verdict(disk_audit):
     assert text.returncode == 0 and "re-derived" not in text.stdout
 
 
-@pytest.mark.slow
 def test_from_reproduces_a_run_report(tmp_path):
     out = tmp_path / "out"
     run = fsb(
@@ -221,7 +218,6 @@ def test_from_reproduces_a_run_report(tmp_path):
     )
 
 
-@pytest.mark.slow
 @pytest.mark.skipif(
     not LINUX or shutil.which("eatmydata") is None,
     reason="needs eatmydata (apt-get install eatmydata; .ci/run does)",
@@ -314,7 +310,6 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
 
 
-@pytest.mark.slow
 def test_unwritable_target_is_one_line(tmp_path):
     if os.geteuid() == 0:
         proc = fsb("audit", "/proc", "--quiet")

@@ -221,6 +221,7 @@ def test_history_calibrated_when_statistics_differ_in_their_spread_between_runs(
     assert _table_alarms(rng, 400, 4, tau) <= 0.085
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tau_over_round", [0.0, 0.5, 1.0])
 def test_pair_calibrated_while_runs_differ_no_more_than_rounds(tau_over_round):
     """Without history the pair rests on each run being as uncertain as one of its rounds:
@@ -243,6 +244,7 @@ def test_pair_cries_wolf_when_runs_differ_far_more_than_rounds():
 SYNCING = np.array([1.0] * 12 + [0.0] * 16)
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("k", "ratio", "at_least"),

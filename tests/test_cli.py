@@ -83,6 +83,7 @@ def test_run_records_device_flush_counters(disk_run):
     assert min(d.flushes for d in fdatasync.device_flushes) >= fdatasync.syncs_issued
 
 
+@pytest.mark.slow
 def test_show_renders_all_formats(disk_run):
     _target, out, _proc = disk_run
     path = next(out.glob("*.json"))
@@ -216,6 +217,7 @@ def test_unwritable_output(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
 
 
+@pytest.mark.slow
 def test_show_missing_corrupt_and_newer(tmp_path):
     missing = tmp_path / "none.json"
     assert_usage_error(fsb("show", missing), f"report {missing} does not exist")
@@ -386,6 +388,7 @@ def test_crash_text_table(tmp_path):
     assert "stopped: non-determinism at step 4" in " ".join(proc.stdout.split())
 
 
+@pytest.mark.slow
 def test_crash_bad_values(tmp_path):
     assert_usage_error(
         fsb("crash", tmp_path, "--journal-mode", "nope"),
@@ -431,6 +434,7 @@ def test_names_from_report_content_stay_in_the_output_directory(disk_run, tmp_pa
     )
 
 
+@pytest.mark.slow
 def test_a_report_with_a_5000_digit_number_is_one_line(tmp_path):
     bad = tmp_path / "big.json"
     bad.write_text('{"schema_version": ' + "9" * 5000 + "}")
@@ -639,6 +643,7 @@ def test_target_removed_mid_run_names_the_real_cause(tmp_path):
         ),
     ],
 )
+@pytest.mark.slow
 def test_bad_run_options_are_one_line_before_anything_is_done(tmp_path, args, line):
     (tmp_path / "users-file").write_text("keep")
     proc = fsb("run", tmp_path, "--quiet", *args)
@@ -708,6 +713,7 @@ def test_the_default_text_output_fits_a_screen_and_says_where_the_rest_is(disk_r
     assert fsb("show", report).stdout == proc.stdout  # show prints what run printed
 
 
+@pytest.mark.slow
 def test_the_summary_says_nothing_the_whole_report_does_not(disk_run):
     """Every figure with a unit in the summary is also in the whole report (--verbose)."""
     _target, out, _proc = disk_run
@@ -718,6 +724,7 @@ def test_the_summary_says_nothing_the_whole_report_does_not(disk_run):
     assert figure.findall(brief) and not missing
 
 
+@pytest.mark.slow
 def test_output_to_dev_null_keeps_only_the_exit_code(disk_run):
     """-o /dev/null prints nothing, leaves /dev/null the null device, and a gate still
     decides the exit code (its lines go to stdout, as without -o)."""

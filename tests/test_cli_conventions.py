@@ -230,6 +230,7 @@ def test_audit_saves_in_report_dir_by_default(saved, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "old,new",
     [
@@ -255,6 +256,7 @@ def test_the_old_json_flag_still_works(saved, tmp_path, old, new):
     assert old_data == new_data
 
 
+@pytest.mark.slow
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
@@ -323,6 +325,7 @@ def test_crash_format_json_to_a_file(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["crash.json", "t"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["run", "audit", "show", "host", "compare", "crash"])
 def test_output_at_a_directory_is_one_line_naming_report_dir(saved, tmp_path, command):
     _root, _proc, _out, a, b = saved

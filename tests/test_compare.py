@@ -239,6 +239,7 @@ def test_cli_fail_on_regression_exits_1_with_the_reason(two_runs):
     assert fsb("compare", a, b, "--fail-on-regression", "500").returncode == 0
 
 
+@pytest.mark.slow
 def test_cli_fail_on_regression_exits_4_when_it_cannot_tell(tmp_path):
     """Reports of one round each: nothing can be tested, and the gate says so with exit 4,
     never 0 (a pass in silence) nor 1 (a risk it did not find)."""

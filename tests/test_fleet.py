@@ -168,6 +168,7 @@ def test_cli_fleet_to_a_file_and_a_single_report_directory(fleet_dir, tmp_path):
     assert proc.stdout == "" and "fsyncbench fleet: 1 report sorted by p99" in out.read_text()
 
 
+@pytest.mark.slow
 def test_a_baseline_file_then_a_directory_gates_each_against_the_baseline(fleet_dir):
     base = fleet_dir / "db2" / "db2-4.json"
     proc = fsb("compare", base, fleet_dir, "--fail-on-regression", "20")
@@ -317,6 +318,7 @@ def test_a_copy_of_a_report_is_read_once_and_said(fleet_dir, tmp_path):
     assert {k for _, k in c.duplicates} == {"base.json"}
 
 
+@pytest.mark.slow
 def test_mixed_kinds_under_a_directory_are_named_and_chosen_with_kind(fleet_dir):
     rep = store.load_report(fleet_dir / "ci" / "ci-5.json")
     audit = dataclasses.replace(rep, kind="audit", created_utc="2026-12-01T00:00:00Z")

@@ -79,6 +79,7 @@ def test_one_sample_reports_no_interval_end_to_end(tmp_path):
     assert "none (n too small)" in row and "+-0.0%" not in row
 
 
+@pytest.mark.slow
 def test_every_rendering_shows_the_same_interval(tmp_path):
     report = sampled.report(1.0, seed=3)
     r = next(x for x in report.results if x.name == "wal/full")

@@ -204,6 +204,7 @@ def test_max_p99_straddling_its_interval_is_named_and_strict_mode_judges_the_bou
     assert "--run-budget-seconds" in untold[0]
 
 
+@pytest.mark.slow
 def test_cli_strict_max_p99_without_an_interval_exits_4(tmp_path):
     """show of a report whose p99s have no interval: strict mode cannot tell (exit 4), the
     default mode judges the estimate (exit 0); --max-p99-strict alone is refused."""

@@ -53,6 +53,7 @@ def test_html_is_self_contained():
     assert len(ids) == len(set(ids))  # inline SVGs must not share an id
 
 
+@pytest.mark.slow
 def test_html_escapes_and_copes_with_no_samples_and_no_primitives():
     rep = sampled.report(the_host=host(fs_type="<b>fs</b>"))
     page = report_out.render(rep, "html")

@@ -377,6 +377,7 @@ BAD_LINES = [
 ]
 
 
+@pytest.mark.slow
 def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
     replies = _exchange(listener.address, b"\n".join(BAD_LINES) + b"\n")
     assert [r["type"] for r in replies] == ["error"] * len(BAD_LINES)
@@ -962,6 +963,7 @@ def test_read_journal_missing_table_and_unreadable(tmp_path):
         holder.close()
 
 
+@pytest.mark.slow
 def test_silent_writer_times_out_and_leaves_its_last_seq_in_the_log(tmp_path):
     """After a real pull the writer's connection just goes quiet: the listener closes it
     after its idle timeout and logs the highest recorded seq (in-process, short timeout)."""
@@ -1020,6 +1022,7 @@ def test_a_writer_whose_stack_ends_in_ram_lost_to_no_flush():
     assert "ended in RAM" in jm.findings[0].message
 
 
+@pytest.mark.slow
 def test_a_listener_that_cannot_bind_leaves_no_state_file(tmp_path):
     """Port in use (a real socket holds it) or an address not on this host: one line, exit 2,
     and the state database it would have used is not left behind; an existing one is kept."""

@@ -1258,6 +1258,7 @@ def test_read_journal_without_a_file_descriptor_left_is_an_error(tmp_path):
     assert str(err.value) == f"cannot read the journal {path}: unable to open database file"
 
 
+@pytest.mark.slow
 def test_read_journal_waits_only_as_long_as_it_is_told(tmp_path):
     """A lock held past the busy timeout is an error (not a verdict): a writer holding it
     for 1 s outlasts a 0.1 s timeout (but not the 5 s default)."""

@@ -178,6 +178,7 @@ def test_delete_full_loses_the_last_commit_only_through_the_unsynced_unlink(tmp_
     assert _evaluate(tmp_path, fixed, "synced-only").worst_lost == 0
 
 
+@pytest.mark.slow
 def test_documented_promise_agrees_for_the_default_matrix(tmp_path):
     configs = tuple(
         Pragmas(j, s) for j in ("DELETE", "TRUNCATE", "WAL") for s in ("OFF", "NORMAL", "FULL")
@@ -545,6 +546,7 @@ def test_bad_powerloss_input_is_one_line_and_exit_2(tmp_path, args, line):
     assert_usage_error(fsb("powerloss", tmp_path, *args), line)
 
 
+@pytest.mark.slow
 def test_keep_failures_is_checked_before_any_work(tmp_path):
     bad = tmp_path / "no" / "such"
     assert_usage_error(

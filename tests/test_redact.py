@@ -207,6 +207,7 @@ def test_show_redact_every_format(real_run, fmt):
         store.report_from_json(red.stdout)  # still a valid report
 
 
+@pytest.mark.slow
 def test_show_redacted_report_compares_with_the_original(real_run, tmp_path):
     _target, _out, report = real_run
     red = tmp_path / "red.json"
@@ -216,6 +217,7 @@ def test_show_redacted_report_compares_with_the_original(real_run, tmp_path):
     assert "wal/full" in proc.stdout and "1.00x" in proc.stdout
 
 
+@pytest.mark.slow
 def test_audit_redact(real_run):
     """audit --from re-judges a saved report without measuring; --redact applies there too."""
     _target, _out, report = real_run

@@ -147,6 +147,7 @@ def test_bottom_line_on_storage_that_drops_syncs_says_nothing_is_durable():
     )
 
 
+@pytest.mark.slow
 def test_model_call_is_the_users_unit(tmp_path):
     path = sampled.save(sampled.report(), tmp_path / "r.json")
     out = fsb("show", path, "--model-call-ms", "50").stdout
@@ -177,6 +178,7 @@ def _facts(text: str) -> Counter:
     return Counter(tokens + words)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "build",
     [

@@ -36,6 +36,7 @@ def test_the_published_schema_is_what_the_dataclasses_generate():
     jsonschema.Draft202012Validator.check_schema(report_schema())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", REPORTS, ids=[p.name for p in REPORTS])
 def test_every_fixture_and_example_report_validates(path):
     data = _load(path)
