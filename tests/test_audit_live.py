@@ -14,7 +14,7 @@ import pytest
 from clitools import fsb, leftovers
 
 from fsyncbench import cli
-from fsyncbench.model import to_jsonable
+from fsyncbench.jsonable import to_jsonable
 from fsyncbench.report import store
 
 FAST = [

@@ -12,8 +12,8 @@ import pytest
 
 from fsyncbench import crash
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.jsonable import from_jsonable, to_jsonable
 from fsyncbench.measure.workloads import SCHEMA
-from fsyncbench.model import from_jsonable, to_jsonable
 
 needs_fork = pytest.mark.skipif(
     not hasattr(os, "fork") or not hasattr(signal, "SIGKILL"), reason="needs os.fork and SIGKILL"

@@ -17,7 +17,8 @@ from clitools import assert_usage_error, fsb
 import fsyncbench
 from fsyncbench import crash
 from fsyncbench.crash.results import TOOLS
-from fsyncbench.model import Pragmas, from_jsonable
+from fsyncbench.jsonable import from_jsonable
+from fsyncbench.model import Pragmas
 from fsyncbench.powerloss import rebase
 from fsyncbench.powerloss.trace import Op
 

@@ -15,14 +15,8 @@ from typing import TYPE_CHECKING, Any
 from fsyncbench import options
 from fsyncbench.api.measuring import PathLike, _redacted
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.model import (
-    EXPERIMENT_KINDS,
-    SCHEMA_VERSION,
-    Host,
-    PowerlossResult,
-    Report,
-    to_jsonable,
-)
+from fsyncbench.jsonable import to_jsonable
+from fsyncbench.model import EXPERIMENT_KINDS, SCHEMA_VERSION, Host, PowerlossResult, Report
 from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import store
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS

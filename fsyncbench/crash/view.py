@@ -20,7 +20,8 @@ from fsyncbench.crash.results import (
     PowerLossExperiment,
 )
 from fsyncbench.fmt import fmt_ns
-from fsyncbench.model import Report, to_jsonable
+from fsyncbench.jsonable import to_jsonable
+from fsyncbench.model import Report
 from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
 
 

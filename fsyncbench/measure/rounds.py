@@ -33,9 +33,10 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.jsonable import from_jsonable, to_jsonable
 from fsyncbench.measure import runner
 from fsyncbench.measure.timing import STOP_BUDGET, STOP_CI_TARGET, STOP_SAMPLES, Measurement
-from fsyncbench.model import FlushDelta, Host, Pragmas, Result, from_jsonable, to_jsonable
+from fsyncbench.model import FlushDelta, Host, Pragmas, Result
 
 if TYPE_CHECKING:
     from fsyncbench.measure.plan import RunPlan

@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.jsonable import from_jsonable, to_jsonable
 from fsyncbench.measure.workloads import step_output
-from fsyncbench.model import Host, Pragmas, from_jsonable, to_jsonable
+from fsyncbench.model import Host, Pragmas
 from fsyncbench.report.store import write_durably
 
 POWERCUT_DIRNAME = ".fsyncbench-powercut"

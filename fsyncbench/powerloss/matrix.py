@@ -24,13 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.jsonable import to_jsonable
 from fsyncbench.judge.commit_rules import documented_promise
-from fsyncbench.model import (
-    PowerlossConfig,
-    PowerlossModelOutcome,
-    PowerlossResult,
-    to_jsonable,
-)
+from fsyncbench.model import PowerlossConfig, PowerlossModelOutcome, PowerlossResult
 from fsyncbench.powerloss import sqlite
 from fsyncbench.powerloss.models import (
     CrashState,

@@ -22,7 +22,8 @@ from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.fmt import fmt_bounds, fmt_interval, fmt_ns
-from fsyncbench.model import NO_FLUSH, VOLATILE_CACHE, Report, Result, to_jsonable
+from fsyncbench.jsonable import to_jsonable
+from fsyncbench.model import NO_FLUSH, VOLATILE_CACHE, Report, Result
 from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
 from fsyncbench.report.redact import REDACTED_HOST
 

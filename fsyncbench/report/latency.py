@@ -67,9 +67,11 @@ def compact_table(report: Report) -> Table:
     numeric = frozenset(
         i for i, h in enumerate(headers) if h in ("p50", "p99", "p99 95% interval", "ops/s")
     )
+    # one line of at most 100 columns, so the terminal summary keeps to 40 lines
     caption = (
-        "Latency per configuration (durable: the pragmas promise a durable commit; sync: the "
-        "primitive timed" + ("; * at the tool's floor" if floor else "") + "):"
+        "Latency (durable: the pragmas promise a durable commit; sync: the primitive timed"
+        + ("; * tool's floor" if floor else "")
+        + "):"
     )
     return Table(headers, tuple(rows), numeric, caption)
 

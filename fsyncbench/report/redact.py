@@ -22,7 +22,8 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from fsyncbench.model import Report, from_jsonable, to_jsonable
+from fsyncbench.jsonable import from_jsonable, to_jsonable
+from fsyncbench.model import Report
 
 REDACTED = "[redacted]"
 #: Stands in for the hostname; also a safe file-name part (reports are named after the host).

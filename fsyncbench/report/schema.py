@@ -20,7 +20,8 @@ import types
 import typing
 from typing import Any, Union
 
-from fsyncbench.model import _MAY_BE_NEGATIVE, _NON_NEGATIVE, SCHEMA_VERSION, Report
+from fsyncbench.jsonable import MAY_BE_NEGATIVE, NON_NEGATIVE
+from fsyncbench.model import SCHEMA_VERSION, Report
 
 #: A URN, not a URL: the schema is published in the repository (docs/report.schema.json),
 #: not served from an address of its own.
@@ -93,7 +94,7 @@ def _of(hint: Any, defs: dict[str, Any], name: str) -> dict[str, Any]:
 
 def _bounded(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     """``minimum: 0`` on the numbers of a count or duration field (as the loader checks)."""
-    if _NON_NEGATIVE.search(name) and name not in _MAY_BE_NEGATIVE:
+    if NON_NEGATIVE.search(name) and name not in MAY_BE_NEGATIVE:
         if schema.get("type") in ("integer", "number"):
             return {**schema, "minimum": 0}
         if "anyOf" in schema:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.model import EXPERIMENT_KINDS, Report, from_jsonable, to_jsonable
+from fsyncbench.jsonable import from_jsonable, to_jsonable
+from fsyncbench.model import EXPERIMENT_KINDS, Report
 from fsyncbench.model import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported (store.SCHEMA_VERSION)
 
 

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from tabulate import tabulate
 
 from fsyncbench.fmt import fmt_interval, fmt_ns
-from fsyncbench.model import Host, Report, Result, to_jsonable
+from fsyncbench.jsonable import to_jsonable
+from fsyncbench.model import Host, Report, Result
 from fsyncbench.report.wording import host_lines
 
 if TYPE_CHECKING:  # for annotations only: report.compare imports numpy
