@@ -493,8 +493,15 @@ class _Progress:
         # never past the total; a run-budgeted run stops on time, not at its sample cap, so
         # its count is not a fraction of that cap
         self._bar.n = min(float(total), index + frac)
-        count = f"{done}/{target}" if budget_ns and done <= target else f"{done:,} samples"
-        self._bar.set_postfix_str(f"{label} {count}", refresh=True)
+        # a workload with no count of its own (powerloss: target 1): its label alone
+        count = (
+            ""
+            if target <= 1 and not budget_ns
+            else f" {done}/{target}"
+            if budget_ns and done <= target
+            else f" {done:,} samples"
+        )
+        self._bar.set_postfix_str(f"{label}{count}", refresh=True)
 
     def close(self) -> None:
         if self._bar is not None:

@@ -679,3 +679,18 @@ def test_powerloss_is_one_spelling_in_run_and_crash():
     for command in ("run", "crash"):
         assert "--powerloss" in sub[command].format_help()
         assert "--power-loss" not in sub[command].format_help()
+
+
+def test_progress_of_a_workload_without_a_count_shows_its_label_alone(monkeypatch, capsys):
+    """powerloss reports each configuration x model with target 1 and no samples: the bar
+    names it, never "0 samples"; a run-budgeted run still counts its samples."""
+    from fsyncbench import cli
+
+    monkeypatch.setattr(cli, "_isatty", lambda _stream: True)
+    with cli._Progress(quiet=False) as progress:
+        progress("wal/full prefix", 0, 2, 0, 1, 0, 0)
+    err = capsys.readouterr().err
+    assert "wal/full prefix" in err and "samples" not in err
+    with cli._Progress(quiet=False) as progress:
+        progress("wal/full", 0.5, 2, 1234, 1_000_000, 0, 0)
+    assert "wal/full 1,234 samples" in capsys.readouterr().err
