@@ -31,12 +31,10 @@ from fsyncbench.api.measuring import (
     experiment_report,
     host_record,
     kill_matrix,
-    powercut_listen,
-    powercut_verify,
-    powercut_write,
     run,
     simulate_power_loss,
 )
+from fsyncbench.api.powercut import powercut_listen, powercut_verify, powercut_write
 from fsyncbench.api.reports import (
     Comparison,
     GateResult,

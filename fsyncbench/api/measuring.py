@@ -33,8 +33,6 @@ from fsyncbench.report import store
 if TYPE_CHECKING:  # for annotations only: each is imported where it is used
     from fsyncbench.crash import CrashExperiment, CrashProgress, PowerLossExperiment
     from fsyncbench.model import PowerlossResult
-    from fsyncbench.powercut.verify import VerifyOutcome
-    from fsyncbench.powercut.writer import WriterStatus, WriterSummary
     from fsyncbench.powerloss import PowerlossPlan
 
 
@@ -101,7 +99,7 @@ def run(
     """
     started = time.monotonic_ns()
     options.check_instance(gates, Gates, "gates")
-    _check_extras(assume, outputs, progress, notes, command_line)
+    check_extras(assume, outputs, progress, notes, command_line)
     path = options.target_dir(target)
     plan = options.run_plan(
         path,
@@ -167,7 +165,7 @@ def run(
         "run",
         host,
         results,
-        _command_line(command_line),
+        command_line_of(command_line),
         floors,
         elapsed_ns=time.monotonic_ns() - started,
     )
@@ -209,7 +207,7 @@ def simulate_power_loss(
     (subset and torn), ``keep_failures`` (a directory for the worst state of each). Render
     the result with :func:`render`. Raises FsyncbenchError on bad input or a failed
     recording."""
-    _check_extras((), outputs, progress, notes)
+    check_extras((), outputs, progress, notes)
     path = options.target_dir(target)
     plan = options.powerloss_plan(
         journal_modes=journal_modes,
@@ -279,7 +277,7 @@ def audit(
     options.audit_types(
         samples, budget_seconds, compare_syncs, sweep_repeats, sweep_max_mib, trace_commits
     )
-    _check_extras(assume, outputs, progress, notes, command_line)
+    check_extras(assume, outputs, progress, notes, command_line)
     if from_report is not None:
         if target is not None:
             raise FsyncbenchError("give a directory to audit or --from REPORT, not both")
@@ -322,7 +320,7 @@ def audit(
         "audit",
         host,
         results,
-        _command_line(command_line),
+        command_line_of(command_line),
         evidence=ev,
         elapsed_ns=time.monotonic_ns() - started,
     )
@@ -335,7 +333,7 @@ def host_record(
     """``fsyncbench host``: the host record (OS, SQLite, filesystem, storage stack, devices,
     virtualization) of the directory ``target``, with the ``assume`` facts declared;
     nothing is measured."""
-    _check_extras(assume, outputs)
+    check_extras(assume, outputs)
     path = options.target_dir(target)
     facts = options.assumed(assume)
     if outputs is not None:
@@ -373,7 +371,7 @@ def kill_matrix(
     from fsyncbench import crash
     from fsyncbench.powerloss import MODELS, SEMANTICS
 
-    _check_extras((), outputs, progress, notes)
+    check_extras((), outputs, progress, notes)
     for value, name in (
         (journal_mode, "journal_mode"),
         (synchronous, "synchronous"),
@@ -443,7 +441,7 @@ def experiment_report(
             "result must be what kill_matrix or simulate_power_loss returned, got "
             f"{options.given(result)}"
         )
-    _check_extras((), None, command_line=command_line)
+    check_extras((), None, command_line=command_line)
     host = _collect_host(options.target_dir(target))
     kind = "powerloss" if isinstance(result, PowerlossResult) else "crash"
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
@@ -452,7 +450,7 @@ def experiment_report(
         tool_version=__version__,
         kind=kind,
         created_utc=now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        command_line=_command_line(command_line),
+        command_line=command_line_of(command_line),
         host=host,
         results=(),
         verdict=Verdict(
@@ -463,96 +461,6 @@ def experiment_report(
         powerloss=result if isinstance(result, PowerlossResult) else None,
         crash=result if isinstance(result, CrashExperiment) else None,
         crash_power_loss=result if isinstance(result, PowerLossExperiment) else None,
-    )
-
-
-def powercut_listen(
-    bind: str = "127.0.0.1",
-    port: int = 5400,
-    state: PathLike = "fsyncbench-powercut-listener.db",
-    *,
-    log: Callable[[str], None] = lambda _line: None,
-    ready: Callable[[tuple[str, int]], None] | None = None,
-) -> None:
-    """``fsyncbench powercut listen``: record what writers report, durably in the SQLite
-    file ``state``, until SIGINT/SIGTERM; ``log`` gets each status line, ``ready`` the bound
-    (address, port) (:func:`fsyncbench.powercut.listen`)."""
-    from fsyncbench import powercut
-
-    options.check_text(bind, "bind")
-    options.check_integer(port, "port")
-    options.check_path(state, "state")
-    options.check_callback(log, "log", optional=False)
-    options.check_callback(ready, "ready")
-    powercut.listen(bind, port, Path(state), log, ready)
-
-
-def powercut_write(
-    target: PathLike = ".",
-    *,
-    to: str,
-    journal_mode: str = "wal",
-    synchronous: str = "full",
-    fullfsync: str | bool | None = None,
-    payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
-    max_commits: int | None = None,
-    status: Callable[[WriterStatus], None] | None = None,
-    log: Callable[[str], None] | None = None,
-    outputs: Outputs | None = None,
-) -> WriterSummary:
-    """``fsyncbench powercut write``: commit journal rows in ``target`` and report each to the
-    listener at ``to`` (HOST:PORT) once COMMIT returned, until ``max_commits`` or a stop;
-    ``status`` gets a :class:`fsyncbench.powercut.writer.WriterStatus` now and then, ``log``
-    each event line. Returns the WriterSummary (render it with :func:`render`)."""
-    from fsyncbench import powercut
-
-    options.check_text(to, "to")
-    options.check_integer(payload_bytes, "payload_bytes")
-    options.check_integer(max_commits, "max_commits", optional=True)
-    options.check_callback(status, "status")
-    options.check_callback(log, "log")
-    _check_extras((), outputs)
-    address = options.address(to, "--to")
-    path = options.target_dir(target)
-    pragmas = options.one_pragmas(journal_mode, synchronous, fullfsync, command="powercut write")
-    if outputs is not None:
-        outputs.check()
-    return powercut.write(
-        address,
-        path,
-        pragmas,
-        payload_bytes,
-        max_commits,
-        status or (lambda _s: None),
-        log or (lambda _line: None),
-    )
-
-
-def powercut_verify(
-    target: PathLike = ".",
-    *,
-    listener: str,
-    run_id: str | None = None,
-    report_dir: PathLike = "reports",
-    outputs: Outputs | None = None,
-    command_line: Sequence[str] | None = None,
-) -> VerifyOutcome:
-    """``fsyncbench powercut verify``: check every commit the ``listener`` (HOST:PORT)
-    recorded for the run ``run_id`` (default: the newest in ``target``) against its journal,
-    and save the report (kind "powercut") in ``report_dir``. Returns the
-    :class:`fsyncbench.powercut.verify.VerifyOutcome` (``report``, ``failed``, ``path``)."""
-    from fsyncbench import powercut
-
-    options.check_text(listener, "listener")
-    options.check_text(run_id, "run_id", optional=True)
-    options.check_path(report_dir, "report_dir")
-    _check_extras((), outputs, command_line=command_line)
-    address = options.address(listener, "--from")
-    path = options.target_dir(target)
-    if outputs is not None:
-        outputs.check()
-    return powercut.verify(
-        address, path, run_id, Path(report_dir), list(_command_line(command_line))
     )
 
 
@@ -649,7 +557,7 @@ def _declare(host: Host, facts: Sequence[str]) -> Host:
     return dataclasses.replace(host, target=target)
 
 
-def _check_extras(
+def check_extras(
     assume: object,
     outputs: object,
     progress: object = None,
@@ -678,7 +586,9 @@ def _note(notes: Notes | None, message: str) -> None:
         notes(message)
 
 
-def _command_line(given: Sequence[str] | None) -> tuple[str, ...]:
+def command_line_of(given: Sequence[str] | None) -> tuple[str, ...]:
+    """The command line a report records: ``given`` (the CLI passes its own), else this
+    process's ``sys.argv`` (a call from Python)."""
     return tuple(given) if given is not None else (tuple(sys.argv) if sys.argv else ("python",))
 
 
