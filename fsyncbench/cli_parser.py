@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from fsyncbench import __version__, options, powerloss
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import plan, stats
+from fsyncbench.measure import intervals, plan
 from fsyncbench.options import COMPARE_FORMATS, REPORT_FORMATS, TABLE_FORMATS, VERIFY_FORMATS
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
@@ -223,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="read earlier runs of the same measurement (same host, directory, storage "
         "and workload; redacted reports never match) from the reports in DIR (at most 64 "
         "files, newest first) and, from 2 earlier runs on, widen each interval by the "
-        f"spread between this run and the last {stats.MAX_EARLIER_RUNS}, which one run "
+        f"spread between this run and the last {intervals.MAX_EARLIER_RUNS}, which one run "
         "cannot see (default: the "
         "--report-dir)",
     )

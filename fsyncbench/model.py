@@ -66,7 +66,7 @@ class Pragmas:
 @dataclass(frozen=True)
 class Interval:
     """A confidence interval of one percentile, or the reason there is none
-    (:func:`fsyncbench.measure.stats.quantile_interval` makes them).
+    (:func:`fsyncbench.measure.intervals.quantile_interval` makes them).
 
     ``estimate_ns`` is the percentile of all samples; ``low_ns``/``high_ns`` the bounds
     (None, with ``reason`` saying why, when the data cannot support an interval);
@@ -77,7 +77,7 @@ class Interval:
 
     ``runs`` is how many runs of the same measurement the interval rests on: 1, this run
     alone; more when earlier runs (``Result.earlier``) widened it by the spread between
-    runs (:func:`fsyncbench.measure.stats.between_runs_interval`). Then ``se_log`` and
+    runs (:func:`fsyncbench.measure.intervals.between_runs_interval`). Then ``se_log`` and
     ``df`` are the combined ones, ``tau_log`` the estimated between-run standard deviation
     of log(estimate), and ``within_se_log``/``within_df`` this run's own. With ``runs`` > 1
     and ``within_se_log`` None the interval rests on the runs' spread alone (this run had

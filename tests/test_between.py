@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.stats import t as student_t
 
-from fsyncbench.measure import between, stats
+from fsyncbench.measure import between, intervals
 from fsyncbench.measure.between import RunFigure
 
 # --------------------------------------------------------------------------- by hand
@@ -35,14 +35,14 @@ def test_a_runs_spread_is_its_rounds_never_below_its_own_se_or_a_tick():
 
 
 def test_clock_tick_is_the_divisor_of_the_differences():
-    assert stats.clock_tick_ns([100, 200, 300, 500]) == 100
-    assert stats.clock_tick_ns([1000, 2000, 2000, 7000]) == 1000
-    assert stats.clock_tick_ns([70, 80, 90]) == 10
-    assert stats.clock_tick_ns([101, 200, 300]) == 1
-    assert stats.clock_tick_ns([100] * 5) == 1  # no difference shows a tick
-    assert stats.clock_tick_ns([]) == 1
+    assert intervals.clock_tick_ns([100, 200, 300, 500]) == 100
+    assert intervals.clock_tick_ns([1000, 2000, 2000, 7000]) == 1000
+    assert intervals.clock_tick_ns([70, 80, 90]) == 10
+    assert intervals.clock_tick_ns([101, 200, 300]) == 1
+    assert intervals.clock_tick_ns([100] * 5) == 1  # no difference shows a tick
+    assert intervals.clock_tick_ns([]) == 1
     # beyond the first 1,000 samples: one odd value late in the run still counts
-    assert stats.clock_tick_ns([100] * 999 + [200] * 1000 + [250]) == 50
+    assert intervals.clock_tick_ns([100] * 999 + [200] * 1000 + [250]) == 50
 
 
 def test_pair_basis_by_hand():

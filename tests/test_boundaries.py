@@ -26,7 +26,7 @@ from fsyncbench import api
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.host.layers import disk_layer, filesystem_layer
 from fsyncbench.judge import devices, engine, gates, rule_facts
-from fsyncbench.measure import stats
+from fsyncbench.measure import intervals, stats
 from fsyncbench.model import (
     FLUSH_FSYNCS_BACKING_FILE,
     HONEST_FLUSH,
@@ -955,10 +955,10 @@ def test_stats_threshold_values():
     quantile of 3.18); MIN_TAIL_SAMPLES 10 (a p99 from fewer than 1,000 samples is one of
     its ten largest values); MIN_TAIL_BLOCKS 2 (the whole tail in one burst); MIN_ROUNDS 3
     (t on 2 degrees of freedom); FLOOR_FACTOR 2 has no source beyond its comment."""
-    assert stats.MIN_BLOCKS == 5
-    assert stats.MIN_TAIL_SAMPLES == 10
-    assert stats.MIN_TAIL_BLOCKS == 2
-    assert stats.MIN_ROUNDS == 3
+    assert intervals.MIN_BLOCKS == 5
+    assert intervals.MIN_TAIL_SAMPLES == 10
+    assert intervals.MIN_TAIL_BLOCKS == 2
+    assert intervals.MIN_ROUNDS == 3
     assert stats.FLOOR_FACTOR == 2.0
 
 
@@ -972,9 +972,9 @@ def test_interval_needs_min_tail_samples(side):
     interval (``tail < MIN_TAIL_SAMPLES``). For p50 the tail n x 0.5 is exact, so n = 20 is
     exactly at it. (For p99 the tail n x (1 - 0.99) is not exact: 1000 x 0.01 is
     10.000000000000009 in floats, so p99 cannot sit exactly at the threshold.) Source:
-    stats.MIN_TAIL_SAMPLES' comment; Kuensch 1989 for the block jackknife."""
-    n = int(stats.MIN_TAIL_SAMPLES / 0.5) + _step(side)
-    iv = stats.quantile_interval(_shuffled(n), [n // 5] * 4 + [n - 4 * (n // 5)], 50)
+    intervals.MIN_TAIL_SAMPLES' comment; Kuensch 1989 for the block jackknife."""
+    n = int(intervals.MIN_TAIL_SAMPLES / 0.5) + _step(side)
+    iv = intervals.quantile_interval(_shuffled(n), [n // 5] * 4 + [n - 4 * (n // 5)], 50)
     if side == BELOW:
         assert iv.bounds is None
         assert iv.reason == f"n={n} too small for a p50 interval (needs 20)"
@@ -985,10 +985,10 @@ def test_interval_needs_min_tail_samples(side):
 @pytest.mark.parametrize("side", SIDES)
 def test_p99_interval_needs_a_thousand_samples(side):
     """quantile_interval for p99: MIN_TAIL_SAMPLES beyond p99 need n >= 1000 (999 x 0.01 <
-    10 <= 1000 x 0.01, the latter by float rounding, see above). Source: stats.MIN_TAIL_SAMPLES
+    10 <= 1000 x 0.01, the latter by float rounding, see above). Source: intervals.MIN_TAIL_SAMPLES
     ("a p99 from fewer than 1,000 samples is one of its ten largest values")."""
     n = 1000 + _step(side)
-    iv = stats.quantile_interval(_shuffled(n), [n // 10] * 9 + [n - 9 * (n // 10)], 99)
+    iv = intervals.quantile_interval(_shuffled(n), [n // 10] * 9 + [n - 9 * (n // 10)], 99)
     if side == BELOW:
         assert iv.reason == f"n={n} too small for a p99 interval (needs 1000)"
     else:
@@ -998,11 +998,11 @@ def test_p99_interval_needs_a_thousand_samples(side):
 @pytest.mark.parametrize("side", SIDES)
 def test_interval_needs_min_blocks(side):
     """quantile_interval: fewer than MIN_BLOCKS slices give no interval (``counts.size <
-    MIN_BLOCKS``: exactly 5 slices do). Source: stats.MIN_BLOCKS' comment (Student t's
+    MIN_BLOCKS``: exactly 5 slices do). Source: intervals.MIN_BLOCKS' comment (Student t's
     97.5 % quantile on 3 degrees of freedom is 3.18)."""
-    slices = stats.MIN_BLOCKS + _step(side)
+    slices = intervals.MIN_BLOCKS + _step(side)
     n = 120 * slices
-    iv = stats.quantile_interval(_shuffled(n), [120] * slices, 50)
+    iv = intervals.quantile_interval(_shuffled(n), [120] * slices, 50)
     if side == BELOW:
         assert iv.bounds is None
         assert iv.reason == f"{slices} slice(s): too few for a p50 interval (needs 5)"
@@ -1019,7 +1019,7 @@ TAIL_SPREADS = {BELOW: ((6, 4), 100 / 52), AT: ((5, 5), 2.0), ABOVE: ((5, 4, 1),
 def test_interval_needs_min_tail_blocks(side):
     """_jackknife_interval: a tail held by fewer than MIN_TAIL_BLOCKS effective slices gives
     no interval (``effective < MIN_TAIL_BLOCKS``): two slices holding five each are exactly
-    2.0 effective. Sources: stats.MIN_TAIL_BLOCKS' comment; Kish 1965, "Survey Sampling",
+    2.0 effective. Sources: intervals.MIN_TAIL_BLOCKS' comment; Kish 1965, "Survey Sampling",
     sec. 11.7 for the effective count."""
     spread, effective = TAIL_SPREADS[side]
     rng = np.random.default_rng(3)
@@ -1028,7 +1028,7 @@ def test_interval_needs_min_tail_blocks(side):
     for block, k in enumerate(spread):
         for i in range(k):
             x[100 * block + i] = next(top)
-    iv = stats.quantile_interval(x, [100] * 10, 99)
+    iv = intervals.quantile_interval(x, [100] * 10, 99)
     if side == BELOW:
         assert iv.bounds is None
         assert f"too few slices ({math.floor(effective * 100) / 100:.2f} effective)" in iv.reason
@@ -1053,14 +1053,14 @@ def _rounds_data(rounds, per_round_slices=4):
 def test_round_jackknife_needs_min_rounds(side):
     """quantile_interval: the jackknife over rounds is computed from MIN_ROUNDS rounds on
     (``per_round.size >= MIN_ROUNDS``); with fewer the slices' interval stands however much
-    the rounds disagree. Source: stats.MIN_ROUNDS' comment (t on 2 degrees of freedom)."""
-    rounds = stats.MIN_ROUNDS + _step(side)
+    the rounds disagree. Source: intervals.MIN_ROUNDS' comment (t on 2 degrees of freedom)."""
+    rounds = intervals.MIN_ROUNDS + _step(side)
     x, counts, slice_rounds = _rounds_data(rounds)
-    iv = stats.quantile_interval(x, counts, 50, slice_rounds=slice_rounds)
+    iv = intervals.quantile_interval(x, counts, 50, slice_rounds=slice_rounds)
     if side == BELOW:
-        assert iv.method == stats.METHOD_BLOCKS and iv.blocks == len(counts)
+        assert iv.method == intervals.METHOD_BLOCKS and iv.blocks == len(counts)
     else:
-        assert iv.method == stats.METHOD_ROUNDS and iv.blocks == rounds
+        assert iv.method == intervals.METHOD_ROUNDS and iv.blocks == rounds
 
 
 def _floor(p50_ns):

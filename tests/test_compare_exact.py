@@ -18,12 +18,12 @@ from scipy.stats import mannwhitneyu
 from scipy.stats import t as student_t
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import between, stats
+from fsyncbench.measure import between, intervals, stats
 from fsyncbench.model import EarlierRun, Interval, ResultVerdict, Verdict
 from fsyncbench.report import compare, fleet
 from fsyncbench.report.compare import RankTest
 
-BLOCKS = stats.METHOD_BLOCKS
+BLOCKS = intervals.METHOD_BLOCKS
 NO_SLICES = "has no slices (schema 1 report or no raw samples)"
 #: a small report for its host and verdict; the tests put their own results in it
 BASE = sampled.report(n=200)
@@ -147,7 +147,7 @@ def test_result_interval_uses_the_rounds_of_a_multi_round_run():
     )
     got = compare.result_interval(r, 50)
     est, se, df, bounds = reference.jackknife(data, counts, 50, rounds)
-    assert got.method == stats.METHOD_ROUNDS and got.blocks == 4
+    assert got.method == intervals.METHOD_ROUNDS and got.blocks == 4
     assert got.estimate_ns == est == 100443.5
     assert got.bounds == pytest.approx(bounds, rel=1e-12)
     assert (got.se_log, got.df) == pytest.approx((se, df), rel=1e-12)
@@ -158,7 +158,7 @@ def test_result_interval_uses_the_rounds_of_a_multi_round_run():
 
 def test_result_interval_returns_the_stored_records_of_a_summary_only_report():
     i50 = iv(100.0, 95.0, 105.0, 0.02, 9.0)
-    i99 = iv(300.0, 250.0, 360.0, 0.09, 4.0, blocks=12, method=stats.METHOD_ROUNDS)
+    i99 = iv(300.0, 250.0, 360.0, 0.09, 4.0, blocks=12, method=intervals.METHOD_ROUNDS)
     r = given("wal/full", i99, i50)
     assert compare.result_interval(r, 50) == i50
     assert compare.result_interval(r, 99) == i99

@@ -15,7 +15,7 @@ from fsyncbench.fmt import (
     fmt_spread,
     short_reason,
 )
-from fsyncbench.measure import stats
+from fsyncbench.measure import intervals
 from fsyncbench.model import Interval
 from fsyncbench.report import store
 from fsyncbench.report.document import pretty
@@ -38,8 +38,8 @@ def test_precision_text(bounds, text):
 
 
 def test_no_interval_is_said_not_printed():
-    few = stats.quantile_interval(list(range(1, 4001)), [1000] * 4, 99)
-    small = stats.quantile_interval(list(range(1, 601)), [60] * 10, 99)
+    few = intervals.quantile_interval(list(range(1, 4001)), [1000] * 4, 99)
+    small = intervals.quantile_interval(list(range(1, 601)), [60] * 10, 99)
     assert fmt_interval(few.bounds, few) == "none (4 slices)"
     assert fmt_interval(small.bounds, small) == "none (n too small)"
     assert fmt_precision(100.0, None) == "-"

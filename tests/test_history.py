@@ -14,7 +14,7 @@ import sampled
 from clitools import assert_usage_error, fsb
 from factories import host
 
-from fsyncbench.measure import stats
+from fsyncbench.measure import intervals, stats
 from fsyncbench.model import EarlierRun, Interval
 from fsyncbench.report import compare, history, store
 
@@ -23,7 +23,7 @@ from fsyncbench.report import compare, history, store
 
 def own(estimate: float, se: float, df: float = 30.0) -> Interval:
     """This run's interval as quantile_interval makes it: estimate x exp(+-t x se)."""
-    t = stats.t_quantile(df, 0.975)
+    t = intervals.t_quantile(df, 0.975)
     return Interval(
         estimate, estimate * math.exp(-t * se), estimate * math.exp(t * se), se, df, 31, "x"
     )
@@ -42,7 +42,7 @@ def test_coverage_near_95_where_one_run_alone_covers_far_less():
         current = own(math.exp(ys[-1]), s)
         earlier = [(math.exp(y), s) for y in ys[:-1]]
         alone += current.low_ns <= math.exp(mu) <= current.high_ns
-        iv = stats.between_runs_interval(current, earlier)
+        iv = intervals.between_runs_interval(current, earlier)
         widened += iv.low_ns <= math.exp(mu) <= iv.high_ns
     assert alone / trials < 0.5
     assert 0.95 <= widened / trials <= 0.995
@@ -56,11 +56,11 @@ def test_a_shift_in_the_spread_is_followed_by_the_last_runs_only():
     hits = trials = 0
     for _ in range(1500):
         quiet = list(rng.normal(0, 0.02, 20))
-        busy = list(rng.normal(0, 0.4, stats.MAX_EARLIER_RUNS + 2))
+        busy = list(rng.normal(0, 0.4, intervals.MAX_EARLIER_RUNS + 2))
         ys = quiet + busy
         current = own(math.exp(ys[-2]), 0.01)
         earlier = [(math.exp(y), 0.01) for y in ys[:-2]]
-        iv = stats.between_runs_interval(current, earlier)
+        iv = intervals.between_runs_interval(current, earlier)
         hits += iv.low_ns <= math.exp(ys[-1]) <= iv.high_ns
         trials += 1
     # a calibrated interval covers another run's estimate less often than the mean (both
@@ -72,7 +72,7 @@ def test_no_spread_between_runs_leaves_the_interval_as_it_was():
     """Earlier runs that agree within their own errors add nothing: tau = 0, the same
     bounds, and the interval says it rests on 3 runs."""
     current = own(1000.0, 0.1)
-    iv = stats.between_runs_interval(current, [(1000.0, 0.1), (1000.0, 0.1)])
+    iv = intervals.between_runs_interval(current, [(1000.0, 0.1), (1000.0, 0.1)])
     assert iv.runs == 3 and iv.tau_log == 0.0
     assert iv.bounds == pytest.approx(current.bounds)
     assert iv.within_se_log == 0.1 and iv.within_df == 30.0
@@ -82,8 +82,8 @@ def test_between_runs_interval_by_hand():
     """Logs 0, 1, 2 (this run last) with own SEs 0.1: the runs' sd is 1, t on 2 degrees of
     freedom; tau^2 = var(y) - mean(s^2) = 1 - 0.01 = 0.99 is recorded."""
     current = own(math.exp(2.0), 0.1)
-    iv = stats.between_runs_interval(current, [(1.0, 0.1), (math.e, 0.1)])
-    t = stats.t_quantile(2, 0.975)
+    iv = intervals.between_runs_interval(current, [(1.0, 0.1), (math.e, 0.1)])
+    t = intervals.t_quantile(2, 0.975)
     assert iv.se_log == pytest.approx(1.0)
     assert iv.df == 2
     assert iv.tau_log == pytest.approx(math.sqrt(0.99))
@@ -92,25 +92,25 @@ def test_between_runs_interval_by_hand():
 
 def test_the_earlier_runs_own_errors_change_only_the_recorded_tau():
     current = own(math.exp(2.0), 0.1)
-    with_se = stats.between_runs_interval(current, [(1.0, 0.1), (math.e, 0.1)])
-    without = stats.between_runs_interval(current, [(1.0, None), (math.e, None)])
+    with_se = intervals.between_runs_interval(current, [(1.0, 0.1), (math.e, 0.1)])
+    without = intervals.between_runs_interval(current, [(1.0, None), (math.e, None)])
     assert without.tau_log > with_se.tau_log
     assert without.bounds == pytest.approx(with_se.bounds)
 
 
 def test_fewer_than_two_earlier_runs_or_a_zero_estimate_change_nothing():
     current = own(1000.0, 0.1)
-    assert stats.between_runs_interval(current, [(5000.0, 0.1)]) is current
+    assert intervals.between_runs_interval(current, [(5000.0, 0.1)]) is current
     # a zero estimate (a clock too coarse) is no run to compare with
-    assert stats.between_runs_interval(current, [(0.0, 0.1), (5000.0, 0.1)]) is current
+    assert intervals.between_runs_interval(current, [(0.0, 0.1), (5000.0, 0.1)]) is current
 
 
 def test_only_the_last_max_earlier_runs_are_used():
     current = own(1000.0, 0.05)
     old = [(1e9, 0.05)] * 5  # far off, and older than the window
-    recent = [(1000.0 * (1 + 0.01 * k), 0.05) for k in range(stats.MAX_EARLIER_RUNS)]
-    iv = stats.between_runs_interval(current, old + recent)
-    assert iv.runs == stats.MAX_EARLIER_RUNS + 1
+    recent = [(1000.0 * (1 + 0.01 * k), 0.05) for k in range(intervals.MAX_EARLIER_RUNS)]
+    iv = intervals.between_runs_interval(current, old + recent)
+    assert iv.runs == intervals.MAX_EARLIER_RUNS + 1
     assert iv.tau_log == 0.0
 
 
@@ -119,20 +119,20 @@ def test_runs_give_an_interval_where_this_run_alone_has_none():
     all) give one from their spread, t on 2 degrees of freedom; one earlier run, none."""
     none = Interval(1000.0, None, None, None, 0, 10, "block-jackknife", "n=400 too small")
     two = [(900.0, None), (1200.0, 0.1)]
-    iv = stats.between_runs_interval(none, two)
+    iv = intervals.between_runs_interval(none, two)
     se = float(np.std(np.log([900.0, 1200.0, 1000.0]), ddof=1))
-    t = stats.t_quantile(2, 0.975)
+    t = intervals.t_quantile(2, 0.975)
     assert iv.reason is None and iv.runs == 3 and iv.df == 2
     assert iv.bounds == pytest.approx((1000.0 * math.exp(-t * se), 1000.0 * math.exp(t * se)))
     assert iv.within_se_log is None
-    assert stats.between_runs_interval(none, two[:1]) is none
+    assert intervals.between_runs_interval(none, two[:1]) is none
 
 
 def test_own_bounds_recover_this_runs_interval():
     current = own(math.exp(2.0), 0.1)
-    iv = stats.between_runs_interval(current, [(1.0, 0.1), (math.e, 0.1)])
-    assert stats.own_bounds(iv) == pytest.approx(current.bounds)
-    assert stats.own_bounds(current) == current.bounds
+    iv = intervals.between_runs_interval(current, [(1.0, 0.1), (math.e, 0.1)])
+    assert intervals.own_bounds(iv) == pytest.approx(current.bounds)
+    assert intervals.own_bounds(current) == current.bounds
 
 
 def test_quantile_interval_with_earlier_runs_is_the_widened_own_interval():
@@ -140,10 +140,10 @@ def test_quantile_interval_with_earlier_runs_is_the_widened_own_interval():
     between_runs_interval of its own interval."""
     data = sampled.samples(1e6, 2000, seed=3)
     slices = tuple([200] * 10)
-    mine = stats.quantile_interval(data, slices, 99)
+    mine = intervals.quantile_interval(data, slices, 99)
     earlier = [(1.4e6, 0.05), (2.1e6, 0.06)]
-    both = stats.quantile_interval(data, slices, 99, earlier=earlier)
-    assert both == stats.between_runs_interval(mine, earlier)
+    both = intervals.quantile_interval(data, slices, 99, earlier=earlier)
+    assert both == intervals.between_runs_interval(mine, earlier)
     assert both.runs == 3 and both.high_ns > mine.high_ns
 
 
@@ -355,15 +355,15 @@ def test_reading_stops_once_enough_runs_are_found(tmp_path):
     never opened (here: it is not even a report, and is not named as unreadable)."""
     import os
 
-    paths = saved_runs(tmp_path, [1.0 + k / 10 for k in range(stats.MAX_EARLIER_RUNS)])
+    paths = saved_runs(tmp_path, [1.0 + k / 10 for k in range(intervals.MAX_EARLIER_RUNS)])
     junk = tmp_path / "old.json"
     junk.write_text("not json")
     os.utime(junk, ns=(1, 1))
     for k, p in enumerate(paths):
         os.utime(p, ns=(10**18 + k, 10**18 + k))
     past = history.read_history(tmp_path, sampled.report().host)
-    assert len(past.reports) == stats.MAX_EARLIER_RUNS
-    assert past.examined == stats.MAX_EARLIER_RUNS and past.unreadable == ()
+    assert len(past.reports) == intervals.MAX_EARLIER_RUNS
+    assert past.examined == intervals.MAX_EARLIER_RUNS and past.unreadable == ()
 
 
 def test_a_schema_2_report_is_read_and_says_its_intervals_rest_on_one_run():
@@ -386,7 +386,7 @@ def test_never_narrower_than_this_runs_own_interval():
     4 degrees of freedom times their sd is the shorter; the interval stays this run's own."""
     current = own(1000.0, 0.1, df=2.0)
     spread = [(1000.0 * math.exp(0.12 * (-1) ** k), 0.1) for k in range(4)]
-    iv = stats.between_runs_interval(current, spread)
+    iv = intervals.between_runs_interval(current, spread)
     assert iv.runs == 5 and iv.tau_log > 0
     assert iv.bounds == pytest.approx(current.bounds)
     assert iv.se_log == current.se_log and iv.df == current.df
@@ -400,7 +400,7 @@ def test_newer_reports_of_other_configurations_do_not_hide_the_matching_ones(tmp
 
     base = sampled.report()
     paths = saved_runs(tmp_path, [1.0, 1.3])
-    for k in range(stats.MAX_EARLIER_RUNS):
+    for k in range(intervals.MAX_EARLIER_RUNS):
         rep = dataclasses.replace(
             base, results=base.results[:1], created_utc=f"2026-11-30T{14 + k:02d}:00:00Z"
         )

@@ -16,7 +16,7 @@ from factories import _result, commit, flush, host, write
 
 from fsyncbench import api
 from fsyncbench import report as report_out
-from fsyncbench.measure import runner, stats, workloads
+from fsyncbench.measure import intervals, runner, stats, workloads
 from fsyncbench.measure import timing as measure
 from fsyncbench.measure.plan import RunPlan
 from fsyncbench.model import Pragmas
@@ -78,10 +78,10 @@ def test_adaptive_stop_needs_an_interval_and_a_confirming_check(clock):
     # from MIN_BLOCKS slices; it must be met at two checks in a row
     w = ScriptedWorkload(clock, [1000] * 10**5)
     s = _sampler(w, min_samples=1000, ci_target_pct=10)
-    reasons = [s.run(budget_s=300e-6) for _ in range(stats.MIN_BLOCKS + 1)]
-    assert reasons == [measure.STOP_BUDGET] * stats.MIN_BLOCKS + [measure.STOP_CI_TARGET]
+    reasons = [s.run(budget_s=300e-6) for _ in range(intervals.MIN_BLOCKS + 1)]
+    assert reasons == [measure.STOP_BUDGET] * intervals.MIN_BLOCKS + [measure.STOP_CI_TARGET]
     m = s.measurement()
-    assert m.slice_counts == (300,) * (stats.MIN_BLOCKS + 1)
+    assert m.slice_counts == (300,) * (intervals.MIN_BLOCKS + 1)
     # zero spread: the interval is one clock tick (1 ns of 1000) wide each side, no less
     assert 0.0 < m.p99_ci_halfwidth_pct < 0.5 and m.target_reached and s.done
     assert m.slice_rounds == ()  # one round
@@ -164,11 +164,11 @@ def test_check_copies_the_live_sample_array():
     hand, counts = reference.hand_p99_blocks()
     samples = array("q", hand)
     # 20.8763 %: worked out by hand in test_stats.test_p99_halfwidth_by_hand
-    assert stats.p99_ci_halfwidth_pct(samples, counts) == pytest.approx(20.876303046, rel=1e-9)
+    assert intervals.p99_ci_halfwidth_pct(samples, counts) == pytest.approx(20.876303046, rel=1e-9)
     samples.append(5)  # would raise BufferError if a view were still exported
     assert len(samples) == 1001 and samples[-1] == 5
     assert samples[:1000].tolist() == hand  # not sorted in place
-    again = stats.p99_ci_halfwidth_pct(samples[:1000], counts)
+    again = intervals.p99_ci_halfwidth_pct(samples[:1000], counts)
     assert again == pytest.approx(20.876303046, rel=1e-9)
 
 

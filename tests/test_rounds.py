@@ -11,7 +11,7 @@ import sampled
 from clitools import fsb, leftovers
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import rounds, stats
+from fsyncbench.measure import intervals, rounds, stats
 from fsyncbench.measure.plan import RunPlan, build_configs
 from fsyncbench.model import FlushDelta
 from fsyncbench.report import compare, store
@@ -39,7 +39,7 @@ def test_merge_joins_samples_in_round_order_and_tags_each_slice():
     assert full.summary == stats.summarize(full.samples_ns, full.slice_counts, full.slice_rounds)
     assert len(full.summary.round_p99_ns) == 3
     # the middle round is 1.5x slower: the rounds disagree and the interval says so
-    assert full.summary.p50_interval.method == stats.METHOD_ROUNDS
+    assert full.summary.p50_interval.method == intervals.METHOD_ROUNDS
     flush = next(r for r in merged if r.kind == "flush")
     assert flush.device_flushes == (FlushDelta("vda", 300, 15, 600),)
     assert flush.syncs_issued == sum(

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.signal import lfilter
 from scipy.stats import t as student_t
 
-from fsyncbench.measure import stats
+from fsyncbench.measure import intervals, stats
 from fsyncbench.model import Interval
 
 
@@ -28,7 +28,7 @@ def test_summary_matches_numpy_on_known_samples():
     assert s.mean_ns == pytest.approx(500.5)  # (1 + 1000) / 2
     assert s.stdev_ns == pytest.approx(np.std(np.arange(1, 1001), ddof=1))  # 288.82
     assert s.ops_per_s == pytest.approx(1e9 / 500.5)
-    assert s.ci_method == stats.METHOD_BLOCKS
+    assert s.ci_method == intervals.METHOD_BLOCKS
     # the ten samples at or above p99 (991..1000) fall into the slices as the permutation
     # put them; Kish's effective count of those slices, less one, is the df (numpy here)
     where = np.bincount(np.flatnonzero(np.asarray(samples) >= 990.01) // 100, minlength=10)
@@ -54,7 +54,7 @@ def test_intervals_match_the_reference_and_contain_the_estimate():
 
 def test_without_slices_the_interval_assumes_independence_and_says_so():
     s = stats.summarize(np.arange(1, 100_001))
-    assert s.ci_method == stats.METHOD_INDEPENDENT == "order-statistic"
+    assert s.ci_method == intervals.METHOD_INDEPENDENT == "order-statistic"
     # the sorted sample is 1..100000, so the value at 0-based rank k is k + 1; the ranks
     # from the exact binomial below (Hahn & Meeker 1991, sec. 5.2)
     lo, hi = _exact_ranks(100_000, 0.99)
@@ -71,15 +71,15 @@ def test_empty_samples_and_counts_that_do_not_add_up_are_rejected():
 
 
 def test_too_few_slices_or_samples_give_no_interval_and_say_why():
-    few_slices = stats.quantile_interval(np.arange(1, 4001), [1000] * 4, 99)
+    few_slices = intervals.quantile_interval(np.arange(1, 4001), [1000] * 4, 99)
     assert few_slices.bounds is None and few_slices.blocks == 4
     assert few_slices.reason == "4 slice(s): too few for a p99 interval (needs 5)"
-    small = stats.quantile_interval(np.arange(1, 601), [60] * 10, 99)
+    small = intervals.quantile_interval(np.arange(1, 601), [60] * 10, 99)
     assert small.bounds is None
     assert small.reason == "n=600 too small for a p99 interval (needs 1000)"
     # the same 600 samples (in no particular order) do support a p50 interval
     shuffled = np.random.default_rng(0).permutation(np.arange(1, 601))
-    assert stats.quantile_interval(shuffled, [60] * 10, 50).bounds is not None
+    assert intervals.quantile_interval(shuffled, [60] * 10, 50).bounds is not None
     s = stats.summarize(shuffled, [60] * 10)
     assert s.p99_ci_ns is None and s.p99_ci_halfwidth_pct is None and s.p50_ci_ns is not None
 
@@ -87,11 +87,12 @@ def test_too_few_slices_or_samples_give_no_interval_and_say_why():
 def test_a_tail_held_by_one_slice_gives_no_interval():
     """A trend (or one stall): every sample beyond p99 sits in the last slice, so how far
     p99 moves from run to run cannot be seen."""
-    iv = stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 99)
+    iv = intervals.quantile_interval(np.arange(1, 10_001), [1000] * 10, 99)
     assert iv.bounds is None and "too few slices (1.00 effective)" in iv.reason
     # and a median from slices that each hold another range cannot have one either
     assert (
-        "disagree too much" in stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 50).reason
+        "disagree too much"
+        in intervals.quantile_interval(np.arange(1, 10_001), [1000] * 10, 50).reason
     )
 
 
@@ -126,7 +127,7 @@ def test_leave_one_block_out_equals_recomputing_without_the_block(counts, q, tie
     rng = np.random.default_rng(seed)
     n = sum(counts)
     x = rng.integers(0, 5, n).astype(float) if ties else rng.exponential(size=n)
-    got = stats.leave_one_block_out(x, np.array(counts), q)
+    got = intervals.leave_one_block_out(x, np.array(counts), q)
     ends = np.cumsum(counts)
     want = [np.percentile(np.delete(x, np.arange(e - c, e)), 100 * q) for c, e in zip(counts, ends)]
     assert np.allclose(got, want)
@@ -165,11 +166,11 @@ def _coverage(make, truth, pct, slices=20, per_slice=1000, runs=200, seed=3):
     block = independent = given = 0
     for _ in range(runs):
         x = make(rng, slices * per_slice)
-        iv = stats.quantile_interval(x, [per_slice] * slices, pct)
+        iv = intervals.quantile_interval(x, [per_slice] * slices, pct)
         if iv.bounds is not None:
             given += 1
             block += iv.low_ns <= truth <= iv.high_ns
-        ind = stats.quantile_interval(x, (), pct)
+        ind = intervals.quantile_interval(x, (), pct)
         independent += ind.low_ns <= truth <= ind.high_ns
     assert given >= 0.8 * runs
     return block / given, independent / runs
@@ -204,15 +205,15 @@ def test_rounds_that_disagree_widen_the_interval_to_their_spread():
             counts.append(500)
             slice_rounds.append(r)
     x = np.concatenate(parts)
-    by_slices = stats.quantile_interval(x, counts, 50)
-    with_rounds = stats.quantile_interval(x, counts, 50, slice_rounds=slice_rounds)
-    assert with_rounds.method == stats.METHOD_ROUNDS and with_rounds.blocks == rounds
+    by_slices = intervals.quantile_interval(x, counts, 50)
+    with_rounds = intervals.quantile_interval(x, counts, 50, slice_rounds=slice_rounds)
+    assert with_rounds.method == intervals.METHOD_ROUNDS and with_rounds.blocks == rounds
     assert with_rounds.high_ns - with_rounds.low_ns > by_slices.high_ns - by_slices.low_ns
     assert with_rounds.bounds == pytest.approx(
         reference.interval(x, counts, 50, slice_rounds)[1], rel=1e-9
     )
     # each round's median, by numpy on that round's 2,000 samples
-    assert stats.round_percentiles(x, counts, slice_rounds, 50) == pytest.approx(
+    assert intervals.round_percentiles(x, counts, slice_rounds, 50) == pytest.approx(
         [np.percentile(x[2000 * r : 2000 * (r + 1)], 50) for r in range(rounds)]
     )
 
@@ -220,9 +221,9 @@ def test_rounds_that_disagree_widen_the_interval_to_their_spread():
 def test_fewer_rounds_than_blocks_keep_the_slice_interval():
     x = np.arange(1, 10_001, dtype=float)
     counts, slice_rounds = [1000] * 10, [0] * 5 + [1] * 5
-    iv = stats.quantile_interval(x, counts, 50, slice_rounds=slice_rounds)
-    assert iv.method == stats.METHOD_BLOCKS and iv.blocks == 10
-    assert stats.round_percentiles(x, counts, slice_rounds, 50) == (
+    iv = intervals.quantile_interval(x, counts, 50, slice_rounds=slice_rounds)
+    assert iv.method == intervals.METHOD_BLOCKS and iv.blocks == 10
+    assert intervals.round_percentiles(x, counts, slice_rounds, 50) == (
         np.percentile(x[:5000], 50),
         np.percentile(x[5000:], 50),
     )
@@ -267,22 +268,24 @@ def _exact_ranks(n, q, confidence=0.95):
     ],
 )
 def test_quantile_ci_ranks_match_the_exact_binomial(n, q):
-    assert stats.quantile_ci_ranks(n, q) == _exact_ranks(n, q)
+    assert intervals.quantile_ci_ranks(n, q) == _exact_ranks(n, q)
 
 
 def test_order_statistic_interval_is_refused_where_a_bound_does_not_exist():
     """Below 368 samples (0.99**368 = 0.0248 <= 0.025 < 0.99**367 = 0.0250) the largest
     sample covers the true p99 less often than 97.5 %: no interval rather than one that is
     narrower than stated; 6 samples for the median (0.5**6 = 0.0156 <= 0.025 < 0.5**5)."""
-    iv = stats.quantile_interval([100, 300], (), 99)
-    assert (iv.low_ns, iv.high_ns, iv.method) == (None, None, stats.METHOD_INDEPENDENT)
+    iv = intervals.quantile_interval([100, 300], (), 99)
+    assert (iv.low_ns, iv.high_ns, iv.method) == (None, None, intervals.METHOD_INDEPENDENT)
     assert iv.reason == "n=2 too small for a p99 interval (needs 368)"
-    assert stats.order_statistic_min_n(0.99) == 368 and stats.order_statistic_min_n(0.5) == 6
-    assert stats.order_statistic_min_n(0.01) == 368
-    assert stats.quantile_interval(np.arange(1, 368), (), 99).bounds is None
-    assert stats.quantile_interval(np.arange(1, 369), (), 99).bounds is not None
-    assert stats.quantile_interval([1, 2, 3, 4, 5], (), 50).bounds is None
-    assert stats.quantile_interval([1, 2, 3, 4, 5, 6], (), 50).bounds == (1.0, 6.0)
+    assert (
+        intervals.order_statistic_min_n(0.99) == 368 and intervals.order_statistic_min_n(0.5) == 6
+    )
+    assert intervals.order_statistic_min_n(0.01) == 368
+    assert intervals.quantile_interval(np.arange(1, 368), (), 99).bounds is None
+    assert intervals.quantile_interval(np.arange(1, 369), (), 99).bounds is not None
+    assert intervals.quantile_interval([1, 2, 3, 4, 5], (), 50).bounds is None
+    assert intervals.quantile_interval([1, 2, 3, 4, 5, 6], (), 50).bounds == (1.0, 6.0)
 
 
 def test_a_refused_interval_keeps_the_estimate_and_says_what_its_level_needs():
@@ -290,7 +293,7 @@ def test_a_refused_interval_keeps_the_estimate_and_says_what_its_level_needs():
     default: 100..109 -> 108 + 0.91 = 108.91), no bounds, no blocks, and the sample count
     the *asked* level needs: at 90 % the smallest n with 0.99**n <= 0.05 is 299
     (ln 0.05 / ln 0.99 = 298.07)."""
-    iv = stats.quantile_interval(list(range(100, 110)), (), 99, 0.9)
+    iv = intervals.quantile_interval(list(range(100, 110)), (), 99, 0.9)
     assert iv == Interval(
         108.91,
         None,
@@ -298,7 +301,7 @@ def test_a_refused_interval_keeps_the_estimate_and_says_what_its_level_needs():
         None,
         0,
         0,
-        stats.METHOD_INDEPENDENT,
+        intervals.METHOD_INDEPENDENT,
         "n=10 too small for a p99 interval (needs 299)",
     )
 
@@ -306,9 +309,9 @@ def test_a_refused_interval_keeps_the_estimate_and_says_what_its_level_needs():
 def test_order_statistic_min_n_counts_an_exact_tie_as_enough():
     """ "The smallest n with q**n <= alpha/2": at q = 0.5 and 75 % (alpha/2 = 0.125 = 0.5**3
     exactly, a binary fraction) 3 samples are enough, and quantile_ci_ranks agrees."""
-    assert stats.order_statistic_min_n(0.5, 0.75) == 3
-    assert stats.quantile_ci_ranks(3, 0.5, 0.75) == (0, 2)
-    assert stats.quantile_ci_ranks(2, 0.5, 0.75) is None
+    assert intervals.order_statistic_min_n(0.5, 0.75) == 3
+    assert intervals.quantile_ci_ranks(3, 0.5, 0.75) == (0, 2)
+    assert intervals.quantile_ci_ranks(2, 0.5, 0.75) is None
 
 
 def test_p99_halfwidth_by_hand():
@@ -329,7 +332,7 @@ def test_p99_halfwidth_by_hand():
     samples, counts = reference.hand_p99_blocks()
     t_975_4 = 2.7764451051977934
     se = 0.8 * math.log(110 / 101)
-    assert stats.p99_ci_halfwidth_pct(samples, counts) == pytest.approx(20.876303046, rel=1e-9)
+    assert intervals.p99_ci_halfwidth_pct(samples, counts) == pytest.approx(20.876303046, rel=1e-9)
     s = stats.summarize(samples, counts)
     assert s.p99_ns == pytest.approx(101.0)
     assert s.p99_ci_halfwidth_pct == pytest.approx(20.876303046, rel=1e-9)
@@ -338,20 +341,20 @@ def test_p99_halfwidth_by_hand():
     )
     assert s.p99_interval.se_log == pytest.approx(se) and s.p99_interval.df == 4.0
     # two slices: fewer than the five an interval needs
-    assert stats.p99_ci_halfwidth_pct(samples, [500, 500]) is None
+    assert intervals.p99_ci_halfwidth_pct(samples, [500, 500]) is None
 
 
 def test_ci_halfwidth_pct():
-    assert stats.ci_halfwidth_pct(100.0, (90.0, 105.0)) == pytest.approx(10.0)
-    assert stats.ci_halfwidth_pct(100.0, (98.0, 112.0)) == pytest.approx(12.0)
-    assert stats.ci_halfwidth_pct(0.0, (0.0, 1.0)) is None
+    assert intervals.ci_halfwidth_pct(100.0, (90.0, 105.0)) == pytest.approx(10.0)
+    assert intervals.ci_halfwidth_pct(100.0, (98.0, 112.0)) == pytest.approx(12.0)
+    assert intervals.ci_halfwidth_pct(0.0, (0.0, 1.0)) is None
 
 
 def test_identical_samples_give_an_interval_of_one_tick_not_none():
     """1,000 samples of exactly 100 ns in 10 slices: every slice agrees, so there is an
     interval, not "the slices disagree"; no difference shows the clock's tick, so it is
     taken as 1 ns and the interval is 100 x exp(+-t9 x 1/100)."""
-    iv = stats.quantile_interval([100] * 1000, [100] * 10, 50)
+    iv = intervals.quantile_interval([100] * 1000, [100] * 10, 50)
     t = float(student_t.ppf(0.975, 9))
     assert iv.reason is None and iv.se_log == pytest.approx(0.01)
     assert iv.bounds == pytest.approx((100 * math.exp(-t / 100), 100 * math.exp(t / 100)))
@@ -361,8 +364,8 @@ def test_a_coarse_clock_widens_an_interval_to_its_tick():
     """Times rounded to 1 us where every slice's p50 is 3 us: the jackknife's SE is 0, the
     interval is one tick wide on either side of the figure (SE 1/3), never [3, 3]."""
     x = np.array(([2000] * 20 + [3000] * 60 + [4000] * 20) * 10)
-    iv = stats.quantile_interval(x, [100] * 10, 50)
-    assert stats.clock_tick_ns(x) == 1000
+    iv = intervals.quantile_interval(x, [100] * 10, 50)
+    assert intervals.clock_tick_ns(x) == 1000
     assert iv.se_log == pytest.approx(1 / 3) and iv.low_ns < 3000 < iv.high_ns
 
 
@@ -398,26 +401,26 @@ def test_empty_input_errors_name_the_problem():
     with pytest.raises(ValueError, match=r"^no samples to summarize$"):
         stats.summarize([])
     with pytest.raises(ValueError, match=r"^no samples$"):
-        stats.quantile_interval([], [], 50)
+        intervals.quantile_interval([], [], 50)
 
 
 @pytest.mark.parametrize("pct", [0, 100, 100.5, -1])
 def test_percentiles_outside_the_open_range_are_rejected(pct):
     with pytest.raises(ValueError, match=r"^the percentile must lie strictly between 0 and 100$"):
-        stats.quantile_interval(np.arange(1, 1001), [100] * 10, pct)
+        intervals.quantile_interval(np.arange(1, 1001), [100] * 10, pct)
     with pytest.raises(ValueError, match=r"^the percentile must lie strictly between 0 and 100$"):
-        stats.quantile_interval(np.arange(1, 1001), (), pct)
+        intervals.quantile_interval(np.arange(1, 1001), (), pct)
 
 
 def test_negative_slice_counts_are_rejected_even_when_they_add_up():
     with pytest.raises(ValueError, match=r"^slice counts add up to 1000, not the 1000 samples$"):
-        stats.quantile_interval(np.arange(1, 1001), [-100, 300, 200, 200, 200, 200], 50)
+        intervals.quantile_interval(np.arange(1, 1001), [-100, 300, 200, 200, 200, 200], 50)
 
 
 def test_one_round_per_slice_is_required():
     x = np.random.default_rng(0).permutation(np.arange(1, 1001))
     with pytest.raises(ValueError, match=r"^one round per slice is required$"):
-        stats.quantile_interval(x, [100] * 10, 50, slice_rounds=[0, 1])
+        intervals.quantile_interval(x, [100] * 10, 50, slice_rounds=[0, 1])
 
 
 def test_independent_interval_of_a_low_percentile_at_90_percent():
@@ -426,13 +429,13 @@ def test_independent_interval_of_a_low_percentile_at_90_percent():
     ranks of the exact binomial at 90 %."""
     lo, hi = _exact_ranks(1000, 0.01, 0.90)
     assert (lo, hi) != _exact_ranks(1000, 0.01, 0.95)  # the level matters here
-    iv = stats.quantile_interval(np.arange(1, 1001)[::-1], (), 1, confidence=0.90)
+    iv = intervals.quantile_interval(np.arange(1, 1001)[::-1], (), 1, confidence=0.90)
     assert iv == Interval(
         pytest.approx(10.99), lo + 1.0, hi + 1.0, None, 0, 0, "order-statistic", None
     )
     assert iv.df == 0 and iv.blocks == 0 and iv.se_log is None
     # a percentile below 1 is as valid
-    half = stats.quantile_interval(np.arange(1, 1001), (), 0.5)
+    half = intervals.quantile_interval(np.arange(1, 1001), (), 0.5)
     lo, hi = _exact_ranks(1000, 0.005)
     assert (half.estimate_ns, half.bounds) == (pytest.approx(5.995), (lo + 1.0, hi + 1.0))
 
@@ -440,7 +443,7 @@ def test_independent_interval_of_a_low_percentile_at_90_percent():
 def test_no_interval_results_carry_every_field():
     """n=600 and p99: 6 samples beyond it, fewer than 10, so n must reach 10 / 0.01 = 1000.
     p99 by hand: h = 599 x 0.99 = 593.01 -> 594.01."""
-    small = stats.quantile_interval(np.arange(1, 601), [60] * 10, 99)
+    small = intervals.quantile_interval(np.arange(1, 601), [60] * 10, 99)
     assert small == Interval(
         pytest.approx(594.01),
         None,
@@ -454,7 +457,7 @@ def test_no_interval_results_carry_every_field():
     assert small.df == 0 and small.blocks == 10
     # a slice of no samples is no block: four slices hold the 1,000 samples
     x = np.random.default_rng(0).permutation(np.arange(1, 1001))
-    few = stats.quantile_interval(x, [250, 0, 250, 250, 250], 50)
+    few = intervals.quantile_interval(x, [250, 0, 250, 250, 250], 50)
     assert few == Interval(
         500.5,
         None,
@@ -475,12 +478,12 @@ def test_empty_and_single_sample_slices():
     with_empty = [500, 0] + counts[1:12] + [0, 0] + counts[12:]
     for pct in (50, 99):
         est, se, df, bounds = reference.jackknife(x, counts, pct)
-        iv = stats.quantile_interval(x, with_empty, pct)
+        iv = intervals.quantile_interval(x, with_empty, pct)
         assert iv.blocks == 24
         _same_interval(iv, est, se, df, bounds)
     one = [1, 499] + counts[1:]
     est, se, df, bounds = reference.jackknife(x, one, 50)
-    iv = stats.quantile_interval(x, one, 50)
+    iv = intervals.quantile_interval(x, one, 50)
     assert iv.blocks == 25 and bounds is not None
     _same_interval(iv, est, se, df, bounds)
 
@@ -488,7 +491,7 @@ def test_empty_and_single_sample_slices():
 def test_low_percentile_tail_in_one_slice_gives_no_interval():
     """1..10000 in ten slices of 1000: the samples at or below p1 (h = 9999 x 0.01 = 99.99
     -> 100.99) are 1..100, all in slice 0: one effective slice, so df = 0."""
-    iv = stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 1)
+    iv = intervals.quantile_interval(np.arange(1, 10_001), [1000] * 10, 1)
     assert iv == Interval(
         pytest.approx(100.99),
         None,
@@ -500,7 +503,7 @@ def test_low_percentile_tail_in_one_slice_gives_no_interval():
         "the samples at or beyond p1 lie in too few slices (1.00 effective) for an interval",
     )
     assert iv.df == 0.0
-    high = stats.quantile_interval(np.arange(1, 10_001), [1000] * 10, 99)
+    high = intervals.quantile_interval(np.arange(1, 10_001), [1000] * 10, 99)
     assert high == Interval(
         pytest.approx(9900.01),
         None,
@@ -520,7 +523,7 @@ def test_slices_that_disagree_give_no_interval_but_keep_the_se():
     x = np.arange(1, 10_001)
     est, se, df, bounds = reference.jackknife(x, [1000] * 10, 50)
     assert bounds is None and df == 4.0
-    iv = stats.quantile_interval(x, [1000] * 10, 50)
+    iv = intervals.quantile_interval(x, [1000] * 10, 50)
     assert iv == Interval(
         5000.5,
         None,
@@ -543,14 +546,14 @@ def test_a_coarse_clock_counts_samples_equal_to_the_percentile_as_beyond_it():
     counts = [150, 300, 450, 200, 350, 250, 400, 300, 600]
     for pct in (1, 50, 99):
         est, se, df, bounds = reference.jackknife(x, counts, pct)
-        iv = stats.quantile_interval(x, counts, pct)
+        iv = intervals.quantile_interval(x, counts, pct)
         assert np.sum(x == est) > 10  # ties at the percentile
         assert iv.estimate_ns == est and iv.blocks == 9 and iv.reason is None
         assert iv.df == pytest.approx(df, rel=1e-12)
         assert iv.se_log == pytest.approx(se, rel=1e-6, abs=1e-13)
         assert iv.low_ns <= est <= iv.high_ns
     # p99 = 2000 has a real spread
-    _same_interval(stats.quantile_interval(x, counts, 99), *reference.jackknife(x, counts, 99))
+    _same_interval(intervals.quantile_interval(x, counts, 99), *reference.jackknife(x, counts, 99))
 
 
 def _coarse_zero_clock(ticks_per_slice):
@@ -567,7 +570,7 @@ def test_zero_times_give_no_interval():
     (60 ticks) 441 ticks and 459 zeros are left: p50 (h = 449.5) is 0, log 0 undefined.
     df: Kish over the ticks per slice, 501^2 / (60^2 + 9 x 49^2) - 1 = 251001 / 25209 - 1."""
     x = _coarse_zero_clock([60] + [49] * 9)
-    iv = stats.quantile_interval(x, [100] * 10, 50)
+    iv = intervals.quantile_interval(x, [100] * 10, 50)
     assert iv == Interval(
         1000.0,
         None,
@@ -579,7 +582,7 @@ def test_zero_times_give_no_interval():
         "the timer could not resolve the operation (zero times)",
     )
     # all zero at the median: p50 = 0, all 1,000 samples at or above it, df 9
-    zero = stats.quantile_interval(_coarse_zero_clock([40] * 10), [100] * 10, 50)
+    zero = intervals.quantile_interval(_coarse_zero_clock([40] * 10), [100] * 10, 50)
     assert zero == Interval(
         0.0,
         None,
@@ -597,7 +600,7 @@ def test_one_nanosecond_is_a_resolved_time():
     any slice too, so log p50 is 0 throughout: the jackknife's SE is 0, but never finer
     than one tick of the clock (1 ns of 1 ns: SE 1), so the interval is 1 x exp(+-t9)."""
     x = np.array(([1] * 60 + [2] * 40) * 10)
-    iv = stats.quantile_interval(x, [100] * 10, 50)
+    iv = intervals.quantile_interval(x, [100] * 10, 50)
     t = float(student_t.ppf(0.975, 9))
     assert iv == Interval(1.0, math.exp(-t), math.exp(t), 1.0, 9.0, 10, "block-jackknife", None)
 
@@ -605,13 +608,15 @@ def test_one_nanosecond_is_a_resolved_time():
 def test_rounds_with_gaps_in_their_numbers_and_a_one_sample_round():
     x, counts, slice_rounds = _disagreeing_rounds()
     want = reference.interval(x, counts, 50, slice_rounds)[1]
-    gaps = stats.quantile_interval(x, counts, 50, slice_rounds=[3 * r + 2 for r in slice_rounds])
+    gaps = intervals.quantile_interval(
+        x, counts, 50, slice_rounds=[3 * r + 2 for r in slice_rounds]
+    )
     assert gaps.method == "round-jackknife" and gaps.blocks == 6
     assert gaps.bounds == pytest.approx(want, rel=1e-9)
     # a seventh round that got one sample only
     x1, counts1, rounds1 = np.append(x, 130.0), counts + [1], slice_rounds + [6]
     est, se, df, bounds = reference.jackknife(x1, counts1, 50, rounds1)
-    iv = stats.quantile_interval(x1, counts1, 50, slice_rounds=rounds1)
+    iv = intervals.quantile_interval(x1, counts1, 50, slice_rounds=rounds1)
     assert iv.method == "round-jackknife" and iv.blocks == 7
     _same_interval(iv, est, se, df, bounds)
 
@@ -619,7 +624,7 @@ def test_rounds_with_gaps_in_their_numbers_and_a_one_sample_round():
 def test_no_slice_interval_stays_none_whatever_the_rounds():
     """The tail in one slice (and so in one round): the slice result is given, not the
     round one."""
-    iv = stats.quantile_interval(
+    iv = intervals.quantile_interval(
         np.arange(1, 10_001), [1000] * 10, 99, slice_rounds=[0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
     )
     assert iv == Interval(
@@ -645,7 +650,7 @@ def test_a_tail_in_one_round_only_removes_the_interval():
     counts, rounds = [100] * 30, [i // 10 for i in range(30)]
     assert reference.interval(x, counts, 99)[1] is not None
     assert reference.interval(x, counts, 99, rounds)[1] is None
-    iv = stats.quantile_interval(x, counts, 99, slice_rounds=rounds)
+    iv = intervals.quantile_interval(x, counts, 99, slice_rounds=rounds)
     assert iv == Interval(
         pytest.approx(np.percentile(x, 99)),
         None,
@@ -665,11 +670,11 @@ def test_rounds_narrower_than_the_slices_keep_the_slice_interval():
     by_slices = reference.jackknife(x, counts, 50)
     by_rounds = reference.jackknife(x, [2000] * 6, 50)
     assert by_rounds[3][1] / by_rounds[3][0] < by_slices[3][1] / by_slices[3][0]
-    iv = stats.quantile_interval(x, counts, 50, slice_rounds=rounds)
+    iv = intervals.quantile_interval(x, counts, 50, slice_rounds=rounds)
     assert iv.method == "block-jackknife" and iv.blocks == 24
     _same_interval(iv, *by_slices)
     # one round per slice: the two jackknifes are the same, the slices' is kept
-    same = stats.quantile_interval(x, counts, 50, slice_rounds=list(range(24)))
+    same = intervals.quantile_interval(x, counts, 50, slice_rounds=list(range(24)))
     assert same.method == "block-jackknife" and same.blocks == 24
     _same_interval(same, *by_slices)
 
@@ -689,7 +694,7 @@ def test_summarize_uses_the_rounds_for_both_intervals_and_per_round_percentiles(
     assert s.round_p99_ns == pytest.approx([np.percentile(r, 99) for r in rounds], rel=1e-12)
     assert len(s.round_p50_ns) == len(s.round_p99_ns) == 6
     want = reference.p99_halfwidth_pct(x, counts, slice_rounds)
-    got = stats.p99_ci_halfwidth_pct(x, counts, slice_rounds)
+    got = intervals.p99_ci_halfwidth_pct(x, counts, slice_rounds)
     assert (got is None and want is None) or got == pytest.approx(want, rel=1e-9)
 
 
@@ -701,9 +706,9 @@ def test_the_ci_target_needs_four_degrees_of_freedom():
         x = rng.normal(1e6, 1e3, rounds * 4000)  # a tight, well-behaved operation
         counts = [1000] * (4 * rounds)
         slice_rounds = [i // 4 for i in range(4 * rounds)]
-        iv = stats.quantile_interval(x, counts, 99, slice_rounds=slice_rounds)
-        assert iv.bounds is not None and stats.ci_halfwidth_pct(iv.estimate_ns, iv.bounds) < 1
-        half = stats.target_halfwidth_pct(iv)
+        iv = intervals.quantile_interval(x, counts, 99, slice_rounds=slice_rounds)
+        assert iv.bounds is not None and intervals.ci_halfwidth_pct(iv.estimate_ns, iv.bounds) < 1
+        half = intervals.target_halfwidth_pct(iv)
         assert (half is not None) == met, (rounds, iv.df, iv.method)
 
 
@@ -739,15 +744,15 @@ def test_summary_of_tiny_and_zero_samples_by_hand():
 
 def test_round_percentiles_of_one_round_are_empty():
     x = np.arange(1, 501)
-    assert stats.round_percentiles(x, [100] * 5, [0] * 5, 50) == ()
-    assert stats.round_percentiles(x, [100] * 5, (), 50) == ()
-    assert stats.round_percentiles(x, [100] * 5, [0, 0, 0, 1, 1], 50) == (150.5, 400.5)
+    assert intervals.round_percentiles(x, [100] * 5, [0] * 5, 50) == ()
+    assert intervals.round_percentiles(x, [100] * 5, (), 50) == ()
+    assert intervals.round_percentiles(x, [100] * 5, [0, 0, 0, 1, 1], 50) == (150.5, 400.5)
 
 
 def test_ci_halfwidth_of_estimates_at_or_below_one_ns():
-    assert stats.ci_halfwidth_pct(0.5, (0.25, 1.0)) == 100.0  # (1 - 0.5) / 0.5
-    assert stats.ci_halfwidth_pct(1.0, (0.5, 1.25)) == 50.0  # (1 - 0.5) / 1
-    assert stats.ci_halfwidth_pct(-1.0, (-2.0, 0.0)) is None
+    assert intervals.ci_halfwidth_pct(0.5, (0.25, 1.0)) == 100.0  # (1 - 0.5) / 0.5
+    assert intervals.ci_halfwidth_pct(1.0, (0.5, 1.25)) == 50.0  # (1 - 0.5) / 1
+    assert intervals.ci_halfwidth_pct(-1.0, (-2.0, 0.0)) is None
 
 
 def test_tool_floor_ignores_unknown_floors_and_takes_the_highest():
@@ -809,7 +814,7 @@ def test_an_interval_reaching_below_the_fastest_sample_is_not_given():
         x += [10 + 0.1 * k for k in range(nfast)] + list(np.linspace(20, 1000, 200 - nfast))
     est, se, df, bounds = reference.jackknife(x, [200] * 10, 1)
     assert bounds is None and df == 4.0
-    iv = stats.quantile_interval(x, [200] * 10, 1)
+    iv = intervals.quantile_interval(x, [200] * 10, 1)
     assert iv == Interval(
         pytest.approx(10.399),
         None,

@@ -34,9 +34,9 @@ Two bases, always named in the output:
   it fails.
 
 A run's own spread w is the variance of the log of its rounds' figures (at least
-:data:`fsyncbench.measure.stats.MIN_ROUNDS` rounds; degrees of freedom rounds - 1), never
+:data:`fsyncbench.measure.intervals.MIN_ROUNDS` rounds; degrees of freedom rounds - 1), never
 below the variance of its jackknife estimate nor below one clock tick
-(:func:`fsyncbench.measure.stats.clock_tick_ns`): a figure is never more precise than the clock that timed it, so
+(:func:`fsyncbench.measure.intervals.clock_tick_ns`): a figure is never more precise than the clock that timed it, so
 one tick of difference is never significant.
 """
 
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fsyncbench.measure import stats
+from fsyncbench.measure import intervals
 
 #: Fewest baseline runs (the baseline report and its earlier runs) from which the spread
 #: between runs is measured and the "history" basis is used: with 4 runs its estimate rests
@@ -64,7 +64,7 @@ BASIS_PAIR = "pair"
 class RunFigure:
     """One run's figure of one percentile as a test between runs needs it: the estimate
     (ns), the standard deviation of the log of each round's figure (``round_sd_log``;
-    None with fewer than :data:`fsyncbench.measure.stats.MIN_ROUNDS` rounds or none
+    None with fewer than :data:`fsyncbench.measure.intervals.MIN_ROUNDS` rounds or none
     recorded), the number of ``rounds``, the run's own jackknife SE of the log
     (``own_se_log``, None without one) and the clock's tick (ns) the samples were timed
     with."""
@@ -78,8 +78,8 @@ class RunFigure:
     def spread(self) -> tuple[float, float] | None:
         """(w, its degrees of freedom): the variance of this run's log figure as one of
         several runs (module text); None where it cannot be estimated (fewer than
-        :data:`fsyncbench.measure.stats.MIN_ROUNDS` rounds, a figure of 0)."""
-        if self.round_sd_log is None or self.rounds < stats.MIN_ROUNDS:
+        :data:`fsyncbench.measure.intervals.MIN_ROUNDS` rounds, a figure of 0)."""
+        if self.round_sd_log is None or self.rounds < intervals.MIN_ROUNDS:
             return None
         if not self.estimate_ns > 0:
             return None
@@ -89,8 +89,8 @@ class RunFigure:
 
 def round_sd_log(round_values_ns: Sequence[float]) -> float | None:
     """Sample standard deviation (ddof 1) of the logs of the rounds' figures; None with
-    fewer than :data:`fsyncbench.measure.stats.MIN_ROUNDS` rounds or a figure of 0."""
-    if len(round_values_ns) < stats.MIN_ROUNDS or any(not v > 0 for v in round_values_ns):
+    fewer than :data:`fsyncbench.measure.intervals.MIN_ROUNDS` rounds or a figure of 0."""
+    if len(round_values_ns) < intervals.MIN_ROUNDS or any(not v > 0 for v in round_values_ns):
         return None
     return float(np.std(np.log(np.asarray(round_values_ns, dtype=np.float64)), ddof=1))
 
@@ -254,9 +254,9 @@ def shift(
             return dataclasses.replace(
                 head,
                 ratio=ratio,
-                reason=f"{' and '.join(missing)} measured fewer than {stats.MIN_ROUNDS} rounds, "
+                reason=f"{' and '.join(missing)} measured fewer than {intervals.MIN_ROUNDS} rounds, "
                 f"so its spread from run to run is unknown: measure with --rounds "
-                f"{stats.MIN_ROUNDS} or more (the default), or keep {MIN_BASELINE_RUNS - 1} "
+                f"{intervals.MIN_ROUNDS} or more (the default), or keep {MIN_BASELINE_RUNS - 1} "
                 "earlier runs in the baseline's report directory",
             )
         assert mine is not None
@@ -266,13 +266,13 @@ def shift(
         df = var * var / sum(terms) if sum(terms) > 0 else math.inf
     var = max(var, 2.0 * tick * tick)
     se = math.sqrt(var)
-    t = stats.t_quantile(df, 0.5 + confidence / 2.0)
+    t = intervals.t_quantile(df, 0.5 + confidence / 2.0)
     return dataclasses.replace(
         head,
         ratio=ratio,
         ratio_ci=(math.exp(d - t * se), math.exp(d + t * se)),
         se_log=se,
         df=df,
-        p_value=stats.t_two_sided_p(d / se, df),
+        p_value=intervals.t_two_sided_p(d / se, df),
         tau_log=tau_log,
     )

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import stats
+from fsyncbench.measure import intervals
 from fsyncbench.measure.timing import MAX_SAMPLES, Sampler, Workload
 from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
 from fsyncbench.model import Pragmas
@@ -108,11 +108,11 @@ DEFAULT_RUN_BUDGET_S = 36.0
 DEFAULT_CI_TARGET_PCT = 10.0
 #: Default minimum samples per workload before the adaptive stop may end it: below 1,000
 #: samples a p99 has fewer than 10 samples beyond it and gets no interval at all
-#: (:data:`fsyncbench.measure.stats.MIN_TAIL_SAMPLES`).
+#: (:data:`fsyncbench.measure.intervals.MIN_TAIL_SAMPLES`).
 DEFAULT_MIN_SAMPLES = 1000
 #: The CI target ends a configuration only once its samples come from this many slices:
-#: the fewest an interval is computed from (:data:`fsyncbench.measure.stats.MIN_BLOCKS`).
-MIN_PHASES = stats.MIN_BLOCKS
+#: the fewest an interval is computed from (:data:`fsyncbench.measure.intervals.MIN_BLOCKS`).
+MIN_PHASES = intervals.MIN_BLOCKS
 #: Rounds of a default run: the replicates a test between runs rests on
 #: (:mod:`fsyncbench.measure.between`, degrees of freedom rounds - 1). With 3 (t on 2 df:
 #: 4.30) a planted 2x slowdown of fdatasync was caught in 5 of 9 back-to-back pairs, with

@@ -8,7 +8,7 @@ pyperf's worker processes (https://pyperf.readthedocs.io/en/latest/run_benchmark
 each a fresh ``python -m fsyncbench.measure.rounds`` worker measuring every configuration on fresh
 files with its own warmup and an equal share of the budgets. The samples of all rounds
 form one result per configuration, its slices tagged with their round, so the interval
-(:func:`fsyncbench.measure.stats.quantile_interval`) widens where the rounds disagree and each
+(:func:`fsyncbench.measure.intervals.quantile_interval`) widens where the rounds disagree and each
 round's p50/p99 is kept beside the figures.
 
 Worker protocol: the parent writes the round's plan and the host record as JSON into its

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from fsyncbench import host as hostmod
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.fmt import fmt_precision
-from fsyncbench.measure import stats
+from fsyncbench.measure import intervals, stats
 from fsyncbench.measure.plan import MIN_PHASES, RunPlan
 from fsyncbench.measure.timing import (
     EmptyOp,
@@ -387,7 +387,7 @@ def result_from(m: Measurement, deltas: tuple[FlushDelta, ...], **fields: Any) -
     changes and the remaining fields; the summary and the CI-target check are derived from
     the samples and slices here."""
     summary = stats.summarize(m.samples_ns, m.slice_counts, m.slice_rounds)
-    half = stats.target_halfwidth_pct(summary.p99_interval)
+    half = intervals.target_halfwidth_pct(summary.p99_interval)
     return Result(
         samples_ns=m.samples_ns,
         summary=summary,
@@ -415,7 +415,7 @@ def _own_p99_bounds(r: Result) -> tuple[float, float] | None:
     """The bounds of ``r``'s p99 interval from its own samples (the CI target's), without
     the spread between runs."""
     iv = r.summary.p99_interval
-    return r.summary.p99_ci_ns if iv is None else stats.own_bounds(iv, r.summary.ci_level)
+    return r.summary.p99_ci_ns if iv is None else intervals.own_bounds(iv, r.summary.ci_level)
 
 
 def _why(r: Result) -> str:

@@ -6,7 +6,7 @@ Only the workload's ``run(args)`` call is inside the timed region; argument buil
 returned untouched; statistics are derived elsewhere (``stats``).
 
 Adaptive stop (``ci_target_pct`` set): after each phase (see below) the loop computes the
-95 % interval of p99 the report will show (:func:`fsyncbench.measure.stats.quantile_interval`,
+95 % interval of p99 the report will show (:func:`fsyncbench.measure.intervals.quantile_interval`,
 over the phases as blocks, outside the timed region) and ends sampling when it lies within
 +-``ci_target_pct`` % of p99 at :data:`CONFIRM_CHECKS` consecutive checks (one lucky narrow
 interval does not end sampling), never before ``min_samples`` samples and ``min_phases``
@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from fsyncbench.measure import stats
+from fsyncbench.measure import intervals
 
 #: How often (ns) the progress callback may be called: often enough for a live ETA, rare
 #: enough to cost nothing next to a sync.
@@ -229,7 +229,7 @@ class Sampler:
     def _check(self) -> None:
         """The p99 interval's half-width over all phases so far (None while there is no
         interval), and whether it met the target."""
-        self.halfwidth_pct = stats.p99_ci_halfwidth_pct(self.samples, self.slice_counts)
+        self.halfwidth_pct = intervals.p99_ci_halfwidth_pct(self.samples, self.slice_counts)
         assert self.ci_target_pct is not None
         if self.halfwidth_pct is not None and self.halfwidth_pct <= self.ci_target_pct:
             self._met_streak += 1

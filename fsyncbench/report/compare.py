@@ -4,7 +4,7 @@
 Two reports A and B are compared configuration by configuration:
 
 - p50 and p99 of each with the interval the report itself shows
-  (:func:`fsyncbench.measure.stats.quantile_interval`, recomputed from the raw samples), and
+  (:func:`fsyncbench.measure.intervals.quantile_interval`, recomputed from the raw samples), and
   B against the baseline: A and the earlier runs of the same measurement A recorded
   (``Result.earlier``). With at least 3 earlier runs B is judged against the spread those
   runs really had (a prediction built without B); with fewer, against both runs' own
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import between, stats
+from fsyncbench.measure import between, intervals, stats
 from fsyncbench.model import Interval, Report, Result
 
 CONFIDENCE = 0.95
@@ -207,7 +207,7 @@ def result_interval(r: Result, percentile: float, confidence: float = CONFIDENCE
     the raw samples, slices and earlier runs (``Result.earlier``; the same function and data
     give the same numbers), or, for a report without raw samples, the summary's own."""
     if r.samples_ns:
-        return stats.quantile_interval(
+        return intervals.quantile_interval(
             r.samples_ns,
             r.slice_counts,
             percentile,
@@ -248,7 +248,7 @@ def run_figure(r: Result, percentile: float) -> between.RunFigure:
         round_sd_log=between.round_sd_log(rounds),
         rounds=len(rounds),
         own_se_log=own,
-        tick_ns=float(stats.clock_tick_ns(r.samples_ns)) if r.samples_ns else 1.0,
+        tick_ns=float(intervals.clock_tick_ns(r.samples_ns)) if r.samples_ns else 1.0,
     )
 
 

@@ -1,5 +1,5 @@
 """Earlier runs of the same measurement, read from saved reports, whose spread widens a new
-run's intervals (``run --history``; :func:`fsyncbench.measure.stats.between_runs_interval`).
+run's intervals (``run --history``; :func:`fsyncbench.measure.intervals.between_runs_interval`).
 
 One run of ~30 s sees only its own stretch of time. On a shared or virtualized host the same
 figure measured minutes or hours apart can differ more than anything inside one run shows
@@ -26,14 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import between, stats
+from fsyncbench.measure import between, intervals, stats
 from fsyncbench.model import EarlierRun, Host, Report, Result
 from fsyncbench.report import store
 
 #: Most report files read, newest (by modification time) first: a directory of a whole
 #: fleet's reports does not make a run read them all (each takes ~0.1 s without its
 #: samples). A project choice: enough matches
-#: (:data:`fsyncbench.measure.stats.MAX_EARLIER_RUNS`) among at most 64 files.
+#: (:data:`fsyncbench.measure.intervals.MAX_EARLIER_RUNS`) among at most 64 files.
 MAX_EXAMINED = 64
 
 
@@ -49,16 +49,16 @@ class History:
 
     def earlier(self, result: Result) -> tuple[EarlierRun, ...]:
         """The earlier runs of ``result`` (same workload, :func:`result_key`): the last
-        :data:`fsyncbench.measure.stats.MAX_EARLIER_RUNS`, oldest first; empty below
-        :data:`fsyncbench.measure.stats.MIN_EARLIER_RUNS`."""
+        :data:`fsyncbench.measure.intervals.MAX_EARLIER_RUNS`, oldest first; empty below
+        :data:`fsyncbench.measure.intervals.MIN_EARLIER_RUNS`."""
         key = result_key(result)
         runs = [
             earlier_run(rep, r, name)
             for name, rep in self.reports
             for r in rep.results
             if result_key(r) == key
-        ][-stats.MAX_EARLIER_RUNS :]
-        return tuple(runs) if len(runs) >= stats.MIN_EARLIER_RUNS else ()
+        ][-intervals.MAX_EARLIER_RUNS :]
+        return tuple(runs) if len(runs) >= intervals.MIN_EARLIER_RUNS else ()
 
 
 def host_key(host: Host) -> tuple[Any, ...]:
@@ -112,7 +112,7 @@ def read_history(directory: Path, host: Host, names: Sequence[str] = ()) -> Hist
     modification time) first, without their raw samples (a file whose text does not hold
     the hostname is not even parsed), until every result of ``names`` (the results this
     run will measure; none: any) appears in
-    :data:`fsyncbench.measure.stats.MAX_EARLIER_RUNS` of the reports found, or
+    :data:`fsyncbench.measure.intervals.MAX_EARLIER_RUNS` of the reports found, or
     :data:`MAX_EXAMINED` files were read. Copies of one run (the same creation time) count
     once; files that are not reports this fsyncbench reads are skipped and named. A missing
     directory has none. Raises FsyncbenchError when ``directory`` exists but cannot be
@@ -135,8 +135,8 @@ def read_history(directory: Path, host: Host, names: Sequence[str] = ()) -> Hist
     seen = dict.fromkeys(names, 0)  # how many reports found hold each result
     unreadable, examined = [], 0
     for _, name in files[:MAX_EXAMINED]:
-        if len(once) >= stats.MAX_EARLIER_RUNS and all(
-            n >= stats.MAX_EARLIER_RUNS for n in seen.values()
+        if len(once) >= intervals.MAX_EARLIER_RUNS and all(
+            n >= intervals.MAX_EARLIER_RUNS for n in seen.values()
         ):
             break
         examined += 1

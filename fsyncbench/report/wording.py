@@ -297,12 +297,12 @@ def interval_caveat(results: Sequence[Result]) -> str:
     """One line for the terminal report on what its intervals cannot see ("" when they
     rest on several rounds): schema 1 intervals assume independent samples; one round
     cannot see run-to-run variation."""
-    from fsyncbench.measure import stats
+    from fsyncbench.measure import intervals
 
     methods = {r.summary.ci_method for r in results}
     if not methods:
         return ""
-    if not methods & {stats.METHOD_BLOCKS, stats.METHOD_ROUNDS}:
+    if not methods & {intervals.METHOD_BLOCKS, intervals.METHOD_ROUNDS}:
         return (
             "Intervals: this report (schema 1) has intervals that assume independent "
             "samples; samples close in time move together, so they are narrower than the "
@@ -327,10 +327,10 @@ def interval_caveat(results: Sequence[Result]) -> str:
             "(`fsyncbench run` measures in 8 rounds by default)."
         )
     return (
-        f"Intervals: this run alone (fewer than {stats.MIN_EARLIER_RUNS} earlier runs of the "
+        f"Intervals: this run alone (fewer than {intervals.MIN_EARLIER_RUNS} earlier runs of the "
         "same measurement were read, or none of its intervals could take them in): its "
         "rounds are seconds apart, and a run at another "
-        f"time can differ by more than they show. Once {stats.MIN_EARLIER_RUNS} earlier runs "
+        f"time can differ by more than they show. Once {intervals.MIN_EARLIER_RUNS} earlier runs "
         "are saved in the --report-dir (or --history DIR), intervals include the spread "
         "between runs."
     )
@@ -356,24 +356,24 @@ def _count_range(counts: Sequence[int]) -> str:
 
 
 def _min_target_df() -> str:
-    from fsyncbench.measure import stats
+    from fsyncbench.measure import intervals
 
-    return f"{stats.MIN_TARGET_DF:g}"
+    return f"{intervals.MIN_TARGET_DF:g}"
 
 
 def interval_method_text(results: Sequence[Result]) -> str:
     """How the report's 95 % intervals were made, and what they do not cover."""
-    from fsyncbench.measure import stats
+    from fsyncbench.measure import intervals
 
     methods = {r.summary.ci_method for r in results}
-    if methods & {stats.METHOD_BLOCKS, stats.METHOD_ROUNDS}:
+    if methods & {intervals.METHOD_BLOCKS, intervals.METHOD_ROUNDS}:
         slices = sorted(len(r.slice_counts) for r in results if r.slice_counts)
         rounds = max((len(r.summary.round_p99_ns) for r in results), default=0)
         by_rounds = sum(
             1
             for r in results
             for iv in (r.summary.p50_interval, r.summary.p99_interval)
-            if iv is not None and iv.method == stats.METHOD_ROUNDS and iv.bounds is not None
+            if iv is not None and iv.method == intervals.METHOD_ROUNDS and iv.bounds is not None
         )
         shown = sum(
             1
@@ -394,7 +394,7 @@ def interval_method_text(results: Sequence[Result]) -> str:
             "less one (Kish's effective count; for a p50 about blocks - 1, for a p99 often "
             "fewer): as wide as the blocks disagree, wider up than down, and never narrower "
             "than one tick of the clock. No interval is given from fewer than "
-            f"{stats.MIN_BLOCKS} slices, fewer than {stats.MIN_TAIL_SAMPLES} samples beyond "
+            f"{intervals.MIN_BLOCKS} slices, fewer than {intervals.MIN_TAIL_SAMPLES} samples beyond "
             'the percentile, or a tail held by one block ("none").'
         )
         if rounds:
@@ -413,7 +413,7 @@ def interval_method_text(results: Sequence[Result]) -> str:
             text += (
                 f" Each interval then includes the spread between this run and the "
                 f"{_count_range(runs)} earlier runs of the same measurement recorded with it "
-                f"(same host, directory, storage and workload; the last {stats.MAX_EARLIER_RUNS}): "
+                f"(same host, directory, storage and workload; the last {intervals.MAX_EARLIER_RUNS}): "
                 "the interval is the estimate x exp(+-t x sd), sd the standard deviation of "
                 "the runs' log(percentile), this run's included, and t on runs - 1 degrees "
                 "of freedom, as pyperf spreads over its worker processes; never narrower "
@@ -422,7 +422,7 @@ def interval_method_text(results: Sequence[Result]) -> str:
             )
         else:
             text += (
-                f" Fewer than {stats.MIN_EARLIER_RUNS} earlier runs of the same measurement "
+                f" Fewer than {intervals.MIN_EARLIER_RUNS} earlier runs of the same measurement "
                 "were read (from the report directory, or --history DIR), so a run at another "
                 "time (a busier host, another hour) may differ by more than the intervals show."
             )
