@@ -204,6 +204,30 @@ def test_max_p99_straddling_its_interval_is_named_and_strict_mode_judges_the_bou
     assert "--run-budget-seconds" in untold[0]
 
 
+def test_strict_mode_never_passes_or_doubts_what_the_default_mode_fails():
+    """A p99 above the limit fails in both modes, with or without an interval (strict once
+    called a p99 twice the limit without an interval "cannot tell"); without an interval
+    below the limit, strict cannot tell and says what would settle it by the reason."""
+    from fsyncbench.model import Interval
+
+    for reason, hint in (
+        ("n=300 too small (needs 1000)", "more samples would settle it"),
+        ("the slices disagree too much", "its slices disagree too much"),
+    ):
+        r = factories.flush("fdatasync", 2_000_000)
+        iv = Interval(r.summary.p99_ns, None, None, None, 0.0, 3, "block-jackknife", reason)
+        r = dataclasses.replace(
+            r, summary=dataclasses.replace(r.summary, p99_ci_ns=None, p99_interval=iv)
+        )
+        p99 = r.summary.p99_ns
+        for limit in (int(p99 * 0.5), int(p99 * 0.99)):
+            default = gates.review(gate_report(r), limit)[0]
+            strict = gates.review(gate_report(r), limit, max_p99_strict=True)[0]
+            assert [f.subject for f in default] == [f.subject for f in strict] == [r.name]
+        failures, _notes, untold = gates.review(gate_report(r), int(p99 * 2), max_p99_strict=True)
+        assert failures == [] and len(untold) == 1 and hint in untold[0], untold
+
+
 @pytest.mark.slow
 def test_cli_strict_max_p99_without_an_interval_exits_4(tmp_path):
     """show of a report whose p99s have no interval: strict mode cannot tell (exit 4), the

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.model import PATH_VERDICTS, Report, Result
+from fsyncbench.model import PATH_VERDICTS, Interval, Report, Result
 
 _UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(ns|us|µs|μs|ms|s)\s*$", re.IGNORECASE)
@@ -100,6 +100,20 @@ def check(
     return review(report, max_p99_ns, fail_on, names, max_p99_strict)[0]
 
 
+def _what_settles(iv: Interval | None) -> str:
+    """What would give a p99 without an interval one, by the reason it has none
+    (:func:`fsyncbench.fmt.short_reason`)."""
+    from fsyncbench.fmt import short_reason
+
+    why = short_reason(iv)
+    if why.endswith("disagree"):
+        return (
+            f"its {why.split()[0]} disagree too much, so more samples alone may not settle "
+            "it; a quieter machine (nothing else writing to the disk) would"
+        )
+    return "more samples would settle it (a longer --run-budget-seconds, or fewer configurations)"
+
+
 def review(
     report: Report,
     max_p99_ns: int | None = None,
@@ -122,11 +136,20 @@ def review(
                 f"p99 {fmt_ns(s.p99_ns)} (95% CI {fmt_interval(ci, s.p99_interval)}, n={s.count})"
             )
             limit = fmt_ns(max_p99_ns)
-            if max_p99_strict and ci is None:
+            if max_p99_strict and ci is None and s.p99_ns > max_p99_ns:
+                # strict never passes what the default mode fails: the estimate is above
+                failures.append(
+                    GateFailure(
+                        r.name,
+                        "max-p99",
+                        f"{r.name}: {shown} is above --max-p99 {limit} (no interval; "
+                        "--max-p99-strict)",
+                    )
+                )
+            elif max_p99_strict and ci is None:
                 untold.append(
                     f"{r.name}: {shown} has no interval, so it cannot be shown below "
-                    f"--max-p99 {limit}: more samples would settle it (a longer "
-                    "--run-budget-seconds, or fewer configurations)"
+                    f"--max-p99 {limit}: {_what_settles(s.p99_interval)}"
                 )
             elif max_p99_strict and ci is not None and ci[1] > max_p99_ns:
                 failures.append(
