@@ -5,15 +5,13 @@ is checked after parsing, in :mod:`fsyncbench.options` (through :mod:`fsyncbench
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
 from fsyncbench import __version__, options, powerloss
-from fsyncbench.errors import FsyncbenchError
+from fsyncbench.errors import FsyncbenchError, did_you_mean
 from fsyncbench.measure import intervals, plan
 from fsyncbench.options import COMPARE_FORMATS, REPORT_FORMATS, TABLE_FORMATS, VERIFY_FORMATS
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
@@ -46,7 +44,7 @@ def _existing_dir(text: str) -> Path:
 
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (no usage dump), exit code 2, and "did you mean" for a
-    near miss of a command, an option or a choice (:func:`did_you_mean`)."""
+    near miss of a command, an option or a choice (:func:`hint_for`)."""
 
     #: the innermost parser of the command line being parsed (the command's, once argparse
     #: has dispatched to it): its options are the ones an unknown option is compared with
@@ -58,7 +56,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> None:  # type: ignore[override]
         where = _Parser.innermost or self
-        hint = did_you_mean(message, where)
+        hint = hint_for(message, where)
         raise FsyncbenchError(f"{message}{hint} (see {where.prog} --help)")
 
 
@@ -66,7 +64,7 @@ def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
     return [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
 
 
-def did_you_mean(message: str, parser: argparse.ArgumentParser) -> str:
+def hint_for(message: str, parser: argparse.ArgumentParser) -> str:
     """ "; did you mean --rounds?" for an argparse error ``message`` about an unknown option
     (compared with ``parser``'s long options) or an invalid choice (compared with the
     choices the message lists), or "" when nothing is close. Closeness is
@@ -75,21 +73,11 @@ def did_you_mean(message: str, parser: argparse.ArgumentParser) -> str:
     unknown = re.match(r"unrecognized arguments: (.*)", message)
     if unknown:
         words = [w.split("=", 1)[0] for w in unknown.group(1).split() if w.startswith("--")]
-        return _suggest(words, _option_strings(parser))
+        return did_you_mean(words, _option_strings(parser))
     choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
     if choice:
-        return _suggest([choice.group(1)], re.findall(r"'([^']*)'", choice.group(2)))
+        return did_you_mean([choice.group(1)], re.findall(r"'([^']*)'", choice.group(2)))
     return ""
-
-
-def _suggest(words: Sequence[str], known: Sequence[str]) -> str:
-    bare = {k.lstrip("-"): k for k in known}  # "--" would make every option look alike
-    hints = []
-    for word in words:
-        close = difflib.get_close_matches(word.lstrip("-"), list(bare), n=1)
-        if close:
-            hints.append(f"{bare[close[0]]} for {word}" if len(words) > 1 else bare[close[0]])
-    return f"; did you mean {', '.join(hints)}?" if hints else ""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -255,7 +243,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_format_option(host, TABLE_FORMATS)
     _add_output_option(host)
-    _add_json_alias(host)
     _add_assume_option(host)
 
     crash = sub.add_parser(
@@ -316,7 +303,6 @@ def build_parser() -> argparse.ArgumentParser:
         crash, REPORT_FORMATS, "the report is saved as JSON, Markdown and HTML in --report-dir"
     )
     _add_output_option(crash)
-    _add_json_alias(crash)
     _add_report_dir_options(crash)
 
     aud = sub.add_parser(
@@ -399,7 +385,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_output_option(aud)
     _add_verbose_option(aud)
-    _add_json_alias(aud)
     _add_report_dir_options(aud)
     _add_model_call_option(aud)
     _add_assume_option(aud)
@@ -736,6 +721,8 @@ def _add_format_option(
         + (f"; {extra}" if extra else "")
         + ("" if "html" in choices else "; no html for this command"),
     )
+    if "json" in choices:
+        _add_json_alias(p)
 
 
 def _add_verbose_option(p: argparse.ArgumentParser) -> None:

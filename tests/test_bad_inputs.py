@@ -83,7 +83,7 @@ CASES = [
     ),
     (
         "run d --journal-mode wal2",
-        "invalid journal_mode wal2: allowed values are delete, truncate, persist, memory, wal, off",
+        "invalid journal_mode wal2: allowed values are delete, truncate, persist, memory, wal, off; did you mean wal?",
     ),
     (
         "run d --journal-mode ''",
@@ -161,7 +161,7 @@ CASES = [
     ),
     (
         "run d --max-p99 1ms --config wal/fast",
-        f"unknown configuration wal/fast: this run measures {TOO_MANY}",
+        f"unknown configuration wal/fast: this run measures {TOO_MANY}; did you mean wal/off?",
     ),
     # run: where
     ("run nonexistent", "directory nonexistent does not exist"),
@@ -190,6 +190,21 @@ CASES = [
         "'html'); did you mean html? (see fsyncbench run --help)",
     ),
     ("audit d --rounds 3", "unrecognized arguments: --rounds 3 (see fsyncbench audit --help)"),
+    (
+        "run d --journal-mode wall",
+        "invalid journal_mode wall: allowed values are delete, truncate, persist, memory, wal, "
+        "off; did you mean wal?",
+    ),
+    (
+        "run d --synchronous ful,norma",
+        "invalid synchronous ful, norma: allowed values are off, normal, full, extra; did you "
+        "mean full for ful, normal for norma?",
+    ),
+    (
+        "show good.json --fail-on volatile_cach",
+        "invalid --fail-on volatile_cach: allowed values are no_flush, volatile_cache, "
+        "unverifiable, honest_flush; did you mean volatile_cache?",
+    ),
     ("run d --report-dir afile", "output afile is not a directory"),
     ("run d --report-dir afile/sub", "output afile/sub is not a directory (afile is a file)"),
     ("run d --report-dir /dev/null", "output /dev/null is not a directory"),
@@ -271,7 +286,7 @@ CASES = [
     ("crash d --journal-mode wal,delete", "crash takes one journal_mode and one synchronous value"),
     (
         "crash d --journal-mode wal2",
-        "invalid journal_mode wal2: allowed values are delete, truncate, persist, memory, wal, off",
+        "invalid journal_mode wal2: allowed values are delete, truncate, persist, memory, wal, off; did you mean wal?",
     ),
     (
         "crash d --synchronous sometimes",

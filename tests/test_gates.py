@@ -83,7 +83,7 @@ def test_parse_verdicts_rejects(text, message):
             ["wal/fast"],
             ["wal/off", "wal/full"],
             None,
-            "unknown configuration wal/fast: this report has wal/off, wal/full",
+            "unknown configuration wal/fast: this report has wal/off, wal/full; did you mean wal/off?",
         ),
         (
             ["a", "wal/full", "b"],
@@ -344,7 +344,7 @@ def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
             ("--max-p99", "10ms", "--config", "wal/fast"),
             (
                 "unknown configuration wal/fast: this run measures write (no sync), write+fsync, "
-                "write+fdatasync, write (O_DSYNC), write (O_SYNC), wal/off, wal/full"
+                "write+fdatasync, write (O_DSYNC), write (O_SYNC), wal/off, wal/full; did you mean wal/off?"
             ),
         ),
     ],

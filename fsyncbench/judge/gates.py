@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fsyncbench.errors import FsyncbenchError
+from fsyncbench.errors import FsyncbenchError, did_you_mean
 from fsyncbench.model import PATH_VERDICTS, Interval, Report, Result
 
 _UNITS_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "μs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
@@ -49,7 +49,7 @@ def parse_verdicts(text: str) -> tuple[str, ...]:
     if bad or not values:
         raise FsyncbenchError(
             f"invalid --fail-on {', '.join(bad) or repr(text)}: allowed values are "
-            f"{', '.join(PATH_VERDICTS)}"
+            f"{', '.join(PATH_VERDICTS)}" + did_you_mean(bad, PATH_VERDICTS)
         )
     return tuple(dict.fromkeys(values))
 
@@ -67,6 +67,7 @@ def check_names(names: Sequence[str], known: Sequence[str], where: str = "this r
     if bad:
         raise FsyncbenchError(
             f"unknown configuration {', '.join(bad)}: {where} {', '.join(known) or 'none'}"
+            + did_you_mean(bad, known)
         )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsyncbench.errors import FsyncbenchError
+from fsyncbench.errors import FsyncbenchError, did_you_mean
 from fsyncbench.measure import intervals
 from fsyncbench.measure.timing import MAX_SAMPLES, Sampler, Workload
 from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
@@ -45,6 +45,7 @@ def parse_choices(text: str, allowed: Sequence[str], what: str) -> tuple[str, ..
         raise FsyncbenchError(
             f"invalid {what} {', '.join(bad) or repr(text)}: allowed values are "
             f"{', '.join(a.lower() for a in allowed)}"
+            + did_you_mean(bad, [a.lower() for a in allowed])
         )
     return tuple(dict.fromkeys(values))
 
