@@ -122,8 +122,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--samples",
         type=int,
         metavar="N",
-        help="take exactly N samples per configuration instead of sampling "
-        "until the p99 CI target is met (default: adaptive)",
+        help="take exactly N samples per configuration (split over the rounds) instead of "
+        "sampling for --run-budget-seconds (default; with --rounds 1, until the p99 CI "
+        "target is met)",
     )
     run.add_argument(
         "--ci-target-pct",
@@ -760,8 +761,9 @@ def _add_report_dir_options(p: argparse.ArgumentParser) -> None:
         type=_path,
         default=Path("reports"),
         metavar="DIR",
-        help="directory to save the report files in (<host>-<time>.json and .md), "
-        "created if needed (default ./reports)",
+        help="directory to save the report files in (<host>-<time>.json and .md; crash and "
+        "powerloss: <host>-<time>-crash or -powerloss .json, .md and .html), created if "
+        "needed (default ./reports)",
     )
     p.add_argument(
         "--no-report",

@@ -24,8 +24,9 @@ def _durable(v: ResultVerdict | None) -> Cell:
 
 def compact_table(report: Report) -> Table:
     """One row per result: configuration (``*`` at the tool's floor), whether its pragmas
-    promise a durable commit, sync primitive, p50, p99 with its 95 % interval, ops/s; a
-    path-verdict column only where the results' verdicts differ."""
+    promise a durable commit, sync primitive, p50, p99 with its 95 % interval (the header
+    says "(5 runs)" where earlier runs of the same measurement entered the intervals), ops/s;
+    a path-verdict column only where the results' verdicts differ."""
     verdicts = {v.subject: v for v in report.verdict.results}
     shown = {
         verdicts[r.name].path_verdict
@@ -33,6 +34,16 @@ def compact_table(report: Report) -> Table:
         if r.name in verdicts and r.primitive != "none"
     }
     with_verdict = len(shown) > 1
+    # how many runs the p99 intervals rest on, where earlier runs entered them (the reader
+    # of a wide interval sees why; the full report says which runs)
+    runs = sorted(
+        {
+            r.summary.p99_interval.runs
+            for r in report.results
+            if r.summary.p99_interval is not None and r.summary.p99_interval.runs > 1
+        }
+    )
+    spread = f" ({runs[0]}{'' if len(runs) == 1 else f'-{runs[-1]}'} runs)" if runs else ""
     headers = (
         "configuration",
         "durable",
@@ -40,7 +51,7 @@ def compact_table(report: Report) -> Table:
         "sync",
         "p50",
         "p99",
-        "p99 95% interval",
+        "p99 95% interval" + spread,
         "ops/s",
     )
     rows = []
@@ -65,7 +76,9 @@ def compact_table(report: Report) -> Table:
             )
         )
     numeric = frozenset(
-        i for i, h in enumerate(headers) if h in ("p50", "p99", "p99 95% interval", "ops/s")
+        i
+        for i, h in enumerate(headers)
+        if h in ("p50", "p99", "ops/s") or h.startswith("p99 95% interval")
     )
     # one line of at most 100 columns, so the terminal summary keeps to 40 lines
     caption = (
