@@ -277,3 +277,23 @@ def test_the_documented_example_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("wal/full: p50 "), proc.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+def test_audit_from_refuses_a_report_with_nothing_to_rejudge(tmp_path):
+    """audit --from re-judges run and audit reports; a crash, powerloss or powercut report
+    is refused in one line (it printed the crash report as if re-judged)."""
+    import dataclasses
+
+    import sampled
+
+    from fsyncbench import api
+    from fsyncbench.errors import FsyncbenchError
+
+    for kind in ("crash", "powerloss", "powercut"):
+        path = sampled.save(
+            dataclasses.replace(sampled.report(), kind=kind), tmp_path / f"{kind}.json"
+        )
+        with pytest.raises(FsyncbenchError, match=f"is a {kind} report: audit --from re-judges"):
+            api.audit(from_report=path)
+    run = sampled.save(sampled.report(), tmp_path / "run.json")
+    assert api.audit(from_report=run).kind == "run"

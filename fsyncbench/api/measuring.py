@@ -285,6 +285,12 @@ def audit(
         if outputs is not None:
             outputs.check()
         loaded = store.load_report(Path(from_report))
+        if loaded.kind not in ("run", "audit"):
+            # a crash, powerloss or powercut report holds no timings to judge the path from
+            raise FsyncbenchError(
+                f"{from_report} is a {loaded.kind} report: audit --from re-judges a run or "
+                "audit report (show prints this one)"
+            )
         if facts:
             loaded = dataclasses.replace(loaded, host=_declare(loaded.host, facts))
         from fsyncbench.judge import engine
