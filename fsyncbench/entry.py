@@ -14,4 +14,12 @@ def main() -> int:
     except KeyboardInterrupt:
         print("fsyncbench: interrupted; nothing was written", file=sys.stderr)
         return 2
+    except RuntimeError as exc:
+        # Ctrl-C inside a class body being created while importing (e.g. the standard
+        # library's platform.uname_result) surfaces as "Error calling __set_name__",
+        # a RuntimeError whose cause is the KeyboardInterrupt
+        if isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt):
+            print("fsyncbench: interrupted; nothing was written", file=sys.stderr)
+            return 2
+        raise
     return cli_main()

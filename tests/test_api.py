@@ -297,3 +297,26 @@ def test_audit_from_refuses_a_report_with_nothing_to_rejudge(tmp_path):
             api.audit(from_report=path)
     run = sampled.save(sampled.report(), tmp_path / "run.json")
     assert api.audit(from_report=run).kind == "run"
+
+
+def test_ctrl_c_inside_a_class_being_imported_is_the_interrupted_line(monkeypatch, capsys):
+    """CPython wraps a KeyboardInterrupt raised in __set_name__ (a class body of an imported
+    module, e.g. platform.uname_result) in a RuntimeError; the entry point still says one
+    line and exits 2 (CI once saw the traceback instead)."""
+    import builtins
+
+    from fsyncbench import entry
+
+    real_import = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        if name == "fsyncbench.cli":
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt as exc:
+                raise RuntimeError("Error calling __set_name__") from exc
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    assert entry.main() == 2
+    assert capsys.readouterr().err == "fsyncbench: interrupted; nothing was written\n"

@@ -13,7 +13,7 @@ from typing import Any
 
 from fsyncbench.fmt import fmt_bandwidth, fmt_interval, fmt_ns
 from fsyncbench.judge import stack
-from fsyncbench.model import Finding, Report
+from fsyncbench.model import UNVERIFIABLE, Finding, Report
 from fsyncbench.report.answer import (
     DEFAULT_MODEL_CALL_MS,
     BottomLine,
@@ -140,7 +140,7 @@ def _figures(c: Choice, unit: str = "commits/s") -> str:
     return text + (" (at the tool's floor)" if c.at_floor else "")
 
 
-def _ties(c: Choice) -> str:
+def _ties(c: Choice, brief: bool = False) -> str:
     text = ""
     if c.ties:
         verb = "is" if len(c.ties) == 1 else "are"
@@ -157,14 +157,19 @@ def _ties(c: Choice) -> str:
                 if c.p50_ci_ns is None
                 else f"{'its' if len(c.untold) == 1 else 'their'} p50 has no interval"
             )
-            + " (more samples would settle it: a longer --run-budget-seconds, or fewer "
-            "configurations with --journal-mode/--synchronous)."
+            + (
+                " (more samples would settle it)."
+                if brief
+                else " (more samples would settle it: a longer --run-budget-seconds, or fewer "
+                "configurations with --journal-mode/--synchronous)."
+            )
         )
     return text
 
 
-def choice_text(report: Report, b: BottomLine) -> Paragraph:
-    """What to choose, in one paragraph."""
+def choice_text(report: Report, b: BottomLine, brief: bool = False) -> Paragraph:
+    """What to choose, in one paragraph; ``brief`` (the terminal summary): what would settle
+    a "cannot tell" is said in a few words, the full report says how."""
     d = b.durable
     if d is None and not any(r.kind == "commit" for r in report.results):
         return Paragraph(
@@ -183,7 +188,7 @@ def choice_text(report: Report, b: BottomLine) -> Paragraph:
         )
     text = (
         f"{d.name}: {_figures(d)}. It is the fastest configuration measured here whose "
-        f"settings promise a durable commit (it waits for {d.primitive}).{_ties(d)}"
+        f"settings promise a durable commit (it waits for {d.primitive}).{_ties(d, brief)}"
     )
     if report.kind == "audit":
         text += (
@@ -207,9 +212,9 @@ def choice_text(report: Report, b: BottomLine) -> Paragraph:
     return Paragraph(text, lead="Choose:", tone="good" if b.durable_here else "")
 
 
-def cost_text(b: BottomLine) -> Paragraph | None:
+def cost_text(b: BottomLine, brief: bool = False) -> Paragraph | None:
     """What durability costs: against the fastest non-durable configuration and against a
-    model call."""
+    model call; ``brief``: a missing p50 interval is named in a few words."""
     d, o = b.durable, b.fastest_other
     if d is None:
         return None
@@ -232,9 +237,13 @@ def cost_text(b: BottomLine) -> Paragraph | None:
             untested = (
                 ""
                 if d.p50_ci_ns is not None and o.p50_ci_ns is not None
-                else " By the estimates alone: "
+                else (" Estimates only: " if brief else " By the estimates alone: ")
                 + " and ".join(c.name for c in (d, o) if c.p50_ci_ns is None)
-                + " has no p50 interval, so how sure the difference is cannot be told."
+                + (
+                    " has no p50 interval."
+                    if brief
+                    else " has no p50 interval, so how sure the difference is cannot be told."
+                )
             )
             more = "more" if b.cost_p50_ns >= 0 else "less"
             parts.append(
@@ -255,12 +264,17 @@ def cost_text(b: BottomLine) -> Paragraph | None:
 def trust_text(report: Report, b: BottomLine, brief: bool = False) -> Paragraph:
     """Whether to trust the storage: the verdict, how it is known, the deciding finding's
     message, and how many weaker signals point elsewhere. ``brief`` (the terminal summary):
-    the deciding message is left out and the disagreeing signals are counted, not named."""
+    the deciding message is left out, the disagreeing signals are counted, not named, and
+    the meaning of "unverifiable" is not repeated after "cannot tell from here"."""
     v = report.verdict
     deciding = next((f for f in v.findings if f.code == v.decided_by), None)
+    # brief: "cannot tell from here" already is what unverifiable means
+    meaning = (
+        "" if brief and v.path_verdict == UNVERIFIABLE else VERDICT_MEANING.get(v.path_verdict, "")
+    )
     text = (
-        f"{b.trust[0].upper()}{b.trust[1:]}. Path verdict: {verdict_phrase(v.path_verdict, v.strength, v.decided_by)}. "
-        f"{VERDICT_MEANING.get(v.path_verdict, '')}"
+        f"{b.trust[0].upper()}{b.trust[1:]}. Path verdict: {verdict_phrase(v.path_verdict, v.strength, v.decided_by)}."
+        + (f" {meaning}" if meaning else "")
     )
     if deciding is not None and not brief:
         text += f" {deciding.message}"
@@ -282,10 +296,11 @@ def trust_text(report: Report, b: BottomLine, brief: bool = False) -> Paragraph:
 
 
 def answer_section(report: Report, b: BottomLine, brief: bool = False) -> Section:
-    """The bottom line: choose, cost, trust (``brief``: see :func:`trust_text`), next step."""
+    """The bottom line: choose, cost, trust, next step (``brief``: the terminal summary's
+    shorter wording, see :func:`choice_text`, :func:`cost_text`, :func:`trust_text`)."""
     blocks = [
-        choice_text(report, b),
-        cost_text(b),
+        choice_text(report, b, brief),
+        cost_text(b, brief),
         trust_text(report, b, brief),
         Paragraph(b.next_step, lead="Next step:"),
     ]
