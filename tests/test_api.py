@@ -293,7 +293,9 @@ def test_audit_from_refuses_a_report_with_nothing_to_rejudge(tmp_path):
         path = sampled.save(
             dataclasses.replace(sampled.report(), kind=kind), tmp_path / f"{kind}.json"
         )
-        with pytest.raises(FsyncbenchError, match=f"is a {kind} report: audit --from re-judges"):
+        with pytest.raises(
+            FsyncbenchError, match=f"is a {kind} report: audit --from re-judges the timings"
+        ):
             api.audit(from_report=path)
     run = sampled.save(sampled.report(), tmp_path / "run.json")
     assert api.audit(from_report=run).kind == "run"

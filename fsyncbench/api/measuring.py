@@ -25,7 +25,7 @@ from fsyncbench.measure.plan import (
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP,
 )
-from fsyncbench.model import SCHEMA_VERSION, Evidence, Host, Report, Result
+from fsyncbench.model import EXPERIMENT_KINDS, SCHEMA_VERSION, Evidence, Host, Report, Result
 from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import history as _history
 from fsyncbench.report import store
@@ -285,11 +285,11 @@ def audit(
         if outputs is not None:
             outputs.check()
         loaded = store.load_report(Path(from_report))
-        if loaded.kind not in ("run", "audit"):
+        if loaded.kind in (*EXPERIMENT_KINDS, "powercut"):
             # a crash, powerloss or powercut report holds no timings to judge the path from
             raise FsyncbenchError(
-                f"{from_report} is a {loaded.kind} report: audit --from re-judges a run or "
-                "audit report (show prints this one)"
+                f"{from_report} is a {loaded.kind} report: audit --from re-judges the "
+                "timings of a run or audit report (show prints this one)"
             )
         if facts:
             loaded = dataclasses.replace(loaded, host=_declare(loaded.host, facts))
