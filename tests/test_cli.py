@@ -639,7 +639,7 @@ def test_target_removed_mid_run_names_the_real_cause(tmp_path):
             "unknown configuration wal/fast: this run measures "
             "write (no sync), write+fsync, write+fdatasync, write (O_DSYNC), write (O_SYNC), delete/off, "
             "delete/normal, delete/full, truncate/off, truncate/normal, truncate/full, wal/off, wal/normal, "
-            "wal/full",
+            "wal/full; did you mean wal/off?",
         ),
     ],
 )
