@@ -240,7 +240,8 @@ def cost_text(b: BottomLine, brief: bool = False) -> Paragraph | None:
                 else (" Estimates only: " if brief else " By the estimates alone: ")
                 + " and ".join(c.name for c in (d, o) if c.p50_ci_ns is None)
                 + (
-                    " has no p50 interval."
+                    (" has" if (d.p50_ci_ns is None) != (o.p50_ci_ns is None) else " have")
+                    + " no p50 interval."
                     if brief
                     else " has no p50 interval, so how sure the difference is cannot be told."
                 )
@@ -255,8 +256,8 @@ def cost_text(b: BottomLine, brief: bool = False) -> Paragraph | None:
         pct = 100 * b.p99_share_of_model_call
         parts.append(
             f"At p99 a durable commit adds {pct:.2g} % to a "
-            f"{fmt_ns(b.model_call_ms * 1e6)} model call per step (set yours with "
-            "--model-call-ms)."
+            f"{fmt_ns(b.model_call_ms * 1e6)} model call per step"
+            + ("." if brief else " (set yours with --model-call-ms).")
         )
     return Paragraph(" ".join(parts), lead="Cost of durability:") if parts else None
 
