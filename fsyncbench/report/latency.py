@@ -153,23 +153,6 @@ def results_table(report: Report) -> Table:
                 Cell(f"{s.ops_per_s:,.0f}"),
             )
         )
-    numeric = frozenset(
-        i
-        for i, h in enumerate(headers)
-        if h
-        in (
-            "n",
-            "p50",
-            "p50 95% CI",
-            "p90",
-            "p99",
-            "p99 95% CI",
-            "p99 +-",
-            "p99 of each round",
-            "p99 of earlier runs",
-            "p99.9",
-            "max",
-            "ops/s",
-        )
-    )
+    # every column from n on is a figure (the headers above list them in that order)
+    numeric = frozenset(range(headers.index("n"), len(headers)))
     return Table(headers, tuple(rows), numeric)
