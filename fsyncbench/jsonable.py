@@ -16,11 +16,17 @@ from typing import Any, Union
 __all__ = ["MAX_JSON_INT", "MAY_BE_NEGATIVE", "NON_NEGATIVE", "from_jsonable", "to_jsonable"]
 
 
+#: Types :func:`to_jsonable` passes through unchanged.
+_SCALARS = frozenset({int, float, str, bool, type(None)})
+
+
 def to_jsonable(obj: Any) -> Any:
     """Dataclasses -> dicts, tuples -> lists, recursively (JSON-ready)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, (list, tuple)):
+        if all(type(v) in _SCALARS for v in obj):  # samples: 1e5 ints a round, ~10x faster
+            return list(obj)
         return [to_jsonable(v) for v in obj]
     if isinstance(obj, dict):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
@@ -91,7 +97,7 @@ def _convert(hint: Any, data: Any, where: str) -> Any:
             raise ValueError(f"{where}: expected a list")
         args = typing.get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:
-            if args[0] is int and all(type(v) is int for v in data):
+            if args[0] is int and set(map(type, data)) <= {int}:
                 # a million raw samples: the same checks as below, at C speed
                 if data and max(-min(data), max(data)) > MAX_JSON_INT:
                     raise ValueError(f"{where}[]: number out of range")

@@ -673,3 +673,37 @@ def test_live_flush_counter_rises_after_fdatasync(tmp_path: Path) -> None:
     after = read_flush_counters(["vda"])["vda"]
     (delta,) = flush_deltas({"vda": before}, {"vda": after})
     assert delta.flushes is not None and delta.flushes >= 1
+
+
+#: /proc/cpuinfo as x86 Linux prints it, and as an arm64 kernel does (no model name line).
+CPUINFO_X86 = "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7R13 Processor\nflags\t\t: fpu hypervisor\n"
+CPUINFO_ARM64 = (
+    "processor\t: 0\nBogoMIPS\t: 243.75\nFeatures\t: fp asimd\nCPU implementer\t: 0x41\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [(CPUINFO_X86, "AMD EPYC 7R13 Processor"), (CPUINFO_ARM64, None), ("", None), (None, None)],
+)
+def test_proc_model_name(text: str | None, expected: str | None) -> None:
+    from fsyncbench.host._common import proc_model_name
+
+    assert proc_model_name(text) == expected
+
+
+def test_cpu_brand_reads_proc_cpuinfo_before_py_cpuinfo(tmp_path: Path, monkeypatch) -> None:
+    """The brand comes from the file's model name line; without one, from py-cpuinfo."""
+    import cpuinfo
+
+    from fsyncbench.host._common import cpu_brand
+
+    calls = []
+    monkeypatch.setattr(cpuinfo, "get_cpu_info", lambda: calls.append(1) or {"brand_raw": "X"})
+    (tmp_path / "x86").write_text(CPUINFO_X86)
+    (tmp_path / "arm").write_text(CPUINFO_ARM64)
+    assert cpu_brand.__wrapped__(str(tmp_path / "x86")) == "AMD EPYC 7R13 Processor"
+    assert calls == []
+    assert cpu_brand.__wrapped__(str(tmp_path / "arm")) == "X"
+    assert cpu_brand.__wrapped__(str(tmp_path / "absent")) == "X"  # macOS, Windows
+    assert len(calls) == 2

@@ -1,7 +1,7 @@
 """The wheel and sdist (issue 16, item 5): ``python -m build`` makes both from a copy of the
 tracked files, ``twine check --strict`` passes them, and the wheel alone (installed into a
 directory of its own) runs the CLI on the example report. The build is real: it fetches
-setuptools into its isolated environment, as a user's build would."""
+the build backend (flit_core) into its isolated environment, as a user's build would."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def dist(tmp_path_factory) -> Path:
         timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    # setuptools warns about deprecated metadata (a license classifier, a license table)
+    # a backend may warn about deprecated metadata (a license classifier, a license table)
     assert "deprecat" not in (proc.stdout + proc.stderr).lower(), proc.stdout + proc.stderr
     return out
 

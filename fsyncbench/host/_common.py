@@ -130,12 +130,18 @@ def psutil_mount(
 
 
 @functools.lru_cache(maxsize=1)
-def cpu_brand() -> str | None:
-    """CPU brand string from py-cpuinfo (``brand_raw``), computed once per process.
+def cpu_brand(proc_cpuinfo: str = "/proc/cpuinfo") -> str | None:
+    """CPU brand string, computed once per process: the ``model name`` line of Linux's
+    ``proc_cpuinfo`` where it has one (x86 and some ARM kernels print the brand there:
+    https://www.kernel.org/doc/html/latest/filesystems/proc.html, "cpuinfo"), else
+    py-cpuinfo's ``brand_raw``.
 
-    ``cpuinfo.get_cpu_info()`` takes about a second (it may spawn a subprocess), hence the
-    cache. Source: https://github.com/workhorsy/py-cpuinfo#run-as-a-library
+    ``cpuinfo.get_cpu_info()`` takes about a second (it runs itself in a subprocess), which
+    the file read avoids on Linux. Source: https://github.com/workhorsy/py-cpuinfo#run-as-a-library
     """
+    brand = proc_model_name(read_text(proc_cpuinfo))
+    if brand:
+        return brand
     try:
         import cpuinfo
 
@@ -144,6 +150,15 @@ def cpu_brand() -> str | None:
         return None
     brand = str(info.get("brand_raw") or info.get("brand") or "").strip()
     return brand or None
+
+
+def proc_model_name(cpuinfo_text: str | None) -> str | None:
+    """The value of the first ``model name`` line of a /proc/cpuinfo text; None without one."""
+    for line in (cpuinfo_text or "").splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() == "model name" and value.strip():
+            return value.strip()
+    return None
 
 
 def sqlite_compile_options() -> tuple[str, ...]:

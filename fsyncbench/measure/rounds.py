@@ -22,6 +22,7 @@ for it before removing the scratch directory.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import signal
 import subprocess
@@ -224,7 +225,7 @@ def merge_rounds(
     merged = []
     for i, head in enumerate(first):
         parts = [rr[i] for rr in rounds]
-        samples = tuple(x for p in parts for x in p.samples_ns)
+        samples = tuple(itertools.chain.from_iterable(p.samples_ns for p in parts))
         slice_counts = tuple(c for p in parts for c in p.slice_counts)
         slice_rounds = tuple(k for k, p in enumerate(parts) for _ in p.slice_counts)
         target = sum(p.target_samples for p in parts)

@@ -50,8 +50,9 @@ from fsyncbench.model import FlushDelta, Host, Pragmas, Result
 SLICE_S = 0.1
 #: No slice is shorter than this (s), whatever the run budget says.
 MIN_SLICE_S = 0.05
-#: Time budget (s) of each floor measurement (they stop far earlier on their CI target).
-FLOOR_BUDGET_S = 0.5
+#: Time budget (s) of each floor measurement, shared by a run's rounds (alone they stop
+#: earlier on their CI target): 0.25 s of a sub-microsecond loop is 1e5 samples or more.
+FLOOR_BUDGET_S = 0.25
 #: Slice (s) of the floor measurements.
 FLOOR_SLICE_S = 0.05
 
