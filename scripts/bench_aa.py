@@ -75,12 +75,12 @@ def inside(value: float, ci) -> bool:
 def expected_coverage(df: int) -> float:
     """Share of another run's estimates a calibrated 95 % t interval on ``df`` degrees of
     freedom covers, both runs alike (module docstring)."""
-    from scipy.special import stdtr, stdtrit
+    from fsyncbench.measure.special import t_cdf, t_quantile
 
     if df < 1:
         return float("nan")
-    half = float(stdtrit(df, 0.975)) / 2**0.5
-    return float(1 - 2 * stdtr(df, -half))
+    half = t_quantile(df, 0.975) / 2**0.5
+    return 1 - 2 * t_cdf(-half, df)
 
 
 def main() -> int:

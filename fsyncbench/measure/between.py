@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fsyncbench.measure import intervals
+from fsyncbench.measure import intervals, special
 
 #: Fewest baseline runs (the baseline report and its earlier runs) from which the spread
 #: between runs is measured and the "history" basis is used: with 4 runs its estimate rests
@@ -159,34 +159,31 @@ def fit_prior(ratios: Sequence[tuple[float, float]]) -> SpreadPrior | None:
     expression in microarray experiments", Statistical Applications in Genetics and
     Molecular Biology 3(1), art. 3, sec. 6.2). None from fewer than
     :data:`MIN_PRIOR_STATISTICS` statistics."""
-    from scipy.special import digamma, polygamma
-
     usable = [(r, d) for r, d in ratios if r > 0 and d > 0]
     if len(usable) < MIN_PRIOR_STATISTICS:
         return None
     r = np.array([u[0] for u in usable])
     d1 = np.array([u[1] for u in usable])
-    e = np.log(r) - digamma(d1 / 2.0) + np.log(d1 / 2.0)
+    half = d1 / 2.0
+    e = np.log(r) - np.array([special.digamma(h) for h in half]) + np.log(half)
     emean = float(e.mean())
-    evar = float(np.var(e, ddof=1)) - float(np.mean(polygamma(1, d1 / 2.0)))
+    evar = float(np.var(e, ddof=1)) - float(np.mean([special.polygamma(1, h) for h in half]))
     if evar <= 0:
         return SpreadPrior(math.inf, math.exp(emean))
     d0 = 2.0 * _trigamma_inverse(evar)
-    return SpreadPrior(d0, math.exp(emean + float(digamma(d0 / 2.0)) - math.log(d0 / 2.0)))
+    return SpreadPrior(d0, math.exp(emean + special.digamma(d0 / 2.0) - math.log(d0 / 2.0)))
 
 
 def _trigamma_inverse(x: float) -> float:
     """y with trigamma(y) = x (Newton's method as limma's trigammaInverse)."""
-    from scipy.special import polygamma
-
     if x > 1e7:
         return 1.0 / math.sqrt(x)
     if x < 1e-6:
         return 1.0 / x
     y = 0.5 + 1.0 / x
     for _ in range(50):
-        tri = float(polygamma(1, y))
-        step = tri * (1.0 - tri / x) / float(polygamma(2, y))
+        tri = special.polygamma(1, y)
+        step = tri * (1.0 - tri / x) / special.polygamma(2, y)
         y += step
         if -step / y < 1e-8:
             break

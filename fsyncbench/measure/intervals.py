@@ -1,6 +1,7 @@
 """Confidence intervals of percentiles valid for samples that move together in time (the
 block jackknife over slices and rounds, the order-statistic interval of schema 1 reports),
-the interval that includes earlier runs of the same measurement, Student's t (scipy.special),
+the interval that includes earlier runs of the same measurement, Student's t
+(:mod:`fsyncbench.measure.special`),
 and the precision check of the adaptive stop. :mod:`fsyncbench.measure.stats` summarizes a
 result with these.
 """
@@ -14,6 +15,7 @@ from typing import Final
 
 import numpy as np
 
+from fsyncbench.measure import special
 from fsyncbench.model import Interval
 
 #: Percentile method. "linear" is numpy's default and the same as Excel's PERCENTILE.INC.
@@ -461,25 +463,19 @@ def round_percentiles(
 
 
 def t_quantile(df: float, p: float) -> float:
-    """The p quantile of Student's t with ``df`` degrees of freedom (scipy.special, imported
-    here: a command that only reports a usage error need not load it)."""
-    from scipy.special import stdtrit
-
-    return float(stdtrit(df, p))
+    """The p quantile of Student's t with ``df`` degrees of freedom
+    (:func:`fsyncbench.measure.special.t_quantile`)."""
+    return special.t_quantile(df, p)
 
 
 def t_two_sided_p(t: float, df: float) -> float:
     """Two-sided p-value of a t statistic with ``df`` degrees of freedom."""
-    from scipy.special import stdtr
-
-    return float(2.0 * stdtr(df, -abs(t)))
+    return 2.0 * special.t_cdf(-abs(t), df)
 
 
 def t_one_sided_p(t: float, df: float) -> float:
     """P(T >= t) for Student's t with ``df`` degrees of freedom (inf: the normal)."""
-    from scipy.special import stdtr
-
-    return float(stdtr(df, -t))
+    return special.t_cdf(-t, df)
 
 
 def ci_halfwidth_pct(estimate: float, ci: Sequence[float]) -> float | None:
