@@ -1,3 +1,4 @@
+import dataclasses
 import math
 
 import numpy as np
