@@ -101,12 +101,11 @@ DEFAULT_WARMUP = 50
 DEFAULT_PAYLOAD_BYTES = 512
 #: Default time (s) all workloads of an adaptive run share: with the host record, the floors,
 #: eight worker processes' start and warmup and the summaries a default run on this
-#: project's 2-core VM takes about 42 s, and the README's first command (a fresh venv, the
-#: install and this run) about 54 s: within its minute. The budget of the gate's calibration
-#: (scripts/bench_ab.py, docs/method.md). Chosen with
+#: project's 2-core VM takes about 36 s, so that the README's first command (a fresh venv,
+#: the install and this run) ends within a minute. Chosen with
 #: :data:`DEFAULT_ROUNDS` so that every configuration of the default matrix gets a spread
 #: between rounds a test between runs can use (README "Regression gate").
-DEFAULT_RUN_BUDGET_S = 36.0
+DEFAULT_RUN_BUDGET_S = 30.0
 #: Default precision target: the 95 % CI of p99 within +-10 % of p99.
 DEFAULT_CI_TARGET_PCT = 10.0
 #: Default minimum samples per workload before the adaptive stop may end it: below 1,000
