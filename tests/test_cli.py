@@ -711,7 +711,7 @@ def test_the_default_text_output_fits_a_screen_and_says_where_the_rest_is(disk_r
             assert re.search(rf"^{mode}/{sync} ", proc.stdout, re.M)
     for heading in ("Findings", "Host and storage stack", "Glossary"):
         assert heading not in proc.stdout
-    assert "--verbose, or the saved .md report" in proc.stdout
+    assert "--verbose, or --format markdown." in " ".join(proc.stdout.split())
     report = next(out.glob("*.json"))
     whole = fsb("show", report, "--verbose")
     assert whole.returncode == 0, whole.stderr

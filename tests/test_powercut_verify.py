@@ -58,11 +58,11 @@ from fsyncbench.powercut.verify import (
     _label_to_pragmas,
     judge,
     read_journal,
-    render_verify,
     save_report,
     select_run,
     verify,
 )
+from fsyncbench.powercut.view import render_verify
 from fsyncbench.report import store
 
 RUN_A = "a" * 32

@@ -579,6 +579,8 @@ def verify(
     )
     judgement = judge(facts)
     report = _report(facts, judgement, host, command_line, notes, info)
+    from fsyncbench.powercut.view import render_verify
+
     text = render_verify(facts, judgement, info, notes)
     path = save_report(report, store.prepare_output_dir(out_dir))
     return VerifyOutcome(report, judgement, text, path)
@@ -633,106 +635,6 @@ def save_report(report: Report, out_dir: Path) -> Path:
     return path
 
 
-def render_verify(f: PowercutFacts, jm: Judgement, info: dict[str, Any], notes: list[str]) -> str:
-    """The verify result as text: facts, lost sequence numbers, result, verdict, findings."""
-    from fsyncbench.report.wording import finding_line, verdict_phrase
-
-    j = f.journal
-    n_acked = R.count(list(f.acknowledged))
-    if not j.exists:
-        journal_line = "MISSING (the database file is gone)"
-    elif j.error:
-        journal_line = f"unreadable: {j.error}"
-    else:
-        journal_line = (
-            f"{R.count(list(j.present)):,} commits present ({R.format_ranges(list(j.present), 5)})"
-        )
-        if j.note:
-            journal_line += f"; {j.note}"
-        if jm.unacknowledged:
-            journal_line += f"; {jm.unacknowledged:,} committed but not acknowledged (normal)"
-    rebooted = {
-        True: "yes (the boot id changed since the writer started)",
-        False: "NO (same boot as the writer: no power cut happened)",
-        None: "unknown",
-    }[f.rebooted]
-    rows = [
-        ("run", f"{f.run_id} ({f.config.label}, sync primitive {f.primitive})"),
-        (
-            "writer",
-            f"host {info['host']}, pid {info['pid']}, started {info['started_utc']}; "
-            + (
-                f"stopped cleanly: {f.clean_stop}"
-                if f.clean_stop
-                else "no clean stop (running when it ended)"
-            ),
-        ),
-        ("rebooted", rebooted),
-        (
-            "listener",
-            f"{f.listener}: {n_acked:,} acknowledged commits "
-            f"({R.format_ranges(list(f.acknowledged), 5)})",
-        ),
-        ("journal", f"{j.path}"),
-        ("", journal_line),
-        (
-            "integrity",
-            "ok"
-            if j.integrity == ("ok",)
-            else ("not run" if not j.integrity else "; ".join(j.integrity[:5])),
-        ),
-        (
-            "lost",
-            "none"
-            if not jm.lost
-            else f"{R.count(list(jm.lost)):,} acknowledged commits: {R.format_ranges(list(jm.lost))}",
-        ),
-    ]
-    if jm.holes:
-        rows.append(
-            (
-                "holes",
-                f"unacknowledged commits missing below later ones: "
-                f"{R.format_ranges(list(jm.holes))}",
-            )
-        )
-    width = max(len(k) for k, _ in rows)
-    out = ["fsyncbench powercut verify"]
-    out += [f"  {k.ljust(width)}  {v}" for k, v in rows]
-    out.append("")
-    out.append(_headline(jm, n_acked))
-    out.append(
-        f"Path verdict for {f.config.label}: "
-        + verdict_phrase(jm.path_verdict, jm.strength, jm.decided_by)
-    )
-    for finding in jm.findings:
-        out.append("  " + finding_line(finding))
-    for note in notes:
-        out.append(f"Note: {note}")
-    return "\n".join(out) + "\n"
-
-
-def _headline(jm: Judgement, n_acked: int) -> str:
-    if jm.outcome == "pass":
-        return (
-            f"Result: PASS: all {n_acked:,} acknowledged commits survived and the journal "
-            "is intact."
-        )
-    if jm.outcome == "inconclusive":
-        return "Result: INCONCLUSIVE: the listener holds no acknowledged commit of this run."
-    what = (
-        f"{R.count(list(jm.lost)):,} of {n_acked:,} acknowledged commits are lost"
-        if jm.lost
-        else "the journal did not survive intact"
-    )
-    if jm.config_durable:
-        return f"Result: FAIL: {what}: the storage acknowledged writes it did not keep."
-    return (
-        f"Result: FAIL: {what}; this configuration does not promise power-loss "
-        "durability, so the loss is the configuration's, not proof against the storage."
-    )
-
-
 __all__ = [
     "POWERCUT_DIRNAME",
     "verify",
@@ -742,6 +644,5 @@ __all__ = [
     "JournalState",
     "Judgement",
     "VerifyOutcome",
-    "render_verify",
     "config_durability",
 ]

@@ -1,16 +1,21 @@
-"""A saved ``fsyncbench powercut verify`` report as a
-:class:`~fsyncbench.report.document.Document`: the verify result first, then what the
-listener recorded and the journal holds, the findings and the host. Rendered by the same
+"""What ``fsyncbench powercut verify`` prints (:func:`render_verify`), and a saved verify
+report as a :class:`~fsyncbench.report.document.Document`: the verify result first, then what
+the listener recorded and the journal holds, the findings and the host. Rendered by the same
 text, Markdown and HTML renderers as run and audit reports
 (:func:`fsyncbench.report.render_document`).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from fsyncbench.model import Report
 from fsyncbench.report.describe import findings_section, host_table
 from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
 from fsyncbench.report.wording import verdict_phrase
+
+if TYPE_CHECKING:
+    from fsyncbench.powercut.verify import Judgement, PowercutFacts
 
 
 def describe_powercut(report: Report) -> Document:
@@ -20,7 +25,7 @@ def describe_powercut(report: Report) -> Document:
     keeps (run, listener, journal, integrity, lost and out-of-order commits), the findings,
     host and notes. It has no latency table: a powercut report holds no timed results."""
     from fsyncbench.powercut import ranges as R
-    from fsyncbench.powercut.verify import Judgement, _headline
+    from fsyncbench.powercut.verify import Judgement
 
     v = report.verdict
     findings = v.findings
@@ -137,7 +142,7 @@ def describe_powercut(report: Report) -> Document:
         f"fsyncbench {report.tool_version}, report schema {report.schema_version}, "
         f"target {report.host.target.path}"
     )
-    result = _headline(jm, R.count(acked))
+    result = headline(jm, R.count(acked))
     verdict = (
         f"Path verdict for {label}: "
         + verdict_phrase(v.path_verdict, v.strength, v.decided_by)
@@ -176,3 +181,109 @@ def render(report: Report, fmt: str) -> str:
     from fsyncbench.report import render_document
 
     return render_document(describe_powercut(report), fmt, report)
+
+
+def render_verify(f: PowercutFacts, jm: Judgement, info: dict[str, Any], notes: list[str]) -> str:
+    """The result of ``powercut verify`` as text, as it prints it: facts, lost sequence
+    numbers, result, verdict, findings, notes (``info``: the listener's record of the run)."""
+    from fsyncbench.powercut import ranges as R
+    from fsyncbench.report.wording import finding_line
+
+    j = f.journal
+    n_acked = R.count(list(f.acknowledged))
+    if not j.exists:
+        journal_line = "MISSING (the database file is gone)"
+    elif j.error:
+        journal_line = f"unreadable: {j.error}"
+    else:
+        journal_line = (
+            f"{R.count(list(j.present)):,} commits present ({R.format_ranges(list(j.present), 5)})"
+        )
+        if j.note:
+            journal_line += f"; {j.note}"
+        if jm.unacknowledged:
+            journal_line += f"; {jm.unacknowledged:,} committed but not acknowledged (normal)"
+    rebooted = {
+        True: "yes (the boot id changed since the writer started)",
+        False: "NO (same boot as the writer: no power cut happened)",
+        None: "unknown",
+    }[f.rebooted]
+    rows = [
+        ("run", f"{f.run_id} ({f.config.label}, sync primitive {f.primitive})"),
+        (
+            "writer",
+            f"host {info['host']}, pid {info['pid']}, started {info['started_utc']}; "
+            + (
+                f"stopped cleanly: {f.clean_stop}"
+                if f.clean_stop
+                else "no clean stop (running when it ended)"
+            ),
+        ),
+        ("rebooted", rebooted),
+        (
+            "listener",
+            f"{f.listener}: {n_acked:,} acknowledged commits "
+            f"({R.format_ranges(list(f.acknowledged), 5)})",
+        ),
+        ("journal", f"{j.path}"),
+        ("", journal_line),
+        (
+            "integrity",
+            "ok"
+            if j.integrity == ("ok",)
+            else ("not run" if not j.integrity else "; ".join(j.integrity[:5])),
+        ),
+        (
+            "lost",
+            "none"
+            if not jm.lost
+            else f"{R.count(list(jm.lost)):,} acknowledged commits: {R.format_ranges(list(jm.lost))}",
+        ),
+    ]
+    if jm.holes:
+        rows.append(
+            (
+                "holes",
+                f"unacknowledged commits missing below later ones: "
+                f"{R.format_ranges(list(jm.holes))}",
+            )
+        )
+    width = max(len(k) for k, _ in rows)
+    out = ["fsyncbench powercut verify"]
+    out += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    out.append("")
+    out.append(headline(jm, n_acked))
+    out.append(
+        f"Path verdict for {f.config.label}: "
+        + verdict_phrase(jm.path_verdict, jm.strength, jm.decided_by)
+    )
+    for finding in jm.findings:
+        out.append("  " + finding_line(finding))
+    for note in notes:
+        out.append(f"Note: {note}")
+    return "\n".join(out) + "\n"
+
+
+def headline(jm: Judgement, n_acked: int) -> str:
+    """The Result line: PASS, INCONCLUSIVE or FAIL of ``n_acked`` acknowledged commits, and
+    for a FAIL whether the loss is the storage's or the configuration's."""
+    from fsyncbench.powercut import ranges as R
+
+    if jm.outcome == "pass":
+        return (
+            f"Result: PASS: all {n_acked:,} acknowledged commits survived and the journal "
+            "is intact."
+        )
+    if jm.outcome == "inconclusive":
+        return "Result: INCONCLUSIVE: the listener holds no acknowledged commit of this run."
+    what = (
+        f"{R.count(list(jm.lost)):,} of {n_acked:,} acknowledged commits are lost"
+        if jm.lost
+        else "the journal did not survive intact"
+    )
+    if jm.config_durable:
+        return f"Result: FAIL: {what}: the storage acknowledged writes it did not keep."
+    return (
+        f"Result: FAIL: {what}; this configuration does not promise power-loss "
+        "durability, so the loss is the configuration's, not proof against the storage."
+    )

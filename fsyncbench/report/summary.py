@@ -56,4 +56,4 @@ def _left_out(report: Report) -> str:
     if any(r.device_flushes for r in report.results):
         parts.append("device flush counters")
     parts.append("host, method, glossary")
-    return "More: " + "; ".join(parts) + ": --verbose, or the saved .md report."
+    return "More: " + "; ".join(parts) + ": --verbose, or --format markdown."
