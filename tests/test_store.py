@@ -1,6 +1,8 @@
 import json
 import os
 import re
+import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -252,3 +254,19 @@ def test_schema_1_reports_without_slices_still_load():
     for path in sorted((Path(__file__).parent / "fixtures" / "reports").glob("*.json")):
         report = store.load_report(path)
         assert all(r.slice_counts == () for r in report.results)
+
+
+@pytest.mark.skipif(getattr(os, "geteuid", lambda: 1)() != 0, reason="mknod needs root")
+def test_windows_knows_the_null_device_by_name(tmp_path: Path, monkeypatch) -> None:
+    """Windows' stat has no st_rdev: there, a character device is a stream to write to only
+    when it is the null device by name (os.devnull, "nul"). Two real null-device nodes
+    (mknod c 1 3) named NUL and zero, judged as Windows would judge them."""
+    from fsyncbench.report import store
+
+    for name in ("NUL", "zero"):
+        os.mknod(tmp_path / name, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    assert store.is_stream(tmp_path / "zero")  # Linux: the same device as /dev/null
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(os, "devnull", "nul")
+    assert store.is_stream(tmp_path / "NUL")
+    assert not store.is_stream(tmp_path / "zero")

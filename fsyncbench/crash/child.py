@@ -204,65 +204,77 @@ def _read_line(fd: int, deadline: float) -> dict[str, Any] | None:
 _DEFERRED_SIGNALS = STOP_SIGNALS
 
 
-def _run_child(spec: _RunSpec) -> _ChildReport:
-    """Fork one agent run; SIGKILL it at ``spec.kill_at`` if it gets there; reap it."""
-    read_fd, write_fd = os.pipe()
-    parent = os.getpid()
-    # Ctrl-C (sent to the whole process group) or SIGTERM arriving while fork runs its
-    # after-fork hooks in the child would raise there, before the child can ignore it, and
-    # Python prints "Exception ignored in: <function _after_fork>": the signals wait, blocked,
-    # until the child has set its own dispositions (and the parent has finished forking).
-    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED_SIGNALS)
-    try:
-        pid = os.fork()
-    except OSError as exc:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-        os.close(read_fd)
-        os.close(write_fd)
-        raise CrashError(f"cannot fork a crash-matrix child: {exc.strerror}") from None
-    if pid == 0:  # child
+if sys.platform == "win32":
+
+    def _run_child(spec: _RunSpec) -> _ChildReport:
+        """The crash matrix forks its children (fork(2), SIGKILL): not on Windows."""
+        raise CrashError("the crash matrix forks and SIGKILLs its children: not on Windows")
+
+else:
+
+    def _run_child(spec: _RunSpec) -> _ChildReport:
+        """Fork one agent run; SIGKILL it at ``spec.kill_at`` if it gets there; reap it."""
+        read_fd, write_fd = os.pipe()
+        parent = os.getpid()
+        # Ctrl-C (sent to the whole process group) or SIGTERM arriving while fork runs its
+        # after-fork hooks in the child would raise there, before the child can ignore it, and
+        # Python prints "Exception ignored in: <function _after_fork>": the signals wait, blocked,
+        # until the child has set its own dispositions (and the parent has finished forking).
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, _DEFERRED_SIGNALS)
         try:
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
-            for other in _DEFERRED_SIGNALS - {signal.SIGINT}:
-                signal.signal(other, signal.SIG_DFL)
+            pid = os.fork()
+        except OSError as exc:
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
             os.close(read_fd)
-        finally:
-            _child_main(write_fd, spec, parent)
-    reaped = False
-    try:
-        # a signal held during the fork arrives here, inside the try: the child is then
-        # killed and reaped below before anyone removes the directory it writes in
-        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
-        os.close(write_fd)
-        write_fd = -1
-        message = _read_line(read_fd, time.monotonic() + CHILD_TIMEOUT_S)
-        if message is not None and message.get("event") == "point":
-            os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-        reaped = True
-    finally:
-        if not reaped:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            os.waitpid(pid, 0)
-        os.close(read_fd)
-        if write_fd >= 0:
             os.close(write_fd)
-    killed_by = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
-    if message is None:
-        how = (
-            f"signal {killed_by}" if killed_by else f"exit code {os.waitstatus_to_exitcode(status)}"
-        )
-        raise CrashError(f"a crash-matrix child died unreported ({how})")
-    event = message["event"]
-    if event == "point" and killed_by != signal.SIGKILL:
-        raise CrashError(f"a crash-matrix child was to die of SIGKILL but ended with {status}")
-    if event == "error" and message.get("type") != "NonDeterminismError":
-        raise CrashError(f"a crash-matrix child failed: {message['type']}: {message['message']}")
-    return _ChildReport(event, message, killed_by)
+            raise CrashError(f"cannot fork a crash-matrix child: {exc.strerror}") from None
+        if pid == 0:  # child
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C
+                for other in _DEFERRED_SIGNALS - {signal.SIGINT}:
+                    signal.signal(other, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+                os.close(read_fd)
+            finally:
+                _child_main(write_fd, spec, parent)
+        reaped = False
+        try:
+            # a signal held during the fork arrives here, inside the try: the child is then
+            # killed and reaped below before anyone removes the directory it writes in
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+            os.close(write_fd)
+            write_fd = -1
+            message = _read_line(read_fd, time.monotonic() + CHILD_TIMEOUT_S)
+            if message is not None and message.get("event") == "point":
+                os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
+            reaped = True
+        finally:
+            if not reaped:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                os.waitpid(pid, 0)
+            os.close(read_fd)
+            if write_fd >= 0:
+                os.close(write_fd)
+        killed_by = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+        if message is None:
+            how = (
+                f"signal {killed_by}"
+                if killed_by
+                else f"exit code {os.waitstatus_to_exitcode(status)}"
+            )
+            raise CrashError(f"a crash-matrix child died unreported ({how})")
+        event = message["event"]
+        if event == "point" and killed_by != signal.SIGKILL:
+            raise CrashError(f"a crash-matrix child was to die of SIGKILL but ended with {status}")
+        if event == "error" and message.get("type") != "NonDeterminismError":
+            raise CrashError(
+                f"a crash-matrix child failed: {message['type']}: {message['message']}"
+            )
+        return _ChildReport(event, message, killed_by)
 
 
 def _require_fork() -> None:

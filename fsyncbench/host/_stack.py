@@ -22,9 +22,11 @@ files (no subprocess), never raises for missing files, cuts cycles and stops at
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import stat
 import struct
+import sys
 
 from fsyncbench.host.layers import disk_layer, filesystem_layer, overlay_upperdir
 from fsyncbench.model import (
@@ -230,7 +232,7 @@ class _Walk:
                 return None
             if not stat.S_ISBLK(st.st_mode):
                 return None
-            link = f"/sys/dev/block/{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+            link = f"/sys/dev/block/{_major_minor(st, 'st_rdev')}"
             return os.path.realpath(link) if os.path.isdir(link) else None
         if not path.startswith("/dev/"):
             return None
@@ -249,14 +251,12 @@ def _loop_identity(name: str) -> tuple[str, int] | None:
     (LOOP_GET_STATUS64 on /dev/<name>); None without permission or on other errors. The
     kernel encodes lo_device with new_encode_dev (include/linux/kdev_t.h)."""
     try:
-        import fcntl
-
         fd = os.open(f"/dev/{name}", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except (OSError, ImportError):
+    except OSError:
         return None
     try:
         buf = bytearray(_LOOP_INFO64_SIZE)
-        fcntl.ioctl(fd, _LOOP_GET_STATUS64, buf)
+        _ioctl(fd, _LOOP_GET_STATUS64, buf)
     except OSError:
         return None
     finally:
@@ -272,7 +272,30 @@ def _same_file(path: str, dev: str, ino: int) -> bool:
         st = os.stat(path)
     except OSError:
         return False
-    return f"{os.major(st.st_dev)}:{os.minor(st.st_dev)}" == dev and st.st_ino == ino
+    return _major_minor(st, "st_dev") == dev and st.st_ino == ino
+
+
+# This module reads Linux's /proc and /sys (fsyncbench.host imports it on Linux only); the
+# two helpers below keep the type checker's other platforms, which lack these calls, apart.
+
+
+def _major_minor(st: os.stat_result, field: str) -> str:
+    """ "major:minor" of the device number ``st.<field>`` (st_dev or st_rdev)."""
+    if sys.platform == "win32":
+        raise OSError(errno.ENOSYS, "no device numbers on Windows")
+    else:
+        number = getattr(st, field)
+        return f"{os.major(number)}:{os.minor(number)}"
+
+
+def _ioctl(fd: int, request: int, buf: bytearray) -> None:
+    """ioctl(2) on ``fd`` filling ``buf``; OSError where there is none (Windows)."""
+    if sys.platform == "win32":
+        raise OSError(errno.ENOSYS, "no ioctl on Windows")
+    else:
+        import fcntl
+
+        fcntl.ioctl(fd, request, buf)
 
 
 def walk(

@@ -307,11 +307,11 @@ def fit_sweep(primitive: str, points: Sequence[tuple[int, int]]) -> DirtySweep:
 
 def sweep_sizes(directory: Path, max_bytes: int) -> tuple[int, ...]:
     """Sweep sizes up to ``max_bytes``, trimmed so the file takes at most a quarter of the
-    free space (statvfs(3)); () when not even 1 MiB fits."""
+    free space (:func:`shutil.disk_usage`: statvfs(3) f_bavail x f_frsize, or
+    GetDiskFreeSpaceExW); () when not even 1 MiB fits."""
     try:
-        st = os.statvfs(directory)
-        free = st.f_bavail * st.f_frsize
-    except (OSError, AttributeError):
+        free = shutil.disk_usage(directory).free
+    except OSError:
         free = max_bytes * 4
     sizes = tuple(s for s in SWEEP_SIZES if s <= max_bytes and s * 4 <= free)
     return sizes if sizes and sizes[-1] >= (1 << 20) else ()

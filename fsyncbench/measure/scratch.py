@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -75,14 +76,14 @@ def _signals_held() -> Iterator[None]:
     """Hold back the stop signals for a few system calls (they are delivered right after),
     so a working directory is never made without an owner record or left half removed.
     Where the platform cannot block signals (Windows), nothing is held."""
-    if not hasattr(signal, "pthread_sigmask"):
+    if sys.platform == "win32":
         yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+    else:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            yield
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _open_dir(target: Path) -> int | None:

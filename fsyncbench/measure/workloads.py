@@ -132,7 +132,7 @@ def sync_primitives(platform: str = sys.platform) -> tuple[SyncPrimitive, ...]:
     for name, flag in flags.items():
         if flag and (name == "O_DSYNC" or flag != flags["O_DSYNC"]):
             prims.append(SyncPrimitive(name, None, flag))
-    if platform == "darwin":
+    if platform == "darwin" and sys.platform != "win32":  # (fcntl: the type checker's win32)
         import fcntl
 
         full = getattr(fcntl, "F_FULLFSYNC", F_FULLFSYNC)
@@ -204,10 +204,15 @@ class MemoryFileWrite:
     sync: the same system call as the write baseline with no filesystem or storage behind
     it (the tool's floor for writes and flushes). Linux only: check :meth:`available`."""
 
+    _fd: int
+
     def __init__(self) -> None:
         self._buf = os.urandom(BLOCK_BYTES)
-        self._fd = os.memfd_create("fsyncbench-floor")
-        _pwrite(self._fd, self._buf)
+        if sys.platform == "linux":
+            self._fd = os.memfd_create("fsyncbench-floor")
+            _pwrite(self._fd, self._buf)
+        else:
+            raise OSError(errno.ENOSYS, "memfd_create(2) is Linux only")
 
     @staticmethod
     def available() -> bool:
@@ -217,18 +222,19 @@ class MemoryFileWrite:
         return None
 
     def run(self, _args: None) -> None:
-        os.pwrite(self._fd, self._buf, 0)
+        _pwrite(self._fd, self._buf)  # the write baseline's own call
 
     def close(self) -> None:
         os.close(self._fd)
 
 
 def _pwrite(fd: int, buf: bytes) -> None:
-    if hasattr(os, "pwrite"):
-        os.pwrite(fd, buf, 0)
-    else:  # Windows
+    """``buf`` written at offset 0 of ``fd``: pwrite(2), or seek and write on Windows."""
+    if sys.platform == "win32":
         os.lseek(fd, 0, os.SEEK_SET)
         os.write(fd, buf)
+    else:
+        os.pwrite(fd, buf, 0)
 
 
 class JournalCommit:
@@ -374,8 +380,13 @@ def raw_syscall_primitive(name: str, machine: str | None = None) -> SyncPrimitiv
     sync_file_range and open, never syscall (``nm -D libeatmydata.so``;
     https://github.com/stewartsmith/libeatmydata/blob/master/libeatmydata/libeatmydata.c).
     """
-    if not sys.platform.startswith("linux"):
+    if sys.platform.startswith("linux"):
+        return _linux_syscall_primitive(name, machine)
+    else:
         return None
+
+
+def _linux_syscall_primitive(name: str, machine: str | None) -> SyncPrimitive | None:
     number = syscall_number(name, machine)
     if number is None:
         return None
@@ -506,5 +517,6 @@ def trace_child(argv: list[str]) -> None:
 
 
 def _mark(which: str, label: str) -> None:
-    with contextlib.suppress(OSError):
-        os.statvfs(f"{TRACE_MARK}/{which}/{label}")
+    if sys.platform != "win32":  # strace runs on Linux only
+        with contextlib.suppress(OSError):
+            os.statvfs(f"{TRACE_MARK}/{which}/{label}")

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import stat
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -264,13 +265,16 @@ def is_stream(path: Path) -> bool:
         return True
     if not stat.S_ISCHR(st.st_mode):
         return False
-    known = []
-    for opened in (os.devnull, 0, 1, 2):
-        try:
-            known.append(os.stat(opened) if isinstance(opened, str) else os.fstat(opened))
-        except OSError:
-            continue
-    return any(stat.S_ISCHR(k.st_mode) and k.st_rdev == st.st_rdev for k in known)
+    if sys.platform == "win32":  # no st_rdev there: the null device by its name
+        return path.name.lower() == os.devnull.lower()
+    else:
+        known = []
+        for opened in (os.devnull, 0, 1, 2):
+            try:
+                known.append(os.stat(opened) if isinstance(opened, str) else os.fstat(opened))
+            except OSError:
+                continue
+        return any(stat.S_ISCHR(k.st_mode) and k.st_rdev == st.st_rdev for k in known)
 
 
 def write_durably(path: Path, text: str) -> None:
