@@ -270,3 +270,38 @@ def test_windows_knows_the_null_device_by_name(tmp_path: Path, monkeypatch) -> N
     monkeypatch.setattr(os, "devnull", "nul")
     assert store.is_stream(tmp_path / "NUL")
     assert not store.is_stream(tmp_path / "zero")
+
+
+def test_reports_are_flushed_with_f_fullfsync_on_macos(tmp_path: Path, monkeypatch) -> None:
+    """On macOS a plain fsync stops at the drive cache: the report file and its directory
+    get fcntl(F_FULLFSYNC) (51), no fsync; a volume that refuses it gets fsync instead.
+    Linux: fsync, never fcntl. (fcntl recorded; the real fsync still runs.)"""
+    import fcntl
+
+    calls: list[tuple[str, int]] = []
+    real_fsync = os.fsync
+
+    def fake_fcntl(fd: int, cmd: int, *args: object) -> int:
+        calls.append(("fcntl", cmd))
+        if refuse:
+            raise OSError(45, "Operation not supported")  # ENOTSUP on macOS
+        real_fsync(fd)
+        return 0
+
+    def fake_fsync(fd: int) -> None:
+        calls.append(("fsync", 0))
+        real_fsync(fd)
+
+    monkeypatch.setattr(fcntl, "fcntl", fake_fcntl)
+    monkeypatch.setattr(os, "fsync", fake_fsync)
+    refuse = False
+    store.write_durably(tmp_path / "linux.json", "{}")
+    assert calls == [("fsync", 0), ("fsync", 0)]  # the file, then its directory
+    monkeypatch.setattr(sys, "platform", "darwin")
+    calls.clear()
+    store.write_durably(tmp_path / "mac.json", "{}")
+    assert calls == [("fcntl", store.F_FULLFSYNC)] * 2
+    refuse, calls[:] = True, []
+    store.write_durably(tmp_path / "mac-smb.json", "{}")
+    assert calls == [("fcntl", store.F_FULLFSYNC), ("fsync", 0)] * 2
+    assert (tmp_path / "mac-smb.json").read_text() == "{}"
