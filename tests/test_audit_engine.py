@@ -519,3 +519,13 @@ def test_mount_without_options_and_unknown_mount_do_not_crash():
     m = Mount("/x", "ext4", "/dev/x")
     h2 = dataclasses.replace(host(), target=dataclasses.replace(host().target, mount=m))
     assert engine.judge(h2, []).path_verdict == UNVERIFIABLE
+
+
+def test_macos_primitives_that_promise_different_things_are_not_a_disagreement():
+    """fsync volatile and F_FULLFSYNC honest on one Mac is what Apple documents, not a
+    contradiction: no "primitives-disagree" warning. Two primitives of one path that
+    promise the same and still differ keep it (test_stack_rules)."""
+    v = _case("wavehouse-m4pro-macos-fsync-vs-fullfsync")
+    verdicts = {x.path_verdict for x in v.results if x.config_durable is None}
+    assert len(verdicts) > 1  # they do differ
+    assert "primitives-disagree" not in codes(v)

@@ -73,6 +73,13 @@ from fsyncbench.model import (
 # --------------------------------------------------------------------------- verdict
 
 
+#: Verdict codes that come from what a sync primitive itself promises on its platform, not
+#: from the storage path: a primitive decided by one of these is expected to differ from the
+#: others, and is left out of the "primitives-disagree" comparison (Apple's fsync(2): a plain
+#: fsync, F_BARRIERFSYNC and O_DSYNC writes need not reach stable media, F_FULLFSYNC does).
+PRIMITIVE_SEMANTICS_CODES = frozenset({"macos-fsync-stops-at-cache"})
+
+
 def _overall_primitive(flushes: Sequence[Result]) -> Result | None:
     """The primitive a durable journal would rely on (MAIN_PRIMITIVES order); a report
     whose flush results carry other names (FreeBSD ``DIOCGFLUSH``, a hand-written
@@ -158,10 +165,14 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
         findings.extend(slowness(r))
         verdicts.append(ResultVerdict(r.name, verdict, durable, code, strength))
     findings.extend(evidence_findings(facts))
+    # primitives that promise different things on this platform (macOS: fsync stops at the
+    # drive cache, F_FULLFSYNC does not) are expected to differ: only the others are compared
     split = {
         v.subject: (v.path_verdict, v.decided_by)
         for v in verdicts
-        if v.config_durable is None and v.subject != "path"
+        if v.config_durable is None
+        and v.subject != "path"
+        and v.decided_by not in PRIMITIVE_SEMANTICS_CODES
     }
     if len({verdict for verdict, _ in split.values()}) > 1:
         findings.append(
