@@ -56,6 +56,12 @@ ANSIBLE_PLAYBOOK = _ansible_playbook()
 pytestmark = [
     pytest.mark.system,
     pytest.mark.skipif(
+        sys.platform == "win32",
+        reason="ansible's control node does not run on Windows ("
+        "https://docs.ansible.com/ansible/latest/installation_guide/intro_installation.html"
+        "#control-node-requirements)",
+    ),
+    pytest.mark.skipif(
         ANSIBLE_PLAYBOOK is None,
         reason=f"ansible-playbook not found next to {sys.executable} or on PATH "
         "(ansible-core is in the test extra)",

@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import os
-import resource
 import socket
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -1243,8 +1243,11 @@ def test_read_journal_reports_a_damaged_index(tmp_path):
     )
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_NOFILE is POSIX (resource)")
 def test_read_journal_without_a_file_descriptor_left_is_an_error(tmp_path):
     """Not evidence about the power cut: the journal cannot even be opened."""
+    import resource
+
     path = _make_journal(tmp_path / "journal-wal-full.db", [make_row(RUN_A, 1, 64)])
     lowest_free = os.dup(0)
     os.close(lowest_free)
