@@ -305,3 +305,36 @@ def test_reports_are_flushed_with_f_fullfsync_on_macos(tmp_path: Path, monkeypat
     store.write_durably(tmp_path / "mac-smb.json", "{}")
     assert calls == [("fcntl", store.F_FULLFSYNC), ("fsync", 0)] * 2
     assert (tmp_path / "mac-smb.json").read_text() == "{}"
+
+
+def test_windows_rename_is_write_through_and_waits_for_a_scanner(tmp_path: Path, monkeypatch):
+    """On Windows the report's rename is MoveFileExW with MOVEFILE_WRITE_THROUGH (no directory
+    to flush there), retried while an antivirus scanner holds the file (PermissionError);
+    once the holder never lets go, the error is the tool's one line and no temp file stays.
+    (MoveFileExW recorded and played by os.replace: no Windows here.)"""
+    moves: list[tuple[str, str]] = []
+    held = {"times": 2}
+    sleeps: list[float] = []
+
+    def fake_move(src: Path, dst: Path) -> None:
+        moves.append((Path(src).name, Path(dst).name))
+        if held["times"] > 0:
+            held["times"] -= 1
+            raise PermissionError(13, "The process cannot access the file")  # winerror 32
+        os.replace(src, dst)
+
+    monkeypatch.setattr(sys, "platform", "win32")
+    monkeypatch.setattr(store, "_move_file_ex", fake_move)
+    monkeypatch.setattr(store.time, "sleep", sleeps.append)
+    store.write_durably(tmp_path / "r.json", "{}")
+    assert (tmp_path / "r.json").read_text() == "{}"
+    assert len(moves) == 3 and all(dst == "r.json" for _src, dst in moves)
+    assert sleeps == [store.RENAME_RETRY_S, 2 * store.RENAME_RETRY_S]
+    held["times"] = 99
+    with pytest.raises(FsyncbenchError, match="cannot write .*r2.json"):
+        store.write_durably(tmp_path / "r2.json", "{}")
+    assert len(moves) == 3 + store.RENAME_ATTEMPTS
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r.json"]  # no temp left
+    monkeypatch.setattr(sys, "platform", "linux")
+    store.write_durably(tmp_path / "r3.json", "{}")  # POSIX: rename(2), not MoveFileExW
+    assert len(moves) == 3 + store.RENAME_ATTEMPTS

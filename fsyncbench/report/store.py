@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import errno
 import json
 import os
 import re
 import stat
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -305,7 +307,7 @@ def write_durably(path: Path, text: str) -> None:
             fh.write(text)
             fh.flush()
             durable_sync(fh.fileno())
-        os.replace(tmp, path)
+        replace_durably(Path(tmp), path)
         tmp = None
         fsync_dir(directory)
     except OSError as exc:
@@ -361,6 +363,50 @@ def fsync_dir(directory: Path) -> None:
         durable_sync(dfd)
     finally:
         os.close(dfd)
+
+
+#: Attempts of a rename on Windows while another process (an antivirus scanner, a search
+#: indexer) holds the file open without FILE_SHARE_DELETE, and the wait before the n-th
+#: retry (n x this, seconds): about 1.5 s in all. A project choice.
+RENAME_ATTEMPTS = 6
+RENAME_RETRY_S = 0.1
+#: MoveFileExW flags (winbase.h): replace an existing file; return only once the move is
+#: on the disk (https://learn.microsoft.com/en-us/windows/win32/api/winbase/nf-winbase-movefileexw).
+MOVEFILE_REPLACE_EXISTING = 0x1
+MOVEFILE_WRITE_THROUGH = 0x8
+
+
+def replace_durably(src: Path, dst: Path) -> None:
+    """Rename ``src`` over ``dst`` (same directory). POSIX: rename(2), atomic; the caller
+    flushes the directory. Windows, which cannot flush a directory: MoveFileExW with
+    MOVEFILE_WRITE_THROUGH, retried :data:`RENAME_ATTEMPTS` times while the file is held
+    open by another process (PermissionError: ERROR_SHARING_VIOLATION, ERROR_ACCESS_DENIED).
+    Raises OSError."""
+    if sys.platform == "win32":
+        for attempt in range(1, RENAME_ATTEMPTS + 1):
+            try:
+                _move_file_ex(src, dst)
+                return
+            except PermissionError:
+                if attempt == RENAME_ATTEMPTS:
+                    raise
+                time.sleep(RENAME_RETRY_S * attempt)
+    else:
+        os.replace(src, dst)
+
+
+def _move_file_ex(src: Path, dst: Path) -> None:
+    """MoveFileExW(src, dst, REPLACE_EXISTING | WRITE_THROUGH); OSError (with winerror) on
+    failure. Windows only."""
+    if sys.platform == "win32":
+        import ctypes
+
+        kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+        flags = MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH
+        if not kernel32.MoveFileExW(str(src), str(dst), flags):
+            raise ctypes.WinError(ctypes.get_last_error())
+    else:
+        raise OSError(errno.ENOSYS, "MoveFileExW is Windows only")
 
 
 #: fcntl command of macOS's full flush (<sys/fcntl.h>), where the fcntl module lacks it.
