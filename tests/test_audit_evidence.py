@@ -8,6 +8,7 @@ import dataclasses
 import errno
 import os
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -160,12 +161,14 @@ def test_fit_sweep_flat_latency_has_no_bandwidth():
 
 
 def test_sweep_sizes_shrink_on_a_full_disk(monkeypatch, tmp_path):
-    class St:
-        f_bavail, f_frsize = 5 << 20, 1  # 5 MiB free
+    free = {"bytes": 5 << 20}  # 5 MiB free
 
-    monkeypatch.setattr(evidence.os, "statvfs", lambda _p: St)
+    def usage(_path):
+        return types.SimpleNamespace(total=64 << 20, used=0, free=free["bytes"])
+
+    monkeypatch.setattr(evidence.shutil, "disk_usage", usage)
     assert evidence.sweep_sizes(tmp_path, 64 << 20)[-1] == 1 << 20
-    St.f_bavail = 1 << 20
+    free["bytes"] = 1 << 20
     assert evidence.sweep_sizes(tmp_path, 64 << 20) == ()
 
 
@@ -3566,3 +3569,20 @@ def test_interposed_cause_with_one_counter_missing_says_the_times():
         "the libc sync call is interposed (libeatmydata.so): its p50 over 100 "
         "calls was 0.5 us against 400.0 us for the raw system call"
     )
+
+
+def test_delete_mode_on_windows_is_never_promised_durable():
+    """SQLite's winDelete ignores syncDir, so EXTRA's directory sync after the journal's
+    delete (DELETE's commit point) never happens on Windows: delete/extra is durable on Linux
+    and not on Windows; WAL and TRUNCATE with FULL stay durable there; the advice there
+    leaves DELETE out."""
+    windows = host(os_name="Windows", fs_type="NTFS")
+    extra = commit("DELETE", "EXTRA", 1, primitive="FlushFileBuffers")
+    assert commit_rules.config_durability(host(), commit("DELETE", "EXTRA", 1)) == (True, None)
+    durable, finding = commit_rules.config_durability(windows, extra)
+    assert durable is False and finding is not None
+    assert "winDelete ignores syncDir" in finding.message
+    assert finding.source == commit_rules.SQLITE_WIN_DELETE_DOC
+    assert "DELETE with EXTRA" not in finding.advice
+    for r in (commit("WAL", "FULL", 1), commit("TRUNCATE", "FULL", 1)):
+        assert commit_rules.config_durability(windows, r) == (True, None), r.name

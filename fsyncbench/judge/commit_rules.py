@@ -62,6 +62,10 @@ class CommitConfig(Protocol):
 #: DELETE mode"; strace of SQLite 3.40 here shows the commit point of each combination:
 #: DELETE ends with an unsynced unlink at NORMAL/FULL, TRUNCATE with an unsynced ftruncate
 #: at NORMAL, while PERSIST syncs its zeroed header already at NORMAL.
+#: SQLite's Windows VFS: winDelete(pVfs, zFilename, syncDir) with "int syncDir /* Not used on
+#: win32 */" and UNUSED_PARAMETER(syncDir): no directory sync after a delete.
+SQLITE_WIN_DELETE_DOC = "https://www.sqlite.org/src/file/src/os_win.c (winDelete)"
+
 UNSYNCED_COMMIT_POINT = {
     (
         "DELETE",
@@ -96,6 +100,12 @@ def _not_durable_why(p: Pragmas, os_name: str) -> tuple[str | None, str]:
         )
         source = (
             SQLITE_SYNC_DOC + " (EXTRA); strace of SQLite 3.40 (fsyncbench audit traces the calls)"
+        )
+    elif os_name == "Windows" and p.journal_mode == "DELETE":
+        why, source = (
+            "on Windows SQLite deletes the rollback journal (the commit point) without syncing "
+            "its directory, even at synchronous=EXTRA (winDelete ignores syncDir)",
+            SQLITE_WIN_DELETE_DOC,
         )
     elif os_name == "Darwin" and not p.fullfsync:
         why, source = (
@@ -138,13 +148,17 @@ def config_durability(host: Host, r: CommitConfig) -> tuple[bool, Finding | None
 
     synchronous=OFF: no; journal_mode OFF/MEMORY: no; WAL + NORMAL: no (syncs only at
     checkpoints); DELETE below EXTRA and TRUNCATE below FULL: no (UNSYNCED_COMMIT_POINT);
+    DELETE on Windows at any level: no (SQLITE_WIN_DELETE_DOC);
     macOS without fullfsync: no (plain fsync); Apple's system SQLite maps fullfsync to
     F_BARRIERFSYNC: no. Sources: SQLITE_SYNC_DOC, SQLITE_WAL_DOC, APPLE_FSYNC_DOC,
     APPLE_BARRIER_DOC.
     """
     p = r.effective or r.requested
     assert p is not None
-    advice = "For a journal that must survive power loss use WAL or TRUNCATE with synchronous=FULL, or DELETE with EXTRA"
+    advice = (
+        "For a journal that must survive power loss use WAL or TRUNCATE with synchronous=FULL"
+        + ("" if host.os_name == "Windows" else ", or DELETE with EXTRA")
+    )
     why, source = _not_durable_why(p, host.os_name)
     if why is None and host.os_name == "Darwin" and r.primitive == "F_BARRIERFSYNC":
         why, source = (
