@@ -124,7 +124,7 @@ def t_cdf(t: float, df: float) -> float:
     if math.isinf(t):
         return 1.0 if t > 0 else 0.0
     upper = _upper_tail(abs(t), df)
-    return float(1 - upper if t > 0 else upper)
+    return 1.0 - upper if t > 0 else upper
 
 
 @functools.lru_cache(maxsize=1024)
