@@ -580,7 +580,7 @@ def powerloss_plan(
 ) -> PowerlossPlan:
     """The plan of ``fsyncbench powerloss`` (:class:`fsyncbench.powerloss.PowerlossPlan`):
     pragma lists as ``run`` takes them, ``models`` (comma list), ``semantics`` (default:
-    macos on macOS, else linux), ``commits`` 1-200 per configuration, ``sector_bytes`` 512
+    macos on macOS, windows on Windows, else linux), ``commits`` 1-200 per configuration, ``sector_bytes`` 512
     or 4096, ``max_states`` and ``samples`` 1-4096, ``seed`` >= 0, ``keep_failures`` a
     directory to create or reuse (its parent must exist)."""
     from fsyncbench.powerloss.models import (
@@ -588,6 +588,7 @@ def powerloss_plan(
         DEFAULT_SAMPLES,
         SECTOR_SIZES,
         SEMANTICS,
+        default_semantics,
     )
     from fsyncbench.powerloss.plan import DEFAULT_COMMITS, MAX_COMMITS, PowerlossPlan
 
@@ -615,9 +616,7 @@ def powerloss_plan(
             platform,
         ),
         models=powerloss_models(models),
-        semantics=choice(
-            semantics or ("macos" if platform == "darwin" else "linux"), SEMANTICS, "--semantics"
-        ),
+        semantics=choice(semantics or default_semantics(platform), SEMANTICS, "--semantics"),
         commits=DEFAULT_COMMITS if commits is None else commits,
         payload_bytes=payload_bytes,
         sector_bytes=sector_bytes,

@@ -171,6 +171,24 @@ def test_delete_extra_syncs_the_unlink_and_is_the_sigkill_table(
 
 
 @needs_fork
+def test_each_platform_semantics_cuts_as_that_platform(tmp_path: Path, sigkill: crash.KillMatrix):
+    # the same kills, cut as on macOS and Windows: macOS's plain fsync (these journals set no
+    # fullfsync) stops at the drive's cache, so wal/full loses the whole killed run there;
+    # SQLite on Windows never syncs the directory, so delete/extra loses the last commit
+    mac = crash.run_power_loss_matrix(tmp_path, "synced-only", "macos", [Pragmas("WAL", "FULL")])
+    rows = _rows(mac.matrices[0])
+    assert _outcomes(rows["step_journal"]) == _everything_lost(keys=False)
+    assert _outcomes(rows["journal_idempotency"]) == _everything_lost(keys=True)
+    assert mac.semantics == "macos"
+    win = crash.run_power_loss_matrix(
+        tmp_path, "synced-only", "windows", [Pragmas("DELETE", "EXTRA")]
+    )
+    rows = _rows(win.matrices[0])
+    assert _outcomes(rows["step_journal"]) == _last_commit_lost(keys=False)
+    assert _outcomes(rows["journal_idempotency"]) == _last_commit_lost(keys=True)
+
+
+@needs_fork
 def test_a_planted_fault_that_skips_every_sync_breaks_wal_full(
     tmp_path: Path, sigkill: crash.KillMatrix
 ):

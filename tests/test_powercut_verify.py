@@ -309,8 +309,9 @@ DARWIN_BARRIER = Finding(
     "wal/full/fullfsync",
     "wal/full/fullfsync: this SQLite implements fullfsync with F_BARRIERFSYNC (ordering, not "
     "durability).",
-    "For a journal that must survive power loss use WAL or TRUNCATE with synchronous=FULL, or "
-    "DELETE with EXTRA, with fullfsync=ON.",
+    # no "DELETE with EXTRA" on macOS: unixDelete's directory sync is a plain fsync there
+    "For a journal that must survive power loss use WAL or TRUNCATE with synchronous=FULL, "
+    "with fullfsync=ON.",
     {"journal_mode": "WAL", "synchronous": "FULL", "fullfsync": True},
     APPLE_BARRIER_DOC,
 )

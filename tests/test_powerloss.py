@@ -20,7 +20,7 @@ import pytest
 from fsyncbench import api
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Pragmas
-from fsyncbench.powerloss import sqlite
+from fsyncbench.powerloss import rebase, sqlite
 from fsyncbench.powerloss.matrix import evaluate, run_matrix
 from fsyncbench.powerloss.models import CrashState, crash_points, crash_states, invalid_reason
 from fsyncbench.powerloss.plan import PowerlossPlan
@@ -250,6 +250,70 @@ def test_macos_semantics_count_only_fullfsync(tmp_path):
     assert _evaluate(tmp_path, full, "synced-only", "macos").worst_lost == 0
 
 
+def test_macos_delete_mode_with_fullfsync_loses_the_last_commit_as_sqlite_does(tmp_path):
+    # SQLite's unix VFS syncs the directory after unlinking the journal with a plain fsync
+    # (unixDelete: full_fsync(fd, 0, 0)), which stops at the drive's cache on macOS; the
+    # journal's creation, plain-synced too, was flushed to stable storage by the database's
+    # F_FULLFSYNC. A cut after the last commit leaves the journal hot: it rolls back.
+    plan = PowerlossPlan(
+        (
+            Pragmas("DELETE", "FULL", True),
+            Pragmas("DELETE", "EXTRA", True),
+            Pragmas("WAL", "FULL", True),
+        ),
+        models=("synced-only", "subset"),
+        semantics="macos",
+        commits=3,
+        samples=8,
+    )
+    result = run_matrix(tmp_path, plan)
+    lost = {(c.pragmas.label, m.model): m.worst_lost for c in result.configs for m in c.models}
+    assert lost == {
+        ("delete/full/fullfsync", "synced-only"): 1,
+        ("delete/full/fullfsync", "subset"): 1,
+        ("delete/extra/fullfsync", "synced-only"): 1,  # linux: 0 (its dirsync is honoured)
+        ("delete/extra/fullfsync", "subset"): 1,
+        ("wal/full/fullfsync", "synced-only"): 0,
+        ("wal/full/fullfsync", "subset"): 0,
+    }
+    assert all(m.corrupt_states == 0 for c in result.configs for m in c.models)
+    # what SQLite promises on macOS: delete/extra is not durable there
+    durable = {c.pragmas.label: c.documented_durable for c in result.configs}
+    assert durable == {
+        "delete/full/fullfsync": False,
+        "delete/extra/fullfsync": False,
+        "wal/full/fullfsync": True,
+    }
+    assert all(c.agreement(m) != "DISAGREES" for c in result.configs for m in c.models)
+    extra = result.configs[1]
+    assert "unixDelete" in extra.documented_why and "plain fsync" in extra.documented_why
+    (tmp_path / "linux").mkdir()
+    linux = run_matrix(
+        tmp_path / "linux",
+        dataclasses.replace(
+            plan, configs=plan.configs[1:2], models=("synced-only",), semantics="linux"
+        ),
+    )
+    assert linux.configs[0].models[0].worst_lost == 0
+
+
+def test_windows_semantics_ignore_directory_syncs(tmp_path):
+    # winDelete never syncs the directory, so even synchronous=EXTRA can lose the last
+    # commit of DELETE mode; TRUNCATE and WAL at FULL commit with a file flush
+    plan = PowerlossPlan(
+        (Pragmas("DELETE", "EXTRA"), Pragmas("TRUNCATE", "FULL"), Pragmas("WAL", "FULL")),
+        models=("synced-only",),
+        semantics="windows",
+        commits=3,
+    )
+    (tmp_path / "w").mkdir()
+    result = run_matrix(tmp_path / "w", plan)
+    assert [c.models[0].worst_lost for c in result.configs] == [1, 0, 0]
+    assert [c.documented_durable for c in result.configs] == [False, True, True]
+    assert "winDelete" in result.configs[0].documented_why
+    assert "windows semantics" in " ".join(api.render(result, "text").split())
+
+
 # ------------------------------------------------------ the models on hand-made traces
 
 
@@ -271,6 +335,60 @@ SETUP = (Op("create", "a"), Op("write", "a", 0, b"old!"), Op("barrier"))
 
 def _files(states: list[CrashState]) -> list[dict[str, bytes]]:
     return [dict(s.files) for s in states]
+
+
+def test_macos_f_fullfsync_flushes_what_earlier_plain_fsyncs_left_in_the_drive_cache():
+    ops = (
+        *SETUP,
+        Op("write", "a", 0, b"new!"),
+        Op("sync", "a", flags=2),  # plain fsync: into the drive's cache only
+        Op("write", "a", 0, b"NEW"),  # issued after it: still only in the page cache
+        Op("create", "b"),
+        Op("write", "b", 0, b"bb"),
+        Op("sync", "b", flags=2),
+        Op("dirsync"),  # b's entry into the drive's cache
+        Op("delete", "b"),
+        Op("create", "c"),
+        Op("write", "c", 0, b"cc"),
+        Op("sync", "c", flags=3),  # F_FULLFSYNC of c: the drive flushes its whole cache
+    )
+    trace = _trace(*ops)
+    before = rebase.state_after_cut(
+        dataclasses.replace(trace, ops=ops[:-1]), "synced-only", semantics="macos"
+    )
+    assert dict(before.files) == {"a": b"old!"}  # nothing reached stable storage yet
+    after = rebase.state_after_cut(trace, "synced-only", semantics="macos")
+    # a as of its plain fsync, b's entry (its unlink never synced) and c's data, but not c's
+    # entry: the directory was synced before c was created
+    assert dict(after.files) == {"a": b"new!", "b": b"bb"}
+    # linux honours each plain sync at once: the same cut keeps the same, minus nothing
+    assert dict(rebase.state_after_cut(trace, "synced-only").files) == {"a": b"new!", "b": b"bb"}
+    # under subset the plain-synced items are lost or kept until the F_FULLFSYNC
+    subset = _files(
+        list(crash_states(dataclasses.replace(trace, ops=ops[:-1]), "subset", semantics="macos"))
+    )
+    assert {"a": b"old!"} in subset and {"a": b"new!", "b": b"bb"} in subset
+
+
+def test_windows_a_file_flush_persists_earlier_directory_changes_and_ignores_dirsync():
+    ops = (
+        *SETUP,
+        Op("create", "j"),
+        Op("write", "j", 0, b"jj"),
+        Op("dirsync"),  # recorded on a POSIX host; SQLite on Windows issues none
+        Op("delete", "j"),
+        Op("ack", seq=1),
+    )
+    trace = _trace(*ops)
+    assert dict(rebase.state_after_cut(trace, "synced-only", semantics="windows").files) == {
+        "a": b"old!"
+    }
+    assert dict(rebase.state_after_cut(trace, "synced-only").files) == {"a": b"old!", "j": b""}
+    flushed = _trace(*ops, Op("write", "a", 0, b"new!"), Op("sync", "a", flags=2))
+    # FlushFileBuffers of a: its data, and the log with j's creation and deletion
+    assert dict(rebase.state_after_cut(flushed, "synced-only", semantics="windows").files) == {
+        "a": b"new!"
+    }
 
 
 def test_synced_only_keeps_synced_data_and_synced_directory_entries_only():
@@ -698,8 +816,8 @@ def test_crash_points_skip_setup_and_follow_every_ack():
     )
     assert crash_points(trace) == [5, 6, 8]
     assert [s.point for s in crash_states(trace, "synced-only")] == [5, 6, 8]
-    with pytest.raises(ValueError, match="unknown semantics 'windows'"):
-        list(crash_states(trace, "synced-only", semantics="windows"))
+    with pytest.raises(ValueError, match="unknown semantics 'bsd'"):
+        list(crash_states(trace, "synced-only", semantics="bsd"))
 
 
 def test_writes_past_the_end_and_growing_truncations_fill_with_zeros():

@@ -201,7 +201,7 @@ def simulate_power_loss(
     removed again), rebuild the states a power cut could leave under each persistence model
     and count the acknowledged commits lost and the corrupt states
     (:mod:`fsyncbench.powerloss`). Pragma lists as :func:`run` takes them; ``models``
-    (default synced-only,prefix), ``semantics`` (linux or macos; default this system's),
+    (default synced-only,prefix), ``semantics`` (linux, macos or windows; default this system's),
     ``commits`` per configuration (default 10), ``sector_bytes`` (512 or 4096, torn),
     ``psow`` (None: SQLite's default, off for torn), ``max_states``/``samples``/``seed``
     (subset and torn), ``keep_failures`` (a directory for the worst state of each). Render
@@ -364,8 +364,8 @@ def kill_matrix(
     :class:`fsyncbench.crash.CrashExperiment` (render it with :func:`render`).
 
     ``power_loss`` (a model of :data:`fsyncbench.powerloss.MODELS`): each kill is also a
-    simulated power cut of the agent's machine under that model and ``semantics`` (linux
-    or macos; default this host's); the matrix runs once per pragma combination, by default
+    simulated power cut of the agent's machine under that model and ``semantics`` (linux,
+    macos or windows; default this host's); the matrix runs once per pragma combination, by default
     :data:`fsyncbench.crash.DEFAULT_POWER_LOSS_PRAGMAS` (wal/full, wal/normal, wal/off,
     delete/full), the one given when ``journal_mode`` or ``synchronous`` is; returns a
     :class:`fsyncbench.crash.PowerLossExperiment`. Raises FsyncbenchError for bad values,
@@ -375,7 +375,7 @@ def kill_matrix(
     has a time budget, so ``elapsed_ns`` is 0 of ``budget_ns`` 1. Save the result with
     :func:`experiment_report` and :func:`save`."""
     from fsyncbench import crash
-    from fsyncbench.powerloss import MODELS, SEMANTICS
+    from fsyncbench.powerloss import MODELS, SEMANTICS, default_semantics
 
     check_extras((), outputs, progress, notes)
     for value, name in (
@@ -394,8 +394,9 @@ def kill_matrix(
     )
     if power_loss is not None:
         options.choice(power_loss, MODELS, "--powerloss")
-        default = "macos" if sys.platform == "darwin" else "linux"
-        semantics = options.choice(semantics or default, SEMANTICS, "--semantics")
+        semantics = options.choice(
+            semantics or default_semantics(sys.platform), SEMANTICS, "--semantics"
+        )
     elif semantics is not None:
         raise FsyncbenchError("--semantics applies only with --powerloss")
     if outputs is not None:

@@ -52,8 +52,9 @@ DEFAULT_POWER_LOSS_PRAGMAS = (
 class PowerLoss:
     """How each kill becomes a power cut: ``model`` one of
     :data:`fsyncbench.powerloss.models.MODELS`, ``semantics`` one of
-    :data:`~fsyncbench.powerloss.models.SEMANTICS` (linux: every sync honoured; macos: only
-    F_FULLFSYNC, which the journal, without PRAGMA fullfsync, never asks for).
+    :data:`~fsyncbench.powerloss.models.SEMANTICS` (linux: every sync honoured; macos: plain
+    fsync reaches only the drive cache, which only F_FULLFSYNC flushes, and the journal,
+    without PRAGMA fullfsync, never asks for it; windows: no directory syncs).
     ``sync_filter``: a planted fault for tests, given to every child's Recorder (called with
     the 0-based number of each sync; False skips it). Raises ValueError for an unknown
     model or semantics."""

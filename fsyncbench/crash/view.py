@@ -299,8 +299,8 @@ def describe_power_loss(
     )
     if outcome.semantics == "macos":
         how += (
-            " macos semantics honour only F_FULLFSYNC, which these journals (no PRAGMA "
-            "fullfsync) never ask for."
+            " Under macos semantics a plain fsync reaches only the drive's cache and only "
+            "F_FULLFSYNC flushes it, which these journals (no PRAGMA fullfsync) never ask for."
         )
     return Document(
         "fsyncbench crash --powerloss: the kill matrix when every kill is a power cut",

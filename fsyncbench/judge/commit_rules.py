@@ -65,6 +65,13 @@ class CommitConfig(Protocol):
 #: SQLite's Windows VFS: winDelete(pVfs, zFilename, syncDir) with "int syncDir /* Not used on
 #: win32 */" and UNUSED_PARAMETER(syncDir): no directory sync after a delete.
 SQLITE_WIN_DELETE_DOC = "https://www.sqlite.org/src/file/src/os_win.c (winDelete)"
+#: SQLite's unix VFS syncs the directory after deleting a file with full_fsync(fd, 0, 0):
+#: a plain fsync whatever PRAGMA fullfsync says, which on macOS stops at the drive's cache;
+#: the deletion reaches stable storage only at the next F_FULLFSYNC.
+SQLITE_UNIX_DELETE_DOC = (
+    "https://www.sqlite.org/src/file/src/os_unix.c (unixDelete: full_fsync(fd,0,0)); "
+    + APPLE_FSYNC_DOC
+)
 
 UNSYNCED_COMMIT_POINT = {
     (
@@ -112,6 +119,13 @@ def _not_durable_why(p: Pragmas, os_name: str) -> tuple[str | None, str]:
             "on macOS without fullfsync SQLite's fsync stops at the drive's cache",
             APPLE_FSYNC_DOC,
         )
+    elif os_name == "Darwin" and p.journal_mode == "DELETE":
+        why, source = (
+            "on macOS SQLite syncs the directory after deleting the rollback journal (the "
+            "commit point) with a plain fsync even with fullfsync, which stops at the drive's "
+            "cache: the deletion is durable only at the next commit's F_FULLFSYNC",
+            SQLITE_UNIX_DELETE_DOC,
+        )
     return why, source
 
 
@@ -148,7 +162,8 @@ def config_durability(host: Host, r: CommitConfig) -> tuple[bool, Finding | None
 
     synchronous=OFF: no; journal_mode OFF/MEMORY: no; WAL + NORMAL: no (syncs only at
     checkpoints); DELETE below EXTRA and TRUNCATE below FULL: no (UNSYNCED_COMMIT_POINT);
-    DELETE on Windows at any level: no (SQLITE_WIN_DELETE_DOC);
+    DELETE on Windows at any level: no (SQLITE_WIN_DELETE_DOC); DELETE on macOS at any
+    level, fullfsync or not: no (SQLITE_UNIX_DELETE_DOC);
     macOS without fullfsync: no (plain fsync); Apple's system SQLite maps fullfsync to
     F_BARRIERFSYNC: no. Sources: SQLITE_SYNC_DOC, SQLITE_WAL_DOC, APPLE_FSYNC_DOC,
     APPLE_BARRIER_DOC.
@@ -157,7 +172,7 @@ def config_durability(host: Host, r: CommitConfig) -> tuple[bool, Finding | None
     assert p is not None
     advice = (
         "For a journal that must survive power loss use WAL or TRUNCATE with synchronous=FULL"
-        + ("" if host.os_name == "Windows" else ", or DELETE with EXTRA")
+        + ("" if host.os_name in ("Windows", "Darwin") else ", or DELETE with EXTRA")
     )
     why, source = _not_durable_why(p, host.os_name)
     if why is None and host.os_name == "Darwin" and r.primitive == "F_BARRIERFSYNC":

@@ -20,7 +20,13 @@ Nothing here prints.
 from __future__ import annotations
 
 from fsyncbench.model import PowerlossConfig, PowerlossModelOutcome, PowerlossResult
-from fsyncbench.powerloss.models import DEFAULT_MODELS, MODELS, SECTOR_SIZES, SEMANTICS
+from fsyncbench.powerloss.models import (
+    DEFAULT_MODELS,
+    MODELS,
+    SECTOR_SIZES,
+    SEMANTICS,
+    default_semantics,
+)
 from fsyncbench.powerloss.plan import DEFAULT_COMMITS, PowerlossPlan
 
 TYPE_CHECKING = False  # as in fsyncbench/__init__.py: no typing import at run time
@@ -44,6 +50,7 @@ __all__ = [
     "MODELS",
     "SECTOR_SIZES",
     "SEMANTICS",
+    "default_semantics",
     "PowerlossConfig",
     "PowerlossModelOutcome",
     "PowerlossPlan",

@@ -29,6 +29,7 @@ from fsyncbench.judge.commit_rules import documented_promise
 from fsyncbench.model import PowerlossConfig, PowerlossModelOutcome, PowerlossResult
 from fsyncbench.powerloss import sqlite
 from fsyncbench.powerloss.models import (
+    SEMANTICS_OS,
     CrashState,
     crash_points,
     crash_states,
@@ -228,8 +229,8 @@ def run_matrix(
 ) -> PowerlossResult:
     """Record each configuration of ``plan`` in a scratch subdirectory of ``directory``
     (removed afterwards) and evaluate every model. The documented promise is the one of the
-    platform whose semantics are simulated (macos: Darwin, where fullfsync is needed). ``progress(done, total, label)`` is called before each
-    configuration x model. ``sync_filter`` plants a fault in the recording (tests). Raises
+    platform whose semantics are simulated (:data:`~fsyncbench.powerloss.models.SEMANTICS_OS`).
+    ``progress(done, total, label)`` is called before each configuration x model. ``sync_filter`` plants a fault in the recording (tests). Raises
     FsyncbenchError when recording fails."""
     import sqlite3
 
@@ -273,7 +274,7 @@ def run_matrix(
             main = traces.get(True if plan.psow is None else plan.psow) or next(
                 iter(traces.values())
             )
-            platform = "Darwin" if plan.semantics == "macos" else "Linux"
+            platform = SEMANTICS_OS[plan.semantics]
             durable, consistent, why = documented_promise(pragmas, platform)
             outcomes.append(
                 PowerlossConfig(

@@ -28,10 +28,31 @@ Models (:data:`MODELS`), from most to least forgiving of the storage:
   told that powersafe overwrite is off (https://www.sqlite.org/psow.html). With powersafe
   overwrite on the combination is invalid (:func:`invalid_reason`), not a finding.
 
-Semantics (:data:`SEMANTICS`): ``linux`` honours every sync; ``macos`` honours only syncs
-SQLite issues with SQLITE_SYNC_FULL (PRAGMA fullfsync=ON), the only ones its unix VFS turns
-into fcntl(F_FULLFSYNC); plain fsync, including the directory's, stops at the drive's cache
-(https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/fsync.2.html).
+Semantics (:data:`SEMANTICS`), whose syncs make what durable:
+
+- ``linux``: every sync is honoured: fsync(2) of a file makes its content durable, fsync of
+  the directory its entries (https://man7.org/linux/man-pages/man2/fsync.2.html).
+- ``macos``: two levels below the page cache. A plain fsync (SQLite's NORMAL syncs, and
+  every directory sync: unixSync and unixDelete call ``full_fsync(fd, 0, 0)`` on the
+  directory, https://sqlite.org/src/file?name=src/os_unix.c) only moves the file's (or the
+  directory's) changes into the drive's volatile cache, where a power cut may still lose
+  them; a sync SQLite issues with SQLITE_SYNC_FULL (PRAGMA fullfsync=ON) is
+  ``fcntl(F_FULLFSYNC)``, which writes the file and then asks the drive to flush its whole
+  cache, so everything an earlier plain fsync handed to the drive becomes durable too
+  (Apple's fcntl(2), F_FULLFSYNC: "asks the drive to flush all buffered data to the
+  permanent storage device";
+  https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/fcntl.2.html;
+  fsync(2): https://developer.apple.com/library/archive/documentation/System/Conceptual/ManPages_iPhoneOS/man2/fsync.2.html).
+  So a journal unlink followed by a plain directory sync (DELETE at EXTRA) is durable only
+  at the next F_FULLFSYNC: the last commit may roll back.
+- ``windows``: SQLite's Windows VFS never syncs a directory (winDelete ignores syncDir;
+  https://sqlite.org/src/file?name=src/os_win.c), so recorded directory syncs are ignored;
+  FlushFileBuffers of a file writes its data and metadata, "ensures that the directory
+  structure is persisted" and flushes the device (MS-FSA 2.1.5.7,
+  https://learn.microsoft.com/en-us/openspecs/windows_protocols/ms-fsa/0de7dc40-9627-437e-a4df-c4696cdc3d02).
+  Inferred from NTFS's single, in-order metadata log: a file sync makes every directory
+  change issued before it durable too (a deletion persists at the next commit's first
+  flush, not at its own).
 
 Where a point has at most ``max_states`` states under ``subset``/``torn`` (or not more
 than ``samples`` + 2) all are enumerated; otherwise ``samples`` are drawn with a :class:`random.Random` seeded from
@@ -49,7 +70,9 @@ from fsyncbench.powerloss.trace import SQLITE_SYNC_FULL, Op, Trace
 
 MODELS = ("synced-only", "prefix", "subset", "torn")
 DEFAULT_MODELS = ("synced-only", "prefix")
-SEMANTICS = ("linux", "macos")
+SEMANTICS = ("linux", "macos", "windows")
+#: The ``platform.system()`` name whose SQLite promises each semantics is compared with.
+SEMANTICS_OS = {"linux": "Linux", "macos": "Darwin", "windows": "Windows"}
 #: Sector sizes a torn write may break at: 512 B (logical sectors of most disks) or 4 KiB
 #: (advanced-format disks and SQLite's default sector size, SQLITE_DEFAULT_SECTOR_SIZE).
 SECTOR_SIZES = (512, 4096)
@@ -71,6 +94,12 @@ class CrashState:
     acked: tuple[int, ...]
     how: str
     sampled: bool = False
+
+
+def default_semantics(platform: str) -> str:
+    """The semantics of ``platform`` (a ``sys.platform`` value): macos on darwin, windows
+    on win32, else linux."""
+    return {"darwin": "macos", "win32": "windows"}.get(platform, "linux")
 
 
 def invalid_reason(model: str, psow: bool) -> str:
@@ -124,28 +153,38 @@ class _Piece:
 
 
 class _Fs:
-    """The files as issued, what is durable, and what is pending since the last sync;
-    ``fullsync_only``: only syncs with SQLITE_SYNC_FULL are honoured (macOS)."""
+    """The files as issued, what is durable, and what is pending since the last sync,
+    under ``semantics`` (:data:`SEMANTICS`). On macOS also what a plain fsync handed to the
+    drive's cache: ``cached`` (a file's content as of its last plain fsync) covering the
+    first ``cached_ops`` of its pending operations, and ``cached_names`` covering the first
+    ``cached_dir_ops`` directory changes; an F_FULLFSYNC makes them durable."""
 
-    def __init__(self, fullsync_only: bool) -> None:
+    def __init__(self, semantics: str) -> None:
         self.content: list[bytearray] = []
         self.durable: list[bytes] = []
         self.pending: list[list[Op]] = []
+        self.cached: list[bytes] = []
+        self.cached_ops: list[int] = []
         self.names: dict[str, int] = {}
         self.durable_names: dict[str, int] = {}
+        self.cached_names: dict[str, int] = {}
         self.dir_pending: list[tuple[bool, str, int]] = []
-        self.fullsync_only = fullsync_only
+        self.cached_dir_ops = 0
+        self.semantics = semantics
         self.floor_changed = False
 
     def apply(self, op: Op) -> bool:
         """Apply ``op``; True when it changed the files as issued. ``floor_changed`` says
-        whether it was an honoured sync (or the barrier)."""
+        whether it made something durable that an ordered filesystem would persist with
+        everything before it (an honoured sync, or the barrier)."""
         self.floor_changed = False
         kind = op.kind
         if kind == "create":
             ino = len(self.content)
             self.content.append(bytearray())
             self.durable.append(b"")
+            self.cached.append(b"")
+            self.cached_ops.append(0)
             self.pending.append([])
             self.names[op.file] = ino
             self.dir_pending.append((True, op.file, ino))
@@ -159,27 +198,56 @@ class _Fs:
             _apply(self.content[ino], op)
             self.pending[ino].append(op)
             return True
-        if kind == "sync" and self._honours(op):
-            ino = self.names[op.file]
-            self.durable[ino] = bytes(self.content[ino])
-            self.pending[ino] = []
-            self.floor_changed = True
-        elif kind == "dirsync" and self._honours(op):
-            self.durable_names = dict(self.names)
-            self.dir_pending = []
-            self.floor_changed = True
+        if kind == "sync":
+            self._sync(self.names[op.file], op.flags & 0x0F == SQLITE_SYNC_FULL)
+        elif kind == "dirsync":
+            self._dirsync()
         elif kind == "barrier":
             self.durable = [bytes(c) for c in self.content]
+            self.cached = list(self.durable)
+            self.cached_ops = [0 for _ in self.content]
             self.pending = [[] for _ in self.content]
             self.durable_names = dict(self.names)
+            self.cached_names = dict(self.names)
             self.dir_pending = []
+            self.cached_dir_ops = 0
             self.floor_changed = True
         return False
 
-    def _honours(self, op: Op) -> bool:
-        if not self.fullsync_only:
-            return True
-        return op.kind == "sync" and op.flags & 0x0F == SQLITE_SYNC_FULL
+    def _make_durable(self, ino: int) -> None:
+        self.durable[ino] = self.cached[ino] = bytes(self.content[ino])
+        self.pending[ino] = []
+        self.cached_ops[ino] = 0
+
+    def _sync(self, ino: int, full: bool) -> None:
+        if self.semantics == "macos" and not full:  # plain fsync: into the drive's cache
+            self.cached[ino] = bytes(self.content[ino])
+            self.cached_ops[ino] = len(self.pending[ino])
+            return
+        self._make_durable(ino)
+        self.floor_changed = True
+        if self.semantics == "windows":  # the metadata log, flushed in order
+            self.durable_names = self.cached_names = dict(self.names)
+            self.dir_pending = []
+        elif self.semantics == "macos":  # F_FULLFSYNC flushes the whole drive cache
+            for other, done in enumerate(self.cached_ops):
+                self.durable[other] = self.cached[other]
+                self.pending[other] = self.pending[other][done:]
+                self.cached_ops[other] = 0
+            self.durable_names = dict(self.cached_names)
+            self.dir_pending = self.dir_pending[self.cached_dir_ops :]
+            self.cached_dir_ops = 0
+
+    def _dirsync(self) -> None:
+        if self.semantics == "windows":  # SQLite's Windows VFS issues none
+            return
+        self.cached_names = dict(self.names)
+        if self.semantics == "macos":  # a plain fsync of the directory
+            self.cached_dir_ops = len(self.dir_pending)
+            return
+        self.durable_names = dict(self.names)
+        self.dir_pending = []
+        self.floor_changed = True
 
     def issued(self) -> tuple[tuple[str, bytes], ...]:
         return tuple(sorted((n, bytes(self.content[i])) for n, i in self.names.items()))
@@ -253,7 +321,7 @@ def crash_states(
         raise ValueError(f"unknown persistence model {model!r}")
     if semantics not in SEMANTICS:
         raise ValueError(f"unknown semantics {semantics!r}")
-    fs = _Fs(semantics == "macos")
+    fs = _Fs(semantics)
     points = set(crash_points(trace))
     acked: list[int] = []
     prefix: list[tuple[int, tuple[tuple[str, bytes], ...]]] = []
