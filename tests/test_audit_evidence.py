@@ -2143,7 +2143,13 @@ def _not_durable(name, why, p, source, darwin=False):
             WARNING,
             name,
             f"{name}: {why}.",
-            DURABLE_ADVICE + (", with fullfsync=ON" if darwin else "") + ".",
+            # no "or DELETE with EXTRA" on macOS: unixDelete's directory sync is a plain fsync
+            (
+                DURABLE_ADVICE.removesuffix(", or DELETE with EXTRA") + ", with fullfsync=ON"
+                if darwin
+                else DURABLE_ADVICE
+            )
+            + ".",
             {
                 "journal_mode": p.journal_mode,
                 "synchronous": p.synchronous,
@@ -2217,6 +2223,23 @@ def test_config_durability_each_reason_exact():
             commit("WAL", "FULL", 1, primitive="F_BARRIERFSYNC", fullfsync=True),
             "this SQLite implements fullfsync with F_BARRIERFSYNC (ordering, not durability)",
             rule_facts.APPLE_BARRIER_DOC,
+        ),
+        (
+            mac,
+            commit("DELETE", "EXTRA", 1, primitive="F_FULLFSYNC", fullfsync=True),
+            "on macOS SQLite syncs the directory after deleting the rollback journal (the commit "
+            "point) with a plain fsync even with fullfsync, which stops at the drive's cache: the "
+            "deletion is durable only at the next commit's F_FULLFSYNC",
+            commit_rules.SQLITE_UNIX_DELETE_DOC,
+        ),
+        (
+            mac,
+            commit(
+                "WAL", "FULL", 1, primitive="fsync (F_FULLFSYNC refused: ENOTSUP)", fullfsync=True
+            ),
+            "the volume refused F_FULLFSYNC, so SQLite fell back to fsync (fsync (F_FULLFSYNC "
+            "refused: ENOTSUP)), which on macOS stops at the drive's cache",
+            rule_facts.SQLITE_FULLFSYNC_FALLBACK_DOC + "; " + rule_facts.APPLE_FSYNC_DOC,
         ),
     ]
     for h, r, why, source in cases:

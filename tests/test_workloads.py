@@ -96,6 +96,47 @@ def test_linux_primitives_named(monkeypatch):
     assert [p.name for p in workloads.sync_primitives("win32")] == ["none", "FlushFileBuffers"]
 
 
+def test_a_volume_refusing_f_fullfsync_is_measured_with_sqlites_fsync_fallback(
+    tmp_path, monkeypatch
+):
+    # Linux has no fcntl command 51 or 85, so this machine's ext4 refuses F_FULLFSYNC and
+    # F_BARRIERFSYNC (EINVAL) as a macOS network or FUSE volume does: the macOS primitives run
+    # here for real. SQLite's full_fsync() then calls fsync(); so must the measurement.
+    assert workloads.fcntl_refusals(tmp_path, "linux") == {}
+    refused = workloads.fcntl_refusals(tmp_path, "darwin")
+    assert refused == {"F_BARRIERFSYNC": "EINVAL", "F_FULLFSYNC": "EINVAL"}
+    assert list(tmp_path.iterdir()) == []  # the probe file is gone
+    names = [p.name for p in workloads.sync_primitives("darwin", refused)]
+    assert names[-2:] == [
+        "fsync (F_BARRIERFSYNC refused: EINVAL)",
+        "fsync (F_FULLFSYNC refused: EINVAL)",
+    ]
+    plain = {p.name: p for p in workloads.sync_primitives("darwin")}["F_FULLFSYNC"]
+    w = workloads.FlushWorkload(tmp_path, plain)
+    with pytest.raises(FsyncbenchError, match="Invalid argument"):  # before: the run aborted
+        w.run(None)
+    w.close()
+    fsyncs = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (fsyncs.append(fd), real_fsync(fd)))
+    fallback = workloads.sync_primitives("darwin", refused)[-1]
+    w = workloads.FlushWorkload(tmp_path / "", fallback)
+    fsyncs.clear()  # the file's preparation fsyncs once
+    for _ in range(3):
+        w.run(None)
+    w.close()
+    assert len(fsyncs) == 3 and w.syncs == 3
+    assert fallback.result_name == "write+fsync (F_FULLFSYNC refused: EINVAL)"
+    assert (
+        workloads.sqlite_sync_primitive("Darwin", Pragmas("WAL", "FULL", True), False, refused)
+        == "fsync (F_FULLFSYNC refused: EINVAL)"
+    )
+    assert (
+        workloads.sqlite_sync_primitive("Darwin", Pragmas("WAL", "FULL", False), False, refused)
+        == "fsync"
+    )
+
+
 def test_budget_stops_before_target(tmp_path):
     prim = workloads.SyncPrimitive("none", None)
     w = workloads.FlushWorkload(tmp_path, prim)

@@ -16,6 +16,7 @@ from fsyncbench.judge.rule_facts import (
     LATENCY_BANDS_DOC,
     REAL_IO_FLOOR_NS,
     SLOW_MEDIAN_NS,
+    SQLITE_FULLFSYNC_FALLBACK_DOC,
     SQLITE_SYNC_DOC,
     SQLITE_WAL_DOC,
     Facts,
@@ -165,7 +166,8 @@ def config_durability(host: Host, r: CommitConfig) -> tuple[bool, Finding | None
     DELETE on Windows at any level: no (SQLITE_WIN_DELETE_DOC); DELETE on macOS at any
     level, fullfsync or not: no (SQLITE_UNIX_DELETE_DOC);
     macOS without fullfsync: no (plain fsync); Apple's system SQLite maps fullfsync to
-    F_BARRIERFSYNC: no. Sources: SQLITE_SYNC_DOC, SQLITE_WAL_DOC, APPLE_FSYNC_DOC,
+    F_BARRIERFSYNC: no; a volume that refuses F_FULLFSYNC, where SQLite falls back to fsync
+    (``r.primitive`` "fsync (F_FULLFSYNC refused: ...)"): no. Sources: SQLITE_SYNC_DOC, SQLITE_WAL_DOC, APPLE_FSYNC_DOC,
     APPLE_BARRIER_DOC.
     """
     p = r.effective or r.requested
@@ -179,6 +181,12 @@ def config_durability(host: Host, r: CommitConfig) -> tuple[bool, Finding | None
         why, source = (
             "this SQLite implements fullfsync with F_BARRIERFSYNC (ordering, not durability)",
             APPLE_BARRIER_DOC,
+        )
+    elif why is None and host.os_name == "Darwin" and _base_primitive(r.primitive) == "fsync":
+        why, source = (
+            f"the volume refused F_FULLFSYNC, so SQLite fell back to fsync ({r.primitive}), "
+            "which on macOS stops at the drive's cache",
+            SQLITE_FULLFSYNC_FALLBACK_DOC + "; " + APPLE_FSYNC_DOC,
         )
     if why is None:
         return True, None

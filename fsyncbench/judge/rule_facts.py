@@ -90,6 +90,9 @@ PG_TEST_FSYNC_DOC = (
     "pg_test_fsync, 'Test if fsync on non-write file descriptor is honored' "
     "(https://www.postgresql.org/docs/current/pgtestfsync.html)"
 )
+#: SQLite's full_fsync() on macOS: "If the FULLFSYNC failed, fall back to attempting an
+#: fsync(). [...] failure indicates that FULLFSYNC isn't supported for this file system".
+SQLITE_FULLFSYNC_FALLBACK_DOC = "https://www.sqlite.org/src/file/src/os_unix.c (full_fsync)"
 
 #: Filesystems with no block device behind them (fsyncbench.host.layers.RAM_FILESYSTEMS).
 NO_FLUSH_FILESYSTEMS = RAM_FILESYSTEMS

@@ -55,7 +55,9 @@ from fsyncbench.measure.workloads import (
     SecondFdFlush,
     SyncPrimitive,
     dirty_sweep,
+    fcntl_refusals,
     raw_syscall_primitive,
+    refused_name,
     scratch_dir,
     sync_primitives,
     syscall_number,
@@ -317,12 +319,16 @@ def sweep_sizes(directory: Path, max_bytes: int) -> tuple[int, ...]:
     return sizes if sizes and sizes[-1] >= (1 << 20) else ()
 
 
-def sweep_primitive() -> SyncPrimitive:
+def sweep_primitive(refused: dict[str, str] | None = None) -> SyncPrimitive:
     """The primitive a durable journal relies on here, as applications call it (through
     libc, so an interposed no-op shows as unbounded bandwidth): F_FULLFSYNC on macOS (plain
-    fsync stops at the drive's cache there), fdatasync on Linux, else fsync/FlushFileBuffers."""
-    prims = {p.name: p for p in sync_primitives() if p.call is not None}
+    fsync stops at the drive's cache there; where the volume refuses it, ``refused`` from
+    :func:`fcntl_refusals`, SQLite's fsync fallback), fdatasync on Linux, else
+    fsync/FlushFileBuffers."""
+    refused = refused or {}
+    prims = {p.name: p for p in sync_primitives(refused=refused) if p.call is not None}
     for name in ("F_FULLFSYNC", "fdatasync", "fsync", "FlushFileBuffers"):
+        name = refused_name(name, refused[name]) if name in refused else name
         if name in prims:
             return prims[name]
     raise FsyncbenchError("no sync primitive on this platform")
@@ -577,7 +583,7 @@ def collect(
         else:
             unavailable["syscall_comparisons"] = "raw sync system calls are measured on Linux only"
         step(1)
-        swept = sweep(work, sweep_primitive(), plan)
+        swept = sweep(work, sweep_primitive(fcntl_refusals(work)), plan)
         if swept is None:
             unavailable["dirty_sweep"] = "less than 4 MiB free on the target"
         step(2)

@@ -33,6 +33,7 @@ from fsyncbench.measure.workloads import (
     JournalCommit,
     MemoryFileWrite,
     SyncPrimitive,
+    fcntl_refusals,
     scratch_dir,
     settle,
     sqlite_sync_primitive,
@@ -123,16 +124,17 @@ def run_round(plan: RunPlan, host: Host, progress: RunProgress | None = None) ->
     disks = hostmod.counter_devices(host.target)
     # Apple's system SQLite (/usr/lib/libsqlite3.dylib) maps fullfsync to F_BARRIERFSYNC.
     apple_sqlite = host.os_name == "Darwin" and (host.sqlite_library or "").startswith("/usr/lib/")
-    prims = sync_primitives() if plan.primitives else ()
     start = time.monotonic()
     deadline = None if plan.run_budget_s is None else start + plan.run_budget_s
     with scratch_dir(plan.target) as work, contextlib.ExitStack() as stack:
+        refused = fcntl_refusals(work)
+        prims = sync_primitives(refused=refused) if plan.primitives else ()
         jobs: list[_Job] = []
         for prim in prims:
             jobs.append(_primitive_job(plan, FlushWorkload(work, prim), prim, disks))
             stack.callback(jobs[-1].workload.close)
         for pragmas in plan.configs:
-            primitive = sqlite_sync_primitive(host.os_name, pragmas, apple_sqlite)
+            primitive = sqlite_sync_primitive(host.os_name, pragmas, apple_sqlite, refused)
             jobs.append(
                 _commit_job(
                     plan,

@@ -111,7 +111,51 @@ class SyncPrimitive:
         return f"write ({self.name})" if self.open_flags else "write (no sync)"
 
 
-def sync_primitives(platform: str = sys.platform) -> tuple[SyncPrimitive, ...]:
+def fcntl_refusals(directory: Path, platform: str = sys.platform) -> dict[str, str]:
+    """The fcntl sync commands (F_FULLFSYNC, F_BARRIERFSYNC) the volume under ``directory``
+    refuses, as {command name: errno name}; {} off macOS or when it accepts both. Some
+    network and FUSE filesystems refuse them; SQLite then falls back to fsync
+    (full_fsync() in https://www.sqlite.org/src/file/src/os_unix.c: "If the FULLFSYNC
+    failed, fall back to attempting an fsync()"). Writes one small probe file inside ``directory`` (a
+    scratch directory) and removes it. Raises FsyncbenchError when it cannot (ENOSPC named).
+    """
+    refused: dict[str, str] = {}
+    if platform == "darwin" and sys.platform != "win32":  # (fcntl: the type checker's win32)
+        import fcntl
+
+        try:
+            fd, path = tempfile.mkstemp(prefix="fcntl-probe-", dir=directory)
+            try:
+                os.write(fd, b"probe")
+                for name, number in _fcntl_commands(fcntl).items():
+                    try:
+                        fcntl.fcntl(fd, number)
+                    except OSError as exc:
+                        refused[name] = errno.errorcode.get(exc.errno or 0, str(exc.errno))
+            finally:
+                os.close(fd)
+                os.unlink(path)
+        except OSError as exc:
+            raise _io_error(exc, "probing F_FULLFSYNC", directory) from None
+    return refused
+
+
+def _fcntl_commands(fcntl: Any) -> dict[str, int]:
+    return {
+        "F_BARRIERFSYNC": getattr(fcntl, "F_BARRIERFSYNC", F_BARRIERFSYNC),
+        "F_FULLFSYNC": getattr(fcntl, "F_FULLFSYNC", F_FULLFSYNC),
+    }
+
+
+def refused_name(command: str, errno_name: str) -> str:
+    """The primitive measured where the volume refuses ``command``: SQLite's fallback,
+    ``fsync (F_FULLFSYNC refused: ENOTSUP)``."""
+    return f"fsync ({command} refused: {errno_name})"
+
+
+def sync_primitives(
+    platform: str = sys.platform, refused: dict[str, str] | None = None
+) -> tuple[SyncPrimitive, ...]:
     """The raw primitives available on ``platform``, the no-sync baseline first.
 
     Linux: fsync, fdatasync, and writes on a descriptor opened with O_DSYNC and with O_SYNC
@@ -120,7 +164,9 @@ def sync_primitives(platform: str = sys.platform) -> tuple[SyncPrimitive, ...]:
     macOS: fsync (stops at the drive's cache on Apple SSDs), F_BARRIERFSYNC, F_FULLFSYNC
     (fcntl(2) man page, macOS), O_DSYNC and O_SYNC (which, like fsync, do not flush the
     drive's cache there). Windows: os.fsync is ``_commit`` -> FlushFileBuffers (CPython docs
-    for os.fsync).
+    for os.fsync). An fcntl command in ``refused`` ({name: errno name},
+    :func:`fcntl_refusals`) is measured as SQLite calls it there: the fcntl, and fsync when
+    it fails (:func:`refused_name`; SQLite's full_fsync() in src/os_unix.c).
     """
     prims = [SyncPrimitive("none", None)]
     if platform == "win32":
@@ -135,11 +181,29 @@ def sync_primitives(platform: str = sys.platform) -> tuple[SyncPrimitive, ...]:
     if platform == "darwin" and sys.platform != "win32":  # (fcntl: the type checker's win32)
         import fcntl
 
-        full = getattr(fcntl, "F_FULLFSYNC", F_FULLFSYNC)
-        barrier = getattr(fcntl, "F_BARRIERFSYNC", F_BARRIERFSYNC)
-        prims.append(SyncPrimitive("F_BARRIERFSYNC", lambda fd: fcntl.fcntl(fd, barrier)))
-        prims.append(SyncPrimitive("F_FULLFSYNC", lambda fd: fcntl.fcntl(fd, full)))
+        for name, number in _fcntl_commands(fcntl).items():
+            if name in (refused or {}):
+                call = _fcntl_or_fsync(fcntl.fcntl, number)
+                prims.append(SyncPrimitive(refused_name(name, (refused or {})[name]), call))
+            else:
+                prims.append(SyncPrimitive(name, _fcntl_call(fcntl.fcntl, number)))
     return tuple(prims)
+
+
+def _fcntl_call(fcntl_fn: Callable[[int, int], Any], number: int) -> Callable[[int], Any]:
+    return lambda fd: fcntl_fn(fd, number)
+
+
+def _fcntl_or_fsync(fcntl_fn: Callable[[int, int], Any], number: int) -> Callable[[int], Any]:
+    """SQLite's full_fsync(): the fcntl, and fsync when it fails."""
+
+    def call(fd: int) -> None:
+        try:
+            fcntl_fn(fd, number)
+        except OSError:
+            os.fsync(fd)
+
+    return call
 
 
 class FlushWorkload:
@@ -317,13 +381,20 @@ def read_pragmas(conn: sqlite3.Connection, with_fullfsync: bool) -> Pragmas:
     return Pragmas(mode, sync, full)
 
 
-def sqlite_sync_primitive(os_name: str, pragmas: Pragmas, apple_system_sqlite: bool) -> str:
+def sqlite_sync_primitive(
+    os_name: str,
+    pragmas: Pragmas,
+    apple_system_sqlite: bool,
+    refused: dict[str, str] | None = None,
+) -> str:
     """The sync call SQLite's VFS makes for a commit under ``pragmas`` on ``os_name``.
 
     From SQLite's os_unix.c/os_win.c (https://www.sqlite.org/src/file/src/os_unix.c):
     synchronous=OFF syncs nothing; on Linux unixSync uses fdatasync (strace of SQLite 3.40
     here shows only fdatasync calls); on macOS fullfsync=ON uses F_FULLFSYNC, except Apple's
     system SQLite, which uses F_BARRIERFSYNC; otherwise fsync; Windows: FlushFileBuffers.
+    A command the volume refuses (``refused``, :func:`fcntl_refusals`) is followed by
+    SQLite's fsync fallback (:func:`refused_name`).
     WAL with synchronous=NORMAL syncs only when it checkpoints, not at each commit.
     """
     if pragmas.synchronous == "OFF":
@@ -334,6 +405,8 @@ def sqlite_sync_primitive(os_name: str, pragmas: Pragmas, apple_system_sqlite: b
             if pragmas.fullfsync
             else "fsync"
         )
+        if name in (refused or {}):
+            name = refused_name(name, (refused or {})[name])
     elif os_name == "Windows":
         name = "FlushFileBuffers"
     else:
