@@ -137,6 +137,29 @@ def test_a_volume_refusing_f_fullfsync_is_measured_with_sqlites_fsync_fallback(
     )
 
 
+def test_checkpoint_fullfsync_is_read_back_and_names_the_wal_rows_checkpoint_sync(tmp_path):
+    # read back where fullfsync applies (a macOS configuration), never set: this SQLite's
+    # default build has it off; Apple's has it on, and then WAL checkpoints use F_FULLFSYNC
+    w = workloads.JournalCommit(tmp_path, Pragmas("WAL", "NORMAL", False), 64)
+    assert w.checkpoint_fullfsync is False
+    w._conn.execute("PRAGMA checkpoint_fullfsync=ON")
+    assert workloads.read_checkpoint_fullfsync(w._conn) is True
+    w.close()
+    linux = workloads.JournalCommit(tmp_path, Pragmas("WAL", "FULL"), 64)
+    assert linux.checkpoint_fullfsync is None
+    linux.close()
+    name = workloads.sqlite_sync_primitive
+    normal, full = Pragmas("WAL", "NORMAL", False), Pragmas("WAL", "FULL", False)
+    assert name("Darwin", normal, False, None, False) == "fsync (checkpoints only)"
+    assert name("Darwin", normal, False, None, True) == "F_FULLFSYNC (checkpoints only)"
+    assert name("Darwin", full, False, None, True) == "fsync (F_FULLFSYNC at checkpoints)"
+    assert name("Darwin", Pragmas("WAL", "FULL", True), False, None, True) == "F_FULLFSYNC"
+    assert name("Darwin", Pragmas("DELETE", "FULL", False), False, None, True) == "fsync"
+    assert name("Linux", Pragmas("WAL", "NORMAL"), False, None, None) == (
+        "fdatasync (checkpoints only)"
+    )
+
+
 def test_budget_stops_before_target(tmp_path):
     prim = workloads.SyncPrimitive("none", None)
     w = workloads.FlushWorkload(tmp_path, prim)

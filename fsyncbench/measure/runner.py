@@ -134,17 +134,12 @@ def run_round(plan: RunPlan, host: Host, progress: RunProgress | None = None) ->
             jobs.append(_primitive_job(plan, FlushWorkload(work, prim), prim, disks))
             stack.callback(jobs[-1].workload.close)
         for pragmas in plan.configs:
-            primitive = sqlite_sync_primitive(host.os_name, pragmas, apple_sqlite, refused)
-            jobs.append(
-                _commit_job(
-                    plan,
-                    JournalCommit(work, pragmas, plan.payload_bytes),
-                    pragmas,
-                    primitive,
-                    disks,
-                )
+            commit = JournalCommit(work, pragmas, plan.payload_bytes)
+            stack.callback(commit.close)
+            primitive = sqlite_sync_primitive(
+                host.os_name, pragmas, apple_sqlite, refused, commit.checkpoint_fullfsync
             )
-            stack.callback(jobs[-1].workload.close)
+            jobs.append(_commit_job(plan, commit, pragmas, primitive, disks))
         _sample_round(plan, jobs, work, start, deadline, progress)
         return tuple(job.result() for job in jobs)
 

@@ -307,7 +307,10 @@ class JournalCommit:
     The row is a durable-execution step: sha256 input hash and a JSON output of
     ``payload_bytes`` bytes, built in ``prepare`` (untimed). ``effective`` holds the pragmas
     read back after setting them (WAL can silently stay DELETE on some filesystems:
-    https://www.sqlite.org/wal.html#sometimes_queries_return_sqlite_busy_in_wal_mode).
+    https://www.sqlite.org/wal.html#sometimes_queries_return_sqlite_busy_in_wal_mode);
+    ``checkpoint_fullfsync`` the SQLite build's own setting, read back where fullfsync
+    applies (macOS; None elsewhere): it is not set, so the rows measure what an
+    application on this SQLite gets.
     Raises FsyncbenchError on SQLite or OS errors (ENOSPC named as such).
 
     ``directory`` None opens an in-memory database instead (no file, no I/O: the tool's
@@ -331,6 +334,9 @@ class JournalCommit:
             self._conn.execute(f"PRAGMA synchronous={pragmas.synchronous}")
             self._conn.execute(SCHEMA)
             self.effective = read_pragmas(self._conn, pragmas.fullfsync is not None)
+            self.checkpoint_fullfsync = (
+                read_checkpoint_fullfsync(self._conn) if pragmas.fullfsync is not None else None
+            )
             self._insert = "INSERT INTO steps VALUES (?, ?, ?, ?, ?)"
         except (sqlite3.Error, OSError) as exc:
             raise _io_error(exc, f"opening {self._db_path.name}", directory) from None
@@ -381,11 +387,20 @@ def read_pragmas(conn: sqlite3.Connection, with_fullfsync: bool) -> Pragmas:
     return Pragmas(mode, sync, full)
 
 
+def read_checkpoint_fullfsync(conn: sqlite3.Connection) -> bool:
+    """``PRAGMA checkpoint_fullfsync`` on ``conn``: whether WAL checkpoints use F_FULLFSYNC
+    even with fullfsync off. Off in SQLite's default build, on in Apple's
+    (SQLITE_DEFAULT_CKPTFULLFSYNC; https://www.sqlite.org/pragma.html#pragma_checkpoint_fullfsync:
+    "F_FULLFSYNC is always used during checkpoint operations if PRAGMA fullfsync is set")."""
+    return bool(conn.execute("PRAGMA checkpoint_fullfsync").fetchone()[0])
+
+
 def sqlite_sync_primitive(
     os_name: str,
     pragmas: Pragmas,
     apple_system_sqlite: bool,
     refused: dict[str, str] | None = None,
+    checkpoint_fullfsync: bool | None = None,
 ) -> str:
     """The sync call SQLite's VFS makes for a commit under ``pragmas`` on ``os_name``.
 
@@ -395,25 +410,29 @@ def sqlite_sync_primitive(
     system SQLite, which uses F_BARRIERFSYNC; otherwise fsync; Windows: FlushFileBuffers.
     A command the volume refuses (``refused``, :func:`fcntl_refusals`) is followed by
     SQLite's fsync fallback (:func:`refused_name`).
-    WAL with synchronous=NORMAL syncs only when it checkpoints, not at each commit.
+    WAL with synchronous=NORMAL syncs only when it checkpoints, not at each commit. On macOS
+    a WAL checkpoint uses F_FULLFSYNC when fullfsync or ``checkpoint_fullfsync`` (read back,
+    :func:`read_checkpoint_fullfsync`) is on: "F_FULLFSYNC (checkpoints only)" for
+    WAL/NORMAL, "fsync (F_FULLFSYNC at checkpoints)" for other WAL rows without fullfsync.
     """
     if pragmas.synchronous == "OFF":
         return "none"
+    at_checkpoints = ""
     if os_name == "Darwin":
-        name = (
-            ("F_BARRIERFSYNC" if apple_system_sqlite else "F_FULLFSYNC")
-            if pragmas.fullfsync
-            else "fsync"
-        )
-        if name in (refused or {}):
-            name = refused_name(name, (refused or {})[name])
+        full = "F_BARRIERFSYNC" if apple_system_sqlite else "F_FULLFSYNC"
+        if full in (refused or {}):
+            full = refused_name(full, (refused or {})[full])
+        name = full if pragmas.fullfsync else "fsync"
+        if pragmas.journal_mode == "WAL" and checkpoint_fullfsync and not pragmas.fullfsync:
+            at_checkpoints = full
     elif os_name == "Windows":
         name = "FlushFileBuffers"
     else:
         name = "fdatasync"
     if pragmas.journal_mode == "WAL" and pragmas.synchronous == "NORMAL":
-        return f"{name} (checkpoints only)"  # https://www.sqlite.org/pragma.html#pragma_synchronous
-    return name
+        # https://www.sqlite.org/pragma.html#pragma_synchronous
+        return f"{at_checkpoints or name} (checkpoints only)"
+    return f"{name} ({at_checkpoints} at checkpoints)" if at_checkpoints else name
 
 
 # --------------------------------------------------------------------------- audit I/O patterns
