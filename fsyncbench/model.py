@@ -347,7 +347,10 @@ class StorageTarget:
     existed: the engine then derives a short stack from ``mount`` and ``disks``);
     ``darwin`` holds parsed ``diskutil info -plist`` keys on macOS. ``declared`` holds
     facts the user stated that the machine cannot show (``"plp"``: the drive has power-loss
-    protection), recorded as user-declared.
+    protection), recorded as user-declared. ``firmlink`` is the firmlinked directory on the
+    macOS system volume through which ``path`` reaches ``mount`` (``/Users``: macOS 10.15+
+    keeps it on the Data volume, ``/System/Volumes/Data``; fsyncbench.host._darwin), None
+    when ``path`` is under no firmlink (and in reports written before it was recorded).
     """
 
     path: str
@@ -357,6 +360,7 @@ class StorageTarget:
     darwin: dict[str, Any] | None = None
     layers: tuple[StorageLayer, ...] = ()
     declared: tuple[str, ...] = ()
+    firmlink: str | None = None
 
 
 @dataclass(frozen=True)

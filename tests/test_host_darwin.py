@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import plistlib
+import re
 import sys
 from collections import namedtuple
 from pathlib import Path
@@ -13,6 +14,9 @@ from pathlib import Path
 import pytest
 
 from fsyncbench.host import _common, _darwin, _other
+from fsyncbench.jsonable import from_jsonable, to_jsonable
+from fsyncbench.model import Host, StorageTarget
+from fsyncbench.report.wording import host_lines
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
 APPLE_FABRIC = (FIXTURES / "diskutil_info_apple_fabric_volume.plist").read_bytes()
@@ -335,3 +339,265 @@ def test_other_platform_target_has_mount_only() -> None:
     assert (facts.target.chain, facts.target.disks) == ((), ())
     assert facts.sqlite_library is None
     assert facts.virtualization.virtualized is None
+
+
+# --------------------------------------------------------------------------- firmlinks
+# macOS 10.15+ boots from a read-only system volume at / and keeps what users write on the
+# Data volume at /System/Volumes/Data, joined by firmlinks (/usr/share/firmlinks): a path
+# under /Users or /private is on the Data volume though realpath leaves it as it is.
+# Recordings (tests/fixtures/host/README.md says where each came from):
+
+FIRMLINKS_FILE = FIXTURES / "firmlinks_catalina_10_15_1.txt"
+_SDISKPART = re.compile(
+    r"sdiskpart\(device='([^']*)', mountpoint='([^']*)', fstype='([^']*)', opts='([^']*)'\)"
+)
+_MOUNT_LINE = re.compile(r"^(.+?) on (/.*?) \(([^,)]+)(?:, ([^)]*))?\)$")
+_DF_LINE = re.compile(r"^(.+?)\s+\S+\s+\S+\s+\S+\s+\d+%\s+\d+\s+\d+\s+\d+%\s+(/.*)$")
+
+
+def psutil_recording(name: str) -> list[Part]:
+    """A printed ``psutil.disk_partitions()`` list, as psutil's namedtuples."""
+    return [Part(*m) for m in _SDISKPART.findall((FIXTURES / name).read_text())]
+
+
+def mount_recording(name: str) -> list[Part]:
+    """``mount`` output as psutil would give it: device, mount point, type, options (the
+    words ``mount`` prints, joined by commas)."""
+    parts = []
+    for line in (FIXTURES / name).read_text().splitlines():
+        m = _MOUNT_LINE.match(line)
+        if m:
+            opts = ",".join(o.strip() for o in (m.group(4) or "").split(","))
+            parts.append(Part(m.group(1), m.group(2), m.group(3), opts))
+    return parts
+
+
+def df_recording(name: str) -> list[Part]:
+    """``df -h`` output: device and mount point only (df prints no type: apfs is written
+    for /dev/disk* volumes, autofs for automounter maps, devfs for devfs; no options)."""
+    parts = []
+    for line in (FIXTURES / name).read_text().splitlines()[1:]:
+        m = _DF_LINE.match(line)
+        if m:
+            device = m.group(1)
+            fstype = "apfs" if device.startswith("/dev/disk") else device.split()[0]
+            parts.append(Part(device, m.group(2), {"map": "autofs"}.get(fstype, fstype), ""))
+    return parts
+
+
+APPLE_SILICON = psutil_recording("psutil_disk_partitions_apple_silicon.txt")
+BIG_SUR_INTEL = mount_recording("mount_big_sur_intel.txt")
+CATALINA = df_recording("df_catalina.txt")
+#: psutil.disk_partitions() on macOS 10.14 Mojave (one volume at /, no Data volume), as
+#: posted in https://github.com/giampaolo/psutil/issues/1509 (device, mount point, type)
+MOJAVE = [
+    Part("/dev/disk1s1", "/", "apfs", "rw,local,rootfs,dovolfs,journaled,multilabel"),
+    Part("/dev/disk1s4", "/private/var/vm", "apfs", "rw,local,dovolfs,dontbrowse,journaled"),
+    Part("/dev/disk2s1", "/Volumes/ssd-t5", "exfat", "rw,local"),
+]
+#: Synthetic: no public ``diskutil info -plist /System/Volumes/Data`` was found (fixtures README);
+#: the identifiers are those of the Apple Silicon recording.
+DATA_VOLUME = synthetic_plist(
+    DeviceIdentifier="disk3s1",
+    APFSContainerReference="disk3",
+    APFSPhysicalStores=[{"APFSPhysicalStore": "disk0s2"}],
+    BusProtocol="Apple Fabric",
+    FilesystemType="apfs",
+    MountPoint="/System/Volumes/Data",
+)
+
+
+def test_the_recordings_read_as_recorded() -> None:
+    assert [(p.device, p.mountpoint) for p in APPLE_SILICON][::7] == [
+        ("/dev/disk3s3s1", "/"),
+        ("/dev/disk3s1", "/System/Volumes/Data"),
+    ]
+    assert len(APPLE_SILICON) == 8 and APPLE_SILICON[0].opts.startswith("ro,")
+    assert BIG_SUR_INTEL[0] == Part(
+        "/dev/disk1s5s1", "/", "apfs", "sealed,local,read-only,journaled"
+    )
+    assert BIG_SUR_INTEL[-1].mountpoint == "/Volumes/noether 1 250 Go 1"
+    assert [p.mountpoint for p in CATALINA] == [
+        "/",
+        "/dev",
+        "/System/Volumes/Data",
+        "/private/var/vm",
+        "/System/Volumes/Data/home",
+        "/Volumes/Install macOS Catalina",
+    ]
+    assert CATALINA[4].device == "map auto_home" and CATALINA[4].fstype == "autofs"
+
+
+def test_firmlinks_file_parses() -> None:
+    links = _darwin.parse_firmlinks(FIRMLINKS_FILE.read_text())
+    assert len(links) == 18
+    assert ("/Users", "Users") in links and ("/private", "private") in links
+    assert _darwin.BUILTIN_FIRMLINKS == links  # the built-in list is this recording
+    # a line that is not "absolute path TAB relative path" is skipped, not guessed at
+    assert _darwin.parse_firmlinks("/Users\tUsers\n\nnot a line\nrel\trel\n/x\t/abs\n") == (
+        ("/Users", "Users"),
+    )
+    assert _darwin.parse_firmlinks(None) == ()
+
+
+def _target(path: str, parts, realpath=None, firmlinks_file=FIRMLINKS_FILE, volume=DATA_VOLUME):
+    diskutil, calls = fake_diskutil({"/System/Volumes/Data": volume})
+    target = _darwin.storage_target(
+        path,
+        diskutil,
+        parts,
+        firmlinks_file=str(firmlinks_file),
+        realpath=realpath or (lambda p: p),
+    )
+    return target, calls
+
+
+@pytest.mark.parametrize(
+    ("given", "resolved", "firmlink"),
+    [
+        ("/Users/me/agent/journal", "/Users/me/agent/journal", "/Users"),
+        ("/private/tmp/bench", "/private/tmp/bench", "/private"),
+        # /tmp is a symlink to private/tmp: realpath on a Mac gives /private/tmp/...
+        ("/tmp/bench", "/private/tmp/bench", "/private"),
+        ("/var/db/app", "/private/var/db/app", "/private"),
+        ("/Applications/App.app/Contents", "/Applications/App.app/Contents", "/Applications"),
+        ("/usr/local/var/db", "/usr/local/var/db", "/usr/local"),
+        ("/System/Library/Caches/app", "/System/Library/Caches/app", "/System/Library/Caches"),
+    ],
+)
+def test_firmlinked_path_is_on_the_data_volume(given, resolved, firmlink) -> None:
+    target, calls = _target(given, APPLE_SILICON, realpath={given: resolved}.get)
+    assert target.path == resolved
+    assert target.mount is not None
+    assert (target.mount.mount_point, target.mount.source, target.mount.fs_type) == (
+        "/System/Volumes/Data",
+        "/dev/disk3s1",
+        "apfs",
+    )
+    assert target.mount.options == (
+        "rw",
+        "local",
+        "dovolfs",
+        "dontbrowse",
+        "journaled",
+        "multilabel",
+    )
+    assert target.firmlink == firmlink
+    # the diskutil facts are the Data volume's, and down to its physical store
+    assert calls[0] == "/System/Volumes/Data"
+    assert target.darwin is not None and target.darwin["DeviceIdentifier"] == "disk3s1"
+    assert target.chain == ("disk3s1", "disk3", "disk0s2", "disk0")
+
+
+@pytest.mark.parametrize(
+    "path", ["/System/Library/Frameworks/x", "/System/Applications/Mail.app", "/usr/bin", "/"]
+)
+def test_path_on_the_system_volume_stays_on_slash(path) -> None:
+    target, calls = _target(path, APPLE_SILICON)
+    assert target.mount is not None
+    assert (target.mount.mount_point, target.mount.source) == ("/", "/dev/disk3s3s1")
+    assert "ro" in target.mount.options
+    assert target.firmlink is None
+    assert calls[0] == "/"
+
+
+def test_path_literally_under_the_data_volume_needs_no_firmlink() -> None:
+    target, calls = _target("/System/Volumes/Data/Users/me/j", APPLE_SILICON)
+    assert target.mount is not None and target.mount.source == "/dev/disk3s1"
+    assert target.firmlink is None
+    assert calls[0] == "/System/Volumes/Data"
+
+
+def test_a_mount_inside_a_firmlinked_directory_is_its_own() -> None:
+    # Catalina mounted the VM volume on /private/var/vm: the longest prefix decides first
+    target, _ = _target("/private/var/vm/swapfile0", CATALINA)
+    assert target.mount is not None and target.mount.source == "/dev/disk1s4"
+    assert target.firmlink is None
+    target, _ = _target("/private/var/db", CATALINA)
+    assert target.mount is not None and target.mount.source == "/dev/disk1s1"
+    assert target.firmlink == "/private"
+    target, _ = _target("/Volumes/Install macOS Catalina/x", CATALINA)
+    assert target.mount is not None and target.mount.source == "/dev/disk2s3"
+    assert target.firmlink is None
+
+
+#: Which volume each entry of / is on, as a Big Sur Mac printed it (its owner's script asked
+#: df for every entry): https://unix.stackexchange.com/questions/781382 . etc, tmp and var
+#: are symlinks into /private there; realpath gives that.
+BIG_SUR_VOLUMES = {
+    ".file": "/",
+    ".vol": "/",
+    "Applications": "/System/Volumes/Data",
+    "Library": "/System/Volumes/Data",
+    "System": "/",
+    "Users": "/System/Volumes/Data",
+    "Volumes": "/System/Volumes/Data",
+    "bin": "/",
+    "cores": "/System/Volumes/Data",
+    "etc": "/System/Volumes/Data",
+    "opt": "/System/Volumes/Data",
+    "private": "/System/Volumes/Data",
+    "sbin": "/",
+    "tmp": "/System/Volumes/Data",
+    "usr": "/",
+    "var": "/System/Volumes/Data",
+}
+
+
+@pytest.mark.parametrize(("entry", "volume"), sorted(BIG_SUR_VOLUMES.items()))
+def test_each_root_entry_is_on_the_volume_a_big_sur_mac_showed(entry, volume) -> None:
+    symlinks = {"/etc": "/private/etc", "/tmp": "/private/tmp", "/var": "/private/var"}
+    path = "/" + entry
+    target, _ = _target(path, BIG_SUR_INTEL, realpath=lambda p: symlinks.get(p, p))
+    assert target.mount is not None and target.mount.mount_point == volume
+
+
+def test_before_catalina_there_is_no_data_volume() -> None:
+    target, _ = _target("/Users/me/j", MOJAVE)
+    assert target.mount is not None and target.mount.mount_point == "/"
+    assert target.firmlink is None
+
+
+def test_unreadable_firmlinks_file_falls_back_to_the_built_in_list(tmp_path) -> None:
+    missing = tmp_path / "no-such-file"
+    target, _ = _target("/Users/me/j", APPLE_SILICON, firmlinks_file=missing)
+    assert target.mount is not None and target.mount.mount_point == "/System/Volumes/Data"
+    assert target.firmlink == "/Users"
+
+
+def test_the_firmlinks_file_is_read_not_assumed(tmp_path) -> None:
+    only_users = tmp_path / "firmlinks"
+    only_users.write_text("/Users\tUsers\n")
+    target, _ = _target("/Applications/App.app", APPLE_SILICON, firmlinks_file=only_users)
+    assert target.mount is not None and target.mount.mount_point == "/"
+    target, _ = _target("/Users/me", APPLE_SILICON, firmlinks_file=only_users)
+    assert target.firmlink == "/Users"
+
+
+def test_collect_records_the_firmlink() -> None:
+    outputs = {(_darwin.DISKUTIL, "info", "-plist", "/System/Volumes/Data"): (0, DATA_VOLUME)}
+    facts = _darwin.collect(
+        "/Users/me",
+        runner=lambda argv: outputs.get(tuple(argv)),
+        partitions=APPLE_SILICON,
+        firmlinks_file=str(FIRMLINKS_FILE),
+    )
+    assert facts.target.mount is not None
+    assert facts.target.mount.mount_point == "/System/Volumes/Data"
+    assert facts.target.firmlink == "/Users"
+
+
+def test_the_report_records_and_shows_the_firmlink() -> None:
+    target, _ = _target("/Users/me/j", APPLE_SILICON)
+    host = Host(hostname="mac", os_name="Darwin", target=target)
+    lines = dict(host_lines(host))
+    assert lines["filesystem"] == "apfs on /System/Volumes/Data from /dev/disk3s1"
+    assert lines["firmlink"] == "/Users/me/j is on /System/Volumes/Data via firmlink /Users"
+    data = to_jsonable(target)
+    assert data["firmlink"] == "/Users"
+    assert from_jsonable(StorageTarget, data) == target
+    # a target recorded before the field existed still loads, with no firmlink
+    del data["firmlink"]
+    assert from_jsonable(StorageTarget, data).firmlink is None
+    on_slash, _ = _target("/usr/bin", APPLE_SILICON)
+    assert "firmlink" not in dict(host_lines(Host("mac", "Darwin", on_slash)))

@@ -12,6 +12,21 @@ Sources:
   bsd/kern/kern_sysctl.c, ``kern.hv_vmm_present``).
 - ``_dyld_image_count``/``_dyld_get_image_name``: man dyld(3); Apple's system SQLite is
   ``/usr/lib/libsqlite3.dylib``.
+- Firmlinks: since macOS 10.15 Catalina the system runs from a read-only system volume
+  mounted at ``/`` (Big Sur and later: a sealed snapshot of it) and what users write lives
+  on the Data volume, mounted at ``/System/Volumes/Data``; firmlinks join directories of the
+  two ("Bi-directional wormhole in path traversal", WWDC 2019 session 710 "What's New in
+  Apple File Systems", https://developer.apple.com/videos/play/wwdc2019/710/ , transcript
+  https://asciiwwdc.com/2019/sessions/710 ; Apple, "About the read-only system volume in
+  macOS Catalina or later", https://support.apple.com/en-us/101400 ; Apple's
+  ``FileFlags.firmlink``: "transparent links between the read-only system volume and
+  writable data volume", https://developer.apple.com/documentation/system/fileflags/firmlink ).
+  ``realpath`` leaves ``/Users/me`` as it is, so the longest mount prefix is ``/``; the
+  list of firmlinks is ``/usr/share/firmlinks``, one per line: the directory on the system
+  volume, a TAB, its path relative to the Data volume (``/Users\tUsers``;
+  https://superuser.com/questions/1490834 , recorded in tests/fixtures/host/). A Big Sur
+  Mac's own df of every entry of ``/`` (https://unix.stackexchange.com/questions/781382)
+  shows exactly the firmlinked ones (and the symlinks into ``/private``) on the Data volume.
 """
 
 from __future__ import annotations
@@ -23,9 +38,17 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from fsyncbench.model import BlockDevice, StorageTarget, Virtualization
+from fsyncbench.model import BlockDevice, Mount, StorageTarget, Virtualization
 
-from ._common import PlatformFacts, psutil_mount, run_command, sqlite_extension_file
+from ._common import (
+    PlatformFacts,
+    disk_partitions,
+    is_within,
+    psutil_mount,
+    read_text,
+    run_command,
+    sqlite_extension_file,
+)
 
 DISKUTIL = "/usr/sbin/diskutil"
 SYSCTL = "/usr/sbin/sysctl"
@@ -52,6 +75,38 @@ KEPT_KEYS = (
 )
 
 Runner = Callable[[list[str]], "tuple[int, bytes] | None"]
+
+#: Where macOS 10.15+ lists its firmlinks (module docstring).
+FIRMLINKS_FILE = "/usr/share/firmlinks"
+#: Mount point of the Data volume on macOS 10.15+ (module docstring).
+DATA_VOLUME = "/System/Volumes/Data"
+#: The firmlinks of macOS 10.15.1 (https://superuser.com/questions/1490834; Monterey's list
+#: is the same: https://wiki.burkey.co/doku.php?id=tech:macos:firmlinks), used when
+#: :data:`FIRMLINKS_FILE` cannot be read: (directory on the system volume, its path relative
+#: to the Data volume).
+BUILTIN_FIRMLINKS: tuple[tuple[str, str], ...] = tuple(
+    (f"/{rel}", rel)
+    for rel in (
+        "AppleInternal",
+        "Applications",
+        "Library",
+        "System/Library/Caches",
+        "System/Library/Assets",
+        "System/Library/PreinstalledAssets",
+        "System/Library/AssetsV2",
+        "System/Library/PreinstalledAssetsV2",
+        "System/Library/CoreServices/CoreTypes.bundle/Contents/Library",
+        "System/Library/Speech",
+        "Users",
+        "Volumes",
+        "cores",
+        "opt",
+        "private",
+        "usr/local",
+        "usr/libexec/cups",
+        "usr/share/snmp",
+    )
+)
 
 _WHOLE_DISK = re.compile(r"^(disk\d+)")
 
@@ -135,30 +190,91 @@ def block_device(name: str, info: dict[str, Any]) -> BlockDevice:
     )
 
 
+def parse_firmlinks(text: str | None) -> tuple[tuple[str, str], ...]:
+    """The lines of a ``/usr/share/firmlinks`` text as (directory on the system volume,
+    its path relative to the Data volume): ``/Users\tUsers`` -> ``("/Users", "Users")``.
+    Lines that are not an absolute path, a TAB and a relative path are skipped. () for
+    None or no such line. Never raises."""
+    links = []
+    for line in (text or "").splitlines():
+        system, tab, data = line.strip().partition("\t")
+        if tab and system.startswith("/") and data and not data.startswith("/"):
+            links.append((system.rstrip("/") or "/", data))
+    return tuple(links)
+
+
+def read_firmlinks(path: str = FIRMLINKS_FILE) -> tuple[tuple[str, str], ...]:
+    """The firmlinks listed in ``path`` (:func:`parse_firmlinks`), or
+    :data:`BUILTIN_FIRMLINKS` when it is missing, unreadable or lists none."""
+    return parse_firmlinks(read_text(path)) or BUILTIN_FIRMLINKS
+
+
+def firmlink_of(path: str, firmlinks: Sequence[tuple[str, str]]) -> str | None:
+    """The firmlinked directory holding ``path`` (component-wise, the longest when one lies
+    under another), or None."""
+    holders = [system for system, _ in firmlinks if system != "/" and is_within(path, system)]
+    return max(holders, key=len) if holders else None
+
+
+def firmlinked_mount(
+    path: str, mount: Mount, partitions: Sequence[Any], firmlinks_file: str = FIRMLINKS_FILE
+) -> tuple[Mount, str | None]:
+    """(the mount that holds ``path``, the firmlink it is reached through or None).
+
+    ``mount`` is the longest-prefix mount of ``path``. When that is ``/`` and a Data
+    volume is mounted at :data:`DATA_VOLUME` (macOS 10.15+), a path under a firmlinked
+    directory (``firmlinks_file``, else :data:`BUILTIN_FIRMLINKS`) is on the Data volume:
+    its mount is returned. Otherwise ``mount`` as it is (macOS 10.14 and earlier have no
+    Data volume; a volume mounted inside a firmlinked directory, such as Catalina's
+    ``/private/var/vm``, is its own longest prefix already)."""
+    if mount.mount_point != "/":
+        return mount, None
+    data = psutil_mount(DATA_VOLUME, partitions)
+    if data is None or data.mount_point != DATA_VOLUME:
+        return mount, None
+    link = firmlink_of(path, read_firmlinks(firmlinks_file))
+    return (data, link) if link else (mount, None)
+
+
 def storage_target(
     target: str,
     diskutil: Callable[[str], dict[str, Any] | None],
     partitions: Sequence[Any] | None = None,
+    firmlinks_file: str = FIRMLINKS_FILE,
+    realpath: Callable[[str], str] = os.path.realpath,
 ) -> StorageTarget:
-    """Mount (psutil, longest prefix), diskutil facts and whole disks for ``target``.
+    """Mount (psutil, longest prefix; through a firmlink, the Data volume:
+    :func:`firmlinked_mount`), diskutil facts and whole disks for ``target``.
 
     ``diskutil(id_or_mount_point)`` returns :func:`parse_diskutil_info` output or None.
     Each whole disk is asked for separately (its MediaName/SolidState), falling back to
-    the volume's own keys when that fails.
+    the volume's own keys when that fails. ``partitions`` (psutil's, default: read now),
+    ``firmlinks_file`` and ``realpath`` (``/tmp`` -> ``/private/tmp`` on a Mac) are
+    replaced in tests.
     """
-    path = os.path.realpath(target)
+    path = realpath(target)
+    if partitions is None:
+        partitions = disk_partitions() or []
     mount = psutil_mount(path, partitions)
     if mount is None:
         return StorageTarget(path=path)
+    mount, firmlink = firmlinked_mount(path, mount, partitions, firmlinks_file)
     volume = diskutil(mount.mount_point)
     if volume is None:
-        return StorageTarget(path=path, mount=mount)
+        return StorageTarget(path=path, mount=mount, firmlink=firmlink)
     chain, wholes = chain_and_whole_disks(volume)
     disks = []
     for whole in wholes:
         info = volume if whole == volume.get("DeviceIdentifier") else diskutil(whole)
         disks.append(block_device(whole, info if info is not None else volume))
-    return StorageTarget(path=path, mount=mount, chain=chain, disks=tuple(disks), darwin=volume)
+    return StorageTarget(
+        path=path,
+        mount=mount,
+        chain=chain,
+        disks=tuple(disks),
+        darwin=volume,
+        firmlink=firmlink,
+    )
 
 
 def parse_hv_vmm_present(result: tuple[int, bytes] | None) -> bool | None:
@@ -203,10 +319,14 @@ def _default_runner(argv: list[str]) -> tuple[int, bytes] | None:
 
 
 def collect(
-    target: str, runner: Runner | None = None, partitions: Sequence[Any] | None = None
+    target: str,
+    runner: Runner | None = None,
+    partitions: Sequence[Any] | None = None,
+    firmlinks_file: str = FIRMLINKS_FILE,
 ) -> PlatformFacts:
-    """macOS facts for ``target``; ``runner``/``partitions`` replace diskutil/sysctl and
-    psutil in tests. Never raises on tool failures (the facts become None)."""
+    """macOS facts for ``target``; ``runner``/``partitions``/``firmlinks_file`` replace
+    diskutil/sysctl, psutil and /usr/share/firmlinks in tests. Never raises on tool
+    failures (the facts become None)."""
     run = runner or _default_runner
 
     def diskutil(name: str) -> dict[str, Any] | None:
@@ -214,7 +334,7 @@ def collect(
         return parse_diskutil_info(result[1]) if result and result[0] == 0 else None
 
     return PlatformFacts(
-        target=storage_target(target, diskutil, partitions),
+        target=storage_target(target, diskutil, partitions, firmlinks_file),
         virtualization=Virtualization(
             mac_vmm_present=parse_hv_vmm_present(run([SYSCTL, "-n", "kern.hv_vmm_present"]))
         ),

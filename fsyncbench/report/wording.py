@@ -96,6 +96,11 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
         ("SQLite", f"{host.sqlite_version} ({host.sqlite_library or 'library path unknown'})"),
         ("target", t.path),
         ("filesystem", f"{m.fs_type} on {m.mount_point} from {m.source}" if m else "unknown"),
+        *(
+            [("firmlink", f"{t.path} is on {m.mount_point} via firmlink {t.firmlink}")]
+            if m and t.firmlink
+            else []
+        ),
         (
             "mount options",
             f"{','.join(m.options)}; superblock {','.join(m.super_options) or '-'}"
