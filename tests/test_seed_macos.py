@@ -118,13 +118,6 @@ def test_the_primitives_promising_different_things_are_not_a_disagreement(judged
     assert not {"slow-median", "p99-above-10ms"} & {f.code for f in _findings(judged)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine: without raw primitives (run --no-primitives) only the first syncing "
-    "commit is judged and its verdict is copied to commits of another primitive "
-    "(fsyncbench/judge/engine.py, judge: `main = next(...)` and the `path` fallback); "
-    "reported to the lead, not bent here",
-)
 def test_fullfsync_path_is_honest_and_decides_the_report(judged):
     v = _verdicts(judged)[FULL]
     assert (v.path_verdict, v.decided_by, v.strength) == (
@@ -145,7 +138,6 @@ def test_fullfsync_path_is_honest_and_decides_the_report(judged):
     assert judged.notes == api.load(REPORT).notes  # no "re-derived ... differs" note
 
 
-@pytest.mark.xfail(strict=True, reason="follows from the engine defect above")
 def test_the_bottom_line_chooses_the_fullfsync_configuration(judged):
     text = api.render(judged, "text")
     assert "Choose: wal/full/fullfsync: p50 3.02 ms, p99 4.78 ms" in " ".join(text.split())

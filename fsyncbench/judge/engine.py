@@ -91,6 +91,19 @@ def _overall_primitive(flushes: Sequence[Result]) -> Result | None:
     return next((r for r in flushes if r.primitive != "none"), None)
 
 
+def _commit_stand_ins(results: Sequence[Result]) -> list[Result]:
+    """Without raw primitives, the first commit of each sync primitive that syncs at every
+    commit (not "none", not "(checkpoints only)") stands in for that primitive, so a macOS
+    report of commits with and without fullfsync judges F_FULLFSYNC and fsync each on its
+    own; when every syncing commit syncs only at checkpoints, the first of them."""
+    syncing = [r for r in results if r.kind == "commit" and r.primitive != "none"]
+    per_commit = [r for r in syncing if "checkpoints only" not in r.primitive] or syncing[:1]
+    first: dict[str, Result] = {}
+    for r in per_commit:
+        first.setdefault(r.primitive, r)
+    return list(first.values())
+
+
 def _strength(finding: Finding | None) -> str:
     return finding.strength if finding is not None and finding.strength else NO_STRENGTH
 
@@ -119,16 +132,23 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
             findings.extend(weaker_signals(facts, r, verdict, code))
         findings.extend(slowness(r))
 
-    if main is None:  # no raw primitive measured: a syncing commit (S >= 1 syncs) stands in
-        main = next((r for r in results if r.kind == "commit" and r.primitive != "none"), None)
-        verdict, code, finding = judge_primitive(host, main, results, evidence)
-        if main is not None:
-            by_primitive[main.primitive] = (verdict, code, _strength(finding))
-        if finding:
-            findings.append(finding)
-            findings.extend(weaker_signals(facts, main, verdict, code))
-        path = (verdict, code, _strength(finding))
-    else:
+    if main is None:  # no raw primitive measured: syncing commits stand in, one per primitive
+        stand_ins = _commit_stand_ins(results)
+        main = _overall_primitive(stand_ins)
+        if main is None:  # no syncing commit either: the path's own rules only
+            verdict, code, finding = judge_primitive(host, None, results, evidence)
+            if finding:
+                findings.append(finding)
+                findings.extend(weaker_signals(facts, None, verdict, code))
+            path = (verdict, code, _strength(finding))
+        for r in sorted(stand_ins, key=lambda x: x is not main):
+            verdict, code, finding = judge_primitive(host, r, results, evidence)
+            by_primitive[r.primitive] = (verdict, code, _strength(finding))
+            if finding:
+                findings.append(finding)
+                if r is main:
+                    findings.extend(weaker_signals(facts, r, verdict, code))
+    if main is not None:
         path = by_primitive[main.primitive]
 
     for r in results:
