@@ -12,14 +12,22 @@ import struct
 from collections import namedtuple
 
 import pytest
+from factories import flush, write
 
 from fsyncbench import host as host_facade
 from fsyncbench.host import _windows, _winioctl
+from fsyncbench.judge import devices, engine
 from fsyncbench.model import (
+    HONEST_FLUSH,
+    INFERRED,
     POWER_PROTECTION_NV_CACHE,
     POWER_PROTECTION_USER_POLICY,
+    UNVERIFIABLE,
+    VOLATILE_CACHE,
+    Host,
     Virtualization,
 )
+from fsyncbench.report import wording
 
 Part = namedtuple("Part", "device mountpoint fstype opts")
 
@@ -511,3 +519,166 @@ def test_device_io_control_is_windows_only():
     with pytest.raises(OSError) as err:
         _winioctl.device_io_control("\\\\.\\C:", 0, b"", 8)
     assert err.value.errno == errno.ENOSYS
+
+
+# --------------------------------------------------------------------------- judged
+
+
+def windows_host(facts) -> Host:
+    """A Windows host record around collected facts, as collect_host would assemble it."""
+    return Host(
+        hostname="win-host",
+        os_name="Windows",
+        target=facts.target,
+        virtualization=facts.virtualization,
+    )
+
+
+def judged(machine: FakeWindows, p50_ns: float, target: str = "C:\\data\\bench"):
+    """The verdict of a FlushFileBuffers p50 (the primitive measure/workloads.py names on
+    win32) next to a no-sync write of 4 us, on the host collected from ``machine``."""
+    h = windows_host(collect_on(machine, target))
+    return engine.judge(h, [write(4_000), flush("FlushFileBuffers", p50_ns)])
+
+
+def deciding(v):
+    return next(f for f in v.findings if f.code == v.decided_by)
+
+
+def test_fast_flush_on_a_write_back_ssd_is_a_volatile_cache():
+    """Like fdatasync on Linux: 40 us is below the 150 us a consumer SSD needs to program
+    NAND, on a disk that reports its volatile cache enabled and no power protection."""
+    v = judged(nvme_machine(), 40_000)
+    assert (v.path_verdict, v.decided_by, v.strength) == (
+        VOLATILE_CACHE,
+        "flush-below-device-floor",
+        INFERRED,
+    )
+    f = deciding(v)
+    assert f.evidence["device_class"] == (
+        "SSD with a volatile write cache and no known power-loss protection"
+    )
+    assert f.evidence["floor_ns"] == devices.CONSUMER_SSD_FLOOR_NS
+    assert f.message.startswith("FlushFileBuffers p50 40.0 us is below the 150 us")
+    assert "Device Manager" in f.advice and "nvme id-ctrl" not in f.advice
+
+
+def test_slow_flush_on_a_write_back_ssd_is_plausible():
+    v = judged(nvme_machine(), 900_000)
+    assert (v.path_verdict, v.decided_by) == (HONEST_FLUSH, "flush-latency-plausible")
+    assert deciding(v).evidence["fast_flush_allowed_by"] is None
+
+
+def test_ssd_without_a_volatile_cache_may_flush_fast():
+    v = judged(nvme_machine(enabled=1), 40_000)  # WriteCacheDisabled
+    assert (v.path_verdict, v.decided_by) == (HONEST_FLUSH, "flush-latency-plausible")
+    assert "no volatile write cache" in deciding(v).evidence["fast_flush_allowed_by"]
+
+
+@pytest.mark.parametrize(
+    ("cache", "why"),
+    [
+        ({"user_power_protection": True}, devices.REPORTED_USER_POLICY),
+        ({"nv_cache": True}, devices.REPORTED_NV_CACHE),
+    ],
+)
+def test_power_protected_cache_is_not_called_lying(cache, why):
+    v = judged(nvme_machine(**cache), 40_000)
+    assert (v.path_verdict, v.decided_by, v.strength) == (
+        HONEST_FLUSH,
+        "flush-latency-plausible",
+        INFERRED,
+    )
+    f = deciding(v)
+    assert f.evidence["device_class"] == "disk with a write cache reported power-protected"
+    assert (f.evidence["floor_ns"], f.evidence["fast_flush_allowed_by"]) == (
+        devices.PLP_SSD_FLOOR_NS,
+        why,
+    )
+
+
+def test_power_protected_spinning_disk_is_not_held_to_the_platter():
+    """With the disk policy set, Windows sends a spinning disk no flush either: 200 us is
+    what the policy makes it, not a lie about the platter's 2 ms."""
+    machine = FakeWindows(
+        {
+            **volume_answer("\\\\.\\C:", disk_extents((0, 0, 1 << 30))),
+            **disk_answers(
+                0, WD_HDD, write_cache_property(user_power_protection=True), seek_penalty(True)
+            ),
+        }
+    )
+    assert judged(machine, 200_000).path_verdict == HONEST_FLUSH
+    unprotected = FakeWindows(
+        {
+            **volume_answer("\\\\.\\C:", disk_extents((0, 0, 1 << 30))),
+            **disk_answers(0, WD_HDD, write_cache_property(), seek_penalty(True)),
+        }
+    )
+    v = judged(unprotected, 200_000)
+    assert (v.path_verdict, deciding(v).evidence["device_class"]) == (
+        VOLATILE_CACHE,
+        "spinning disk",
+    )
+
+
+def test_emulated_disk_is_unverifiable_inferred_from_its_model():
+    machine = FakeWindows(
+        {
+            **volume_answer("\\\\.\\C:", disk_extents((0, 0, 1 << 30))),
+            **disk_answers(0, QEMU_SATA, write_cache_property(), seek_penalty(True)),
+        }
+    )
+    v = judged(machine, 200_000)  # a guest's flush, faster than the platter it claims
+    assert (v.path_verdict, v.decided_by, v.strength) == (
+        UNVERIFIABLE,
+        "virtualized-storage",
+        INFERRED,
+    )
+    f = deciding(v)
+    assert f.message.startswith(
+        "This looks like a virtual machine (inferred from the model string: PhysicalDrive0 "
+        "model 'QEMU QEMU HARDDISK' is an emulated disk's): FlushFileBuffers goes to the "
+        "virtual disk"
+    )
+    assert f.evidence["virtual_disk_hint"] == "PhysicalDrive0 model 'QEMU QEMU HARDDISK'"
+
+
+def test_unreadable_disks_stay_unverifiable_with_what_would_settle_it():
+    machine = FakeWindows(volume_answer("\\\\.\\C:", OSError(errno.EACCES, "Access is denied")))
+    v = judged(machine, 40_000)
+    assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "stack-not-followed")
+    f = deciding(v)
+    assert "the disks of \\\\.\\C: were not read ([Errno 13] Access is denied)" in f.message
+    assert "IOCTL_STORAGE_QUERY_PROPERTY" in f.advice and "fsyncbench powercut" in f.advice
+
+
+def test_virtual_hard_disk_file_stays_unverifiable():
+    machine = FakeWindows(
+        {
+            **volume_answer("\\\\.\\E:", disk_extents((3, 0, 1 << 30))),
+            **disk_answers(3, VHD, write_cache_property(), seek_penalty(False)),
+        }
+    )
+    v = judged(machine, 40_000, "E:\\vm")
+    assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "stack-not-followed")
+    assert _windows.VHD_NOTE in deciding(v).message
+
+
+def test_host_lines_show_what_windows_reported():
+    machine = FakeWindows(
+        {
+            **volume_answer("\\\\.\\C:", disk_extents((0, 0, 1 << 30))),
+            **disk_answers(
+                0, QEMU_SATA, write_cache_property(user_power_protection=True), seek_penalty(True)
+            ),
+        }
+    )
+    lines = dict(wording.host_lines(windows_host(collect_on(machine))))
+    assert lines["disk PhysicalDrive0"].endswith(
+        "accepts a cache flush yes, write cache power-protected per user-policy, removable no"
+    )
+    assert lines["virtualized"] == (
+        "yes (emulated disk PhysicalDrive0 model 'QEMU QEMU HARDDISK' (inferred from the "
+        "model string))"
+    )
