@@ -255,8 +255,14 @@ class Mount:
 class BlockDevice:
     """A block device behind the target (a layer of the stack, or a disk at its bottom).
 
-    Values come from ``/sys/block/<name>/`` (Documentation/ABI/stable/sysfs-block);
-    ``write_cache`` is the raw text ("write back" / "write through"); None = not known.
+    Values come from ``/sys/block/<name>/`` (Documentation/ABI/stable/sysfs-block) on Linux,
+    ``diskutil`` on macOS and ``IOCTL_STORAGE_QUERY_PROPERTY`` on Windows
+    (:mod:`fsyncbench.host._windows`); ``write_cache`` is "write back" / "write through"
+    (Linux's sysfs text; Windows' write-cache property mapped to the same words); None = not
+    known. ``removable`` (removable media) and ``flush_supported`` (whether the disk accepts
+    a cache flush) are reported by Windows only. ``power_protection`` names who says the
+    disk's write cache survives a power cut (:data:`POWER_PROTECTION_NV_CACHE`,
+    :data:`POWER_PROTECTION_USER_POLICY`); empty where nothing says so.
     """
 
     name: str
@@ -269,11 +275,30 @@ class BlockDevice:
     fua: bool | None = None
     transport: str | None = None
     has_flush_counters: bool = False
+    removable: bool | None = None
+    flush_supported: bool | None = None
+    power_protection: tuple[str, ...] = ()
+
+
+#: ``BlockDevice.power_protection``: the disk's driver reports a battery-backed write cache
+#: (Windows STORAGE_WRITE_CACHE_PROPERTY ``NVCacheEnabled``).
+POWER_PROTECTION_NV_CACHE = "nv-cache"
+#: ``BlockDevice.power_protection``: the user marked the write cache power-protected in
+#: Windows' disk policy ("Turn off Windows write-cache buffer flushing on the device":
+#: STORAGE_WRITE_CACHE_PROPERTY ``UserDefinedPowerProtection``); Windows then sends the disk
+#: no flush at all. A declaration, like ``--assume plp``, not a measurement.
+POWER_PROTECTION_USER_POLICY = "user-policy"
 
 
 @dataclass(frozen=True)
 class Virtualization:
-    """Signs of running under a hypervisor or in a container; None = could not tell."""
+    """Signs of running under a hypervisor or in a container; None = could not tell.
+
+    ``virtual_disk_hint`` names a disk under the target whose model or bus is an emulated or
+    virtual disk's (``PhysicalDrive0 model 'QEMU HARDDISK'``): a guest inferred from the
+    disk's identity, not a hypervisor's own flag (recorded on Windows, where no such flag is
+    read: :mod:`fsyncbench.host._windows`).
+    """
 
     hypervisor_flag: bool | None = None
     dmi_vendor: str | None = None
@@ -282,11 +307,14 @@ class Virtualization:
     container: str | None = None
     kernel_hint: str | None = None
     mac_vmm_present: bool | None = None
+    virtual_disk_hint: str | None = None
 
     @property
     def virtualized(self) -> bool | None:
         """True when any sign points to a hypervisor, False when checked and none did."""
         if self.hypervisor_flag or self.mac_vmm_present or self.kernel_hint:
+            return True
+        if self.virtual_disk_hint:
             return True
         if self.detect_virt and self.detect_virt not in ("none",):
             return True

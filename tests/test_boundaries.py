@@ -32,6 +32,7 @@ from fsyncbench.model import (
     HONEST_FLUSH,
     NO_FLUSH,
     PATH_VERDICTS,
+    POWER_PROTECTION_USER_POLICY,
     UNVERIFIABLE,
     VOLATILE_CACHE,
     BlockDevice,
@@ -346,6 +347,26 @@ DEVICE_CLASSES = [
         host(disks=(BlockDevice("sda", rotational=False),), virt=BARE),
     ),
     ("block device", "REAL_IO_FLOOR_NS", host(disks=(BlockDevice("sda"),), virt=BARE)),
+    (
+        # Windows: the disk policy says the cache is power-protected (a spinning disk, which
+        # would otherwise be held to the platter's 2 ms)
+        "disk with a write cache reported power-protected",
+        "PLP_SSD_FLOOR_NS",
+        host(
+            os_name="Windows",
+            fs_type="NTFS",
+            disks=(
+                BlockDevice(
+                    "PhysicalDrive0",
+                    rotational=True,
+                    write_cache="write back",
+                    transport="sata",
+                    power_protection=(POWER_PROTECTION_USER_POLICY,),
+                ),
+            ),
+            virt=Virtualization(),
+        ),
+    ),
 ]
 
 
@@ -372,7 +393,9 @@ def test_latency_floor_of_each_device_class(cls_name, const, the_host, side):
     (``p50 < floor_ns``: a p50 exactly at the floor is plausible). Source: docs/verdicts.md
     signal 7, latency bands by device class (devices.LATENCY_BANDS_DOC)."""
     floor = getattr(devices, const)
-    primitive = "F_FULLFSYNC" if the_host.os_name == "Darwin" else "fdatasync"
+    primitive = {"Darwin": "F_FULLFSYNC", "Windows": "FlushFileBuffers"}.get(
+        the_host.os_name, "fdatasync"
+    )
     v = engine.judge(the_host, [flush(primitive, floor + _step(side))])
     if side == BELOW:
         assert decision(v) == (VOLATILE_CACHE, "flush-below-device-floor")

@@ -9,7 +9,8 @@ Public API:
 - :func:`counter_devices` — the block devices of a target's stack whose counters to read.
 
 Platform code lives in ``_linux`` (procfs/sysfs, every reader takes a ``root`` so tests
-use a fake tree), ``_darwin`` (diskutil, sysctl, dyld) and ``_other`` (psutil only).
+use a fake tree), ``_darwin`` (diskutil, sysctl, dyld), ``_windows`` (DeviceIoControl; the
+buffers packed and parsed in ``_winioctl``) and ``_other`` (psutil only).
 """
 
 from __future__ import annotations
@@ -50,6 +51,10 @@ def _platform_facts(target: str, platform: str) -> PlatformFacts:
         from . import _darwin
 
         return _darwin.collect(target)
+    if platform == "win32":
+        from . import _windows
+
+        return _windows.collect(target)
     from . import _other
 
     return _other.collect(target)
@@ -63,8 +68,10 @@ def collect_host(target: str) -> Host:
     ``/proc/self/mountinfo``, ``/sys/block`` and virtualization signs (see
     :mod:`fsyncbench.host._sysblock`, :mod:`fsyncbench.host._virt`); macOS runs
     ``diskutil info -plist`` and ``sysctl -n kern.hv_vmm_present``
-    (:mod:`fsyncbench.host._darwin`); anything else (Windows included) records what
-    :mod:`platform` and psutil give and leaves the rest None.
+    (:mod:`fsyncbench.host._darwin`); Windows asks the target's volume for its disks and each
+    disk for its bus, model, seek penalty and write cache (IOCTL_STORAGE_QUERY_PROPERTY,
+    :mod:`fsyncbench.host._windows`); anything else records what :mod:`platform` and
+    psutil give and leaves the rest None.
 
     Cost: about a second on first call (py-cpuinfo, cached per process) plus, on Linux,
     up to two ``systemd-detect-virt`` runs (2 s timeout each). Does not raise for missing

@@ -24,7 +24,8 @@ except ImportError:  # pragma: no cover - exercised only without psutil
 
 
 class PlatformFacts(NamedTuple):
-    """What a platform module (``_linux``, ``_darwin``, ``_other``) adds to the common facts."""
+    """What a platform module (``_linux``, ``_darwin``, ``_windows``, ``_other``) adds to the
+    common facts."""
 
     target: StorageTarget
     virtualization: Virtualization
@@ -100,6 +101,12 @@ def disk_partitions() -> list[Any] | None:
         return list(psutil.disk_partitions(all=True))
     except Exception:  # psutil raises OSError subclasses and RuntimeError on odd systems
         return None
+
+
+def backslashes_to_slashes(path: str) -> str:
+    """``C:\\data`` -> ``C:/data``, so Windows paths compare component-wise like POSIX ones
+    (:func:`psutil_mount`'s ``normalise``)."""
+    return path.replace("\\", "/")
 
 
 def psutil_mount(

@@ -1,4 +1,5 @@
-"""Windows and any other system: only what psutil knows (the mount of the target).
+"""Any system without a module of its own (FreeBSD, ...; Windows has
+:mod:`fsyncbench.host._windows`): only what psutil knows (the mount of the target).
 
 Device facts, virtualization signs and the SQLite library file stay None: there is no
 portable, cheap source for them here, and a guess would be worse than "unknown".
@@ -12,18 +13,15 @@ from typing import Any
 
 from fsyncbench.model import StorageTarget, Virtualization
 
-from ._common import PlatformFacts, psutil_mount
-
-
-def _slashes(path: str) -> str:
-    """``C:\\data`` -> ``C:/data`` so Windows paths compare component-wise like POSIX ones."""
-    return path.replace("\\", "/")
+from ._common import PlatformFacts, backslashes_to_slashes, psutil_mount
 
 
 def storage_target(target: str, partitions: Sequence[Any] | None = None) -> StorageTarget:
     """The psutil mount holding ``target`` (longest prefix); no chain, no disks."""
     path = os.path.realpath(target)
-    return StorageTarget(path=path, mount=psutil_mount(path, partitions, normalise=_slashes))
+    return StorageTarget(
+        path=path, mount=psutil_mount(path, partitions, normalise=backslashes_to_slashes)
+    )
 
 
 def collect(target: str, partitions: Sequence[Any] | None = None) -> PlatformFacts:

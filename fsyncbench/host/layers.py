@@ -25,7 +25,14 @@ Sources of the facts encoded here:
   Documentation/filesystems/fuse.rst); network filesystems to their server (nfs(5)).
 - virtio-blk, Xen blkfront, Hyper-V storvsc and emulated VMware/VirtualBox/QEMU disks hand
   the flush to the hypervisor (VIRTIO_BLK_T_FLUSH, virtio 1.2 spec section 5.2.6; Xen
-  BLKIF_OP_FLUSH_DISKCACHE).
+  BLKIF_OP_FLUSH_DISKCACHE). Windows names a disk on a virtual bus ``BusTypeVirtual``
+  (https://learn.microsoft.com/en-us/windows/win32/api/winioctl/ne-winioctl-storage_bus_type;
+  transport ``virtual``, :mod:`fsyncbench.host._windows`).
+- A Windows disk on ``BusTypeFileBackedVirtual`` is a virtual hard disk file (VHD/VHDX)
+  mounted on this machine: Windows' own class driver treats that bus type as "VHDs"
+  (https://github.com/microsoft/Windows-driver-samples/blob/main/storage/class/classpnp/src/class.c,
+  ClassDispatchPnp: "Don't log an event for VHDs"). Like a loop device, its bytes live in a
+  file on another volume, which is not followed there.
 """
 
 from __future__ import annotations
@@ -82,8 +89,13 @@ SYNC_DISABLING_LIBS = ("libeatmydata", "eatmydata", "libnosync", "disable-fsync"
 RAM_TRANSPORTS = frozenset({"zram", "ram", "null_blk"})
 #: Block transports that send the flush to a server over the network.
 NETWORK_TRANSPORTS = frozenset({"nbd", "rbd", "iscsi", "nvme-fabrics"})
-#: Block transports of paravirtual disks: the flush goes to the hypervisor.
-VIRTUAL_TRANSPORTS = frozenset({"virtio", "xen", "hyperv", "uml"})
+#: Block transports of paravirtual disks: the flush goes to the hypervisor (``virtual``:
+#: Windows' BusTypeVirtual).
+VIRTUAL_TRANSPORTS = frozenset({"virtio", "xen", "hyperv", "uml", "virtual"})
+#: Block transports whose bytes live in a file on another filesystem: a Linux loop device
+#: (followed to its backing file by the Linux walk), a Windows virtual hard disk file
+#: (``file-backed-virtual``: BusTypeFileBackedVirtual, not followed).
+FILE_BACKED_TRANSPORTS = frozenset({"loop", "file-backed-virtual"})
 #: Model strings of emulated disks (QEMU, VirtualBox, VMware, Hyper-V, Parallels), lower case.
 VIRTUAL_DISK_MODELS = (
     "qemu harddisk",
@@ -157,7 +169,8 @@ def filesystem_layer(mount: Mount, depth: int = 0, note: str = "") -> StorageLay
 
 def disk_layer(device: BlockDevice, depth: int = 0, note: str = "") -> StorageLayer:
     """The layer of a block device at the bottom of a stack (no partition, no slaves, no
-    backing file), by transport and model: RAM, network, virtual or physical disk."""
+    backing file), by transport and model: RAM, network, a file not followed (kind
+    ``loop``: a Linux loop device, a Windows VHD), virtual or physical disk."""
     transport = device.transport or ""
     model = f"{device.vendor or ''} {device.model or ''}".lower()
     if transport in RAM_TRANSPORTS:
@@ -193,11 +206,7 @@ def disk_layer(device: BlockDevice, depth: int = 0, note: str = "") -> StorageLa
             device=device,
             note=note,
         )
-    if transport in VIRTUAL_TRANSPORTS or any(m in model for m in VIRTUAL_DISK_MODELS):
-        return StorageLayer(
-            "virtual-disk", device.name, FLUSH_TO_HOST, depth, True, None, device=device, note=note
-        )
-    if transport == "loop":  # a loop device whose backing file was not followed
+    if transport in FILE_BACKED_TRANSPORTS:  # a loop device or VHD whose file was not followed
         return StorageLayer(
             "loop",
             device.name,
@@ -207,6 +216,10 @@ def disk_layer(device: BlockDevice, depth: int = 0, note: str = "") -> StorageLa
             None,
             device=device,
             note=note or "backing file not recorded: the storage below is unknown",
+        )
+    if transport in VIRTUAL_TRANSPORTS or any(m in model for m in VIRTUAL_DISK_MODELS):
+        return StorageLayer(
+            "virtual-disk", device.name, FLUSH_TO_HOST, depth, True, None, device=device, note=note
         )
     return StorageLayer(
         "disk", device.name, FLUSH_TO_DEVICE, depth, True, False, device=device, note=note

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fsyncbench.judge import stack
-from fsyncbench.model import BlockDevice, Host
+from fsyncbench.model import POWER_PROTECTION_NV_CACHE, BlockDevice, Host
 
 LATENCY_BANDS_DOC = (
     "latency bands by device class (fsyncbench docs/verdicts.md): a flush programs NAND "
@@ -132,6 +132,33 @@ def plp_source(model: str) -> str | None:
     return None
 
 
+#: Why a disk's write cache reported power-protected may acknowledge a flush from its cache
+#: (``BlockDevice.power_protection``, read on Windows: fsyncbench.host._windows).
+REPORTED_NV_CACHE = (
+    "the disk reports a battery-backed write cache (Windows NVCacheEnabled, "
+    "https://learn.microsoft.com/en-us/windows/win32/api/winioctl/"
+    "ns-winioctl-storage_write_cache_property), not verified"
+)
+REPORTED_USER_POLICY = (
+    "the disk's write cache is declared power-protected in Windows' disk policy ('Turn off "
+    "Windows write-cache buffer flushing on the device': UserDefinedPowerProtection), so "
+    "Windows sends it no flush at all (disk.sys DiskShutdownFlush, "
+    "https://github.com/microsoft/Windows-driver-samples/blob/main/storage/class/disk/src/"
+    "disk.c): a declaration, not verified"
+)
+
+
+def reported_protection(disks: Sequence[BlockDevice]) -> str:
+    """Why every disk of ``disks`` has a write cache reported to survive a power cut
+    (``BlockDevice.power_protection``), or "" when any disk does not: the driver's report of a
+    battery-backed cache where every disk has one, else the user's disk policy."""
+    if not disks or not all(d.power_protection for d in disks):
+        return ""
+    if all(POWER_PROTECTION_NV_CACHE in d.power_protection for d in disks):
+        return REPORTED_NV_CACHE
+    return REPORTED_USER_POLICY
+
+
 def _fast_flush_allowed(host: Host, disks: Sequence[BlockDevice]) -> str:
     """Why these SSDs may acknowledge a flush without programming NAND, or ""."""
     if DECLARED_PLP in declared_facts(host):
@@ -150,7 +177,9 @@ def _fast_flush_allowed(host: Host, disks: Sequence[BlockDevice]) -> str:
 def device_class(host: Host, primitive: str) -> DeviceClass:
     """Device class of the storage holding the target's bytes for ``primitive``, and its
     floor (module docstring): Apple SSD with F_FULLFSYNC 1 ms; cloud network block storage
-    100 µs; spinning disk on bare metal 2 ms; an SSD 15 µs when it has power-loss protection
+    100 µs; 15 µs for disks whose write cache is reported power-protected
+    (:func:`reported_protection`: what --assume plp declares, reported by Windows), spinning
+    or not; spinning disk on bare metal 2 ms; an SSD 15 µs when it has power-loss protection
     (known family or ``--assume plp``) or no volatile write cache, else 150 µs with a
     write-back cache, 15 µs when its cache is unknown; anything else 10 µs."""
     target = host.target
@@ -163,6 +192,14 @@ def device_class(host: Host, primitive: str) -> DeviceClass:
     models = " ".join(_model(d) for d in disks)
     if any(s in models for s in CLOUD_BLOCK_MODELS) or "msft virtual disk" in models:
         return DeviceClass("network block storage", NETWORK_BLOCK_FLOOR_NS, LATENCY_BANDS_DOC)
+    reported = reported_protection(disks)
+    if reported:
+        return DeviceClass(
+            "disk with a write cache reported power-protected",
+            PLP_SSD_FLOOR_NS,
+            LATENCY_BANDS_DOC,
+            reported,
+        )
     if disks and all(d.rotational for d in disks) and not host.virtualization.virtualized:
         return DeviceClass("spinning disk", SPINNING_FLOOR_NS, LATENCY_BANDS_DOC)
     if disks and all(d.rotational is False for d in disks):

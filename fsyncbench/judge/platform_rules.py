@@ -9,6 +9,9 @@ The order they are weighed in: :data:`fsyncbench.judge.path_rules.PATH_RULES`.""
 
 from __future__ import annotations
 
+import dataclasses
+from typing import Any
+
 from fsyncbench.host.layers import NO_BARRIER_OPTIONS
 from fsyncbench.judge import stack
 from fsyncbench.judge.devices import CLOUD_BLOCK_MODELS
@@ -386,10 +389,14 @@ def rule_virtualized(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     reports "write through" gets no flush from the guest at all: the host either writes
     through (QEMU cache=writethrough/directsync) or never flushes (Firecracker's default
     Unsafe, QEMU cache=unsafe), which the guest cannot tell apart. The VM is a measured
-    fact; the verdict says what cannot be measured from inside."""
+    fact (a hypervisor flag, DMI, systemd-detect-virt), or, where only a disk's model names an
+    emulated disk (``Virtualization.virtual_disk_hint``, Windows), inferred from that model;
+    the verdict says what cannot be measured from inside."""
     virt = f.host.virtualization
     if not virt.virtualized or _all_ram(f.host):
         return None
+    # a guest known only from its disk's model string: inferred, and said so
+    by_model = dataclasses.replace(virt, virtual_disk_hint=None).virtualized is not True
     ratio = _reached_ratio(f, r) if r is not None else None
     raw = _counter_ratio(r, f.host)
     virtual = [layer for layer in stack.media(f.host.target) if layer.kind == "virtual-disk"]
@@ -414,12 +421,30 @@ def rule_virtualized(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
         f"This is a virtual machine: {seen}, and whether the host persists what it gets "
         "cannot be seen from inside."
     )
+    if by_model:
+        text = (
+            f"This looks like a virtual machine (inferred from the model string: "
+            f"{virt.virtual_disk_hint} is an emulated disk's): {seen}, and whether the host "
+            "persists what it gets cannot be seen from inside."
+        )
     if through:
         text = (
             f"This is a virtual machine whose disk {', '.join(through)} reports a "
             "write-through cache: the guest sends it no flush, and whether the host "
             "writes through or keeps the data in its page cache cannot be seen from inside."
         )
+    evidence: dict[str, Any] = {
+        "hypervisor_flag": virt.hypervisor_flag,
+        "dmi_vendor": virt.dmi_vendor,
+        "detect_virt": virt.detect_virt,
+        "kernel_hint": virt.kernel_hint,
+        "write_through_disks": through,
+        "flushes_per_sync": None if ratio is None else round(ratio, 3),
+        "flush_ms_per_flush": None if r is None else _flush_ms_per_flush(r, f.host),
+        "p50_ns": None if r is None else r.summary.p50_ns,
+    }
+    if virt.virtual_disk_hint:
+        evidence["virtual_disk_hint"] = virt.virtual_disk_hint
     return UNVERIFIABLE, Finding(
         "virtualized-storage",
         WARNING,
@@ -429,18 +454,9 @@ def rule_virtualized(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
         "advertises no flush and never syncs on the host, Writeback fsyncs the backing file "
         "on every guest flush; QEMU cache=unsafe ignores flushes, its other modes honour "
         "them. Or run fsyncbench on the host (or pull the plug: fsyncbench powercut).",
-        {
-            "hypervisor_flag": virt.hypervisor_flag,
-            "dmi_vendor": virt.dmi_vendor,
-            "detect_virt": virt.detect_virt,
-            "kernel_hint": virt.kernel_hint,
-            "write_through_disks": through,
-            "flushes_per_sync": None if ratio is None else round(ratio, 3),
-            "flush_ms_per_flush": None if r is None else _flush_ms_per_flush(r, f.host),
-            "p50_ns": None if r is None else r.summary.p50_ns,
-        },
+        evidence,
         FIRECRACKER_DOC,
-        MEASURED,
+        INFERRED if by_model else MEASURED,
     )
 
 
@@ -459,14 +475,23 @@ def rule_stack_not_followed(f: Facts, r: Result | None) -> tuple[str, Finding] |
         f"{stack.label(layer)}: {layer.note}" if layer.note else stack.label(layer)
         for layer in stuck
     ]
+    advice = (
+        "Run fsyncbench on the directory that holds the data, or with absolute overlay "
+        "paths; `fsyncbench host DIR` shows the stack."
+    )
+    if f.host.os_name == "Windows":
+        advice = (
+            "Run fsyncbench where the volume's disks answer IOCTL_STORAGE_QUERY_PROPERTY (a "
+            "local disk; for a virtual hard disk, the volume holding its file); `fsyncbench "
+            "host DIR` shows what was read. Or pull the plug: fsyncbench powercut."
+        )
     return UNVERIFIABLE, Finding(
         "stack-not-followed",
         WARNING,
         _subject(r),
         f"The storage under the target could not be followed to the medium holding the "
         f"bytes ({_chain(f)}; {'; '.join(notes)}): nothing measured here can be tied to it.",
-        "Run fsyncbench on the directory that holds the data, or with absolute overlay "
-        "paths; `fsyncbench host DIR` shows the stack.",
+        advice,
         {"chain": _chain(f), "stopped_at": [layer.name for layer in stuck]},
         "fsyncbench.host._stack",
         MEASURED,

@@ -364,13 +364,16 @@ def _primitive(f: Facts, r: Result | None) -> str:
 
 def _power_protected_media(host: Host) -> str:
     """Why the write cache of every disk holding the bytes survives a power loss ("" when
-    not known to): a drive family documented with power-loss protection, or the user's
-    declaration (fsyncbench.judge.devices)."""
+    not known to): a drive family documented with power-loss protection, the user's
+    declaration, or the disks' own report (Windows: fsyncbench.judge.devices)."""
     disks = _media_disks(host)
     if not disks:
         return ""
     if devices.DECLARED_PLP in devices.declared_facts(host):
         return "power-loss protection declared by the user (--assume plp), not verified"
+    reported = devices.reported_protection(disks)
+    if reported:
+        return reported
     sources = [devices.plp_source(f"{d.vendor or ''} {d.model or ''}") for d in disks]
     return str(sources[0]) if all(sources) else ""
 

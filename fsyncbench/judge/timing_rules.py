@@ -32,6 +32,7 @@ from fsyncbench.model import (
     RISK,
     VOLATILE_CACHE,
     Finding,
+    Host,
     Result,
 )
 
@@ -132,6 +133,13 @@ def rule_flush_costs_nothing(f: Facts, r: Result | None) -> tuple[str, Finding] 
     )
 
 
+def _cache_check(host: Host) -> str:
+    """Where the user sees a drive's write cache on the host's system."""
+    if host.os_name == "Windows":
+        return "Device Manager, the disk's Policies tab: 'Enable write caching on the device'"
+    return "nvme id-ctrl: vwc"
+
+
 def rule_latency_floor(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """Latency against the device-class floor (fsyncbench.judge.devices), the weakest
     signal: below the floor the device acknowledges from cache (a write-back SSD without
@@ -157,7 +165,7 @@ def rule_latency_floor(f: Facts, r: Result | None) -> tuple[str, Finding] | None
             f"{r.primitive} p50 {p50 / 1e3:.1f} us is below the {cls.floor_ns / 1e3:.0f} us "
             f"a flush to stable media takes on {_a(cls.name)}: something acknowledges it from "
             "a cache.",
-            "Check the drive's write cache and power-loss protection (nvme id-ctrl: vwc; "
+            f"Check the drive's write cache and power-loss protection ({_cache_check(host)}; "
             "the vendor's data sheet); if the drive has power-loss protection, say so with "
             "--assume plp. A power pull (fsyncbench powercut) settles it.",
             evidence,

@@ -14,7 +14,7 @@ from tabulate import tabulate
 
 from fsyncbench.fmt import fmt_bandwidth, fmt_ns, fmt_precision
 from fsyncbench.judge import stack
-from fsyncbench.model import Finding, Host, Report, Result, ResultVerdict, Verdict
+from fsyncbench.model import BlockDevice, Finding, Host, Report, Result, ResultVerdict, Verdict
 
 #: Fewest samples for which p99.9 is printed: with fewer it is within a sample or two of the
 #: maximum (the 99.9th percentile needs 1,000 samples to have one above it).
@@ -80,6 +80,9 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
             f"container {v.container}" if v.container else "",
             f"kernel {v.kernel_hint}" if v.kernel_hint else "",
             "kern.hv_vmm_present=1" if v.mac_vmm_present else "",
+            f"emulated disk {v.virtual_disk_hint} (inferred from the model string)"
+            if v.virtual_disk_hint
+            else "",
         )
         if s
     ]
@@ -131,6 +134,7 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
                         f"write_cache {d.write_cache or '?'}",
                         f"FUA {_yn(d.fua)}",
                         f"flush counters {'yes' if d.has_flush_counters else 'no'}",
+                        *_windows_disk_facts(d),
                     ]
                 ),
             )
@@ -141,6 +145,18 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
     if host.ld_preload:
         lines.append(("LD_PRELOAD", host.ld_preload))
     return lines
+
+
+def _windows_disk_facts(d: BlockDevice) -> list[str]:
+    """What only Windows reports of a disk, where it did (nothing for other systems)."""
+    out = []
+    if d.flush_supported is not None:
+        out.append(f"accepts a cache flush {_yn(d.flush_supported)}")
+    if d.power_protection:
+        out.append(f"write cache power-protected per {'+'.join(d.power_protection)}")
+    if d.removable is not None:
+        out.append(f"removable {_yn(d.removable)}")
+    return out
 
 
 def _yn(value: bool | None) -> str:
