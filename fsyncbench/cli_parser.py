@@ -144,10 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--budget-seconds",
         type=float,
-        default=plan.DEFAULT_BUDGET_S,
         metavar="S",
         help="most time one configuration may take, in seconds "
-        f"(default {plan.DEFAULT_BUDGET_S:g})",
+        f"(default {plan.DEFAULT_BUDGET_S:g}, {plan.DARWIN_BUDGET_S:g} on macOS)",
     )
     run.add_argument(
         "--run-budget-seconds",
@@ -155,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help="time all configurations share, in seconds, split over the rounds "
         "(default "
-        f"{plan.DEFAULT_RUN_BUDGET_S:g} when adaptive, none with --samples)",
+        f"{plan.DEFAULT_RUN_BUDGET_S:g}, {plan.DARWIN_RUN_BUDGET_S:g} on macOS, when adaptive; "
+        "none with --samples)",
     )
     run.add_argument(
         "--rounds",

@@ -21,15 +21,14 @@ from typing import TYPE_CHECKING, Any, overload
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import runner
 from fsyncbench.measure.plan import (
-    DEFAULT_BUDGET_S,
     DEFAULT_CI_TARGET_PCT,
     DEFAULT_MIN_SAMPLES,
     DEFAULT_PAYLOAD_BYTES,
     DEFAULT_ROUNDS,
-    DEFAULT_RUN_BUDGET_S,
     DEFAULT_WARMUP,
     RunPlan,
     build_configs,
+    default_budgets,
     parse_choices,
     parse_fullfsync,
 )
@@ -233,23 +232,25 @@ def run_plan(
     samples: int | None = None,
     ci_target_pct: float | None = None,
     min_samples: int | None = None,
-    budget_seconds: float = DEFAULT_BUDGET_S,
+    budget_seconds: float | None = None,
     run_budget_seconds: float | None = None,
     rounds: int = DEFAULT_ROUNDS,
     warmup: int = DEFAULT_WARMUP,
     payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
     primitives: bool = True,
+    platform: str = sys.platform,
 ) -> RunPlan:
-    """The plan of ``fsyncbench run`` (``target`` already checked): the pragma lists parsed
-    (comma strings or sequences), the defaults of an adaptive or a fixed run filled in, and
-    every bound checked (:class:`fsyncbench.measure.plan.RunPlan`)."""
+    """The plan of ``fsyncbench run`` (``target`` already checked) on ``platform``: the
+    pragma lists parsed (comma strings or sequences), the defaults of an adaptive or a fixed
+    run filled in (the budgets: :func:`fsyncbench.measure.plan.default_budgets`), and every
+    bound checked (:class:`fsyncbench.measure.plan.RunPlan`)."""
     check_list(journal_modes, "journal_modes")
     check_list(synchronous, "synchronous")
     check_list(fullfsync, "fullfsync", flags=True)
     check_integer(samples, "samples", optional=True)
     check_number(ci_target_pct, "ci_target_pct", optional=True)
     check_integer(min_samples, "min_samples", optional=True)
-    check_number(budget_seconds, "budget_seconds")
+    check_number(budget_seconds, "budget_seconds", optional=True)
     check_number(run_budget_seconds, "run_budget_seconds", optional=True)
     check_integer(rounds, "rounds")
     check_integer(warmup, "warmup")
@@ -260,13 +261,17 @@ def run_plan(
             "--ci-target-pct or --min-samples"
         )
     adaptive = samples is None
+    default_run_budget_s, default_budget_s = default_budgets(platform)
     return RunPlan(
         target=target,
         configs=build_configs(
-            _comma_list(journal_modes), _comma_list(synchronous), _fullfsync_list(fullfsync)
+            _comma_list(journal_modes),
+            _comma_list(synchronous),
+            _fullfsync_list(fullfsync),
+            platform,
         ),
         samples=samples,
-        budget_s=budget_seconds,
+        budget_s=default_budget_s if budget_seconds is None else budget_seconds,
         warmup=warmup,
         payload_bytes=payload_bytes,
         primitives=primitives,
@@ -274,7 +279,7 @@ def run_plan(
         min_samples=DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
         run_budget_s=run_budget_seconds
         if run_budget_seconds is not None
-        else (DEFAULT_RUN_BUDGET_S if adaptive else None),
+        else (default_run_budget_s if adaptive else None),
         rounds=rounds,
     )
 

@@ -170,3 +170,25 @@ def test_compare_says_when_the_machine_itself_changed():
     assert "The machine itself changed between the runs" in render.render_compare(
         a, b, moved, ["a", "b"]
     )
+
+
+def test_minimum_first_gives_the_slow_workloads_their_minimum_only_when_time_is_short():
+    from types import SimpleNamespace
+
+    from fsyncbench.measure.plan import default_budgets
+    from fsyncbench.measure.runner import SLICE_S, _minimum_first
+
+    def job(n, mean_ms):
+        return SimpleNamespace(sampler=SimpleNamespace(samples=[0] * n, mean_ns=mean_ms * 1e6))
+
+    fast, slow = job(5000, 0.04), job(25, 9.0)  # a plain fsync; a fullfsync TRUNCATE commit
+    active = [fast, slow]
+    need_s = 100 * 9e-3  # 100 more samples of 9 ms to reach 125
+    assert _minimum_first(active, need_s + SLICE_S + 0.01, 125) == active  # time enough
+    assert _minimum_first(active, need_s + SLICE_S - 0.01, 125) == [slow]  # only the short
+    done = [fast, job(125, 9.0)]
+    assert _minimum_first(done, 0.01, 125) == done  # none short: all of them
+    unsampled = job(0, 0.0)
+    assert _minimum_first([fast, unsampled], 1e9, 125) == [unsampled]  # unknown need
+    assert default_budgets("darwin") == (60.0, 20.0)
+    assert default_budgets("linux") == default_budgets("win32") == (30.0, 10.0)

@@ -20,7 +20,6 @@ from fsyncbench.errors import FsyncbenchError, Interrupted
 from fsyncbench.measure import rounds as _rounds
 from fsyncbench.measure import runner
 from fsyncbench.measure.plan import (
-    DEFAULT_BUDGET_S,
     DEFAULT_PAYLOAD_BYTES,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP,
@@ -56,7 +55,7 @@ def run(
     samples: int | None = None,
     ci_target_pct: float | None = None,
     min_samples: int | None = None,
-    budget_seconds: float = DEFAULT_BUDGET_S,
+    budget_seconds: float | None = None,
     run_budget_seconds: float | None = None,
     rounds: int = DEFAULT_ROUNDS,
     warmup: int = DEFAULT_WARMUP,
@@ -81,7 +80,8 @@ def run(
     ``samples`` fixes the samples per configuration (split over ``rounds``); without it,
     each is sampled until the 95 % CI of its p99 is within +-``ci_target_pct`` % (default
     10), from ``min_samples`` on (default 1000), all sharing ``run_budget_seconds`` (default
-    17; none with ``samples``), none taking more than ``budget_seconds``. ``payload_bytes``:
+    30 s, 60 s on macOS; none with ``samples``), none taking more than ``budget_seconds``
+    (default 10 s, 20 s on macOS: :func:`fsyncbench.measure.plan.default_budgets`). ``payload_bytes``:
     each step's output; ``primitives`` False skips the raw write+sync measurements.
     ``powerloss``: persistence models (a comma list or a sequence, e.g. "synced-only,prefix")
     under which each measured configuration's commits are then replayed through simulated

@@ -65,6 +65,15 @@ def parse_fullfsync(text: str) -> tuple[bool, ...]:
     return tuple(dict.fromkeys(FULLFSYNC_VALUES[v] for v in values))
 
 
+def default_budgets(platform: str = sys.platform) -> tuple[float, float]:
+    """(time all workloads of an adaptive run share, most time one workload may take), in
+    seconds, on ``platform`` (a ``sys.platform`` value): 60 and 20 on macOS
+    (:data:`DARWIN_RUN_BUDGET_S`), else 30 and 10 (:data:`DEFAULT_RUN_BUDGET_S`)."""
+    if platform == "darwin":
+        return DARWIN_RUN_BUDGET_S, DARWIN_BUDGET_S
+    return DEFAULT_RUN_BUDGET_S, DEFAULT_BUDGET_S
+
+
 def build_configs(
     journal_modes: str | None = None,
     synchronous: str | None = None,
@@ -106,6 +115,15 @@ DEFAULT_PAYLOAD_BYTES = 512
 #: :data:`DEFAULT_ROUNDS` so that every configuration of the default matrix gets a spread
 #: between rounds a test between runs can use (README "Regression gate").
 DEFAULT_RUN_BUDGET_S = 30.0
+#: macOS defaults: its default run has 24 workloads (6 sync primitives, 9 configurations with
+#: fullfsync off and on) against Linux's 14, and every fullfsync commit waits for
+#: F_FULLFSYNC (the seed Mac: 3.02 ms p50 for one, up to three per rollback commit), so
+#: 1,000 samples of each (a p99 interval) take about 36 s and the slowest configuration
+#: about 11 s with its warmups. Simulated with those latencies through the real scheduler
+#: (tests/test_macos_schedule.py): at 30 s and 10 s no F_FULLFSYNC-bound row got a p99
+#: interval (144-385 samples); at 60 s and 20 s every durable one does.
+DARWIN_RUN_BUDGET_S = 60.0
+DARWIN_BUDGET_S = 20.0
 #: Default precision target: the 95 % CI of p99 within +-10 % of p99.
 DEFAULT_CI_TARGET_PCT = 10.0
 #: Default minimum samples per workload before the adaptive stop may end it: below 1,000

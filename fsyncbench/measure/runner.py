@@ -153,7 +153,9 @@ def _sample_round(
     progress: RunProgress | None,
 ) -> None:
     """The slices of :func:`run_round`: round-robin until every job is done, out of
-    ``plan.budget_s``, or ``deadline`` (monotonic seconds) has passed."""
+    ``plan.budget_s``, or ``deadline`` (monotonic seconds) has passed. While some jobs lack
+    ``plan.min_samples`` and the time left barely covers them, only they are sampled
+    (:func:`_minimum_first`)."""
     budget_s = plan.budget_s
     rotations = 0
     while True:
@@ -167,6 +169,8 @@ def _sample_round(
             and rotations >= MIN_PHASES
         ):
             active = _within_reach(active, deadline - time.monotonic(), plan.ci_target_pct)
+        if deadline is not None and plan.adaptive:
+            active = _minimum_first(active, deadline - time.monotonic(), plan.min_samples)
         rotations += 1
         for k, job in enumerate(active):
             now = time.monotonic()
@@ -182,6 +186,26 @@ def _sample_round(
             settle(work)  # the next slice does not pay for this one's dirty data
         if deadline is not None and time.monotonic() >= deadline:
             break
+
+
+def _minimum_first(active: list[_Job], remaining_s: float, min_samples: int) -> list[_Job]:
+    """The workloads to give the next rotation so that every one can reach ``min_samples``
+    (the fewest a p99 interval rests on, split over the rounds): when the time the ones still
+    short of it need (their mean time per sample so far; unknown before their first slice)
+    plus one slice of each of the others no longer fits in ``remaining_s``, only the short
+    ones. Where the equal share of the time gives every workload its minimum anyway (a
+    Linux default run) this changes nothing; where a few are slow (F_FULLFSYNC commits on a
+    Mac, 3 ms and more) their minimum is paid for by the fast ones' surplus."""
+    short = [j for j in active if len(j.sampler.samples) < min_samples]
+    if not short or len(short) == len(active):
+        return active
+    need = sum(
+        (min_samples - len(j.sampler.samples)) * j.sampler.mean_ns / 1e9
+        if j.sampler.samples
+        else math.inf
+        for j in short
+    )
+    return short if need + SLICE_S * (len(active) - len(short)) >= remaining_s else active
 
 
 def _within_reach(active: list[_Job], remaining_s: float, target_pct: float) -> list[_Job]:
