@@ -3609,3 +3609,43 @@ def test_delete_mode_on_windows_is_never_promised_durable():
     assert "DELETE with EXTRA" not in finding.advice
     for r in (commit("WAL", "FULL", 1), commit("TRUNCATE", "FULL", 1)):
         assert commit_rules.config_durability(windows, r) == (True, None), r.name
+
+
+# ---- which primitive Apple's fullfsync is, from latency (issue 29 item 9)
+
+
+def _mapping_case(commit_p50_ns, labelled, full_ns=3_000_000, barrier_ns=100_000):
+    mac = host(os_name="Darwin", fs_type="apfs")
+    results = [
+        flush("F_FULLFSYNC", full_ns),
+        flush("F_BARRIERFSYNC", barrier_ns),
+        commit("WAL", "FULL", commit_p50_ns, primitive=labelled, fullfsync=True),
+    ]
+    verdict = engine.judge(mac, results)
+    by_code = {f.code: f for f in verdict.findings}
+    (row,) = [v for v in verdict.results if v.subject == "wal/full/fullfsync"]
+    return by_code, row
+
+
+def test_a_fullfsync_commit_as_slow_as_f_fullfsync_is_not_f_barrierfsync_whatever_the_path():
+    # labelled F_BARRIERFSYNC from /usr/lib/libsqlite3.dylib, but 3.1 ms is F_FULLFSYNC's cost
+    codes, row = _mapping_case(3_100_000, "F_BARRIERFSYNC")
+    found = codes["fullfsync-mapping-contradicts-label"]
+    assert (found.level, found.strength) == (WARNING, "measured")
+    assert "not F_BARRIERFSYNC as inferred from its library's path" in found.message
+    assert row.config_durable is True and "config-not-durable" not in codes
+    # as cheap as the barrier: the label stands, measured now, and the commit is not durable
+    codes, row = _mapping_case(150_000, "F_BARRIERFSYNC")
+    assert codes["fullfsync-mapping"].strength == "measured"
+    assert row.config_durable is False and "config-not-durable" in codes
+    # a Homebrew SQLite labelled F_FULLFSYNC whose commits cost a barrier's: not durable
+    codes, row = _mapping_case(150_000, "F_FULLFSYNC")
+    assert "fullfsync-mapping-contradicts-label" in codes and row.config_durable is False
+    # the two primitives cost the same here: latency cannot tell; the label is inferred
+    codes, row = _mapping_case(1_000_000, "F_BARRIERFSYNC", full_ns=1_000_000, barrier_ns=900_000)
+    assert codes["fullfsync-mapping-unverifiable"].strength == "inferred"
+    assert row.config_durable is False
+    # off macOS: nothing
+    assert commit_rules.fullfsync_mapping(
+        rule_facts.Facts(host(), (flush("fdatasync", 1e5),), None)
+    ) == (None, None)

@@ -355,6 +355,89 @@ def rule_commit_faster_than_sync(f: Facts, r: Result) -> Finding | None:
 
 COMMIT_RULES = (rule_commit_issues_no_sync, rule_full_equals_off, rule_commit_faster_than_sync)
 
+#: F_FULLFSYNC (a flush of the drive's cache) and F_BARRIERFSYNC (an ordering barrier) are
+#: told apart by latency only where F_FULLFSYNC's p50 is at least this many times
+#: F_BARRIERFSYNC's on the same volume: on the public Apple SSD cases F_FULLFSYNC costs
+#: milliseconds and F_BARRIERFSYNC tens to hundreds of microseconds (LATENCY_BANDS_DOC);
+#: a 3x gap keeps the geometric midpoint at least 1.7x from either.
+FULLFSYNC_SEPARATION_RATIO = 3.0
+
+
+def fullfsync_mapping(f: Facts) -> tuple[str | None, Finding | None]:
+    """Which primitive this SQLite's fullfsync really is on macOS, from latency: a WAL
+    commit with fullfsync=ON at synchronous FULL or EXTRA syncs the WAL once per commit
+    (https://www.sqlite.org/wal.html), so its p50 is compared with the geometric midpoint
+    of the F_FULLFSYNC and F_BARRIERFSYNC primitives' p50s, where they are at least
+    FULLFSYNC_SEPARATION_RATIO apart. Returns (the measured primitive or None, a finding
+    saying how it compares with the label the run gave from the library's path: Apple's
+    /usr/lib/libsqlite3.dylib is taken to use F_BARRIERFSYNC, APPLE_BARRIER_DOC). (None,
+    None) off macOS or without such a commit and both primitives."""
+    if f.host.os_name != "Darwin":
+        return None, None
+    prims = {r.primitive: r for r in _flush_results(f.results)}
+    full, barrier = prims.get("F_FULLFSYNC"), prims.get("F_BARRIERFSYNC")
+    wal = next(
+        (
+            r
+            for r in f.results
+            if r.kind == "commit"
+            and (p := r.effective or r.requested) is not None
+            and p.journal_mode == "WAL"
+            and p.synchronous in ("FULL", "EXTRA")
+            and p.fullfsync
+            and _base_primitive(r.primitive) in ("F_FULLFSYNC", "F_BARRIERFSYNC")
+        ),
+        None,
+    )
+    if wal is None or full is None or barrier is None:
+        return None, None
+    labelled = _base_primitive(wal.primitive)
+    evidence = {
+        "commit_p50_ns": wal.summary.p50_ns,
+        "f_fullfsync_p50_ns": full.summary.p50_ns,
+        "f_barrierfsync_p50_ns": barrier.summary.p50_ns,
+        "labelled": labelled,
+    }
+    if full.summary.p50_ns < FULLFSYNC_SEPARATION_RATIO * barrier.summary.p50_ns:
+        return None, Finding(
+            "fullfsync-mapping-unverifiable",
+            INFO,
+            wal.name,
+            f"{wal.name}: F_FULLFSYNC ({_us(full.summary.p50_ns)} p50) and F_BARRIERFSYNC "
+            f"({_us(barrier.summary.p50_ns)}) cost about the same here, so the commits' "
+            f"latency cannot tell which one this SQLite's fullfsync is; {labelled} is "
+            "inferred from the library's path.",
+            "dtruss or Instruments' File Activity on a commit shows the fcntl command "
+            "(51 F_FULLFSYNC, 85 F_BARRIERFSYNC).",
+            evidence,
+            APPLE_BARRIER_DOC,
+            strength=INFERRED,
+        )
+    midpoint = (full.summary.p50_ns * barrier.summary.p50_ns) ** 0.5
+    measured = "F_FULLFSYNC" if wal.summary.p50_ns >= midpoint else "F_BARRIERFSYNC"
+    agrees = measured == labelled
+    return measured, Finding(
+        "fullfsync-mapping" if agrees else "fullfsync-mapping-contradicts-label",
+        INFO if agrees else WARNING,
+        wal.name,
+        f"{wal.name} commits take {_us(wal.summary.p50_ns)} p50, like {measured} "
+        f"({_us((full if measured == 'F_FULLFSYNC' else barrier).summary.p50_ns)}) and not "
+        f"{'F_BARRIERFSYNC' if measured == 'F_FULLFSYNC' else 'F_FULLFSYNC'} "
+        f"({_us((barrier if measured == 'F_FULLFSYNC' else full).summary.p50_ns)}): this "
+        f"SQLite's fullfsync is {measured}"
+        + (
+            ", as its library's path suggested."
+            if agrees
+            else f", not {labelled} as inferred from its library's path; the verdicts use "
+            "the measured one."
+        ),
+        "" if agrees else "Trust the measurement over the path; dtruss on a commit settles it.",
+        evidence,
+        APPLE_BARRIER_DOC,
+        strength=MEASURED,
+    )
+
+
 #: How each commit rule knows: traced system calls are measured; timing comparisons against
 #: a band (REAL_IO_FLOOR_NS, COMMIT_VS_FLUSH_MIN_RATIO) are inferred.
 COMMIT_RULE_STRENGTH = {

@@ -44,6 +44,7 @@ from fsyncbench.judge.commit_rules import (
     COMMIT_RULE_STRENGTH,
     COMMIT_RULES,
     config_durability,
+    fullfsync_mapping,
     slowness,
 )
 from fsyncbench.judge.evidence_rules import evidence_findings
@@ -89,6 +90,20 @@ def _overall_primitive(flushes: Sequence[Result]) -> Result | None:
             if r.primitive == name:
                 return r
     return next((r for r in flushes if r.primitive != "none"), None)
+
+
+def _as_measured(r: Result, measured_fullfsync: str | None) -> Result:
+    """``r`` with the fullfsync primitive the latency showed (:func:`fullfsync_mapping`)
+    instead of the one inferred from the SQLite library's path."""
+    p = r.effective or r.requested
+    if (
+        measured_fullfsync is None
+        or p is None
+        or not p.fullfsync
+        or _base_primitive(r.primitive) not in ("F_FULLFSYNC", "F_BARRIERFSYNC")
+    ):
+        return r
+    return dataclasses.replace(r, primitive=measured_fullfsync)
 
 
 def _commit_stand_ins(results: Sequence[Result]) -> list[Result]:
@@ -151,10 +166,13 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
     if main is not None:
         path = by_primitive[main.primitive]
 
+    measured_fullfsync, mapping = fullfsync_mapping(facts)
+    if mapping:
+        findings.append(mapping)
     for r in results:
         if r.kind != "commit":
             continue
-        durable, finding = config_durability(host, r)
+        durable, finding = config_durability(host, _as_measured(r, measured_fullfsync))
         if finding:
             findings.append(finding)
         verdict, code, strength = by_primitive.get(r.primitive) or by_primitive.get(
