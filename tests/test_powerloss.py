@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from fsyncbench import api
+from fsyncbench import api, options
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Pragmas
 from fsyncbench.powerloss import rebase, sqlite
@@ -955,3 +955,14 @@ def test_interrupting_the_simulation_keeps_the_measured_latency(tmp_path, monkey
     skipped = "interrupted: the power-loss simulation (--powerloss) was skipped"
     assert report.notes[-1] == skipped
     assert notes == [skipped + "; the latency report is kept"]
+
+
+def test_each_platform_simulates_its_own_semantics_by_default():
+    # before, Windows fell through to "linux" (issue 29 item 13)
+    plans = {p: options.powerloss_plan(platform=p) for p in ("linux", "darwin", "win32")}
+    assert {p: plan.semantics for p, plan in plans.items()} == {
+        "linux": "linux",
+        "darwin": "macos",
+        "win32": "windows",
+    }
+    assert options.powerloss_plan(platform="win32", semantics="linux").semantics == "linux"
