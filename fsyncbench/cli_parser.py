@@ -290,7 +290,7 @@ def build_parser() -> argparse.ArgumentParser:
     crash.add_argument(
         "--semantics",
         choices=powerloss.SEMANTICS,
-        help="which syncs the power cuts honour: linux (every sync), macos (a plain fsync reaches only the drive's cache; F_FULLFSYNC, i.e. fullfsync=ON, flushes it) or windows (no directory syncs; a file's flush also persists earlier directory changes); default: this host's",
+        help="which syncs the power cuts honour: linux (every sync), macos (a plain fsync reaches only the drive's cache; F_FULLFSYNC, i.e. fullfsync=ON, flushes it) or windows (no directory syncs; a file's flush persists its own name's directory changes); default: this host's",
     )
     crash.add_argument(
         "--quiet",
@@ -612,7 +612,7 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     pl.add_argument(
         "--semantics",
         choices=SEMANTICS,
-        help="whose syncs count: linux (every sync), macos (a plain fsync reaches only the drive's cache; F_FULLFSYNC, i.e. fullfsync=ON, flushes it) or windows (no directory syncs; a file's flush also persists earlier directory changes); default: this system's",
+        help="whose syncs count: linux (every sync), macos (a plain fsync reaches only the drive's cache; F_FULLFSYNC, i.e. fullfsync=ON, flushes it) or windows (no directory syncs; a file's flush persists its own name's directory changes); default: this system's",
     )
     pl.add_argument(
         "--commits",

@@ -3614,13 +3614,18 @@ def test_delete_mode_on_windows_is_never_promised_durable():
 # ---- which primitive Apple's fullfsync is, from latency (issue 29 item 9)
 
 
-def _mapping_case(commit_p50_ns, labelled, full_ns=3_000_000, barrier_ns=100_000):
+def _mapping_case(commit_p50_ns, labelled, full_ns=3_000_000, barrier_ns=100_000, baseline=None):
     mac = host(os_name="Darwin", fs_type="apfs")
     results = [
         flush("F_FULLFSYNC", full_ns),
         flush("F_BARRIERFSYNC", barrier_ns),
         commit("WAL", "FULL", commit_p50_ns, primitive=labelled, fullfsync=True),
     ]
+    if baseline is not None:  # (plain fsync p50, the same commit without fullfsync)
+        results += [
+            flush("fsync", baseline[0]),
+            commit("WAL", "FULL", baseline[1], primitive="fsync", fullfsync=False),
+        ]
     verdict = engine.judge(mac, results)
     by_code = {f.code: f for f in verdict.findings}
     (row,) = [v for v in verdict.results if v.subject == "wal/full/fullfsync"]
@@ -3641,6 +3646,16 @@ def test_a_fullfsync_commit_as_slow_as_f_fullfsync_is_not_f_barrierfsync_whateve
     # a Homebrew SQLite labelled F_FULLFSYNC whose commits cost a barrier's: not durable
     codes, row = _mapping_case(150_000, "F_FULLFSYNC")
     assert "fullfsync-mapping-contradicts-label" in codes and row.config_durable is False
+    # a barrier commit whose own cost (frames, B-tree, Python: 0.4 ms) lifts it above the
+    # midpoint (387 us for 3 ms and 50 us) is a barrier once that cost is taken off...
+    codes, row = _mapping_case(
+        450_000, "F_BARRIERFSYNC", barrier_ns=50_000, baseline=(40_000, 440_000)
+    )
+    assert codes["fullfsync-mapping"].evidence["commit_overhead_ns"] == 400_000
+    assert row.config_durable is False
+    # ...and without that baseline it is between the two: never called F_FULLFSYNC
+    codes, row = _mapping_case(450_000, "F_BARRIERFSYNC", barrier_ns=50_000)
+    assert "fullfsync-mapping-unverifiable" in codes and row.config_durable is False
     # the two primitives cost the same here: latency cannot tell; the label is inferred
     codes, row = _mapping_case(1_000_000, "F_BARRIERFSYNC", full_ns=1_000_000, barrier_ns=900_000)
     assert codes["fullfsync-mapping-unverifiable"].strength == "inferred"

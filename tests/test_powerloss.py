@@ -384,8 +384,24 @@ def test_windows_a_file_flush_persists_earlier_directory_changes_and_ignores_dir
         "a": b"old!"
     }
     assert dict(rebase.state_after_cut(trace, "synced-only").files) == {"a": b"old!", "j": b""}
+    # a flush persists its own name's directory changes, not another's: a journal's
+    # deletion persists when its name is created and flushed again
+    journal = (
+        *SETUP,
+        Op("create", "j"),
+        Op("write", "j", 0, b"j1"),
+        Op("sync", "j", flags=2),  # j's creation persists with it
+        Op("delete", "j"),
+        Op("write", "a", 0, b"new!"),
+        Op("sync", "a", flags=2),  # a's flush: j's deletion stays pending
+    )
+    cut = rebase.state_after_cut(_trace(*journal), "synced-only", semantics="windows")
+    assert dict(cut.files) == {"a": b"new!", "j": b"j1"}
+    again = (*journal, Op("create", "j"), Op("write", "j", 0, b"j2"), Op("sync", "j", flags=2))
+    cut = rebase.state_after_cut(_trace(*again), "synced-only", semantics="windows")
+    assert dict(cut.files) == {"a": b"new!", "j": b"j2"}
     flushed = _trace(*ops, Op("write", "a", 0, b"new!"), Op("sync", "a", flags=2))
-    # FlushFileBuffers of a: its data, and the log with j's creation and deletion
+    # FlushFileBuffers of a: its data; j's entries are not a's, and were never flushed
     assert dict(rebase.state_after_cut(flushed, "synced-only", semantics="windows").files) == {
         "a": b"new!"
     }

@@ -5,6 +5,7 @@ findings."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from fsyncbench.judge.rule_facts import (
@@ -358,73 +359,109 @@ COMMIT_RULES = (rule_commit_issues_no_sync, rule_full_equals_off, rule_commit_fa
 #: F_FULLFSYNC (a flush of the drive's cache) and F_BARRIERFSYNC (an ordering barrier) are
 #: told apart by latency only where F_FULLFSYNC's p50 is at least this many times
 #: F_BARRIERFSYNC's on the same volume: on the public Apple SSD cases F_FULLFSYNC costs
-#: milliseconds and F_BARRIERFSYNC tens to hundreds of microseconds (LATENCY_BANDS_DOC);
-#: a 3x gap keeps the geometric midpoint at least 1.7x from either.
+#: milliseconds and F_BARRIERFSYNC tens to hundreds of microseconds (LATENCY_BANDS_DOC).
 FULLFSYNC_SEPARATION_RATIO = 3.0
+#: A fullfsync commit is taken to be F_FULLFSYNC only when its sync costs at least this
+#: share of the F_FULLFSYNC primitive's p50 (the drive-cache flush is the bulk of both);
+#: below the geometric midpoint of the two primitives it is F_BARRIERFSYNC; in between
+#: the latency does not tell.
+FULLFSYNC_BAND = 0.8
+
+
+def _wal_commit(
+    results: Sequence[Result], fullfsync: bool, sync: str | None = None
+) -> Result | None:
+    """The first WAL commit at synchronous FULL or EXTRA (or ``sync``) with ``fullfsync``."""
+    for r in results:
+        p = r.effective or r.requested
+        if (
+            r.kind == "commit"
+            and p is not None
+            and p.journal_mode == "WAL"
+            and p.synchronous in ((sync,) if sync else ("FULL", "EXTRA"))
+            and bool(p.fullfsync) == fullfsync
+        ):
+            return r
+    return None
 
 
 def fullfsync_mapping(f: Facts) -> tuple[str | None, Finding | None]:
-    """Which primitive this SQLite's fullfsync really is on macOS, from latency: a WAL
-    commit with fullfsync=ON at synchronous FULL or EXTRA syncs the WAL once per commit
-    (https://www.sqlite.org/wal.html), so its p50 is compared with the geometric midpoint
-    of the F_FULLFSYNC and F_BARRIERFSYNC primitives' p50s, where they are at least
-    FULLFSYNC_SEPARATION_RATIO apart. Returns (the measured primitive or None, a finding
-    saying how it compares with the label the run gave from the library's path: Apple's
-    /usr/lib/libsqlite3.dylib is taken to use F_BARRIERFSYNC, APPLE_BARRIER_DOC). (None,
-    None) off macOS or without such a commit and both primitives."""
+    """Which primitive this SQLite's fullfsync really is on macOS, from latency. A WAL
+    commit with fullfsync=ON at synchronous FULL or EXTRA syncs the WAL once (twice on the
+    first commit after a WAL reset, which syncs its header too, and more when it runs the
+    auto-checkpoint: rare enough to leave the p50 alone; https://www.sqlite.org/wal.html,
+    src/wal.c). Its p50, less the commit's own cost without the sync (the same commit with
+    fullfsync off less the plain fsync primitive's p50, when both were measured), is the
+    sync's: F_FULLFSYNC at FULLFSYNC_BAND of that primitive's p50 or more, F_BARRIERFSYNC
+    below the geometric midpoint of the two primitives' p50s, where those are at least
+    FULLFSYNC_SEPARATION_RATIO apart; else the latency does not tell. Returns (the
+    measured primitive or None, a finding saying how it compares with the label the run
+    gave from the library's path: Apple's /usr/lib/libsqlite3.dylib is taken to use
+    F_BARRIERFSYNC, APPLE_BARRIER_DOC). (None, None) off macOS or without such a commit
+    and both primitives."""
     if f.host.os_name != "Darwin":
         return None, None
     prims = {r.primitive: r for r in _flush_results(f.results)}
-    full, barrier = prims.get("F_FULLFSYNC"), prims.get("F_BARRIERFSYNC")
-    wal = next(
-        (
-            r
-            for r in f.results
-            if r.kind == "commit"
-            and (p := r.effective or r.requested) is not None
-            and p.journal_mode == "WAL"
-            and p.synchronous in ("FULL", "EXTRA")
-            and p.fullfsync
-            and _base_primitive(r.primitive) in ("F_FULLFSYNC", "F_BARRIERFSYNC")
-        ),
-        None,
-    )
-    if wal is None or full is None or barrier is None:
+    full, barrier, plain = (prims.get(n) for n in ("F_FULLFSYNC", "F_BARRIERFSYNC", "fsync"))
+    wal = _wal_commit(f.results, True)
+    if (
+        wal is None
+        or full is None
+        or barrier is None
+        or _base_primitive(wal.primitive) not in ("F_FULLFSYNC", "F_BARRIERFSYNC")
+    ):
         return None, None
+    p = wal.effective or wal.requested
+    assert p is not None
+    without = _wal_commit(f.results, False, p.synchronous)
+    overhead = (
+        max(0.0, without.summary.p50_ns - plain.summary.p50_ns)
+        if without is not None and plain is not None
+        else 0.0
+    )
+    sync_ns = wal.summary.p50_ns - overhead
     labelled = _base_primitive(wal.primitive)
+    full_ns, barrier_ns = full.summary.p50_ns, barrier.summary.p50_ns
     evidence = {
         "commit_p50_ns": wal.summary.p50_ns,
-        "f_fullfsync_p50_ns": full.summary.p50_ns,
-        "f_barrierfsync_p50_ns": barrier.summary.p50_ns,
+        "commit_overhead_ns": overhead,
+        "f_fullfsync_p50_ns": full_ns,
+        "f_barrierfsync_p50_ns": barrier_ns,
         "labelled": labelled,
     }
-    if full.summary.p50_ns < FULLFSYNC_SEPARATION_RATIO * barrier.summary.p50_ns:
+    measured = None
+    if full_ns >= FULLFSYNC_SEPARATION_RATIO * barrier_ns:
+        if sync_ns >= FULLFSYNC_BAND * full_ns:
+            measured = "F_FULLFSYNC"
+        elif sync_ns < (full_ns * barrier_ns) ** 0.5:
+            measured = "F_BARRIERFSYNC"
+    if measured is None:
         return None, Finding(
             "fullfsync-mapping-unverifiable",
             INFO,
             wal.name,
-            f"{wal.name}: F_FULLFSYNC ({_us(full.summary.p50_ns)} p50) and F_BARRIERFSYNC "
-            f"({_us(barrier.summary.p50_ns)}) cost about the same here, so the commits' "
-            f"latency cannot tell which one this SQLite's fullfsync is; {labelled} is "
-            "inferred from the library's path.",
+            f"{wal.name}: its sync ({_us(sync_ns)} p50 without the commit's own "
+            f"{_us(overhead)}) cannot be told apart between F_FULLFSYNC "
+            f"({_us(full_ns)}) and F_BARRIERFSYNC ({_us(barrier_ns)}) here, so {labelled} "
+            "is inferred from the library's path.",
             "dtruss or Instruments' File Activity on a commit shows the fcntl command "
             "(51 F_FULLFSYNC, 85 F_BARRIERFSYNC).",
             evidence,
             APPLE_BARRIER_DOC,
             strength=INFERRED,
         )
-    midpoint = (full.summary.p50_ns * barrier.summary.p50_ns) ** 0.5
-    measured = "F_FULLFSYNC" if wal.summary.p50_ns >= midpoint else "F_BARRIERFSYNC"
     agrees = measured == labelled
+    other = "F_BARRIERFSYNC" if measured == "F_FULLFSYNC" else "F_FULLFSYNC"
+    like_ns, unlike_ns = (
+        (full_ns, barrier_ns) if measured == "F_FULLFSYNC" else (barrier_ns, full_ns)
+    )
     return measured, Finding(
         "fullfsync-mapping" if agrees else "fullfsync-mapping-contradicts-label",
         INFO if agrees else WARNING,
         wal.name,
-        f"{wal.name} commits take {_us(wal.summary.p50_ns)} p50, like {measured} "
-        f"({_us((full if measured == 'F_FULLFSYNC' else barrier).summary.p50_ns)}) and not "
-        f"{'F_BARRIERFSYNC' if measured == 'F_FULLFSYNC' else 'F_FULLFSYNC'} "
-        f"({_us((barrier if measured == 'F_FULLFSYNC' else full).summary.p50_ns)}): this "
-        f"SQLite's fullfsync is {measured}"
+        f"{wal.name} commits sync in {_us(sync_ns)} p50 (the commit {_us(wal.summary.p50_ns)} "
+        f"less its own {_us(overhead)}), like {measured} ({_us(like_ns)}) and not {other} "
+        f"({_us(unlike_ns)}): this SQLite's fullfsync is {measured}"
         + (
             ", as its library's path suggested."
             if agrees

@@ -32,8 +32,8 @@ Semantics (:data:`SEMANTICS`), whose syncs make what durable:
 
 - ``linux``: every sync is honoured: fsync(2) of a file makes its content durable, fsync of
   the directory its entries (https://man7.org/linux/man-pages/man2/fsync.2.html).
-- ``macos``: two levels below the page cache. A plain fsync (SQLite's NORMAL syncs, and
-  every directory sync: unixSync and unixDelete call ``full_fsync(fd, 0, 0)`` on the
+- ``macos``: two levels below the page cache. A plain fsync (the syncs SQLite issues with
+  SQLITE_SYNC_NORMAL, i.e. fullfsync off, and every directory sync: unixSync and unixDelete call ``full_fsync(fd, 0, 0)`` on the
   directory, https://sqlite.org/src/file?name=src/os_unix.c) only moves the file's (or the
   directory's) changes into the drive's volatile cache, where a power cut may still lose
   them; a sync SQLite issues with SQLITE_SYNC_FULL (PRAGMA fullfsync=ON) is
@@ -50,9 +50,16 @@ Semantics (:data:`SEMANTICS`), whose syncs make what durable:
   FlushFileBuffers of a file writes its data and metadata, "ensures that the directory
   structure is persisted" and flushes the device (MS-FSA 2.1.5.7,
   https://learn.microsoft.com/en-us/openspecs/windows_protocols/ms-fsa/0de7dc40-9627-437e-a4df-c4696cdc3d02).
-  Inferred from NTFS's single, in-order metadata log: a file sync makes every directory
-  change issued before it durable too (a deletion persists at the next commit's first
-  flush, not at its own).
+  So a flush of a file makes its data durable and the directory changes of its name made
+  before it (its creation, and the deletion of an earlier file of that name); other
+  directory changes stay pending (a deletion persists when the name is flushed again, at
+  the next commit's first flush). Inferred: MS-FSA does not say which entries "the
+  directory structure" covers, and FAT has no metadata log.
+- The ``macos`` semantics take a FULL sync to be F_FULLFSYNC, as in the SQLite that records
+  the trace (apsw's, built from source, like Homebrew's); Apple's system SQLite uses
+  F_BARRIERFSYNC, which orders writes without flushing the drive, and a volume that
+  refuses F_FULLFSYNC gets a plain fsync: neither is modelled here (``fsyncbench run``
+  measures which one this machine's SQLite does).
 
 Where a point has at most ``max_states`` states under ``subset``/``torn`` (or not more
 than ``samples`` + 2) all are enumerated; otherwise ``samples`` are drawn with a :class:`random.Random` seeded from
@@ -226,9 +233,16 @@ class _Fs:
             return
         self._make_durable(ino)
         self.floor_changed = True
-        if self.semantics == "windows":  # the metadata log, flushed in order
-            self.durable_names = self.cached_names = dict(self.names)
-            self.dir_pending = []
+        if self.semantics == "windows":  # the directory changes of the flushed file's name
+            name = next(n for n, i in self.names.items() if i == ino)
+            mine = [c for c in self.dir_pending if c[1] == name or c[2] == ino]
+            for created, entry, entry_ino in mine:
+                if created:
+                    self.durable_names[entry] = entry_ino
+                elif self.durable_names.get(entry) == entry_ino:
+                    del self.durable_names[entry]
+            self.dir_pending = [c for c in self.dir_pending if c not in mine]
+            self.cached_names = dict(self.durable_names)
         elif self.semantics == "macos":  # F_FULLFSYNC flushes the whole drive cache
             for other, done in enumerate(self.cached_ops):
                 self.durable[other] = self.cached[other]

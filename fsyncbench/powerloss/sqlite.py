@@ -80,8 +80,10 @@ class _Log:
         self.sync_filter = sync_filter
         self.sink = sink
         self.syncs_seen = 0
-        # the directory syncs are the unix VFS's; win32's makes none (src/os_win.c)
-        self.dirsync = dirsync_compiled_in() and os.name == "posix"
+        # the directory syncs are the unix VFS's, modelled on every platform so a trace
+        # recorded anywhere can be cut under any semantics; win32's VFS makes none
+        # (src/os_win.c), which the windows semantics honour by ignoring them
+        self.dirsync = dirsync_compiled_in()
 
     def add(self, op: Op) -> None:
         self.ops.append(op)
