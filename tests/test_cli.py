@@ -289,7 +289,9 @@ def test_ctrl_c_and_sigterm_clean_up_and_say_where(tmp_path, signum, rounds):
     proc.send_signal(signum)
     _stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 2
-    assert stderr.startswith("fsyncbench: interrupted while measuring write"), stderr
+    # which workload the signal lands in depends on the machine's speed (0.1 s slices)
+    assert stderr.startswith("fsyncbench: interrupted while measuring "), stderr
+    assert stderr.rstrip().endswith("no report written") and "setup" not in stderr, stderr
     assert len(stderr.splitlines()) == 1
     assert leftovers(target) == []
     assert not out.exists()
