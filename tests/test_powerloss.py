@@ -312,6 +312,7 @@ def test_windows_semantics_ignore_directory_syncs(tmp_path):
     assert [c.documented_durable for c in result.configs] == [False, True, True]
     assert "winDelete" in result.configs[0].documented_why
     assert "windows semantics" in " ".join(api.render(result, "text").split())
+    assert "Semantics windows (no directory syncs;" in api.render(result, "markdown")
 
 
 # ------------------------------------------------------ the models on hand-made traces

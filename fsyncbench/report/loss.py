@@ -55,6 +55,17 @@ MODEL_TEXT = {
 }
 
 
+#: What each persistence semantics honours, in one phrase
+#: (:data:`fsyncbench.powerloss.models.SEMANTICS`, whose docstring has the sources).
+SEMANTICS_SAY = {
+    "linux": "every sync honoured",
+    "macos": "a plain fsync, every directory sync included, reaches only the drive's cache; "
+    "a sync with SQLITE_SYNC_FULL is F_FULLFSYNC, which flushes that cache whole",
+    "windows": "no directory syncs; a file's FlushFileBuffers persists its data and its own "
+    "name's directory changes",
+}
+
+
 def _lost(m: PowerlossModelOutcome) -> str:
     if m.invalid:
         return "invalid"
@@ -235,12 +246,7 @@ def _method(result: PowerlossResult) -> tuple[Block, ...]:
         ),
         models,
         Paragraph(
-            f"Semantics {result.semantics}"
-            + (
-                " (only syncs with SQLITE_SYNC_FULL, i.e. F_FULLFSYNC, are honoured)"
-                if result.semantics == "macos"
-                else " (every sync honoured)"
-            )
+            f"Semantics {result.semantics} ({SEMANTICS_SAY.get(result.semantics, '')})"
             + f"; torn sectors {result.sector_bytes} B; subset/torn enumerate up to "
             f"{result.max_states} states per crash point, else {result.samples} seeded samples "
             f"(seed {result.seed}). Recorded with SQLite {result.sqlite_version} (apsw "
