@@ -1,0 +1,177 @@
+"""Real power cuts of the lab drive (lab/drive.py) without a guest: nbdkit serves the drive
+on a unix socket, lab/cutcheck.py appends acknowledged records to it, and a SIGKILL of
+nbdkit at a seeded random moment is the cut; the image then shows what the drive kept.
+
+Needs nbdkit with its Python plugin and the system Python's libnbd binding (Debian:
+nbdkit, nbdkit-plugin-python, python3-libnbd); :func:`missing_parts` says what is absent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+LAB = Path(__file__).resolve().parent
+DRIVE = LAB / "drive.py"
+CUTCHECK = LAB / "cutcheck.py"
+#: The Python that has libnbd's binding and runs inside nbdkit (Debian's).
+SYSTEM_PYTHON = "/usr/bin/python3"
+IMAGE_BYTES = 64 << 20
+
+
+def missing_parts() -> str:
+    """What this machine lacks for a cut ("" when nothing): nbdkit, its Python plugin, or
+    libnbd's Python binding."""
+    if shutil.which("nbdkit") is None:
+        return "nbdkit is not installed (apt install nbdkit nbdkit-plugin-python)"
+    probe = subprocess.run(
+        ["nbdkit", "python", "--version"], capture_output=True, text=True, check=False
+    )
+    if probe.returncode != 0:
+        return "nbdkit's Python plugin is not installed (apt install nbdkit-plugin-python)"
+    probe = subprocess.run([SYSTEM_PYTHON, "-c", "import nbd"], capture_output=True, check=False)
+    if probe.returncode != 0:
+        return "the system Python lacks libnbd's binding (apt install python3-libnbd)"
+    return ""
+
+
+@dataclass(frozen=True)
+class Cut:
+    """One cut: the drive's ``mode``, how long the client ran before the kill
+    (``after_s``), the records acknowledged (``acked``: the highest, 0 for none), the
+    acknowledged ones the image lacks (``lost``), and the drive's flush log lines."""
+
+    mode: str
+    after_s: float
+    acked: int
+    lost: tuple[int, ...]
+    log: tuple[str, ...]
+
+
+def truth_holds(mode: str, c: Cut, cache_blocks: int = 1024) -> bool:
+    """Whether cut ``c`` kept exactly what a drive in ``mode`` must keep (lab/drive.py),
+    for records of one block each acknowledged one by one (batch 1) or, for the honest
+    modes, any batch:
+
+    - honest, write-through, slow: no acknowledged record lost;
+    - lying: the acknowledged records still in its cache are lost, the older ones were
+      evicted to the media: the newest ``cache_blocks`` writes (or one fewer, when the
+      client had written its next, unacknowledged record);
+    - lying-sometimes (batch 1, flush k after record k): the last acknowledged record is
+      lost exactly when its flush was dropped, unless the cut came while the next flush
+      was being honoured (the log says ``received`` without an outcome): then maybe not.
+    """
+    if mode in ("honest", "write-through", "slow"):
+        return c.lost == ()
+    if mode == "lying":
+        newest = [
+            tuple(range(max(1, c.acked - k + 1), c.acked + 1))
+            for k in (cache_blocks, cache_blocks - 1)
+        ]
+        return c.lost in newest
+    done = {int(w[2]): w[3] for w in (line.split() for line in c.log) if w[1] == "flush"}
+    expected = (c.acked,) if c.acked and done.get(c.acked) == "dropped" else ()
+    return c.lost == expected or (done.get(c.acked + 1) == "received" and c.lost == ())
+
+
+@contextlib.contextmanager
+def drive(workdir: Path, mode: str, **options: object) -> Iterator[tuple[Path, Path, Path]]:
+    """A running lab drive in ``workdir``: yields (socket, image, log); killed with SIGKILL
+    (a power cut) when the block ends if still running."""
+    image, sock, log = workdir / "image", workdir / "nbd.sock", workdir / "drive.log"
+    with image.open("wb") as f:
+        f.truncate(IMAGE_BYTES)
+    args = [f"{k}={v}" for k, v in options.items()]
+    proc = subprocess.Popen(
+        [
+            "nbdkit",
+            "--foreground",
+            "--unix",
+            str(sock),
+            "python",
+            str(DRIVE),
+            f"image={image}",
+            f"mode={mode}",
+            f"log={log}",
+            *args,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                err = proc.stderr.read().decode() if proc.stderr else ""
+                raise RuntimeError(f"nbdkit did not start: {err.strip()}")
+            time.sleep(0.01)
+        yield sock, image, log
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def cut(
+    mode: str,
+    rng: random.Random,
+    *,
+    batch: int = 1,
+    sync: str = "flush",
+    max_after_s: float = 0.4,
+    **options: object,
+) -> Cut:
+    """Run the client against a fresh drive in ``mode`` and kill nbdkit after a random
+    0.02-``max_after_s`` s drawn from ``rng``; returns what the image kept."""
+    after_s = rng.uniform(0.02, max_after_s)
+    seed = rng.randrange(1 << 30)
+    with tempfile.TemporaryDirectory(prefix="fsb-lab-") as tmp:
+        work = Path(tmp)
+        with drive(work, mode, **options) as (sock, image, log):
+            client = subprocess.Popen(
+                [
+                    SYSTEM_PYTHON,
+                    str(CUTCHECK),
+                    str(sock),
+                    "--batch",
+                    str(batch),
+                    "--sync",
+                    sync,
+                    "--seed",
+                    str(seed),
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            time.sleep(after_s)
+        # the drive is dead (SIGKILL); the client sees the connection end
+        out, _ = client.communicate(timeout=30)
+        acked = [int(line.split()[1]) for line in out.splitlines() if line.startswith("ACK ")]
+        from importlib import util
+
+        spec = util.spec_from_file_location("cutcheck", CUTCHECK)
+        assert spec and spec.loader
+        mod = util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        lost = mod.check(str(image), acked, 4096, seed)
+        lines = tuple(log.read_text().splitlines()) if log.exists() else ()
+        return Cut(mode, after_s, max(acked, default=0), tuple(lost), lines)
+
+
+if __name__ == "__main__":  # a quick look: one cut per mode
+    r = random.Random(1)
+    for m in ("honest", "lying", "lying-sometimes", "write-through"):
+        c = cut(m, r)
+        print(m, f"after {c.after_s:.2f} s: acked {c.acked}, lost {len(c.lost)}", os.linesep)
