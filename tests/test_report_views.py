@@ -66,7 +66,11 @@ def test_bottom_line_names_the_fastest_durable_configuration_and_its_cost():
         "--model-call-ms)."
     )
     trust = _para(doc, "Trust the storage?").text
-    assert trust.startswith("Yes. Path verdict: honest_flush, ")
+    # not proven by a power cut: the lab's lying drive got this very verdict
+    assert trust.startswith(
+        "Probably, not proven: a drive that drops flushes at the pace of real ones looks the "
+        "same until a power cut. Path verdict: honest_flush, "
+    )
     assert _para(doc, "Next step:").text != ""
 
 

@@ -36,7 +36,16 @@ NEXT_STEP: dict[str, str | dict[str, str]] = {
     "directory on a real disk.",
 }
 
-#: Whether to trust the storage, in a few words, per path verdict.
+#: Whether to trust storage judged ``honest_flush`` by anything short of a power cut: the
+#: proving ground (lab/README.md) showed a drive that acknowledges every FLUSH and drops it
+#: judged honest_flush (inferred, flushes-reach-device) exactly as an honest one, its
+#: fdatasync as slow: counters and latency see a flush arrive, not reach the media.
+TRUST_UNPROVEN = (
+    "probably, not proven: a drive that drops flushes at the pace of real ones looks the "
+    "same until a power cut"
+)
+#: Whether to trust the storage, in a few words, per path verdict (honest_flush: when a
+#: power cut proved it; else TRUST_UNPROVEN).
 TRUST = {
     "honest_flush": "yes",
     "unverifiable": "cannot tell from here",
@@ -139,11 +148,13 @@ def _deciding(report: Report) -> Finding | None:
 
 def next_step(report: Report) -> str:
     """The one next step: for ``honest_flush`` how to make the verdict stronger (by its
-    strength), otherwise the deciding finding's advice, else :data:`NEXT_STEP`."""
+    strength; an audit has done what audit can, so a power cut), otherwise the deciding
+    finding's advice, else :data:`NEXT_STEP`."""
     v = report.verdict
     steps = NEXT_STEP.get(v.path_verdict, "")
     if isinstance(steps, dict):
-        return steps.get(v.strength, steps["inferred"])
+        strength = "measured" if report.kind == "audit" and v.strength != "proven" else v.strength
+        return steps.get(strength, steps["inferred"])
     f = _deciding(report)
     return f.advice if f is not None and f.advice else steps
 
@@ -175,6 +186,8 @@ def bottom_line(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) ->
         strength=v.strength,
         decided_by=v.decided_by,
         durable_here=here,
-        trust=TRUST.get(v.path_verdict, "cannot tell from here"),
+        trust=TRUST_UNPROVEN
+        if v.path_verdict == "honest_flush" and v.strength != "proven"
+        else TRUST.get(v.path_verdict, "cannot tell from here"),
         next_step=next_step(report),
     )

@@ -1,0 +1,199 @@
+"""A QEMU guest on the lab drive: this machine's own root filesystem, read-only over 9p,
+so the guest runs the same Python and the same installed fsyncbench; a writable 9p share
+for the command and its results; the lab drive (lab/drive.py behind nbdkit) as an
+emulated NVMe disk with a volatile write cache (QEMU's own NBD client: no kernel nbd, no
+network). QEMU runs with TCG (``-accel tcg``): nested KVM guests hang on this project's VM.
+
+Needs qemu-system-x86, a Debian kernel (linux-image-amd64) and busybox-static
+(:func:`missing_parts`). The initramfs is built from them (:func:`build_initramfs`): busybox,
+the modules for virtio, 9p, NVMe and ext4 in dependency order (``modprobe --show-depends``),
+and an init that mounts the shares, runs ``/results/cmd.sh`` chrooted into this machine's
+root and powers off. The hypervisor can be hidden from the guest (``hide_vm``: CPUID
+without the hypervisor bit, bare-metal SMBIOS strings) so fsyncbench's VM rule does not
+decide a verdict the drive should.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: Modules the guest needs, loaded with their dependencies in order.
+MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme", "ext4", "virtio_console")
+#: Where the guest mounts things inside this machine's root (existing directories, since
+#: the root is read-only): the results share and the drive's filesystem.
+GUEST_RESULTS = "/mnt"
+GUEST_DISK = "/srv"
+
+INIT = """#!/bin/busybox sh
+/bin/busybox --install -s /bin
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+for m in $(cat /modules.order); do insmod "$m" 2>/dev/null; done
+mkdir -p /host
+mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose hostroot /host || echo "lab-guest: no host root"
+mount -t 9p -o trans=virtio,version=9p2000.L results /host{results} || echo "lab-guest: no results share"
+mount -t proc proc /host/proc
+mount -t sysfs sys /host/sys
+mount -t devtmpfs dev /host/dev
+mount -t tmpfs tmp /host/tmp
+mount -t tmpfs run /host/run
+echo "lab-guest: running"
+chroot /host /bin/sh {results}/cmd.sh > /host{results}/out.txt 2>&1
+echo $? > /host{results}/rc
+sync
+echo "lab-guest: done"
+poweroff -f
+""".format(results=GUEST_RESULTS)
+
+
+def kernel_version() -> str | None:
+    """The newest Debian kernel under /boot with its modules, or None."""
+    found = sorted(
+        p.name.removeprefix("vmlinuz-")
+        for p in Path("/boot").glob("vmlinuz-*")
+        if Path("/lib/modules", p.name.removeprefix("vmlinuz-")).is_dir()
+    )
+    return found[-1] if found else None
+
+
+def missing_parts() -> str:
+    """What this machine lacks for a guest ("" when nothing)."""
+    if shutil.which("qemu-system-x86_64") is None:
+        return "qemu-system-x86_64 is not installed (apt install qemu-system-x86)"
+    if kernel_version() is None:
+        return "no kernel with modules under /boot (apt install linux-image-amd64)"
+    if not Path("/bin/busybox").exists() or shutil.which("cpio") is None:
+        return "busybox-static or cpio is not installed (apt install busybox-static cpio)"
+    return ""
+
+
+def build_initramfs(out: Path) -> Path:
+    """Write the guest's initramfs (gzip'd cpio) to ``out``; returns it. Raises
+    RuntimeError when a part is missing or a tool fails."""
+    missing = missing_parts()
+    if missing:
+        raise RuntimeError(missing)
+    kver = kernel_version()
+    assert kver is not None
+    with tempfile.TemporaryDirectory(prefix="fsb-initramfs-") as tmp:
+        root = Path(tmp)
+        for d in ("bin", "proc", "sys", "dev", "mods", "host"):
+            (root / d).mkdir()
+        shutil.copy2("/bin/busybox", root / "bin" / "busybox")
+        order: list[str] = []
+        for module in MODULES:
+            deps = subprocess.run(
+                ["modprobe", "-S", kver, "--show-depends", module],
+                capture_output=True, text=True, check=True,
+            ).stdout
+            for line in deps.splitlines():
+                words = line.split()
+                if len(words) >= 2 and words[0] == "insmod":
+                    name = f"/mods/{Path(words[1]).name}"
+                    if name not in order:
+                        shutil.copy2(words[1], root / name.lstrip("/"))
+                        order.append(name)
+        (root / "modules.order").write_text("\n".join(order) + "\n")
+        init = root / "init"
+        init.write_text(INIT)
+        init.chmod(0o755)
+        files = subprocess.run(
+            ["find", ".", "-print0"], cwd=root, capture_output=True, check=True
+        ).stdout
+        cpio = subprocess.run(
+            ["cpio", "--null", "-o", "-H", "newc", "--quiet"],
+            cwd=root, input=files, capture_output=True, check=True,
+        ).stdout
+        out.write_bytes(subprocess.run(["gzip", "-1"], input=cpio, capture_output=True, check=True).stdout)
+    return out
+
+
+@dataclass(frozen=True)
+class GuestRun:
+    """One guest run: the command's exit code (None when it did not finish: a cut or a
+    timeout), its output, the serial console, and how long the guest took (s)."""
+
+    rc: int | None
+    output: str
+    console: str
+    took_s: float
+
+
+def qemu_argv(initrd: Path, results: Path, drive_socket: Path | None, hide_vm: bool) -> list[str]:
+    """QEMU's command line for one guest (module docstring)."""
+    kver = kernel_version()
+    cpu = "max,-hypervisor" if hide_vm else "max"
+    argv = [
+        "qemu-system-x86_64", "-accel", "tcg", "-cpu", cpu, "-m", "1024", "-smp", "1",
+        "-nographic", "-no-reboot", "-nic", "none",
+        "-kernel", f"/boot/vmlinuz-{kver}", "-initrd", str(initrd),
+        "-append", "console=ttyS0 panic=-1 quiet",
+        "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+        "-virtfs", f"local,path={results},mount_tag=results,security_model=none,multidevs=remap",
+    ]
+    if hide_vm:  # bare-metal looking SMBIOS strings
+        argv += ["-smbios", "type=1,manufacturer=Lab,product=Bare Metal,version=1"]
+    if drive_socket is not None:
+        argv += [
+            "-drive", f"driver=nbd,server.type=unix,server.path={drive_socket},if=none,id=lab0,cache.direct=off",
+            "-device", "nvme,serial=fsblab0,drive=lab0",
+        ]
+    return argv
+
+
+def run(
+    command: str,
+    initrd: Path,
+    results: Path,
+    *,
+    drive_socket: Path | None = None,
+    hide_vm: bool = True,
+    timeout_s: float = 180.0,
+) -> GuestRun:
+    """Boot a guest that runs the shell ``command`` (as root, chrooted into this machine's
+    root; the drive, if any, is ``/dev/nvme0n1``; ``/mnt`` is ``results``) and powers off.
+    Returns its exit code and output; a guest still running at ``timeout_s`` is killed
+    (rc None)."""
+    (results / "cmd.sh").write_text(
+        "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root\n"
+        + command
+        + "\n"
+    )
+    for stale in ("out.txt", "rc"):
+        (results / stale).unlink(missing_ok=True)
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        qemu_argv(initrd, results, drive_socket, hide_vm),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    try:
+        console, _ = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        console, _ = proc.communicate()
+    took = time.monotonic() - start
+    rc_file = results / "rc"
+    rc = int(rc_file.read_text().strip()) if rc_file.exists() else None
+    out = (results / "out.txt").read_text(errors="replace") if (results / "out.txt").exists() else ""
+    return GuestRun(rc, out, console.decode(errors="replace"), took)
+
+
+if __name__ == "__main__":  # a quick look: boot, run uname and python
+    with tempfile.TemporaryDirectory(prefix="fsb-guest-") as tmp:
+        work = Path(tmp)
+        (work / "results").mkdir()
+        initrd = build_initramfs(work / "initrd.gz")
+        got = run(
+            "uname -r; python3 --version; ls /sys/block; cat /proc/cpuinfo | grep -c hypervisor",
+            initrd, work / "results",
+        )
+        print(f"rc={got.rc} in {got.took_s:.1f} s\n{got.output}\n--- console tail\n{got.console[-800:]}")
+        os.sync()
