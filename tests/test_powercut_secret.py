@@ -1,11 +1,12 @@
-"""fsyncbench powercut: only peers holding the listener's secret record or read anything
-(issue 30, item 6).
+"""fsyncbench powercut: only peers holding the listener's secret record or read anything, and
+at most one connection records a run at a time (issue 30, item 6).
 
 Real processes over loopback (the helpers of test_powercut): the right secret end to end,
 with the secret found in no log line, saved report, verify output or state file; a missing
 and a wrong secret refused (one line, exit 2, nothing recorded); peers that skip the
-handshake or speak version 1. In process: a writer whose listener no longer takes its
-secret, the secret's sources, its file, the proof and the lines listen prints. Every wait is bounded; no durations are
+handshake or speak version 1; a second writer on a live run. In process: the writer's
+reconnect while the listener still holds its old connection, the secret's sources, its
+file, the proof and the lines listen prints. Every wait is bounded; no durations are
 asserted."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import signal
 import socket
 import stat
@@ -29,18 +31,23 @@ from test_powercut import (
     ListenerProc,
     _env,
     _exchange,
+    evidence,
     fsb,
+    handshake,
     kill,
+    recorded,
     run_dir_of,
     start_writer,
+    verify,
     wait_for,
+    wait_recorded,
 )
 
 import fsyncbench
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.powercut import protocol
 from fsyncbench.powercut.listener import Listener, ListenerState
-from fsyncbench.powercut.protocol import Client, encode
+from fsyncbench.powercut.protocol import RUN_BUSY, Client, encode
 from fsyncbench.powercut.secret import (
     ENV_VAR,
     ListenerSecret,
@@ -265,6 +272,48 @@ def test_a_wrong_secret_is_refused(tmp_path, listener):
     assert listener.secret.value not in text and OTHER.value not in text
 
 
+@pytest.mark.slow
+def test_a_second_writer_on_a_live_run_is_refused_until_the_first_is_gone(
+    tmp_path, listener, procs
+):
+    """A second connection with the right secret and the same writer identity cannot say
+    hello for a run whose writer is connected, nor ack for it; once that writer's
+    connection closed, the same identity may say hello again (a writer reconnects so)."""
+    target = tmp_path / "data"
+    writer, _log = start_writer(procs, listener, target)
+    run_id = run_dir_of(target).name
+    wait_recorded(listener, run_id, 50, writer)
+    (info,) = runs_on_record(listener)
+    identity = {k: info[k] for k in ("host", "dir", "config", "pid", "started_utc")}
+    same = hello_line(run_id=run_id, **identity)
+    forged = ack_line(run_id, 10**6)
+    replies = _exchange(listener.address, same + forged, listener.secret)
+    assert [r["type"] for r in replies] == ["error", "error"]
+    assert replies[0]["error"].startswith(RUN_BUSY + " (from 127.0.0.1:")
+    assert replies[0]["error"].endswith(
+        f"a second writer for run {run_id} is refused while it is open"
+    )
+    assert replies[1]["error"] == f"ack for run {run_id} on a connection without hello"
+
+    before = recorded(listener, run_id)[0]
+    wait_recorded(listener, run_id, before + 50, writer)  # the first writer carries on
+    writer.kill()
+    writer.wait(timeout=DEADLINE_S)
+    # the line the listener logs when a writer's connection ends, however it ended
+    gone = re.compile(rf"run {run_id}: writer \S+ [^;]+; \d+ commits recorded on this connection")
+    wait_for(lambda: gone.search(listener.text()), "the listener to see the writer go")
+    count, acked = recorded(listener, run_id)
+    assert acked == [(1, count)]  # nothing of the second connection
+
+    replies = _exchange(listener.address, same, listener.secret)
+    assert replies == [
+        {"v": 2, "type": "welcome", "run_id": run_id, "count": count, "max_seq": count}
+    ]
+    proc, report = verify(listener, target, tmp_path / "reports")
+    assert proc.returncode == 0, proc.stderr
+    assert evidence(report)["acknowledged_ranges"] == [[1, count]]
+
+
 # --------------------------------------------------------------------------- in process
 
 
@@ -283,6 +332,38 @@ def server(tmp_path):
         halt.set()
         thread.join(timeout=DEADLINE_S)
         state.close()
+
+
+def test_a_reconnecting_writer_waits_while_the_listener_holds_its_old_connection(server):
+    """The listener has not yet noticed that the writer's old connection is dead: the
+    writer's reconnect is refused as busy and retried (not fatal, logged once) until the
+    old connection closes."""
+    srv, _lines = server
+    secret = srv.secret
+    hello = {k: v for k, v in HELLO.items() if k not in ("v", "type")}
+    old = socket.create_connection(srv.address, timeout=10)
+    clients = []
+    try:
+        handshake(old, secret)
+        old.sendall(hello_line())
+        assert json.loads(old.recv(65536))["type"] == "welcome"
+        logs: list[str] = []
+        clients.append(Client(srv.address, secret))
+        reporter = _Reporter(clients[-1], srv.address, secret, hello, logs.append)
+        assert reporter._reconnect() is False and reporter.fatal is None
+        assert reporter._reconnect() is False and reporter.fatal is None
+        assert len(logs) == 1 and logs[0].endswith(
+            "the listener still holds this run's previous connection (it closes it when it "
+            "times out); retrying"
+        )
+        old.close()
+        assert wait_for(reporter._reconnect, "a reconnect once the old connection closed")
+        clients.append(reporter._client)
+        assert reporter.fatal is None and "reconnected to the listener" in logs[-1]
+    finally:
+        old.close()
+        for c in clients:
+            c.close()
 
 
 def test_a_writer_stops_when_its_listener_no_longer_takes_its_secret(server):

@@ -6,9 +6,12 @@ the record survives a listener crash or restart. A connection is served only onc
 peer proved the listener's secret (the handshake of :mod:`.protocol`, checked in constant
 time by :func:`.secret.proof_ok`); a wrong or missing proof is refused with one ``error``, a
 log line without the secret, and the connection closed. Each connection is bound to the one
-run its ``hello`` named; an ``ack`` for any other run is rejected, and a ``hello`` reusing a
+run its ``hello`` named; an ``ack`` for any other run is rejected; a ``hello`` reusing a
 recorded run id with a different writer identity (host, dir, config, pid, start time) is
-rejected, so one writer cannot add to another's record.
+rejected, so one writer cannot add to another's record; and a ``hello`` for a run still
+bound to another open connection is rejected (:data:`~.protocol.RUN_BUSY`), so at most one
+connection records a run at a time. Once that connection has closed, the same writer may
+say ``hello`` again: a writer reconnects after a network failure or a listener restart.
 
 Bounded everywhere: lines (:data:`~protocol.MAX_LINE_BYTES`), commits per ack, connections
 (:data:`MAX_CONNECTIONS`), time to the end of the handshake (:data:`AUTH_TIMEOUT_S`), idle
@@ -136,18 +139,7 @@ class ListenerState:
         run_id = hello["run_id"]
         now = utc_now()
         with self._lock:
-            row = self._db.execute(
-                "SELECT host, dir, config, pid, started_utc FROM runs WHERE run_id=?", (run_id,)
-            ).fetchone()
-            if row is not None:
-                known = dict(zip(_IDENTITY, row))
-                differ = [k for k in _IDENTITY if known[k] != hello[k]]
-                if differ:
-                    raise Conflict(
-                        f"run id {run_id} is recorded for another writer (host {known['host']}, "
-                        f"dir {known['dir']}, config {known['config']}, pid {known['pid']}); "
-                        f"{', '.join(differ)} differ"
-                    )
+            if self._known(hello):
                 self._tx(
                     "UPDATE runs SET last_seen_utc=?, peer=? WHERE run_id=?", (now, peer, run_id)
                 )
@@ -162,6 +154,30 @@ class ListenerState:
                     (run_id, *(hello[k] for k in _IDENTITY), now, now, peer),
                 )
             return self._count(run_id)
+
+    def check_writer(self, hello: dict[str, Any]) -> None:
+        """Raises Conflict if ``hello``'s run id is recorded for another writer."""
+        with self._lock:
+            self._known(hello)
+
+    def _known(self, hello: dict[str, Any]) -> bool:
+        """True if the run is recorded for this writer, False if it is new; Conflict if it
+        is recorded for another (lock held)."""
+        run_id = hello["run_id"]
+        row = self._db.execute(
+            "SELECT host, dir, config, pid, started_utc FROM runs WHERE run_id=?", (run_id,)
+        ).fetchone()
+        if row is None:
+            return False
+        known = dict(zip(_IDENTITY, row))
+        differ = [k for k in _IDENTITY if known[k] != hello[k]]
+        if differ:
+            raise Conflict(
+                f"run id {run_id} is recorded for another writer (host {known['host']}, "
+                f"dir {known['dir']}, config {known['config']}, pid {known['pid']}); "
+                f"{', '.join(differ)} differ"
+            )
+        return True
 
     def _tx(self, sql: str, params: tuple[Any, ...]) -> None:
         self._db.execute("BEGIN IMMEDIATE")
@@ -267,6 +283,19 @@ def _linger_close(sock: socket.socket) -> None:
         pass
 
 
+class _Bindings:
+    """Which open connection records each run (at most one per run)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.holders: dict[str, _Connection] = {}
+
+    def release(self, run_id: str, conn: _Connection) -> None:
+        with self.lock:
+            if self.holders.get(run_id) is conn:
+                del self.holders[run_id]
+
+
 class _Connection:
     """One peer: the handshake first, then reads bounded lines, answers each message,
     records acks durably."""
@@ -278,6 +307,7 @@ class _Connection:
         state: ListenerState,
         log: Log,
         secret: Secret,
+        bindings: _Bindings,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
         auth_timeout_s: float = AUTH_TIMEOUT_S,
     ) -> None:
@@ -288,6 +318,7 @@ class _Connection:
         self.state = state
         self.log = log
         self.secret = secret
+        self.bindings = bindings
         self.nonce: str | None = None
         self.authenticated = False
         self.run_id: str | None = None
@@ -304,6 +335,7 @@ class _Connection:
             why = self._serve()
         finally:
             if self.run_id:
+                self.bindings.release(self.run_id, self)
                 self.log(
                     f"run {self.run_id}: writer {self.peer} {why}; {self.recorded_here} "
                     f"commits recorded on this connection, highest seq {self.top}"
@@ -456,10 +488,19 @@ class _Connection:
     def _hello(self, msg: dict[str, Any]) -> bytes:
         if self.run_id and self.run_id != msg["run_id"]:
             return self._reject(f"this connection already said hello for run {self.run_id}")
-        try:
-            count, top = self.state.register(msg, self.peer)
-        except Conflict as exc:
-            return self._reject(str(exc))
+        with self.bindings.lock:
+            try:
+                self.state.check_writer(msg)  # another writer's run: say so first
+                other = self.bindings.holders.get(msg["run_id"])
+                if other is not None and other is not self:
+                    return self._reject(
+                        f"{protocol.RUN_BUSY} (from {other.peer}); a second writer for run "
+                        f"{msg['run_id']} is refused while it is open"
+                    )
+                count, top = self.state.register(msg, self.peer)
+            except Conflict as exc:
+                return self._reject(str(exc))
+            self.bindings.holders[msg["run_id"]] = self
         if self.run_id is None:
             what = "resumed" if count else "started"
             self.log(
@@ -523,6 +564,7 @@ class Listener:
         self.secret = secret
         self.idle_timeout_s = idle_timeout_s
         self.auth_timeout_s = auth_timeout_s
+        self._bindings = _Bindings()
         family = socket.AF_INET6 if ":" in bind else socket.AF_INET
         try:
             self.sock = socket.create_server((bind, port), family=family, backlog=16)
@@ -589,6 +631,7 @@ class Listener:
                 self.state,
                 self.log,
                 self.secret,
+                self._bindings,
                 self.idle_timeout_s,
                 self.auth_timeout_s,
             ).serve()

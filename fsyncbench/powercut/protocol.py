@@ -87,6 +87,10 @@ _RECV_BYTES = 65536
 
 #: The error a listener at its connection limit answers with; a writer retries after it.
 TOO_MANY_CONNECTIONS = "too many connections"
+#: How the listener's error for a hello begins when the run is still bound to another open
+#: connection (its writer's old connection, not yet timed out): a reconnecting writer
+#: retries after it.
+RUN_BUSY = "this run is being recorded on another open connection"
 
 
 class ProtocolError(Exception):

@@ -7,8 +7,9 @@ reads ``recorded`` confirmations, pings when idle and reconnects (resending ever
 yet confirmed) if the listener goes away, so a slow or restarting listener never holds up
 the disk. A commit is reported late at worst, never early. Every connection proves the
 listener's secret first (:class:`~.protocol.Client`); a listener that refuses it, or refuses
-the run, stops the writer, except for a refusal that passes (too many connections): that is
-retried.
+the run, stops the writer, except for a refusal that passes (too many connections, or the
+run still bound to this writer's old connection, which the listener closes at its idle
+timeout): those are retried.
 """
 
 from __future__ import annotations
@@ -123,6 +124,7 @@ class _Reporter(threading.Thread):
         self._client: Client | None = client
         self._address = address
         self._secret = secret
+        self._busy_logged = False
         self._hello = hello
         self._log = log
         self.committed = 0
@@ -230,7 +232,14 @@ class _Reporter(threading.Thread):
             client.close()
             return False
         if msg["type"] == "error":
-            if msg["error"] != protocol.TOO_MANY_CONNECTIONS:  # that one passes: retry
+            if msg["error"].startswith(protocol.RUN_BUSY):  # our old connection: it passes
+                if not self._busy_logged:
+                    self._log(
+                        f"{utc_now()} the listener still holds this run's previous connection "
+                        "(it closes it when it times out); retrying"
+                    )
+                    self._busy_logged = True
+            elif msg["error"] != protocol.TOO_MANY_CONNECTIONS:  # that one passes: retry
                 self.fatal = f"the listener at {client.name} refused the run: {msg['error']}"
             client.close()
             return False
@@ -241,6 +250,7 @@ class _Reporter(threading.Thread):
             self.sent = self.recorded  # resend everything not confirmed: late, never early
         self._client = client
         self.connected = True
+        self._busy_logged = False
         self._log(
             f"{utc_now()} reconnected to the listener at {client.name}; it holds "
             f"{msg['count']} commits of this run; resending from seq {self.sent + 1}"
