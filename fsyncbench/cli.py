@@ -26,6 +26,7 @@ from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 if TYPE_CHECKING:  # for annotations only: both are imported where they are used
     from tqdm import tqdm
 
+    from fsyncbench.powercut.secret import ListenerStart
     from fsyncbench.powercut.writer import WriterStatus
 
 __all__ = ["main", "build_parser", "EXIT_OK", "EXIT_RISK", "EXIT_ERROR", "EXIT_CANNOT_TELL"]
@@ -215,7 +216,22 @@ def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
         print(("\r\033[K" if tty else "") + line, file=sys.stderr, flush=True)
 
     if args.action == "listen":
-        api.powercut_listen(args.bind, args.port, args.state, log=log)
+
+        def announce(start: ListenerStart) -> None:
+            # the secret and the command lines, once, on standard output (the log lines on
+            # stderr never hold the secret)
+            from fsyncbench.powercut.secret import format_start
+
+            print(format_start(start), end="", flush=True)
+
+        api.powercut_listen(
+            args.bind,
+            args.port,
+            args.state,
+            secret_file=args.secret_file,
+            log=log,
+            announce=announce,
+        )
         return EXIT_OK
     if args.action == "verify":
         outcome = api.powercut_verify(
@@ -225,6 +241,7 @@ def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
             report_dir=args.report_dir,
             outputs=_outputs(args),
             command_line=["fsyncbench", *argv],
+            secret_file=args.secret_file,
         )
         _emit(args, api.render(outcome, args.format))
         print(f"Report written: {outcome.path}", file=sys.stderr)
@@ -249,6 +266,7 @@ def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
         status=status,
         log=log,
         outputs=_outputs(args),
+        secret_file=args.secret_file,
     )
     if tty:
         print(file=sys.stderr)

@@ -495,6 +495,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="the durable record, an SQLite file; a restarted listener continues it "
         "(default ./fsyncbench-powercut-listener.db)",
     )
+    pcl.add_argument(
+        "--secret-file",
+        type=_path,
+        metavar="FILE",
+        help="the secret writers and verifiers must prove: read from FILE if it exists, "
+        "else a new random one is written there (mode 0600) and printed once (default: "
+        "the --state file's name + .secret; without --secret-file, "
+        f"{_SECRET_ENV} is used when set)",
+    )
     pcw = pcs.add_parser(
         "write",
         help="on the machine under test: commit journal rows, report "
@@ -510,6 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
         "DIR/.fsyncbench-powercut/<run id>/ for verify (delete it when done)",
     )
     pcw.add_argument("--to", required=True, metavar="HOST:PORT", help="the listener")
+    _add_secret_option(pcw)
     pcw.add_argument(
         "--journal-mode",
         default="wal",
@@ -562,6 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     pcv.add_argument(
         "--from", dest="listener", required=True, metavar="HOST:PORT", help="the listener"
     )
+    _add_secret_option(pcv)
     pcv.add_argument("--run-id", metavar="ID", help="the run to check (default: the newest in DIR)")
     _add_format_option(pcv, VERIFY_FORMATS)
     _add_output_option(pcv)
@@ -574,6 +585,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_powerloss_parser(sub)
     return parser
+
+
+#: The environment variable that holds a powercut listener's secret (powercut.secret.ENV_VAR).
+_SECRET_ENV = "FSYNCBENCH_POWERCUT_SECRET"
+
+
+def _add_secret_option(parser: _Parser) -> None:
+    """powercut write and verify: where the listener's secret comes from (never a
+    command-line value: ps and the shell history show those)."""
+    parser.add_argument(
+        "--secret-file",
+        type=_path,
+        metavar="FILE",
+        help="a file holding the listener's secret (the one powercut listen printed and "
+        f"wrote, copied to this machine); default: the {_SECRET_ENV} environment variable. "
+        "Without either the command refuses to start",
+    )
 
 
 def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:

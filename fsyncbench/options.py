@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, cast, overload
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import runner
@@ -36,6 +36,7 @@ from fsyncbench.model import Pragmas
 
 if TYPE_CHECKING:  # imported where used: measure.evidence is heavy
     from fsyncbench.measure.evidence import EvidencePlan
+    from fsyncbench.powercut.secret import Secret
     from fsyncbench.powerloss.plan import PowerlossPlan
 
 #: --format choices per kind of result (text is the default everywhere).
@@ -367,6 +368,20 @@ def address(text: str, option: str) -> tuple[str, int]:
     from fsyncbench.powercut import parse_address
 
     return parse_address(text, option)
+
+
+def powercut_secret(secret: object, secret_file: object) -> Secret:
+    """The listener's secret ``powercut write`` and ``verify`` prove: ``secret`` (the
+    Python API only: a command-line value would show in ps and the shell history), else
+    the one in ``secret_file`` (--secret-file), else FSYNCBENCH_POWERCUT_SECRET; none of
+    them is an error (:func:`fsyncbench.powercut.secret.client_secret`)."""
+    from fsyncbench.powercut.secret import client_secret
+
+    if secret is not None and not isinstance(secret, str):  # never shown: it may be one
+        raise FsyncbenchError(f"secret must be a string or None, got a {type(secret).__name__}")
+    check_path(secret_file, "secret_file", optional=True)
+    path = None if secret_file is None else Path(cast("str | os.PathLike[str]", secret_file))
+    return client_secret(secret, path, os.environ)
 
 
 @dataclass(frozen=True)

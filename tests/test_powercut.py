@@ -36,6 +36,7 @@ from fsyncbench.powercut import ranges as R
 from fsyncbench.powercut.listener import MAX_CONNECTIONS
 from fsyncbench.powercut.protocol import MAX_LINE_BYTES, ProtocolError, decode, encode
 from fsyncbench.powercut.run import POWERCUT_DIRNAME, make_row
+from fsyncbench.powercut.secret import ENV_VAR, Secret, proof, read_secret_file
 from fsyncbench.powercut.verify import JournalState, PowercutFacts, judge, read_journal
 from fsyncbench.report import store
 
@@ -49,24 +50,28 @@ RUN_B = "b" * 32
 # --------------------------------------------------------------------------- process helpers
 
 
-def _env():
+def _env(**extra):
+    """The environment of a fsyncbench process: this checkout first on the path, no
+    listener secret inherited from the caller's environment, and ``extra``."""
     env = dict(os.environ)
+    env.pop(ENV_VAR, None)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
     return env
 
 
-def fsb(*args, timeout=120):
-    return clitools.fsb(*args, timeout=timeout, env=_env())
+def fsb(*args, timeout=120, env=None):
+    return clitools.fsb(*args, timeout=timeout, env=env or _env())
 
 
-def spawn(*args, log: Path, stdout=subprocess.DEVNULL):
+def spawn(*args, log: Path, stdout=subprocess.DEVNULL, env=None):
     fh = open(log, "ab")
     try:
         return subprocess.Popen(
             [sys.executable, "-m", "fsyncbench", *map(str, args)],
             stdout=stdout,
             stderr=fh,
-            env=_env(),
+            env=env or _env(),
         )
     finally:
         fh.close()
@@ -89,11 +94,30 @@ def kill(proc: subprocess.Popen) -> None:
 
 
 class ListenerProc:
-    def __init__(self, tmp: Path, state: Path, port: int = 0, name: str = "listener") -> None:
+    """``powercut listen`` on loopback: its log (stderr) in ``log``, what it prints once
+    (stdout: the secret and the command lines) in ``out``; ``secret`` read from the file it
+    keeps it in (beside ``state`` unless ``--secret-file`` is among ``extra``)."""
+
+    def __init__(
+        self, tmp: Path, state: Path, port: int = 0, name: str = "listener", *extra, env=None
+    ) -> None:
         self.log = tmp / f"{name}.log"
-        self.proc = spawn(
-            "powercut", "listen", "--bind", LOOPBACK, "--port", port, "--state", state, log=self.log
-        )
+        self.out = tmp / f"{name}.out"
+        with open(self.out, "wb") as out:
+            self.proc = spawn(
+                "powercut",
+                "listen",
+                "--bind",
+                LOOPBACK,
+                "--port",
+                port,
+                "--state",
+                state,
+                *extra,
+                log=self.log,
+                stdout=out,
+                env=env,
+            )
 
         def bound():
             if self.proc.poll() is not None:
@@ -104,6 +128,13 @@ class ListenerProc:
         self.port = wait_for(bound, "the listener to bind")
         self.address = (LOOPBACK, self.port)
         self.to = f"{LOOPBACK}:{self.port}"
+        given = [str(extra[i + 1]) for i, a in enumerate(extra) if a == "--secret-file"]
+        self.secret_file = Path(given[0]) if given else Path(f"{state}.secret")
+        self.secret = (
+            Secret((env or {})[ENV_VAR])
+            if env and ENV_VAR in env and not given
+            else read_secret_file(self.secret_file)
+        )
 
     def text(self) -> str:
         return self.log.read_text()
@@ -128,7 +159,16 @@ def start_writer(procs, lst: ListenerProc, target: Path, *extra, name="writer"):
     target.mkdir(exist_ok=True)
     log = target.parent / f"{name}.log"
     proc = spawn(
-        "powercut", "write", "--to", lst.to, target, *extra, log=log, stdout=subprocess.PIPE
+        "powercut",
+        "write",
+        "--to",
+        lst.to,
+        "--secret-file",
+        lst.secret_file,
+        target,
+        *extra,
+        log=log,
+        stdout=subprocess.PIPE,
     )
     procs.append(proc)
     return proc, log
@@ -142,26 +182,37 @@ def run_dir_of(target: Path) -> Path:
     return wait_for(found, f"a run record in {target}")
 
 
-def recorded(address, run_id: str) -> tuple[int, list[tuple[int, int]]]:
+def recorded(lst: ListenerProc, run_id: str) -> tuple[int, list[tuple[int, int]]]:
     try:
-        info, acked = protocol.fetch_run(address, run_id, 10)
+        info, acked = protocol.fetch_run(lst.address, lst.secret, run_id, 10)
     except FsyncbenchError:
         return 0, []
     return info["count"], acked
 
 
-def wait_recorded(address, run_id: str, at_least: int, proc=None) -> int:
+def wait_recorded(lst: ListenerProc, run_id: str, at_least: int, proc=None) -> int:
     def enough():
         if proc is not None and proc.poll() is not None:
             raise AssertionError(f"writer exited early with {proc.returncode}")
-        n = recorded(address, run_id)[0]
+        n = recorded(lst, run_id)[0]
         return n if n >= at_least else None
 
     return wait_for(enough, f"{at_least} recorded commits of run {run_id}")
 
 
 def verify(lst: ListenerProc, target: Path, out: Path, *extra):
-    proc = fsb("powercut", "verify", "--from", lst.to, target, "--report-dir", out, *extra)
+    proc = fsb(
+        "powercut",
+        "verify",
+        "--from",
+        lst.to,
+        "--secret-file",
+        lst.secret_file,
+        target,
+        "--report-dir",
+        out,
+        *extra,
+    )
     reports = sorted(out.glob("*-powercut.json")) if out.is_dir() else []
     return proc, (store.load_report(reports[-1]) if reports else None)
 
@@ -187,7 +238,7 @@ def test_sigkilled_writer_loses_nothing(tmp_path, listener, procs):
     target = tmp_path / "data"
     writer, log = start_writer(procs, listener, target)
     run_dir = run_dir_of(target)
-    wait_recorded(listener.address, run_dir.name, 200, writer)
+    wait_recorded(listener, run_dir.name, 200, writer)
     # the writer shows its commit rate and latency as it goes
     wait_for(
         lambda: re.search(
@@ -249,7 +300,7 @@ def test_restored_older_copy_is_detected(tmp_path, listener, procs):
     writer, _log = start_writer(procs, listener, target)
     run_dir = run_dir_of(target)
     run_id = run_dir.name
-    wait_recorded(listener.address, run_id, 150, writer)
+    wait_recorded(listener, run_id, 150, writer)
     snapshot = tmp_path / "snapshot"
     snapshot.mkdir()
     os.kill(writer.pid, signal.SIGSTOP)
@@ -262,7 +313,7 @@ def test_restored_older_copy_is_detected(tmp_path, listener, procs):
     shutil.copytree(snapshot, probe)
     survived = R.to_ranges(journal_seqs(next(probe.glob("journal-*.db"))))
     assert survived[0][0] == 1 and len(survived) == 1
-    wait_recorded(listener.address, run_id, survived[-1][1] + 300, writer)
+    wait_recorded(listener, run_id, survived[-1][1] + 300, writer)
     writer.kill()
     writer.wait(timeout=DEADLINE_S)
 
@@ -271,7 +322,7 @@ def test_restored_older_copy_is_detected(tmp_path, listener, procs):
     for f in snapshot.glob("*"):
         if not f.name.endswith("-shm"):
             shutil.copy2(f, run_dir / f.name)
-    _count, acked = recorded(listener.address, run_id)
+    _count, acked = recorded(listener, run_id)
     expected = R.subtract(acked, survived)
     assert R.count(expected) >= 300 and expected[0][0] == survived[-1][1] + 1
 
@@ -293,7 +344,7 @@ def test_listener_restart_keeps_its_record(tmp_path, procs):
     target = tmp_path / "data"
     writer, log = start_writer(procs, first, target)
     run_id = run_dir_of(target).name
-    wait_recorded(first.address, run_id, 100, writer)
+    wait_recorded(first, run_id, 100, writer)
     first.proc.kill()  # SIGKILL: no clean shutdown of the state
     first.proc.wait(timeout=DEADLINE_S)
     before = R.count(protocol_ranges_offline(state, run_id))
@@ -302,7 +353,7 @@ def test_listener_restart_keeps_its_record(tmp_path, procs):
     second = ListenerProc(tmp_path, state, port=first.port, name="listener2")
     procs.append(second.proc)
     assert re.search(rf"\(1 runs, {before} commits recorded\)", second.text())
-    wait_recorded(second.address, run_id, before + 200, writer)
+    wait_recorded(second, run_id, before + 200, writer)
     writer.kill()
     writer.wait(timeout=DEADLINE_S)
     assert "reconnected to the listener" in log.read_text()
@@ -328,16 +379,42 @@ def protocol_ranges_offline(state: Path, run_id: str):
         conn.close()
 
 
-def _try_exchange(address, payload: bytes) -> list[dict] | None:
+def _try_exchange(address, payload: bytes, secret: Secret | None = None) -> list[dict] | None:
     try:
-        return _exchange(address, payload)
+        return _exchange(address, payload, secret)
     except OSError:
         return None
 
 
-def _exchange(address, payload: bytes, timeout: float = 10.0) -> list[dict]:
-    """Send raw bytes, half-close, read every reply line until the listener closes."""
+def handshake(s: socket.socket, secret: Secret) -> None:
+    """The peer's side of the handshake on a raw socket: start, challenge, auth, authenticated
+    (the replies are read a byte at a time, so nothing after them is consumed)."""
+
+    def line() -> dict:
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(1)
+            assert chunk, f"the listener closed the connection after {data!r}"
+            data += chunk
+        return json.loads(data)
+
+    v = protocol.PROTOCOL_VERSION
+    s.sendall(json.dumps({"v": v, "type": "start"}).encode() + b"\n")
+    challenge = line()
+    assert challenge["type"] == "challenge", challenge
+    auth = {"v": v, "type": "auth", "proof": proof(secret, challenge["nonce"])}
+    s.sendall(json.dumps(auth).encode() + b"\n")
+    assert line() == {"v": v, "type": "authenticated"}
+
+
+def _exchange(
+    address, payload: bytes, secret: Secret | None = None, timeout: float = 10.0
+) -> list[dict]:
+    """Send raw bytes (after the handshake, given the ``secret``), half-close, read every
+    reply line until the listener closes."""
     with socket.create_connection(address, timeout=timeout) as s:
+        if secret is not None:
+            handshake(s, secret)
         s.sendall(payload)
         s.shutdown(socket.SHUT_WR)
         data = b""
@@ -350,7 +427,7 @@ def _exchange(address, payload: bytes, timeout: float = 10.0) -> list[dict]:
 
 
 HELLO = {
-    "v": 1,
+    "v": protocol.PROTOCOL_VERSION,
     "type": "hello",
     "run_id": RUN_A,
     "host": "h",
@@ -365,43 +442,44 @@ BAD_LINES = [
     b"[1, 2]",
     b"\xff\xfe",
     b"[" * 3000,
-    b'{"v": 2, "type": "hello"}',
+    b'{"v": 1, "type": "hello"}',
     b'{"v": true, "type": "ping"}',
-    b'{"v": 1, "type": "nope"}',
-    b'{"v": 1, "type": "ping", "extra": 1}',
-    b'{"v": 1, "type": "ack", "run_id": "' + b"a" * 32 + b'", "from": 1, "to": 1}',  # no hello
+    b'{"v": 2, "type": "nope"}',
+    b'{"v": 2, "type": "ping", "extra": 1}',
+    b'{"v": 2, "type": "ack", "run_id": "' + b"a" * 32 + b'", "from": 1, "to": 1}',  # no hello
     json.dumps({**HELLO, "run_id": "XYZ"}).encode(),
     json.dumps({**HELLO, "dir": "a\nb"}).encode(),
     json.dumps({**HELLO, "pid": "1"}).encode(),
-    b'{"v": 1, "type": "query", "run_id": NaN}',
+    b'{"v": 2, "type": "query", "run_id": NaN}',
 ]
 
 
 @pytest.mark.slow
 def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
-    replies = _exchange(listener.address, b"\n".join(BAD_LINES) + b"\n")
+    replies = _exchange(listener.address, b"\n".join(BAD_LINES) + b"\n", listener.secret)
     assert [r["type"] for r in replies] == ["error"] * len(BAD_LINES)
     text = listener.text()
     assert text.count("rejected message from") == len(BAD_LINES)
-    assert "unsupported protocol version 2" in text and "without hello" in text
+    assert "unsupported protocol version 1 (this fsyncbench speaks 2)" in text
+    assert "without hello" in text
 
     hello = json.dumps(HELLO).encode()
     bad_acks = [
-        {"v": 1, "type": "ack", "run_id": RUN_A, "from": 5, "to": 4},
-        {"v": 1, "type": "ack", "run_id": RUN_A, "from": 1, "to": 1 + protocol.MAX_ACK_SPAN},
-        {"v": 1, "type": "ack", "run_id": RUN_A, "from": True, "to": 1},
-        {"v": 1, "type": "ack", "run_id": RUN_A, "from": 0, "to": 1},
-        {"v": 1, "type": "ack", "run_id": RUN_A, "from": 1, "to": 2**60},
-        {"v": 1, "type": "ack", "run_id": RUN_B, "from": 1, "to": 1},  # another run
+        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 5, "to": 4},
+        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 1, "to": 1 + protocol.MAX_ACK_SPAN},
+        {"v": 2, "type": "ack", "run_id": RUN_A, "from": True, "to": 1},
+        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 0, "to": 1},
+        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 1, "to": 2**60},
+        {"v": 2, "type": "ack", "run_id": RUN_B, "from": 1, "to": 1},  # another run
     ]
     payload = hello + b"\n" + b"".join(json.dumps(m).encode() + b"\n" for m in bad_acks)
-    replies = _exchange(listener.address, payload)
+    replies = _exchange(listener.address, payload, listener.secret)
     assert [r["type"] for r in replies] == ["welcome"] + ["error"] * len(bad_acks)
 
     # oversized: without a newline, and as one complete line; each closes its connection
     for blob in (
         b"x" * (3 * MAX_LINE_BYTES),
-        b'{"v":1,"type":"ping","p":"' + b"y" * MAX_LINE_BYTES + b'"}\n',
+        b'{"v":2,"type":"ping","p":"' + b"y" * MAX_LINE_BYTES + b'"}\n',
     ):
         with socket.create_connection(listener.address, timeout=10) as s:
             s.sendall(blob)
@@ -420,7 +498,7 @@ def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
         wait_for(
             lambda: (
                 (_try_exchange(listener.address, b"") or [])[0:1]
-                == [{"v": 1, "type": "error", "error": "too many connections"}]
+                == [{"v": 2, "type": "error", "error": "too many connections"}]
             ),
             "a refused connection",
         )
@@ -431,13 +509,13 @@ def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
     assert listener.proc.poll() is None
     ok = wait_for(
         lambda: (
-            _try_exchange(listener.address, b'{"v":1,"type":"ping"}\n')
-            == [{"v": 1, "type": "pong"}]
+            _try_exchange(listener.address, b'{"v":2,"type":"ping"}\n', listener.secret)
+            == [{"v": 2, "type": "pong"}]
         ),
         "a pong",
     )
     assert ok
-    _info, acked = protocol.fetch_run(listener.address, RUN_A)
+    _info, acked = protocol.fetch_run(listener.address, listener.secret, RUN_A)
     assert acked == []  # none of the bad acks was recorded
     assert "Traceback" not in listener.text()
 
@@ -458,20 +536,24 @@ def test_a_second_writer_does_not_corrupt_the_first(tmp_path, listener, procs):
     )
     run_a, run_b = run_dir_of(a_dir).name, run_dir_of(b_dir).name
     assert run_a != run_b
-    wait_recorded(listener.address, run_a, 100, wa)
-    wait_recorded(listener.address, run_b, 100, wb)
+    wait_recorded(listener, run_a, 100, wa)
+    wait_recorded(listener, run_b, 100, wb)
 
     # a third party cannot add to A's record: not on its own run, not by claiming A's id
     rogue = {**HELLO, "run_id": "c" * 32}
-    forged = {"v": 1, "type": "ack", "run_id": run_a, "from": 10**6, "to": 10**6}
+    forged = {"v": 2, "type": "ack", "run_id": run_a, "from": 10**6, "to": 10**6}
     replies = _exchange(
-        listener.address, json.dumps(rogue).encode() + b"\n" + json.dumps(forged).encode() + b"\n"
+        listener.address,
+        json.dumps(rogue).encode() + b"\n" + json.dumps(forged).encode() + b"\n",
+        listener.secret,
     )
     assert [r["type"] for r in replies] == ["welcome", "error"]
-    info_a, _ = protocol.fetch_run(listener.address, run_a)
+    info_a, _ = protocol.fetch_run(listener.address, listener.secret, run_a)
     claim = {**HELLO, "run_id": run_a, "config": info_a["config"], "dir": info_a["dir"]}
     replies = _exchange(
-        listener.address, json.dumps(claim).encode() + b"\n" + json.dumps(forged).encode() + b"\n"
+        listener.address,
+        json.dumps(claim).encode() + b"\n" + json.dumps(forged).encode() + b"\n",
+        listener.secret,
     )
     assert replies[0]["type"] == "error" and "another writer" in replies[0]["error"]
 
@@ -492,7 +574,7 @@ def test_ctrl_c_stops_the_writer_cleanly(tmp_path, listener, procs):
     target = tmp_path / "data"
     writer, _log = start_writer(procs, listener, target)
     run_dir = run_dir_of(target)
-    wait_recorded(listener.address, run_dir.name, 50, writer)
+    wait_recorded(listener, run_dir.name, 50, writer)
     writer.send_signal(signal.SIGINT)
     out, _ = writer.communicate(timeout=DEADLINE_S)
     assert writer.returncode == 0
@@ -517,7 +599,8 @@ def test_cli_errors(tmp_path, listener):
     port = _free_port()
     target = tmp_path / "data"
     target.mkdir()
-    proc = fsb("powercut", "write", "--to", f"{LOOPBACK}:{port}", target)
+    keyed = _env(**{ENV_VAR: listener.secret.value})  # the secret is not what these test
+    proc = fsb("powercut", "write", "--to", f"{LOOPBACK}:{port}", target, env=keyed)
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [
         f"fsyncbench: error: cannot reach the listener at {LOOPBACK}:{port}: Connection refused"
@@ -525,7 +608,7 @@ def test_cli_errors(tmp_path, listener):
     assert list(target.iterdir()) == []  # nothing created in DIR
 
     def err(*args):
-        p = fsb(*args)
+        p = fsb(*args, env=keyed)
         assert p.returncode == 2 and len(p.stderr.splitlines()) == 1, p.stderr
         assert "Traceback" not in p.stderr
         return p.stderr.removeprefix("fsyncbench: error: ").rstrip("\n")
@@ -588,11 +671,11 @@ def test_protocol_round_trip_and_rejections():
     with pytest.raises(ProtocolError, match="unexpected message type 'welcome'"):
         decode(encode("welcome", run_id=RUN_A, count=0, max_seq=0)[:-1], protocol.TO_LISTENER)
     with pytest.raises(ProtocolError, match="missing field 'to'"):
-        decode(b'{"v":1,"type":"ack","run_id":"' + b"a" * 32 + b'","from":1}', protocol.TO_LISTENER)
+        decode(b'{"v":2,"type":"ack","run_id":"' + b"a" * 32 + b'","from":1}', protocol.TO_LISTENER)
     with pytest.raises(ProtocolError, match="ascending, disjoint"):
         encode("ranges", run_id=RUN_A, ranges=[[5, 9], [9, 12]])
     with pytest.raises(ProtocolError, match=r"unknown field\(s\) 'a\\nb'$"):
-        decode(b'{"v":1,"type":"ping","a\\nb":1}', protocol.TO_LISTENER)
+        decode(b'{"v":2,"type":"ping","a\\nb":1}', protocol.TO_LISTENER)
     with pytest.raises(ProtocolError, match="nested too deeply"):
         decode(b"[" * 5000, protocol.TO_LISTENER)
 
@@ -973,12 +1056,14 @@ def test_silent_writer_times_out_and_leaves_its_last_seq_in_the_log(tmp_path):
 
     lines: list[str] = []
     state = ListenerState(tmp_path / "state.db")
-    server = Listener(state, LOOPBACK, 0, lines.append, idle_timeout_s=0.5)
+    secret = Secret("k" * 22)
+    server = Listener(state, LOOPBACK, 0, lines.append, secret, idle_timeout_s=0.5)
     stop = threading.Event()
     thread = threading.Thread(target=server.serve, args=(stop,), daemon=True)
     thread.start()
     try:
         with socket.create_connection(server.address, timeout=10) as s:
+            handshake(s, secret)
             s.sendall(
                 json.dumps(HELLO).encode()
                 + b"\n"
@@ -986,7 +1071,7 @@ def test_silent_writer_times_out_and_leaves_its_last_seq_in_the_log(tmp_path):
             )
             wait_for(lambda: any("highest seq 42" in line for line in lines), "the idle close")
         assert any("idle for 0.5 s (power cut?)" in line for line in lines)
-        assert protocol.fetch_run(server.address, RUN_A)[1] == [(1, 42)]
+        assert protocol.fetch_run(server.address, secret, RUN_A)[1] == [(1, 42)]
     finally:
         stop.set()
         thread.join(timeout=DEADLINE_S)

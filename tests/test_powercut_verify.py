@@ -50,6 +50,7 @@ from fsyncbench.powercut.run import (
     make_row,
     save_run,
 )
+from fsyncbench.powercut.secret import Secret
 from fsyncbench.powercut.verify import (
     JournalState,
     Judgement,
@@ -66,6 +67,7 @@ from fsyncbench.powercut.view import render_verify
 from fsyncbench.report import store
 
 RUN_A = "a" * 32
+SECRET = Secret("test-secret-0123456789")
 LISTENER = "127.0.0.1:5400"
 DB = "/data/j.db"
 DISKCHECKER = (
@@ -1409,7 +1411,7 @@ class _ListenerHandle:
 @pytest.fixture(scope="module")
 def listener(tmp_path_factory):
     state = ListenerState(tmp_path_factory.mktemp("listener") / "state.db")
-    server = Listener(state, "127.0.0.1", 0, lambda _line: None)
+    server = Listener(state, "127.0.0.1", 0, lambda _line: None, SECRET)
     stop = threading.Event()
     thread = threading.Thread(target=server.serve, args=(stop,), daemon=True)
     thread.start()
@@ -1486,7 +1488,7 @@ def _rows(run_id, seqs):
 def test_select_run_rejects_a_malformed_run_id(tmp_path):
     for bad in ("../x", "A" * 32, "a" * 31):
         with pytest.raises(FsyncbenchError) as err:
-            select_run(tmp_path, bad, _closed_port_address())
+            select_run(tmp_path, bad, _closed_port_address(), SECRET)
         assert str(err.value) == f"invalid --run-id {bad!r}: expected 32 lower-case hex digits"
 
 
@@ -1494,14 +1496,14 @@ def test_select_run_by_id(tmp_path):
     rid = "1" * 32
     record = _record(rid, tmp_path)
     run_dir = _make_run(tmp_path, rid, _rows(rid, [1]), record)
-    assert select_run(tmp_path, rid, _closed_port_address()) == (run_dir, record, [])
+    assert select_run(tmp_path, rid, _closed_port_address(), SECRET) == (run_dir, record, [])
 
 
 def test_select_run_by_id_without_its_record(tmp_path):
     rid = "2" * 32
     run_dir = _make_run(tmp_path, rid, _rows(rid, [1]))
     root = tmp_path / POWERCUT_DIRNAME
-    got = select_run(tmp_path, rid, _closed_port_address())
+    got = select_run(tmp_path, rid, _closed_port_address(), SECRET)
     assert got == (
         root / rid,
         None,
@@ -1516,9 +1518,13 @@ def test_select_run_takes_the_newest_run(tmp_path):
     started = ["2024-05-01T12:00:00Z", "2024-05-03T12:00:00Z", "2024-05-02T12:00:00Z"]
     records = [_record(i, tmp_path, started=s) for i, s in zip(ids, started)]
     _make_run(tmp_path, ids[0], _rows(ids[0], [1]), records[0])
-    assert select_run(tmp_path, None, _closed_port_address()) == (root / ids[0], records[0], [])
+    assert select_run(tmp_path, None, _closed_port_address(), SECRET) == (
+        root / ids[0],
+        records[0],
+        [],
+    )
     _make_run(tmp_path, ids[1], _rows(ids[1], [1]), records[1])
-    assert select_run(tmp_path, None, _closed_port_address()) == (
+    assert select_run(tmp_path, None, _closed_port_address(), SECRET) == (
         root / ids[1],
         records[1],
         [f"1 older run(s) in {root}; this is the newest (choose another with --run-id)"],
@@ -1526,7 +1532,7 @@ def test_select_run_takes_the_newest_run(tmp_path):
     # started between the two: not the newest; a directory without a record is not a run
     _make_run(tmp_path, ids[2], _rows(ids[2], [1]), records[2])
     _make_run(tmp_path, "6" * 32, _rows("6" * 32, [1]))
-    assert select_run(tmp_path, None, _closed_port_address()) == (
+    assert select_run(tmp_path, None, _closed_port_address(), SECRET) == (
         root / ids[1],
         records[1],
         [f"2 older run(s) in {root}; this is the newest (choose another with --run-id)"],
@@ -1540,21 +1546,21 @@ def test_select_run_without_any_run_names_what_the_listener_knows(tmp_path, list
     # no run here, and the listener knows none from this directory
     listener.add_run("7" * 32, tmp_path / "elsewhere", [(1, 5)])
     with pytest.raises(FsyncbenchError) as err:
-        select_run(target, None, listener.address)
+        select_run(target, None, listener.address, SECRET)
     assert str(err.value) == f"no powercut run in {root}"
     # the power cut took the run records (a run directory without its run.json is left)
     _make_run(target, "8" * 32, _rows("8" * 32, [1]))
     listener.add_run("8" * 32, target, [(1, 5)], first_seen="2024-05-01T12:00:01Z")
     listener.add_run("9" * 32, target, [], first_seen="2024-05-01T12:00:02Z")
     with pytest.raises(FsyncbenchError) as err:
-        select_run(target, None, listener.address)
+        select_run(target, None, listener.address, SECRET)
     assert str(err.value) == (
         f"no powercut run in {root}; the listener knows run(s) {'8' * 32}, {'9' * 32} from "
         "this directory: if the power cut lost the run record, pass --run-id"
     )
     # an unreachable listener cannot help
     with pytest.raises(FsyncbenchError) as err:
-        select_run(target, None, _closed_port_address())
+        select_run(target, None, _closed_port_address(), SECRET)
     assert str(err.value) == f"no powercut run in {root}"
 
 
@@ -1611,7 +1617,7 @@ def test_verify_a_lost_run_end_to_end(tmp_path, listener, verify_env):
     out = tmp_path / "reports" / "powercut"
     command = ["fsyncbench", "powercut", "verify", "--from", listener.name, str(target)]
     before = _utc_now()
-    outcome = verify(listener.address, target, None, out, command)
+    outcome = verify(listener.address, SECRET, target, None, out, command)
     after = _utc_now()
     assert verify_env == [str(target)]
     db = str(run_dir / "journal-wal-full.db")
@@ -1702,7 +1708,7 @@ def test_verify_a_clean_stop_in_the_same_boot(tmp_path, listener, verify_env):
         _record(rid, target, boot=_this_boot(), stop_reason="stopped by Ctrl-C"),
     )
     listener.add_run(rid, target, [(1, 50)])
-    outcome = verify(listener.address, target, None, tmp_path / "out", ["fsyncbench"])
+    outcome = verify(listener.address, SECRET, target, None, tmp_path / "out", ["fsyncbench"])
     ev = _ev(
         run_id=rid,
         listener=listener.name,
@@ -1765,7 +1771,7 @@ def test_verify_a_run_whose_record_has_no_boot_id(tmp_path, listener, verify_env
         target, newer, _rows(newer, [1]), _record(newer, target, started="2024-05-09T12:00:00Z")
     )
     listener.add_run(rid, target, [(1, 10)])
-    outcome = verify(listener.address, target, rid, tmp_path / "out", ["fsyncbench"])
+    outcome = verify(listener.address, SECRET, target, rid, tmp_path / "out", ["fsyncbench"])
     assert (
         outcome.judgement.outcome,
         outcome.judgement.path_verdict,
@@ -1785,7 +1791,7 @@ def test_verify_a_run_directory_renamed_after_the_run(tmp_path, listener, verify
     rid = "f0" * 16
     _make_run(target, rid, _rows(rid, range(1, 6)), _record(rid, target), dirname="kept-run")
     listener.add_run(rid, target, [(1, 5)])
-    outcome = verify(listener.address, target, None, tmp_path / "out", ["fsyncbench"])
+    outcome = verify(listener.address, SECRET, target, None, tmp_path / "out", ["fsyncbench"])
     assert outcome.judgement.outcome == "pass"
     assert outcome.text.splitlines()[1] == (
         f"  run        {rid} (wal/full, sync primitive fdatasync)"
@@ -1804,7 +1810,7 @@ def test_verify_without_a_run_record_takes_the_settings_from_the_listener(
     run_dir = _make_run(target, rid, rows, journal="journal-delete-extra-fullfsync.db")
     _make_journal(run_dir / "journal-wal-full.db", _rows(rid, [1]))
     listener.add_run(rid, target, [(1, 9)], config="delete/extra/fullfsync")
-    outcome = verify(listener.address, target, rid, tmp_path / "out", ["fsyncbench"])
+    outcome = verify(listener.address, SECRET, target, rid, tmp_path / "out", ["fsyncbench"])
     db = str(run_dir / "journal-delete-extra-fullfsync.db")
     ev = _ev(
         run_id=rid,
@@ -1855,7 +1861,7 @@ def test_verify_without_a_run_record_or_a_named_journal(tmp_path, listener, veri
     rid = "f2" * 16
     run_dir = _make_run(target, rid, _rows(rid, range(1, 4)), journal="journal.db")
     listener.add_run(rid, target, [(1, 5)])
-    outcome = verify(listener.address, target, rid, tmp_path / "out", ["fsyncbench"])
+    outcome = verify(listener.address, SECRET, target, rid, tmp_path / "out", ["fsyncbench"])
     assert (
         outcome.judgement.outcome,
         outcome.judgement.path_verdict,
@@ -1874,13 +1880,13 @@ def test_verify_errors(tmp_path, listener, verify_env):
     not_a_dir = tmp_path / "file"
     not_a_dir.write_text("x")
     with pytest.raises(FsyncbenchError) as err:
-        verify(listener.address, target, None, not_a_dir, ["fsyncbench"])
+        verify(listener.address, SECRET, target, None, not_a_dir, ["fsyncbench"])
     assert str(err.value) == f"output {not_a_dir} is not a directory"
     # no run here; the listener knows one from this directory
     rid = "f3" * 16
     listener.add_run(rid, target, [(1, 5)])
     with pytest.raises(FsyncbenchError) as err:
-        verify(listener.address, target, None, tmp_path / "out", ["fsyncbench"])
+        verify(listener.address, SECRET, target, None, tmp_path / "out", ["fsyncbench"])
     assert str(err.value) == (
         f"no powercut run in {target / POWERCUT_DIRNAME}; the listener knows run(s) {rid} from "
         "this directory: if the power cut lost the run record, pass --run-id"
@@ -1955,7 +1961,7 @@ def test_a_run_id_in_the_wrong_directory_is_refused_not_proven_lost(tmp_path, li
         match=rf"^no run {rid} in {wrong}/\.fsyncbench-powercut: "
         rf"is {wrong} the directory the writer used\?",
     ):
-        verify(listener.address, wrong, rid, out, ["fsyncbench"])
+        verify(listener.address, SECRET, wrong, rid, out, ["fsyncbench"])
     assert not out.exists() or list(out.iterdir()) == []
 
 
@@ -1967,7 +1973,7 @@ def test_the_wrong_directory_error_names_the_listeners_directory(tmp_path, liste
     wrong = tmp_path / "typo-dir"
     wrong.mkdir()
     with pytest.raises(FsyncbenchError) as err:
-        verify(listener.address, wrong, rid, tmp_path / "reports", ["fsyncbench"])
+        verify(listener.address, SECRET, wrong, rid, tmp_path / "reports", ["fsyncbench"])
     assert str(err.value) == (
         f"no run {rid} in {wrong}/.fsyncbench-powercut: is {wrong} the directory the writer "
         f"used? (the listener records {real}; the writer made and fsync'd the run's directory "

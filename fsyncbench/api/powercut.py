@@ -5,6 +5,7 @@ result or raises :class:`~fsyncbench.errors.FsyncbenchError`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +16,7 @@ from fsyncbench.measure.plan import DEFAULT_PAYLOAD_BYTES
 from fsyncbench.options import Outputs
 
 if TYPE_CHECKING:  # for annotations only: each is imported where it is used
+    from fsyncbench.powercut.secret import ListenerStart
     from fsyncbench.powercut.verify import VerifyOutcome
     from fsyncbench.powercut.writer import WriterStatus, WriterSummary
 
@@ -26,20 +28,38 @@ def powercut_listen(
     port: int = 5400,
     state: PathLike = "fsyncbench-powercut-listener.db",
     *,
+    secret_file: PathLike | None = None,
     log: Callable[[str], None] = lambda _line: None,
     ready: Callable[[tuple[str, int]], None] | None = None,
+    announce: Callable[[ListenerStart], None] | None = None,
 ) -> None:
     """``fsyncbench powercut listen``: record what writers report, durably in the SQLite
-    file ``state``, until SIGINT/SIGTERM; ``log`` gets each status line, ``ready`` the bound
-    (address, port) (:func:`fsyncbench.powercut.listen`)."""
+    file ``state``, until SIGINT/SIGTERM, from peers that prove its secret: the one in
+    ``secret_file`` (default ``state`` + ``.secret``) or in FSYNCBENCH_POWERCUT_SECRET, or
+    a new one it writes to that file (mode 0600). ``log`` gets each status line (never the
+    secret), ``ready`` the bound (address, port), ``announce`` once the
+    :class:`fsyncbench.powercut.secret.ListenerStart` to show the user
+    (:func:`fsyncbench.powercut.secret.format_start`: the secret and the command lines)
+    (:func:`fsyncbench.powercut.listen`)."""
     from fsyncbench import powercut
 
     options.check_text(bind, "bind")
     options.check_integer(port, "port")
     options.check_path(state, "state")
+    options.check_path(secret_file, "secret_file", optional=True)
     options.check_callback(log, "log", optional=False)
     options.check_callback(ready, "ready")
-    powercut.listen(bind, port, Path(state), log, ready)
+    options.check_callback(announce, "announce")
+    powercut.listen(
+        bind,
+        port,
+        Path(state),
+        log,
+        ready,
+        secret_file=None if secret_file is None else Path(secret_file),
+        environ=os.environ,
+        announce=announce,
+    )
 
 
 def powercut_write(
@@ -54,11 +74,15 @@ def powercut_write(
     status: Callable[[WriterStatus], None] | None = None,
     log: Callable[[str], None] | None = None,
     outputs: Outputs | None = None,
+    secret: str | None = None,
+    secret_file: PathLike | None = None,
 ) -> WriterSummary:
     """``fsyncbench powercut write``: commit journal rows in ``target`` and report each to the
     listener at ``to`` (HOST:PORT) once COMMIT returned, until ``max_commits`` or a stop;
     ``status`` gets a :class:`fsyncbench.powercut.writer.WriterStatus` now and then, ``log``
-    each event line. Returns the WriterSummary (render it with :func:`render`)."""
+    each event line. The listener's secret: ``secret``, else the one in ``secret_file``,
+    else FSYNCBENCH_POWERCUT_SECRET (:func:`fsyncbench.options.powercut_secret`; none is an
+    error). Returns the WriterSummary (render it with :func:`render`)."""
     from fsyncbench import powercut
 
     options.check_text(to, "to")
@@ -72,8 +96,10 @@ def powercut_write(
     pragmas = options.one_pragmas(journal_mode, synchronous, fullfsync, command="powercut write")
     if outputs is not None:
         outputs.check()
+    key = options.powercut_secret(secret, secret_file)
     return powercut.write(
         address,
+        key,
         path,
         pragmas,
         payload_bytes,
@@ -91,10 +117,13 @@ def powercut_verify(
     report_dir: PathLike = "reports",
     outputs: Outputs | None = None,
     command_line: Sequence[str] | None = None,
+    secret: str | None = None,
+    secret_file: PathLike | None = None,
 ) -> VerifyOutcome:
     """``fsyncbench powercut verify``: check every commit the ``listener`` (HOST:PORT)
     recorded for the run ``run_id`` (default: the newest in ``target``) against its journal,
-    and save the report (kind "powercut") in ``report_dir``. Returns the
+    and save the report (kind "powercut") in ``report_dir``. The listener's secret as for
+    :func:`powercut_write`; it goes into neither the report nor the text. Returns the
     :class:`fsyncbench.powercut.verify.VerifyOutcome` (``report``, ``failed``, ``path``)."""
     from fsyncbench import powercut
 
@@ -106,6 +135,7 @@ def powercut_verify(
     path = options.target_dir(target)
     if outputs is not None:
         outputs.check()
+    key = options.powercut_secret(secret, secret_file)
     return powercut.verify(
-        address, path, run_id, Path(report_dir), list(command_line_of(command_line))
+        address, key, path, run_id, Path(report_dir), list(command_line_of(command_line))
     )

@@ -6,8 +6,10 @@ returned; the user pulls the writer's power; after the reboot verify checks that
 recorded commit is still in the journal.
 
 Modules: :mod:`.protocol` (versioned line-delimited JSON, validation, client helpers),
-:mod:`.listener` (durable record, server), :mod:`.run` (the writer's on-disk layout under
-``DIR/.fsyncbench-powercut/``), :mod:`.writer`, :mod:`.verify`, :mod:`.ranges`.
+:mod:`.secret` (the listener's shared secret, its file and the HMAC proof every
+connection starts with), :mod:`.listener` (durable record, server), :mod:`.run` (the
+writer's on-disk layout under ``DIR/.fsyncbench-powercut/``), :mod:`.writer`,
+:mod:`.verify`, :mod:`.ranges`.
 Nothing here prints: the CLI passes ``log``/``status`` callbacks and prints the text.
 """
 

@@ -2,14 +2,21 @@
 
 State is an SQLite database (WAL, synchronous=FULL: each recorded batch is synced before
 the writer hears ``recorded``; https://www.sqlite.org/pragma.html#pragma_synchronous), so
-the record survives a listener crash or restart. Each connection is bound to the one run
-its ``hello`` named; an ``ack`` for any other run is rejected, and a ``hello`` reusing a
+the record survives a listener crash or restart. A connection is served only once its
+peer proved the listener's secret (the handshake of :mod:`.protocol`, checked in constant
+time by :func:`.secret.proof_ok`); a wrong or missing proof is refused with one ``error``, a
+log line without the secret, and the connection closed. Each connection is bound to the one
+run its ``hello`` named; an ``ack`` for any other run is rejected; a ``hello`` reusing a
 recorded run id with a different writer identity (host, dir, config, pid, start time) is
-rejected, so one writer cannot add to another's record.
+rejected, so one writer cannot add to another's record; and a ``hello`` for a run still
+bound to another open connection is rejected (:data:`~.protocol.RUN_BUSY`), so at most one
+connection records a run at a time. Once that connection has closed, the same writer may
+say ``hello`` again: a writer reconnects after a network failure or a listener restart.
 
 Bounded everywhere: lines (:data:`~protocol.MAX_LINE_BYTES`), commits per ack, connections
-(:data:`MAX_CONNECTIONS`), idle time per connection (:data:`IDLE_TIMEOUT_S`), rejected
-messages per connection (:data:`MAX_REJECTS`). A bad message is answered with ``error`` and
+(:data:`MAX_CONNECTIONS`), time to the end of the handshake (:data:`AUTH_TIMEOUT_S`), idle
+time per connection (:data:`IDLE_TIMEOUT_S`), rejected messages per connection
+(:data:`MAX_REJECTS`). A bad message is answered with ``error`` and
 a log line; nothing a peer sends ends the listener.
 """
 
@@ -17,11 +24,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import ipaddress
+import os
 import socket
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +37,16 @@ from fsyncbench.errors import FsyncbenchError
 from fsyncbench.powercut import protocol
 from fsyncbench.powercut.protocol import MAX_RANGES_PER_LINE, ProtocolError, encode
 from fsyncbench.powercut.run import install_stop_handlers, restore_handlers
+from fsyncbench.powercut.secret import (
+    ENV_VAR,
+    ListenerStart,
+    Secret,
+    listener_secret,
+    loose_permissions,
+    new_nonce,
+    proof_ok,
+    write_secret_file,
+)
 
 STATE_FORMAT = "fsyncbench-powercut-listener"
 STATE_VERSION = 1
@@ -37,6 +55,8 @@ MAX_CONNECTIONS = 32
 MAX_RUNS = 10_000
 #: A writer pings every few seconds when it has nothing to report (writer.PING_EVERY_S).
 IDLE_TIMEOUT_S = 120.0
+#: A peer that has not proven the secret by then is closed (it holds a connection slot).
+AUTH_TIMEOUT_S = 30.0
 MAX_REJECTS = 20
 #: Bounded lingering close after a protocol violation.
 LINGER_S = 1.0
@@ -119,18 +139,7 @@ class ListenerState:
         run_id = hello["run_id"]
         now = utc_now()
         with self._lock:
-            row = self._db.execute(
-                "SELECT host, dir, config, pid, started_utc FROM runs WHERE run_id=?", (run_id,)
-            ).fetchone()
-            if row is not None:
-                known = dict(zip(_IDENTITY, row))
-                differ = [k for k in _IDENTITY if known[k] != hello[k]]
-                if differ:
-                    raise Conflict(
-                        f"run id {run_id} is recorded for another writer (host {known['host']}, "
-                        f"dir {known['dir']}, config {known['config']}, pid {known['pid']}); "
-                        f"{', '.join(differ)} differ"
-                    )
+            if self._known(hello):
                 self._tx(
                     "UPDATE runs SET last_seen_utc=?, peer=? WHERE run_id=?", (now, peer, run_id)
                 )
@@ -145,6 +154,30 @@ class ListenerState:
                     (run_id, *(hello[k] for k in _IDENTITY), now, now, peer),
                 )
             return self._count(run_id)
+
+    def check_writer(self, hello: dict[str, Any]) -> None:
+        """Raises Conflict if ``hello``'s run id is recorded for another writer."""
+        with self._lock:
+            self._known(hello)
+
+    def _known(self, hello: dict[str, Any]) -> bool:
+        """True if the run is recorded for this writer, False if it is new; Conflict if it
+        is recorded for another (lock held)."""
+        run_id = hello["run_id"]
+        row = self._db.execute(
+            "SELECT host, dir, config, pid, started_utc FROM runs WHERE run_id=?", (run_id,)
+        ).fetchone()
+        if row is None:
+            return False
+        known = dict(zip(_IDENTITY, row))
+        differ = [k for k in _IDENTITY if known[k] != hello[k]]
+        if differ:
+            raise Conflict(
+                f"run id {run_id} is recorded for another writer (host {known['host']}, "
+                f"dir {known['dir']}, config {known['config']}, pid {known['pid']}); "
+                f"{', '.join(differ)} differ"
+            )
+        return True
 
     def _tx(self, sql: str, params: tuple[Any, ...]) -> None:
         self._db.execute("BEGIN IMMEDIATE")
@@ -250,8 +283,22 @@ def _linger_close(sock: socket.socket) -> None:
         pass
 
 
+class _Bindings:
+    """Which open connection records each run (at most one per run)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.holders: dict[str, _Connection] = {}
+
+    def release(self, run_id: str, conn: _Connection) -> None:
+        with self.lock:
+            if self.holders.get(run_id) is conn:
+                del self.holders[run_id]
+
+
 class _Connection:
-    """One peer: reads bounded lines, answers each message, records acks durably."""
+    """One peer: the handshake first, then reads bounded lines, answers each message,
+    records acks durably."""
 
     def __init__(
         self,
@@ -259,13 +306,21 @@ class _Connection:
         peer: str,
         state: ListenerState,
         log: Log,
+        secret: Secret,
+        bindings: _Bindings,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
+        auth_timeout_s: float = AUTH_TIMEOUT_S,
     ) -> None:
         self.sock = sock
         self.idle_timeout_s = idle_timeout_s
+        self.auth_timeout_s = auth_timeout_s
         self.peer = peer
         self.state = state
         self.log = log
+        self.secret = secret
+        self.bindings = bindings
+        self.nonce: str | None = None
+        self.authenticated = False
         self.run_id: str | None = None
         self.rejects = 0
         self.recorded_here = 0
@@ -276,9 +331,11 @@ class _Connection:
     def serve(self) -> None:
         why = "disconnected"
         try:
+            self.sock.settimeout(self.auth_timeout_s)
             why = self._serve()
         finally:
             if self.run_id:
+                self.bindings.release(self.run_id, self)
                 self.log(
                     f"run {self.run_id}: writer {self.peer} {why}; {self.recorded_here} "
                     f"commits recorded on this connection, highest seq {self.top}"
@@ -291,6 +348,12 @@ class _Connection:
             try:
                 lines = reader.recv_lines()
             except TimeoutError:
+                if not self.authenticated:
+                    self.log(
+                        f"refused {self.peer}: no handshake within {self.auth_timeout_s:g} s; "
+                        "connection closed"
+                    )
+                    return "closed before the handshake"
                 return f"idle for {self.idle_timeout_s:g} s (power cut?), connection closed"
             except OSError as exc:
                 return f"connection lost ({exc.strerror or exc})"
@@ -332,6 +395,14 @@ class _Connection:
         for line in lines:
             if not line.strip():
                 continue
+            if not self.authenticated:
+                reply, ok = self._handshake(line)
+                replies.append(reply)
+                if not ok:
+                    self._send(replies)  # type: ignore[arg-type]  # no span before auth
+                    self._linger_close()
+                    return False
+                continue
             try:
                 msg = protocol.decode(line, protocol.TO_LISTENER)
             except ProtocolError as exc:
@@ -350,6 +421,8 @@ class _Connection:
                 span = (msg["from"], msg["to"])
                 spans.append(span)
                 replies.append(span)
+            elif kind in ("start", "auth"):
+                replies.append(self._reject(f"{kind}: this connection is already authenticated"))
             elif kind == "hello":
                 replies.append(self._hello(msg))
             elif kind == "ping":
@@ -382,13 +455,52 @@ class _Connection:
         ]
         return self._send(out)
 
+    def _handshake(self, line: bytes) -> tuple[bytes, bool]:
+        """One line before the peer is authenticated: (reply, False to close)."""
+        try:
+            msg = protocol.decode(line, protocol.TO_LISTENER)
+        except ProtocolError as exc:
+            return self._refuse(str(exc)), False
+        want = "start" if self.nonce is None else "auth"
+        if msg["type"] != want:
+            return self._refuse(
+                f"not authenticated: a connection starts with {want!r}, the handshake that "
+                f"proves the listener's secret, not {msg['type']!r}"
+            ), False
+        if self.nonce is None:
+            self.nonce = new_nonce()
+            return encode("challenge", nonce=self.nonce), True
+        if not proof_ok(self.secret, self.nonce, msg["proof"]):
+            return self._refuse(
+                "wrong secret: give write and verify the secret this listener printed "
+                "when it started (the file it named, or FSYNCBENCH_POWERCUT_SECRET)"
+            ), False
+        self.authenticated = True
+        self.sock.settimeout(self.idle_timeout_s)
+        return encode("authenticated"), True
+
+    def _refuse(self, text: str) -> bytes:
+        """The error that ends an unauthenticated connection, logged (the text never holds
+        the secret or the peer's proof)."""
+        self.log(f"refused {self.peer}: {text}; connection closed")
+        return self._error(text)
+
     def _hello(self, msg: dict[str, Any]) -> bytes:
         if self.run_id and self.run_id != msg["run_id"]:
             return self._reject(f"this connection already said hello for run {self.run_id}")
-        try:
-            count, top = self.state.register(msg, self.peer)
-        except Conflict as exc:
-            return self._reject(str(exc))
+        with self.bindings.lock:
+            try:
+                self.state.check_writer(msg)  # another writer's run: say so first
+                other = self.bindings.holders.get(msg["run_id"])
+                if other is not None and other is not self:
+                    return self._reject(
+                        f"{protocol.RUN_BUSY} (from {other.peer}); a second writer for run "
+                        f"{msg['run_id']} is refused while it is open"
+                    )
+                count, top = self.state.register(msg, self.peer)
+            except Conflict as exc:
+                return self._reject(str(exc))
+            self.bindings.holders[msg["run_id"]] = self
         if self.run_id is None:
             what = "resumed" if count else "started"
             self.log(
@@ -443,11 +555,16 @@ class Listener:
         bind: str,
         port: int,
         log: Log,
+        secret: Secret,
         idle_timeout_s: float = IDLE_TIMEOUT_S,
+        auth_timeout_s: float = AUTH_TIMEOUT_S,
     ) -> None:
         self.state = state
         self.log = log
+        self.secret = secret
         self.idle_timeout_s = idle_timeout_s
+        self.auth_timeout_s = auth_timeout_s
+        self._bindings = _Bindings()
         family = socket.AF_INET6 if ":" in bind else socket.AF_INET
         try:
             self.sock = socket.create_server((bind, port), family=family, backlog=16)
@@ -508,8 +625,16 @@ class Listener:
         with self._open_lock:
             self._open.add(conn)
         try:
-            conn.settimeout(self.idle_timeout_s)
-            _Connection(conn, peer, self.state, self.log, self.idle_timeout_s).serve()
+            _Connection(
+                conn,
+                peer,
+                self.state,
+                self.log,
+                self.secret,
+                self._bindings,
+                self.idle_timeout_s,
+                self.auth_timeout_s,
+            ).serve()
         except Exception as exc:  # never let one peer end the listener
             self.log(f"{peer}: internal error {type(exc).__name__}: {exc}; closing the connection")
         finally:
@@ -553,19 +678,34 @@ def listen(
     state_path: Path,
     log: Log,
     ready: Callable[[tuple[str, int]], None] | None = None,
+    *,
+    secret_file: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    announce: Callable[[ListenerStart], None] | None = None,
 ) -> None:
-    """Run the listener until SIGINT/SIGTERM (a clean stop). Raises FsyncbenchError if the
-    state cannot be opened or the address cannot be bound; a state file this call created
-    is then removed again (one that existed is kept as it was)."""
+    """Run the listener until SIGINT/SIGTERM (a clean stop). Its secret: the one in
+    ``secret_file`` (default: the state's name + ``.secret``), or in ``environ``'s
+    FSYNCBENCH_POWERCUT_SECRET (default ``os.environ``; not read when ``secret_file`` is
+    named), or a new one written to that file (mode 0600) once the address is bound
+    (:func:`.secret.listener_secret`). ``announce`` gets it, once, with the bound address,
+    for the user; ``log`` never does. Raises FsyncbenchError if the secret file cannot be
+    read or written, the state cannot be opened or the address cannot be bound; a state
+    file this call created is then removed again (one that existed is kept as it was)."""
     if not 0 <= port <= 65535:
         raise FsyncbenchError(f"--port must be from 0 to 65535, got {port}")
     log = _timestamped(log)
+    keys = listener_secret(state_path, secret_file, os.environ if environ is None else environ)
     existed = state_path.exists()
     state = ListenerState(state_path)
     try:
+        server: Listener | None = None
         try:
-            server = Listener(state, bind, port, log)
+            server = Listener(state, bind, port, log, keys.secret)
+            if keys.created and keys.path is not None:
+                write_secret_file(keys.path, keys.secret)
         except BaseException:
+            if server is not None:
+                server.close()
             if not existed:  # a listener that never listened leaves no state behind
                 state.close()
                 for suffix in ("", "-wal", "-shm", "-journal"):
@@ -577,11 +717,24 @@ def listen(
             f"listening on {protocol.format_address(host, bound_port)}; state "
             f"{state_path} ({runs} runs, {acks} commits recorded); Ctrl-C stops"
         )
+        if keys.path is None:
+            log(f"peers must prove the secret in {ENV_VAR}")
+        else:
+            made = "made now" if keys.created else "kept from an earlier start"
+            log(f"peers must prove the secret in {keys.path} ({made})")
+            loose = None if keys.created else loose_permissions(keys.path)
+            if loose:
+                log(
+                    f"warning: {keys.path} may be read by other users (mode {loose}): "
+                    f"chmod 600 {keys.path}"
+                )
         if not _is_loopback(bind):
             log(
-                "warning: listening on a non-loopback address without authentication: use it "
-                "on a trusted network only"
+                "note: the connections are not encrypted: the secret keeps out other "
+                "clients, not someone who can read or alter this network's traffic"
             )
+        if announce:
+            announce(ListenerStart((host, bound_port), bind, keys))
         if ready:
             ready((host, bound_port))
         stop = threading.Event()

@@ -1,11 +1,24 @@
-"""The powercut wire protocol, version 1: line-delimited JSON over TCP.
+"""The powercut wire protocol, version 2: line-delimited JSON over TCP.
 
 Every message is one JSON object, UTF-8, on one line ending in ``\\n`` (a trailing ``\\r``
 is tolerated). A message to the listener is at most :data:`MAX_LINE_BYTES` bytes with its
 newline, a reply at most :data:`MAX_REPLY_BYTES`. Each carries ``"v"``
 (:data:`PROTOCOL_VERSION`) and ``"type"``; the other fields are exactly those listed for its
 type (no extra ones), each checked for type and range. A peer speaking another version is
-told both versions.
+told both versions (by the listener's ``error``, or by the peer's own check of a reply).
+
+Every connection opens with a handshake, in which the peer proves that it holds the
+listener's secret without sending it (:mod:`.secret`)::
+
+    peer -> listener      start         {}
+    listener -> peer      challenge     {nonce}   32 lower-case hex digits, new each time
+    peer -> listener      auth          {proof}   64 lower-case hex digits: HMAC-SHA256
+                                                  keyed with the secret over a fixed label
+                                                  and the nonce (secret.proof)
+    listener -> peer      authenticated {}
+
+Until then the listener answers anything else (another version, another message, a wrong
+proof) with one ``error`` and closes the connection. Version 1 had no handshake.
 
 Writer -> listener (the connection is bound to one run by its ``hello``)::
 
@@ -45,8 +58,9 @@ from collections.abc import Callable
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.powercut.secret import Secret, proof
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 #: Longest message the listener accepts, newline included. A hello with a 1,024-character
 #: directory fits even when every character needs a 6-byte JSON escape.
@@ -63,6 +77,8 @@ MAX_DIR_CHARS = 1024
 MAX_ERROR_CHARS = 500
 
 RUN_ID_RE = re.compile(r"[0-9a-f]{32}")
+NONCE_RE = re.compile(r"[0-9a-f]{32}")
+PROOF_RE = re.compile(r"[0-9a-f]{64}")
 UTC_RE = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 CONFIG_RE = re.compile(r"[a-z]{2,10}/[a-z]{2,10}(/[a-z-]{2,16})?")
 _BAD_CHARS = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
@@ -71,10 +87,19 @@ _RECV_BYTES = 65536
 
 #: The error a listener at its connection limit answers with; a writer retries after it.
 TOO_MANY_CONNECTIONS = "too many connections"
+#: How the listener's error for a hello begins when the run is still bound to another open
+#: connection (its writer's old connection, not yet timed out): a reconnecting writer
+#: retries after it.
+RUN_BUSY = "this run is being recorded on another open connection"
 
 
 class ProtocolError(Exception):
     """A message that is not valid protocol; the text says why in one line."""
+
+
+class Refused(FsyncbenchError):
+    """The listener turned the connection down for good (a wrong secret, another protocol
+    version, not an fsyncbench listener): trying again will not help."""
 
 
 # --------------------------------------------------------------------------- validation
@@ -136,6 +161,10 @@ _IDENTITY = {
 
 #: Fields of each message type (besides "v" and "type").
 SPECS: dict[str, dict[str, Check]] = {
+    "start": {},
+    "challenge": {"nonce": _text(32, NONCE_RE, "32 lower-case hex digits")},
+    "auth": {"proof": _text(64, PROOF_RE, "64 lower-case hex digits")},
+    "authenticated": {},
     "hello": {"run_id": _RUN_ID, **_IDENTITY},
     "ack": {"run_id": _RUN_ID, "from": _SEQ, "to": _SEQ},
     "ping": {},
@@ -158,7 +187,10 @@ SPECS: dict[str, dict[str, Check]] = {
 }
 
 #: What each side may receive.
-TO_LISTENER = frozenset({"hello", "ack", "ping", "query", "list"})
+TO_LISTENER = frozenset({"start", "auth", "hello", "ack", "ping", "query", "list"})
+#: The handshake's replies, in order.
+CHALLENGE = frozenset({"challenge", "error"})
+AUTHENTICATED = frozenset({"authenticated", "error"})
 TO_WRITER = frozenset({"welcome", "recorded", "pong", "error"})
 TO_VERIFIER = frozenset({"run", "ranges", "end", "error"})
 
@@ -181,7 +213,8 @@ def validate(msg: Any, allowed: frozenset[str]) -> dict[str, Any]:
         raise ProtocolError("missing or invalid protocol version 'v'")
     if version != PROTOCOL_VERSION:
         raise ProtocolError(
-            f"unsupported protocol version {version} (this fsyncbench speaks {PROTOCOL_VERSION})"
+            f"unsupported protocol version {version} (this fsyncbench speaks "
+            f"{PROTOCOL_VERSION}): run the same fsyncbench version on both machines"
         )
     kind = msg.get("type")
     if not isinstance(kind, str) or kind not in allowed:
@@ -301,10 +334,11 @@ def format_address(host: str, port: int) -> str:
 
 
 class Client:
-    """A writer's or verifier's connection to the listener. Every error is a one-line
-    FsyncbenchError naming the listener."""
+    """A writer's or verifier's connection to the listener, through the handshake (the
+    proof of ``secret``). Every error is a one-line FsyncbenchError naming the listener;
+    :class:`Refused` when trying again will not help."""
 
-    def __init__(self, address: tuple[str, int], timeout_s: float = 10.0) -> None:
+    def __init__(self, address: tuple[str, int], secret: Secret, timeout_s: float = 10.0) -> None:
         self.name = format_address(*address)
         try:
             self.sock = socket.create_connection(address, timeout=timeout_s)
@@ -314,6 +348,22 @@ class Client:
             ) from None
         self._reader = LineReader(self.sock, MAX_REPLY_BYTES)
         self._lines: deque[bytes] = deque()
+        try:
+            self.send("start")
+            nonce = self._handshake_reply(CHALLENGE)["nonce"]
+            self.send("auth", proof=proof(secret, nonce))
+            self._handshake_reply(AUTHENTICATED)
+        except BaseException:
+            self.close()
+            raise
+
+    def _handshake_reply(self, allowed: frozenset[str]) -> dict[str, Any]:
+        msg = self.receive(allowed)
+        if msg["type"] != "error":
+            return msg
+        if msg["error"] == TOO_MANY_CONNECTIONS:  # passes: the caller may retry
+            raise FsyncbenchError(f"the listener at {self.name} says: {msg['error']}")
+        raise Refused(f"the listener at {self.name} refused the connection: {msg['error']}")
 
     def send(self, kind: str, **fields: Any) -> None:
         try:
@@ -344,9 +394,7 @@ class Client:
         try:
             return decode(self._lines.popleft(), allowed, MAX_REPLY_BYTES)
         except ProtocolError as exc:
-            raise FsyncbenchError(
-                f"the listener at {self.name} sent an invalid reply: {exc}"
-            ) from None
+            raise Refused(f"the listener at {self.name} sent an invalid reply: {exc}") from None
 
     def close(self) -> None:
         try:
@@ -366,11 +414,11 @@ def _error(client: Client, msg: dict[str, Any]) -> FsyncbenchError:
 
 
 def fetch_run(
-    address: tuple[str, int], run_id: str, timeout_s: float = 30.0
+    address: tuple[str, int], secret: Secret, run_id: str, timeout_s: float = 30.0
 ) -> tuple[dict[str, Any], list[tuple[int, int]]]:
     """(run record, acknowledged ranges) the listener holds for ``run_id``.
-    Raises FsyncbenchError (unreachable listener, unknown run, invalid reply)."""
-    with Client(address, timeout_s) as client:
+    Raises FsyncbenchError (unreachable listener, wrong secret, unknown run, invalid reply)."""
+    with Client(address, secret, timeout_s) as client:
         client.send("query", run_id=run_id)
         msg = client.receive(TO_VERIFIER)
         if msg["type"] == "error":
@@ -400,9 +448,12 @@ def fetch_run(
         return info, ranges
 
 
-def list_runs(address: tuple[str, int], timeout_s: float = 30.0) -> list[dict[str, Any]]:
-    """Every run the listener holds (FsyncbenchError on failure)."""
-    with Client(address, timeout_s) as client:
+def list_runs(
+    address: tuple[str, int], secret: Secret, timeout_s: float = 30.0
+) -> list[dict[str, Any]]:
+    """Every run the listener holds (FsyncbenchError on failure; :class:`Refused` when the
+    listener turned the secret down)."""
+    with Client(address, secret, timeout_s) as client:
         client.send("list")
         runs: list[dict[str, Any]] = []
         while True:

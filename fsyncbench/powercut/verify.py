@@ -42,7 +42,13 @@ from fsyncbench.model import (
     Verdict,
 )
 from fsyncbench.powercut import ranges as R
-from fsyncbench.powercut.protocol import RUN_ID_RE, fetch_run, format_address, list_runs
+from fsyncbench.powercut.protocol import (
+    RUN_ID_RE,
+    Refused,
+    fetch_run,
+    format_address,
+    list_runs,
+)
 from fsyncbench.powercut.run import (
     POWERCUT_DIRNAME,
     RunRecord,
@@ -52,6 +58,7 @@ from fsyncbench.powercut.run import (
     make_row,
     powercut_root,
 )
+from fsyncbench.powercut.secret import Secret
 from fsyncbench.report import store
 
 DISKCHECKER = (
@@ -490,10 +497,11 @@ def _label_to_pragmas(label: str) -> Pragmas:
 
 
 def select_run(
-    target: Path, run_id: str | None, address: tuple[str, int]
+    target: Path, run_id: str | None, address: tuple[str, int], secret: Secret
 ) -> tuple[Path, RunRecord | None, list[str]]:
     """(run directory, its record or None, notes). Without ``run_id`` the newest run with a
-    record. Raises FsyncbenchError naming what the listener knows when nothing is found."""
+    record. Raises FsyncbenchError naming what the listener knows when nothing is found
+    (an unreachable listener is not asked; one that refuses the secret is the error)."""
     root = powercut_root(target)
     notes: list[str] = []
     if run_id is not None and not RUN_ID_RE.fullmatch(run_id):
@@ -513,7 +521,9 @@ def select_run(
     if not runs:
         hint = ""
         try:
-            known = [r for r in list_runs(address, 10.0) if r["dir"] == str(target)]
+            known = [r for r in list_runs(address, secret, 10.0) if r["dir"] == str(target)]
+        except Refused:
+            raise
         except FsyncbenchError:
             known = []
         if known:
@@ -534,19 +544,22 @@ def select_run(
 
 def verify(
     address: tuple[str, int],
+    secret: Secret,
     target: Path,
     run_id: str | None,
     out_dir: Path,
     command_line: list[str],
 ) -> VerifyOutcome:
-    """Check one run and write its report (JSON, durably) to ``out_dir``. Raises
-    FsyncbenchError (no run, unreachable listener, unknown run, unwritable output)."""
+    """Check one run against the listener at ``address`` (which must accept ``secret``;
+    neither the secret nor its proof goes into the report or the text) and write its report
+    (JSON, durably) to ``out_dir``. Raises FsyncbenchError (no run, unreachable listener,
+    wrong secret, unknown run, unwritable output)."""
     from fsyncbench.host import collect_host
 
     store.check_output_dir(out_dir)
-    run_dir, record, notes = select_run(target, run_id, address)
+    run_dir, record, notes = select_run(target, run_id, address, secret)
     rid = record.run_id if record else run_dir.name
-    info, acknowledged = fetch_run(address, rid)
+    info, acknowledged = fetch_run(address, secret, rid)
     if not run_dir.is_dir():
         # a wrong directory must not read as "every commit lost, proven by a power cut"
         raise FsyncbenchError(

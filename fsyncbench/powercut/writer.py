@@ -5,7 +5,11 @@ The main thread only commits and times (``time.perf_counter_ns()`` around BEGIN,
 COMMIT, as in ``run``); a reporter thread sends ``ack`` ranges for commits already made,
 reads ``recorded`` confirmations, pings when idle and reconnects (resending everything not
 yet confirmed) if the listener goes away, so a slow or restarting listener never holds up
-the disk. A commit is reported late at worst, never early.
+the disk. A commit is reported late at worst, never early. Every connection proves the
+listener's secret first (:class:`~.protocol.Client`); a listener that refuses it, or refuses
+the run, stops the writer, except for a refusal that passes (too many connections, or the
+run still bound to this writer's old connection, which the listener closes at its idle
+timeout): those are retried.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure.workloads import JournalCommit, sqlite_sync_primitive
 from fsyncbench.model import Pragmas
 from fsyncbench.powercut import protocol
-from fsyncbench.powercut.protocol import MAX_ACK_SPAN, TO_WRITER, Client, encode
+from fsyncbench.powercut.protocol import MAX_ACK_SPAN, TO_WRITER, Client, Refused, encode
 from fsyncbench.powercut.run import (
     RUN_FORMAT,
     RUN_VERSION,
@@ -40,6 +44,7 @@ from fsyncbench.powercut.run import (
     restore_handlers,
     save_run,
 )
+from fsyncbench.powercut.secret import ENV_VAR, Secret
 from fsyncbench.report.store import fsync_dir
 
 #: Ping the listener when nothing was reported for this long (listener.IDLE_TIMEOUT_S is 120).
@@ -107,18 +112,26 @@ class _Reporter(threading.Thread):
     """Reports committed sequence numbers; owns the listener connection."""
 
     def __init__(
-        self, client: Client, address: tuple[str, int], hello: dict[str, Any], log: Log
+        self,
+        client: Client,
+        address: tuple[str, int],
+        secret: Secret,
+        hello: dict[str, Any],
+        log: Log,
     ) -> None:
         super().__init__(daemon=True, name="powercut-reporter")
         self._cond = threading.Condition()
         self._client: Client | None = client
         self._address = address
+        self._secret = secret
+        self._busy_logged = False
         self._hello = hello
         self._log = log
         self.committed = 0
         self.sent = 0
         self.recorded = 0
         self.connected = True
+        #: why the listener cannot take this writer's reports any more (one line)
         self.fatal: str | None = None
         self._stopping = False
         self._deadline = 0.0
@@ -197,7 +210,7 @@ class _Reporter(threading.Thread):
         while client.pending() or select.select([client.sock], [], [], 0)[0]:
             msg = client.receive(TO_WRITER)
             if msg["type"] == "error":
-                self.fatal = msg["error"]
+                self.fatal = f"the listener at {client.name} rejected a report: {msg['error']}"
                 return
             if msg["type"] == "recorded" and msg["run_id"] == self._hello["run_id"]:
                 with self._cond:
@@ -206,7 +219,10 @@ class _Reporter(threading.Thread):
 
     def _reconnect(self) -> bool:
         try:
-            client = Client(self._address, CONNECT_TIMEOUT_S)
+            client = Client(self._address, self._secret, CONNECT_TIMEOUT_S)
+        except Refused as exc:  # a wrong secret (a listener restarted with another one)
+            self.fatal = str(exc)
+            return False
         except FsyncbenchError:
             return False
         try:
@@ -216,8 +232,15 @@ class _Reporter(threading.Thread):
             client.close()
             return False
         if msg["type"] == "error":
-            if msg["error"] != protocol.TOO_MANY_CONNECTIONS:  # that one passes: retry
-                self.fatal = msg["error"]
+            if msg["error"].startswith(protocol.RUN_BUSY):  # our old connection: it passes
+                if not self._busy_logged:
+                    self._log(
+                        f"{utc_now()} the listener still holds this run's previous connection "
+                        "(it closes it when it times out); retrying"
+                    )
+                    self._busy_logged = True
+            elif msg["error"] != protocol.TOO_MANY_CONNECTIONS:  # that one passes: retry
+                self.fatal = f"the listener at {client.name} refused the run: {msg['error']}"
             client.close()
             return False
         if msg["type"] != "welcome":
@@ -227,6 +250,7 @@ class _Reporter(threading.Thread):
             self.sent = self.recorded  # resend everything not confirmed: late, never early
         self._client = client
         self.connected = True
+        self._busy_logged = False
         self._log(
             f"{utc_now()} reconnected to the listener at {client.name}; it holds "
             f"{msg['count']} commits of this run; resending from seq {self.sent + 1}"
@@ -236,6 +260,7 @@ class _Reporter(threading.Thread):
 
 def write(
     address: tuple[str, int],
+    secret: Secret,
     target: Path,
     pragmas: Pragmas,
     payload_bytes: int,
@@ -244,16 +269,18 @@ def write(
     log: Log,
     interval_s: float = 1.0,
 ) -> WriterSummary:
-    """Run the writer in ``target`` (an existing directory). Raises FsyncbenchError when
-    the listener cannot be reached or refuses, or on a disk error (after recording the
-    stop in ``run.json``)."""
+    """Run the writer in ``target`` (an existing directory), reporting to the listener at
+    ``address``, which must accept ``secret``. Raises FsyncbenchError when the listener
+    cannot be reached or refuses (the secret or the run: then nothing is left in
+    ``target``), or on a disk error (after recording the stop in ``run.json``)."""
     if payload_bytes < 1:
         raise FsyncbenchError(f"--payload-bytes must be at least 1, got {payload_bytes}")
     if max_commits is not None and max_commits < 1:
         raise FsyncbenchError(f"--max-commits must be at least 1, got {max_commits}")
     from fsyncbench.host import collect_host
 
-    client = Client(address, CONNECT_TIMEOUT_S)  # reachable before anything is created
+    # reachable, and the secret accepted, before anything is created
+    client = Client(address, secret, CONNECT_TIMEOUT_S)
     run_dir: Path | None = None
     journal: JournalCommit | None = None
     try:
@@ -319,12 +346,12 @@ def write(
     )
     log(
         "Pull the power cord while this runs. After the reboot run: fsyncbench powercut verify "
-        f"--from {client.name} {target}"
+        f"--from {client.name} {target} (with the same --secret-file or {ENV_VAR})"
     )
     if journal.effective != pragmas:
         log(f"note: SQLite ran {pragmas.label} as {journal.effective.label}")
 
-    reporter = _Reporter(client, address, hello, log)
+    reporter = _Reporter(client, address, secret, hello, log)
     reporter.start()
     stop = threading.Event()
     previous = install_stop_handlers(stop)
@@ -343,7 +370,7 @@ def write(
                     reason = f"--max-commits {max_commits} reached"
                     break
                 if reporter.fatal:
-                    raise FsyncbenchError(f"the listener rejected a report: {reporter.fatal}")
+                    raise FsyncbenchError(reporter.fatal)
                 row = make_row(run_id, seq + 1, payload_bytes)
                 t0 = time.perf_counter_ns()
                 journal.run(row)
