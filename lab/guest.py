@@ -30,7 +30,7 @@ MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme", "ext4", "virtio_console")
 GUEST_RESULTS = "/mnt"
 GUEST_DISK = "/srv"
 
-INIT = """#!/bin/busybox sh
+INIT = f"""#!/bin/busybox sh
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
@@ -39,19 +39,19 @@ mount -t devtmpfs dev /dev
 for m in $(cat /modules.order); do insmod "$m" 2>/dev/null; done
 mkdir -p /host
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose hostroot /host || echo "lab-guest: no host root"
-mount -t 9p -o trans=virtio,version=9p2000.L results /host{results} || echo "lab-guest: no results share"
+mount -t 9p -o trans=virtio,version=9p2000.L results /host{GUEST_RESULTS} || echo "lab-guest: no results share"
 mount -t proc proc /host/proc
 mount -t sysfs sys /host/sys
 mount -t devtmpfs dev /host/dev
 mount -t tmpfs tmp /host/tmp
 mount -t tmpfs run /host/run
 echo "lab-guest: running"
-chroot /host /bin/sh {results}/cmd.sh > /host{results}/out.txt 2>&1
-echo $? > /host{results}/rc
+chroot /host /bin/sh {GUEST_RESULTS}/cmd.sh > /host{GUEST_RESULTS}/out.txt 2>&1
+echo $? > /host{GUEST_RESULTS}/rc
 sync
 echo "lab-guest: done"
 poweroff -f
-""".format(results=GUEST_RESULTS)
+"""
 
 
 def kernel_version() -> str | None:
@@ -92,7 +92,9 @@ def build_initramfs(out: Path) -> Path:
         for module in MODULES:
             deps = subprocess.run(
                 ["modprobe", "-S", kver, "--show-depends", module],
-                capture_output=True, text=True, check=True,
+                capture_output=True,
+                text=True,
+                check=True,
             ).stdout
             for line in deps.splitlines():
                 words = line.split()
@@ -110,9 +112,14 @@ def build_initramfs(out: Path) -> Path:
         ).stdout
         cpio = subprocess.run(
             ["cpio", "--null", "-o", "-H", "newc", "--quiet"],
-            cwd=root, input=files, capture_output=True, check=True,
+            cwd=root,
+            input=files,
+            capture_output=True,
+            check=True,
         ).stdout
-        out.write_bytes(subprocess.run(["gzip", "-1"], input=cpio, capture_output=True, check=True).stdout)
+        out.write_bytes(
+            subprocess.run(["gzip", "-1"], input=cpio, capture_output=True, check=True).stdout
+        )
     return out
 
 
@@ -132,19 +139,38 @@ def qemu_argv(initrd: Path, results: Path, drive_socket: Path | None, hide_vm: b
     kver = kernel_version()
     cpu = "max,-hypervisor" if hide_vm else "max"
     argv = [
-        "qemu-system-x86_64", "-accel", "tcg", "-cpu", cpu, "-m", "1024", "-smp", "1",
-        "-nographic", "-no-reboot", "-nic", "none",
-        "-kernel", f"/boot/vmlinuz-{kver}", "-initrd", str(initrd),
-        "-append", "console=ttyS0 panic=-1 quiet",
-        "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
-        "-virtfs", f"local,path={results},mount_tag=results,security_model=none,multidevs=remap",
+        "qemu-system-x86_64",
+        "-accel",
+        "tcg",
+        "-cpu",
+        cpu,
+        "-m",
+        "1024",
+        "-smp",
+        "1",
+        "-nographic",
+        "-no-reboot",
+        "-nic",
+        "none",
+        "-kernel",
+        f"/boot/vmlinuz-{kver}",
+        "-initrd",
+        str(initrd),
+        "-append",
+        "console=ttyS0 panic=-1 quiet",
+        "-virtfs",
+        "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+        "-virtfs",
+        f"local,path={results},mount_tag=results,security_model=none,multidevs=remap",
     ]
     if hide_vm:  # bare-metal looking SMBIOS strings
         argv += ["-smbios", "type=1,manufacturer=Lab,product=Bare Metal,version=1"]
     if drive_socket is not None:
         argv += [
-            "-drive", f"driver=nbd,server.type=unix,server.path={drive_socket},if=none,id=lab0,cache.direct=off",
-            "-device", "nvme,serial=fsblab0,drive=lab0",
+            "-drive",
+            f"driver=nbd,server.type=unix,server.path={drive_socket},if=none,id=lab0,cache.direct=off",
+            "-device",
+            "nvme,serial=fsblab0,drive=lab0",
         ]
     return argv
 
@@ -172,7 +198,9 @@ def run(
     start = time.monotonic()
     proc = subprocess.Popen(
         qemu_argv(initrd, results, drive_socket, hide_vm),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
     try:
         console, _ = proc.communicate(timeout=timeout_s)
@@ -182,7 +210,9 @@ def run(
     took = time.monotonic() - start
     rc_file = results / "rc"
     rc = int(rc_file.read_text().strip()) if rc_file.exists() else None
-    out = (results / "out.txt").read_text(errors="replace") if (results / "out.txt").exists() else ""
+    out = (
+        (results / "out.txt").read_text(errors="replace") if (results / "out.txt").exists() else ""
+    )
     return GuestRun(rc, out, console.decode(errors="replace"), took)
 
 
@@ -193,7 +223,10 @@ if __name__ == "__main__":  # a quick look: boot, run uname and python
         initrd = build_initramfs(work / "initrd.gz")
         got = run(
             "uname -r; python3 --version; ls /sys/block; cat /proc/cpuinfo | grep -c hypervisor",
-            initrd, work / "results",
+            initrd,
+            work / "results",
         )
-        print(f"rc={got.rc} in {got.took_s:.1f} s\n{got.output}\n--- console tail\n{got.console[-800:]}")
+        print(
+            f"rc={got.rc} in {got.took_s:.1f} s\n{got.output}\n--- console tail\n{got.console[-800:]}"
+        )
         os.sync()
