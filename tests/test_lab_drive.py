@@ -5,26 +5,14 @@ dropped flush acknowledged."""
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import sys
 from pathlib import Path
 
 import pytest
+from labtools import ROOT, load
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"lab_{name}", ROOT / "lab" / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[f"lab_{name}"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-drive_mod = _load("drive")
+drive_mod = load("drive")
 B = 4096
 
 
@@ -136,7 +124,7 @@ def test_unknown_modes_and_sizes_are_refused(tmp_path):
 
 # ------------------------------------------------------------ real cuts through nbdkit
 
-cuts = _load("cuts")
+cuts = load("cuts")
 needs_nbdkit = pytest.mark.skipif(bool(cuts.missing_parts()), reason=cuts.missing_parts() or "-")
 
 

@@ -3,26 +3,14 @@ as an NVMe disk with a volatile write cache (issue 30, item 2)."""
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
+from labtools import load
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"lab_{name}", ROOT / "lab" / f"{name}.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[f"lab_{name}"] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-guest = _load("guest")
-cuts = _load("cuts")
+guest = load("guest")
+cuts = load("cuts")
 MISSING = guest.missing_parts() or cuts.missing_parts()
 
 pytestmark = [pytest.mark.system, pytest.mark.skipif(bool(MISSING), reason=MISSING or "-")]

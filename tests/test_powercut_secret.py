@@ -34,7 +34,8 @@ from test_powercut import (
     evidence,
     fsb,
     handshake,
-    kill,
+    listener,
+    procs,
     recorded,
     run_dir_of,
     start_writer,
@@ -74,19 +75,7 @@ MISSING = (
 OTHER = Secret("not-the-listeners-secret-0")
 
 
-@pytest.fixture
-def procs():
-    started: list = []
-    yield started
-    for p in started:
-        kill(p)
-
-
-@pytest.fixture
-def listener(tmp_path, procs):
-    lst = ListenerProc(tmp_path, tmp_path / "state.db")
-    procs.append(lst.proc)
-    return lst
+__all__ = ["listener", "procs"]  # test_powercut's fixtures, used here by name
 
 
 def one_error_line(proc) -> str:
