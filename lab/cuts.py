@@ -132,8 +132,10 @@ def cut(
     max_after_s: float = 0.4,
     **options: object,
 ) -> Cut:
-    """Run the client against a fresh drive in ``mode`` and kill nbdkit after a random
-    0.02-``max_after_s`` s drawn from ``rng``; returns what the image kept."""
+    """Run the client against a fresh drive in ``mode`` and kill nbdkit a random
+    0.02-``max_after_s`` s (drawn from ``rng``) after the drive acknowledged the first
+    record, so every cut falls while records are being written however slowly the
+    processes start; returns what the image kept."""
     after_s = rng.uniform(0.02, max_after_s)
     seed = rng.randrange(1 << 30)
     with tempfile.TemporaryDirectory(prefix="fsb-lab-") as tmp:
@@ -155,10 +157,13 @@ def cut(
                 stderr=subprocess.DEVNULL,
                 text=True,
             )
+            assert client.stdout is not None
+            first = client.stdout.readline()  # the first acknowledgement (or EOF)
             time.sleep(after_s)
         # the drive is dead (SIGKILL); the client sees the connection end
         out, _ = client.communicate(timeout=30)
-        acked = [int(line.split()[1]) for line in out.splitlines() if line.startswith("ACK ")]
+        lines = (first + out).splitlines()
+        acked = [int(line.split()[1]) for line in lines if line.startswith("ACK ")]
         from importlib import util
 
         spec = util.spec_from_file_location("cutcheck", CUTCHECK)

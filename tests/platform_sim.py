@@ -103,6 +103,15 @@ class SimulatedCommit(_Sleeper):
         self.checkpoint_fullfsync = False
 
 
+def nominal_p50_ns(r: Result) -> float:
+    """The p50 (ns) the simulation asks of result ``r``: what a loaded machine's sleeps
+    overshoot is measured against it."""
+    p = r.effective or r.requested
+    if p is None:
+        return PRIMITIVE_P50_S.get(r.primitive, PLAIN_FSYNC_P50_S) * 1e9
+    return SimulatedCommit(None, p, 0).p50_s * 1e9
+
+
 @contextlib.contextmanager
 def simulated_mac(monkeypatch: Any) -> Iterator[None]:
     """Patch the runner so it plans and schedules as on macOS with simulated I/O."""

@@ -15,7 +15,7 @@ from factories import host as fake_host
 from fsyncbench import options
 from fsyncbench.judge.commit_rules import config_durability
 from fsyncbench.measure.plan import DARWIN_RUN_BUDGET_S
-from tests.platform_sim import run_in_process, simulated_mac
+from tests.platform_sim import nominal_p50_ns, run_in_process, simulated_mac
 
 pytestmark = pytest.mark.slow
 
@@ -33,15 +33,16 @@ def test_a_default_mac_run_gives_every_durable_configuration_a_p99_interval(tmp_
     durable = [r for r in results if r.kind == "commit" and config_durability(mac, r)[0]]
     assert sorted(r.name for r in durable) == ["truncate/full/fullfsync", "wal/full/fullfsync"]
     (full,) = [r for r in results if r.name == "write+F_FULLFSYNC"]
-    # the budget's part is the sample count a p99 interval needs (1,000 over 8 rounds); an
-    # interval may still be refused for the rounds' spread (a loaded machine's sleeps vary),
-    # as on a real Mac, and that is the interval's judgement, not the budget's
-    short = {
-        r.name: (len(r.samples_ns), r.summary.p99_interval and r.summary.p99_interval.reason)
-        for r in (*durable, full)
-        if len(r.samples_ns) < plan.min_samples
-        or "too small" in ((r.summary.p99_interval and r.summary.p99_interval.reason) or "")
-    }
+    # the budget's part is the sample count a p99 interval needs (1,000 over 8 rounds) at
+    # the seed's latencies; a loaded machine's sleeps overshoot them, and then fewer samples
+    # fit: the count is scaled by that overshoot (measured: p50 against the one asked for).
+    # An interval may still be refused for the rounds' spread, as on a real Mac: that is
+    # the interval's judgement, not the budget's
+    short = {}
+    for r in (*durable, full):
+        overshoot = max(1.0, r.summary.p50_ns / nominal_p50_ns(r))
+        if len(r.samples_ns) * overshoot < plan.min_samples:
+            short[r.name] = (len(r.samples_ns), round(overshoot, 3))
     assert short == {}, f"{len(results)} workloads in {took_s:.1f} s"
     with_interval = [
         r.name
