@@ -25,6 +25,15 @@ __all__ = [
 ]
 
 
+#: What each powerloss semantics honours (fsyncbench.powerloss.models, SEMANTICS), for the
+#: help of crash --semantics and powerloss --semantics.
+SEMANTICS_HELP = (
+    "linux (every sync), macos (a plain fsync reaches only the drive's cache; F_FULLFSYNC, "
+    "i.e. fullfsync=ON, flushes it) or windows (no directory syncs; a file's flush persists "
+    "its own name's directory changes)"
+)
+
+
 def _path(text: str) -> Path:
     """argparse type for paths: an empty string is an error, not the current directory."""
     if not text:
@@ -290,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
     crash.add_argument(
         "--semantics",
         choices=powerloss.SEMANTICS,
-        help="which syncs the power cuts honour: linux (every sync), macos (a plain fsync reaches only the drive's cache; F_FULLFSYNC, i.e. fullfsync=ON, flushes it) or windows (no directory syncs; a file's flush persists its own name's directory changes); default: this host's",
+        help=f"which syncs the power cuts honour: {SEMANTICS_HELP}; default: this host's",
     )
     crash.add_argument(
         "--quiet",
@@ -640,7 +649,7 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     pl.add_argument(
         "--semantics",
         choices=SEMANTICS,
-        help="whose syncs count: linux (every sync), macos (a plain fsync reaches only the drive's cache; F_FULLFSYNC, i.e. fullfsync=ON, flushes it) or windows (no directory syncs; a file's flush persists its own name's directory changes); default: this system's",
+        help=f"whose syncs count: {SEMANTICS_HELP}; default: this system's",
     )
     pl.add_argument(
         "--commits",

@@ -9,6 +9,7 @@ nbdkit, nbdkit-plugin-python, python3-libnbd); :func:`missing_parts` says what i
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import random
 import shutil
@@ -19,6 +20,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 LAB = Path(__file__).resolve().parent
 DRIVE = LAB / "drive.py"
@@ -26,6 +28,18 @@ CUTCHECK = LAB / "cutcheck.py"
 #: The Python that has libnbd's binding and runs inside nbdkit (Debian's).
 SYSTEM_PYTHON = "/usr/bin/python3"
 IMAGE_BYTES = 64 << 20
+
+
+def _load_cutcheck() -> ModuleType:
+    """lab/cutcheck.py (its checker needs no libnbd), loaded once."""
+    spec = importlib.util.spec_from_file_location("lab_cutcheck", CUTCHECK)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_CUTCHECK = _load_cutcheck()
 
 
 def missing_parts() -> str:
@@ -164,13 +178,7 @@ def cut(
         out, _ = client.communicate(timeout=30)
         lines = (first + out).splitlines()
         acked = [int(line.split()[1]) for line in lines if line.startswith("ACK ")]
-        from importlib import util
-
-        spec = util.spec_from_file_location("cutcheck", CUTCHECK)
-        assert spec and spec.loader
-        mod = util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        lost = mod.check(str(image), acked, 4096, seed)
+        lost = _CUTCHECK.check(str(image), acked, 4096, seed)
         lines = tuple(log.read_text().splitlines()) if log.exists() else ()
         return Cut(mode, after_s, max(acked, default=0), tuple(lost), lines)
 

@@ -80,9 +80,8 @@ def main() -> int:
     scenarios = _scenarios(args.cuts)
     for name, mode, options, truth in scenarios:
         done = [cuts.cut(mode, rng, **options) for _ in range(args.cuts)]
-        ok = all(
-            cuts.truth_holds(mode, c, int(str(options.get("cache_blocks", 1024)))) for c in done
-        )
+        cache_blocks = int(str(options.get("cache_blocks", 1024)))
+        ok = all(cuts.truth_holds(mode, c, cache_blocks) for c in done)
         agree += ok
         acked = sum(c.acked for c in done)
         lost = sum(len(c.lost) for c in done)

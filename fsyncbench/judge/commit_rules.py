@@ -5,7 +5,6 @@ findings."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Protocol
 
 from fsyncbench.judge.rule_facts import (
@@ -368,23 +367,6 @@ FULLFSYNC_SEPARATION_RATIO = 3.0
 FULLFSYNC_BAND = 0.8
 
 
-def _wal_commit(
-    results: Sequence[Result], fullfsync: bool, sync: str | None = None
-) -> Result | None:
-    """The first WAL commit at synchronous FULL or EXTRA (or ``sync``) with ``fullfsync``."""
-    for r in results:
-        p = r.effective or r.requested
-        if (
-            r.kind == "commit"
-            and p is not None
-            and p.journal_mode == "WAL"
-            and p.synchronous in ((sync,) if sync else ("FULL", "EXTRA"))
-            and bool(p.fullfsync) == fullfsync
-        ):
-            return r
-    return None
-
-
 def fullfsync_mapping(f: Facts) -> tuple[str | None, Finding | None]:
     """Which primitive this SQLite's fullfsync really is on macOS, from latency. A WAL
     commit with fullfsync=ON at synchronous FULL or EXTRA syncs the WAL once (twice on the
@@ -403,7 +385,9 @@ def fullfsync_mapping(f: Facts) -> tuple[str | None, Finding | None]:
         return None, None
     prims = {r.primitive: r for r in _flush_results(f.results)}
     full, barrier, plain = (prims.get(n) for n in ("F_FULLFSYNC", "F_BARRIERFSYNC", "fsync"))
-    wal = _wal_commit(f.results, True)
+    wal = _commit(f.results, Pragmas("WAL", "FULL", True), "FULL") or _commit(
+        f.results, Pragmas("WAL", "EXTRA", True), "EXTRA"
+    )
     if (
         wal is None
         or full is None
@@ -413,7 +397,7 @@ def fullfsync_mapping(f: Facts) -> tuple[str | None, Finding | None]:
         return None, None
     p = wal.effective or wal.requested
     assert p is not None
-    without = _wal_commit(f.results, False, p.synchronous)
+    without = _commit(f.results, Pragmas("WAL", p.synchronous, False), p.synchronous)
     overhead = (
         max(0.0, without.summary.p50_ns - plain.summary.p50_ns)
         if without is not None and plain is not None

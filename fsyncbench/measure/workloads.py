@@ -182,9 +182,9 @@ def sync_primitives(
         import fcntl
 
         for name, number in _fcntl_commands(fcntl).items():
-            if name in (refused or {}):
+            if refused and name in refused:
                 call = _fcntl_or_fsync(fcntl.fcntl, number)
-                prims.append(SyncPrimitive(refused_name(name, (refused or {})[name]), call))
+                prims.append(SyncPrimitive(refused_name(name, refused[name]), call))
             else:
                 prims.append(SyncPrimitive(name, _fcntl_call(fcntl.fcntl, number)))
     return tuple(prims)
@@ -420,8 +420,8 @@ def sqlite_sync_primitive(
     at_checkpoints = ""
     if os_name == "Darwin":
         full = "F_BARRIERFSYNC" if apple_system_sqlite else "F_FULLFSYNC"
-        if full in (refused or {}):
-            full = refused_name(full, (refused or {})[full])
+        if refused and full in refused:
+            full = refused_name(full, refused[full])
         name = full if pragmas.fullfsync else "fsync"
         if pragmas.journal_mode == "WAL" and checkpoint_fullfsync and not pragmas.fullfsync:
             at_checkpoints = full

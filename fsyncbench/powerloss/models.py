@@ -206,7 +206,7 @@ class _Fs:
             self.pending[ino].append(op)
             return True
         if kind == "sync":
-            self._sync(self.names[op.file], op.flags & 0x0F == SQLITE_SYNC_FULL)
+            self._sync(op.file, op.flags & 0x0F == SQLITE_SYNC_FULL)
         elif kind == "dirsync":
             self._dirsync()
         elif kind == "barrier":
@@ -226,7 +226,8 @@ class _Fs:
         self.pending[ino] = []
         self.cached_ops[ino] = 0
 
-    def _sync(self, ino: int, full: bool) -> None:
+    def _sync(self, name: str, full: bool) -> None:
+        ino = self.names[name]
         if self.semantics == "macos" and not full:  # plain fsync: into the drive's cache
             self.cached[ino] = bytes(self.content[ino])
             self.cached_ops[ino] = len(self.pending[ino])
@@ -234,7 +235,6 @@ class _Fs:
         self._make_durable(ino)
         self.floor_changed = True
         if self.semantics == "windows":  # the directory changes of the flushed file's name
-            name = next(n for n, i in self.names.items() if i == ino)
             mine = [c for c in self.dir_pending if c[1] == name or c[2] == ino]
             for created, entry, entry_ino in mine:
                 if created:
