@@ -87,6 +87,14 @@ class RunFigure:
         return max(self.round_sd_log, floor) ** 2, float(self.rounds - 1)
 
 
+def _exp(x: float) -> float:
+    """exp(x), inf where it overflows (a ratio beyond any float: a corrupt or absurd report)."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
 def round_sd_log(round_values_ns: Sequence[float]) -> float | None:
     """Sample standard deviation (ddof 1) of the logs of the rounds' figures; None with
     fewer than :data:`fsyncbench.measure.intervals.MIN_ROUNDS` rounds or a figure of 0."""
@@ -267,7 +275,7 @@ def shift(
     return dataclasses.replace(
         head,
         ratio=ratio,
-        ratio_ci=(math.exp(d - t * se), math.exp(d + t * se)),
+        ratio_ci=(_exp(d - t * se), _exp(d + t * se)),
         se_log=se,
         df=df,
         p_value=intervals.t_two_sided_p(d / se, df),
