@@ -2,8 +2,9 @@
 every configuration SQLite promises is durable there, and the F_FULLFSYNC primitive, gets
 the samples a p99 interval needs within the default budget (issue 29, item 2). With Linux's budgets (30 s
 shared, 10 s per configuration) the F_FULLFSYNC-bound rows got 144-385 samples and no p99
-interval; the fix is the macOS budgets (fsyncbench.measure.plan.default_budgets) and the
-scheduler giving the slow rows their minimum first (runner._minimum_first)."""
+interval, and at 60 s the slowest durable row 626-1,030 of its 1,000; the fix is the macOS
+budgets (fsyncbench.measure.plan.default_budgets) and the scheduler giving the slow rows
+their minimum first, costed with their slices' overheads (runner._minimum_first)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,6 @@ from tests.platform_sim import SIGMA, nominal_p50_ns, run_in_process, simulated_
 pytestmark = pytest.mark.slow
 
 
-# Open defect (noted on issue 29): at 60 s the slowest durable row, truncate/full/fullfsync
-# (three F_FULLFSYNC of ~3 ms per commit), got 860-1,030 samples over runs of this test: the
-# budget sits at the edge of the 1,000 a p99 interval needs. Not strict, so a pass is not an
-# error; the fix (a larger macOS budget or a per-row time share) is owed.
-
-
-@pytest.mark.xfail(strict=False, reason="60 s is at the edge for truncate/full/fullfsync")
 def test_a_default_mac_run_gives_every_durable_configuration_a_p99_interval(tmp_path, monkeypatch):
     mac = fake_host(os_name="Darwin", fs_type="apfs")
     plan = options.run_plan(tmp_path, platform="darwin")

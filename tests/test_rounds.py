@@ -176,19 +176,32 @@ def test_minimum_first_gives_the_slow_workloads_their_minimum_only_when_time_is_
     from types import SimpleNamespace
 
     from fsyncbench.measure.plan import default_budgets
-    from fsyncbench.measure.runner import SLICE_S, _minimum_first
+    from fsyncbench.measure.runner import PLENTY_FACTOR, SLICE_S, _minimum_first
 
-    def job(n, mean_ms):
-        return SimpleNamespace(sampler=SimpleNamespace(samples=[0] * n, mean_ns=mean_ms * 1e6))
+    def job(n, per_sample_ms, per_slice_s=SLICE_S):
+        return SimpleNamespace(
+            sampler=SimpleNamespace(samples=[0] * n),
+            seconds_per_sample=per_sample_ms / 1e3,
+            seconds_per_slice=per_slice_s,
+        )
 
     fast, slow = job(5000, 0.04), job(25, 9.0)  # a plain fsync; a fullfsync TRUNCATE commit
     active = [fast, slow]
     need_s = 100 * 9e-3  # 100 more samples of 9 ms to reach 125
     assert _minimum_first(active, need_s + SLICE_S + 0.01, 125) == active  # time enough
     assert _minimum_first(active, need_s + SLICE_S - 0.01, 125) == [slow]  # only the short
+    # the others are costed at what their slices cost (settling included), not SLICE_S
+    costly = job(5000, 0.04, per_slice_s=0.3)
+    assert _minimum_first([costly, slow], need_s + SLICE_S + 0.01, 125) == [slow]
+    # and the short ones at what a sample costs with its slice's overheads
+    rewarmed = job(25, 11.0)
+    assert _minimum_first([fast, rewarmed], need_s + SLICE_S + 0.01, 125) == [rewarmed]
+    # every one has its minimum: the rotation goes to those short of plenty
     done = [fast, job(125, 9.0)]
-    assert _minimum_first(done, 0.01, 125) == done  # none short: all of them
+    assert _minimum_first(done, 0.01, 125) == [done[1]]
+    plenty = [fast, job(PLENTY_FACTOR * 125, 9.0)]
+    assert _minimum_first(plenty, 0.01, 125) == plenty  # all have plenty: all of them
     unsampled = job(0, 0.0)
     assert _minimum_first([fast, unsampled], 1e9, 125) == [unsampled]  # unknown need
-    assert default_budgets("darwin") == (60.0, 20.0)
+    assert default_budgets("darwin") == (90.0, 20.0)
     assert default_budgets("linux") == default_budgets("win32") == (30.0, 10.0)

@@ -51,6 +51,11 @@ from fsyncbench.model import FlushDelta, Host, Pragmas, Result
 SLICE_S = 0.1
 #: No slice is shorter than this (s), whatever the run budget says.
 MIN_SLICE_S = 0.05
+#: Samples (times the minimum) beyond which a workload yields the rest of a run's time to
+#: those with fewer (:func:`_minimum_first`): 4,000 samples put 40 beyond a p99, so its
+#: interval's width (which shrinks as 1/sqrt(n)) is half that at the minimum's 10. A
+#: project choice, checked by simulating the seed Mac's default run (tests/test_macos_schedule.py).
+PLENTY_FACTOR = 4
 #: Time budget (s) of each floor measurement, shared by a run's rounds (alone they stop
 #: earlier on their CI target): 0.25 s of a sub-microsecond loop is 1e5 samples or more.
 FLOOR_BUDGET_S = 0.25
@@ -179,11 +184,13 @@ def _sample_round(
             slice_s = min(SLICE_S, budget_s - job.sampler.elapsed_ns / 1e9)
             if deadline is not None:
                 slice_s = min(slice_s, (deadline - now) / (len(active) - k))
+            began_ns = time.monotonic_ns()
             job.phase(
                 max(MIN_SLICE_S, slice_s),
                 _bind(progress, job.label, jobs.index(job), len(jobs), start, deadline),
             )
             settle(work)  # the next slice does not pay for this one's dirty data
+            job.wall_ns += time.monotonic_ns() - began_ns
         if deadline is not None and time.monotonic() >= deadline:
             break
 
@@ -191,21 +198,29 @@ def _sample_round(
 def _minimum_first(active: list[_Job], remaining_s: float, min_samples: int) -> list[_Job]:
     """The workloads to give the next rotation so that every one can reach ``min_samples``
     (the fewest a p99 interval rests on, split over the rounds): when the time the ones still
-    short of it need (their mean time per sample so far; unknown before their first slice)
-    plus one slice of each of the others no longer fits in ``remaining_s``, only the short
-    ones. Where the equal share of the time gives every workload its minimum anyway (a
-    Linux default run) this changes nothing; where a few are slow (F_FULLFSYNC commits on a
-    Mac, 3 ms and more) their minimum is paid for by the fast ones' surplus."""
+    short of it need plus one more slice of each of the others no longer fits in
+    ``remaining_s``, only the short ones. Both are costed at what their slices have cost
+    the round so far (:attr:`_Job.wall_ns`: the timed samples, the re-warm operations of
+    each slice and the settling after it; a 9 ms commit re-warms 2 operations in an 11-sample
+    slice, so its timed mean alone undercounts it by about a fifth); a workload never
+    sampled needs an unknown time. Where the equal share of the time gives every workload
+    its minimum anyway (a Linux default run) this changes nothing; where a few are slow
+    (F_FULLFSYNC commits on a Mac, 3 ms and more) their minimum is paid for by the fast
+    ones' surplus."""
     short = [j for j in active if len(j.sampler.samples) < min_samples]
-    if not short or len(short) == len(active):
+    if not short:
+        lean = [j for j in active if len(j.sampler.samples) < PLENTY_FACTOR * min_samples]
+        return lean or active
+    if len(short) == len(active):
         return active
     need = sum(
-        (min_samples - len(j.sampler.samples)) * j.sampler.mean_ns / 1e9
+        (min_samples - len(j.sampler.samples)) * j.seconds_per_sample
         if j.sampler.samples
         else math.inf
         for j in short
     )
-    return short if need + SLICE_S * (len(active) - len(short)) >= remaining_s else active
+    others = sum(j.seconds_per_slice for j in active if j not in short)
+    return short if need + others >= remaining_s else active
 
 
 def _within_reach(active: list[_Job], remaining_s: float, target_pct: float) -> list[_Job]:
@@ -243,6 +258,28 @@ class _Job:
         self.fields = fields
         self.deltas: dict[str, FlushDelta] = {}
         self.syncs = 0
+        #: monotonic ns the round has spent on this job's slices: sampling, re-warming and
+        #: the settling after each (set by :func:`_sample_round`)
+        self.wall_ns = 0
+
+    @property
+    def seconds_per_sample(self) -> float:
+        """What one more sample costs the round (s), slice overheads included: the wall
+        time of its slices per sample, or the timed mean before any slice was costed."""
+        s = self.sampler
+        if not s.samples:
+            return 0.0
+        return max(self.wall_ns, s.elapsed_ns) / len(s.samples) / 1e9
+
+    @property
+    def seconds_per_slice(self) -> float:
+        """What one more slice costs the round (s): the mean so far, or :data:`SLICE_S`
+        before the first."""
+        return (
+            self.wall_ns / self.sampler.phases / 1e9
+            if self.sampler.phases and self.wall_ns
+            else SLICE_S
+        )
 
     def phase(self, budget_s: float, cb: Progress | None) -> None:
         before = hostmod.read_flush_counters(self.disks)
