@@ -549,7 +549,8 @@ def writable_file(path: Path | None) -> None:
     refused = cannot_create_in(parent)
     if refused:
         raise FsyncbenchError(
-            f"cannot write {path}: directory {parent} is not writable ({refused})"
+            f"cannot write {path}: directory {parent} refuses new files (creating one "
+            f"there failed: {refused})"
         )
 
 

@@ -209,6 +209,19 @@ def test_output_under_proc_is_refused_before_measuring(tmp_path):
     assert proc.stdout == "" and list(tmp_path.iterdir()) == []
 
 
+def test_an_output_file_under_proc_names_what_failed(tmp_path):
+    # root passes access(2) on /proc, and creating a file there fails with ENOENT: the
+    # message says creating failed, not that the directory is missing
+    proc = fsb("run", tmp_path, "-o", "/proc/version", *QUICK)
+    assert_usage_error(
+        proc,
+        "cannot write /proc/version: directory /proc refuses new files (creating one there "
+        "failed: No such file or directory)"
+        if os.geteuid() == 0
+        else "cannot write /proc/version: directory /proc is not writable",
+    )
+
+
 def test_unwritable_output(tmp_path):
     f = tmp_path / "file"
     f.write_text("")

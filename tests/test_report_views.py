@@ -74,6 +74,15 @@ def test_bottom_line_names_the_fastest_durable_configuration_and_its_cost():
     assert _para(doc, "Next step:").text != ""
 
 
+def test_a_verdict_a_power_cut_proved_is_trusted_without_a_hedge():
+    rep = _honest(commit("WAL", "OFF", 40_000), commit("WAL", "FULL", 1_000_000))
+    assert rep.verdict.path_verdict == "honest_flush" and rep.verdict.strength != "proven"
+    proven = dataclasses.replace(rep, verdict=dataclasses.replace(rep.verdict, strength="proven"))
+    assert answer.bottom_line(proven).trust == "yes"
+    trust = _para(describe.describe(proven), "Trust the storage?").text
+    assert trust.startswith("Yes. Path verdict: honest_flush, proven by a power cut"), trust
+
+
 def test_bottom_line_says_when_durable_configurations_cannot_be_told_apart():
     rep = _honest(
         commit("WAL", "FULL", 1_000_000),

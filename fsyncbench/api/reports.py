@@ -385,15 +385,15 @@ def _once(
     reports: list[Report], labels: list[str]
 ) -> tuple[list[Report], list[str], list[tuple[str, str]]]:
     """A fleet's reports with copies of one run (same host, measured directory, kind,
-    creation time and figures) read once, and (copy, the label kept) for each dropped."""
+    creation time and figures: :func:`fsyncbench.report.compare.run_key`) read once, and
+    (copy, the label kept) for each dropped."""
+    from fsyncbench.report.compare import run_key
+
     seen: dict[tuple[object, ...], str] = {}
     kept: list[tuple[Report, str]] = []
     dropped: list[tuple[str, str]] = []
     for rep, label in zip(reports, labels):
-        figures = tuple(
-            (r.name, r.summary.count, r.summary.p50_ns, r.summary.p99_ns) for r in rep.results
-        )
-        key = (rep.host.hostname, rep.host.target.path, rep.kind, rep.created_utc, figures)
+        key = run_key(rep)
         if key in seen:
             dropped.append((label, seen[key]))
             continue

@@ -160,6 +160,15 @@ class Regression:
 # --------------------------------------------------------------------------- checks
 
 
+def run_key(rep: Report) -> tuple[object, ...]:
+    """What makes two reports copies of one run: host name, measured directory, kind,
+    creation time and every result's sample count, p50 and p99 (ns)."""
+    figures = tuple(
+        (r.name, r.summary.count, r.summary.p50_ns, r.summary.p99_ns) for r in rep.results
+    )
+    return (rep.host.hostname, rep.host.target.path, rep.kind, rep.created_utc, figures)
+
+
 def check_comparable(reports: Sequence[Report], labels: Sequence[str]) -> None:
     """Refuse reports that cannot be compared, with one line: different report kinds, or the same configuration measured with a different workload
     (kind or payload size). Raises FsyncbenchError."""

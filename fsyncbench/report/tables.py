@@ -166,6 +166,14 @@ def render_compare(
         f"B = {lb} ({b.host.hostname}, {b.created_utc})",
         "",
     ]
+    from fsyncbench.report.compare import run_key  # a, b compared: numpy is loaded already
+
+    if run_key(a) == run_key(b):
+        out += [
+            "Note: B is the same run as A (same host, directory, time and figures): nothing "
+            "can differ between them; compare two runs to see a change.",
+            "",
+        ]
     diffs = host_differences(a, b)
     if diffs:
         out += [
