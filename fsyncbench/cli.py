@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
@@ -142,6 +143,7 @@ def cmd_host(args: argparse.Namespace, _argv: list[str]) -> int:
 
 
 def cmd_powerloss(args: argparse.Namespace, argv: list[str]) -> int:
+    started = time.monotonic_ns()
     with _Progress(quiet=args.quiet) as progress:
         result = api.simulate_power_loss(
             args.dir,
@@ -162,11 +164,17 @@ def cmd_powerloss(args: argparse.Namespace, argv: list[str]) -> int:
             progress=progress,
             notes=_note,
         )
-    report = api.experiment_report(result, args.dir, command_line=["fsyncbench", *argv])
+    report = api.experiment_report(
+        result,
+        args.dir,
+        command_line=["fsyncbench", *argv],
+        elapsed_ns=time.monotonic_ns() - started,
+    )
     return _finish_report(report, args, None)
 
 
 def cmd_crash(args: argparse.Namespace, argv: list[str]) -> int:
+    started = time.monotonic_ns()
     with _Progress(quiet=args.quiet, unit="parts") as progress:
         outcome = api.kill_matrix(
             args.dir,
@@ -178,7 +186,12 @@ def cmd_crash(args: argparse.Namespace, argv: list[str]) -> int:
             progress=progress,
             notes=_note,
         )
-    report = api.experiment_report(outcome, args.dir, command_line=["fsyncbench", *argv])
+    report = api.experiment_report(
+        outcome,
+        args.dir,
+        command_line=["fsyncbench", *argv],
+        elapsed_ns=time.monotonic_ns() - started,
+    )
     return _finish_report(report, args, None)
 
 

@@ -64,6 +64,8 @@ def test_the_report_is_saved_and_show_renders_it_again(crashed, tmp_path):
     report = store.load_report(saved)
     assert report.kind == "crash" and report.results == () and report.crash is not None
     assert report.crash.matrix.kill_count == 120
+    # the whole command's wall time: at least the kill matrix's own
+    assert report.elapsed_ns is not None and report.elapsed_ns >= report.crash.matrix.elapsed_ns > 0
     for fmt in ("text", "markdown", "json", "html"):
         shown = fsb("show", saved, "--format", fmt)
         assert shown.returncode == 0 and shown.stderr == "", (fmt, shown.stderr)
@@ -124,7 +126,9 @@ def test_powerloss_saves_a_report_show_renders(tmp_path):
     assert [p.suffix for p in files] == [".html", ".json", ".md"]
     assert proc.stderr.startswith("Report written: reports") and "-powerloss.json" in proc.stderr
     saved = files[1]
-    assert json.loads(saved.read_text())["kind"] == "powerloss"
+    data = json.loads(saved.read_text())
+    assert data["kind"] == "powerloss"
+    assert data["elapsed_ns"] >= data["powerloss"]["elapsed_ns"] > 0
     for fmt in ("text", "markdown", "json", "html"):
         shown = fsb("show", saved, "--format", fmt)
         assert shown.returncode == 0, (fmt, shown.stderr)

@@ -433,13 +433,16 @@ def experiment_report(
     target: PathLike = ".",
     *,
     command_line: Sequence[str] | None = None,
+    elapsed_ns: int | None = None,
 ) -> Report:
     """What :func:`kill_matrix` or :func:`simulate_power_loss` returned, as a report to
     :func:`save`, :func:`render` and :func:`load` again: kind "crash" (the experiment in
     ``crash`` or ``crash_power_loss``) or "powerloss" (in ``powerloss``), with the host
     record of the directory ``target`` it ran in and ``command_line`` (default
-    ``sys.argv``). It holds no latency results and judges no storage path (its verdict is
-    unverifiable): ``compare`` and fleets leave it out."""
+    ``sys.argv``), and ``elapsed_ns`` the wall time of the whole command (default: the
+    experiment's own, without the host record). It holds no latency results and judges no
+    storage path (its verdict is unverifiable): ``compare`` and fleets leave it out.
+    Raises FsyncbenchError on a result of another type or a negative ``elapsed_ns``."""
     from fsyncbench.crash import CrashExperiment, PowerLossExperiment
     from fsyncbench.model import NO_STRENGTH, UNVERIFIABLE, PowerlossResult, Verdict
 
@@ -449,6 +452,13 @@ def experiment_report(
             f"{options.given(result)}"
         )
     check_extras((), None, command_line=command_line)
+    options.check_integer(elapsed_ns, "elapsed_ns", optional=True)
+    if elapsed_ns is not None and elapsed_ns < 0:
+        raise FsyncbenchError(f"elapsed_ns must be 0 or more, got {elapsed_ns}")
+    if elapsed_ns is None:
+        elapsed_ns = (
+            result.matrix.elapsed_ns if isinstance(result, CrashExperiment) else result.elapsed_ns
+        )
     host = _collect_host(options.target_dir(target))
     kind = "powerloss" if isinstance(result, PowerlossResult) else "crash"
     now = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
@@ -468,6 +478,7 @@ def experiment_report(
         powerloss=result if isinstance(result, PowerlossResult) else None,
         crash=result if isinstance(result, CrashExperiment) else None,
         crash_power_loss=result if isinstance(result, PowerLossExperiment) else None,
+        elapsed_ns=elapsed_ns,
     )
 
 
