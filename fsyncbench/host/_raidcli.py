@@ -323,10 +323,12 @@ _ARC_POWER_SECTION = re.compile(r"battery|zmm|backup unit", re.IGNORECASE)
 
 def _arc_protection(lines: list[str]) -> tuple[str | None, str]:
     """Backup power from the ``Status`` line of the first battery, ZMM or backup-unit section
-    of an ``arcconf GETCONFIG n AL`` output; (None, "") without one."""
+    (a title over a dashed rule) of an ``arcconf GETCONFIG n AL`` output; (None, "")
+    without one."""
     for i, line in enumerate(lines):
         title = line.strip()
-        if not title or ":" in title or not _ARC_POWER_SECTION.search(title):
+        ruled = i + 1 < len(lines) and lines[i + 1].strip().startswith("---")
+        if not ruled or ":" in title or not _ARC_POWER_SECTION.search(title):
             continue
         for follow in lines[i + 1 : i + 12]:
             key, found, value = follow.partition(":")

@@ -292,7 +292,7 @@ def device_class(host: Host, primitive: str, *, cache_in_front: bool = True) -> 
         return DeviceClass(
             "disk behind a protected write-back cache",
             PLP_SSD_FLOOR_NS,
-            LATENCY_BANDS_DOC + "; " + CONTROLLER_CACHE_DOC,
+            LATENCY_BANDS_DOC,
             in_front,
         )
     if disks and all(d.rotational for d in disks) and not host.virtualization.virtualized:
