@@ -115,8 +115,8 @@ PLP_MODELS: tuple[tuple[str, str], ...] = (
 #: Every fact a user may declare (``StorageTarget.declared``), with its meaning.
 DECLARABLE = {
     DECLARED_PLP: "the drive holding the bytes has power-loss protection",
-    DECLARED_PROTECTED_CACHE: "the write-back cache in front of the disks holding the bytes "
-    "(a RAID controller's battery- or flash-backed cache) survives a power cut",
+    DECLARED_PROTECTED_CACHE: "the write-back cache in front of the disks holding the bytes, "
+    "such as a RAID controller's battery- or flash-backed cache, survives a power cut",
 }
 
 

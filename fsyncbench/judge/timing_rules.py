@@ -147,8 +147,8 @@ def _floor_advice(host: Host) -> str:
         else "if the drive has power-loss protection, say so with --assume plp"
     )
     return (
-        f"Check the write cache and its power-loss protection ({where}); {declare}. A power "
-        "pull (fsyncbench powercut) settles it."
+        f"Check the drive's write cache and power-loss protection ({where}); {declare}. A "
+        "power pull (fsyncbench powercut) settles it."
     )
 
 
