@@ -636,3 +636,17 @@ def test_live_systemd_detect_virt_docker_from_the_same_file_does_not_confirm_it(
     virt = _virt.collect_virtualization("/", environ={}, runner=runner)
     assert virt.container is None
     assert "systemd-detect-virt says docker from the same file" in virt.container_evidence
+
+
+def test_backup_power_not_ready_is_unverifiable_and_named(fake):
+    """A battery recharging (HPE: the battery-backed write cache is suspended until it is
+    charged) is neither protection nor its absence: the fast flush stays unverifiable."""
+    scsi_volume(fake, "sda", "8:0", 0, driver="hpsa", vendor="HP", model="LOGICAL VOLUME")
+    text = fixture("ssacli_ctrl_all_show_config_detail_p822_capacitors_ok.txt").replace(
+        "Battery/Capacitor Status: OK", "Battery/Capacitor Status: Recharging"
+    )
+    outputs = {"ssacli ctrl all show config detail": text}
+    v = engine.judge(host_of(storage(fake, tools(outputs, ("ssacli",)))), fast_results())
+    assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "controller-cache-unverified")
+    message = finding(v, "controller-cache-unverified").message
+    assert "not ready (Battery/Capacitor Status: Recharging (Capacitors))" in message

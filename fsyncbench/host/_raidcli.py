@@ -141,7 +141,12 @@ def _table(lines: list[str], title: str) -> list[dict[str, str]]:
     for i, line in enumerate(lines):
         if line.strip().rstrip(":").strip() != title:
             continue
-        rules = [j for j in range(i + 1, min(len(lines), i + 60)) if lines[j].startswith("---")]
+        rules = []
+        for j in range(i + 1, len(lines)):
+            if lines[j].startswith("---"):
+                rules.append(j)
+                if len(rules) == 3:
+                    break
         if len(rules) < 3:
             return []
         header = lines[rules[0] + 1].split()
