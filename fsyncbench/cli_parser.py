@@ -859,7 +859,9 @@ def _add_assume_option(p: argparse.ArgumentParser) -> None:
         metavar="FACT",
         help="state a fact the machine cannot show, recorded in the report as "
         "user-declared: plp = the drive has power-loss protection, so a fast flush "
-        "on its write-back cache is plausible (repeatable)",
+        "on its write-back cache is plausible; protected-cache = the write-back cache in "
+        "front of the disks (a RAID controller's battery- or flash-backed cache) survives "
+        "a power cut (repeatable)",
     )
 
 

@@ -251,6 +251,46 @@ class Mount:
     root: str | None = None
 
 
+#: ``RaidController.protection``: what the controller reports of the backup power of its
+#: write cache (a battery, a supercapacitor with flash: CacheVault, FBWC, ZMM).
+PROTECTION_OK = "ok"  # present and ready: the cache survives a power cut
+PROTECTION_FAILED = "failed"  # present but failed, or absent: the cache is volatile
+PROTECTION_NOT_READY = "not-ready"  # charging, learning, degraded: not (yet) to be relied on
+
+
+@dataclass(frozen=True)
+class RaidController:
+    """A hardware RAID controller (or host bus adapter) a disk is a volume of, found in
+    ``/sys`` (Linux: the SCSI host's driver, ``/sys/class/scsi_host/hostN/proc_name``, and
+    the volume's SCSI vendor/model) and, where its vendor's tool is installed, read with it
+    (fsyncbench.host._raid). Only what was read is set; None = not read.
+
+    ``driver`` is the kernel driver (``megaraid_sas``, ``hpsa``...), ``family`` the product
+    line it serves, ``host`` the SCSI host (``host0``). ``tool`` names the vendor tool that
+    reads it (``storcli64``), ``settles`` the one command that shows its cache policy and
+    backup power. ``write_cache`` is the controller's write policy for this volume as read:
+    "write back" or "write through"; ``protection`` one of :data:`PROTECTION_OK`,
+    :data:`PROTECTION_FAILED`, :data:`PROTECTION_NOT_READY`, with ``protection_detail`` the
+    words read (``CacheVault CVPM05 Optimal``); ``drive_cache`` the physical drives' own
+    write caches behind it ("enabled"/"disabled"). ``read_by`` is the command that was run
+    ("" when none was); ``note`` says why something could not be read. ``has_cache`` False
+    marks an adapter without a write cache of its own (a SAS HBA: its disks' caches count).
+    """
+
+    driver: str
+    family: str
+    host: str | None = None
+    tool: str | None = None
+    settles: str = ""
+    has_cache: bool = True
+    write_cache: str | None = None
+    protection: str | None = None
+    protection_detail: str = ""
+    drive_cache: str | None = None
+    read_by: str = ""
+    note: str = ""
+
+
 @dataclass(frozen=True)
 class BlockDevice:
     """A block device behind the target (a layer of the stack, or a disk at its bottom).
@@ -262,7 +302,8 @@ class BlockDevice:
     known. ``removable`` (removable media) and ``flush_supported`` (whether the disk accepts
     a cache flush) are reported by Windows only. ``power_protection`` names who says the
     disk's write cache survives a power cut (:data:`POWER_PROTECTION_NV_CACHE`,
-    :data:`POWER_PROTECTION_USER_POLICY`); empty where nothing says so.
+    :data:`POWER_PROTECTION_USER_POLICY`); empty where nothing says so. ``controller`` is the
+    RAID controller this disk is a volume of (:class:`RaidController`; None: none found).
     """
 
     name: str
@@ -278,6 +319,7 @@ class BlockDevice:
     removable: bool | None = None
     flush_supported: bool | None = None
     power_protection: tuple[str, ...] = ()
+    controller: RaidController | None = None
 
 
 #: ``BlockDevice.power_protection``: the disk's driver reports a battery-backed write cache
@@ -297,7 +339,9 @@ class Virtualization:
     ``virtual_disk_hint`` names a disk under the target whose model or bus is an emulated or
     virtual disk's (``PhysicalDrive0 model 'QEMU HARDDISK'``): a guest inferred from the
     disk's identity, not a hypervisor's own flag (recorded on Windows, where no such flag is
-    read: :mod:`fsyncbench.host._windows`).
+    read: :mod:`fsyncbench.host._windows`). ``container_evidence`` says what ``container``
+    rests on, or why a sign was not taken as a container (a ``/.dockerenv`` nothing else
+    confirms): fsyncbench.host._virt; "" where nothing was seen.
     """
 
     hypervisor_flag: bool | None = None
@@ -308,6 +352,7 @@ class Virtualization:
     kernel_hint: str | None = None
     mac_vmm_present: bool | None = None
     virtual_disk_hint: str | None = None
+    container_evidence: str = ""
 
     @property
     def virtualized(self) -> bool | None:

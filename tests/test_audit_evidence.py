@@ -1890,9 +1890,10 @@ def test_latency_below_the_device_floor_exact():
             "write+fdatasync",
             f"fdatasync p50 60.0 us is below the 150 us a flush to stable media takes on an "
             f"{CONSUMER_SSD}: something acknowledges it from a cache.",
-            "Check the drive's write cache and power-loss protection (nvme id-ctrl: vwc; the "
-            "vendor's data sheet); if the drive has power-loss protection, say so with --assume "
-            "plp. A power pull (fsyncbench powercut) settles it.",
+            # sda with no known transport: smartctl, not nvme id-ctrl (issue 32, 4a)
+            "Check the drive's write cache and power-loss protection (smartctl -g wcache "
+            "/dev/sda; the vendor's data sheet); if the drive has power-loss protection, say so "
+            "with --assume plp. A power pull (fsyncbench powercut) settles it.",
             {
                 "p50_ns": 60_000,
                 "device_class": CONSUMER_SSD,
@@ -2482,7 +2483,9 @@ def test_judge_disagreeing_primitives_a_deciding_commit_rule_and_unknown_declara
             WARNING,
             "path",
             "Declared facts not understood and ignored: bbu.",
-            "Declare only 'plp' (the drive holding the bytes has power-loss protection).",
+            "Declare only 'plp' (the drive holding the bytes has power-loss protection), "
+            "'protected-cache' (the write-back cache in front of the disks holding the bytes, "
+            "such as a RAID controller's battery- or flash-backed cache, survives a power cut).",
             {"declared": ["bbu"]},
             "docs/report-schema.md",
         ),
@@ -3393,9 +3396,10 @@ def test_device_class_follows_the_result_primitive_on_apple_silicon():
             "write+F_FULLFSYNC",
             "F_FULLFSYNC p50 500.0 us is below the 1000 us a flush to stable media takes on an Apple "
             "internal SSD (F_FULLFSYNC): something acknowledges it from a cache.",
-            "Check the drive's write cache and power-loss protection (nvme id-ctrl: vwc; the "
-            "vendor's data sheet); if the drive has power-loss protection, say so with --assume "
-            "plp. A power pull (fsyncbench powercut) settles it.",
+            # macOS: no Linux tool to name (nvme id-ctrl was named before: issue 32, 4a)
+            "Check the drive's write cache and power-loss protection (the vendor's data "
+            "sheet); if the drive has power-loss protection, say so with --assume plp. A power "
+            "pull (fsyncbench powercut) settles it.",
             {
                 "p50_ns": 500_000,
                 "device_class": "Apple internal SSD (F_FULLFSYNC)",

@@ -138,7 +138,7 @@ CASES = [
     ),
     (
         "run d --assume magic",
-        "argument --assume: invalid choice: 'magic' (choose from 'plp') "
+        "argument --assume: invalid choice: 'magic' (choose from 'plp', 'protected-cache') "
         "(see fsyncbench run --help)",
     ),
     # run: gates
@@ -278,7 +278,7 @@ CASES = [
     ),
     (
         "host d --assume magic",
-        "argument --assume: invalid choice: 'magic' (choose from 'plp') "
+        "argument --assume: invalid choice: 'magic' (choose from 'plp', 'protected-cache') "
         "(see fsyncbench host --help)",
     ),
     ("crash nonexistent", "directory nonexistent does not exist"),

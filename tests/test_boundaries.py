@@ -25,7 +25,7 @@ from factories import BARE, VM, WB_SSD, commit, flush, host, write
 from fsyncbench import api
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.host.layers import disk_layer, filesystem_layer
-from fsyncbench.judge import devices, engine, gates, rule_facts
+from fsyncbench.judge import cache_rules, devices, engine, gates, rule_facts
 from fsyncbench.measure import intervals, stats
 from fsyncbench.model import (
     FLUSH_FSYNCS_BACKING_FILE,
@@ -33,6 +33,7 @@ from fsyncbench.model import (
     NO_FLUSH,
     PATH_VERDICTS,
     POWER_PROTECTION_USER_POLICY,
+    PROTECTION_OK,
     UNVERIFIABLE,
     VOLATILE_CACHE,
     BlockDevice,
@@ -42,6 +43,7 @@ from fsyncbench.model import (
     Host,
     Mount,
     Pragmas,
+    RaidController,
     ResultVerdict,
     SecondFdCheck,
     StorageLayer,
@@ -370,6 +372,20 @@ DEVICE_CLASSES = [
 ]
 
 
+def _declared_protected_cache() -> Host:
+    """A spinning disk behind a cache the user declared protected (--assume
+    protected-cache): held to the cache's 15 us, not the platter's 2 ms."""
+    h = host(disks=(BlockDevice("sda", rotational=True, write_cache="write through"),), virt=BARE)
+    return dataclasses.replace(
+        h, target=dataclasses.replace(h.target, declared=("protected-cache",))
+    )
+
+
+DEVICE_CLASSES.append(
+    ("disk behind a protected write-back cache", "PLP_SSD_FLOOR_NS", _declared_protected_cache())
+)
+
+
 def test_device_floor_values():
     """docs/verdicts.md latency bands (devices.LATENCY_BANDS_DOC): spinning disk ~ 2 ms; consumer
     SSD without power-loss protection ~ 150 us (Mark Callaghan, fsync near 0.9 ms on a
@@ -421,6 +437,95 @@ def test_counted_flushes_still_need_the_device_floor(side):
         assert decision(v) == (VOLATILE_CACHE, "flush-below-device-floor")
     else:
         assert decision(v) == (HONEST_FLUSH, "flushes-reach-device")
+
+
+# ================================================== controller caches (PROTECTED_CACHE_FLOOR_NS)
+
+
+def _raid_volume(**controller) -> Host:
+    """A spinning volume of a MegaRAID controller (as fsyncbench.host._raid records one);
+    ``controller`` sets what its tool read."""
+    c = RaidController("megaraid_sas", "Broadcom/LSI MegaRAID", "host0", **controller)
+    disk = BlockDevice(
+        "sda",
+        vendor="AVAGO",
+        model="MR9361-8i",
+        rotational=True,
+        write_cache="write through",
+        transport="scsi",
+        controller=c,
+    )
+    return host(disks=(disk,), virt=BARE)
+
+
+PROTECTED = dict(
+    write_cache="write back",
+    protection=PROTECTION_OK,
+    protection_detail="CacheVault CVPM05 Optimal",
+    read_by="storcli64 /call show all",
+)
+
+
+def test_protected_cache_floor_value():
+    """A controller cache acknowledges no faster than a drive answering from protected DRAM
+    (devices.PLP_SSD_FLOOR_NS, docs/verdicts.md latency bands)."""
+    assert cache_rules.PROTECTED_CACHE_FLOOR_NS == devices.PLP_SSD_FLOOR_NS == 15_000
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_controller_cache_not_read_below_the_media_floor_is_unverifiable(side):
+    """rule_controller_cache: a flush below the floor of the medium behind the controller
+    (spinning: SPINNING_FLOOR_NS, ``p50 >= floor`` is the medium's own time) is the cache's
+    answer, unverifiable while its backup power is not read. Sources: CONTROLLER_CACHE_DOC,
+    docs/verdicts.md latency bands."""
+    p50 = devices.SPINNING_FLOOR_NS + _step(side)
+    v = engine.judge(_raid_volume(settles="storcli64 /c0 show all"), [flush("fdatasync", p50)])
+    if side == BELOW:
+        assert decision(v) == (UNVERIFIABLE, "controller-cache-unverified")
+        assert "storcli64 /c0 show all" in finding(v, "controller-cache-unverified").advice
+    else:
+        assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_controller_cache_not_read_needs_the_protected_cache_floor(side):
+    """rule_controller_cache: below PROTECTED_CACHE_FLOOR_NS not even a controller cache
+    answered (``p50 < floor`` leaves it to the latency floor, which calls it a cache)."""
+    p50 = cache_rules.PROTECTED_CACHE_FLOOR_NS + _step(side)
+    v = engine.judge(_raid_volume(), [flush("fdatasync", p50)])
+    if side == BELOW:
+        assert decision(v) == (VOLATILE_CACHE, "flush-below-device-floor")
+    else:
+        assert decision(v) == (UNVERIFIABLE, "controller-cache-unverified")
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_controller_cache_read_protected_at_the_protected_cache_floor(side):
+    """rule_controller_cache with the backup power read ready: honest from
+    PROTECTED_CACHE_FLOOR_NS (inclusive) up to the medium's floor; below it the disk's class
+    (a disk behind a protected write-back cache, 15 us) calls it a cache."""
+    p50 = cache_rules.PROTECTED_CACHE_FLOOR_NS + _step(side)
+    v = engine.judge(_raid_volume(**PROTECTED), [flush("fdatasync", p50)])
+    if side == BELOW:
+        assert decision(v) == (VOLATILE_CACHE, "flush-below-device-floor")
+        assert finding(v, "flush-below-device-floor").evidence["device_class"] == (
+            "disk behind a protected write-back cache"
+        )
+    else:
+        assert decision(v) == (HONEST_FLUSH, "controller-cache-protected")
+        assert v.strength == "inferred"
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_controller_cache_read_protected_up_to_the_media_floor(side):
+    """At and above the medium's floor the controller rule stands aside (a flush as slow as
+    the platter needs no cache to explain it) and the 15 us class floor agrees."""
+    p50 = devices.SPINNING_FLOOR_NS + _step(side)
+    v = engine.judge(_raid_volume(**PROTECTED), [flush("fdatasync", p50)])
+    if side == BELOW:
+        assert decision(v) == (HONEST_FLUSH, "controller-cache-protected")
+    else:
+        assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
 
 
 # ====================================================================== COMMIT_VS_FLUSH_MIN_RATIO

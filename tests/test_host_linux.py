@@ -494,7 +494,9 @@ def test_bare_metal_fake_root_is_not_virtualized(fake: FakeRoot) -> None:
 @pytest.mark.parametrize(
     ("files", "environ", "expected"),
     [
-        ({".dockerenv": ""}, {}, "docker"),
+        # a /.dockerenv nothing else confirms is no container (an image can carry it)
+        ({".dockerenv": ""}, {}, None),
+        ({".dockerenv": "", "proc/1/cgroup": "3:cpu:/docker/0123abcd\n"}, {}, "docker"),
         ({"run/.containerenv": 'engine="podman-4.9"\n'}, {}, "podman"),
         ({"proc/1/cgroup": "12:pids:/kubepods/besteffort/pod1/abc\n"}, {}, "kubepods"),
         ({"proc/1/cgroup": "3:cpu:/docker/0123abcd\n"}, {}, "docker"),

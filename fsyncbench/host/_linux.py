@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 from fsyncbench.model import StorageTarget
 
-from . import _mountinfo, _stack, _virt
+from . import _mountinfo, _raid, _stack, _virt
 from ._common import PlatformFacts, sqlite_extension_file, under_root
 
 
@@ -44,7 +44,9 @@ def sqlite_library(root: str = "/") -> str | None:
     return parse_maps_for_sqlite(text, sqlite_extension_file())
 
 
-def storage_target(target: str, root: str = "/") -> StorageTarget:
+def storage_target(
+    target: str, root: str = "/", tools: _raid.ToolAccess | None = None
+) -> StorageTarget:
     """Mount, storage stack, block device chain and the disks holding the bytes under
     ``target``.
 
@@ -54,10 +56,17 @@ def storage_target(target: str, root: str = "/") -> StorageTarget:
     files down to the media (:mod:`fsyncbench.host._stack`). ``chain`` names every block
     device on the way, ``disks`` the block devices at the bottom (a loop device is never
     one: its backing file's storage is). No mount table gives no layers; a stack ending in
-    tmpfs gives no disks. Never raises on missing files.
+    tmpfs gives no disks. A disk that is a volume of a RAID controller carries it
+    (``BlockDevice.controller``), read with its vendor's tool through ``tools``
+    (:mod:`fsyncbench.host._raid`; default: the tools on PATH for the real root, none for a
+    recorded tree). Never raises on missing files.
     """
     path = os.path.realpath(target)
     mount, layers = _stack.walk(path, _mountinfo.read_mountinfo(root), root)
+    if tools is None and root == "/":
+        tools = _raid.live_access()
+    if tools is not None:
+        layers = _raid.with_tool_readings(layers, tools)
     blocks = _stack.block_layers(layers)
     chain = tuple(dict.fromkeys(layer.name for layer in blocks))
     disks = tuple(

@@ -5,7 +5,9 @@ the directory of the filesystem it shows), then by filesystem type
 
 - tmpfs/ramfs: RAM holds the bytes; the walk ends;
 - overlay: its ``upperdir=`` (where writes land) is walked like a new target, unless it is a
-  relative path the kernel printed as given (then the layer says so);
+  relative path the kernel printed as given, or a path that resolves here to a filesystem
+  already on the walk (a container's root overlay names a host path, which inside the
+  container is the overlay itself): then the layer says so, once;
 - FUSE and network filesystems: the flush is forwarded to a daemon or server; the walk
   ends (``fuseblk`` continues with its block device);
 - a block filesystem: its device in ``/sys`` (:func:`fsyncbench.host._sysblock.device_dir`),
@@ -55,6 +57,7 @@ class _Walk:
         self.mounts = mounts
         self.layers: list[StorageLayer] = []
         self.seen: set[str] = set()
+        self.walked: list[Mount] = []  # filesystems on this walk (an overlay's cycle guard)
 
     # ------------------------------------------------------------------ filesystems
 
@@ -73,6 +76,7 @@ class _Walk:
             return
         layer = filesystem_layer(mount, depth, note)
         self.layers.append(layer)
+        self.walked.append(mount)
         if layer.kind == "filesystem-ram":
             return
         if layer.kind == "overlay":
@@ -129,6 +133,16 @@ class _Walk:
                 layer,
                 f"upper directory {upper!r} is relative to where it was "
                 "mounted: its filesystem cannot be followed",
+            )
+        elif _mountinfo.find_mount(os.path.normpath(upper), self.mounts) in self.walked:
+            # a container's root: the upper directory is a host path (Docker's
+            # /var/lib/docker/overlay2/<id>/diff) that this mount namespace resolves to
+            # the overlay itself, or to a filesystem already on this walk
+            self._annotate(
+                layer,
+                f"upper directory {upper} lies on a filesystem already walked here (a "
+                "container's overlay names a path of the host's mount namespace): "
+                "its filesystem cannot be followed from here",
             )
         else:
             self.path(os.path.normpath(upper), depth + 1, note=f"overlay upper directory {upper}")

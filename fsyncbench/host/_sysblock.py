@@ -16,6 +16,7 @@ Kernel sources of every fact here:
   (NVMe controller, Documentation/ABI/testing/sysfs-class-nvme); virtio-blk puts ``serial``
   on the disk itself (drivers/block/virtio_blk.c).
 - ``stat`` flush fields: see :mod:`fsyncbench.host._counters`.
+- The RAID controller a disk is a volume of: :mod:`fsyncbench.host._raid`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from fsyncbench.model import BlockDevice, Mount
 
 from ._common import read_text, under_root
 from ._counters import stat_has_flush_counters
+from ._raid import sysfs_controller
 
 #: Name prefixes of whole-disk drivers, longest first, and the transport they imply.
 _NAME_TRANSPORTS = (
@@ -155,15 +157,18 @@ def block_device(root: str, name: str) -> BlockDevice:
                 return value
         return None
 
+    relative = _sysfs_relative(root, base)
+    model, vendor = attr("device/model"), attr("device/vendor")
     return BlockDevice(
         name=name,
-        model=attr("device/model"),
-        vendor=attr("device/vendor"),
+        model=model,
+        vendor=vendor,
         firmware=attr("device/firmware_rev", "device/rev"),
         serial=attr("device/serial", "serial"),
         rotational=_flag(attr("queue/rotational")),
         write_cache=attr("queue/write_cache"),
         fua=_flag(attr("queue/fua")),
-        transport=infer_transport(name, _sysfs_relative(root, base)),
+        transport=infer_transport(name, relative),
         has_flush_counters=stat_has_flush_counters(attr("stat")),
+        controller=sysfs_controller(root, relative, vendor, model),
     )

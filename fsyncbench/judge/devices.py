@@ -18,7 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fsyncbench.judge import stack
-from fsyncbench.model import POWER_PROTECTION_NV_CACHE, BlockDevice, Host
+from fsyncbench.model import (
+    POWER_PROTECTION_NV_CACHE,
+    PROTECTION_OK,
+    BlockDevice,
+    Host,
+    RaidController,
+)
 
 LATENCY_BANDS_DOC = (
     "latency bands by device class (fsyncbench docs/verdicts.md): a flush programs NAND "
@@ -45,11 +51,20 @@ CLOUD_BLOCK_MODELS = ("amazon elastic block store", "persistentdisk", "nvme_card
 
 #: The user's word for a fact the machine cannot show (``--assume plp``).
 DECLARED_PLP = "plp"
+#: The user's word that the write-back cache in front of the disks (a RAID controller's
+#: battery- or flash-backed cache) survives a power cut (``--assume protected-cache``).
+DECLARED_PROTECTED_CACHE = "protected-cache"
 
 _INTEL_DC = (
     "https://www.intel.com/content/www/us/en/products/details/memory-storage/"
     "data-center-ssds.html (Intel/Solidigm data center SSD product briefs: 'enhanced "
     "power-loss data protection')"
+)
+_INTEL_DC_OLD = (
+    _INTEL_DC + "; Intel SSD DC S3500/S3610/S3700 Series product specifications: 'Enhanced "
+    "power-loss data protection'; model strings SSDSC2BA = S3700/S3710, SSDSC2BX = S3610, "
+    "SSDSC2BB = S3500/S3510/S3520 per smartmontools drivedb.h ('Intel 730 and DC "
+    "S35x0/3610/3700 Series SSDs')"
 )
 _SAMSUNG_DC = (
     "https://semiconductor.samsung.com/ssd/datacenter-ssd/ (Samsung PM883/PM893/"
@@ -74,6 +89,9 @@ _KIOXIA_DC = (
 #: are "inferred". Client drives advertising "power loss protection for data at rest"
 #: (Micron 1100, Crucial MX) do not protect data in flight and are not listed.
 PLP_MODELS: tuple[tuple[str, str], ...] = (
+    ("ssdsc2ba", _INTEL_DC_OLD + "; DC S3700/S3710"),
+    ("ssdsc2bx", _INTEL_DC_OLD + "; DC S3610"),
+    ("ssdsc2bb", _INTEL_DC_OLD + "; DC S3500/S3510/S3520"),
     ("ssdsc2kb", _INTEL_DC + "; D3-S4510"),
     ("ssdsc2kg", _INTEL_DC + "; D3-S4610"),
     ("ssdpe2kx", _INTEL_DC + "; DC P4510"),
@@ -95,7 +113,11 @@ PLP_MODELS: tuple[tuple[str, str], ...] = (
 
 
 #: Every fact a user may declare (``StorageTarget.declared``), with its meaning.
-DECLARABLE = {DECLARED_PLP: "the drive holding the bytes has power-loss protection"}
+DECLARABLE = {
+    DECLARED_PLP: "the drive holding the bytes has power-loss protection",
+    DECLARED_PROTECTED_CACHE: "the write-back cache in front of the disks holding the bytes, "
+    "such as a RAID controller's battery- or flash-backed cache, survives a power cut",
+}
 
 
 def declared_facts(host: Host) -> set[str]:
@@ -159,6 +181,67 @@ def reported_protection(disks: Sequence[BlockDevice]) -> str:
     return REPORTED_USER_POLICY
 
 
+#: Why a RAID controller's write-back cache may acknowledge a flush (fsyncbench.judge.
+#: cache_rules has the rule; the tools' words: fsyncbench.host._raidcli).
+CONTROLLER_CACHE_DOC = (
+    "a RAID controller with a battery- or flash-backed cache keeps what it acknowledged "
+    "across a power cut, and by default writes back only while that backup is good "
+    "(Broadcom MegaRAID SAS Software User Guide, 'Write Policy', "
+    "https://docs.broadcom.com/docs/12353236; HPE Smart Array 'No-Battery Write Cache'; "
+    "Adaptec 'write-back when protected by battery'); the drives' own caches behind it "
+    "are not protected (HP ISS Technology Update, Volume 9, Number 3)"
+)
+
+
+def controllers(disks: Sequence[BlockDevice]) -> list[RaidController]:
+    """The RAID controllers with a write cache in front of ``disks``: every disk's, or []
+    when any disk has none (a mixed stack is judged on its disks)."""
+    found = [d.controller for d in disks]
+    if not disks or any(c is None or not c.has_cache for c in found):
+        return []
+    return [c for c in found if c is not None]
+
+
+def controller_protection(disks: Sequence[BlockDevice]) -> str:
+    """Why the controller cache in front of every disk of ``disks`` keeps acknowledged
+    writes, as read from the controller ("" when not read so for every disk): write back,
+    backup power ready, and the drives' own caches not enabled."""
+    found = controllers(disks)
+    if not found or not all(
+        c.write_cache == "write back"
+        and c.protection == PROTECTION_OK
+        and c.drive_cache != "enabled"
+        for c in found
+    ):
+        return ""
+    c = found[0]
+    return (
+        f"the RAID controller's write-back cache has its backup power ready "
+        f"({c.protection_detail}; read with {c.read_by}): read, not verified by a power cut"
+    )
+
+
+def declared_cache_protection(host: Host) -> str:
+    """The user's declaration that the cache in front of the disks is protected, or "":
+    ``--assume protected-cache``, or ``--assume plp`` for disks that are volumes of a RAID
+    controller (the "drive" the system sees is the controller's volume)."""
+    declared = declared_facts(host)
+    disks = [layer.device for layer in stack.media(host.target) if layer.device is not None]
+    word = (
+        DECLARED_PROTECTED_CACHE
+        if DECLARED_PROTECTED_CACHE in declared
+        else DECLARED_PLP
+        if DECLARED_PLP in declared and controllers(disks)
+        else ""
+    )
+    if not word:
+        return ""
+    return (
+        "the write-back cache in front of the disks is declared protected by the user "
+        f"(--assume {word}), not verified"
+    )
+
+
 def _fast_flush_allowed(host: Host, disks: Sequence[BlockDevice]) -> str:
     """Why these SSDs may acknowledge a flush without programming NAND, or ""."""
     if DECLARED_PLP in declared_facts(host):
@@ -174,12 +257,14 @@ def _fast_flush_allowed(host: Host, disks: Sequence[BlockDevice]) -> str:
     return ""
 
 
-def device_class(host: Host, primitive: str) -> DeviceClass:
+def device_class(host: Host, primitive: str, *, cache_in_front: bool = True) -> DeviceClass:
     """Device class of the storage holding the target's bytes for ``primitive``, and its
     floor (module docstring): Apple SSD with F_FULLFSYNC 1 ms; cloud network block storage
     100 µs; 15 µs for disks whose write cache is reported power-protected
     (:func:`reported_protection`: what --assume plp declares, reported by Windows), spinning
-    or not; spinning disk on bare metal 2 ms; an SSD 15 µs when it has power-loss protection
+    or not, and, unless ``cache_in_front`` is False (the medium itself), for disks behind a
+    RAID controller cache read as protected (:func:`controller_protection`) or declared so
+    (``--assume protected-cache``); spinning disk on bare metal 2 ms; an SSD 15 µs when it has power-loss protection
     (known family or ``--assume plp``) or no volatile write cache, else 150 µs with a
     write-back cache, 15 µs when its cache is unknown; anything else 10 µs."""
     target = host.target
@@ -199,6 +284,16 @@ def device_class(host: Host, primitive: str) -> DeviceClass:
             PLP_SSD_FLOOR_NS,
             LATENCY_BANDS_DOC,
             reported,
+        )
+    in_front = (
+        (controller_protection(disks) or declared_cache_protection(host)) if cache_in_front else ""
+    )
+    if in_front:
+        return DeviceClass(
+            "disk behind a protected write-back cache",
+            PLP_SSD_FLOOR_NS,
+            LATENCY_BANDS_DOC,
+            in_front,
         )
     if disks and all(d.rotational for d in disks) and not host.virtualization.virtualized:
         return DeviceClass("spinning disk", SPINNING_FLOOR_NS, LATENCY_BANDS_DOC)

@@ -1,14 +1,15 @@
 """The path rules in the order they are weighed (:data:`PATH_RULES`, strongest signal first),
 the verdict of one primitive (:func:`judge_primitive`: the first rule that returns one
 decides) and the signals of every other rule (:func:`weaker_signals`). The rules live in
-:mod:`~fsyncbench.judge.platform_rules`, :mod:`~fsyncbench.judge.counter_rules` and
-:mod:`~fsyncbench.judge.timing_rules`."""
+:mod:`~fsyncbench.judge.platform_rules`, :mod:`~fsyncbench.judge.counter_rules`,
+:mod:`~fsyncbench.judge.cache_rules` and :mod:`~fsyncbench.judge.timing_rules`."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from fsyncbench.judge.cache_rules import rule_controller_cache
 from fsyncbench.judge.counter_rules import (
     rule_flush_counters,
     rule_flushes_reach_device,
@@ -64,6 +65,7 @@ PATH_RULES: tuple[PathRule, ...] = (
     rule_network_filesystem,
     rule_stack_not_followed,
     rule_virtualized,
+    rule_controller_cache,
     rule_flushes_reach_device,
     rule_latency_floor,
 )

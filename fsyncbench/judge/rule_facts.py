@@ -365,7 +365,8 @@ def _primitive(f: Facts, r: Result | None) -> str:
 def _power_protected_media(host: Host) -> str:
     """Why the write cache of every disk holding the bytes survives a power loss ("" when
     not known to): a drive family documented with power-loss protection, the user's
-    declaration, or the disks' own report (Windows: fsyncbench.judge.devices)."""
+    declaration, the disks' own report (Windows), or a RAID controller's cache in front of
+    them read or declared protected (fsyncbench.judge.devices)."""
     disks = _media_disks(host)
     if not disks:
         return ""
@@ -374,6 +375,9 @@ def _power_protected_media(host: Host) -> str:
     reported = devices.reported_protection(disks)
     if reported:
         return reported
+    in_front = devices.controller_protection(disks) or devices.declared_cache_protection(host)
+    if in_front:
+        return in_front
     sources = [devices.plp_source(f"{d.vendor or ''} {d.model or ''}") for d in disks]
     return str(sources[0]) if all(sources) else ""
 

@@ -7,7 +7,8 @@ The order they are weighed in: :data:`fsyncbench.judge.path_rules.PATH_RULES`.""
 
 from __future__ import annotations
 
-from fsyncbench.judge.devices import device_class
+from fsyncbench.judge.cache_rules import write_cache_check
+from fsyncbench.judge.devices import controllers, device_class
 from fsyncbench.judge.rule_facts import (
     LATENCY_BANDS_DOC,
     MAX_LINK_BANDWIDTH,
@@ -133,11 +134,22 @@ def rule_flush_costs_nothing(f: Facts, r: Result | None) -> tuple[str, Finding] 
     )
 
 
-def _cache_check(host: Host) -> str:
-    """Where the user sees a drive's write cache on the host's system."""
-    if host.os_name == "Windows":
-        return "Device Manager, the disk's Policies tab: 'Enable write caching on the device'"
-    return "nvme id-ctrl: vwc"
+def _floor_advice(host: Host) -> str:
+    """What to check after a flush below its floor: each disk's write cache where its
+    transport or layer shows it (fsyncbench.judge.cache_rules.write_cache_check), and the
+    declaration that fits (a protected controller cache, or a drive's PLP)."""
+    check = write_cache_check(host)
+    where = f"{check}; the vendor's data sheet" if check else "the vendor's data sheet"
+    declare = (
+        "if the controller's cache is battery- or flash-backed, say so with --assume "
+        "protected-cache"
+        if controllers(_media_disks(host))
+        else "if the drive has power-loss protection, say so with --assume plp"
+    )
+    return (
+        f"Check the drive's write cache and power-loss protection ({where}); {declare}. A "
+        "power pull (fsyncbench powercut) settles it."
+    )
 
 
 def rule_latency_floor(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
@@ -165,9 +177,7 @@ def rule_latency_floor(f: Facts, r: Result | None) -> tuple[str, Finding] | None
             f"{r.primitive} p50 {p50 / 1e3:.1f} us is below the {cls.floor_ns / 1e3:.0f} us "
             f"a flush to stable media takes on {_a(cls.name)}: something acknowledges it from "
             "a cache.",
-            f"Check the drive's write cache and power-loss protection ({_cache_check(host)}; "
-            "the vendor's data sheet); if the drive has power-loss protection, say so with "
-            "--assume plp. A power pull (fsyncbench powercut) settles it.",
+            _floor_advice(host),
             evidence,
             cls.source,
             INFERRED,

@@ -77,7 +77,10 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
             "cpuinfo hypervisor flag" if v.hypervisor_flag else "",
             f"DMI {v.dmi_vendor} {v.dmi_product or ''}".strip() if v.dmi_vendor else "",
             f"systemd-detect-virt {v.detect_virt}" if v.detect_virt else "",
-            f"container {v.container}" if v.container else "",
+            f"container {v.container}"
+            + (f" ({v.container_evidence})" if v.container_evidence else "")
+            if v.container
+            else "",
             f"kernel {v.kernel_hint}" if v.kernel_hint else "",
             "kern.hv_vmm_present=1" if v.mac_vmm_present else "",
             f"emulated disk {v.virtual_disk_hint} (inferred from the model string)"
@@ -135,6 +138,7 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
                         f"FUA {_yn(d.fua)}",
                         f"flush counters {'yes' if d.has_flush_counters else 'no'}",
                         *_windows_disk_facts(d),
+                        *_controller_facts(d),
                     ]
                 ),
             )
@@ -142,6 +146,8 @@ def host_lines(host: Host) -> list[tuple[str, str]]:
     if t.darwin:
         lines.append(("diskutil", ", ".join(f"{k} {v}" for k, v in sorted(t.darwin.items()))))
     lines.append(("virtualized", virt + (f" ({'; '.join(signs)})" if signs else "")))
+    if v.container_evidence and not v.container:
+        lines.append(("container", f"none taken ({v.container_evidence})"))
     if host.ld_preload:
         lines.append(("LD_PRELOAD", host.ld_preload))
     return lines
@@ -156,6 +162,34 @@ def _windows_disk_facts(d: BlockDevice) -> list[str]:
         out.append(f"write cache power-protected per {'+'.join(d.power_protection)}")
     if d.removable is not None:
         out.append(f"removable {_yn(d.removable)}")
+    return out
+
+
+def _controller_facts(d: BlockDevice) -> list[str]:
+    """The RAID controller a disk is a volume of, what its tool read and what it did not
+    (nothing for a disk without one)."""
+    c = d.controller
+    if c is None:
+        return []
+    where = ", ".join(x for x in (c.driver, c.host) if x)
+    out = [f"volume of {c.family} ({where})"]
+    if not c.has_cache:
+        return out
+    read = [
+        f"controller cache {c.write_cache}" if c.write_cache else "",
+        f"backup power {c.protection}"
+        + (f" ({c.protection_detail})" if c.protection_detail else "")
+        if c.protection
+        else "",
+        f"drive caches {c.drive_cache}" if c.drive_cache else "",
+    ]
+    out += [x for x in read if x]
+    if c.read_by:
+        out.append(f"read with {c.read_by}")
+    if c.note:
+        out.append(c.note)
+    if c.settles and not c.read_by:
+        out.append(f"settle with {c.settles}")
     return out
 
 
