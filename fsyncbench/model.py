@@ -481,7 +481,12 @@ class PowerlossModelOutcome:
     integrity_check; ``invalid``: why the model does not apply ("" if it does; then every
     figure is 0); ``worst``: how to rebuild the worst state and what it lost; ``psow``: the
     powersafe-overwrite flag of the trace this model was applied to; ``kept_at``: where
-    ``--keep-failures`` wrote the worst state ("" if nowhere)."""
+    ``--keep-failures`` wrote the worst state ("" if nowhere); ``known_corrupt``: the
+    known-corrupt states built from the same trace (:mod:`fsyncbench.powerloss.proofs`)
+    that the same checker opened, ``known_corrupt_flagged`` how many of them it called
+    corrupt and ``known_corrupt_missed`` the names of the others (0, 0, "" in reports
+    written before the proof existed): ``corrupt_states`` 0 is evidence only when every
+    known-corrupt state was flagged."""
 
     model: str
     crash_points: int
@@ -496,6 +501,15 @@ class PowerlossModelOutcome:
     worst: str
     psow: bool = True
     kept_at: str = ""
+    known_corrupt: int = 0
+    known_corrupt_flagged: int = 0
+    known_corrupt_missed: str = ""
+
+    @property
+    def checker_proven(self) -> bool:
+        """True when the checker flagged every known-corrupt state of this trace (and there
+        was at least one)."""
+        return self.known_corrupt > 0 and self.known_corrupt_flagged == self.known_corrupt
 
     @property
     def loses(self) -> bool:

@@ -79,10 +79,33 @@ class _Checker:
         rows, problem = sqlite.open_state(self.workdir, self.trace.db_name, self.trace.psow)
         if problem:
             return frozenset(), problem
-        for seq, row in rows.items():
-            if self.expected.get(seq) != row:
-                return frozenset(), f"row {seq} differs from what its commit wrote"
+        problem = first_difference(rows, self.expected)
+        if problem:
+            return frozenset(), problem
         return frozenset(rows), ""
+
+
+def first_difference(
+    rows: dict[int, tuple[Any, ...]], expected: dict[int, tuple[str, int, str, str, str]]
+) -> str:
+    """Why ``rows`` (seq -> row read back) hold something no commit wrote: "row N differs
+    from what its commit wrote" for the first such row, "" when every row is a committed
+    one (a missing row is a loss, not corruption)."""
+    for seq, row in rows.items():
+        if expected.get(seq) != row:
+            return f"row {seq} differs from what its commit wrote"
+    return ""
+
+
+def prove_checker(checker: _Checker, seed: int) -> tuple[int, int, str]:
+    """Open every known-corrupt state of the checker's trace
+    (:func:`fsyncbench.powerloss.proofs.known_corrupt_states`) with ``checker``: (states,
+    flagged corrupt, comma list of the names not flagged)."""
+    from fsyncbench.powerloss.proofs import known_corrupt_states
+
+    known = known_corrupt_states(checker.trace, seed)
+    missed = [k.name for k in known if not checker.check(CrashState(-1, k.files, (), k.how))[1]]
+    return len(known), len(known) - len(missed), ", ".join(missed)
 
 
 def evaluate(
@@ -99,7 +122,9 @@ def evaluate(
 ) -> PowerlossModelOutcome:
     """Check every crash state of ``trace`` under ``model``; ``workdir`` is an empty scratch
     directory. ``keep`` receives the worst state (most commits lost; a corrupt one first)
-    and its description, if any state lost something."""
+    and its description, if any state lost something. Then the same checker opens the
+    trace's known-corrupt states (:func:`prove_checker`); the outcome says how many it
+    flagged."""
     points = len(crash_points(trace))
     why = invalid_reason(model, trace.psow)
     if why:
@@ -140,11 +165,13 @@ def evaluate(
             worst = (score, state, what)
     described = f"{worst[2]} ({worst[1].how})" if worst else ""
     kept_at = keep(worst[1], described) if worst and keep is not None else ""
+    distinct = len(checker.cache)  # the model's states only, before the proof's
+    known, flagged, missed = prove_checker(checker, seed)
     return PowerlossModelOutcome(
         model,
         points,
         states,
-        len(checker.cache),
+        distinct,
         sampled,
         losing,
         worst_lost,
@@ -154,6 +181,9 @@ def evaluate(
         described,
         psow=trace.psow,
         kept_at=kept_at,
+        known_corrupt=known,
+        known_corrupt_flagged=flagged,
+        known_corrupt_missed=missed,
     )
 
 

@@ -106,6 +106,48 @@ def _tone(agreement: str) -> str:
     return {"DISAGREES": "bad", "agrees": "", NO_LOSS_UNDER_MODEL: "caution"}.get(agreement, "")
 
 
+def _unproven(m: PowerlossModelOutcome) -> str:
+    """`` (checker missed half-index)`` where the checker did not flag every known-corrupt
+    state of this trace; "" where it did, or no proof was recorded (older reports)."""
+    if m.invalid or not m.known_corrupt or m.checker_proven:
+        return ""
+    return f" (checker missed {m.known_corrupt_missed})"
+
+
+def proof_paragraph(result: PowerlossResult) -> Paragraph | None:
+    """What the checker did with the known-corrupt states of every trace
+    (:mod:`fsyncbench.powerloss.proofs`): None for a report without them."""
+    checked = [m for c in result.configs for m in c.models if not m.invalid and m.known_corrupt]
+    if not checked:
+        return None
+    known = sum(m.known_corrupt for m in checked)
+    flagged = sum(m.known_corrupt_flagged for m in checked)
+    missed = [
+        f"{c.pragmas.label} {m.model}: {m.known_corrupt_missed}"
+        for c in result.configs
+        for m in c.models
+        if m in checked and not m.checker_proven
+    ]
+    text = (
+        f"the checker flagged {flagged} of {known} known-corrupt states built from the same "
+        "traces (per configuration x model: the last database write batch without its "
+        "index pages and with the journal's header lost, a garbage sector in the table's "
+        "root page, a row rewritten in place, an empty database file; "
+        "fsyncbench/powerloss/proofs.py)"
+    )
+    if missed:
+        return Paragraph(
+            text + ". It missed " + "; ".join(missed) + ": a corrupt count of 0 here is no "
+            "evidence that nothing was corrupt.",
+            lead="Checker proof:",
+            tone="bad",
+        )
+    return Paragraph(
+        text + ", so a corrupt count of 0 means no state the models made failed the same checks.",
+        lead="Checker proof:",
+    )
+
+
 def _documented(c: PowerlossConfig) -> str:
     durable = "durable" if c.documented_durable else "not durable"
     return durable + ("" if c.documented_consistent else ", may corrupt")
@@ -129,8 +171,8 @@ def loss_table(result: PowerlossResult) -> Table:
                     Cell("-" if m.invalid else f"{m.mean_lost:.2f}"),
                     Cell("-" if m.invalid else _share(m.states_losing, m.states)),
                     Cell(
-                        "-" if m.invalid else str(m.corrupt_states),
-                        "bad" if m.corrupt_states else "",
+                        "-" if m.invalid else str(m.corrupt_states) + _unproven(m),
+                        "bad" if m.corrupt_states or _unproven(m) else "",
                     ),
                     Cell(_documented(c)),
                     Cell(
@@ -204,6 +246,9 @@ def _answer(result: PowerlossResult, latency: dict[str, Result] | None = None) -
                 tone="bad",
             )
         )
+    proof = proof_paragraph(result)
+    if proof is not None and proof.tone == "bad":
+        blocks.append(proof)
     blocks += [Bullets(tuple(items)), Paragraph(NOT_COVERED)]
     return Section(
         "powerloss", "Simulated power loss: what each configuration loses", tuple(blocks)
@@ -245,6 +290,7 @@ def _method(result: PowerlossResult) -> tuple[Block, ...]:
             "figures."
         ),
         models,
+        *((proof,) if (proof := proof_paragraph(result)) is not None else ()),
         Paragraph(
             f"Semantics {result.semantics} ({SEMANTICS_SAY.get(result.semantics, '')})"
             + f"; torn sectors {result.sector_bytes} B; subset/torn enumerate up to "
