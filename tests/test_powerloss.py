@@ -670,7 +670,8 @@ def test_keep_failures_writes_the_worst_state(tmp_path):
     [
         (
             ("--model", "bogus"),
-            "invalid persistence model bogus: allowed values are synced-only, prefix, subset, torn",
+            "invalid persistence model bogus: allowed values are synced-only, prefix, subset, torn, "
+            "torn-garbage, test6",
         ),
         (("--commits", "0"), "--commits must be 1 to 200, got 0"),
         (("--samples", "0"), "--samples must be 1 to 4096, got 0"),
@@ -946,7 +947,7 @@ def test_a_directory_after_run_powerloss_gets_a_hint(tmp_path):
     assert_usage_error(
         fsb("run", "--powerloss", tmp_path),
         f"invalid persistence model {tmp_path}: allowed values are synced-only, prefix, "
-        "subset, torn (a directory? write DIR before --powerloss, or --powerloss "
+        "subset, torn, torn-garbage, test6 (a directory? write DIR before --powerloss, or --powerloss "
         "synced-only,prefix DIR)",
     )
 

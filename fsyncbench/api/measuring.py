@@ -202,9 +202,9 @@ def simulate_power_loss(
     and count the acknowledged commits lost and the corrupt states
     (:mod:`fsyncbench.powerloss`). Pragma lists as :func:`run` takes them; ``models``
     (default synced-only,prefix), ``semantics`` (linux, macos or windows; default this system's),
-    ``commits`` per configuration (default 10), ``sector_bytes`` (512 or 4096, torn),
-    ``psow`` (None: SQLite's default, off for torn), ``max_states``/``samples``/``seed``
-    (subset and torn), ``keep_failures`` (a directory for the worst state of each). Render
+    ``commits`` per configuration (default 10), ``sector_bytes`` (512 or 4096: torn,
+    torn-garbage, test6), ``psow`` (None: SQLite's default, off for those three),
+    ``max_states``/``samples``/``seed`` (subset and those three), ``keep_failures`` (a directory for the worst state of each). Render
     the result with :func:`render`. Raises FsyncbenchError on bad input or a failed
     recording."""
     check_extras((), outputs, progress, notes)

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.model import Pragmas
-from fsyncbench.powerloss.models import MODELS, SEMANTICS, CrashState
+from fsyncbench.powerloss.models import MODELS, SECTOR_MODELS, SEMANTICS, CrashState
 from fsyncbench.powerloss.rebase import (
     OpStream,
     read_ops,
@@ -79,9 +79,10 @@ class PowerLoss:
 
     @property
     def psow(self) -> bool:
-        """SQLite's powersafe-overwrite flag for the journal: off only for ``torn``, whose
-        torn sectors it forbids (https://www.sqlite.org/psow.html)."""
-        return self.model != "torn"
+        """SQLite's powersafe-overwrite flag for the journal: off only for the models that
+        tear or trash sectors (:data:`~fsyncbench.powerloss.models.SECTOR_MODELS`), which it
+        forbids (https://www.sqlite.org/psow.html)."""
+        return self.model not in SECTOR_MODELS
 
 
 def sqlite_version() -> str:

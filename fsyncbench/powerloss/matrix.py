@@ -29,6 +29,7 @@ from fsyncbench.judge.commit_rules import documented_promise
 from fsyncbench.model import PowerlossConfig, PowerlossModelOutcome, PowerlossResult
 from fsyncbench.powerloss import sqlite
 from fsyncbench.powerloss.models import (
+    SECTOR_MODELS,
     SEMANTICS_OS,
     CrashState,
     crash_points,
@@ -231,7 +232,7 @@ def _keeper(
             "model": model,
             "semantics": plan.semantics,
             "psow": trace.psow,
-            "sector_bytes": plan.sector_bytes if model == "torn" else None,
+            "sector_bytes": plan.sector_bytes if model in SECTOR_MODELS else None,
             "seed": plan.seed,
             "sqlite_version": trace.sqlite_version,
             "how": state.how,
@@ -273,7 +274,7 @@ def run_matrix(
             traces: dict[bool, Trace] = {}
             results = []
             for model in plan.models:
-                want = plan.psow if plan.psow is not None else model != "torn"
+                want = plan.psow if plan.psow is not None else model not in SECTOR_MODELS
                 if want not in traces:
                     rec = scratch / f"record-{index}-{int(want)}"
                     rec.mkdir()

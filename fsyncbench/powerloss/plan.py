@@ -23,9 +23,10 @@ class PowerlossPlan:
     """What ``fsyncbench powerloss`` simulates: ``configs`` x ``models``
     (:data:`~fsyncbench.powerloss.models.MODELS`) under ``semantics`` ("linux" or "macos");
     ``commits`` recorded per configuration with ``payload_bytes`` step outputs;
-    ``sector_bytes`` for torn writes; ``psow`` None records with SQLite's default
-    (powersafe overwrite on) and, for ``torn``, a second trace with it off, True/False
-    forces it; ``max_states``/``samples``/``seed`` bound subset and torn
+    ``sector_bytes`` for torn writes and test6's trashed sectors; ``psow`` None records
+    with SQLite's default (powersafe overwrite on) and, for the models of
+    :data:`~fsyncbench.powerloss.models.SECTOR_MODELS`, a second trace with it off,
+    True/False forces it; ``max_states``/``samples``/``seed`` bound the drawn models
     (:func:`~fsyncbench.powerloss.models.crash_states`); ``keep_failures``: a directory for
     the worst state of each configuration x model (None: keep none)."""
 

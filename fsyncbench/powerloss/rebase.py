@@ -40,6 +40,10 @@ CUT_CHOICE = {
     "subset": "no unsynced operation kept (the synced-only state)",
     "torn": "no unsynced operation kept, and each sector that an unsynced write covered only "
     "in part zeroed",
+    "torn-garbage": "no unsynced operation kept, and each sector that an unsynced write "
+    "covered only in part filled with random bytes",
+    "test6": "every unsynced write and truncation left out (test6's 'nothing done' for each); "
+    "files created and deleted as issued",
 }
 
 #: What a cut under each model explored, for the answer's label: one state per cut, which
@@ -49,6 +53,9 @@ CUT_EXPLORED = {
     "prefix": "prefix, its shortest prefix only",
     "subset": "subset, its keep-nothing state only: the synced-only state",
     "torn": "torn, its keep-nothing state only: synced-only with partly written sectors zeroed",
+    "torn-garbage": "torn-garbage, its keep-nothing state only: synced-only with partly "
+    "written sectors random",
+    "test6": "test6, its write-nothing state only: synced data, directory as issued",
 }
 
 #: Files :func:`snapshot_ops` leaves out: SQLite's WAL index (-shm), which the recording VFS

@@ -48,10 +48,16 @@ MODEL_TEXT = {
     "losing all of them does not)",
     "prefix": "operations persist in issue order up to any point after the last honoured "
     "sync (an ordered filesystem)",
-    "subset": "each write since its file's last sync is independently kept or lost "
-    "(SQLite's own crash test, src/test6.c)",
+    "subset": "each write, truncation and directory change since the last sync is "
+    "independently kept or lost (not SQLite's crash test: test6 never loses a directory "
+    "change and also trashes sectors)",
     "torn": "as subset, and writes tear at sector boundaries, a torn partial sector "
-    "destroying the rest of it (needs powersafe overwrite off)",
+    "destroying the rest of it with zeros (needs powersafe overwrite off)",
+    "torn-garbage": "as torn, the destroyed sectors holding random bytes instead of zeros "
+    "(needs powersafe overwrite off)",
+    "test6": "SQLite's crash VFS (src/test6.c): each unsynced write written, left out or its "
+    "sectors overwritten with random garbage, each truncation applied or not, files created "
+    "and deleted at once (needs powersafe overwrite off)",
 }
 
 
