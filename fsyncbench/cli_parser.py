@@ -662,6 +662,14 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     _add_payload_option(pl)
     pl.add_argument(
+        "--wal-autocheckpoint",
+        type=int,
+        metavar="N",
+        help="WAL mode: checkpoint when the WAL holds N pages (PRAGMA wal_autocheckpoint; "
+        "0: only at the close; default SQLite's, 1000, which the default commits never "
+        "reach); a small N makes the recordings cross checkpoints and WAL restarts",
+    )
+    pl.add_argument(
         "--sector-bytes",
         type=int,
         default=512,

@@ -525,7 +525,9 @@ NO_LOSS_UNDER_MODEL = "no loss under this model"
 class PowerlossConfig:
     """One configuration: its recorded trace's size, what SQLite's documentation promises
     (``documented_durable``, ``documented_consistent``, ``documented_why`` with its source)
-    and each model's outcome."""
+    and each model's outcome; in WAL mode ``checkpoints`` (the close's included) and
+    ``wal_restarts`` the recording crossed (0 in reports written before they were
+    counted)."""
 
     pragmas: Pragmas
     commits: int
@@ -537,6 +539,8 @@ class PowerlossConfig:
     documented_consistent: bool
     documented_why: str
     models: tuple[PowerlossModelOutcome, ...]
+    checkpoints: int = 0
+    wal_restarts: int = 0
 
     def agreement(self, m: PowerlossModelOutcome) -> str:
         """``agrees``; ``DISAGREES`` (documented durable or consistent, and this model
@@ -558,7 +562,8 @@ class PowerlossConfig:
 class PowerlossResult:
     """Every configuration x model, with how it was made: ``semantics`` (linux/macos),
     ``sector_bytes`` (torn), ``seed``, ``max_states``/``samples`` per crash point, the SQLite
-    that recorded (apsw's) and the stdlib's, and the wall time."""
+    that recorded (apsw's) and the stdlib's, the wall time, and ``wal_autocheckpoint`` (the
+    WAL pages between automatic checkpoints; None: SQLite's default, 1000)."""
 
     configs: tuple[PowerlossConfig, ...]
     models: tuple[str, ...]
@@ -573,6 +578,7 @@ class PowerlossResult:
     stdlib_sqlite_version: str
     apsw_version: str
     elapsed_ns: int
+    wal_autocheckpoint: int | None = None
 
 
 # --------------------------------------------------------------------------- the kill matrix

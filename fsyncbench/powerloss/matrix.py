@@ -279,7 +279,13 @@ def run_matrix(
                     rec = scratch / f"record-{index}-{int(want)}"
                     rec.mkdir()
                     traces[want] = sqlite.record_commits(
-                        rec.resolve(), pragmas, plan.commits, plan.payload_bytes, want, sync_filter
+                        rec.resolve(),
+                        pragmas,
+                        plan.commits,
+                        plan.payload_bytes,
+                        want,
+                        sync_filter,
+                        plan.wal_autocheckpoint,
                     )
                 if progress is not None:
                     progress(
@@ -319,6 +325,8 @@ def run_matrix(
                     consistent,
                     why,
                     tuple(results),
+                    main.checkpoints(),
+                    main.wal_restarts(),
                 )
             )
     if not outcomes:
@@ -341,4 +349,5 @@ def run_matrix(
         sqlite3.sqlite_version,
         v["apsw"],
         time.perf_counter_ns() - started,
+        plan.wal_autocheckpoint,
     )

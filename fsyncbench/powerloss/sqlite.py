@@ -226,6 +226,7 @@ def record_commits(
     payload_bytes: int,
     psow: bool,
     sync_filter: SyncFilter | None = None,
+    wal_autocheckpoint: int | None = None,
 ) -> Trace:
     """Record the step journal's commits (``run``'s workload: BEGIN; INSERT one step row;
     COMMIT) on a new database in ``directory`` (an empty scratch directory).
@@ -233,7 +234,9 @@ def record_commits(
     Setup (pragmas, CREATE TABLE) is recorded and closed by a ``barrier``; then ``commits``
     commits, each followed by an ``ack``; then the connection closes (a WAL checkpoint).
     ``psow``: SQLite's powersafe-overwrite assumption (https://www.sqlite.org/psow.html).
-    ``sync_filter`` plants a fault (tests). Raises FsyncbenchError when SQLite fails or
+    ``sync_filter`` plants a fault (tests). ``wal_autocheckpoint``: PRAGMA
+    wal_autocheckpoint in WAL pages (None: SQLite's default; it is set before the setup,
+    so the setup's frames count too). Raises FsyncbenchError when SQLite fails or
     keeps another journal_mode than asked (WAL needs shared memory)."""
     # SQLite names files by their resolved path; apsw also fails on the unix VFS's
     # SQLITE_OK_SYMLINK from xFullPathname, so a symlinked path must never reach it
@@ -254,6 +257,8 @@ def record_commits(
                         f"{pragmas.journal_mode} in {directory}"
                     )
                 conn.execute(f"PRAGMA synchronous={pragmas.synchronous}")
+                if wal_autocheckpoint is not None:
+                    conn.execute(f"PRAGMA wal_autocheckpoint={int(wal_autocheckpoint)}")
                 conn.execute(SCHEMA)
                 rec.mark(Op("barrier"))
                 for seq in range(1, commits + 1):

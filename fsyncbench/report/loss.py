@@ -80,10 +80,11 @@ def _lost(m: PowerlossModelOutcome) -> str:
     return str(m.worst_lost)
 
 
-def loss_phrase(m: PowerlossModelOutcome, commits: int = 0) -> str:
+def loss_phrase(m: PowerlossModelOutcome, commits: int = 0, bound: str = "") -> str:
     """``loses 0``, ``loses up to 10 acknowledged commits``, ``corrupt in 3 states``, and
     for sampled states ``loses at least 1`` / ``no loss seen in 254 sampled states``;
-    ``commits``: how many were recorded (losing all of several is open-ended)."""
+    ``commits``: how many were recorded (losing all of several is open-ended); ``bound``:
+    where "more commits would lose more" stops (:func:`checkpoint_bound`), "" if nowhere."""
     if m.invalid:
         return f"not simulated ({m.model}): {m.invalid}"
     parts = []
@@ -91,7 +92,7 @@ def loss_phrase(m: PowerlossModelOutcome, commits: int = 0) -> str:
     if commits > 1 and m.worst_lost >= commits:
         parts.append(
             f"loses all {commits} acknowledged commits recorded (every commit since the last "
-            "sync: more commits would lose more)"
+            f"sync: more commits would lose more{bound})"
         )
     elif m.worst_lost:
         bound = "at least" if m.sampled else "up to"
@@ -101,6 +102,38 @@ def loss_phrase(m: PowerlossModelOutcome, commits: int = 0) -> str:
     if not parts:
         parts.append(f"no loss seen in {m.states} sampled states" if m.sampled else "loses 0")
     return ", ".join(parts) + f" ({m.model}{', sampled' if m.sampled else ''})"
+
+
+def checkpoint_bound(c: PowerlossConfig, wal_autocheckpoint: int | None) -> str:
+    """Where WAL/NORMAL's "more commits would lose more" stops: at the next checkpoint,
+    which syncs the WAL and the database (https://www.sqlite.org/wal.html#checkpointing;
+    every ``wal_autocheckpoint`` WAL pages, None: SQLite's 1000). "" for every other
+    configuration (synchronous=OFF never syncs; the others lose a bounded few)."""
+    if (c.pragmas.journal_mode, c.pragmas.synchronous) != ("WAL", "NORMAL"):
+        return ""
+    pages = 1000 if wal_autocheckpoint is None else wal_autocheckpoint
+    if pages <= 0:
+        return " (automatic checkpoints off: until the connection closes)"
+    return (
+        f", but only up to the next checkpoint, every {pages:,} WAL pages "
+        "(PRAGMA wal_autocheckpoint; --wal-autocheckpoint), which syncs"
+    )
+
+
+def _crossed(c: PowerlossConfig) -> str:
+    """``; the recording crossed 3 checkpoints and 2 WAL restarts`` in WAL mode when it
+    checkpointed before the close; "" otherwise."""
+    if c.checkpoints <= 1 and not c.wal_restarts:
+        return ""
+    since = (
+        ", so a cut loses at most the commits since the last checkpoint"
+        if c.pragmas.synchronous == "NORMAL"
+        else ""
+    )
+    return (
+        f"; the recording crossed {c.checkpoints} checkpoints (the close's included) and "
+        f"{c.wal_restarts} WAL restarts{since}"
+    )
 
 
 def _share(part: int, whole: int) -> str:
@@ -224,7 +257,11 @@ def _answer(result: PowerlossResult, latency: dict[str, Result] | None = None) -
             continue
         worst = max(valid, key=lambda m: (m.corrupt_states > 0, m.worst_lost))
         agree = c.agreement(worst)
-        text = f"{cost}{loss_phrase(worst, c.commits)}; documented {_documented(c)}"
+        bound = checkpoint_bound(c, result.wal_autocheckpoint)
+        text = (
+            f"{cost}{loss_phrase(worst, c.commits, bound)}{_crossed(c)}; "
+            f"documented {_documented(c)}"
+        )
         if agree == "DISAGREES":
             text += ": the measurement DISAGREES with the documentation"
         elif agree == NO_LOSS_UNDER_MODEL:
@@ -299,9 +336,16 @@ def _method(result: PowerlossResult) -> tuple[Block, ...]:
         *((proof,) if (proof := proof_paragraph(result)) is not None else ()),
         Paragraph(
             f"Semantics {result.semantics} ({SEMANTICS_SAY.get(result.semantics, '')})"
-            + f"; torn sectors {result.sector_bytes} B; subset/torn enumerate up to "
+            + f"; torn and trashed sectors {result.sector_bytes} B; subset, torn, torn-garbage "
+            f"and test6 enumerate up to "
             f"{result.max_states} states per crash point, else {result.samples} seeded samples "
-            f"(seed {result.seed}). Recorded with SQLite {result.sqlite_version} (apsw "
+            f"(seed {result.seed}). WAL autocheckpoint: "
+            + (
+                "SQLite's default, 1,000 pages"
+                if result.wal_autocheckpoint is None
+                else f"{result.wal_autocheckpoint:,} pages"
+            )
+            + f". Recorded with SQLite {result.sqlite_version} (apsw "
             f"{result.apsw_version}); Python's sqlite3 here is SQLite "
             f"{result.stdlib_sqlite_version}. {result.elapsed_ns / 1e9:.1f} s."
         ),
