@@ -517,17 +517,37 @@ class PowerlossModelOutcome:
         return self.worst_lost > 0 or self.corrupt_states > 0
 
 
+@dataclass(frozen=True)
+class PowerlossClaim:
+    """One source's word on a configuration after a power cut
+    (:mod:`fsyncbench.powerloss.promises`): ``durable`` "durable", "not durable" or "not
+    stated"; ``consistent`` False where the source says it may corrupt, None where it says
+    nothing of it; ``why`` (a quote, or what the recording showed) and ``source`` (a URL,
+    or the recording's SQLite)."""
+
+    durable: str
+    consistent: bool | None
+    why: str
+    source: str
+
+    def short(self) -> str:
+        """``not durable, may corrupt`` / ``durable``: a table cell."""
+        return self.durable + (", may corrupt" if self.consistent is False else "")
+
+
 #: :meth:`PowerlossConfig.agreement` where a model lost nothing the documentation allows.
 NO_LOSS_UNDER_MODEL = "no loss under this model"
 
 
 @dataclass(frozen=True)
 class PowerlossConfig:
-    """One configuration: its recorded trace's size, what SQLite's documentation promises
-    (``documented_durable``, ``documented_consistent``, ``documented_why`` with its source)
-    and each model's outcome; in WAL mode ``checkpoints`` (the close's included) and
-    ``wal_restarts`` the recording crossed (0 in reports written before they were
-    counted)."""
+    """One configuration: its recorded trace's size, what is expected of it
+    (``documented_durable``, ``documented_consistent``, ``documented_why`` with its sources:
+    the documentation where it states durability, else what the recording observed; the
+    figures are compared with these) and each model's outcome; the two sources apart in
+    ``documentation`` and ``observation`` (None in reports written before they were kept
+    apart); in WAL mode ``checkpoints`` (the close's included) and ``wal_restarts`` the
+    recording crossed (0 in reports written before they were counted)."""
 
     pragmas: Pragmas
     commits: int
@@ -541,6 +561,8 @@ class PowerlossConfig:
     models: tuple[PowerlossModelOutcome, ...]
     checkpoints: int = 0
     wal_restarts: int = 0
+    documentation: PowerlossClaim | None = None
+    observation: PowerlossClaim | None = None
 
     def agreement(self, m: PowerlossModelOutcome) -> str:
         """``agrees``; ``DISAGREES`` (documented durable or consistent, and this model

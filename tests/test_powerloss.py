@@ -608,7 +608,7 @@ def test_powerloss_command_prints_the_table_and_leaves_nothing(tmp_path):
     assert "wal/full: loses 0 (synced-only); documented durable" in out
     header = next(line for line in out.splitlines() if line.startswith("config "))
     assert header.split("  ")[0] == "config"
-    assert "lost, worst" in header and "measured vs documented" in header
+    assert "lost, worst" in header and "measured vs expected" in header
     assert leftovers(tmp_path) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 

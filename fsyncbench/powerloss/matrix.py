@@ -25,9 +25,8 @@ from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.jsonable import to_jsonable
-from fsyncbench.judge.commit_rules import documented_promise
 from fsyncbench.model import PowerlossConfig, PowerlossModelOutcome, PowerlossResult
-from fsyncbench.powerloss import sqlite
+from fsyncbench.powerloss import promises, sqlite
 from fsyncbench.powerloss.models import (
     SECTOR_MODELS,
     SEMANTICS_OS,
@@ -259,10 +258,12 @@ def run_matrix(
     sync_filter: sqlite.SyncFilter | None = None,
 ) -> PowerlossResult:
     """Record each configuration of ``plan`` in a scratch subdirectory of ``directory``
-    (removed afterwards) and evaluate every model. The documented promise is the one of the
-    platform whose semantics are simulated (:data:`~fsyncbench.powerloss.models.SEMANTICS_OS`).
-    ``progress(done, total, label)`` is called before each configuration x model. ``sync_filter`` plants a fault in the recording (tests). Raises
-    FsyncbenchError when recording fails."""
+    (removed afterwards) and evaluate every model. What is expected of each configuration
+    (:func:`fsyncbench.powerloss.promises.expected`) joins the documentation of the platform
+    whose semantics are simulated (:data:`~fsyncbench.powerloss.models.SEMANTICS_OS`) and what
+    the recording observed under them. ``progress(done, total, label)`` is called before
+    each configuration x model. ``sync_filter`` plants a fault in the recording (tests).
+    Raises FsyncbenchError when recording fails."""
     import sqlite3
 
     from fsyncbench.measure.scratch import scratch_dir
@@ -312,7 +313,9 @@ def run_matrix(
                 iter(traces.values())
             )
             platform = SEMANTICS_OS[plan.semantics]
-            durable, consistent, why = documented_promise(pragmas, platform)
+            docs = promises.documented(pragmas, platform)
+            seen = promises.observed(main, plan.semantics)
+            durable, consistent, why = promises.expected(docs, seen)
             outcomes.append(
                 PowerlossConfig(
                     pragmas,
@@ -327,6 +330,8 @@ def run_matrix(
                     tuple(results),
                     main.checkpoints(),
                     main.wal_restarts(),
+                    docs,
+                    seen,
                 )
             )
     if not outcomes:
