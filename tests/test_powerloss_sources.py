@@ -105,3 +105,41 @@ def test_macos_source_code_facts_are_marked_as_source_not_documentation(tmp_path
     linux = _result(tmp_path / "linux", Pragmas("DELETE", "EXTRA", True))
     (c,) = linux.configs
     assert c.observation is not None and c.observation.durable == promises.DURABLE
+
+
+# ------------------------------------------ which filesystems leave each model's states
+
+
+def test_every_model_says_which_filesystems_can_leave_its_states(tmp_path):
+    from fsyncbench.powerloss.models import MODELS
+    from fsyncbench.report.loss_fs import MODEL_FILESYSTEMS, SOURCES
+
+    assert set(MODEL_FILESYSTEMS) == set(MODELS)
+    for model, (_states, can, never, sources) in MODEL_FILESYSTEMS.items():
+        assert can and never, model
+        assert all(name.strip() in SOURCES for name in sources.split(";")), model
+    plan = PowerlossPlan((Pragmas("WAL", "FULL"),), models=("synced-only", "subset"), commits=2)
+    text = " ".join(api.render(run_matrix(tmp_path, plan), "text").split())
+    section = text.split("Which filesystems can leave each model's states")[1]
+    section = section.split("The worst state of each")[0]
+    assert "- synced-only: every file as of its last sync" in section
+    assert "- subset: each unsynced write, truncation and directory change" in section
+    assert "- prefix:" not in section  # only the models of this result
+    assert "Dilger 2013: https://www.redhat.com/archives/ext3-users/2013-June/msg00003.html" in (
+        section
+    )
+    assert "ext4 data=ordered and data=writeback and xfs leave those" in section
+
+
+def test_the_docs_show_the_model_to_filesystem_table():
+    from pathlib import Path
+
+    from fsyncbench.powerloss.models import MODELS
+    from fsyncbench.report.loss_fs import SOURCES
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "powerloss.md").read_text()
+    table = doc.split("| model | its states | can leave them |")[1].split("\n\n")[0]
+    assert [line.split("|")[1].strip(" `") for line in table.splitlines()[2:]] == list(MODELS)
+    for url in SOURCES.values():
+        for one in url.split(", "):
+            assert one in doc, one

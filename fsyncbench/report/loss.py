@@ -30,6 +30,7 @@ from fsyncbench.report.document import (
     Section,
     Table,
 )
+from fsyncbench.report.loss_fs import filesystems_blocks
 
 #: What the models cannot see; said in every powerloss output.
 NOT_COVERED = (
@@ -478,6 +479,11 @@ def powerloss_sections(
         answer,
         Section(
             "powerloss-table", "Commits lost per configuration and model", (loss_table(result),)
+        ),
+        Section(
+            "powerloss-filesystems",
+            "Which filesystems can leave each model's states",
+            filesystems_blocks(result.models),
         ),
         Section("powerloss-worst", "The worst state of each", (_worst_states(result),)),
         Section("powerloss-method", "How the power cuts were simulated", _method(result)),
