@@ -440,12 +440,12 @@ def _states_at(
         choices = [_digits(n, radix) for n in range(total)]
     else:
         rng = random.Random(name)
-        draw = _test6_action if test6 else (lambda rng, _r: rng.getrandbits(1))
-        choices = [
-            [_LOST] * len(items),
-            [_KEPT] * len(items),
-            *([draw(rng, r) for r in radix] for _ in range(samples)),
-        ]
+        if test6:
+            drawn = [[_test6_action(rng, r) for r in radix] for _ in range(samples)]
+        else:  # one mask per state, as before test6 existed: a seed keeps its figures
+            masks = (rng.getrandbits(len(items)) for _ in range(samples))
+            drawn = [[m >> k & 1 for k in range(len(items))] for m in masks]
+        choices = [[_LOST] * len(items), [_KEPT] * len(items), *drawn]
     noisy = model in ("torn-garbage", "test6")
     for actions in choices:
         label = _label(actions, test6)
