@@ -300,9 +300,8 @@ def _answer(result: PowerlossResult, latency: dict[str, Result] | None = None) -
     if disagree:
         blocks.append(
             Paragraph(
-                "Losses where SQLite's documentation promises durability or consistency: "
-                + ", ".join(disagree)
-                + ".",
+                "Losses where durability or consistency is expected (SQLite's documentation, "
+                "else the recording's own syncs): " + ", ".join(disagree) + ".",
                 lead="Finding:",
                 tone="bad",
             )
