@@ -119,12 +119,15 @@ def evaluate(
     samples: int,
     seed: int,
     keep: Callable[[CrashState, str], str] | None = None,
+    proofs: dict[int, tuple[int, int, str]] | None = None,
 ) -> PowerlossModelOutcome:
     """Check every crash state of ``trace`` under ``model``; ``workdir`` is an empty scratch
     directory. ``keep`` receives the worst state (most commits lost; a corrupt one first)
     and its description, if any state lost something. Then the same checker opens the
     trace's known-corrupt states (:func:`prove_checker`); the outcome says how many it
-    flagged."""
+    flagged. ``proofs`` (keyed by ``id(trace)``) keeps that result for the next model of
+    the same trace: the states and the checker are the same, and each open of a WAL
+    state fsyncs (its checkpoint at close), which a loaded disk makes slow."""
     points = len(crash_points(trace))
     why = invalid_reason(model, trace.psow)
     if why:
@@ -166,7 +169,11 @@ def evaluate(
     described = f"{worst[2]} ({worst[1].how})" if worst else ""
     kept_at = keep(worst[1], described) if worst and keep is not None else ""
     distinct = len(checker.cache)  # the model's states only, before the proof's
-    known, flagged, missed = prove_checker(checker, seed)
+    if proofs is None:
+        proofs = {}
+    if id(trace) not in proofs:
+        proofs[id(trace)] = prove_checker(checker, seed)
+    known, flagged, missed = proofs[id(trace)]
     return PowerlossModelOutcome(
         model,
         points,
@@ -273,6 +280,7 @@ def run_matrix(
     with scratch_dir(directory) as scratch:
         for index, pragmas in enumerate(plan.configs):
             traces: dict[bool, Trace] = {}
+            proofs: dict[int, tuple[int, int, str]] = {}  # per trace, while it is alive
             results = []
             for model in plan.models:
                 want = plan.psow if plan.psow is not None else model not in SECTOR_MODELS
@@ -307,6 +315,7 @@ def run_matrix(
                         samples=plan.samples,
                         seed=plan.seed,
                         keep=_keeper(plan.keep_failures, traces[want], model, plan),
+                        proofs=proofs,
                     )
                 )
             main = traces.get(True if plan.psow is None else plan.psow) or next(
