@@ -160,6 +160,7 @@ def cmd_powerloss(args: argparse.Namespace, argv: list[str]) -> int:
             samples=args.samples,
             seed=args.seed,
             keep_failures=args.keep_failures,
+            wal_autocheckpoint=args.wal_autocheckpoint,
             outputs=_outputs(args),
             progress=progress,
             notes=_note,

@@ -197,7 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="MODELS",
         help="after the timing, replay each configuration's commits through simulated "
         "power cuts (as fsyncbench powerloss) and show what each loses beside its latency; "
-        "MODELS a comma list of synced-only,prefix,subset,torn (default synced-only,prefix)",
+        f"MODELS a comma list of {','.join(powerloss.MODELS)} (default synced-only,prefix)",
     )
     run.add_argument(
         "--quiet",
@@ -626,9 +626,12 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
         "under each persistence model, open each with SQLite and count the acknowledged "
         "commits lost and the corrupt states, beside what SQLite's documentation promises. "
         "Models: synced-only (only synced data and directory entries survive), prefix "
-        "(writes persist in issue order), subset (each unsynced write kept or lost, "
-        "SQLite's test6.c), torn (subset with sectors torn; needs --psow off, the default "
-        "for torn). Storage that lies about flushes is not simulated: fsyncbench audit.",
+        "(writes persist in issue order), subset (each unsynced write and directory change "
+        "kept or lost), torn (subset with sectors torn, zeros), torn-garbage (torn, random "
+        "bytes), test6 (SQLite's crash VFS, src/test6.c: each unsynced write written, lost or "
+        "its sectors trashed with garbage, directory changes at once); the last three need "
+        "--psow off, their default. Storage that lies about flushes is not simulated: "
+        "fsyncbench audit.",
     )
     pl.add_argument(
         "dir",
@@ -659,24 +662,33 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
     )
     _add_payload_option(pl)
     pl.add_argument(
+        "--wal-autocheckpoint",
+        type=int,
+        metavar="N",
+        help="WAL mode: checkpoint when the WAL holds N pages (PRAGMA wal_autocheckpoint; "
+        "0: only at the close; default SQLite's, 1000, which the default commits never "
+        "reach); a small N makes the recordings cross checkpoints and WAL restarts",
+    )
+    pl.add_argument(
         "--sector-bytes",
         type=int,
         default=512,
         choices=SECTOR_SIZES,
         metavar="N",
-        help="where torn writes break: 512 or 4096 (default 512)",
+        help="where torn writes break and test6 trashes: 512 or 4096 (default 512)",
     )
     pl.add_argument(
         "--psow",
         choices=("on", "off"),
         help="tell SQLite writes are powersafe overwrites (https://www.sqlite.org/psow.html); "
-        "default: SQLite's (on), off for the torn model; torn with on is reported invalid",
+        "default: SQLite's (on), off for torn, torn-garbage and test6, which are reported "
+        "invalid with on",
     )
     pl.add_argument(
         "--max-states",
         type=int,
         metavar="N",
-        help="subset/torn: enumerate every state of a crash point with at most N states "
+        help="subset, torn, torn-garbage, test6: enumerate every state of a crash point with at most N states "
         f"(default {DEFAULT_MAX_STATES})",
     )
     pl.add_argument(
@@ -684,7 +696,7 @@ def _add_powerloss_parser(sub: argparse._SubParsersAction[_Parser]) -> None:
         dest="samples",
         type=int,
         metavar="N",
-        help="subset/torn: seeded states drawn where a crash point has more "
+        help="subset, torn, torn-garbage, test6: seeded states drawn where a crash point has more "
         f"(default {DEFAULT_SAMPLES})",
     )
     # its earlier name, still read but not shown: run's and audit's --samples count timings

@@ -598,12 +598,14 @@ def powerloss_plan(
     seed: int = 0,
     keep_failures: str | os.PathLike[str] | None = None,
     platform: str = sys.platform,
+    wal_autocheckpoint: int | None = None,
 ) -> PowerlossPlan:
     """The plan of ``fsyncbench powerloss`` (:class:`fsyncbench.powerloss.PowerlossPlan`):
     pragma lists as ``run`` takes them, ``models`` (comma list), ``semantics`` (default:
     macos on macOS, windows on Windows, else linux), ``commits`` 1-200 per configuration, ``sector_bytes`` 512
     or 4096, ``max_states`` and ``samples`` 1-4096, ``seed`` >= 0, ``keep_failures`` a
-    directory to create or reuse (its parent must exist)."""
+    directory to create or reuse (its parent must exist), ``wal_autocheckpoint`` 0 to
+    1,000,000 WAL pages (None: SQLite's default)."""
     from fsyncbench.powerloss.models import (
         DEFAULT_MAX_STATES,
         DEFAULT_SAMPLES,
@@ -611,7 +613,12 @@ def powerloss_plan(
         SEMANTICS,
         default_semantics,
     )
-    from fsyncbench.powerloss.plan import DEFAULT_COMMITS, MAX_COMMITS, PowerlossPlan
+    from fsyncbench.powerloss.plan import (
+        DEFAULT_COMMITS,
+        MAX_COMMITS,
+        MAX_WAL_AUTOCHECKPOINT,
+        PowerlossPlan,
+    )
 
     check_list(journal_modes, "journal_modes")
     check_list(synchronous, "synchronous")
@@ -621,6 +628,7 @@ def powerloss_plan(
         ("commits", commits),
         ("max_states", max_states),
         ("samples", samples),
+        ("wal_autocheckpoint", wal_autocheckpoint),
     ):
         check_integer(value, name, optional=True)
     check_integer(payload_bytes, "payload_bytes")
@@ -646,6 +654,7 @@ def powerloss_plan(
         samples=DEFAULT_SAMPLES if samples is None else samples,
         seed=seed,
         keep_failures=None if keep_failures is None else Path(keep_failures),
+        wal_autocheckpoint=wal_autocheckpoint,
     )
     if not 1 <= plan.commits <= MAX_COMMITS:
         raise FsyncbenchError(f"--commits must be 1 to {MAX_COMMITS}, got {plan.commits}")
@@ -661,6 +670,11 @@ def powerloss_plan(
             raise FsyncbenchError(f"{option} must be 1 to 4096, got {value}")
     if plan.seed < 0:
         raise FsyncbenchError(f"--seed must be 0 or more, got {plan.seed}")
+    pages = plan.wal_autocheckpoint
+    if pages is not None and not 0 <= pages <= MAX_WAL_AUTOCHECKPOINT:
+        raise FsyncbenchError(
+            f"--wal-autocheckpoint must be 0 to {MAX_WAL_AUTOCHECKPOINT:,}, got {pages}"
+        )
     if plan.keep_failures is not None:
         keep = plan.keep_failures
         if keep.is_symlink() or (keep.exists() and not keep.is_dir()):

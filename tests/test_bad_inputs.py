@@ -310,7 +310,7 @@ CASES = [
     (
         "crash d --powerloss bogus",
         "argument --powerloss: invalid choice: 'bogus' (choose from 'synced-only', 'prefix', "
-        "'subset', 'torn') (see fsyncbench crash --help)",
+        "'subset', 'torn', 'torn-garbage', 'test6') (see fsyncbench crash --help)",
     ),
     ("crash d --semantics linux", "--semantics applies only with --powerloss"),
     (

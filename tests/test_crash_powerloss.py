@@ -273,7 +273,7 @@ def test_cli_refuses_an_unknown_model(tmp_path: Path):
     assert_usage_error(
         fsb("crash", tmp_path, "--powerloss", "bogus"),
         "argument --powerloss: invalid choice: 'bogus' (choose from 'synced-only', 'prefix', "
-        "'subset', 'torn') (see fsyncbench crash --help)",
+        "'subset', 'torn', 'torn-garbage', 'test6') (see fsyncbench crash --help)",
     )
     assert_usage_error(
         fsb("crash", tmp_path, "--semantics", "macos"),
@@ -311,10 +311,11 @@ SEGMENT = [
         ("prefix", {"f": b"BBAA", "g": b"hhgg"}),  # everything issued up to f's sync
         ("subset", {"f": b"BBAA", "g": b"gggg"}),  # nothing unsynced kept
         ("torn", {"f": bytes(4), "g": bytes(4)}),  # and partly written sectors zeroed
+        ("test6", {"f": b"BBAA", "g": b"gggg"}),  # every unsynced write left out
     ],
 )
 def test_the_cut_keeps_the_fewest_operations_since_the_last_sync(model, files):
-    state = rebase.state_after_cut(_trace(SEGMENT, psow=model != "torn"), model)
+    state = rebase.state_after_cut(_trace(SEGMENT, psow=model not in ("torn", "test6")), model)
     assert dict(state.files) == files
     assert state.point == len(SEGMENT)
 

@@ -128,6 +128,8 @@ def test_durable_configurations_lose_nothing_and_are_never_corrupt(tmp_path, mod
     for model in ("synced-only", "prefix", "subset"):
         m = _evaluate(tmp_path, trace, model)
         assert (m.worst_lost, m.corrupt_states, m.states_losing) == (0, 0, 0), model
+        # the counterpart: the same checker flagged every known-corrupt state of this trace
+        assert m.checker_proven and m.known_corrupt == 4, model
         assert m.states >= m.crash_points > COMMITS
 
 
@@ -136,14 +138,14 @@ def test_synchronous_off_loses_every_commit_since_setup(tmp_path, mode):
     trace = _record(tmp_path, mode, "OFF")
     m = _evaluate(tmp_path, trace, "synced-only")
     assert m.worst_lost == COMMITS
-    assert m.corrupt_states == 0
+    assert m.corrupt_states == 0 and m.checker_proven
 
 
 def test_wal_normal_loses_the_last_commits_but_is_never_corrupt(tmp_path):
     trace = _record(tmp_path, "WAL", "NORMAL")
     for model in ("synced-only", "prefix", "subset"):
         m = _evaluate(tmp_path, trace, model)
-        assert m.corrupt_states == 0, model
+        assert m.corrupt_states == 0 and m.checker_proven, model
         # nothing syncs the WAL until the checkpoint at close: every commit is at risk
         assert m.worst_lost == COMMITS, model
     # the checkpoint at close syncs: a cut after the last op loses nothing
@@ -160,7 +162,7 @@ def test_wal_normal_loses_the_last_commits_but_is_never_corrupt(tmp_path):
 def test_delete_full_loses_the_last_commit_only_through_the_unsynced_unlink(tmp_path):
     trace = _record(tmp_path, "DELETE", "FULL")
     m = _evaluate(tmp_path, trace, "synced-only")
-    assert (m.worst_lost, m.corrupt_states) == (1, 0)
+    assert (m.worst_lost, m.corrupt_states) == (1, 0) and m.checker_proven
     # the losing states hold the committed transaction's journal: hot, so SQLite rolls back
     losing = [
         s
@@ -191,6 +193,7 @@ def test_documented_promise_agrees_for_the_default_matrix(tmp_path):
         for m in c.models
     }
     assert all(v[0] == "agrees" for v in verdicts.values()), verdicts
+    assert all(m.checker_proven for c in result.configs for m in c.models)
     assert verdicts["wal/full", "synced-only"] == ("agrees", 0, 0)
     assert verdicts["wal/normal", "synced-only"] == ("agrees", 4, 0)
     assert verdicts["delete/full", "prefix"] == ("agrees", 1, 0)
@@ -211,7 +214,7 @@ def test_a_vfs_that_skips_one_sync_shows_losses_where_the_real_one_shows_none(tm
         == sum(op.kind == "sync" for op in real.ops) - 1
     )
     m = _evaluate(tmp_path, planted, "synced-only")
-    assert m.worst_lost >= 1 and m.corrupt_states == 0
+    assert m.worst_lost >= 1 and m.corrupt_states == 0 and m.checker_proven
     assert "lost 1 of the 3 commits acknowledged before the cut (3)" in m.worst
 
 
@@ -222,7 +225,7 @@ def test_torn_with_powersafe_overwrite_on_is_invalid_not_corrupt(tmp_path):
     trace = _record(tmp_path, "WAL", "FULL", psow=True)
     m = _evaluate(tmp_path, trace, "torn")
     assert m.invalid.startswith("invalid: SQLite was told writes are powersafe overwrites")
-    assert (m.states, m.corrupt_states, m.worst_lost) == (0, 0, 0)
+    assert (m.states, m.corrupt_states, m.worst_lost, m.known_corrupt) == (0, 0, 0, 0)
     assert invalid_reason("torn", False) == ""
     assert invalid_reason("subset", True) == ""
     plan = PowerlossPlan((Pragmas("WAL", "FULL"),), models=("torn",), commits=3, psow=True)
@@ -236,7 +239,7 @@ def test_torn_with_psow_off_keeps_wal_full_intact(tmp_path):
     trace = _record(tmp_path, "WAL", "FULL", psow=False)
     m = _evaluate(tmp_path, trace, "torn", samples=8)
     assert m.invalid == "" and m.states > 0
-    assert (m.worst_lost, m.corrupt_states) == (0, 0)
+    assert (m.worst_lost, m.corrupt_states) == (0, 0) and m.checker_proven
 
 
 # --------------------------------------------------------------- macOS semantics
@@ -277,6 +280,7 @@ def test_macos_delete_mode_with_fullfsync_loses_the_last_commit_as_sqlite_does(t
         ("wal/full/fullfsync", "subset"): 0,
     }
     assert all(m.corrupt_states == 0 for c in result.configs for m in c.models)
+    assert all(m.checker_proven for c in result.configs for m in c.models)
     # what SQLite promises on macOS: delete/extra is not durable there
     durable = {c.pragmas.label: c.documented_durable for c in result.configs}
     assert durable == {
@@ -604,7 +608,7 @@ def test_powerloss_command_prints_the_table_and_leaves_nothing(tmp_path):
     assert "wal/full: loses 0 (synced-only); documented durable" in out
     header = next(line for line in out.splitlines() if line.startswith("config "))
     assert header.split("  ")[0] == "config"
-    assert "lost, worst" in header and "measured vs documented" in header
+    assert "lost, worst" in header and "measured vs expected" in header
     assert leftovers(tmp_path) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
@@ -666,7 +670,8 @@ def test_keep_failures_writes_the_worst_state(tmp_path):
     [
         (
             ("--model", "bogus"),
-            "invalid persistence model bogus: allowed values are synced-only, prefix, subset, torn",
+            "invalid persistence model bogus: allowed values are synced-only, prefix, subset, torn, "
+            "torn-garbage, test6",
         ),
         (("--commits", "0"), "--commits must be 1 to 200, got 0"),
         (("--samples", "0"), "--samples must be 1 to 4096, got 0"),
@@ -942,7 +947,7 @@ def test_a_directory_after_run_powerloss_gets_a_hint(tmp_path):
     assert_usage_error(
         fsb("run", "--powerloss", tmp_path),
         f"invalid persistence model {tmp_path}: allowed values are synced-only, prefix, "
-        "subset, torn (a directory? write DIR before --powerloss, or --powerloss "
+        "subset, torn, torn-garbage, test6 (a directory? write DIR before --powerloss, or --powerloss "
         "synced-only,prefix DIR)",
     )
 

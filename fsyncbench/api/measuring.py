@@ -195,6 +195,7 @@ def simulate_power_loss(
     outputs: Outputs | None = None,
     progress: Progress | None = None,
     notes: Notes | None = None,
+    wal_autocheckpoint: int | None = None,
 ) -> PowerlossResult:
     """``fsyncbench powerloss``: record every file operation SQLite makes while committing
     the step journal under each pragma combination (in a working directory under ``target``,
@@ -202,10 +203,12 @@ def simulate_power_loss(
     and count the acknowledged commits lost and the corrupt states
     (:mod:`fsyncbench.powerloss`). Pragma lists as :func:`run` takes them; ``models``
     (default synced-only,prefix), ``semantics`` (linux, macos or windows; default this system's),
-    ``commits`` per configuration (default 10), ``sector_bytes`` (512 or 4096, torn),
-    ``psow`` (None: SQLite's default, off for torn), ``max_states``/``samples``/``seed``
-    (subset and torn), ``keep_failures`` (a directory for the worst state of each). Render
-    the result with :func:`render`. Raises FsyncbenchError on bad input or a failed
+    ``commits`` per configuration (default 10), ``sector_bytes`` (512 or 4096: torn,
+    torn-garbage, test6), ``psow`` (None: SQLite's default, off for those three),
+    ``max_states``/``samples``/``seed`` (subset and those three), ``keep_failures`` (a
+    directory for the worst state of each), ``wal_autocheckpoint`` (WAL pages between
+    automatic checkpoints, 0 none; None: SQLite's default, 1000). Render the result with
+    :func:`render`. Raises FsyncbenchError on bad input or a failed
     recording."""
     check_extras((), outputs, progress, notes)
     path = options.target_dir(target)
@@ -223,6 +226,7 @@ def simulate_power_loss(
         samples=samples,
         seed=seed,
         keep_failures=keep_failures,
+        wal_autocheckpoint=wal_autocheckpoint,
     )
     if outputs is not None:
         outputs.check()

@@ -12,11 +12,19 @@ survive) and puts exactly those files in the agent's directory (a -shm, -wal or 
 the state does not hold is removed); then the agent restarts as after a plain kill.
 
 The outside world (:class:`fsyncbench.crash.world.World`, a remote service) is another
-machine: it keeps every write it acknowledged, so it is never cut. A run that completes
-ends its segment: the next child starts from its files as durable (the machine has synced
-since, as Linux's writeback does within vm.dirty_expire_centisecs, 30 s by default:
-https://docs.kernel.org/admin-guide/sysctl/vm.html#dirty-expire-centisecs), so a cut loses
-only what the killed child did.
+machine: it keeps every write it acknowledged, so it is never cut.
+
+A segment runs from one cut to the next, not from one child to the next. After a cut the
+files are what the disk holds when the machine comes back up, so the next child starts
+from them as durable (the stream's barrier); the lane's databases, made by the parent
+before the first child, count as durable the same way (a journal that has existed for a
+while). A child that completes does not end the segment: the next child appends to the same
+stream (:class:`RecordedState`), so a cut also takes what the completed runs since the last
+cut left unsynced. Nothing else would have made it durable: the runs start milliseconds
+apart, far inside Linux's writeback delay (vm.dirty_expire_centisecs, 30 s by default:
+https://docs.kernel.org/admin-guide/sysctl/vm.html#dirty-expire-centisecs), so only
+SQLite's own syncs count (at synchronous=OFF a closing WAL connection's checkpoint syncs
+nothing either).
 """
 
 from __future__ import annotations
@@ -26,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.model import Pragmas
-from fsyncbench.powerloss.models import MODELS, SEMANTICS, CrashState
+from fsyncbench.powerloss.models import MODELS, SECTOR_MODELS, SEMANTICS, CrashState
 from fsyncbench.powerloss.rebase import (
     OpStream,
     read_ops,
@@ -71,9 +79,10 @@ class PowerLoss:
 
     @property
     def psow(self) -> bool:
-        """SQLite's powersafe-overwrite flag for the journal: off only for ``torn``, whose
-        torn sectors it forbids (https://www.sqlite.org/psow.html)."""
-        return self.model != "torn"
+        """SQLite's powersafe-overwrite flag for the journal: off only for the models that
+        tear or trash sectors (:data:`~fsyncbench.powerloss.models.SECTOR_MODELS`), which it
+        forbids (https://www.sqlite.org/psow.html)."""
+        return self.model not in SECTOR_MODELS
 
 
 def sqlite_version() -> str:
@@ -86,19 +95,24 @@ class RecordedState:
     through a recording VFS, every op streamed to ``stream_path``: the connection
     :class:`fsyncbench.crash.journal.StateConnection` describes, plus :meth:`close`.
 
-    The stream starts with the directory's files (a barrier); ``pragmas`` are set as the
-    stdlib connection sets them. :meth:`close` closes the connection and removes the stream:
-    only a child that died holding the database open leaves one. Raises OSError, or apsw's
-    errors from SQLite."""
+    A stream that does not exist yet starts with the directory's files (a barrier: the
+    files after a cut, or the lane's new databases, are durable); one that exists holds
+    what earlier children did since the last cut, and this child appends to it (their
+    unsynced writes are not durable: the module docstring). ``pragmas`` are set as the
+    stdlib connection sets them. :meth:`close` closes the connection and keeps the stream
+    for the next child; :func:`cut` reads and removes it. Raises OSError, or apsw's errors
+    from SQLite."""
 
     def __init__(
         self, directory: Path, db_name: str, stream_path: Path, pragmas: Pragmas, power: PowerLoss
     ) -> None:
-        self._stream = OpStream(stream_path)
+        segment_started = stream_path.exists()
+        self._stream = OpStream(stream_path, append=segment_started)
         self._recorder: Recorder | None = None
         self._conn: Any = None
         try:
-            self._stream.write_all(snapshot_ops(directory))
+            if not segment_started:
+                self._stream.write_all(snapshot_ops(directory))
             self._recorder = Recorder(directory, power.sync_filter, self._stream.write)
             self._conn = self._recorder.connect(directory / db_name, power.psow)
             self._conn.execute(f"PRAGMA journal_mode={pragmas.journal_mode}").fetchall()
@@ -124,17 +138,18 @@ class RecordedState:
                 self._recorder = None
         finally:
             self._stream.close()
-            self._stream.path.unlink(missing_ok=True)
 
 
 def cut(
     directory: Path, db_name: str, stream_path: Path, pragmas: Pragmas, power: PowerLoss
 ) -> CrashState | None:
-    """A power cut of the agent's machine right after a SIGKILL: read the killed child's
-    stream at ``stream_path``, rebuild the state ``power`` leaves
+    """A power cut of the agent's machine right after a SIGKILL: read the segment's stream
+    at ``stream_path`` (the killed child's operations, after those of the children that
+    completed since the last cut), rebuild the state ``power`` leaves
     (:func:`fsyncbench.powerloss.rebase.state_after_cut`) and make ``directory`` hold exactly
-    its files; the stream is removed. Returns the state (its ``files`` and ``how``), or None
-    when there is no stream (the child held no state database open). Raises OSError."""
+    its files; the stream is removed, so the next child starts a new segment. Returns the
+    state (its ``files`` and ``how``), or None when there is no stream (no child held a
+    state database open). Raises OSError."""
     if not stream_path.exists():
         return None
     trace = segment_trace(read_ops(stream_path), pragmas, db_name, power.psow)

@@ -22,6 +22,7 @@ from fsyncbench.crash.results import (
 from fsyncbench.fmt import fmt_ns
 from fsyncbench.jsonable import to_jsonable
 from fsyncbench.model import Report
+from fsyncbench.powerloss.rebase import CUT_EXPLORED
 from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
 
 
@@ -145,7 +146,9 @@ def power_loss_answer(outcome: PowerLossExperiment) -> str:
     one journal mode was measured, each combination's figures instead, and how to get
     the pair."""
     by_label = {m.effective.label: m for m in outcome.matrices}
-    cut = f"After a power cut ({outcome.model}, {outcome.semantics})"
+    cut = (
+        f"After a power cut ({CUT_EXPLORED.get(outcome.model, outcome.model)}, {outcome.semantics})"
+    )
     for m in outcome.matrices:
         mode = m.effective.journal_mode.lower()
         full = by_label.get(f"{mode}/full")
@@ -286,7 +289,8 @@ def describe_power_loss(
     ``report``'s."""
     title = (
         f"Kill matrix under simulated power loss: {outcome.kill_count} real SIGKILLs of a "
-        f"10-step agent, each also a power cut of its machine ({outcome.model} model, "
+        f"10-step agent, each also a power cut of its machine "
+        f"({CUT_EXPLORED.get(outcome.model, outcome.model)} model, "
         f"{outcome.semantics} semantics; SQLite {outcome.sqlite_version}), "
         f"{outcome.elapsed_ns / 1e9:.2f} s"
     )

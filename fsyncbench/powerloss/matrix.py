@@ -25,10 +25,10 @@ from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.jsonable import to_jsonable
-from fsyncbench.judge.commit_rules import documented_promise
 from fsyncbench.model import PowerlossConfig, PowerlossModelOutcome, PowerlossResult
-from fsyncbench.powerloss import sqlite
+from fsyncbench.powerloss import promises, sqlite
 from fsyncbench.powerloss.models import (
+    SECTOR_MODELS,
     SEMANTICS_OS,
     CrashState,
     crash_points,
@@ -79,10 +79,33 @@ class _Checker:
         rows, problem = sqlite.open_state(self.workdir, self.trace.db_name, self.trace.psow)
         if problem:
             return frozenset(), problem
-        for seq, row in rows.items():
-            if self.expected.get(seq) != row:
-                return frozenset(), f"row {seq} differs from what its commit wrote"
+        problem = first_difference(rows, self.expected)
+        if problem:
+            return frozenset(), problem
         return frozenset(rows), ""
+
+
+def first_difference(
+    rows: dict[int, tuple[Any, ...]], expected: dict[int, tuple[str, int, str, str, str]]
+) -> str:
+    """Why ``rows`` (seq -> row read back) hold something no commit wrote: "row N differs
+    from what its commit wrote" for the first such row, "" when every row is a committed
+    one (a missing row is a loss, not corruption)."""
+    for seq, row in rows.items():
+        if expected.get(seq) != row:
+            return f"row {seq} differs from what its commit wrote"
+    return ""
+
+
+def prove_checker(checker: _Checker, seed: int) -> tuple[int, int, str]:
+    """Open every known-corrupt state of the checker's trace
+    (:func:`fsyncbench.powerloss.proofs.known_corrupt_states`) with ``checker``: (states,
+    flagged corrupt, comma list of the names not flagged)."""
+    from fsyncbench.powerloss.proofs import known_corrupt_states
+
+    known = known_corrupt_states(checker.trace, seed)
+    missed = [k.name for k in known if not checker.check(CrashState(-1, k.files, (), k.how))[1]]
+    return len(known), len(known) - len(missed), ", ".join(missed)
 
 
 def evaluate(
@@ -96,10 +119,15 @@ def evaluate(
     samples: int,
     seed: int,
     keep: Callable[[CrashState, str], str] | None = None,
+    proofs: dict[int, tuple[int, int, str]] | None = None,
 ) -> PowerlossModelOutcome:
     """Check every crash state of ``trace`` under ``model``; ``workdir`` is an empty scratch
     directory. ``keep`` receives the worst state (most commits lost; a corrupt one first)
-    and its description, if any state lost something."""
+    and its description, if any state lost something. Then the same checker opens the
+    trace's known-corrupt states (:func:`prove_checker`); the outcome says how many it
+    flagged. ``proofs`` (keyed by ``id(trace)``) keeps that result for the next model of
+    the same trace: the states and the checker are the same, and each open of a WAL
+    state fsyncs (its checkpoint at close), which a loaded disk makes slow."""
     points = len(crash_points(trace))
     why = invalid_reason(model, trace.psow)
     if why:
@@ -140,11 +168,17 @@ def evaluate(
             worst = (score, state, what)
     described = f"{worst[2]} ({worst[1].how})" if worst else ""
     kept_at = keep(worst[1], described) if worst and keep is not None else ""
+    distinct = len(checker.cache)  # the model's states only, before the proof's
+    if proofs is None:
+        proofs = {}
+    if id(trace) not in proofs:
+        proofs[id(trace)] = prove_checker(checker, seed)
+    known, flagged, missed = proofs[id(trace)]
     return PowerlossModelOutcome(
         model,
         points,
         states,
-        len(checker.cache),
+        distinct,
         sampled,
         losing,
         worst_lost,
@@ -154,6 +188,9 @@ def evaluate(
         described,
         psow=trace.psow,
         kept_at=kept_at,
+        known_corrupt=known,
+        known_corrupt_flagged=flagged,
+        known_corrupt_missed=missed,
     )
 
 
@@ -201,7 +238,7 @@ def _keeper(
             "model": model,
             "semantics": plan.semantics,
             "psow": trace.psow,
-            "sector_bytes": plan.sector_bytes if model == "torn" else None,
+            "sector_bytes": plan.sector_bytes if model in SECTOR_MODELS else None,
             "seed": plan.seed,
             "sqlite_version": trace.sqlite_version,
             "how": state.how,
@@ -228,10 +265,12 @@ def run_matrix(
     sync_filter: sqlite.SyncFilter | None = None,
 ) -> PowerlossResult:
     """Record each configuration of ``plan`` in a scratch subdirectory of ``directory``
-    (removed afterwards) and evaluate every model. The documented promise is the one of the
-    platform whose semantics are simulated (:data:`~fsyncbench.powerloss.models.SEMANTICS_OS`).
-    ``progress(done, total, label)`` is called before each configuration x model. ``sync_filter`` plants a fault in the recording (tests). Raises
-    FsyncbenchError when recording fails."""
+    (removed afterwards) and evaluate every model. What is expected of each configuration
+    (:func:`fsyncbench.powerloss.promises.expected`) joins the documentation of the platform
+    whose semantics are simulated (:data:`~fsyncbench.powerloss.models.SEMANTICS_OS`) and what
+    the recording observed under them. ``progress(done, total, label)`` is called before
+    each configuration x model. ``sync_filter`` plants a fault in the recording (tests).
+    Raises FsyncbenchError when recording fails."""
     import sqlite3
 
     from fsyncbench.measure.scratch import scratch_dir
@@ -241,14 +280,21 @@ def run_matrix(
     with scratch_dir(directory) as scratch:
         for index, pragmas in enumerate(plan.configs):
             traces: dict[bool, Trace] = {}
+            proofs: dict[int, tuple[int, int, str]] = {}  # per trace, while it is alive
             results = []
             for model in plan.models:
-                want = plan.psow if plan.psow is not None else model != "torn"
+                want = plan.psow if plan.psow is not None else model not in SECTOR_MODELS
                 if want not in traces:
                     rec = scratch / f"record-{index}-{int(want)}"
                     rec.mkdir()
                     traces[want] = sqlite.record_commits(
-                        rec.resolve(), pragmas, plan.commits, plan.payload_bytes, want, sync_filter
+                        rec.resolve(),
+                        pragmas,
+                        plan.commits,
+                        plan.payload_bytes,
+                        want,
+                        sync_filter,
+                        plan.wal_autocheckpoint,
                     )
                 if progress is not None:
                     progress(
@@ -269,13 +315,16 @@ def run_matrix(
                         samples=plan.samples,
                         seed=plan.seed,
                         keep=_keeper(plan.keep_failures, traces[want], model, plan),
+                        proofs=proofs,
                     )
                 )
             main = traces.get(True if plan.psow is None else plan.psow) or next(
                 iter(traces.values())
             )
             platform = SEMANTICS_OS[plan.semantics]
-            durable, consistent, why = documented_promise(pragmas, platform)
+            docs = promises.documented(pragmas, platform)
+            seen = promises.observed(main, plan.semantics)
+            durable, consistent, why = promises.expected(docs, seen)
             outcomes.append(
                 PowerlossConfig(
                     pragmas,
@@ -288,6 +337,10 @@ def run_matrix(
                     consistent,
                     why,
                     tuple(results),
+                    main.checkpoints(),
+                    main.wal_restarts(),
+                    docs,
+                    seen,
                 )
             )
     if not outcomes:
@@ -310,4 +363,5 @@ def run_matrix(
         sqlite3.sqlite_version,
         v["apsw"],
         time.perf_counter_ns() - started,
+        plan.wal_autocheckpoint,
     )

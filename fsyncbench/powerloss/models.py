@@ -19,14 +19,27 @@ Models (:data:`MODELS`), from most to least forgiving of the storage:
   completed"; nothing is promised for data not synced; the directory needs its own fsync:
   https://man7.org/linux/man-pages/man2/fsync.2.html, NOTES). One state per crash point.
 - ``subset``: each write, truncation and directory change since its file's (or the
-  directory's) last sync is independently kept or lost: SQLite's own crash test model
-  (src/test6.c, https://sqlite.org/src/file?name=src/test6.c: "the unsynced writes are
-  randomly written or discarded").
+  directory's) last sync is independently kept or lost. Not SQLite's crash test
+  (``test6``): that one never loses a directory change and also trashes sectors.
 - ``torn``: as ``subset``, and each write is torn at ``sector_bytes`` boundaries: every
   sector piece is kept or lost on its own, and a lost piece that covered only part of its
   sector destroys that whole sector (zeros) — the damage SQLite guards against only when
   told that powersafe overwrite is off (https://www.sqlite.org/psow.html). With powersafe
   overwrite on the combination is invalid (:func:`invalid_reason`), not a finding.
+- ``torn-garbage``: as ``torn``, but a destroyed sector holds random bytes instead of zeros
+  (a zeroed rollback-journal page can pass SQLite's sparse journal checksum, which samples
+  every 200th byte, pager.c pager_cksum; garbage almost never does).
+- ``test6``: SQLite's own crash VFS as src/test6.c does it
+  (https://sqlite.org/src/file?name=src/test6.c, writeListSync): at the crash each write
+  since its file's last sync is written, left out, or has "all sectors of the file that
+  overlap the region" overwritten with random garbage (``sector_bytes`` each); a
+  truncation is applied or left out; files are created and deleted at once (cfOpen and
+  cfDelete pass straight to the real VFS, so no directory change is ever lost). Sampled
+  states draw each action with test6's odds (a random byte r: trash when r & 6 == 6,
+  else skip when r & 1: 1/4, 3/8, 3/8; a truncation 1/2, 1/2); enumerated points take every
+  combination. test6 crashes inside an xSync (or at sqlite3_crash_now); the crash points
+  here are those moments and the ones after each acknowledged commit. Like ``torn`` it
+  needs powersafe overwrite off (test6's default device characteristics are 0).
 
 Semantics (:data:`SEMANTICS`), whose syncs make what durable:
 
@@ -61,21 +74,30 @@ Semantics (:data:`SEMANTICS`), whose syncs make what durable:
   refuses F_FULLFSYNC gets a plain fsync: neither is modelled here (``fsyncbench run``
   measures which one this machine's SQLite does).
 
-Where a point has at most ``max_states`` states under ``subset``/``torn`` (or not more
-than ``samples`` + 2) all are enumerated; otherwise ``samples`` are drawn with a :class:`random.Random` seeded from
-``seed``, the configuration and the point (plus the all-kept and all-lost states), so every
-figure is reproducible from its seed.
+Where a point has at most ``max_states`` states under the drawn models (:data:`DRAWN`; or
+not more than ``samples`` + 2) all are enumerated; otherwise ``samples`` are drawn with a
+:class:`random.Random` seeded from ``seed``, the configuration and the point (plus the
+all-kept and all-lost states), so every figure is reproducible from its seed; the garbage
+of ``torn-garbage`` and ``test6`` is seeded the same way, per state and item.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from fsyncbench.powerloss.trace import SQLITE_SYNC_FULL, Op, Trace
 
-MODELS = ("synced-only", "prefix", "subset", "torn")
+MODELS = ("synced-only", "prefix", "subset", "torn", "torn-garbage", "test6")
+#: Models that damage bytes a write did not cover (torn or trashed sectors): invalid on a
+#: trace recorded with powersafe overwrite on (:func:`invalid_reason`).
+SECTOR_MODELS = ("torn", "torn-garbage", "test6")
+#: Models whose states are drawn item by item (enumerated or sampled).
+DRAWN = ("subset", *SECTOR_MODELS)
+#: test6's actions for one item (src/test6.c writeListSync eAction: 1 written, 2 nothing
+#: done, 3 trash sectors), as the indices used here.
+_LOST, _KEPT, _TRASHED = 0, 1, 2
 DEFAULT_MODELS = ("synced-only", "prefix")
 SEMANTICS = ("linux", "macos", "windows")
 #: The ``platform.system()`` name whose SQLite promises each semantics is compared with.
@@ -91,9 +113,10 @@ DEFAULT_SAMPLES = 32
 class CrashState:
     """One state a power cut could leave: ``files`` (name, content) sorted by name;
     ``acked``: commits acknowledged before the cut; ``point``: index of the first op that
-    did not happen; ``how``: how to rebuild it (model, point, and for subset/torn the kept
-    items: bit k of the mask is the k-th operation not yet synced, directory changes
-    first, then each file's in issue order); ``sampled``:
+    did not happen; ``how``: how to rebuild it (model, point, and for the drawn models the
+    kept items: bit k of the mask is the k-th operation not yet synced, directory changes
+    first, then each file's in issue order; for test6 one letter per item, K kept, L left
+    out, T its sectors trashed, and the seed of the garbage); ``sampled``:
     drawn at random because the point had more than ``max_states`` states."""
 
     point: int
@@ -111,10 +134,10 @@ def default_semantics(platform: str) -> str:
 
 def invalid_reason(model: str, psow: bool) -> str:
     """Why ``model`` cannot be applied to a trace recorded with ``psow``; "" if it can."""
-    if model == "torn" and psow:
+    if model in SECTOR_MODELS and psow:
         return (
             "invalid: SQLite was told writes are powersafe overwrites (psow=1), which torn "
-            "sectors break; record with psow off to test torn writes"
+            f"sectors break; record with psow off to test {model}"
         )
     return ""
 
@@ -269,10 +292,11 @@ class _Fs:
     def synced(self) -> tuple[tuple[str, bytes], ...]:
         return tuple(sorted((n, self.durable[i]) for n, i in self.durable_names.items()))
 
-    def pieces(self, sector_bytes: int | None) -> list[_Piece]:
+    def pieces(self, sector_bytes: int | None, links: bool = True) -> list[_Piece]:
         """Every item that may be lost independently, in issue order per file; writes cut
-        at ``sector_bytes`` boundaries when given (torn)."""
-        items = [_Piece(-1, link=link) for link in self.dir_pending]
+        at ``sector_bytes`` boundaries when given (torn); without ``links`` no directory
+        change (test6 makes them at once)."""
+        items = [_Piece(-1, link=link) for link in self.dir_pending] if links else []
         inos = sorted(set(self.durable_names.values()) | {i for _, _, i in self.dir_pending})
         for ino in inos:
             for op in self.pending[ino]:
@@ -290,12 +314,31 @@ class _Fs:
                     start = cut
         return items
 
-    def build(self, items: list[_Piece], kept: int) -> tuple[tuple[str, bytes], ...]:
-        """The state with item ``k`` kept where bit ``k`` of ``kept`` is set."""
-        names = dict(self.durable_names)
+    def build(
+        self,
+        items: list[_Piece],
+        actions: list[int],
+        garbage: Callable[[int, int], bytes] | None = None,
+        sector_bytes: int = 0,
+        names_as_issued: bool = False,
+    ) -> tuple[tuple[str, bytes], ...]:
+        """The state with item ``k`` lost, kept or trashed as ``actions[k]`` says
+        (:data:`_LOST`, :data:`_KEPT`, :data:`_TRASHED`). ``garbage(k, n)``: ``n`` random
+        bytes for item ``k`` (a destroyed sector holds them instead of zeros; a trashed
+        write's sectors of ``sector_bytes``). ``names_as_issued``: every directory change
+        made at once (test6), else as the items say."""
+        names = dict(self.names if names_as_issued else self.durable_names)
         data = {i: bytearray(self.durable[i]) for i in range(len(self.durable))}
         for k, item in enumerate(items):
-            keep = bool(kept >> k & 1)
+            keep = actions[k] == _KEPT
+            if actions[k] == _TRASHED:
+                assert item.op is not None and garbage is not None
+                first = item.op.offset_bytes // sector_bytes
+                last = (item.op.offset_bytes + len(item.op.data) - 1) // sector_bytes
+                for n in range(first, last + 1):
+                    trash = garbage(k * 65536 + n - first, sector_bytes)
+                    _apply(data[item.ino], Op("write", offset_bytes=n * sector_bytes, data=trash))
+                continue
             if item.link is not None:
                 created, name, ino = item.link
                 if keep and created:
@@ -314,7 +357,8 @@ class _Fs:
                 _apply(buf, Op("write", offset_bytes=item.start, data=piece))
             elif item.damage is not None:
                 base, stop = item.damage[0], min(item.damage[1], len(buf))
-                buf[base:stop] = bytes(max(0, stop - base))
+                size = max(0, stop - base)
+                buf[base:stop] = bytes(size) if garbage is None else garbage(k, size)
         return tuple(sorted((n, bytes(data[i])) for n, i in names.items()))
 
 
@@ -339,11 +383,10 @@ def crash_states(
     points = set(crash_points(trace))
     acked: list[int] = []
     prefix: list[tuple[int, tuple[tuple[str, bytes], ...]]] = []
-    sector = sector_bytes if model == "torn" else None
     for i in range(len(trace.ops) + 1):
         if i in points:  # crash_points: none before the barrier
             yield from _states_at(
-                trace, model, fs, i, tuple(acked), prefix, sector, max_states, samples, seed
+                trace, model, fs, i, tuple(acked), prefix, sector_bytes, max_states, samples, seed
             )
         if i == len(trace.ops):
             break
@@ -364,7 +407,7 @@ def _states_at(
     point: int,
     acked: tuple[int, ...],
     prefix: list[tuple[int, tuple[tuple[str, bytes], ...]]],
-    sector: int | None,
+    sector_bytes: int,
     max_states: int,
     samples: int,
     seed: int,
@@ -381,20 +424,75 @@ def _states_at(
         for done, files in prefix:
             yield CrashState(point, files, acked, f"prefix of the first {done} ops, cut {where}")
         return
-    items = fs.pieces(sector)
-    total = 1 << len(items)
+    test6 = model == "test6"
+    torn = model in ("torn", "torn-garbage")
+    items = fs.pieces(sector_bytes if torn else None, links=not test6)
+    # test6: a write may also be trashed, a truncation only kept or lost
+    radix = [
+        3 if test6 and item.op is not None and item.op.kind == "write" else 2 for item in items
+    ]
+    total = 1
+    for r in radix:
+        total *= r
     sampled = total > max(max_states, samples + 2)  # never more draws than states
+    name = f"{seed}/{trace.pragmas.label}/{model}/{point}"
     if not sampled:
-        masks: list[int] = list(range(total))
+        choices = [_digits(n, radix) for n in range(total)]
     else:
-        rng = random.Random(f"{seed}/{trace.pragmas.label}/{model}/{point}")
-        masks = [0, total - 1, *(rng.getrandbits(len(items)) for _ in range(samples))]
-    for mask in masks:
+        rng = random.Random(name)
+        if test6:
+            drawn = [[_test6_action(rng, r) for r in radix] for _ in range(samples)]
+        else:  # one mask per state, as before test6 existed: a seed keeps its figures
+            masks = (rng.getrandbits(len(items)) for _ in range(samples))
+            drawn = [[m >> k & 1 for k in range(len(items))] for m in masks]
+        choices = [[_LOST] * len(items), [_KEPT] * len(items), *drawn]
+    noisy = model in ("torn-garbage", "test6")
+    for actions in choices:
+        label = _label(actions, test6)
+        garbage = _garbage(f"{name}/{label}") if noisy else None
         yield CrashState(
             point,
-            fs.build(items, mask),
+            fs.build(items, actions, garbage, sector_bytes, names_as_issued=test6),
             acked,
-            f"{model}, cut {where}: kept items {mask:#x} of {len(items)}"
-            + (f" (seed {seed})" if sampled else ""),
+            f"{model}, cut {where}: {label} of {len(items)}"
+            + (f" (seed {seed})" if sampled or noisy else ""),
             sampled=sampled,
         )
+
+
+def _digits(n: int, radix: list[int]) -> list[int]:
+    """``n`` in the mixed radix ``radix``, least significant first (item 0 first)."""
+    out = []
+    for r in radix:
+        n, d = divmod(n, r)
+        out.append(d)
+    return out
+
+
+def _test6_action(rng: random.Random, radix: int) -> int:
+    """One item's action with test6's odds (writeListSync): a random byte r; trash when
+    r & 6 == 6 (never for a truncation), else left out when r & 1, else written."""
+    r = rng.getrandbits(8)
+    if radix == 2:
+        r &= 0x01
+    if r & 0x06 == 0x06:
+        return _TRASHED
+    return _LOST if r & 0x01 else _KEPT
+
+
+def _label(actions: list[int], test6: bool) -> str:
+    """How the items were drawn: ``kept items 0x5`` (bit k: item k kept) or, for test6,
+    ``actions KLT`` (item 0 first: K kept, L lost, T trashed)."""
+    if test6:
+        return "actions " + "".join("LKT"[a] for a in actions)
+    return f"kept items {sum(1 << k for k, a in enumerate(actions) if a == _KEPT):#x}"
+
+
+def _garbage(name: str) -> Callable[[int, int], bytes]:
+    """Random bytes seeded from ``name`` and the item: the same state gives the same
+    garbage."""
+
+    def garbage(k: int, n: int) -> bytes:
+        return random.Random(f"{name}/{k}").randbytes(n)
+
+    return garbage

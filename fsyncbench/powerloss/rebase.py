@@ -40,6 +40,22 @@ CUT_CHOICE = {
     "subset": "no unsynced operation kept (the synced-only state)",
     "torn": "no unsynced operation kept, and each sector that an unsynced write covered only "
     "in part zeroed",
+    "torn-garbage": "no unsynced operation kept, and each sector that an unsynced write "
+    "covered only in part filled with random bytes",
+    "test6": "every unsynced write and truncation left out (test6's 'nothing done' for each); "
+    "files created and deleted as issued",
+}
+
+#: What a cut under each model explored, for the answer's label: one state per cut, which
+#: under subset is exactly the synced-only state (so it is not called subset alone).
+CUT_EXPLORED = {
+    "synced-only": "synced-only",
+    "prefix": "prefix, its shortest prefix only",
+    "subset": "subset, its keep-nothing state only: the synced-only state",
+    "torn": "torn, its keep-nothing state only: synced-only with partly written sectors zeroed",
+    "torn-garbage": "torn-garbage, its keep-nothing state only: synced-only with partly "
+    "written sectors random",
+    "test6": "test6, its write-nothing state only: synced data, directory as issued",
 }
 
 #: Files :func:`snapshot_ops` leaves out: SQLite's WAL index (-shm), which the recording VFS
@@ -95,14 +111,16 @@ def decode(data: bytes) -> list[Op]:
 
 
 class OpStream:
-    """Ops appended to the file ``path`` (created, or emptied), each with one write(2) as it
-    happens, so that what a SIGKILLed process recorded survives it. Use :meth:`write` as a
+    """Ops appended to the file ``path`` (created, or emptied; with ``append`` kept and
+    added to), each with one write(2) as it happens, so that what a SIGKILLed process
+    recorded survives it. Use :meth:`write` as a
     :class:`~fsyncbench.powerloss.sqlite.Recorder` ``sink``. Raises OSError as os.open and
     os.write do."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, append: bool = False) -> None:
         self.path = path
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0)
+        keep = os.O_APPEND if append else os.O_TRUNC
+        flags = os.O_WRONLY | os.O_CREAT | keep | getattr(os, "O_CLOEXEC", 0)
         self._fd = os.open(path, flags, 0o600)
 
     def write(self, op: Op) -> None:

@@ -226,6 +226,7 @@ def record_commits(
     payload_bytes: int,
     psow: bool,
     sync_filter: SyncFilter | None = None,
+    wal_autocheckpoint: int | None = None,
 ) -> Trace:
     """Record the step journal's commits (``run``'s workload: BEGIN; INSERT one step row;
     COMMIT) on a new database in ``directory`` (an empty scratch directory).
@@ -233,7 +234,9 @@ def record_commits(
     Setup (pragmas, CREATE TABLE) is recorded and closed by a ``barrier``; then ``commits``
     commits, each followed by an ``ack``; then the connection closes (a WAL checkpoint).
     ``psow``: SQLite's powersafe-overwrite assumption (https://www.sqlite.org/psow.html).
-    ``sync_filter`` plants a fault (tests). Raises FsyncbenchError when SQLite fails or
+    ``sync_filter`` plants a fault (tests). ``wal_autocheckpoint``: PRAGMA
+    wal_autocheckpoint in WAL pages (None: SQLite's default; it is set before the setup,
+    so the setup's frames count too). Raises FsyncbenchError when SQLite fails or
     keeps another journal_mode than asked (WAL needs shared memory)."""
     # SQLite names files by their resolved path; apsw also fails on the unix VFS's
     # SQLITE_OK_SYMLINK from xFullPathname, so a symlinked path must never reach it
@@ -254,6 +257,8 @@ def record_commits(
                         f"{pragmas.journal_mode} in {directory}"
                     )
                 conn.execute(f"PRAGMA synchronous={pragmas.synchronous}")
+                if wal_autocheckpoint is not None:
+                    conn.execute(f"PRAGMA wal_autocheckpoint={int(wal_autocheckpoint)}")
                 conn.execute(SCHEMA)
                 rec.mark(Op("barrier"))
                 for seq in range(1, commits + 1):
@@ -284,6 +289,11 @@ def record_commits(
     )
 
 
+#: The statement :func:`open_state` checks a state with (a module constant so a test can
+#: plant a checker that never finds corruption and see the known-corrupt states catch it).
+INTEGRITY_CHECK = "PRAGMA integrity_check"
+
+
 def open_state(directory: Path, db_name: str, psow: bool) -> tuple[dict[int, tuple[Any, ...]], str]:
     """Open a rebuilt crash state in ``directory`` as an application would: SQLite rolls
     back a hot journal or recovers the WAL on first access (https://www.sqlite.org/
@@ -297,7 +307,7 @@ def open_state(directory: Path, db_name: str, psow: bool) -> tuple[dict[int, tup
     except apsw.Error as exc:
         return {}, f"cannot open: {exc}"
     try:
-        check = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
+        check = [str(r[0]) for r in conn.execute(INTEGRITY_CHECK)]
         if check != ["ok"]:
             return {}, f"integrity_check: {check[0]}"
         if not conn.execute("SELECT 1 FROM sqlite_schema WHERE name = 'steps'").fetchall():
@@ -306,5 +316,23 @@ def open_state(directory: Path, db_name: str, psow: bool) -> tuple[dict[int, tup
         return {int(r[1]): tuple(r) for r in rows}, ""
     except apsw.Error as exc:
         return {}, f"{type(exc).__name__}: {exc}"
+    finally:
+        conn.close()
+
+
+def root_page(db: Path, table: str) -> int:
+    """The root page number of ``table`` in the database file ``db``, opened read-only
+    (``sqlite_schema.rootpage``, https://www.sqlite.org/schematab.html); 0 when the file
+    cannot be read or has no such table."""
+    try:
+        conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error:
+        return 0
+    try:
+        rows = conn.execute("SELECT rootpage FROM sqlite_schema WHERE name = ?", (table,))
+        found = [r[0] for r in rows.fetchall()]
+        return found[0] if found and isinstance(found[0], int) else 0
+    except apsw.Error:
+        return 0
     finally:
         conn.close()

@@ -92,3 +92,29 @@ class Trace:
     def count(self, kind: str) -> int:
         """How many ops of ``kind`` after the barrier."""
         return sum(1 for op in self.ops[self.barrier_index + 1 :] if op.kind == kind)
+
+    def checkpoints(self) -> int:
+        """WAL mode: the checkpoints after the barrier, the close's included: each run of
+        writes to the database file (in WAL mode only a checkpoint writes it,
+        https://www.sqlite.org/wal.html#checkpointing); 0 in the other journal modes."""
+        if self.pragmas.journal_mode != "WAL":
+            return 0
+        runs, inside = 0, False
+        for op in self.ops[self.barrier_index + 1 :]:
+            if op.kind in ("write", "truncate") and op.file == self.db_name:
+                runs += not inside
+                inside = True
+            elif op.kind in ("write", "truncate", "create", "delete", "ack"):
+                inside = False
+        return runs
+
+    def wal_restarts(self) -> int:
+        """WAL mode: the times the WAL started over after the barrier: its header
+        rewritten at offset 0 (a WAL reset after a complete checkpoint,
+        https://www.sqlite.org/walformat.html#the_wal_header)."""
+        wal = {name for name, role in self.roles if role == "wal"}
+        return sum(
+            1
+            for op in self.ops[self.barrier_index + 1 :]
+            if op.kind == "write" and op.file in wal and op.offset_bytes == 0
+        )

@@ -30,6 +30,7 @@ from fsyncbench.report.document import (
     Section,
     Table,
 )
+from fsyncbench.report.loss_fs import filesystems_blocks
 
 #: What the models cannot see; said in every powerloss output.
 NOT_COVERED = (
@@ -48,10 +49,16 @@ MODEL_TEXT = {
     "losing all of them does not)",
     "prefix": "operations persist in issue order up to any point after the last honoured "
     "sync (an ordered filesystem)",
-    "subset": "each write since its file's last sync is independently kept or lost "
-    "(SQLite's own crash test, src/test6.c)",
+    "subset": "each write, truncation and directory change since the last sync is "
+    "independently kept or lost (not SQLite's crash test: test6 never loses a directory "
+    "change and also trashes sectors)",
     "torn": "as subset, and writes tear at sector boundaries, a torn partial sector "
-    "destroying the rest of it (needs powersafe overwrite off)",
+    "destroying the rest of it with zeros (needs powersafe overwrite off)",
+    "torn-garbage": "as torn, the destroyed sectors holding random bytes instead of zeros "
+    "(needs powersafe overwrite off)",
+    "test6": "SQLite's crash VFS (src/test6.c): each unsynced write written, left out or its "
+    "sectors overwritten with random garbage, each truncation applied or not, files created "
+    "and deleted at once (needs powersafe overwrite off)",
 }
 
 
@@ -74,10 +81,11 @@ def _lost(m: PowerlossModelOutcome) -> str:
     return str(m.worst_lost)
 
 
-def loss_phrase(m: PowerlossModelOutcome, commits: int = 0) -> str:
+def loss_phrase(m: PowerlossModelOutcome, commits: int = 0, bound: str = "") -> str:
     """``loses 0``, ``loses up to 10 acknowledged commits``, ``corrupt in 3 states``, and
     for sampled states ``loses at least 1`` / ``no loss seen in 254 sampled states``;
-    ``commits``: how many were recorded (losing all of several is open-ended)."""
+    ``commits``: how many were recorded (losing all of several is open-ended); ``bound``:
+    where "more commits would lose more" stops (:func:`checkpoint_bound`), "" if nowhere."""
     if m.invalid:
         return f"not simulated ({m.model}): {m.invalid}"
     parts = []
@@ -85,7 +93,7 @@ def loss_phrase(m: PowerlossModelOutcome, commits: int = 0) -> str:
     if commits > 1 and m.worst_lost >= commits:
         parts.append(
             f"loses all {commits} acknowledged commits recorded (every commit since the last "
-            "sync: more commits would lose more)"
+            f"sync: more commits would lose more{bound})"
         )
     elif m.worst_lost:
         bound = "at least" if m.sampled else "up to"
@@ -97,6 +105,38 @@ def loss_phrase(m: PowerlossModelOutcome, commits: int = 0) -> str:
     return ", ".join(parts) + f" ({m.model}{', sampled' if m.sampled else ''})"
 
 
+def checkpoint_bound(c: PowerlossConfig, wal_autocheckpoint: int | None) -> str:
+    """Where WAL/NORMAL's "more commits would lose more" stops: at the next checkpoint,
+    which syncs the WAL and the database (https://www.sqlite.org/wal.html#checkpointing;
+    every ``wal_autocheckpoint`` WAL pages, None: SQLite's 1000). "" for every other
+    configuration (synchronous=OFF never syncs; the others lose a bounded few)."""
+    if (c.pragmas.journal_mode, c.pragmas.synchronous) != ("WAL", "NORMAL"):
+        return ""
+    pages = 1000 if wal_autocheckpoint is None else wal_autocheckpoint
+    if pages <= 0:
+        return " (automatic checkpoints off: until the connection closes)"
+    return (
+        f", but only up to the next checkpoint, every {pages:,} WAL pages "
+        "(PRAGMA wal_autocheckpoint; --wal-autocheckpoint), which syncs"
+    )
+
+
+def _crossed(c: PowerlossConfig) -> str:
+    """``; the recording crossed 3 checkpoints and 2 WAL restarts`` in WAL mode when it
+    checkpointed before the close; "" otherwise."""
+    if c.checkpoints <= 1 and not c.wal_restarts:
+        return ""
+    since = (
+        ", so a cut loses at most the commits since the last checkpoint"
+        if c.pragmas.synchronous == "NORMAL"
+        else ""
+    )
+    return (
+        f"; the recording crossed {c.checkpoints} checkpoints (the close's included) and "
+        f"{c.wal_restarts} WAL restarts{since}"
+    )
+
+
 def _share(part: int, whole: int) -> str:
     """``28 (56%)``: a count and its share of ``whole``."""
     return f"{part} ({100 * part / whole:.0f}%)" if whole else str(part)
@@ -106,9 +146,60 @@ def _tone(agreement: str) -> str:
     return {"DISAGREES": "bad", "agrees": "", NO_LOSS_UNDER_MODEL: "caution"}.get(agreement, "")
 
 
+def _unproven(m: PowerlossModelOutcome) -> str:
+    """`` (checker missed half-index)`` where the checker did not flag every known-corrupt
+    state of this trace; "" where it did, or no proof was recorded (older reports)."""
+    if m.invalid or not m.known_corrupt or m.checker_proven:
+        return ""
+    return f" (checker missed {m.known_corrupt_missed})"
+
+
+def proof_paragraph(result: PowerlossResult) -> Paragraph | None:
+    """What the checker did with the known-corrupt states of every trace
+    (:mod:`fsyncbench.powerloss.proofs`): None for a report without them."""
+    checked = [m for c in result.configs for m in c.models if not m.invalid and m.known_corrupt]
+    if not checked:
+        return None
+    known = sum(m.known_corrupt for m in checked)
+    flagged = sum(m.known_corrupt_flagged for m in checked)
+    missed = [
+        f"{c.pragmas.label} {m.model}: {m.known_corrupt_missed}"
+        for c in result.configs
+        for m in c.models
+        if m in checked and not m.checker_proven
+    ]
+    text = (
+        f"the checker flagged {flagged} of {known} known-corrupt states built from the same "
+        "traces (per configuration x model: the last database write batch without its "
+        "index pages and with the journal's header lost, a garbage sector in the table's "
+        "root page, a row rewritten in place, an empty database file; "
+        "fsyncbench/powerloss/proofs.py)"
+    )
+    if missed:
+        return Paragraph(
+            text + ". It missed " + "; ".join(missed) + ": a corrupt count of 0 here is no "
+            "evidence that nothing was corrupt.",
+            lead="Checker proof:",
+            tone="bad",
+        )
+    return Paragraph(
+        text + ", so a corrupt count of 0 means no state the models made failed the same checks.",
+        lead="Checker proof:",
+    )
+
+
 def _documented(c: PowerlossConfig) -> str:
+    """What is expected of ``c`` (documentation, else observation)."""
     durable = "durable" if c.documented_durable else "not durable"
     return durable + ("" if c.documented_consistent else ", may corrupt")
+
+
+def _sources(c: PowerlossConfig) -> tuple[str, str]:
+    """The documentation's and the recording's word on ``c``, as table cells; a report
+    written before they were kept apart has only the expectation, shown as documented."""
+    if c.documentation is None or c.observation is None:
+        return _documented(c), "-"
+    return c.documentation.short(), c.observation.short()
 
 
 def loss_table(result: PowerlossResult) -> Table:
@@ -129,10 +220,11 @@ def loss_table(result: PowerlossResult) -> Table:
                     Cell("-" if m.invalid else f"{m.mean_lost:.2f}"),
                     Cell("-" if m.invalid else _share(m.states_losing, m.states)),
                     Cell(
-                        "-" if m.invalid else str(m.corrupt_states),
-                        "bad" if m.corrupt_states else "",
+                        "-" if m.invalid else str(m.corrupt_states) + _unproven(m),
+                        "bad" if m.corrupt_states or _unproven(m) else "",
                     ),
-                    Cell(_documented(c)),
+                    Cell(_sources(c)[0]),
+                    Cell(_sources(c)[1]),
                     Cell(
                         (agree + (" (sampled states)" if m.sampled else ""))
                         if agree
@@ -152,14 +244,19 @@ def loss_table(result: PowerlossResult) -> Table:
             "states losing",
             "corrupt",
             "documented",
-            "measured vs documented",
+            "observed",
+            "measured vs expected",
         ),
         tuple(rows),
         numeric=frozenset({2, 3, 4, 5, 6, 7}),
         caption=(
             f"Acknowledged commits lost after a simulated power cut, {result.commits} commits "
             f"per configuration ({result.semantics} semantics). '>=' and 'sampled' mark "
-            "figures from sampled states: lower bounds, the states not drawn may lose more."
+            "figures from sampled states: lower bounds, the states not drawn may lose more. "
+            "Documented: SQLite's documentation (source code where it is silent), observed: "
+            "whether this recording synced each commit point before its acknowledgement; each "
+            "with its source below. Expected: the documentation where it states durability, "
+            "else the observation."
         ),
     )
 
@@ -176,9 +273,15 @@ def _answer(result: PowerlossResult, latency: dict[str, Result] | None = None) -
             continue
         worst = max(valid, key=lambda m: (m.corrupt_states > 0, m.worst_lost))
         agree = c.agreement(worst)
-        text = f"{cost}{loss_phrase(worst, c.commits)}; documented {_documented(c)}"
+        bound = checkpoint_bound(c, result.wal_autocheckpoint)
+        said = (
+            f"documented {_documented(c)}"
+            if c.documentation is None or c.observation is None
+            else f"documented {c.documentation.short()}; observed {c.observation.short()}"
+        )
+        text = f"{cost}{loss_phrase(worst, c.commits, bound)}{_crossed(c)}; {said}"
         if agree == "DISAGREES":
-            text += ": the measurement DISAGREES with the documentation"
+            text += ": the measurement DISAGREES with what is expected"
         elif agree == NO_LOSS_UNDER_MODEL:
             names = ", ".join(m.model for m in valid)
             text += (
@@ -197,13 +300,15 @@ def _answer(result: PowerlossResult, latency: dict[str, Result] | None = None) -
     if disagree:
         blocks.append(
             Paragraph(
-                "Losses where SQLite's documentation promises durability or consistency: "
-                + ", ".join(disagree)
-                + ".",
+                "Losses where durability or consistency is expected (SQLite's documentation, "
+                "else the recording's own syncs): " + ", ".join(disagree) + ".",
                 lead="Finding:",
                 tone="bad",
             )
         )
+    proof = proof_paragraph(result)
+    if proof is not None and proof.tone == "bad":
+        blocks.append(proof)
     blocks += [Bullets(tuple(items)), Paragraph(NOT_COVERED)]
     return Section(
         "powerloss", "Simulated power loss: what each configuration loses", tuple(blocks)
@@ -224,8 +329,62 @@ def _worst_states(result: PowerlossResult) -> Block:
     return Paragraph("No state lost an acknowledged commit or was corrupt.")
 
 
+def _grouped(pairs: list[tuple[str, str]]) -> Bullets:
+    """One bullet per distinct text, led by the configurations that share it."""
+    groups: dict[str, list[str]] = {}
+    for label, text in pairs:
+        groups.setdefault(text, []).append(label)
+    return Bullets(
+        tuple(
+            (Paragraph(text, lead=", ".join(labels) + ":"), ()) for text, labels in groups.items()
+        )
+    )
+
+
+def _claims(result: PowerlossResult) -> tuple[Block, ...]:
+    """The documentation and the observation of every configuration, apart, each with its
+    source; () for a report written before they were kept apart."""
+    configs = [c for c in result.configs if c.documentation and c.observation]
+    if not configs:
+        return ()
+    docs = [
+        (
+            c.pragmas.label,
+            f"{c.documentation.short()}: {c.documentation.why} ({c.documentation.source})",
+        )
+        for c in configs
+        if c.documentation is not None
+    ]
+    seen = [
+        (c.pragmas.label, f"{c.observation.short()}: {c.observation.why} ({c.observation.source})")
+        for c in configs
+        if c.observation is not None
+    ]
+    return (
+        Paragraph(
+            "What SQLite's documentation says of each configuration (SQLite's or the "
+            "platform's source where it is silent, marked so):",
+            lead="Documented.",
+        ),
+        _grouped(docs),
+        Paragraph(
+            "Whether each acknowledged commit's last change (its commit point) was synced "
+            "before the acknowledgement in the recording, under the semantics simulated:",
+            lead="Observed.",
+        ),
+        _grouped(seen),
+        Paragraph(
+            "The figures are compared with the documentation where it states durability, "
+            "else with the observation; a configuration the documentation says may corrupt "
+            "is not expected to stay consistent.",
+            lead="Expected.",
+        ),
+    )
+
+
 def _method(result: PowerlossResult) -> tuple[Block, ...]:
     models = Bullets(tuple((Paragraph(MODEL_TEXT[m], lead=f"{m}:"), ()) for m in result.models))
+    claims = _claims(result)
     reasons: dict[str, list[str]] = {}
     for c in result.configs:
         if c.documented_why:
@@ -245,25 +404,38 @@ def _method(result: PowerlossResult) -> tuple[Block, ...]:
             "figures."
         ),
         models,
+        *((proof,) if (proof := proof_paragraph(result)) is not None else ()),
         Paragraph(
             f"Semantics {result.semantics} ({SEMANTICS_SAY.get(result.semantics, '')})"
-            + f"; torn sectors {result.sector_bytes} B; subset/torn enumerate up to "
+            + f"; torn and trashed sectors {result.sector_bytes} B; subset, torn, torn-garbage "
+            f"and test6 enumerate up to "
             f"{result.max_states} states per crash point, else {result.samples} seeded samples "
-            f"(seed {result.seed}). Recorded with SQLite {result.sqlite_version} (apsw "
+            f"(seed {result.seed}). WAL autocheckpoint: "
+            + (
+                "SQLite's default, 1,000 pages"
+                if result.wal_autocheckpoint is None
+                else f"{result.wal_autocheckpoint:,} pages"
+            )
+            + f". Recorded with SQLite {result.sqlite_version} (apsw "
             f"{result.apsw_version}); Python's sqlite3 here is SQLite "
             f"{result.stdlib_sqlite_version}. {result.elapsed_ns / 1e9:.1f} s."
         ),
-        Paragraph(
-            "From https://www.sqlite.org/pragma.html#pragma_synchronous and "
-            "https://www.sqlite.org/wal.html, for the platform simulated"
-            + (
-                "; every configuration not listed is documented as durable and consistent:"
-                if reasons
-                else ": every configuration here is documented as durable and consistent."
-            ),
-            lead="Documented promise.",
+        *(
+            claims
+            or (
+                Paragraph(
+                    "From https://www.sqlite.org/pragma.html#pragma_synchronous and "
+                    "https://www.sqlite.org/wal.html, for the platform simulated"
+                    + (
+                        "; every configuration not listed is documented as durable and consistent:"
+                        if reasons
+                        else ": every configuration here is documented as durable and consistent."
+                    ),
+                    lead="Documented promise.",
+                ),
+                *((documented,) if reasons else ()),
+            )
         ),
-        *((documented,) if reasons else ()),
     )
 
 
@@ -306,6 +478,11 @@ def powerloss_sections(
         answer,
         Section(
             "powerloss-table", "Commits lost per configuration and model", (loss_table(result),)
+        ),
+        Section(
+            "powerloss-filesystems",
+            "Which filesystems can leave each model's states",
+            filesystems_blocks(result.models),
         ),
         Section("powerloss-worst", "The worst state of each", (_worst_states(result),)),
         Section("powerloss-method", "How the power cuts were simulated", _method(result)),
