@@ -125,9 +125,7 @@ def test_every_model_says_which_filesystems_can_leave_its_states(tmp_path):
     assert "- synced-only: every file as of its last sync" in section
     assert "- subset: each unsynced write, truncation and directory change" in section
     assert "- prefix:" not in section  # only the models of this result
-    assert "Dilger 2013: https://www.redhat.com/archives/ext3-users/2013-June/msg00003.html" in (
-        section
-    )
+    assert "ext4 journal doc: https://docs.kernel.org/filesystems/ext4/journal.html" in section
     assert "ext4 data=ordered and data=writeback and xfs leave those" in section
 
 

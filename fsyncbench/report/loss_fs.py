@@ -15,10 +15,9 @@ mechanism rather than from a sentence that says it:
   "all data and metadata are written to disk through the journal"; data=writeback: "dirty
   data blocks are not flushed to the disk before the metadata"; the journal "can be
   replayed all the way to the latest commit record" (so metadata persists in commit order).
-- Andreas Dilger, ext4 maintainer, on write ordering in ext4
-  (https://www.redhat.com/archives/ext3-users/2013-June/msg00003.html): "the writes to a
-  single page are ordered, but there is no _guarantee_ about writes to different data
-  blocks being ordered".
+- The page cache holds a file page with every write made to it and writes it back whole,
+  so a later write to a page cannot persist without the earlier ones to it (inferred from
+  the mechanism; no source says it in one sentence).
 - ext4 wiki, "Ext3 data mode tradeoffs" (https://ext4.wiki.kernel.org/index.php/Ext3_data_mode_tradeoffs):
   in writeback mode files written before a power failure "could contain previously
   written data or other garbage"; ordered mode "guarantees that any blocks in the file
@@ -39,7 +38,6 @@ from fsyncbench.report.document import Block, Bullets, Paragraph
 
 _FSYNC = "fsync(2)"
 _EXT4 = "ext4 journal doc"
-_DILGER = "Dilger 2013"
 _WIKI = "ext4 wiki"
 _PILLAI = "Pillai et al. 2014"
 _PSOW = "SQLite psow"
@@ -70,10 +68,10 @@ MODEL_FILESYSTEMS: dict[str, tuple[str, str, str, str]] = {
         "no filesystem here leaves all of them; ext4 data=ordered and data=writeback and "
         "xfs leave those in which writes to different pages or files persist in any order",
         "every page-cache filesystem: a later write to a page kept while an earlier write "
-        "to that page is lost; ext4 and xfs: a lost unlink or truncation with a later "
+        "to that page is lost (a page is written back whole; inferred); ext4 and xfs: a lost unlink or truncation with a later "
         "directory change or append kept (their journal commits metadata in order; "
         "inferred); ext4 data=journal, btrfs, APFS: anything out of commit order (inferred)",
-        f"{_DILGER}; {_EXT4}; {_PILLAI}; {_COW}",
+        f"{_EXT4}; {_PILLAI}; {_COW}",
     ),
     "torn": (
         "as subset, and a sector a write covered only in part destroyed (zeros)",
@@ -106,7 +104,6 @@ MODEL_FILESYSTEMS: dict[str, tuple[str, str, str, str]] = {
 SOURCES = {
     _FSYNC: "https://man7.org/linux/man-pages/man2/fsync.2.html",
     _EXT4: "https://docs.kernel.org/filesystems/ext4/journal.html",
-    _DILGER: "https://www.redhat.com/archives/ext3-users/2013-June/msg00003.html",
     _WIKI: "https://ext4.wiki.kernel.org/index.php/Ext3_data_mode_tradeoffs",
     _PILLAI: "https://www.usenix.org/conference/osdi14/technical-sessions/presentation/pillai",
     _PSOW: "https://www.sqlite.org/psow.html",
