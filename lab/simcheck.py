@@ -412,8 +412,10 @@ def predict(
 @dataclass(frozen=True)
 class Tally:
     """One pragma over all cuts: ``cuts``, ``acknowledged`` steps (summed), the most lost in
-    one cut and in all, the cuts that lost something, and the cuts whose database was not
-    sound (``corrupt``)."""
+    one cut and in all, the cuts that lost something, the cuts whose database was not
+    sound (``corrupt``), and the cuts whose loss was not the newest acknowledged steps
+    (``not_newest``: SQLite's commits are atomic and in order, so a sound database that
+    kept a step but lost an earlier one would be a finding of its own)."""
 
     label: str
     cuts: int
@@ -422,6 +424,7 @@ class Tally:
     lost_total: int
     cuts_with_loss: int
     corrupt: int
+    not_newest: int = 0
 
 
 def tally(pragma_label: str, runs: Sequence[CutRun]) -> Tally:
@@ -435,6 +438,7 @@ def tally(pragma_label: str, runs: Sequence[CutRun]) -> Tally:
         sum(len(o.lost) for o in got),
         sum(1 for o in got if o.lost),
         sum(1 for o in got if o.problem),
+        sum(1 for o in got if o.lost and o.lost != tuple(range(o.lost[0], o.acked + 1))),
     )
 
 
@@ -450,7 +454,9 @@ def line(t: Tally, p: Prediction) -> tuple[str, str, str, bool]:
     scenario = f"powerloss vs real cuts, {t.label} on ext4, honest drive"
     truth = (
         f"{t.cuts} cuts, {t.acknowledged} acknowledged, lost max {t.lost_max} "
-        f"(total {t.lost_total}, in {t.cuts_with_loss} cuts), {t.corrupt} corrupt"
+        f"(total {t.lost_total}, in {t.cuts_with_loss} cuts"
+        + (f", {t.not_newest} not the newest" if t.not_newest else "")
+        + f"), {t.corrupt} corrupt"
     )
     bound = "every commit since the last sync" if p.bound is None else str(p.bound)
     models = ", ".join(f"{m} {w}" for m, w, _ in p.by_model)

@@ -48,6 +48,24 @@ def test_a_real_loss_above_the_prediction_is_a_disagreement():
     assert "lost max 1" in truth and "lost at most 0" in said
 
 
+def test_a_tally_counts_losses_and_says_when_one_was_not_the_newest_steps():
+    def run(*outcomes):
+        return simcheck.CutRun(1.0, outcomes, 20.0, 15.0)
+
+    runs = [
+        run(simcheck.Outcome("d", 30, (30,), ""), simcheck.Outcome("w", 9, (), "")),
+        run(simcheck.Outcome("d", 12, (), "")),
+        run(simcheck.Outcome("d", 40, (38, 39, 40), "")),
+    ]
+    t = simcheck.tally("d", runs)
+    got = (t.cuts, t.acknowledged, t.lost_max, t.lost_total, t.cuts_with_loss)
+    assert got == (3, 82, 3, 4, 2)
+    assert (t.corrupt, t.not_newest) == (0, 0)
+    gap = simcheck.tally("d", [run(simcheck.Outcome("d", 40, (38, 40), "bad"))])
+    assert (gap.not_newest, gap.corrupt) == (1, 1)
+    assert "1 not the newest" in simcheck.line(gap, _prediction("d", None))[1]
+
+
 def test_the_prediction_is_read_from_powerloss_json():
     config = {
         "pragmas": {"journal_mode": "DELETE", "synchronous": "FULL", "fullfsync": None},
