@@ -152,12 +152,13 @@ def qemu_argv(
     is not promised), with ``virtio-blk`` a virtio disk (``/sys/block/vd*/serial``).
 
     The two differ in FUA, measured here (QEMU 7.2, lab/README.md): the guest's NVMe
-    driver sees FUA advertised and sends FUA writes (ext4's journal commit block), and
-    QEMU's NVMe controller passes them to the drive as plain writes: 10 O_DIRECT|O_DSYNC
-    writes reached the lab drive as 0 FUA writes and 0 flushes beyond the 10 of the
-    kernel's own sync, so an honest drive behind it can lose what the guest's fsync
-    acknowledged. virtio-blk advertises no FUA, so the guest sends a FLUSH after such a
-    write instead. Raises ValueError for another ``drive_bus``."""
+    driver sees FUA advertised and sends FUA writes (ext4's journal commit block is one),
+    and they reach the lab drive as plain writes: 10 O_DIRECT|O_DSYNC writes arrived as
+    0 FUA writes and 10 flushes (the kernel's own sync after each; over virtio-blk the
+    same writes brought 20), so QEMU drops the FUA, and an honest drive behind it can
+    lose what the guest's fsync acknowledged. virtio-blk advertises no FUA, so the guest
+    sends a FLUSH after such a write instead. Raises ValueError for another
+    ``drive_bus``."""
     if drive_bus not in DRIVE_BUSES:
         raise ValueError(f"drive_bus must be one of {', '.join(DRIVE_BUSES)}, got {drive_bus!r}")
     kver = kernel_version()

@@ -34,6 +34,7 @@ has corrupt states.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import importlib.util
 import json
@@ -70,14 +71,15 @@ MODELS = ("synced-only", "prefix", "subset")
 #: The step journal's payload (``run``'s and ``powerloss``'s default, bytes).
 PAYLOAD_BYTES = 512
 #: The cut falls this long (s, uniform, seeded) after every drive's first ACK: a range that
-#: spans several commits of each pragma under TCG (wal/full about 30 commits/s here) and
-#: keeps a cut near 20 s in all.
-CUT_AFTER_S = (0.05, 2.5)
-#: Guard on a guest that never acknowledges (s); a boot and the writer's start take ~15 s.
+#: spans tens of commits of each pragma under TCG (wal/full 20-50 commits/s here, delete
+#: 10-25) and keeps a cut near 20 s in all.
+CUT_AFTER_S = (0.05, 2.0)
+#: Guard on a guest that never acknowledges (s); a boot and the writer's start take 13-20 s
+#: here (10-13 s of it the boot).
 FIRST_ACK_TIMEOUT_S = 150.0
-#: How the drives are attached (lab/guest.py qemu_argv): virtio-blk, because QEMU 7.2's
-#: NVMe controller passes the guest's FUA writes on as plain writes (measured here,
-#: lab/README.md), which makes the honest drive lose the last acknowledged commit.
+#: How the drives are attached (lab/guest.py qemu_argv): virtio-blk, because behind QEMU
+#: 7.2's NVMe controller the guest's FUA writes reach the drive as plain writes (measured
+#: here, lab/README.md), which makes the honest drive lose the last acknowledged commit.
 DRIVE_BUS = "virtio-blk"
 
 
@@ -122,7 +124,7 @@ def fsyncbench_python() -> str | None:
 def missing_parts() -> str:
     """What this machine lacks for the real cuts ("" when nothing): the guest's parts, the
     drive's, root (loop mounts), or a Python with fsyncbench and apsw."""
-    missing = guest.missing_parts() or cuts.missing_parts()
+    missing = str(guest.missing_parts() or cuts.missing_parts())
     if missing:
         return missing
     if os.geteuid() != 0:
@@ -474,8 +476,11 @@ def experiment(
         raise RuntimeError(missing)
     python = fsyncbench_python()
     assert python is not None
-    predictions = predict(python, seed)
-    runs = list(real_cuts(seed, cuts, python))
+    # the prediction (5-20 s here) runs beside the first cuts
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        predicted = pool.submit(predict, python, seed)
+        runs = list(real_cuts(seed, cuts, python))
+        predictions = predicted.result()
     return [tally(label(p), runs) for p in PRAGMAS], predictions, runs
 
 
