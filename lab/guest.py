@@ -20,11 +20,14 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 #: Modules the guest needs, loaded with their dependencies in order.
-MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme", "ext4", "virtio_console")
+MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme", "ext4", "virtio_console", "virtio_blk")
+#: How a drive can be attached (:func:`qemu_argv`).
+DRIVE_BUSES = ("nvme", "virtio-blk")
 #: Where the guest mounts things inside this machine's root (existing directories, since
 #: the root is read-only): the results share and the drive's filesystem.
 GUEST_RESULTS = "/mnt"
@@ -134,8 +137,30 @@ class GuestRun:
     took_s: float
 
 
-def qemu_argv(initrd: Path, results: Path, drive_socket: Path | None, hide_vm: bool) -> list[str]:
-    """QEMU's command line for one guest (module docstring)."""
+def qemu_argv(
+    initrd: Path,
+    results: Path,
+    drive_socket: Path | None,
+    hide_vm: bool,
+    drive_sockets: Sequence[Path] = (),
+    drive_bus: str = "nvme",
+) -> list[str]:
+    """QEMU's command line for one guest (module docstring). The drives are
+    ``drive_socket`` (if any) then ``drive_sockets``, each with the serial ``fsblab<i>``
+    (i from 0 in that order): with ``drive_bus`` ``nvme`` each its own NVMe controller
+    (found in the guest by ``/sys/block/nvme*/device/serial``, since the kernel's numbering
+    is not promised), with ``virtio-blk`` a virtio disk (``/sys/block/vd*/serial``).
+
+    The two differ in FUA, measured here (QEMU 7.2, lab/README.md): the guest's NVMe
+    driver sees FUA advertised and sends FUA writes (ext4's journal commit block is one),
+    and they reach the lab drive as plain writes: 10 O_DIRECT|O_DSYNC writes arrived as
+    0 FUA writes and 10 flushes (the kernel's own sync after each; over virtio-blk the
+    same writes brought 20), so QEMU drops the FUA, and an honest drive behind it can
+    lose what the guest's fsync acknowledged. virtio-blk advertises no FUA, so the guest
+    sends a FLUSH after such a write instead. Raises ValueError for another
+    ``drive_bus``."""
+    if drive_bus not in DRIVE_BUSES:
+        raise ValueError(f"drive_bus must be one of {', '.join(DRIVE_BUSES)}, got {drive_bus!r}")
     kver = kernel_version()
     cpu = "max,-hypervisor" if hide_vm else "max"
     argv = [
@@ -165,14 +190,44 @@ def qemu_argv(initrd: Path, results: Path, drive_socket: Path | None, hide_vm: b
     ]
     if hide_vm:  # bare-metal looking SMBIOS strings
         argv += ["-smbios", "type=1,manufacturer=Lab,product=Bare Metal,version=1"]
-    if drive_socket is not None:
+    sockets = ([drive_socket] if drive_socket is not None else []) + list(drive_sockets)
+    device = "nvme" if drive_bus == "nvme" else "virtio-blk-pci"
+    for i, sock in enumerate(sockets):
         argv += [
             "-drive",
-            f"driver=nbd,server.type=unix,server.path={drive_socket},if=none,id=lab0,cache.direct=off",
+            f"driver=nbd,server.type=unix,server.path={sock},if=none,id=lab{i},cache.direct=off",
             "-device",
-            "nvme,serial=fsblab0,drive=lab0",
+            f"{device},serial=fsblab{i},drive=lab{i}",
         ]
     return argv
+
+
+def boot(
+    command: str,
+    initrd: Path,
+    results: Path,
+    *,
+    drive_socket: Path | None = None,
+    hide_vm: bool = True,
+    drive_sockets: Sequence[Path] = (),
+    drive_bus: str = "nvme",
+) -> subprocess.Popen[bytes]:
+    """Start the guest of :func:`run` and return at once: QEMU's process (its stdout, the
+    serial console, is a pipe the caller must drain or close); the caller waits for it or
+    kills it (a SIGKILL of QEMU is a power cut of the guest)."""
+    (results / "cmd.sh").write_text(
+        "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root\n"
+        + command
+        + "\n"
+    )
+    for stale in ("out.txt", "rc"):
+        (results / stale).unlink(missing_ok=True)
+    return subprocess.Popen(
+        qemu_argv(initrd, results, drive_socket, hide_vm, drive_sockets, drive_bus),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def run(
@@ -183,24 +238,22 @@ def run(
     drive_socket: Path | None = None,
     hide_vm: bool = True,
     timeout_s: float = 180.0,
+    drive_sockets: Sequence[Path] = (),
+    drive_bus: str = "nvme",
 ) -> GuestRun:
     """Boot a guest that runs the shell ``command`` (as root, chrooted into this machine's
-    root; the drive, if any, is ``/dev/nvme0n1``; ``/mnt`` is ``results``) and powers off.
-    Returns its exit code and output; a guest still running at ``timeout_s`` is killed
-    (rc None)."""
-    (results / "cmd.sh").write_text(
-        "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root\n"
-        + command
-        + "\n"
-    )
-    for stale in ("out.txt", "rc"):
-        (results / stale).unlink(missing_ok=True)
+    root; the drive, if any, is ``/dev/nvme0n1``, several drives as :func:`qemu_argv`
+    says; ``/mnt`` is ``results``) and powers off. Returns its exit code and output; a
+    guest still running at ``timeout_s`` is killed (rc None)."""
     start = time.monotonic()
-    proc = subprocess.Popen(
-        qemu_argv(initrd, results, drive_socket, hide_vm),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+    proc = boot(
+        command,
+        initrd,
+        results,
+        drive_socket=drive_socket,
+        hide_vm=hide_vm,
+        drive_sockets=drive_sockets,
+        drive_bus=drive_bus,
     )
     try:
         console, _ = proc.communicate(timeout=timeout_s)

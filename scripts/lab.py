@@ -7,22 +7,28 @@ against what the drive's mode says must be kept. One line per scenario, then
 ``lab: N/N agree``; exit 0 when all agree, 1 when one does not, 2 when this machine lacks
 a part (named).
 
-So far the scenarios cut the drive directly (issue 30, item 1); the guest scenarios
-(audit, powercut and powerloss against the truth) are to come.
+The drive scenarios cut the drive directly (issue 30, item 1). ``powerloss`` (item 5,
+lab/simcheck.py) cuts a guest committing the step journal under four pragma combinations
+and sets the real losses beside ``fsyncbench powerloss``'s prediction, one line per pragma
+(root, QEMU and a Python with fsyncbench and apsw needed; about 20 s a cut here).
 
-    python3 scripts/lab.py [--cuts N] [--seed S]
+    python3 scripts/lab.py [--cuts N] [--seed S] [--only drive|powerloss] [--powerloss-cuts N]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lab"))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # fsyncbench, for simcheck
 
 import cuts
+import simcheck
 
 
 def _scenarios(n: int) -> list[tuple[str, str, dict[str, object], str]]:
@@ -67,17 +73,29 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cuts", type=int, default=30, help="cuts per scenario (default 30)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the cut moments (default 0)")
+    ap.add_argument(
+        "--only", choices=("drive", "powerloss"), help="run only these scenarios (default: all)"
+    )
+    ap.add_argument(
+        "--powerloss-cuts",
+        type=int,
+        default=20,
+        help="guest cuts for powerloss vs real cuts, each cutting all four pragmas (default 20)",
+    )
     args = ap.parse_args()
-    if args.cuts < 1:
-        print("lab: --cuts must be at least 1", file=sys.stderr)
-        return 2
+    for flag, value in (("--cuts", args.cuts), ("--powerloss-cuts", args.powerloss_cuts)):
+        if value < 1:
+            print(f"lab: {flag} must be at least 1", file=sys.stderr)
+            return 2
     missing = cuts.missing_parts()
+    if not missing and args.only != "drive":
+        missing = simcheck.missing_parts()
     if missing:
         print(f"lab: {missing}", file=sys.stderr)
         return 2
     rng = random.Random(args.seed)
-    agree = 0
-    scenarios = _scenarios(args.cuts)
+    agree = total = 0
+    scenarios = _scenarios(args.cuts) if args.only != "powerloss" else []
     for name, mode, options, truth in scenarios:
         done = [cuts.cut(mode, rng, **options) for _ in range(args.cuts)]
         cache_blocks = int(str(options.get("cache_blocks", 1024)))
@@ -89,8 +107,22 @@ def main() -> int:
             f"{'agree' if ok else 'DISAGREE':8}  {name}: {args.cuts} cuts, {acked} records "
             f"acknowledged, {lost} lost; truth: {truth}"
         )
-    print(f"lab: {agree}/{len(scenarios)} agree")
-    return 0 if agree == len(scenarios) else 1
+    total += len(scenarios)
+    if args.only != "drive":
+        start = time.perf_counter_ns()
+        try:
+            lines = simcheck.lab_lines(args.seed, args.powerloss_cuts)
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+            print(f"lab: powerloss vs real cuts failed: {exc}", file=sys.stderr)
+            return 2
+        took_s = (time.perf_counter_ns() - start) / 1e9
+        for scenario, truth, said, ok in lines:
+            agree += ok
+            print(f"{'agree' if ok else 'DISAGREE':8}  {scenario}: {truth}; powerloss: {said}")
+        total += len(lines)
+        print(f"lab: powerloss vs real cuts took {took_s:.0f} s", file=sys.stderr)
+    print(f"lab: {agree}/{total} agree")
+    return 0 if agree == total else 1
 
 
 if __name__ == "__main__":
