@@ -7,10 +7,12 @@ against what the drive's mode says must be kept. One line per scenario, then
 ``lab: N/N agree``; exit 0 when all agree, 1 when one does not, 2 when this machine lacks
 a part (named).
 
-So far the scenarios cut the drive directly (issue 30, item 1); the guest scenarios
-(audit, powercut and powerloss against the truth) are to come.
+The drive scenarios cut the drive directly (issue 30, item 1); the powercut scenarios
+(items 4 and 7, lab/powercuts.py) run ``fsyncbench powercut cycle`` with the writer in a
+guest on an honest and on a lying drive, ``--powercut-cycles`` real cuts each (about a
+minute per cut here).
 
-    python3 scripts/lab.py [--cuts N] [--seed S]
+    python3 scripts/lab.py [--cuts N] [--seed S] [--only drive|powercut] [--powercut-cycles N]
 """
 
 from __future__ import annotations
@@ -67,9 +69,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cuts", type=int, default=30, help="cuts per scenario (default 30)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the cut moments (default 0)")
+    ap.add_argument(
+        "--only", choices=("drive", "powercut"), help="run only these scenarios (default: all)"
+    )
+    ap.add_argument(
+        "--powercut-cycles",
+        type=int,
+        default=2,
+        help="real cuts per powercut scenario (default 2)",
+    )
     args = ap.parse_args()
-    if args.cuts < 1:
-        print("lab: --cuts must be at least 1", file=sys.stderr)
+    if args.cuts < 1 or args.powercut_cycles < 1:
+        print("lab: --cuts and --powercut-cycles must be at least 1", file=sys.stderr)
         return 2
     missing = cuts.missing_parts()
     if missing:
@@ -77,7 +88,8 @@ def main() -> int:
         return 2
     rng = random.Random(args.seed)
     agree = 0
-    scenarios = _scenarios(args.cuts)
+    scenarios = _scenarios(args.cuts) if args.only in (None, "drive") else []
+    total = len(scenarios)
     for name, mode, options, truth in scenarios:
         done = [cuts.cut(mode, rng, **options) for _ in range(args.cuts)]
         cache_blocks = int(str(options.get("cache_blocks", 1024)))
@@ -89,8 +101,19 @@ def main() -> int:
             f"{'agree' if ok else 'DISAGREE':8}  {name}: {args.cuts} cuts, {acked} records "
             f"acknowledged, {lost} lost; truth: {truth}"
         )
-    print(f"lab: {agree}/{len(scenarios)} agree")
-    return 0 if agree == len(scenarios) else 1
+    if args.only in (None, "powercut"):
+        import powercuts
+
+        missing = powercuts.missing_parts()
+        if missing:
+            print(f"lab: powercut: {missing}", file=sys.stderr)
+            return 2
+        for name, truth, said, ok in powercuts.lab_lines(args.seed, args.powercut_cycles):
+            agree += ok
+            total += 1
+            print(f"{'agree' if ok else 'DISAGREE':8}  {name}: {said}; truth: {truth}")
+    print(f"lab: {agree}/{total} agree")
+    return 0 if agree == total else 1
 
 
 if __name__ == "__main__":
