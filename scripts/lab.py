@@ -78,6 +78,12 @@ def main() -> int:
         default=2,
         help="real cuts per powercut scenario (default 2)",
     )
+    ap.add_argument(
+        "--powercut-nvme-cuts",
+        type=int,
+        default=0,
+        help="also cut an honest drive attached as NVMe this many times (QEMU drops FUA)",
+    )
     args = ap.parse_args()
     if args.cuts < 1 or args.powercut_cycles < 1:
         print("lab: --cuts and --powercut-cycles must be at least 1", file=sys.stderr)
@@ -108,7 +114,9 @@ def main() -> int:
         if missing:
             print(f"lab: powercut: {missing}", file=sys.stderr)
             return 2
-        for name, truth, said, ok in powercuts.lab_lines(args.seed, args.powercut_cycles):
+        for name, truth, said, ok in powercuts.lab_lines(
+            args.seed, args.powercut_cycles, args.powercut_nvme_cuts
+        ):
             agree += ok
             total += 1
             print(f"{'agree' if ok else 'DISAGREE':8}  {name}: {said}; truth: {truth}")
