@@ -85,8 +85,14 @@ def main() -> int:
         help="also cut an honest drive attached as NVMe this many times (QEMU drops FUA)",
     )
     args = ap.parse_args()
-    if args.cuts < 1 or args.powercut_cycles < 1:
-        print("lab: --cuts and --powercut-cycles must be at least 1", file=sys.stderr)
+    if args.cuts < 1:
+        print("lab: --cuts must be at least 1", file=sys.stderr)
+        return 2
+    if args.powercut_cycles < 1 or args.powercut_nvme_cuts < 0:
+        print(
+            "lab: --powercut-cycles must be at least 1, --powercut-nvme-cuts 0 or more",
+            file=sys.stderr,
+        )
         return 2
     missing = cuts.missing_parts()
     if missing:
