@@ -21,10 +21,10 @@ Two ways to run it, both here:
   verify), each ``python3 lab/powercuts.py ACTION ...``.
 
 The truth: an honest drive loses no acknowledged commit; a lying drive (every FLUSH
-acknowledged and dropped) loses the acknowledged commits whose blocks were still in its
-cache, which is all of a short run's: 1,024 blocks of 4 KiB hold every block a few seconds
-of commits write (lab/drive.py), the run's directory included. :func:`lab_lines` gives
-scripts/lab.py one line per scenario.
+acknowledged and dropped) loses the newest acknowledged commits, up to the last: those whose
+blocks were still in its cache of 1,024 blocks of 4 KiB, the oldest dirty blocks having
+been evicted to the image first (lab/drive.py). That is all of a short run's, the run's
+directory included. :func:`lab_lines` gives scripts/lab.py one line per scenario.
 
 Needs what lab/guest.py and lab/cuts.py need (``missing_parts``), mkfs.ext4, and an
 ``fsyncbench`` executable (:func:`fsyncbench_exe`).
@@ -129,7 +129,10 @@ def start_drive(
 ) -> tuple[subprocess.Popen[bytes], Path]:
     """nbdkit serving ``work/image`` as the lab drive in ``mode`` on the unix socket
     ``work/NAME.sock`` (its flush log ``work/NAME.log``); returns (process, socket) once
-    it listens. The caller ends it with SIGKILL (a cut); RuntimeError if it does not start."""
+    it listens. The caller ends it with SIGKILL (a cut); RuntimeError if it does not start.
+    nbdkit asks for SIGTERM when its parent exits (prctl PR_SET_PDEATHSIG, seen with
+    strace), and a SIGTERM is a clean stop that writes the drive's cache back: the caller
+    must outlive the cut."""
     import cuts
 
     sock, log = work / f"{name}.sock", work / f"{name}.log"
