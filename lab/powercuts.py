@@ -75,6 +75,9 @@ GUEST_SECRET = f"{guest.GUEST_RESULTS}/secret"
 #: A guest boot, its writer's start and its verify take 10-70 s under TCG on this 2-core
 #: machine depending on its load (measured: first commit 25-72 s after QEMU started).
 BOOT_TIMEOUT_S = 300.0
+#: A powered-on drive (``power-on``) is killed after this long at the latest: longer than
+#: the verify retries :func:`cycles` allows (2 x BOOT_TIMEOUT_S).
+KEEP_DRIVE_S = 3 * BOOT_TIMEOUT_S
 
 
 def fsyncbench_exe() -> str | None:
@@ -619,9 +622,10 @@ def _cmd_guest_write(a: argparse.Namespace) -> int:
 
 
 def _cmd_power_on(a: argparse.Namespace) -> int:
-    """The drive, honest, on the cut image, left running when this command returns. nbdkit
-    asks for SIGTERM when its parent exits (prctl PR_SET_PDEATHSIG, seen with strace), so
-    a forked keeper in a session of its own stays its parent until the drive is killed."""
+    """The drive, honest, on the cut image, left running when this command returns (for at
+    most KEEP_DRIVE_S). nbdkit asks for SIGTERM when its parent exits (prctl
+    PR_SET_PDEATHSIG, seen with strace), so a forked keeper in a session of its own stays
+    its parent until the drive is killed."""
     work: Path = a.work
     pid_file = work / "restored.pid"
     pid_file.unlink(missing_ok=True)
@@ -635,7 +639,10 @@ def _cmd_power_on(a: argparse.Namespace) -> int:
                 os.dup2(devnull, fd)
             proc, _sock = start_drive(work, "honest", name="restored")
             pid_file.write_text(f"{proc.pid}\n")
-            proc.wait()
+            try:  # killed by the lab when its cycles end; never left running for long
+                proc.wait(KEEP_DRIVE_S)
+            except subprocess.TimeoutExpired:
+                _kill(proc)
             code = 0
         finally:
             os._exit(code)
