@@ -38,6 +38,7 @@ _API = frozenset(
         "powercut_listen",
         "powercut_write",
         "powercut_verify",
+        "powercut_cycle",
         "Gates",
         "Outputs",
         "GateResult",

@@ -247,6 +247,8 @@ def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
             announce=announce,
         )
         return EXIT_OK
+    if args.action == "cycle":
+        return _powercut_cycle(args, log)
     if args.action == "verify":
         outcome = api.powercut_verify(
             args.dir,
@@ -286,6 +288,34 @@ def cmd_powercut(args: argparse.Namespace, argv: list[str]) -> int:
         print(file=sys.stderr)
     _emit(args, api.render(summary, args.format))
     return EXIT_OK
+
+
+def _powercut_cycle(args: argparse.Namespace, log: Any) -> int:
+    """powercut cycle: progress on stderr (never the secret: its file is named), the
+    summary (--format) at the end; its exit code (cycle.CycleSummary.exit_code)."""
+    summary = api.powercut_cycle(
+        args.start,
+        args.cut,
+        args.verify,
+        restore=args.restore,
+        cycles=args.cycles,
+        cut_after=args.cut_after,
+        seed=args.seed,
+        bind=args.bind,
+        port=args.port,
+        state=args.state,
+        secret_file=args.secret_file,
+        start_timeout_s=args.start_timeout_seconds,
+        command_timeout_s=args.command_timeout_seconds,
+        verify_timeout_s=args.verify_timeout_seconds,
+        retry_every_s=args.retry_every_seconds,
+        log=log,
+        outputs=_outputs(args),
+    )
+    from fsyncbench.powercut.cycle import format_summary, summary_json
+
+    _emit(args, summary_json(summary) if args.format == "json" else format_summary(summary))
+    return summary.exit_code
 
 
 _COMMANDS = {

@@ -592,8 +592,110 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="directory to save the report JSON in, created if needed (default ./reports)",
     )
+    _add_cycle_parser(pcs)
     _add_powerloss_parser(sub)
     return parser
+
+
+def _add_cycle_parser(pcs: argparse._SubParsersAction[_Parser]) -> None:
+    """powercut cycle: the whole experiment with the user's commands, N times."""
+    pcc = pcs.add_parser(
+        "cycle",
+        help="on the second machine: the whole experiment, N times: start the writer, cut "
+        "the power at a seeded random moment, restore it, verify (your commands)",
+        description="Start a listener here, then per cycle: run the --start command (the "
+        "writer on the machine under test), wait for its first recorded commit, wait a "
+        "seeded random moment (--cut-after), run --cut (power off) and --restore (power on), "
+        "and run --verify until it gives a verdict (exit 0 or 1) or times out. Commands are "
+        "split like a shell's words and run without a shell (ask for one with sh -c '...'); "
+        "in each word {port}, {address}, {cycle}, {secret_file} and (not in --start) "
+        "{run_id} are replaced. Give verify --run-id {run_id} --format json so the cycle "
+        "checks the right run and counts the lost commits. Exit 1 when a cycle lost "
+        "acknowledged commits, 2 on an error, 4 when a cycle proved nothing (no reboot).",
+    )
+    pcc.add_argument(
+        "--start",
+        required=True,
+        metavar="COMMAND",
+        help='starts the writer on the machine under test, e.g. "ssh A fsyncbench powercut '
+        'write --to B:{port} --secret-file s /data" (may keep running or return at once)',
+    )
+    pcc.add_argument(
+        "--cut",
+        required=True,
+        metavar="COMMAND",
+        help="cuts the machine's power, e.g. \"ipmitool -I lanplus -H bmc -U u -f pw chassis "
+        'power off"; must exit 0',
+    )
+    pcc.add_argument(
+        "--restore",
+        metavar="COMMAND",
+        help="powers it on again (e.g. ipmitool ... chassis power on); must exit 0 (default: "
+        "nothing)",
+    )
+    pcc.add_argument(
+        "--verify",
+        required=True,
+        metavar="COMMAND",
+        help='verifies on the rebooted machine, retried until it exits 0 or 1, e.g. "ssh A '
+        "fsyncbench powercut verify --from B:{port} --secret-file s --run-id {run_id} "
+        '--format json /data"',
+    )
+    pcc.add_argument(
+        "--cycles", type=int, default=1, metavar="N", help="how many cycles (default 1)"
+    )
+    pcc.add_argument(
+        "--cut-after",
+        default="2..10",
+        metavar="S..S",
+        help="the cut comes this many seconds after the run's first recorded commit, drawn "
+        "uniformly from the range (default 2..10)",
+    )
+    pcc.add_argument(
+        "--seed",
+        type=int,
+        metavar="N",
+        help="seed of the cut moments (default: a random one, shown in the summary)",
+    )
+    for option, default, what in (
+        ("--start-timeout-seconds", 300, "for the first recorded commit after --start"),
+        ("--command-timeout-seconds", 120, "for each --cut, --restore and --verify run"),
+        ("--verify-timeout-seconds", 900, "for --verify to give a verdict (retried)"),
+        ("--retry-every-seconds", 5, "between --verify attempts"),
+    ):
+        pcc.add_argument(
+            option,
+            type=float,
+            default=default,
+            metavar="S",
+            help=f"wait {what} (default {default})",
+        )
+    pcc.add_argument(
+        "--bind",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="the listener's address (default 127.0.0.1; give this machine's LAN address)",
+    )
+    pcc.add_argument(
+        "--port", type=int, default=5400, metavar="PORT", help="TCP port (default 5400; 0: any)"
+    )
+    pcc.add_argument(
+        "--state",
+        type=_path,
+        default=Path("fsyncbench-powercut-listener.db"),
+        metavar="FILE",
+        help="the listener's durable record, as for listen "
+        "(default ./fsyncbench-powercut-listener.db)",
+    )
+    pcc.add_argument(
+        "--secret-file",
+        type=_path,
+        metavar="FILE",
+        help="the listener's secret, as for listen (default: the --state file's name + "
+        f".secret; without --secret-file, {_SECRET_ENV} is used when set)",
+    )
+    _add_format_option(pcc, VERIFY_FORMATS, "the summary (progress lines go to stderr)")
+    _add_output_option(pcc)
 
 
 #: The environment variable that holds a powercut listener's secret (powercut.secret.ENV_VAR).

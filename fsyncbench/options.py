@@ -36,6 +36,7 @@ from fsyncbench.model import Pragmas
 
 if TYPE_CHECKING:  # imported where used: measure.evidence is heavy
     from fsyncbench.measure.evidence import EvidencePlan
+    from fsyncbench.powercut.cycle import CyclePlan
     from fsyncbench.powercut.secret import Secret
     from fsyncbench.powerloss.plan import PowerlossPlan
 
@@ -368,6 +369,46 @@ def address(text: str, option: str) -> tuple[str, int]:
     from fsyncbench.powercut import parse_address
 
     return parse_address(text, option)
+
+
+def cycle_plan(
+    start: object,
+    cut: object,
+    verify: object,
+    restore: object,
+    cycles: object,
+    cut_after: object,
+    seed: object,
+    timeouts_s: Sequence[object],
+) -> CyclePlan:
+    """``powercut cycle``'s plan: the four commands (argv strings, split with shlex), the
+    cycle count, the cut moments' range (``"2..10"`` seconds), the seed (None: a random
+    one) and the timeouts (start, command, verify, retry interval; seconds), each checked
+    (:func:`fsyncbench.powercut.cycle.make_plan`)."""
+    from fsyncbench.powercut.cycle import make_plan
+
+    for value, name in ((start, "start"), (cut, "cut"), (verify, "verify")):
+        check_text(value, name)
+    check_text(restore, "restore", optional=True)
+    check_integer(cycles, "cycles")
+    check_text(cut_after, "cut_after")
+    check_integer(seed, "seed", optional=True)
+    for value, name in zip(timeouts_s, ("start", "command", "verify", "retry_every")):
+        check_number(value, f"{name}_timeout_s" if name != "retry_every" else "retry_every_s")
+    start_s, command_s, verify_s, retry_s = (float(cast(float, v)) for v in timeouts_s)
+    return make_plan(
+        cast(str, start),
+        cast(str, cut),
+        cast(str, verify),
+        restore=cast("str | None", restore),
+        cycles=cast(int, cycles),
+        cut_after=cast(str, cut_after),
+        seed=cast("int | None", seed),
+        start_timeout_s=start_s,
+        command_timeout_s=command_s,
+        verify_timeout_s=verify_s,
+        retry_every_s=retry_s,
+    )
 
 
 def powercut_secret(secret: object, secret_file: object) -> Secret:

@@ -23,11 +23,15 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 #: Modules the guest needs, loaded with their dependencies in order.
 MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme", "ext4", "virtio_console", "virtio_blk")
+<<<<<<< HEAD
 #: How a drive can be attached (:func:`qemu_argv`).
 DRIVE_BUSES = ("nvme", "virtio-blk")
+=======
+>>>>>>> lab-powercut
 #: Where the guest mounts things inside this machine's root (existing directories, since
 #: the root is read-only): the results share and the drive's filesystem.
 GUEST_RESULTS = "/mnt"
@@ -142,6 +146,7 @@ def qemu_argv(
     results: Path,
     drive_socket: Path | None,
     hide_vm: bool,
+<<<<<<< HEAD
     drive_sockets: Sequence[Path] = (),
     drive_bus: str = "nvme",
 ) -> list[str]:
@@ -161,6 +166,12 @@ def qemu_argv(
     ``drive_bus``."""
     if drive_bus not in DRIVE_BUSES:
         raise ValueError(f"drive_bus must be one of {', '.join(DRIVE_BUSES)}, got {drive_bus!r}")
+=======
+    extra_argv: Sequence[str] = (),
+) -> list[str]:
+    """QEMU's command line for one guest (module docstring); ``extra_argv`` is appended
+    (e.g. a virtio-serial port: lab/bridge.py)."""
+>>>>>>> lab-powercut
     kver = kernel_version()
     cpu = "max,-hypervisor" if hide_vm else "max"
     argv = [
@@ -199,7 +210,35 @@ def qemu_argv(
             "-device",
             f"{device},serial=fsblab{i},drive=lab{i}",
         ]
-    return argv
+    return argv + list(extra_argv)
+
+
+def start(
+    command: str,
+    initrd: Path,
+    results: Path,
+    *,
+    drive_socket: Path | None = None,
+    hide_vm: bool = True,
+    extra_argv: Sequence[str] = (),
+    console: int | IO[bytes] | None = subprocess.PIPE,
+) -> subprocess.Popen[bytes]:
+    """Boot a guest that runs the shell ``command`` (as in :func:`run`) and return at once:
+    the QEMU process, to wait for or to cut (SIGKILL). Its serial console goes to
+    ``console`` (a pipe by default; a file keeps it when the guest is cut)."""
+    (results / "cmd.sh").write_text(
+        "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root\n"
+        + command
+        + "\n"
+    )
+    for stale in ("out.txt", "rc"):
+        (results / stale).unlink(missing_ok=True)
+    return subprocess.Popen(
+        qemu_argv(initrd, results, drive_socket, hide_vm, extra_argv),
+        stdin=subprocess.DEVNULL,
+        stdout=console,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def boot(
@@ -238,6 +277,7 @@ def run(
     drive_socket: Path | None = None,
     hide_vm: bool = True,
     timeout_s: float = 180.0,
+<<<<<<< HEAD
     drive_sockets: Sequence[Path] = (),
     drive_bus: str = "nvme",
 ) -> GuestRun:
@@ -247,20 +287,34 @@ def run(
     guest still running at ``timeout_s`` is killed (rc None)."""
     start = time.monotonic()
     proc = boot(
+=======
+    extra_argv: Sequence[str] = (),
+) -> GuestRun:
+    """Boot a guest that runs the shell ``command`` (as root, chrooted into this machine's
+    root; the drive, if any, is ``/dev/nvme0n1``; ``/mnt`` is ``results``) and powers off.
+    Returns its exit code and output; a guest still running at ``timeout_s`` is killed
+    (rc None). ``extra_argv``: more QEMU arguments (:func:`qemu_argv`)."""
+    start_s = time.monotonic()
+    proc = start(
+>>>>>>> lab-powercut
         command,
         initrd,
         results,
         drive_socket=drive_socket,
         hide_vm=hide_vm,
+<<<<<<< HEAD
         drive_sockets=drive_sockets,
         drive_bus=drive_bus,
+=======
+        extra_argv=extra_argv,
+>>>>>>> lab-powercut
     )
     try:
         console, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         proc.kill()
         console, _ = proc.communicate()
-    took = time.monotonic() - start
+    took = time.monotonic() - start_s
     rc_file = results / "rc"
     rc = int(rc_file.read_text().strip()) if rc_file.exists() else None
     out = (

@@ -65,6 +65,7 @@ PRINTS = {
     "fsyncbench powerloss": ["text", "markdown", "json", "html"],
     "fsyncbench powercut verify": ["text", "json"],
     "fsyncbench powercut write": ["text", "json"],
+    "fsyncbench powercut cycle": ["text", "json"],
 }
 #: metavar by what an option's value is
 METAVAR_BY_NAME = [
@@ -585,7 +586,7 @@ def _readme_commands() -> list[str]:
     text = "\n".join(p.read_text() for p in DOCUMENTS)
     found = []
     for block in re.findall(r"```sh\n(.*?)```", text, re.S):
-        for line in block.splitlines():
+        for line in block.replace("\\\n", " ").splitlines():  # a continued line is one
             for part in line.split("&&"):
                 part = part.split("  #")[0].strip()
                 for prefix in ("fsyncbench ", ".venv/bin/fsyncbench"):

@@ -178,7 +178,7 @@ def test_the_lab_script_prints_a_line_per_scenario_and_the_tally():
 
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "lab.py"), "--cuts", "2", "--seed", "3"]
-        + ["--only", "drive"],
+        + ["--only", "drive"],  # the guest scenarios have tests of their own
         capture_output=True,
         text=True,
         timeout=300,

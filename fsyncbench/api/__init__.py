@@ -10,7 +10,8 @@ prints and exits)::
 
 Measuring: :func:`run`, :func:`audit`, :func:`kill_matrix`, :func:`simulate_power_loss`,
 :func:`host_record`, :func:`experiment_report` (a kill matrix or power-loss simulation as a
-report to save), :func:`powercut_listen`, :func:`powercut_write`, :func:`powercut_verify`. Reports:
+report to save), :func:`powercut_listen`, :func:`powercut_write`, :func:`powercut_verify`,
+:func:`powercut_cycle`. Reports:
 :func:`load`, :func:`save`, :func:`render`, :func:`gate`, :func:`compare`. The results are
 the frozen dataclasses of :mod:`fsyncbench.model` (durations in ns, in fields named
 ``*_ns``), JSON as :func:`fsyncbench.report.store.report_to_json` writes it.
@@ -34,7 +35,12 @@ from fsyncbench.api.measuring import (
     run,
     simulate_power_loss,
 )
-from fsyncbench.api.powercut import powercut_listen, powercut_verify, powercut_write
+from fsyncbench.api.powercut import (
+    powercut_cycle,
+    powercut_listen,
+    powercut_verify,
+    powercut_write,
+)
 from fsyncbench.api.reports import (
     Comparison,
     GateResult,
@@ -62,6 +68,7 @@ __all__ = [
     "powercut_listen",
     "powercut_write",
     "powercut_verify",
+    "powercut_cycle",
     "build_report",
     "experiment_report",
     "write_file",

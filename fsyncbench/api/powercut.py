@@ -16,11 +16,12 @@ from fsyncbench.measure.plan import DEFAULT_PAYLOAD_BYTES
 from fsyncbench.options import Outputs
 
 if TYPE_CHECKING:  # for annotations only: each is imported where it is used
+    from fsyncbench.powercut.cycle import CycleSummary
     from fsyncbench.powercut.secret import ListenerStart
     from fsyncbench.powercut.verify import VerifyOutcome
     from fsyncbench.powercut.writer import WriterStatus, WriterSummary
 
-__all__ = ["powercut_listen", "powercut_verify", "powercut_write"]
+__all__ = ["powercut_cycle", "powercut_listen", "powercut_verify", "powercut_write"]
 
 
 def powercut_listen(
@@ -138,4 +139,65 @@ def powercut_verify(
     key = options.powercut_secret(secret, secret_file)
     return powercut.verify(
         address, key, path, run_id, Path(report_dir), list(command_line_of(command_line))
+    )
+
+
+def powercut_cycle(
+    start: str,
+    cut: str,
+    verify: str,
+    *,
+    restore: str | None = None,
+    cycles: int = 1,
+    cut_after: str = "2..10",
+    seed: int | None = None,
+    bind: str = "127.0.0.1",
+    port: int = 5400,
+    state: PathLike = "fsyncbench-powercut-listener.db",
+    secret_file: PathLike | None = None,
+    start_timeout_s: float = 300.0,
+    command_timeout_s: float = 120.0,
+    verify_timeout_s: float = 900.0,
+    retry_every_s: float = 5.0,
+    log: Callable[[str], None] = lambda _line: None,
+    outputs: Outputs | None = None,
+) -> CycleSummary:
+    """``fsyncbench powercut cycle``: the whole experiment ``cycles`` times with a listener
+    here (as :func:`powercut_listen`: ``bind``, ``port``, ``state``, ``secret_file``): run
+    ``start`` (the writer), wait for its first recorded commit, wait a moment drawn from
+    ``cut_after`` (seconds, ``"LO..HI"``) with ``seed``, run ``cut`` and ``restore``, then
+    ``verify`` until it gives a verdict. Commands are argv strings (:func:`shlex.split`; no
+    shell) with placeholders (:mod:`fsyncbench.powercut.cycle`). ``log`` gets each progress
+    line (never the secret). Bad input raises
+    FsyncbenchError before anything runs; a failing command ends the experiment, said in
+    the returned :class:`fsyncbench.powercut.cycle.CycleSummary` (``exit_code``,
+    ``verdict``; render it with :func:`fsyncbench.powercut.cycle.format_summary`)."""
+    from fsyncbench.powercut.cycle import cycle
+
+    options.check_text(bind, "bind")
+    options.check_integer(port, "port")
+    options.check_path(state, "state")
+    options.check_path(secret_file, "secret_file", optional=True)
+    options.check_callback(log, "log", optional=False)
+    check_extras((), outputs)
+    plan = options.cycle_plan(
+        start,
+        cut,
+        verify,
+        restore,
+        cycles,
+        cut_after,
+        seed,
+        (start_timeout_s, command_timeout_s, verify_timeout_s, retry_every_s),
+    )
+    if outputs is not None:
+        outputs.check()
+    return cycle(
+        plan,
+        bind=bind,
+        port=port,
+        state_path=Path(state),
+        secret_file=None if secret_file is None else Path(secret_file),
+        environ=os.environ,
+        log=log,
     )

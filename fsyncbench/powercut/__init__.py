@@ -9,7 +9,9 @@ Modules: :mod:`.protocol` (versioned line-delimited JSON, validation, client hel
 :mod:`.secret` (the listener's shared secret, its file and the HMAC proof every
 connection starts with), :mod:`.listener` (durable record, server), :mod:`.run` (the
 writer's on-disk layout under ``DIR/.fsyncbench-powercut/``), :mod:`.writer`,
-:mod:`.verify`, :mod:`.ranges`.
+:mod:`.verify`, :mod:`.ranges`; :mod:`.cycle` runs the whole experiment with the user's
+commands for start, cut, restore and verify, N times (``powercut cycle``; its plan
+:mod:`.cycle_plan`, its results :mod:`.cycle_results`).
 Nothing here prints: the CLI passes ``log``/``status`` callbacks and prints the text.
 """
 

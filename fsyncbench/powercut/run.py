@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import platform
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +32,8 @@ from fsyncbench.model import Host, Pragmas
 from fsyncbench.report.store import write_durably
 
 POWERCUT_DIRNAME = ".fsyncbench-powercut"
+#: What a hello's host and dir may not hold (protocol.py checks printable text).
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 RUN_FILE = "run.json"
 RUN_FORMAT = "fsyncbench-powercut-run"
 RUN_VERSION = 1
@@ -70,6 +75,29 @@ def make_row(run_id: str, seq: int, payload_bytes: int) -> tuple[str, int, str, 
     name = f"step-{seq}"
     input_hash = hashlib.sha256(f"{run_id}:{seq}:{name}".encode()).hexdigest()
     return (run_id, seq, name, input_hash, step_output(seq, payload_bytes))
+
+
+def printable(text: str, limit: int) -> str:
+    """``text`` with control characters as ``?``, cut to ``limit`` characters."""
+    text = _UNPRINTABLE.sub("?", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def writer_identity(hostname: str | None, target: Path) -> tuple[str, str]:
+    """(host, dir) as a writer's ``hello`` names them to the listener: the host name
+    (``?`` when unknown) and the resolved DIR, each printable and within the protocol's
+    limits. verify compares its own with the listener's record of a run."""
+    from fsyncbench.powercut import protocol
+
+    return (
+        printable(hostname or "?", protocol.MAX_HOST_CHARS),
+        printable(str(target), protocol.MAX_DIR_CHARS),
+    )
+
+
+def this_hostname() -> str:
+    """This machine's name as host facts give it (fsyncbench/host/_common.py)."""
+    return socket.gethostname() or platform.node()
 
 
 def powercut_root(target: Path) -> Path:

@@ -57,6 +57,8 @@ from fsyncbench.powercut.run import (
     load_run,
     make_row,
     powercut_root,
+    this_hostname,
+    writer_identity,
 )
 from fsyncbench.powercut.secret import Secret
 from fsyncbench.report import store
@@ -497,11 +499,20 @@ def _label_to_pragmas(label: str) -> Pragmas:
 
 
 def select_run(
-    target: Path, run_id: str | None, address: tuple[str, int], secret: Secret
+    target: Path,
+    run_id: str | None,
+    address: tuple[str, int],
+    secret: Secret,
+    hostname: str | None = None,
 ) -> tuple[Path, RunRecord | None, list[str]]:
-    """(run directory, its record or None, notes). Without ``run_id`` the newest run with a
-    record. Raises FsyncbenchError naming what the listener knows when nothing is found
-    (an unreachable listener is not asked; one that refuses the secret is the error)."""
+    """(run directory, its record or None, notes). Without ``run_id``: the newest run,
+    either the newest with a record here or, when newer, the newest the listener recorded
+    from this host (``hostname``, default this machine's name) and this directory, even if
+    its directory is gone: the writer made and synced the run's directory before the
+    listener heard of the run, so a power cut that took it lost that run (verify judges
+    its commits lost) and must not leave an older run to pass in its place. Raises
+    FsyncbenchError naming what the listener knows when nothing is found (an unreachable
+    listener is not asked; one that refuses the secret is the error)."""
     root = powercut_root(target)
     notes: list[str] = []
     if run_id is not None and not RUN_ID_RE.fullmatch(run_id):
@@ -511,21 +522,38 @@ def select_run(
         record = None
         if (run_dir / "run.json").exists():
             record = load_run(run_dir)
-        else:
+        elif run_dir.is_dir():
             notes.append(
                 f"no run record at {run_dir / 'run.json'}: the run's settings come from "
                 "the listener"
             )
         return run_dir, record, notes
     runs = [(d, rec) for d, rec in find_runs(target) if rec is not None]
+    try:
+        known = [r for r in list_runs(address, secret, 10.0) if r["dir"] == str(target)]
+    except Refused:
+        raise
+    except FsyncbenchError:
+        known = []
+    here = writer_identity(this_hostname() if hostname is None else hostname, target)
+    mine = [r for r in known if (r["host"], r["dir"]) == here]
+    recorded = {rec.run_id for _d, rec in runs if rec is not None}
+    newest_local = runs[-1][1].started_utc if runs and runs[-1][1] else ""
+    lost = sorted(
+        (r for r in mine if r["run_id"] not in recorded and r["started_utc"] > newest_local),
+        key=lambda r: (r["started_utc"], r["first_seen_utc"]),
+    )
+    if lost:
+        run_dir = root / lost[-1]["run_id"]
+        gone = "its run record is" if run_dir.is_dir() else "its directory is"
+        notes.append(
+            f"the newest run the listener recorded from this host and directory is "
+            f"{lost[-1]['run_id']}, and {gone} gone (the writer had made and synced it before "
+            "its first commit): its settings come from the listener"
+        )
+        return run_dir, None, notes
     if not runs:
         hint = ""
-        try:
-            known = [r for r in list_runs(address, secret, 10.0) if r["dir"] == str(target)]
-        except Refused:
-            raise
-        except FsyncbenchError:
-            known = []
         if known:
             hint = (
                 "; the listener knows run(s) "
@@ -561,12 +589,28 @@ def verify(
     rid = record.run_id if record else run_dir.name
     info, acknowledged = fetch_run(address, secret, rid)
     if not run_dir.is_dir():
-        # a wrong directory must not read as "every commit lost, proven by a power cut"
-        raise FsyncbenchError(
-            f"no run {rid} in {run_dir.parent}: is {target} the directory the writer used? "
-            f"(the listener records {info.get('dir', 'another directory')}; the writer made and "
-            "fsync'd the run's directory before its first commit)"
-        )
+        # a wrong directory must not read as "every commit lost, proven by a power cut";
+        # the writer's own host and directory, as the listener recorded them, are not wrong:
+        # the writer made and synced the run's directory before its hello, so it was lost
+        here = writer_identity(this_hostname(), target)
+        if (info["host"], info["dir"]) != here:
+            other = (
+                f"it from host {info['host']}, this is {here[0]}"
+                if info["dir"] == here[1]
+                else info.get("dir", "another directory")
+            )
+            raise FsyncbenchError(
+                f"no run {rid} in {run_dir.parent}: is {target} the directory the writer used? "
+                f"(the listener records {other}; the writer made and fsync'd the run's "
+                "directory before its first commit)"
+            )
+        if run_id is not None:
+            notes.append(
+                f"the run's directory {run_dir} is gone, though the writer had made and synced "
+                "it before its first commit, on this host and in this directory as the "
+                "listener recorded: every acknowledged commit of the run is lost"
+            )
+    host = collect_host(str(target))
     if record is not None:
         config, primitive, payload = record.effective, record.primitive, record.payload_bytes
         db_path = run_dir / record.database
@@ -578,7 +622,6 @@ def verify(
         config, primitive, payload = _label_to_pragmas(info["config"]), "unknown", None
         db_path = next(iter(sorted(run_dir.glob("journal-*.db"))), run_dir / "journal.db")
         writer_host, rebooted, clean_stop = None, None, None
-    host = collect_host(str(target))
     facts = PowercutFacts(
         run_id=rid,
         config=config,

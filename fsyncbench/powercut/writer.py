@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import re
 import select
 import shutil
 import threading
@@ -43,6 +42,7 @@ from fsyncbench.powercut.run import (
     powercut_root,
     restore_handlers,
     save_run,
+    writer_identity,
 )
 from fsyncbench.powercut.secret import ENV_VAR, Secret
 from fsyncbench.report.store import fsync_dir
@@ -53,8 +53,6 @@ CONNECT_TIMEOUT_S = 5.0
 #: At a clean stop, how long to wait for the listener to confirm the last reports.
 FINISH_TIMEOUT_S = 10.0
 RECONNECT_MAX_S = 2.0
-
-_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f\ud800-\udfff]")
 
 Log = Callable[[str], None]
 
@@ -94,11 +92,6 @@ class WriterSummary:
 
 def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _printable(text: str, limit: int) -> str:
-    text = _UNPRINTABLE.sub("?", text)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _percentile(sorted_ns: list[int], q: float) -> float | None:
@@ -319,10 +312,11 @@ def write(
             host=host,
         )
         save_run(run_dir, record)
+        host_text, dir_text = writer_identity(host.hostname, target)
         hello = {
             "run_id": run_id,
-            "host": _printable(host.hostname or "?", protocol.MAX_HOST_CHARS),
-            "dir": _printable(str(target), protocol.MAX_DIR_CHARS),
+            "host": host_text,
+            "dir": dir_text,
             "config": journal.effective.label,
             "pid": os.getpid(),
             "started_utc": started,
