@@ -27,11 +27,8 @@ from typing import IO
 
 #: Modules the guest needs, loaded with their dependencies in order.
 MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme", "ext4", "virtio_console", "virtio_blk")
-<<<<<<< HEAD
 #: How a drive can be attached (:func:`qemu_argv`).
 DRIVE_BUSES = ("nvme", "virtio-blk")
-=======
->>>>>>> lab-powercut
 #: Where the guest mounts things inside this machine's root (existing directories, since
 #: the root is read-only): the results share and the drive's filesystem.
 GUEST_RESULTS = "/mnt"
@@ -146,11 +143,12 @@ def qemu_argv(
     results: Path,
     drive_socket: Path | None,
     hide_vm: bool,
-<<<<<<< HEAD
     drive_sockets: Sequence[Path] = (),
     drive_bus: str = "nvme",
+    extra_argv: Sequence[str] = (),
 ) -> list[str]:
-    """QEMU's command line for one guest (module docstring). The drives are
+    """QEMU's command line for one guest (module docstring); ``extra_argv`` is appended
+    (e.g. a virtio-serial port: lab/bridge.py). The drives are
     ``drive_socket`` (if any) then ``drive_sockets``, each with the serial ``fsblab<i>``
     (i from 0 in that order): with ``drive_bus`` ``nvme`` each its own NVMe controller
     (found in the guest by ``/sys/block/nvme*/device/serial``, since the kernel's numbering
@@ -166,12 +164,6 @@ def qemu_argv(
     ``drive_bus``."""
     if drive_bus not in DRIVE_BUSES:
         raise ValueError(f"drive_bus must be one of {', '.join(DRIVE_BUSES)}, got {drive_bus!r}")
-=======
-    extra_argv: Sequence[str] = (),
-) -> list[str]:
-    """QEMU's command line for one guest (module docstring); ``extra_argv`` is appended
-    (e.g. a virtio-serial port: lab/bridge.py)."""
->>>>>>> lab-powercut
     kver = kernel_version()
     cpu = "max,-hypervisor" if hide_vm else "max"
     argv = [
@@ -220,12 +212,15 @@ def start(
     *,
     drive_socket: Path | None = None,
     hide_vm: bool = True,
+    drive_sockets: Sequence[Path] = (),
+    drive_bus: str = "nvme",
     extra_argv: Sequence[str] = (),
     console: int | IO[bytes] | None = subprocess.PIPE,
 ) -> subprocess.Popen[bytes]:
-    """Boot a guest that runs the shell ``command`` (as in :func:`run`) and return at once:
-    the QEMU process, to wait for or to cut (SIGKILL). Its serial console goes to
-    ``console`` (a pipe by default; a file keeps it when the guest is cut)."""
+    """Start the guest of :func:`run` and return at once: QEMU's process; the caller waits
+    for it or kills it (a SIGKILL of QEMU is a power cut of the guest). Its serial console
+    goes to ``console``: a pipe by default, which the caller must drain or close; a file
+    keeps it when the guest is cut."""
     (results / "cmd.sh").write_text(
         "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root\n"
         + command
@@ -234,37 +229,9 @@ def start(
     for stale in ("out.txt", "rc"):
         (results / stale).unlink(missing_ok=True)
     return subprocess.Popen(
-        qemu_argv(initrd, results, drive_socket, hide_vm, extra_argv),
+        qemu_argv(initrd, results, drive_socket, hide_vm, drive_sockets, drive_bus, extra_argv),
         stdin=subprocess.DEVNULL,
         stdout=console,
-        stderr=subprocess.STDOUT,
-    )
-
-
-def boot(
-    command: str,
-    initrd: Path,
-    results: Path,
-    *,
-    drive_socket: Path | None = None,
-    hide_vm: bool = True,
-    drive_sockets: Sequence[Path] = (),
-    drive_bus: str = "nvme",
-) -> subprocess.Popen[bytes]:
-    """Start the guest of :func:`run` and return at once: QEMU's process (its stdout, the
-    serial console, is a pipe the caller must drain or close); the caller waits for it or
-    kills it (a SIGKILL of QEMU is a power cut of the guest)."""
-    (results / "cmd.sh").write_text(
-        "export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root\n"
-        + command
-        + "\n"
-    )
-    for stale in ("out.txt", "rc"):
-        (results / stale).unlink(missing_ok=True)
-    return subprocess.Popen(
-        qemu_argv(initrd, results, drive_socket, hide_vm, drive_sockets, drive_bus),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
 
@@ -277,37 +244,25 @@ def run(
     drive_socket: Path | None = None,
     hide_vm: bool = True,
     timeout_s: float = 180.0,
-<<<<<<< HEAD
     drive_sockets: Sequence[Path] = (),
     drive_bus: str = "nvme",
+    extra_argv: Sequence[str] = (),
 ) -> GuestRun:
     """Boot a guest that runs the shell ``command`` (as root, chrooted into this machine's
     root; the drive, if any, is ``/dev/nvme0n1``, several drives as :func:`qemu_argv`
     says; ``/mnt`` is ``results``) and powers off. Returns its exit code and output; a
-    guest still running at ``timeout_s`` is killed (rc None)."""
-    start = time.monotonic()
-    proc = boot(
-=======
-    extra_argv: Sequence[str] = (),
-) -> GuestRun:
-    """Boot a guest that runs the shell ``command`` (as root, chrooted into this machine's
-    root; the drive, if any, is ``/dev/nvme0n1``; ``/mnt`` is ``results``) and powers off.
-    Returns its exit code and output; a guest still running at ``timeout_s`` is killed
-    (rc None). ``extra_argv``: more QEMU arguments (:func:`qemu_argv`)."""
+    guest still running at ``timeout_s`` is killed (rc None). ``extra_argv``: more QEMU
+    arguments (:func:`qemu_argv`)."""
     start_s = time.monotonic()
     proc = start(
->>>>>>> lab-powercut
         command,
         initrd,
         results,
         drive_socket=drive_socket,
         hide_vm=hide_vm,
-<<<<<<< HEAD
         drive_sockets=drive_sockets,
         drive_bus=drive_bus,
-=======
         extra_argv=extra_argv,
->>>>>>> lab-powercut
     )
     try:
         console, _ = proc.communicate(timeout=timeout_s)

@@ -303,7 +303,7 @@ def cut_once(
             # ext4 made here, not in the guest (2 s of TCG per cut saved): the drive has
             # cached nothing yet, so the image is what the guest will read
             _mkfs(drives[-1][1])
-        proc = guest.boot(
+        proc = guest.start(
             guest_command(python),
             initrd,
             results,
