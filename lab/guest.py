@@ -40,7 +40,14 @@ export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
-for m in $(cat /modules.order); do insmod "$m" 2>/dev/null; done
+# NVMe's 30 s I/O timeout fails a slow request with EIO (ext4 then aborts its journal): a
+# TCG guest on a loaded 2-core host can wait that long for the lab drive, so it gets 600 s
+for m in $(cat /modules.order); do
+  case "$m" in
+    *nvme-core.ko*|*nvme_core.ko*) insmod "$m" io_timeout=600 2>/dev/null ;;
+    *) insmod "$m" 2>/dev/null ;;
+  esac
+done
 mkdir -p /host
 mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose hostroot /host || echo "lab-guest: no host root"
 mount -t 9p -o trans=virtio,version=9p2000.L results /host{GUEST_RESULTS} || echo "lab-guest: no results share"
