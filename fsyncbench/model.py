@@ -339,7 +339,8 @@ class Virtualization:
     ``virtual_disk_hint`` names a disk under the target whose model or bus is an emulated or
     virtual disk's (``PhysicalDrive0 model 'QEMU HARDDISK'``): a guest inferred from the
     disk's identity, not a hypervisor's own flag (recorded on Windows, where no such flag is
-    read: :mod:`fsyncbench.host._windows`). ``container_evidence`` says what ``container``
+    read: :mod:`fsyncbench.host._windows`, and on Linux where no other sign of a hypervisor
+    is seen: :mod:`fsyncbench.host._linux`). ``container_evidence`` says what ``container``
     rests on, or why a sign was not taken as a container (a ``/.dockerenv`` nothing else
     confirms): fsyncbench.host._virt; "" where nothing was seen.
     """

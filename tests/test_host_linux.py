@@ -3,12 +3,14 @@ shaped like the kernel's, and live checks on this machine (skipped elsewhere).""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sqlite3
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import factories
 import pytest
 
 import fsyncbench.host as host_pkg
@@ -22,6 +24,7 @@ from fsyncbench.host import (
     flush_deltas,
     read_flush_counters,
 )
+from fsyncbench.judge import engine
 from fsyncbench.model import FlushDelta, Host, Mount
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
@@ -595,6 +598,49 @@ def test_maps_without_libsqlite3_means_static_extension() -> None:
 
 
 # --------------------------------------------------------------------------- façade
+
+
+def test_a_hidden_hypervisor_still_shows_on_a_virtual_disk(fake: FakeRoot) -> None:
+    """A guest whose CPUID flag and DMI strings are hidden (the proving ground's guest,
+    lab/guest.py) still has a virtio bus and QEMU's model string on its disk: recorded as
+    ``virtual_disk_hint``, so the flush is known to go to a hypervisor; a SATA disk on bare
+    metal records none, and where the CPU flag already says guest nothing is added."""
+    fake.disk(
+        "sda",
+        "pci0000:00/0000:00:05.0/virtio2/host0/target0:0:0/0:0:0:0",
+        "8:0",
+        queue={"rotational": "1", "write_cache": "write back", "fua": "0"},
+        device={"model": "QEMU HARDDISK   ", "vendor": "QEMU    "},
+    )
+    fake.sata_disk("sdb", "8:16", 1)
+    fake.mountinfo(
+        line("8:0", "/srv", "ext4", "/dev/sda"), line("8:16", "/data", "ext4", "/dev/sdb", 31)
+    )
+    fake.write("proc/cpuinfo", CPUINFO_METAL)
+    hidden = _linux.collect("/srv", str(fake.root), environ={}, runner=_no_runner)
+    assert hidden.virtualization.hypervisor_flag is False
+    assert (
+        hidden.virtualization.virtual_disk_hint == "sda model 'QEMU QEMU HARDDISK' and bus virtio"
+    )
+    assert hidden.virtualization.virtualized is True
+    # the judge then holds the flush to be the hypervisor's, not a spinning disk's: a lying
+    # drive there answered fdatasync in 5 ms on a loaded machine and was called honest_flush
+    guest = dataclasses.replace(
+        factories.host(disks=hidden.target.disks), virtualization=hidden.virtualization
+    )
+    v = engine.judge(guest, [factories.flush("fdatasync", 5_000_000, flushes=1000, syncs=1000)])
+    assert (v.path_verdict, v.decided_by, v.strength) == (
+        "unverifiable",
+        "virtualized-storage",
+        "inferred",
+    )
+    metal = _linux.collect("/data", str(fake.root), environ={}, runner=_no_runner)
+    assert metal.virtualization.virtual_disk_hint is None
+    assert metal.virtualization.virtualized is False
+    fake.write("proc/cpuinfo", CPUINFO_GUEST)
+    flagged = _linux.collect("/srv", str(fake.root), environ={}, runner=_no_runner)
+    assert flagged.virtualization.virtual_disk_hint is None
+    assert flagged.virtualization.virtualized is True
 
 
 def test_collect_on_fake_root(fake: FakeRoot) -> None:

@@ -3,12 +3,13 @@ SQLite library actually mapped into this process."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 
 from fsyncbench.model import StorageTarget
 
-from . import _mountinfo, _raid, _stack, _virt
+from . import _mountinfo, _raid, _stack, _virt, layers
 from ._common import PlatformFacts, sqlite_extension_file, under_root
 
 
@@ -81,9 +82,20 @@ def collect(
     environ: Mapping[str, str] | None = None,
     runner: _virt.Runner | None = None,
 ) -> PlatformFacts:
-    """Linux facts for ``target``; ``root`` re-bases every /proc, /sys and /dev read."""
+    """Linux facts for ``target``; ``root`` re-bases every /proc, /sys and /dev read.
+    Where no sign of a hypervisor is seen (:mod:`._virt`: its CPUID flag and DMI strings
+    can be hidden from a guest), a disk under the target on a virtio bus or with an
+    emulator's model string is recorded as the guest's tell
+    (``Virtualization.virtual_disk_hint``, :func:`.layers.virtual_disk_hint`): its flush
+    goes to a hypervisor whatever the CPU says."""
+    storage = storage_target(target, root)
+    virt = _virt.collect_virtualization(root, environ, runner)
+    if virt.virtualized is not True:
+        hint = layers.virtual_disk_hint(storage.disks)
+        if hint:
+            virt = dataclasses.replace(virt, virtual_disk_hint=hint)
     return PlatformFacts(
-        target=storage_target(target, root),
-        virtualization=_virt.collect_virtualization(root, environ, runner),
+        target=storage,
+        virtualization=virt,
         sqlite_library=sqlite_library(root),
     )

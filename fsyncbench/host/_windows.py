@@ -35,7 +35,8 @@ No hypervisor flag is read: the CPUID "hypervisor present" bit says a hypervisor
 that this is a guest (https://learn.microsoft.com/en-us/virtualization/hyper-v-on-windows/tlfs/feature-discovery),
 and Windows with Hyper-V enabled (virtualization-based security, WSL 2) runs its own host in
 Hyper-V's root partition above one. A disk whose model or bus is an emulated disk's is
-recorded instead (:func:`virtual_disk_hint`), marked as inferred from the model string.
+recorded instead (:func:`fsyncbench.host.layers.virtual_disk_hint`), marked as inferred
+from the model string.
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ from ._winioctl import (
     parse_write_cache,
     property_query,
 )
-from .layers import VIRTUAL_DISK_MODELS, VIRTUAL_TRANSPORTS, disk_layer, filesystem_layer
+from .layers import disk_layer, filesystem_layer, virtual_disk_hint
 
 _DRIVE = re.compile(r"^([A-Za-z]):")
 
@@ -196,27 +197,6 @@ def block_device(
         flush_supported=None if cache is None else cache.flush_cache_supported,
         power_protection=power_protection(cache),
     )
-
-
-def virtual_disk_hint(disks: Sequence[BlockDevice]) -> str | None:
-    """The disks whose model names an emulated or virtual disk (``QEMU HARDDISK``, ``VBOX
-    HARDDISK``, ``VMware Virtual disk``, ``Msft Virtual Disk``: the models of
-    :data:`fsyncbench.host.layers.VIRTUAL_DISK_MODELS`) or whose bus is virtual
-    (BusTypeVirtual), as one text (``PhysicalDrive0 model 'QEMU QEMU HARDDISK'``), or None.
-    A virtual hard disk file mounted here (BusTypeFileBackedVirtual) is not one: it tells
-    nothing about this machine being a guest."""
-    hints = []
-    for d in disks:
-        if disk_layer(d).kind != "virtual-disk":
-            continue
-        ident = " ".join(x for x in (d.vendor, d.model) if x)
-        why = []
-        if any(m in ident.lower() for m in VIRTUAL_DISK_MODELS):
-            why.append(f"model '{ident}'")
-        if (d.transport or "") in VIRTUAL_TRANSPORTS:
-            why.append(f"bus {d.transport}")
-        hints.append(f"{d.name} {' and '.join(why)}")
-    return "; ".join(hints) or None
 
 
 def drive_volume(path: str) -> str | None:

@@ -37,6 +37,7 @@ Sources of the facts encoded here:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from fsyncbench.model import (
@@ -265,3 +266,27 @@ def derived_layers(
         depth += 1
     out += [disk_layer(d, depth) for d in disks]
     return tuple(out)
+
+
+def virtual_disk_hint(disks: Sequence[BlockDevice]) -> str | None:
+    """The disks whose model names an emulated or virtual disk (``QEMU HARDDISK``, ``VBOX
+    HARDDISK``, ``VMware Virtual disk``, ``Msft Virtual Disk``: the models of
+    :data:`VIRTUAL_DISK_MODELS`) or whose bus is virtual
+    (BusTypeVirtual), as one text (``PhysicalDrive0 model 'QEMU QEMU HARDDISK'``), or None.
+    A virtual hard disk file mounted here (BusTypeFileBackedVirtual) is not one: it tells
+    nothing about this machine being a guest. Recorded on Windows, which reads no
+    hypervisor flag (fsyncbench.host._windows), and on Linux when no other sign of a
+    hypervisor is seen (fsyncbench.host._linux: a guest whose CPUID flag and DMI strings
+    are hidden still has a virtio bus or an emulator's model string on its disk)."""
+    hints = []
+    for d in disks:
+        if disk_layer(d).kind != "virtual-disk":
+            continue
+        ident = " ".join(x for x in (d.vendor, d.model) if x)
+        why = []
+        if any(m in ident.lower() for m in VIRTUAL_DISK_MODELS):
+            why.append(f"model '{ident}'")
+        if (d.transport or "") in VIRTUAL_TRANSPORTS:
+            why.append(f"bus {d.transport}")
+        hints.append(f"{d.name} {' and '.join(why)}")
+    return "; ".join(hints) or None

@@ -390,7 +390,8 @@ def rule_virtualized(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     through (QEMU cache=writethrough/directsync) or never flushes (Firecracker's default
     Unsafe, QEMU cache=unsafe), which the guest cannot tell apart. The VM is a measured
     fact (a hypervisor flag, DMI, systemd-detect-virt), or, where only a disk's model names an
-    emulated disk (``Virtualization.virtual_disk_hint``, Windows), inferred from that model;
+    emulated disk (``Virtualization.virtual_disk_hint``: Windows, or Linux with the
+    hypervisor hidden), inferred from that model or bus;
     the verdict says what cannot be measured from inside."""
     virt = f.host.virtualization
     if not virt.virtualized or _all_ram(f.host):
