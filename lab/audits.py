@@ -89,7 +89,7 @@ def fsyncbench_path() -> Path | None:
 def missing_parts() -> str:
     """What this machine lacks for a guest audit ("" when nothing): a guest's parts
     (lab/guest.py), the drive's (lab/cuts.py), or an installed fsyncbench."""
-    missing = guest.missing_parts() or cuts.missing_parts()
+    missing: str = guest.missing_parts() or cuts.missing_parts()
     if missing:
         return missing
     if fsyncbench_path() is None:
@@ -210,7 +210,7 @@ def parse(report: dict[str, Any], shown: str) -> dict[str, Any]:
         (r for r in report.get("results", []) if r.get("name") == "write+fdatasync"), None
     )
     p50 = None if fdatasync is None else fdatasync["summary"]["p50_ns"]
-    deciding = next(
+    deciding: dict[str, Any] = next(
         (
             f
             for f in v.get("findings", [])
