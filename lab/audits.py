@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -150,7 +151,9 @@ class Outcome:
     names them; ``trust``: the answer's "Trust the storage?" sentence as ``fsyncbench show``
     prints it; ``next_step``: its "Next step:" paragraph; ``flushes_received`` and
     ``flushes_dropped``: the FLUSH commands the drive logged, and how many it dropped;
-    ``took_s``: the guest's wall time (s)."""
+    ``took_s``: the guest's wall time (s); ``load``: this machine's 1-minute load average
+    when the guest ended, and ``cores`` its CPU count (os.getloadavg, os.cpu_count): TCG
+    adds the host's scheduling delays to every flush the guest times."""
 
     verdict: str
     strength: str
@@ -164,6 +167,8 @@ class Outcome:
     flushes_received: int
     flushes_dropped: int
     took_s: float
+    load: float = 0.0
+    cores: int = 1
 
     def said(self) -> str:
         """What fsyncbench said, in one line: the verdict, how, the fdatasync median against
@@ -176,7 +181,8 @@ class Outcome:
         )
         return (
             f"{self.verdict} ({self.strength}, {self.decided_by}), fdatasync p50 {p50}{floor}, "
-            f"trust the storage? {self.trust.split(':')[0]}"
+            f"trust the storage? {self.trust.split(':')[0]} (load {self.load:.1f} on "
+            f"{self.cores} cores)"
         )
 
 
@@ -288,6 +294,8 @@ def run_audit(
         flushes_received=sum(w[3:4] == ["received"] for w in flushes),
         flushes_dropped=sum(w[3:4] == ["dropped"] for w in flushes),
         took_s=got.took_s,
+        load=os.getloadavg()[0],
+        cores=os.cpu_count() or 1,
     )
 
 

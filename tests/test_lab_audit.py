@@ -69,6 +69,10 @@ def test_agreement_where_latency_can_tell_and_where_it_cannot():
     assert audits.agrees(LYING_NVME, unproven) and audits.agrees(LYING_NVME, caught)
     assert not audits.agrees(LYING_NVME, clean)
     assert audits.agrees(HONEST_NVME, unproven) and not audits.agrees(HONEST_NVME, caught)
+    assert _outcome(verdict="volatile_cache", trust="No", load=5.7, cores=2).said() == (
+        "volatile_cache (inferred, flushes-reach-device), fdatasync p50 1.00 ms (spinning disk: "
+        "floor 2 ms), trust the storage? No (load 5.7 on 2 cores)"
+    )
 
 
 def test_parse_reads_the_verdict_its_evidence_and_the_answer():
