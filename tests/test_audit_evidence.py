@@ -1934,6 +1934,31 @@ def test_latency_plausible_with_declared_plp_exact():
     )
 
 
+def test_declared_plp_lets_a_spinning_disk_flush_faster_than_its_platter():
+    """A spinning disk's flush waits for the platter (SPINNING_FLOOR_NS, 2 ms): the lab's
+    lying drive presented as a 7,200 rpm SATA disk answered fdatasync in 0.8 ms and was
+    called volatile_cache (lab/audits.py). The advice offers --assume plp ("the drive
+    holding the bytes has power-loss protection"), and the declaration is honoured: the
+    flush need not wait for the platter, as the counter rules already took it."""
+    hdd = BlockDevice("sda", rotational=True, write_cache="write back", has_flush_counters=True)
+    r = flush("fdatasync", 800_000, flushes=1000)
+    verdict, hit = timing_rules.rule_latency_floor(_facts(host(disks=(hdd,)), [r]), r)
+    assert (verdict, hit.evidence["device_class"]) == (VOLATILE_CACHE, "spinning disk")
+    assert "say so with --assume plp" in hit.advice
+    base = host(disks=(hdd,))
+    h = dataclasses.replace(base, target=dataclasses.replace(base.target, declared=("plp",)))
+    verdict, hit = timing_rules.rule_latency_floor(_facts(h, [r]), r)
+    assert (verdict, hit.code, hit.evidence["fast_flush_allowed_by"]) == (
+        HONEST_FLUSH,
+        "flush-latency-plausible",
+        DECLARED,
+    )
+    assert hit.evidence["device_class"] == "spinning disk with power-loss protection declared"
+    # counted flushes and the declaration: the counter rule decides honest_flush, inferred
+    v = engine.judge(h, [r])
+    assert (v.path_verdict, v.decided_by) == (HONEST_FLUSH, "flushes-reach-device")
+
+
 # ---- rule_commit_issues_no_sync
 
 NO_SYNC_ADVICE = (

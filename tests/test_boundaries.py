@@ -302,6 +302,12 @@ def test_flush_cost_leaves_out_estimates_below_the_real_io_floor(side):
 
 # =========================================================================== device floors
 
+
+def _declared(h, *facts):
+    """Host ``h`` with the user's declarations ``facts`` (``--assume``)."""
+    return dataclasses.replace(h, target=dataclasses.replace(h.target, declared=facts))
+
+
 #: (device class name, constant name, host) for every class device_class() returns.
 DEVICE_CLASSES = [
     (
@@ -349,6 +355,16 @@ DEVICE_CLASSES = [
         host(disks=(BlockDevice("sda", rotational=False),), virt=BARE),
     ),
     ("block device", "REAL_IO_FLOOR_NS", host(disks=(BlockDevice("sda"),), virt=BARE)),
+    (
+        # --assume plp on a spinning disk: its declared power-loss protection need not wait
+        # for the platter's 2 ms
+        "spinning disk with power-loss protection declared",
+        "PLP_SSD_FLOOR_NS",
+        _declared(
+            host(disks=(BlockDevice("sda", rotational=True, write_cache="write back"),), virt=BARE),
+            "plp",
+        ),
+    ),
     (
         # Windows: the disk policy says the cache is power-protected (a spinning disk, which
         # would otherwise be held to the platter's 2 ms)

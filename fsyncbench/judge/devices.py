@@ -51,6 +51,8 @@ CLOUD_BLOCK_MODELS = ("amazon elastic block store", "persistentdisk", "nvme_card
 
 #: The user's word for a fact the machine cannot show (``--assume plp``).
 DECLARED_PLP = "plp"
+#: Why a fast flush is allowed where the user declared power-loss protection.
+DECLARED_PLP_REASON = "power-loss protection declared by the user (--assume plp), not verified"
 #: The user's word that the write-back cache in front of the disks (a RAID controller's
 #: battery- or flash-backed cache) survives a power cut (``--assume protected-cache``).
 DECLARED_PROTECTED_CACHE = "protected-cache"
@@ -245,7 +247,7 @@ def declared_cache_protection(host: Host) -> str:
 def _fast_flush_allowed(host: Host, disks: Sequence[BlockDevice]) -> str:
     """Why these SSDs may acknowledge a flush without programming NAND, or ""."""
     if DECLARED_PLP in declared_facts(host):
-        return "power-loss protection declared by the user (--assume plp), not verified"
+        return DECLARED_PLP_REASON
     if disks and all((d.write_cache or "").strip() == "write through" for d in disks):
         return (
             "the disk reports no volatile write cache (queue/write_cache 'write through'; "
@@ -264,7 +266,8 @@ def device_class(host: Host, primitive: str, *, cache_in_front: bool = True) -> 
     (:func:`reported_protection`: what --assume plp declares, reported by Windows), spinning
     or not, and, unless ``cache_in_front`` is False (the medium itself), for disks behind a
     RAID controller cache read as protected (:func:`controller_protection`) or declared so
-    (``--assume protected-cache``); spinning disk on bare metal 2 ms; an SSD 15 µs when it has power-loss protection
+    (``--assume protected-cache``); spinning disk on bare metal 2 ms, 15 µs with
+    ``--assume plp``; an SSD 15 µs when it has power-loss protection
     (known family or ``--assume plp``) or no volatile write cache, else 150 µs with a
     write-back cache, 15 µs when its cache is unknown; anything else 10 µs."""
     target = host.target
@@ -296,6 +299,19 @@ def device_class(host: Host, primitive: str, *, cache_in_front: bool = True) -> 
             in_front,
         )
     if disks and all(d.rotational for d in disks) and not host.virtualization.virtualized:
+        if DECLARED_PLP in declared_facts(host) and not controllers(disks):
+            # "the drive holding the bytes has power-loss protection" (DECLARABLE), said of
+            # a spinning disk: its cache survives a power cut, so a flush need not wait for
+            # the platter, as the counter rules already take it
+            # (rule_facts._power_protected_media) and the floor rule's advice offers it. On
+            # a RAID controller's volume the word is the controller cache's
+            # (declared_cache_protection), and the platters behind it keep their floor.
+            return DeviceClass(
+                "spinning disk with power-loss protection declared",
+                PLP_SSD_FLOOR_NS,
+                LATENCY_BANDS_DOC,
+                DECLARED_PLP_REASON,
+            )
         return DeviceClass("spinning disk", SPINNING_FLOOR_NS, LATENCY_BANDS_DOC)
     if disks and all(d.rotational is False for d in disks):
         allowed = _fast_flush_allowed(host, disks)

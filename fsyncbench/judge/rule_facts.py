@@ -371,7 +371,7 @@ def _power_protected_media(host: Host) -> str:
     if not disks:
         return ""
     if devices.DECLARED_PLP in devices.declared_facts(host):
-        return "power-loss protection declared by the user (--assume plp), not verified"
+        return devices.DECLARED_PLP_REASON
     reported = devices.reported_protection(disks)
     if reported:
         return reported
