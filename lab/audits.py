@@ -17,6 +17,11 @@ Two kinds of scenario:
   or an answer that defers to a power cut (fsyncbench.report.answer.TRUST_UNPROVEN: "a drive
   that drops flushes at the pace of real ones looks the same until a power cut").
 
+Whether latency told is measured per run (:func:`latency_told`): the lying drive's
+fdatasync median against the floor audit held it to. On a machine loaded far beyond its
+cores the lying "spinning disk" can be slowed past its floor; it is then judged as the
+NVMe pair is.
+
 The fsyncbench that runs (in the guest, over the 9p root, and on this machine for
 ``fsyncbench show``) is the one installed next to ``sys.executable``, else the one on PATH
 (:func:`fsyncbench_path`); the guest sees this machine's root, so it is the same file.
@@ -186,17 +191,31 @@ class Outcome:
         )
 
 
+def latency_told(o: Outcome) -> bool:
+    """Whether latency could tell on this run: the fdatasync median was below the floor of
+    the device class audit held the disk to (fsyncbench.judge.devices), so no honest flush
+    to that medium is that fast. A scenario meant to show it (``latency_tells``) may not on
+    a machine loaded far beyond its cores: TCG adds the host's scheduling delays to every
+    flush (the lying drive as a spinning disk measured 0.7-1.8 ms against its 2 ms floor
+    here, at load 3-6.5 on 2 cores)."""
+    return (
+        o.fdatasync_p50_ns is not None
+        and o.floor_ns is not None
+        and o.fdatasync_p50_ns < o.floor_ns
+    )
+
+
 def agrees(s: Scenario, o: Outcome) -> bool:
     """Whether audit's outcome ``o`` matches scenario ``s``'s truth (module docstring): an
-    honest drive must be ``honest_flush``; a lying one a risk verdict, or, where latency
-    cannot tell, an answer that is no clean bill (a ``Trust the storage?`` that is not
-    "Yes" and names a power cut)."""
+    honest drive must be ``honest_flush``; a lying one a risk verdict where latency told
+    (:func:`latency_told`), else either a risk verdict or an answer that is no clean bill
+    (a ``Trust the storage?`` that is not "Yes" and names a power cut)."""
     if s.honest:
         return o.verdict == "honest_flush"
     if o.verdict in RISK_VERDICTS:
         return True
     defers = "power cut" in o.trust.lower() and not o.trust.lower().startswith("yes")
-    return not s.latency_tells and defers
+    return not latency_told(o) and defers
 
 
 def _between(text: str, start: str, end: str) -> str:
@@ -261,6 +280,9 @@ def run_audit(
     results, drive_dir = workdir / "results", workdir / "drive"
     results.mkdir(parents=True, exist_ok=True)
     drive_dir.mkdir(parents=True, exist_ok=True)
+    # lab/cuts.py's drive() waits for its socket to exist: a stale one from an earlier run
+    # in the same directory would let the guest connect before nbdkit listens
+    (drive_dir / "nbd.sock").unlink(missing_ok=True)
     dev = guest.DISK_DEVICE[scenario.disk]
     command = (
         f"mkfs.ext4 -q {dev} && mount {dev} {guest.GUEST_DISK} && "
@@ -317,8 +339,10 @@ def lab_lines(
             o = run_audit(s, initrd, work / f"s{i}")
             ok = agrees(s, o)
             said = o.said()
-            if ok and not s.latency_tells and o.verdict not in RISK_VERDICTS:
+            if ok and not latency_told(o) and o.verdict not in RISK_VERDICTS:
                 said = f"cannot tell, and audit says so: {said}"
+                if s.latency_tells:  # it should have: the machine's load hid the lie
+                    said = f"latency could not tell on this run (a loaded machine); {said}"
             truth = f"{s.truth} (the drive dropped {o.flushes_dropped} of {o.flushes_received})"
             out.append((f"audit: {s.name}", truth, said, ok))
     return out

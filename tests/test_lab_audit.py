@@ -64,11 +64,22 @@ def test_agreement_where_latency_can_tell_and_where_it_cannot():
     # latency can tell: the verdict itself must be right
     assert audits.agrees(SLOW_HDD, unproven) and not audits.agrees(SLOW_HDD, caught)
     assert audits.agrees(LYING_HDD, caught) and not audits.agrees(LYING_HDD, unproven)
-    # it cannot: a lying drive is matched by an answer that defers to a power cut, never a
-    # clean bill; an honest one still needs honest_flush
-    assert audits.agrees(LYING_NVME, unproven) and audits.agrees(LYING_NVME, caught)
-    assert not audits.agrees(LYING_NVME, clean)
-    assert audits.agrees(HONEST_NVME, unproven) and not audits.agrees(HONEST_NVME, caught)
+    assert not audits.agrees(LYING_HDD, clean)
+    # it cannot (1 ms is above an SSD's 150 us floor): a lying drive is matched by an answer
+    # that defers to a power cut, never a clean bill; an honest one still needs honest_flush
+    ssd = {"device_class": "SSD with a volatile write cache", "floor_ns": 150e3}
+    unproven_ssd = _outcome(**ssd)
+    caught_ssd = _outcome(**ssd, verdict="volatile_cache", trust="No")
+    assert audits.agrees(LYING_NVME, unproven_ssd) and audits.agrees(LYING_NVME, caught_ssd)
+    assert not audits.agrees(LYING_NVME, _outcome(**ssd, trust="Yes"))
+    assert audits.agrees(HONEST_NVME, unproven_ssd)
+    assert not audits.agrees(HONEST_NVME, caught_ssd)
+    # latency tells where the liar's median is below the floor it is held to: a spinning disk
+    # slowed past its 2 ms by a loaded machine is then judged as the NVMe pair is
+    slowed = _outcome(fdatasync_p50_ns=2.5e6)
+    assert not audits.latency_told(slowed) and audits.latency_told(unproven)
+    assert audits.agrees(LYING_HDD, slowed)
+    assert not audits.agrees(LYING_HDD, _outcome(fdatasync_p50_ns=2.5e6, trust="Yes"))
     assert _outcome(verdict="volatile_cache", trust="No", load=5.7, cores=2).said() == (
         "volatile_cache (inferred, flushes-reach-device), fdatasync p50 1.00 ms (spinning disk: "
         "floor 2 ms), trust the storage? No (load 5.7 on 2 cores)"
@@ -136,6 +147,11 @@ def test_a_lying_drive_faster_than_a_platter_is_caught(initrd, tmp_path):
     on a disk that says it spins at 7,200 rpm: audit must say volatile_cache (or no_flush),
     never honest_flush."""
     o = audits.run_audit(LYING_HDD, initrd, tmp_path, TEST_AUDIT)
+    if not audits.latency_told(o):  # the precondition, not the verdict: see latency_told
+        pytest.skip(
+            f"the lying drive's fdatasync p50 {o.fdatasync_p50_ns / 1e6:.2f} ms was no faster "
+            f"than a platter on this machine (load {o.load:.1f} on {o.cores} cores)"
+        )
     disk = _disk(tmp_path)
     # what the guest recorded: a spinning SATA disk with a volatile write cache, bare metal
     assert (disk["rotational"], disk["write_cache"], disk["transport"], disk["fua"]) == (
