@@ -188,4 +188,4 @@ def test_a_slow_honest_drive_is_honest_flush(initrd, tmp_path):
     ), o
     assert o.fdatasync_p50_ns >= 10_000_000 and o.flushes_per_sync >= 0.5
     assert "power cut" in o.trust and not o.trust.startswith("Yes")
-    assert audits.agrees(SLOW_HDD, o) and not audits.agrees(LYING_HDD, o)
+    assert audits.agrees(SLOW_HDD, o)
