@@ -321,6 +321,22 @@ def run_audit(
     )
 
 
+def lab_line(s: Scenario, o: Outcome) -> tuple[str, str, str, bool]:
+    """(scenario, truth, what fsyncbench said, agree) for scenario ``s`` and its outcome
+    ``o``. Where latency cannot tell the drive from its opposite (an honest NVMe drive from a
+    lying one; a liar not measured faster than its floor) and audit agrees without a risk
+    verdict, the line says "cannot tell, and audit says so"."""
+    ok = agrees(s, o)
+    said = o.said()
+    untold = not s.latency_tells if s.honest else not latency_told(o)
+    if ok and untold and o.verdict not in RISK_VERDICTS:
+        said = f"cannot tell, and audit says so: {said}"
+        if s.latency_tells:  # it should have: the machine's load hid the lie
+            said = f"latency could not tell on this run (a loaded machine); {said}"
+    truth = f"{s.truth} (the drive dropped {o.flushes_dropped} of {o.flushes_received})"
+    return (f"audit: {s.name}", truth, said, ok)
+
+
 def lab_lines(
     seed: int, scenarios: tuple[Scenario, ...] = SCENARIOS
 ) -> list[tuple[str, str, str, bool]]:
@@ -336,13 +352,5 @@ def lab_lines(
         work = Path(tmp)
         initrd = guest.build_initramfs(work / "initrd.gz")
         for i, s in enumerate(scenarios):
-            o = run_audit(s, initrd, work / f"s{i}")
-            ok = agrees(s, o)
-            said = o.said()
-            if ok and not latency_told(o) and o.verdict not in RISK_VERDICTS:
-                said = f"cannot tell, and audit says so: {said}"
-                if s.latency_tells:  # it should have: the machine's load hid the lie
-                    said = f"latency could not tell on this run (a loaded machine); {said}"
-            truth = f"{s.truth} (the drive dropped {o.flushes_dropped} of {o.flushes_received})"
-            out.append((f"audit: {s.name}", truth, said, ok))
+            out.append(lab_line(s, run_audit(s, initrd, work / f"s{i}")))
     return out

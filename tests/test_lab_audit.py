@@ -86,6 +86,29 @@ def test_agreement_where_latency_can_tell_and_where_it_cannot():
     )
 
 
+def test_a_lab_line_says_where_audit_cannot_tell_and_says_so():
+    ssd = {"device_class": "SSD with a volatile write cache", "floor_ns": 150e3}
+    told = {
+        s.name: audits.lab_line(s, o)[2].startswith("cannot tell, and audit says so: ")
+        for s, o in (
+            (SLOW_HDD, _outcome(fdatasync_p50_ns=14e6)),
+            (HONEST_NVME, _outcome(**ssd)),
+            (LYING_NVME, _outcome(**ssd, flushes_dropped=100)),
+        )
+    }
+    assert told == {SLOW_HDD.name: False, HONEST_NVME.name: True, LYING_NVME.name: True}
+    caught = _outcome(verdict="volatile_cache", trust="No", flushes_dropped=100)
+    assert audits.lab_line(LYING_HDD, caught) == (
+        "audit: lying drive as a 7,200 rpm disk",
+        "lying: every FLUSH dropped (the drive dropped 100 of 100)",
+        caught.said(),
+        True,
+    )
+    slowed = audits.lab_line(LYING_HDD, _outcome(fdatasync_p50_ns=2.5e6))
+    assert slowed[2].startswith("latency could not tell on this run (a loaded machine); ")
+    assert slowed[3] is True
+
+
 def test_parse_reads_the_verdict_its_evidence_and_the_answer():
     report = {
         "verdict": {
