@@ -5,7 +5,7 @@ mode.
 
 Two kinds of scenario:
 
-- **latency can tell**: the drive is presented as a 7,200 rpm SATA disk (``disk="hdd"``),
+- **latency can tell**: the drive is presented as a 7,200 rpm SATA disk (``sata-hdd``),
   whose honest flush waits for the platter: fsyncbench's spinning-disk floor is 2 ms
   (fsyncbench.judge.devices.SPINNING_FLOOR_NS, docs/verdicts.md "Latency bands by device
   class"). A lying drive acknowledges FLUSH at the pace of QEMU's TCG (about 0.8 ms here)
@@ -106,13 +106,13 @@ def missing_parts() -> str:
 @dataclass(frozen=True)
 class Scenario:
     """One audit scenario: the drive's ``mode`` and options (lab/drive.py), how the guest
-    sees it (``disk``: lab/guest.py DISKS), the truth (``honest``: every acknowledged
+    sees it (``bus``: lab/guest.py DRIVE_BUSES), the truth (``honest``: every acknowledged
     flush reaches the image), and whether latency can tell this drive from its opposite
     (``latency_tells``: module docstring)."""
 
     name: str
     mode: str
-    disk: str
+    bus: str
     honest: bool
     latency_tells: bool
     options: dict[str, object] = field(default_factory=dict)
@@ -130,11 +130,11 @@ class Scenario:
 
 #: The scenarios of scripts/lab.py, latency-can-tell first.
 SCENARIOS = (
-    Scenario("lying drive as a 7,200 rpm disk", "lying", "hdd", False, True),
+    Scenario("lying drive as a 7,200 rpm disk", "lying", "sata-hdd", False, True),
     Scenario(
         "slow honest drive (10 ms flush) as a 7,200 rpm disk",
         "slow",
-        "hdd",
+        "sata-hdd",
         True,
         True,
         {"flush_latency_ms": 10},
@@ -283,7 +283,7 @@ def run_audit(
     # lab/cuts.py's drive() waits for its socket to exist: a stale one from an earlier run
     # in the same directory would let the guest connect before nbdkit listens
     (drive_dir / "nbd.sock").unlink(missing_ok=True)
-    dev = guest.DISK_DEVICE[scenario.disk]
+    dev = guest.DRIVE_DEVICE[scenario.bus]
     command = (
         f"mkfs.ext4 -q {dev} && mount {dev} {guest.GUEST_DISK} && "
         f"{fsb} audit {guest.GUEST_DISK} --no-report --quiet --format json "
@@ -297,7 +297,7 @@ def run_audit(
             drive_socket=sock,
             hide_vm=True,
             timeout_s=timeout_s,
-            disk=scenario.disk,
+            drive_bus=scenario.bus,
         )
         drive_log = log.read_text() if log.exists() else ""
     report_file = results / "audit.json"

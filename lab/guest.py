@@ -27,8 +27,21 @@ from typing import IO
 
 #: Modules the guest needs, loaded with their dependencies in order.
 MODULES = ("virtio_pci", "9pnet_virtio", "9p", "nvme", "ext4", "virtio_console", "virtio_blk")
+#: Modules for the drives attached as spinning disks (``sata-hdd``, ``virtio-scsi-hdd``):
+#: AHCI (SATA), virtio-scsi, and sd.
+SCSI_MODULES = ("ahci", "virtio_scsi", "sd_mod")
 #: How a drive can be attached (:func:`qemu_argv`).
-DRIVE_BUSES = ("nvme", "virtio-blk")
+DRIVE_BUSES = ("nvme", "virtio-blk", "sata-hdd", "virtio-scsi-hdd")
+#: The guest's device node of a single drive per bus.
+DRIVE_DEVICE = {
+    "nvme": "/dev/nvme0n1",
+    "virtio-blk": "/dev/vda",
+    "sata-hdd": "/dev/sda",
+    "virtio-scsi-hdd": "/dev/sda",
+}
+#: The ATA model string of a ``sata-hdd`` drive: no emulator's name (fsyncbench's
+#: host.layers.VIRTUAL_DISK_MODELS) and no drive family of judge.devices.PLP_MODELS.
+HDD_MODEL = "LAB HDD 7200"
 #: Where the guest mounts things inside this machine's root (existing directories, since
 #: the root is read-only): the results share and the drive's filesystem.
 GUEST_RESULTS = "/mnt"
@@ -100,7 +113,7 @@ def build_initramfs(out: Path) -> Path:
             (root / d).mkdir()
         shutil.copy2("/bin/busybox", root / "bin" / "busybox")
         order: list[str] = []
-        for module in MODULES:
+        for module in MODULES + SCSI_MODULES:
             deps = subprocess.run(
                 ["modprobe", "-S", kver, "--show-depends", module],
                 capture_output=True,
@@ -160,6 +173,13 @@ def qemu_argv(
     (i from 0 in that order): with ``drive_bus`` ``nvme`` each its own NVMe controller
     (found in the guest by ``/sys/block/nvme*/device/serial``, since the kernel's numbering
     is not promised), with ``virtio-blk`` a virtio disk (``/sys/block/vd*/serial``).
+    The two spinning presentations (lab/audits.py) put every drive on one controller:
+    ``sata-hdd`` a 7,200 rpm SATA disk on AHCI with the model string :data:`HDD_MODEL`
+    (QEMU's ide-hd reports ``rotation_rate`` in ATA IDENTIFY word 217, so the guest's
+    ``queue/rotational`` is 1; its write cache on; Linux's libata sends it no FUA), which
+    fsyncbench records as a bare-metal spinning disk; ``virtio-scsi-hdd`` QEMU's scsi-hd
+    with ``rotation_rate=7200`` on virtio-scsi, rotational too, but on a virtio bus and
+    named ``QEMU HARDDISK``: fsyncbench records a virtual disk.
 
     The two differ in FUA, measured here (QEMU 7.2, lab/README.md): the guest's NVMe
     driver sees FUA advertised and sends FUA writes (ext4's journal commit block is one),
@@ -201,15 +221,34 @@ def qemu_argv(
     if hide_vm:  # bare-metal looking SMBIOS strings
         argv += ["-smbios", "type=1,manufacturer=Lab,product=Bare Metal,version=1"]
     sockets = ([drive_socket] if drive_socket is not None else []) + list(drive_sockets)
-    device = "nvme" if drive_bus == "nvme" else "virtio-blk-pci"
+    if sockets and drive_bus == "sata-hdd":
+        argv += ["-device", "ahci,id=ahci0"]
+    if sockets and drive_bus == "virtio-scsi-hdd":
+        argv += ["-device", "virtio-scsi-pci,id=scsi0"]
     for i, sock in enumerate(sockets):
         argv += [
             "-drive",
             f"driver=nbd,server.type=unix,server.path={sock},if=none,id=lab{i},cache.direct=off",
             "-device",
-            f"{device},serial=fsblab{i},drive=lab{i}",
+            _drive_device(drive_bus, i),
         ]
     return argv + list(extra_argv)
+
+
+def _drive_device(drive_bus: str, i: int) -> str:
+    """QEMU's ``-device`` for drive ``i`` on ``drive_bus`` (:func:`qemu_argv`)."""
+    if drive_bus == "sata-hdd":
+        return (
+            f"ide-hd,bus=ahci0.{i},drive=lab{i},serial=fsblab{i},model={HDD_MODEL},"
+            "rotation_rate=7200,write-cache=on"
+        )
+    if drive_bus == "virtio-scsi-hdd":
+        return (
+            f"scsi-hd,bus=scsi0.0,scsi-id={i},drive=lab{i},serial=fsblab{i},"
+            "rotation_rate=7200,write-cache=on"
+        )
+    device = "nvme" if drive_bus == "nvme" else "virtio-blk-pci"
+    return f"{device},serial=fsblab{i},drive=lab{i}"
 
 
 def start(

@@ -150,14 +150,18 @@ def test_parse_reads_the_verdict_its_evidence_and_the_answer():
 
 
 def test_the_guest_sees_the_drive_as_a_spinning_sata_disk_or_an_nvme_ssd(tmp_path):
-    hdd = guest.qemu_argv(tmp_path, tmp_path, tmp_path / "sock", True, "hdd")
-    assert "ahci,id=ahci0" in hdd
-    (ide,) = [a for a in hdd if a.startswith("ide-hd,")]
-    assert "rotation_rate=7200" in ide and f"model={guest.HDD_MODEL}" in ide
-    nvme = guest.qemu_argv(tmp_path, tmp_path, tmp_path / "sock", True)
+    sock = tmp_path / "sock"
+    hdd = guest.qemu_argv(tmp_path, tmp_path, sock, True, (sock,), drive_bus="sata-hdd")
+    assert hdd.count("ahci,id=ahci0") == 1  # one controller, a port per drive
+    ide = [a for a in hdd if a.startswith("ide-hd,")]
+    assert [a.split(",")[1] for a in ide] == ["bus=ahci0.0", "bus=ahci0.1"]
+    assert all("rotation_rate=7200" in a and f"model={guest.HDD_MODEL}" in a for a in ide)
+    scsi = guest.qemu_argv(tmp_path, tmp_path, sock, True, drive_bus="virtio-scsi-hdd")
+    assert "virtio-scsi-pci,id=scsi0" in scsi and any(a.startswith("scsi-hd,") for a in scsi)
+    nvme = guest.qemu_argv(tmp_path, tmp_path, sock, True)
     assert "nvme,serial=fsblab0,drive=lab0" in nvme and not any("ide-hd" in a for a in nvme)
-    with pytest.raises(ValueError, match="disk must be one of"):
-        guest.qemu_argv(tmp_path, tmp_path, None, True, "floppy")
+    with pytest.raises(ValueError, match="drive_bus must be one of"):
+        guest.qemu_argv(tmp_path, tmp_path, None, True, drive_bus="floppy")
 
 
 # ------------------------------------------------------------------- real guests
