@@ -284,8 +284,15 @@ def run_audit(
     # in the same directory would let the guest connect before nbdkit listens
     (drive_dir / "nbd.sock").unlink(missing_ok=True)
     dev = guest.DRIVE_DEVICE[scenario.bus]
+    # a SCSI disk's command timeout is 30 s (SD_TIMEOUT, drivers/scsi/sd.h): as with the
+    # NVMe io_timeout lab/guest.py raises, a loaded host must not turn a slow FLUSH into EIO
+    timeout = (
+        f"echo 600 > /sys/block/{Path(dev).name}/device/timeout && "
+        if dev.startswith("/dev/sd")
+        else ""
+    )
     command = (
-        f"mkfs.ext4 -q {dev} && mount {dev} {guest.GUEST_DISK} && "
+        f"{timeout}mkfs.ext4 -q {dev} && mount {dev} {guest.GUEST_DISK} && "
         f"{fsb} audit {guest.GUEST_DISK} --no-report --quiet --format json "
         f"-o {guest.GUEST_RESULTS}/audit.json {' '.join(audit_args)}"
     )
