@@ -141,7 +141,13 @@ def test_disk_is_unverifiable_in_this_vm_with_counter_evidence(disk_audit):
         for f in report.verdict.findings
         if f.code == "virtualized-storage" and f.subject == "write+fdatasync"
     )
-    assert deciding.evidence["flushes_per_sync"] >= 0.5
+
+    def reached() -> None:
+        # None where other writers' flushes on the same disk could explain half of them
+        # (the counters are device-wide): the quiet-disk guard then skips
+        assert (deciding.evidence["flushes_per_sync"] or 0.0) >= 0.5
+
+    on_a_quiet_disk(report, reached)
     assert "Device flush counters" in proc.stdout
     c = next(c for c in report.evidence.syscall_comparisons if c.primitive == "fdatasync")
     assert c.syscall_flushes >= 0.5 * c.syncs and c.libc_flushes >= 0.5 * c.syncs
