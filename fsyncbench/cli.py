@@ -66,6 +66,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
             notes=_note,
             command_line=["fsyncbench", *argv],
             history=None if args.no_history else (args.history or args.report_dir),
+            retake_disturbed=args.retake_disturbed,
         )
     return _finish_report(report, args, gates)
 

@@ -231,6 +231,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="intervals from this run alone (they cannot see how much a run at another "
         "time differs)",
     )
+    run.add_argument(
+        "--retake-disturbed",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="take again the rounds that other processes disturbed (their flushes on the "
+        "same disk, CPU wait or steal could explain the round's p99), within +50%% of the "
+        "rounds' time; --no-retake-disturbed only records the disturbance (default: retake)",
+    )
     _add_model_call_option(run)
     _add_assume_option(run)
     _add_sharing_options(run)

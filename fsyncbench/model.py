@@ -13,12 +13,14 @@ from typing import Any
 #: Path verdicts, strongest claim last (docs/verdicts.md says what each means).
 #: Version of the report format written by this fsyncbench (these dataclasses); the store
 #: (:mod:`fsyncbench.report.store`) refuses to load a newer one.
+#: 4: what the machine did besides the measurement in each round (``Report.activity``:
+#: CPU, pressure, other processes' I/O and flushes) and which rounds were retaken for it;
 #: 3: earlier runs of the same measurement per result (``Result.earlier``) and intervals
 #: that include the spread between runs (``Interval.runs``); 2: slice boundaries and rounds
 #: per result, intervals valid for dependent samples (``Interval``; still read: one run's
 #: intervals); 1: intervals that assume independent samples (still read: their
 #: ``ci_method`` is "bootstrap" or "order-statistic" and renderers say what that means).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 NO_FLUSH = "no_flush"
 VOLATILE_CACHE = "volatile_cache"
@@ -232,6 +234,65 @@ class Result:
     slice_counts: tuple[int, ...] = ()
     slice_rounds: tuple[int, ...] = ()
     earlier: tuple[EarlierRun, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProcessActivity:
+    """One other process seen busy during a round: ``pid``, ``name``, the CPU time it used
+    (``cpu_s``) and the bytes it caused to be written to storage (``write_bytes``, from
+    ``/proc/<pid>/io`` through psutil; None where the platform or permissions do not say)."""
+
+    pid: int
+    name: str
+    cpu_s: float
+    write_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class RoundActivity:
+    """What the machine did besides fsyncbench while one round ran (``run --rounds``), read
+    before and after the round (:mod:`fsyncbench.measure.disturbance`).
+
+    ``round`` is 1-based; ``attempt`` 1 the first measurement, 2 and more a retake of that
+    round; ``kept`` whether this attempt's samples are in the results (a disturbed round
+    that was retaken quietly is recorded, not kept). ``elapsed_ns``: the round's wall time.
+    CPU (shares of all CPUs' time over the round, in %): ``cpu_other_pct`` used by processes
+    other than fsyncbench's, ``cpu_steal_pct`` taken by the hypervisor (Linux ``/proc/stat``
+    steal), ``cpu_pressure_pct`` the share of wall time some runnable task waited for a CPU
+    and ``io_pressure_pct`` some task waited for I/O, fsyncbench's own waits included
+    (Linux pressure stall information, ``/proc/pressure``), ``cpu_wait_pct`` the share of the
+    round's measuring time fsyncbench's measuring thread was ready to run but waited for a
+    CPU (its run-queue wait, ``/proc/thread-self/schedstat``); ``load_avg_1m`` the 1-minute
+    load average at the round's end and ``cpu_count`` the logical CPUs it compares with.
+    Device (``device``, the disk holding the bytes): ``device_flushes`` it completed during
+    the round's timed windows, ``other_flushes`` those estimated to be other processes'
+    (their rate in ``quiet_s`` seconds in which fsyncbench issued no sync, times the timed
+    windows' length), ``other_writes_bytes`` what other processes caused to be written.
+    ``processes``: the busiest other processes (CPU or writes). ``not_measured``: each
+    figure left None with the reason. ``disturbed``: the disturbances that could explain
+    the round's tail ("disk", "cpu", "steal"; empty: quiet), each judged against its
+    threshold in :mod:`fsyncbench.measure.disturbance`.
+    """
+
+    round: int
+    attempt: int = 1
+    kept: bool = True
+    elapsed_ns: int = 0
+    cpu_count: int | None = None
+    load_avg_1m: float | None = None
+    cpu_other_pct: float | None = None
+    cpu_steal_pct: float | None = None
+    cpu_pressure_pct: float | None = None
+    io_pressure_pct: float | None = None
+    cpu_wait_pct: float | None = None
+    device: str | None = None
+    device_flushes: int | None = None
+    other_flushes: float | None = None
+    quiet_s: float | None = None
+    other_writes_bytes: int | None = None
+    processes: tuple[ProcessActivity, ...] = ()
+    not_measured: tuple[str, ...] = ()
+    disturbed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -813,6 +874,10 @@ class Report:
     its kill matrix in ``crash``, or with ``--powerloss`` in ``crash_power_loss``. Reports
     of these two kinds hold no ``results`` and judge no storage path (their verdict is
     unverifiable, decided by nothing): ``compare`` and fleets leave them out.
+    ``activity`` is what the machine did besides the measurement in each round and each
+    retake of a disturbed round (schema 4; empty in older reports and in audits), and
+    ``retake_budget_s`` the extra time retakes were allowed (0: ``--no-retake-disturbed``;
+    None: not recorded).
     """
 
     schema_version: int
@@ -830,6 +895,8 @@ class Report:
     powerloss: PowerlossResult | None = None
     crash: CrashExperiment | None = None
     crash_power_loss: PowerLossExperiment | None = None
+    activity: tuple[RoundActivity, ...] = ()
+    retake_budget_s: float | None = None
 
 
 #: Report kinds without latency results: what ``fsyncbench crash`` and ``fsyncbench

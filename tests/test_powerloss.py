@@ -786,7 +786,7 @@ def test_run_records_power_loss_only_after_every_timing(tmp_path, monkeypatch):
     from fsyncbench.powerloss import matrix
 
     events = []
-    timed = rounds.run_with_floors
+    timed = rounds.measure_rounds
     recorder = matrix.run_matrix
 
     def timing(*args, **kwargs):
@@ -799,7 +799,7 @@ def test_run_records_power_loss_only_after_every_timing(tmp_path, monkeypatch):
         events.append("recording")
         return recorder(*args, **kwargs)
 
-    monkeypatch.setattr(rounds, "run_with_floors", timing)
+    monkeypatch.setattr(rounds, "measure_rounds", timing)
     monkeypatch.setattr(matrix, "run_matrix", recording)
     _small_run(tmp_path, synchronous="full")
     assert events == ["timing starts", "timing ends", "recording"]

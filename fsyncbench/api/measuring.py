@@ -70,6 +70,7 @@ def run(
     notes: Notes | None = None,
     command_line: Sequence[str] | None = None,
     history: PathLike | None = None,
+    retake_disturbed: bool = True,
 ) -> Report:
     """``fsyncbench run``: measure journal-commit latency per pragma combination (and the raw
     sync primitives) in a fresh working directory under the existing directory ``target``,
@@ -96,6 +97,10 @@ def run(
     (:func:`fsyncbench.report.history.read_history`, read before measuring) widen each
     interval by the spread between runs. None, or a directory that does not exist: this
     run's intervals alone, which cannot see how much a run at another time differs.
+    ``retake_disturbed``: take the rounds again that other processes disturbed (their
+    flushes on the same disk, CPU wait or steal could explain the round's tail,
+    :mod:`fsyncbench.measure.disturbance`), within +50 % of the rounds' time; False: record
+    the disturbance only. Either way the report's ``activity`` says what each round saw.
     """
     started = time.monotonic_ns()
     options.check_instance(gates, Gates, "gates")
@@ -150,8 +155,18 @@ def run(
                 + (", ..." if len(past.unreadable) > 3 else ""),
             )
     _sweep(path, notes)
+    if not isinstance(retake_disturbed, bool):
+        raise FsyncbenchError(
+            f"retake_disturbed must be True or False, got {type(retake_disturbed).__name__}"
+        )
     with _Measuring(progress) as where:
-        results, floors = _rounds.run_with_floors(plan, host, where)
+        measured = _rounds.measure_rounds(
+            plan,
+            host,
+            where,
+            retake_fraction=_rounds.DEFAULT_RETAKE_FRACTION if retake_disturbed else 0.0,
+        )
+    results, floors = measured.results, measured.floors
     if past is not None:
         results = _history.with_earlier(results, past)
     loss, skipped = None, ""
@@ -168,6 +183,9 @@ def run(
         command_line_of(command_line),
         floors,
         elapsed_ns=time.monotonic_ns() - started,
+    )
+    report = dataclasses.replace(
+        report, activity=measured.activity, retake_budget_s=measured.retake_budget_s
     )
     if loss is not None:
         report = dataclasses.replace(report, powerloss=loss)

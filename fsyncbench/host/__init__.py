@@ -7,6 +7,8 @@ Public API:
   before and after every timed workload.
 - :func:`flush_deltas` — the :class:`fsyncbench.model.FlushDelta` between two readings.
 - :func:`counter_devices` — the block devices of a target's stack whose counters to read.
+- :func:`activity_snapshot` — what the machine is doing besides fsyncbench (CPU per state,
+  load, pressure stall information, every process's CPU and writes), read around a round.
 
 Platform code lives in ``_linux`` (procfs/sysfs, every reader takes a ``root`` so tests
 use a fake tree), ``_darwin`` (diskutil, sysctl, dyld), ``_windows`` (DeviceIoControl; the
@@ -19,10 +21,21 @@ import sys
 
 from fsyncbench.model import Host, StorageTarget
 
+from ._activity import ActivitySnapshot, ProcessSample, run_queue_wait_ns
+from ._activity import snapshot as activity_snapshot
 from ._common import PlatformFacts, base_facts
 from ._counters import flush_deltas, read_flush_counters
 
-__all__ = ["collect_host", "read_flush_counters", "flush_deltas", "counter_devices"]
+__all__ = [
+    "collect_host",
+    "read_flush_counters",
+    "flush_deltas",
+    "counter_devices",
+    "activity_snapshot",
+    "ActivitySnapshot",
+    "ProcessSample",
+    "run_queue_wait_ns",
+]
 
 
 def counter_devices(target: StorageTarget) -> list[str]:

@@ -1,7 +1,7 @@
 """Facts every platform shares, plus small I/O helpers used by the platform modules.
 
-This is the only module of the package that imports the third-party packages ``psutil`` and
-``cpuinfo`` (py-cpuinfo).
+This and ``_activity`` (the machine's load, read around each round) are the only modules of
+the package that import the third-party packages ``psutil`` and ``cpuinfo`` (py-cpuinfo).
 """
 
 from __future__ import annotations

@@ -63,6 +63,35 @@ def order_statistic_min_n(q: float, confidence: float = 0.95) -> int:
     return n
 
 
+def quantile_upper_bound(
+    samples_ns: Sequence[int] | np.ndarray,
+    q: float,
+    round_values_ns: Sequence[float] = (),
+    confidence: float = 0.95,
+) -> float | None:
+    """A one-sided ``confidence`` upper bound (ns) of the ``q`` quantile that needs no
+    interval: the order statistic x[hi] of :func:`quantile_ci_ranks` at
+    2 x confidence - 1 (so that its upper tail alone is 1 - ``confidence``; P(quantile <=
+    x[hi]) >= confidence for independent samples, Hahn & Meeker 1991, sec. 5.2), raised to
+    the largest of ``round_values_ns`` (each round's own quantile: rounds are separate
+    processes, and samples that move together in time make the order statistic alone too
+    low). Used where the samples support no interval but a limit far above them can still
+    be decided (``--max-p99-strict``). None where the sample is too small for the bound to
+    exist (q**n > 1 - confidence)."""
+    x = np.asarray(samples_ns, dtype=np.float64)
+    if x.size < 1:
+        return None
+    ranks = quantile_ci_ranks(int(x.size), q, 2.0 * confidence - 1.0)
+    if ranks is None:
+        if q ** int(x.size) > 1.0 - confidence:
+            return None
+        hi = int(x.size) - 1
+    else:
+        hi = ranks[1]
+    bound = float(np.partition(x, hi)[hi])
+    return max([bound, *[float(v) for v in round_values_ns]])
+
+
 # --------------------------------------------------------------------------- intervals
 #
 # Samples close in time move together (storage stalls, background write-back and

@@ -24,20 +24,24 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from fsyncbench import host as hostmod
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.jsonable import from_jsonable, to_jsonable
-from fsyncbench.measure import runner
+from fsyncbench.measure import disturbance, runner
+from fsyncbench.measure.disturbance import QuietWindow, RunQueueWait
 from fsyncbench.measure.timing import STOP_BUDGET, STOP_CI_TARGET, STOP_SAMPLES, Measurement
-from fsyncbench.model import FlushDelta, Host, Pragmas, Result
+from fsyncbench.model import FlushDelta, Host, Pragmas, Result, RoundActivity
 
 if TYPE_CHECKING:
     from fsyncbench.measure.plan import RunPlan
@@ -83,55 +87,211 @@ def run_plan(
     order. One round runs in this process (:func:`fsyncbench.measure.runner.run_round`),
     several each in a process of its own (:func:`run_rounds`). Raises FsyncbenchError on I/O errors;
     KeyboardInterrupt propagates after the scratch directory is removed."""
-    return run_with_floors(plan, host, progress, floors=False)[0]
+    return measure_rounds(plan, host, progress, floors=False, retake_fraction=0.0).results
 
 
 def run_with_floors(
     plan: RunPlan, host: Host, progress: RoundsProgress | None = None, floors: bool = True
 ) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
-    """(results, the tool's floors) of ``plan``: with several rounds each worker measures
-    its share of the floors too (:func:`fsyncbench.measure.runner.measure_floors`), so the floors' intervals see the
-    same process-to-process variation as the results; with one round, here. ``floors``
-    False: none. Errors as in :func:`run_plan`."""
-    if plan.rounds > 1:
-        return run_rounds(plan, host, progress, floors)
-    measured = runner.measure_floors(plan) if floors else ()
-    return runner.run_round(plan, host, progress), measured
+    """(results, the tool's floors) of ``plan``, as :func:`measure_rounds` without retakes."""
+    got = measure_rounds(plan, host, progress, floors, retake_fraction=0.0)
+    return got.results, got.floors
 
 
 def run_rounds(
     plan: RunPlan, host: Host, progress: RoundsProgress | None = None, floors: bool = True
 ) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
-    """Run ``plan.rounds`` rounds of ``plan`` (a :class:`fsyncbench.measure.plan.RunPlan`), each in
-    a worker process, one after the other, inside one scratch directory of ``plan.target``;
-    the merged results and (``floors``) the merged floors, each worker having measured its
-    share (:func:`merge_rounds`). Raises FsyncbenchError when a worker fails (with its
-    message); KeyboardInterrupt propagates after the worker and the scratch directory are
-    gone."""
+    """:func:`run_with_floors` (kept for callers of the older name)."""
+    return run_with_floors(plan, host, progress, floors)
+
+
+#: Default extra time, as a share of the rounds' own time, that retakes of disturbed rounds
+#: may use (``run --retake-disturbed``): at most +50 % of the run's measuring time.
+DEFAULT_RETAKE_FRACTION = 0.5
+#: Most retakes of one round: a disturbance that outlasts two retakes is a property of this
+#: machine at this time, not of one round, and the report says so instead.
+MAX_RETAKES_PER_ROUND = 2
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What :func:`measure_rounds` measured: ``results`` and ``floors`` merged from the kept
+    attempts of every round, ``activity`` one record per attempt (first measurements and
+    retakes, in time order) and ``retake_budget_s`` the extra time retakes were allowed."""
+
+    results: tuple[Result, ...]
+    floors: tuple[Result, ...]
+    activity: tuple[RoundActivity, ...]
+    retake_budget_s: float
+
+
+#: What one round returns: results, floors, its windows without a sync, fsyncbench's pids,
+#: the measuring thread's run-queue wait.
+_RoundOut = tuple[
+    tuple[Result, ...], tuple[Result, ...], tuple[QuietWindow, ...], tuple[int, ...], RunQueueWait
+]
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    results: tuple[Result, ...]
+    floors: tuple[Result, ...]
+    activity: RoundActivity
+    wall_s: float
+
+
+def measure_rounds(
+    plan: RunPlan,
+    host: Host,
+    progress: RoundsProgress | None = None,
+    floors: bool = True,
+    retake_fraction: float = DEFAULT_RETAKE_FRACTION,
+) -> Measured:
+    """Run ``plan.rounds`` rounds of ``plan`` (a :class:`fsyncbench.measure.plan.RunPlan`) one
+    after the other inside one scratch directory of ``plan.target``: one round in this
+    process, several each in a worker process of its own; with ``floors`` each round also
+    measures its share of the tool's floors, so their intervals see the same
+    process-to-process variation as the results.
+
+    Each round is bracketed by readings of what else the machine did
+    (:func:`fsyncbench.host.activity_snapshot`, judged by
+    :func:`fsyncbench.measure.disturbance.round_activity`). Once every round has run, the
+    rounds judged disturbed are taken again, first rounds first, at most
+    :data:`MAX_RETAKES_PER_ROUND` times each, while the retakes' time stays within
+    ``retake_fraction`` x the rounds' own time (0: none); a quiet retake replaces the
+    disturbed round's samples, a disturbed one is recorded and the first attempt kept.
+    Raises FsyncbenchError when a worker fails (with its message); KeyboardInterrupt
+    propagates after the worker and the scratch directory are gone."""
     from fsyncbench.measure.workloads import scratch_dir
 
+    device = _media_device(host)
     start = time.monotonic()
-    results, floor_sets = [], []
     with scratch_dir(plan.target) as work:
-        for k in range(plan.rounds):
-            sub = round_plan(plan, k, work)
-            request, result = (
-                work / f"round-{k + 1}-request.json",
-                work / f"round-{k + 1}-results.json",
-            )
-            request.write_text(
-                json.dumps(
-                    {
-                        "plan": _plan_jsonable(sub),
-                        "host": to_jsonable(host),
-                        "floor_budget_s": runner.FLOOR_BUDGET_S / plan.rounds if floors else 0.0,
-                    }
+
+        def attempt(k: int, number: int) -> _Attempt:
+            began = time.monotonic()
+            before = hostmod.activity_snapshot()
+            cpu0 = _own_cpu_s()
+            if plan.rounds == 1:
+                results, got_floors, quiet, pids, waited = _in_process(
+                    plan, host, progress, floors
                 )
+            else:
+                results, got_floors, quiet, pids, waited = _worker_round(
+                    plan, host, work, k, number, progress, start, floors
+                )
+            own_cpu = _own_cpu_s() - cpu0
+            after = hostmod.activity_snapshot()
+            act = disturbance.round_activity(
+                k + 1, before, after, results, quiet, own_cpu, pids, device, number, waited
             )
-            got, got_floors = _run_worker(request, result, k, plan.rounds, progress, start)
-            results.append(got)
-            floor_sets.append(got_floors)
-    return merge_rounds(results, plan), (merge_rounds(floor_sets, plan) if floors else ())
+            return _Attempt(results, got_floors, act, time.monotonic() - began)
+
+        kept = [attempt(k, 1) for k in range(plan.rounds)]
+        history = [a.activity for a in kept]
+        first_pass_s = time.monotonic() - start
+        budget_s = max(0.0, retake_fraction) * first_pass_s
+        spent = 0.0
+        tries = [1] * plan.rounds
+        while True:
+            todo = [
+                k
+                for k, a in enumerate(kept)
+                if a.activity.disturbed and tries[k] <= MAX_RETAKES_PER_ROUND
+            ]
+            if not todo:
+                break
+            k = todo[0]
+            if spent + kept[k].wall_s > budget_s:
+                break
+            tries[k] += 1
+            again = attempt(k, tries[k])
+            spent += again.wall_s
+            if again.activity.disturbed:
+                history.append(dataclasses.replace(again.activity, kept=False))
+                continue
+            history = [
+                dataclasses.replace(a, kept=False) if a is kept[k].activity else a
+                for a in history
+            ]
+            history.append(again.activity)
+            kept[k] = again
+    results = merge_rounds([a.results for a in kept], plan) if plan.rounds > 1 else kept[0].results
+    merged_floors: tuple[Result, ...] = ()
+    if floors:
+        merged_floors = (
+            merge_rounds([a.floors for a in kept], plan) if plan.rounds > 1 else kept[0].floors
+        )
+    return Measured(results, merged_floors, tuple(history), round(budget_s, 3))
+
+
+def _media_device(host: Host) -> str | None:
+    """The bottom block device with flush counters (the disk holding the bytes)."""
+    names = hostmod.counter_devices(host.target)
+    return names[-1] if names else None
+
+
+def _own_cpu_s() -> float:
+    """CPU seconds of this process and its waited-for children so far."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _floors_with_quiet(
+    plan: RunPlan, host: Host, budget_s: float
+) -> tuple[tuple[Result, ...], QuietWindow]:
+    """The floors (in memory: no sync under the target) with the device counters read
+    around them: a window in which fsyncbench issued no sync."""
+    disks = hostmod.counter_devices(host.target)
+    t0, c0 = time.monotonic_ns(), hostmod.read_flush_counters(disks)
+    measured = runner.measure_floors(plan, budget_s) if budget_s > 0 else ()
+    c1, t1 = hostmod.read_flush_counters(disks), time.monotonic_ns()
+    return measured, QuietWindow(t1 - t0, tuple(hostmod.flush_deltas(c0, c1)))
+
+
+def _timed_round(
+    plan: RunPlan, host: Host, progress: RoundsProgress | None
+) -> tuple[tuple[Result, ...], RunQueueWait]:
+    """:func:`fsyncbench.measure.runner.run_round` with this thread's run-queue wait read
+    around it."""
+    t0, w0 = time.monotonic_ns(), hostmod.run_queue_wait_ns()
+    results = runner.run_round(plan, host, progress)
+    w1, t1 = hostmod.run_queue_wait_ns(), time.monotonic_ns()
+    return results, RunQueueWait(t1 - t0, None if w0 is None or w1 is None else w1 - w0)
+
+
+def _in_process(
+    plan: RunPlan, host: Host, progress: RoundsProgress | None, floors: bool
+) -> _RoundOut:
+    measured, quiet = _floors_with_quiet(plan, host, runner.FLOOR_BUDGET_S if floors else 0.0)
+    results, waited = _timed_round(plan, host, progress)
+    return results, measured, (quiet,), (os.getpid(),), waited
+
+
+def _worker_round(
+    plan: RunPlan,
+    host: Host,
+    work: Path,
+    k: int,
+    number: int,
+    progress: RoundsProgress | None,
+    start: float,
+    floors: bool,
+) -> _RoundOut:
+    sub = round_plan(plan, k, work)
+    tag = f"{k + 1}" if number == 1 else f"{k + 1}-retake-{number - 1}"
+    request, result = work / f"round-{tag}-request.json", work / f"round-{tag}-results.json"
+    request.write_text(
+        json.dumps(
+            {
+                "plan": _plan_jsonable(sub),
+                "host": to_jsonable(host),
+                "floor_budget_s": runner.FLOOR_BUDGET_S / plan.rounds if floors else 0.0,
+            }
+        )
+    )
+    label = f"round {k + 1}/{plan.rounds}" if number == 1 else f"retake of round {k + 1}"
+    return _run_worker(request, result, k, plan.rounds, progress, label)
 
 
 def _run_worker(
@@ -140,8 +300,8 @@ def _run_worker(
     k: int,
     total_rounds: int,
     progress: RoundsProgress | None,
-    start: float,
-) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
+    label_round: str,
+) -> _RoundOut:
     proc = None
     try:
         proc = subprocess.Popen(
@@ -158,7 +318,7 @@ def _run_worker(
             label, index, total, done, target = parts
             n = float(total)
             progress(
-                f"{label} (round {k + 1}/{total_rounds})",
+                f"{label} ({label_round})",
                 min(n - 0.01, (k * n + float(index)) / total_rounds),
                 int(n),
                 int(done),
@@ -183,9 +343,13 @@ def _run_worker(
         raise FsyncbenchError(f"round {k + 1} failed: {last.removeprefix('fsyncbench: ')}")
     try:
         data = json.loads(result.read_text())
+        quiet = data.get("quiet")
         return (
             tuple(from_jsonable(Result, r) for r in data["results"]),
             tuple(from_jsonable(Result, r) for r in data["floors"]),
+            () if quiet is None else (from_jsonable(QuietWindow, quiet),),
+            (os.getpid(), proc.pid),
+            from_jsonable(RunQueueWait, data.get("waited") or {"wall_ns": 0, "wait_ns": None}),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise FsyncbenchError(f"round {k + 1} left no readable results ({exc})") from exc
@@ -323,10 +487,17 @@ def worker_main(argv: Sequence[str]) -> int:
         plan = _plan_from_jsonable(data["plan"])
         host = from_jsonable(Host, data["host"])
         budget = float(data.get("floor_budget_s", 0.0))
-        floors = runner.measure_floors(plan, budget) if budget > 0 else ()
-        results = runner.run_round(plan, host, report)
+        floors, quiet = _floors_with_quiet(plan, host, budget)
+        results, waited = _timed_round(plan, host, report)
         result.write_text(
-            json.dumps({"results": to_jsonable(results), "floors": to_jsonable(floors)})
+            json.dumps(
+                {
+                    "results": to_jsonable(results),
+                    "floors": to_jsonable(floors),
+                    "quiet": to_jsonable(quiet),
+                    "waited": to_jsonable(waited),
+                }
+            )
         )
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
