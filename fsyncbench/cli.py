@@ -41,7 +41,9 @@ EXIT_CANNOT_TELL = 4
 
 
 def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
-    gates = api.Gates.parse(args.max_p99, args.fail_on, args.config, args.max_p99_strict)
+    gates = api.Gates.parse(
+        args.max_p99, args.fail_on, args.config, args.max_p99_strict, args.accept_disturbed
+    )
     with _Progress(quiet=args.quiet) as progress:
         report = api.run(
             args.dir,
@@ -72,7 +74,9 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def cmd_audit(args: argparse.Namespace, argv: list[str]) -> int:
-    gates = api.Gates.parse(args.max_p99, args.fail_on, args.config, args.max_p99_strict)
+    gates = api.Gates.parse(
+        args.max_p99, args.fail_on, args.config, args.max_p99_strict, args.accept_disturbed
+    )
     with _Progress(quiet=args.quiet) as progress:
         report = api.audit(
             args.dir,
@@ -121,7 +125,9 @@ def _finish_report(report: Report, args: argparse.Namespace, gates: api.Gates | 
 
 
 def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
-    gates = api.Gates.parse(args.max_p99, args.fail_on, args.config, args.max_p99_strict)
+    gates = api.Gates.parse(
+        args.max_p99, args.fail_on, args.config, args.max_p99_strict, args.accept_disturbed
+    )
     report = api.load(args.report, redact=args.redact, gates=gates, outputs=_outputs(args))
     text = api.render(report, args.format, model_call_ms=args.model_call_ms, verbose=args.verbose)
     if args.csv or args.prometheus:  # first: a failure leaves nothing half-done
@@ -205,6 +211,7 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
         outputs=_outputs(args),
         group_by=args.group_by,
         kind=args.kind,
+        accept_disturbed=args.accept_disturbed,
     )
     _emit(args, api.render(result, args.format))
     if args.fail_on_regression is None:

@@ -472,6 +472,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 when a configuration's p99 is more than PCT %% worse than in "
         "the first report, and significantly so",
     )
+    cmp_.add_argument(
+        "--accept-disturbed",
+        action="store_true",
+        help="let --fail-on-regression judge reports whose rounds stayed disturbed by other "
+        "processes; without it their statistics are 'cannot tell' (exit 4)",
+    )
     _add_format_option(cmp_, COMPARE_FORMATS, "html: a self-contained page")
     _add_output_option(cmp_)
 
@@ -1000,6 +1006,13 @@ def _add_gate_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="judge --max-p99 by the upper bound of p99's 95%% interval: pass only where "
         "p99 is shown to be below DURATION; exit 4 (cannot tell) where there is no interval",
+    )
+    p.add_argument(
+        "--accept-disturbed",
+        action="store_true",
+        help="judge --max-p99 on a run whose rounds stayed disturbed by other processes "
+        "(their flushes on the same disk, CPU wait, steal); without it such a run is "
+        "'cannot tell' (exit 4)",
     )
     p.add_argument(
         "--fail-on",

@@ -430,12 +430,14 @@ class Gates:
     """The CI gates (``--max-p99``, ``--fail-on``, ``--config``), parsed: ``max_p99_ns`` a
     p99 limit in ns (None: none), ``fail_on`` path verdicts that fail
     (:data:`fsyncbench.model.PATH_VERDICTS`), ``configs`` the configurations they look at
-    (empty: all but the no-sync write baseline). Build with :meth:`parse`."""
+    (empty: all but the no-sync write baseline), ``accept_disturbed`` whether ``max_p99``
+    judges a run that stayed disturbed. Build with :meth:`parse`."""
 
     max_p99_ns: int | None = None
     fail_on: tuple[str, ...] = ()
     configs: tuple[str, ...] = ()
     max_p99_strict: bool = False
+    accept_disturbed: bool = False
 
     @classmethod
     def parse(
@@ -444,11 +446,13 @@ class Gates:
         fail_on: str | Sequence[str] | None = None,
         configs: str | Sequence[str] | None = None,
         max_p99_strict: bool = False,
+        accept_disturbed: bool = False,
     ) -> Gates:
         """``max_p99`` a duration with a unit (``"10ms"``, ``"500us"``) or ns as an int;
         ``fail_on`` and ``configs`` comma lists or sequences (``--config`` may repeat);
         ``max_p99_strict``: judge ``max_p99`` by the upper bound of p99's interval
-        (:func:`fsyncbench.judge.gates.check`). Raises FsyncbenchError."""
+        (:func:`fsyncbench.judge.gates.check`); ``accept_disturbed``: judge ``max_p99`` on a
+        run that stayed disturbed too (else "cannot tell"). Raises FsyncbenchError."""
         from fsyncbench.judge import gates
 
         check_list(fail_on, "fail_on")
@@ -474,7 +478,11 @@ class Gates:
         names = gates.parse_names([configs] if isinstance(configs, str) else configs)
         if max_p99_strict and max_ns is None:
             raise FsyncbenchError("--max-p99-strict needs --max-p99 DURATION")
-        return cls(max_ns, verdicts, names, bool(max_p99_strict))
+        if not isinstance(accept_disturbed, bool):
+            raise FsyncbenchError(
+                f"accept_disturbed must be True or False, got {given(accept_disturbed)}"
+            )
+        return cls(max_ns, verdicts, names, bool(max_p99_strict), accept_disturbed)
 
     @property
     def active(self) -> bool:

@@ -284,7 +284,12 @@ def gate(
     if not gates.active:
         return GateResult()
     failures, notes, untold = checks.review(
-        report, gates.max_p99_ns, gates.fail_on, gates.configs, gates.max_p99_strict
+        report,
+        gates.max_p99_ns,
+        gates.fail_on,
+        gates.configs,
+        gates.max_p99_strict,
+        gates.accept_disturbed,
     )
     return GateResult(
         tuple(failures),
@@ -410,6 +415,7 @@ def compare(
     outputs: Outputs | None = None,
     group_by: str | Sequence[str] | None = None,
     kind: str | None = None,
+    accept_disturbed: bool = False,
 ) -> Comparison:
     """``fsyncbench compare``: reports (files, directories of them searched recursively for
     ``*.json``, or Report objects; the first is the baseline, each labelled by its file
@@ -425,8 +431,10 @@ def compare(
     such a report are refused.
     ``fail_on_regression``: a percentage; a
     configuration whose p99 is more than that much worse than in the baseline, and
-    significantly so, is a regression (the baseline must be a file, not a directory).
-    Raises FsyncbenchError."""
+    significantly so, is a regression (the baseline must be a file, not a directory). A
+    report whose rounds stayed disturbed (:mod:`fsyncbench.measure.disturbance`) cannot be
+    told from: its pairs' statistics are "cannot tell", naming the disturbance, unless
+    ``accept_disturbed``. Raises FsyncbenchError."""
     from fsyncbench.judge import gates as checks
     from fsyncbench.report import compare as comparing
     from fsyncbench.report import fleet as fleets
@@ -518,9 +526,27 @@ def compare(
         )
     if limit is None:
         return out
+    if not isinstance(accept_disturbed, bool):
+        raise FsyncbenchError(
+            f"accept_disturbed must be True or False, got {options.given(accept_disturbed)}"
+        )
+    from fsyncbench.measure import disturbance
+
     skipped: list[str] = []
     tested = 0
+    by_label = dict(zip(labels, loaded))
+    base_why = "" if accept_disturbed else disturbance.cannot_tell_reason(loaded[0].activity)
+    blind = set()
     for label, pair in pairs:
+        why = base_why or (
+            "" if accept_disturbed else disturbance.cannot_tell_reason(by_label[label].activity)
+        )
+        if why:
+            blind.add(label)
+            looked, _ = comparing.regression_coverage(pair, wanted)
+            who = labels[0] if base_why else label
+            skipped.append(f"every statistic of {label} ({looked}): {who}: {why}")
+            continue
         looked, untested = comparing.regression_coverage(pair, wanted)
         skipped += [f"{u} in {label}" if len(pairs) > 1 else u for u in untested]
         tested += looked - len(untested)
@@ -529,7 +555,9 @@ def compare(
             f"--fail-on-regression found no configuration that syncs in common with "
             f"{labels[0]}: name the configurations to check with --config"
         )
-    found = comparing.fleet_regressions(pairs, limit, labels[0], wanted)
+    found = comparing.fleet_regressions(
+        [(lb, p) for lb, p in pairs if lb not in blind], limit, labels[0], wanted
+    )
     return dataclasses.replace(
         out,
         limit_pct=limit,

@@ -216,11 +216,14 @@ def snapshot(root: str = "/", processes: bool = True) -> ActivitySnapshot:
             reasons.append(f"processes' writes: {why}")
     count = os.cpu_count() if root == "/" else None
     if root != "/":
-        count = sum(
-            1
-            for line in (read_text(under_root(root, "/proc/stat")) or "").splitlines()
-            if line.startswith("cpu") and line[3:4].isdigit()
-        ) or None
+        count = (
+            sum(
+                1
+                for line in (read_text(under_root(root, "/proc/stat")) or "").splitlines()
+                if line.startswith("cpu") and line[3:4].isdigit()
+            )
+            or None
+        )
     return ActivitySnapshot(
         time.monotonic_ns(), cpu, count, _load_avg(root), psi, procs, tuple(reasons), kernel
     )

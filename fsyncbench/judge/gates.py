@@ -6,6 +6,9 @@
   the next run of the same machine may land on the other side. ``--max-p99-strict`` judges
   the interval's upper bound instead (pass only where p99 is shown to be below the limit),
   and a p99 without an interval is then "cannot tell".
+  A run whose rounds stayed disturbed after their retakes (other processes' flushes, CPU
+  wait or steal that could explain its tail, :mod:`fsyncbench.measure.disturbance`) is
+  "cannot tell" for ``--max-p99``, naming the disturbance, unless ``accept_disturbed``.
 - ``--fail-on volatile_cache,no_flush``: a configuration's path verdict is one of these.
 - ``--config wal/full,write+fdatasync``: which results the gates look at (default: every
   result except the no-sync write baseline, which never syncs).
@@ -96,9 +99,10 @@ def check(
     fail_on: Sequence[str] = (),
     names: Sequence[str] = (),
     max_p99_strict: bool = False,
+    accept_disturbed: bool = False,
 ) -> list[GateFailure]:
     """Every gate failure of ``report``, in result order (module text)."""
-    return review(report, max_p99_ns, fail_on, names, max_p99_strict)[0]
+    return review(report, max_p99_ns, fail_on, names, max_p99_strict, accept_disturbed)[0]
 
 
 def _what_settles(iv: Interval | None) -> str:
@@ -115,20 +119,38 @@ def _what_settles(iv: Interval | None) -> str:
     return "more samples would settle it (a longer --run-budget-seconds, or fewer configurations)"
 
 
+def _upper_bound(r: Result) -> float | None:
+    """The order-statistic upper bound of ``r``'s p99 (ns), raised to its slowest round's."""
+    from fsyncbench.measure import intervals
+
+    if not r.samples_ns:
+        return None
+    return intervals.quantile_upper_bound(r.samples_ns, 0.99, r.summary.round_p99_ns)
+
+
 def review(
     report: Report,
     max_p99_ns: int | None = None,
     fail_on: Sequence[str] = (),
     names: Sequence[str] = (),
     max_p99_strict: bool = False,
+    accept_disturbed: bool = False,
 ) -> tuple[list[GateFailure], list[str], list[str]]:
     """(failures, notes, cannot-tell lines) of the gates over ``report`` (module text):
     notes name each p99 whose interval straddles ``max_p99_ns`` (default mode); in strict
-    mode a p99 without an interval cannot be told below the limit."""
+    mode a p99 without an interval is judged by its order-statistic upper bound
+    (:func:`fsyncbench.measure.intervals.quantile_upper_bound`) and cannot be told below the
+    limit only where that bound is above it. A run that stayed disturbed cannot be told for
+    ``max_p99_ns`` (one line) unless ``accept_disturbed``."""
     from fsyncbench.fmt import fmt_interval, fmt_ns
+    from fsyncbench.measure import disturbance
 
     verdicts = {v.subject: v for v in report.verdict.results}
     failures, notes, untold = [], [], []
+    disturbed = "" if accept_disturbed else disturbance.cannot_tell_reason(report.activity)
+    if max_p99_ns is not None and disturbed:
+        untold.append(f"--max-p99 {fmt_ns(max_p99_ns)}: cannot tell: {disturbed}")
+        max_p99_ns = None
     for r in select(report, names):
         s = r.summary
         ci = s.p99_ci_ns
@@ -146,6 +168,17 @@ def review(
                         f"{r.name}: {shown} is above --max-p99 {limit} (no interval; "
                         "--max-p99-strict)",
                     )
+                )
+            elif (
+                max_p99_strict
+                and ci is None
+                and (bound := _upper_bound(r)) is not None
+                and (bound <= max_p99_ns)
+            ):
+                notes.append(
+                    f"{r.name}: {shown} has no interval, but its order-statistic upper bound "
+                    f"{fmt_ns(bound)} (95 %, one-sided, at least the slowest round's own p99) "
+                    f"is below --max-p99 {limit}: passes"
                 )
             elif max_p99_strict and ci is None:
                 untold.append(

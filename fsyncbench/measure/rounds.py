@@ -173,9 +173,7 @@ def measure_rounds(
             before = hostmod.activity_snapshot()
             cpu0 = _own_cpu_s()
             if plan.rounds == 1:
-                results, got_floors, quiet, pids, waited = _in_process(
-                    plan, host, progress, floors
-                )
+                results, got_floors, quiet, pids, waited = _in_process(plan, host, progress, floors)
             else:
                 results, got_floors, quiet, pids, waited = _worker_round(
                     plan, host, work, k, number, progress, start, floors
@@ -211,8 +209,7 @@ def measure_rounds(
                 history.append(dataclasses.replace(again.activity, kept=False))
                 continue
             history = [
-                dataclasses.replace(a, kept=False) if a is kept[k].activity else a
-                for a in history
+                dataclasses.replace(a, kept=False) if a is kept[k].activity else a for a in history
             ]
             history.append(again.activity)
             kept[k] = again

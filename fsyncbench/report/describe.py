@@ -20,6 +20,7 @@ from fsyncbench.report.answer import (
     Choice,
     bottom_line,
 )
+from fsyncbench.report.disturbed import machine_paragraph, machine_section
 from fsyncbench.report.document import (
     Block,
     Bullets,
@@ -103,9 +104,12 @@ def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Do
     """The :class:`Document` of a run or audit ``report``; ``model_call_ms`` (> 0) is the
     unit a durable commit's p99 is set against in the bottom line."""
     title, subtitle = heading(report)
+    machine = machine_paragraph(report)
     sections = [
+        Section("machine-line", "", (machine,) if machine is not None else ()),
         answer_section(report, bottom_line(report, model_call_ms)),
         results_section(report),
+        machine_section(report),
         statistics_section(report),
         *run_report_sections(report),
         findings_section(report),

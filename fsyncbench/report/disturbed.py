@@ -36,52 +36,11 @@ def _plural(n: int, word: str) -> str:
 
 
 def _names(processes: Sequence[ProcessActivity], key: str) -> str:
-    """'fio (pid 812), python3 (pid 90)': the processes that did most of ``key``."""
-    if key == "write":
-        ranked = sorted(
-            (p for p in processes if (p.write_bytes or 0) > 0), key=lambda p: -(p.write_bytes or 0)
-        )
-    else:
-        ranked = sorted((p for p in processes if p.cpu_s > 0), key=lambda p: -p.cpu_s)
-    seen: dict[str, int] = {}
-    for p in ranked:
-        seen.setdefault(p.name, p.pid)
-    return ", ".join(f"{n} (pid {pid})" for n, pid in list(seen.items())[:2])
+    return disturbance.busiest_names([RoundActivity(0, processes=tuple(processes))], key)
 
 
 def _all_processes(rounds: Sequence[RoundActivity]) -> list[ProcessActivity]:
     return [p for a in rounds for p in a.processes]
-
-
-def disturbance_phrase(rounds: Sequence[RoundActivity]) -> str:
-    """What disturbed ``rounds``, with figures: 'another process flushed vda 1,800 times,
-    40 % of its flushes (python3, pid 812)'; 'other processes kept a runnable task waiting
-    for a CPU 31 % of the time (stress-ng, pid 77)'."""
-    parts = []
-    disk = [a for a in rounds if disturbance.DISK in a.disturbed]
-    if disk:
-        other = sum(a.other_flushes or 0 for a in disk)
-        total = sum(a.device_flushes or 0 for a in disk)
-        who = _names(_all_processes(disk), "write")
-        parts.append(
-            f"other processes flushed {disk[0].device} about {other:,.0f} times, "
-            f"{100 * other / max(total, 1):.0f} % of its flushes while fsyncbench measured"
-            + (f" ({who} wrote the most)" if who else "")
-        )
-    cpu = [a for a in rounds if disturbance.CPU in a.disturbed]
-    if cpu:
-        wait = statistics.median(a.cpu_pressure_pct or 0.0 for a in cpu)
-        busy = statistics.median(a.cpu_other_pct or 0.0 for a in cpu)
-        who = _names(_all_processes(cpu), "cpu")
-        parts.append(
-            f"other processes used {busy:.0f} % of the CPUs and a runnable task waited for "
-            f"a CPU {wait:.0f} % of the time" + (f" ({who} used the most)" if who else "")
-        )
-    steal = [a for a in rounds if disturbance.STEAL in a.disturbed]
-    if steal:
-        took = statistics.median(a.cpu_steal_pct or 0.0 for a in steal)
-        parts.append(f"the hypervisor took {took:.0f} % of the CPUs' time (steal)")
-    return "; ".join(parts)
 
 
 def _p99_effect(report: Report, disturbed: set[int]) -> str:
@@ -147,7 +106,7 @@ def machine_paragraph(report: Report) -> Paragraph | None:
         if missing:
             text += f"; not measured: {', '.join(missing)} (--verbose says why)"
         return Paragraph(text + ".", lead="Machine:", tone="good")
-    what = disturbance_phrase(first_disturbed)
+    what = disturbance.phrase(first_disturbed)
     effect = _p99_effect(report, {a.round for a in still})
     if not still:
         return Paragraph(
@@ -162,23 +121,26 @@ def machine_paragraph(report: Report) -> Paragraph | None:
     why_left = (
         "--no-retake-disturbed"
         if budget == 0
+        else "the +50 % retake budget left no time for a retake"
+        if not retakes
         else f"{_plural(len(retakes), 'retake')} within the +50 % budget did not find a quiet "
         "moment"
     )
-    who = _names(_all_processes(still), "write" if any(
-        disturbance.DISK in a.disturbed for a in still) else "cpu")
+    who = _names(
+        _all_processes(still),
+        "write" if any(disturbance.DISK in a.disturbed for a in still) else "cpu",
+    )
     step = (
         f"stop or pause {who.split(',')[0]} during the run, or run again at a quieter time"
         if who
-        else "run again at a quieter time (nothing else writing to this disk or busy on the "
-        "CPUs)"
+        else "run again at a quieter time (nothing else writing to this disk or busy on the CPUs)"
     )
     return Paragraph(
         f"{_plural(len(still), 'round')} of {rounds} stayed disturbed ({what}; {why_left})"
         + (f": {effect}" if effect else "")
-        + f". Next step: {step}. Gates (--max-p99, compare) call this run \"cannot tell\" "
+        + f'. Next step: {step}. Gates (--max-p99, compare) call this run "cannot tell" '
         "unless --accept-disturbed.",
-        lead="! Disturbed:",
+        lead="Disturbed:",
         tone="bad",
     )
 
@@ -186,15 +148,7 @@ def machine_paragraph(report: Report) -> Paragraph | None:
 def disturbed_reason(report: Report) -> str:
     """One line for a gate that cannot tell because the run stayed disturbed ("" when it
     did not)."""
-    still = stayed_disturbed(report)
-    if not still:
-        return ""
-    rounds = len(disturbance.kept(report.activity))
-    return (
-        f"{_plural(len(still), 'round')} of {rounds} stayed disturbed "
-        f"({disturbance_phrase(still)}): its p99 may be the other processes', not the "
-        "storage's; run again on a quiet machine, or --accept-disturbed"
-    )
+    return disturbance.cannot_tell_reason(report.activity)
 
 
 def _pct(value: float | None) -> str:
@@ -235,7 +189,7 @@ def machine_section(report: Report) -> Section:
         f"round is disturbed when others' flushes reach {disturbance.TAIL_SHARE_PCT:g} % of "
         f"the disk's (and at least {disturbance.MIN_OTHER_FLUSHES}), or CPU wait or steal "
         f"{disturbance.CPU_WAIT_PCT:g} % of the time: enough to explain the slowest 1 % of "
-        "the operations, the p99 (docs/method.md, \"Disturbed rounds\"). Disturbed rounds are "
+        'the operations, the p99 (docs/method.md, "Disturbed rounds"). Disturbed rounds are '
         "taken again within +50 % of the rounds' time; 'kept' says whose samples are in the "
         "figures."
     )

@@ -15,6 +15,7 @@ import dataclasses
 from fsyncbench.model import Report
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS, bottom_line
 from fsyncbench.report.describe import answer_section, finding_groups, heading
+from fsyncbench.report.disturbed import machine_paragraph
 from fsyncbench.report.document import Document, Paragraph, Section
 from fsyncbench.report.latency import compact_table
 from fsyncbench.report.loss import run_report_sections
@@ -24,13 +25,17 @@ __all__ = ["summarize"]
 
 def summarize(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Document:
     """The terminal summary of a run or audit ``report``: the bottom line (its trust
-    paragraph brief), the answer of a ``--powerloss`` run, the compact latency table and one
+    paragraph brief) after one line on what else the machine did while it measured (quiet,
+    or what disturbed it: :func:`fsyncbench.report.disturbed.machine_paragraph`), the answer
+    of a ``--powerloss`` run, the compact latency table and one
     paragraph counting what only the full report shows. ``model_call_ms`` (> 0): as in
     :func:`fsyncbench.report.describe.describe`."""
     title, _subtitle = heading(report)
     loss = run_report_sections(report)
     answer = answer_section(report, bottom_line(report, model_call_ms), brief=True)
+    machine = machine_paragraph(report)
     sections = (
+        Section("machine", "", (machine,) if machine is not None else ()),
         dataclasses.replace(answer, title=""),
         *loss[:1],
         Section("results", "", (compact_table(report),)),
