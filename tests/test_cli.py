@@ -725,7 +725,9 @@ def test_the_default_text_output_fits_a_screen_and_says_where_the_rest_is(disk_r
     default = fsb("show", example[-1])
     assert len(default.stdout.splitlines()) <= 40 - 1, default.stdout  # + "Report written"
     assert max(map(len, lines[:-1])) <= 120  # the last: "Report written: <paths>"
-    assert proc.stdout.splitlines()[2].startswith("Choose:")
+    # the machine's line first (quiet, or what disturbed the run), then the answer
+    assert proc.stdout.splitlines()[2].startswith(("Machine:", "Disturbed:", "!! Disturbed:"))
+    assert any(line.startswith("Choose:") for line in proc.stdout.splitlines()[3:10])
     for mode in ("delete", "truncate", "wal"):
         for sync in ("off", "normal", "full"):
             assert re.search(rf"^{mode}/{sync} ", proc.stdout, re.M)

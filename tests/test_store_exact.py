@@ -62,7 +62,7 @@ def test_report_basename_exact(hostname, created, want):
 def test_json_is_indented_by_one_with_compact_samples():
     r = _sampled()
     text = store.report_to_json(r)
-    assert text.startswith('{\n "schema_version": 3,\n "tool_version": ')
+    assert text.startswith('{\n "schema_version": 4,\n "tool_version": ')
     assert text.endswith("}\n") and not text.endswith("\n\n")
     for res in r.results:
         assert ('"samples_ns": [' + ",".join(str(v) for v in res.samples_ns) + "]") in text
@@ -113,8 +113,8 @@ def test_nan_is_refused_with_exact_message():
         ('{"schema_version": "2"}', "report has an invalid schema_version '2'"),
         ('{"schema_version": true}', "report has an invalid schema_version True"),
         (
-            '{"schema_version": 4}',
-            "report uses report schema 4, newer than this fsyncbench reads (3): upgrade fsyncbench",
+            '{"schema_version": 5}',
+            "report uses report schema 5, newer than this fsyncbench reads (4): upgrade fsyncbench",
         ),
     ],
 )

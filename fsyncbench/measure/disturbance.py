@@ -46,6 +46,11 @@ CPU_OTHER_NAMED_PCT = 20.0
 #: cpu "some") is recorded but not judged: fsyncbench's own I/O completions kept it at
 #: 6-8 % on the idle VM, and it fell to 4 % with one CPU burner beside it.
 CPU_WAIT_PCT = 2 * TAIL_SHARE_PCT
+#: Least run-queue wait (ms) in a round for "cpu": a round of a fraction of a second (a test's
+#: or a tiny --samples run) waits a few ms at its start (opening its databases, the first
+#: wake-ups) which is several % of it on an idle machine; a default round of about 4 s
+#: reaches CPU_WAIT_PCT at 80 ms.
+MIN_CPU_WAIT_MS = 50.0
 #: Processes recorded per round: the busiest by CPU time and by bytes written.
 TOP_PROCESSES = 3
 #: Least CPU time (s) or bytes written for a process to be named.
@@ -225,7 +230,8 @@ def _busiest(changes: Sequence[ProcessActivity]) -> tuple[ProcessActivity, ...]:
 def disturbances(a: RoundActivity) -> tuple[str, ...]:
     """What could explain round ``a``'s tail: "disk" when other processes' flushes were at
     least :data:`MIN_OTHER_FLUSHES` and :data:`TAIL_SHARE_PCT` % of the disk's; "cpu" when
-    some task waited for a CPU :data:`CPU_WAIT_PCT` % of the time or more (PSI); "steal"
+    the measuring thread waited for a CPU :data:`CPU_WAIT_PCT` % of the time or more (and
+    :data:`MIN_CPU_WAIT_MS` in all); "steal"
     when the hypervisor took that share. Empty: quiet (or not measured: see
     ``a.not_measured``)."""
     out = []
@@ -236,7 +242,11 @@ def disturbances(a: RoundActivity) -> tuple[str, ...]:
         and 100.0 * a.other_flushes / a.device_flushes >= TAIL_SHARE_PCT
     ):
         out.append(DISK)
-    if a.cpu_wait_pct is not None and a.cpu_wait_pct >= CPU_WAIT_PCT:
+    if (
+        a.cpu_wait_pct is not None
+        and a.cpu_wait_pct >= CPU_WAIT_PCT
+        and a.cpu_wait_pct / 100 * a.elapsed_ns / 1e6 >= MIN_CPU_WAIT_MS
+    ):
         out.append(CPU)
     if a.cpu_steal_pct is not None and a.cpu_steal_pct >= CPU_WAIT_PCT:
         out.append(STEAL)

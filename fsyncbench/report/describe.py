@@ -105,9 +105,11 @@ def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Do
     unit a durable commit's p99 is set against in the bottom line."""
     title, subtitle = heading(report)
     machine = machine_paragraph(report)
+    answer = answer_section(report, bottom_line(report, model_call_ms))
+    if machine is not None:  # the answer's first words: whether the machine was quiet
+        answer = Section(answer.key, answer.title, (machine, *answer.blocks))
     sections = [
-        Section("machine-line", "", (machine,) if machine is not None else ()),
-        answer_section(report, bottom_line(report, model_call_ms)),
+        answer,
         results_section(report),
         machine_section(report),
         statistics_section(report),

@@ -34,8 +34,9 @@ def summarize(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> D
     loss = run_report_sections(report)
     answer = answer_section(report, bottom_line(report, model_call_ms), brief=True)
     machine = machine_paragraph(report)
+    if machine is not None:
+        answer = dataclasses.replace(answer, blocks=(machine, *answer.blocks))
     sections = (
-        Section("machine", "", (machine,) if machine is not None else ()),
         dataclasses.replace(answer, title=""),
         *loss[:1],
         Section("results", "", (compact_table(report),)),
