@@ -162,7 +162,8 @@ def _processes() -> tuple[dict[int, ProcessSample], float, str | None]:
             written = None
             if not no_io:
                 try:
-                    written = int(proc.io_counters().write_bytes)
+                    # absent on macOS (no_io): looked up by name for every platform's types
+                    written = int(getattr(proc, "io_counters")().write_bytes)  # noqa: B009
                 except (psutil.AccessDenied, OSError):
                     denied += 1
             out[proc.pid] = ProcessSample(
