@@ -21,6 +21,10 @@ from tests.platform_sim import SIGMA, nominal_p50_ns, run_in_process, simulated_
 
 pytestmark = pytest.mark.slow
 
+#: The margin over the minimum sample count every durable row must reach: not at the edge
+#: of the 1,000 a p99 interval needs, where a run with a little more spread falls short.
+MARGIN = 1.2
+
 
 def test_a_default_mac_run_gives_every_durable_configuration_a_p99_interval(tmp_path, monkeypatch):
     mac = fake_host(os_name="Darwin", fs_type="apfs")
@@ -44,7 +48,7 @@ def test_a_default_mac_run_gives_every_durable_configuration_a_p99_interval(tmp_
     for r in (*durable, full):
         # by the mean, which the time budget pays: the log-normal's mean is p50 exp(s^2 / 2)
         overshoot = max(1.0, r.summary.mean_ns / (nominal_p50_ns(r) * math.exp(SIGMA**2 / 2)))
-        if len(r.samples_ns) * overshoot < plan.min_samples:
+        if len(r.samples_ns) * overshoot < plan.min_samples * MARGIN:
             short[r.name] = (len(r.samples_ns), round(overshoot, 3))
     assert short == {}, f"{len(results)} workloads in {took_s:.1f} s"
     with_interval = [
@@ -52,4 +56,5 @@ def test_a_default_mac_run_gives_every_durable_configuration_a_p99_interval(tmp_
         for r in (*durable, full)
         if r.summary.p99_interval is not None and r.summary.p99_interval.low_ns is not None
     ]
-    assert with_interval, "no durable row got a p99 interval at all"
+    # every one, not one of them (issue 40 item 5: 4 % of such rows had none at 90 s)
+    assert sorted(with_interval) == sorted(r.name for r in (*durable, full)), with_interval

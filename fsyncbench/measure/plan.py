@@ -125,8 +125,10 @@ DEFAULT_RUN_BUDGET_S = 30.0
 #: three F_FULLFSYNC per commit) got 626-1,030 of the 1,000 it needs, as the minima of all
 #: the fullfsync rows (about 44 s with each slice's re-warming) and one slice per round of
 #: each of the 16 fast workloads (about 13 s) do not fit in 60 s; at 90 s every durable row
-#: got 1,083-1,264 samples and an interval.
-DARWIN_RUN_BUDGET_S = 90.0
+#: got 1,083-1,264 samples, at the edge of the minimum (a simulation with the seed's spread
+#: left 4 % of such rows without an interval); at 120 s every durable row gets its minimum
+#: with a margin of at least 20 % (tests/test_macos_schedule.py checks every one).
+DARWIN_RUN_BUDGET_S = 120.0
 DARWIN_BUDGET_S = 20.0
 #: Default precision target: the 95 % CI of p99 within +-10 % of p99.
 DEFAULT_CI_TARGET_PCT = 10.0

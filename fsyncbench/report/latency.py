@@ -25,7 +25,8 @@ def _durable(v: ResultVerdict | None) -> Cell:
 def compact_table(report: Report) -> Table:
     """One row per result: configuration (``*`` at the tool's floor), whether its pragmas
     promise a durable commit, sync primitive, p50, p99 with its 95 % interval (the header
-    says "(5 runs)" where earlier runs of the same measurement entered the intervals), ops/s;
+    says "(5 runs)" where earlier runs of the same measurement entered the intervals, "(this
+    run)" where they rest on this run alone), ops/s;
     a path-verdict column only where the results' verdicts differ."""
     verdicts = {v.subject: v for v in report.verdict.results}
     shown = {
@@ -43,7 +44,10 @@ def compact_table(report: Report) -> Table:
             if r.summary.p99_interval is not None and r.summary.p99_interval.runs > 1
         }
     )
-    spread = f" ({runs[0]}{'' if len(runs) == 1 else f'-{runs[-1]}'} runs)" if runs else ""
+    # a single run's interval says so: it holds within this run, not necessarily the next
+    spread = (
+        f" ({runs[0]}{'' if len(runs) == 1 else f'-{runs[-1]}'} runs)" if runs else " (this run)"
+    )
     headers = (
         "configuration",
         "durable",

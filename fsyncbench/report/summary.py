@@ -39,12 +39,44 @@ def summarize(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> D
     sections = (
         dataclasses.replace(answer, title=""),
         *loss[:1],
-        Section("results", "", (compact_table(report),)),
+        Section(
+            "results",
+            "",
+            tuple(b for b in (compact_table(report), precision_paragraph(report)) if b is not None),
+        ),
         Section("more", "", (Paragraph(_left_out(report)),)),
     )
     return Document(
         f"{title}, target {report.host.target.path}", "", tuple(s for s in sections if s.blocks)
     )
+
+
+#: Rows named one by one in the precision line before "and N more".
+PRECISION_NAMED = 5
+
+
+def precision_paragraph(report: Report) -> Paragraph | None:
+    """Per row, how precise its p99 came out against the run's target: how many met it and,
+    by name with their precision, those that did not (None without a target)."""
+    from fsyncbench.report.wording import p99_precision
+
+    rows = [r for r in report.results if r.ci_target_pct is not None]
+    if not rows:
+        return None
+    target = rows[0].ci_target_pct
+    met = [r for r in rows if r.ci_target_met]
+    missed = [r for r in rows if not r.ci_target_met]
+    runs = any(r.summary.p99_interval is not None and r.summary.p99_interval.runs > 1 for r in rows)
+    where = "with the spread between runs" if runs else "within this run"
+    text = f"p99 precision (95 % interval {where}; target +-{target:g} %): met by {len(met)} of {len(rows)}"
+    if missed:
+        named = ", ".join(
+            f"{r.name} {p99_precision(r).removesuffix(' (not met)')}"
+            for r in missed[:PRECISION_NAMED]
+        )
+        more = len(missed) - PRECISION_NAMED
+        text += f"; not met: {named}" + (f" and {more} more" if more > 0 else "")
+    return Paragraph(text + ".")
 
 
 def _left_out(report: Report) -> str:
