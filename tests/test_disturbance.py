@@ -521,3 +521,25 @@ def test_an_interferer_present_for_part_of_a_run_is_retaken_away(tmp_path):
         import shutil
 
         shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_run_that_stayed_disturbed_is_no_history_for_the_next(tmp_path):
+    """Its spread is the neighbours', not the storage's: read_history leaves it out and
+    names it; the quiet and the retaken-quietly runs are used."""
+    from fsyncbench.report import history
+
+    rep = sampled.report()
+    loud = dict(other_flushes=4000.0, processes=(FIO,), disturbed=("disk",))
+    kinds = {
+        "a-quiet.json": [_round(round=1)],
+        "b-retaken.json": [_round(round=1, kept=False, **loud), _round(round=1, attempt=2)],
+        "c-stayed.json": [_round(round=1, **loud)],
+    }
+    for k, (name, rounds) in enumerate(kinds.items()):
+        one = dataclasses.replace(
+            _with_activity(rep, rounds), created_utc=f"2026-12-0{k + 1}T00:00:00Z"
+        )
+        sampled.save(one, tmp_path / name)
+    found = history.read_history(tmp_path, rep.host)
+    assert [name for name, _ in found.reports] == ["a-quiet.json", "b-retaken.json"]
+    assert found.disturbed == ("c-stayed.json",)

@@ -154,6 +154,14 @@ def run(
                 f"runs: {', '.join(past.unreadable[:3])}"
                 + (", ..." if len(past.unreadable) > 3 else ""),
             )
+    if past is not None and past.disturbed:
+        _note(
+            notes,
+            f"{len(past.disturbed)} earlier run(s) of this measurement in {history} stayed "
+            "disturbed by other processes and are not used as history: "
+            + ", ".join(past.disturbed[:3])
+            + (", ..." if len(past.disturbed) > 3 else ""),
+        )
     _sweep(path, notes)
     if not isinstance(retake_disturbed, bool):
         raise FsyncbenchError(

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import between, intervals, stats
+from fsyncbench.measure import between, disturbance, intervals, stats
 from fsyncbench.model import EarlierRun, Host, Report, Result
 from fsyncbench.report import store
 
@@ -41,11 +41,13 @@ MAX_EXAMINED = 64
 class History:
     """The reports of the same host and storage :func:`read_history` found (file name and
     report without raw samples, oldest first), how many files it read (``examined``) and
-    the names of those that were not reports (``unreadable``)."""
+    the names of those that were not reports (``unreadable``) and of the runs of the same
+    measurement left out because their rounds stayed disturbed (``disturbed``)."""
 
     reports: tuple[tuple[str, Report], ...] = ()
     examined: int = 0
     unreadable: tuple[str, ...] = ()
+    disturbed: tuple[str, ...] = ()
 
     def earlier(self, result: Result) -> tuple[EarlierRun, ...]:
         """The earlier runs of ``result`` (same workload, :func:`result_key`): the last
@@ -114,7 +116,8 @@ def read_history(directory: Path, host: Host, names: Sequence[str] = ()) -> Hist
     run will measure; none: any) appears in
     :data:`fsyncbench.measure.intervals.MAX_EARLIER_RUNS` of the reports found, or
     :data:`MAX_EXAMINED` files were read. Copies of one run (the same creation time) count
-    once; files that are not reports this fsyncbench reads are skipped and named. A missing
+    once; files that are not reports this fsyncbench reads are skipped and named, and so are
+    runs whose rounds stayed disturbed (:mod:`fsyncbench.measure.disturbance`). A missing
     directory has none. Raises FsyncbenchError when ``directory`` exists but cannot be
     listed (not a directory, no permission)."""
     try:
@@ -134,6 +137,7 @@ def read_history(directory: Path, host: Host, names: Sequence[str] = ()) -> Hist
     once: dict[str, tuple[str, Report]] = {}  # created_utc -> (file name, report)
     seen = dict.fromkeys(names, 0)  # how many reports found hold each result
     unreadable, examined = [], 0
+    disturbed: list[str] = []
     for _, name in files[:MAX_EXAMINED]:
         if len(once) >= intervals.MAX_EARLIER_RUNS and all(
             n >= intervals.MAX_EARLIER_RUNS for n in seen.values()
@@ -147,6 +151,11 @@ def read_history(directory: Path, host: Host, names: Sequence[str] = ()) -> Hist
             continue
         if rep is None or rep.kind != "run" or host_key(rep.host) != key:
             continue
+        if disturbance.stayed_disturbed(rep.activity):
+            # other processes' flushes or CPU shaped its figures: their spread is not the
+            # storage's from run to run (the run said so on its own screen)
+            disturbed.append(name)
+            continue
         if rep.created_utc not in once:  # copies of one run: once
             once[rep.created_utc] = (name, rep)
             for r in rep.results:
@@ -156,6 +165,7 @@ def read_history(directory: Path, host: Host, names: Sequence[str] = ()) -> Hist
         tuple(once[created] for created in sorted(once)),
         examined,
         tuple(sorted(unreadable)),
+        tuple(sorted(disturbed)),
     )
 
 
