@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         metavar="N",
         help="fewest samples before the CI target may stop a configuration "
-        f"(default {plan.DEFAULT_MIN_SAMPLES})",
+        f"(default {plan.DEFAULT_MIN_SAMPLES:,}, {plan.DARWIN_MIN_SAMPLES:,} on macOS)",
     )
     run.add_argument(
         "--budget-seconds",

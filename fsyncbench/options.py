@@ -22,13 +22,13 @@ from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import runner
 from fsyncbench.measure.plan import (
     DEFAULT_CI_TARGET_PCT,
-    DEFAULT_MIN_SAMPLES,
     DEFAULT_PAYLOAD_BYTES,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP,
     RunPlan,
     build_configs,
     default_budgets,
+    default_min_samples,
     parse_choices,
     parse_fullfsync,
 )
@@ -278,7 +278,7 @@ def run_plan(
         payload_bytes=payload_bytes,
         primitives=primitives,
         ci_target_pct=DEFAULT_CI_TARGET_PCT if ci_target_pct is None else ci_target_pct,
-        min_samples=DEFAULT_MIN_SAMPLES if min_samples is None else min_samples,
+        min_samples=default_min_samples(platform) if min_samples is None else min_samples,
         run_budget_s=run_budget_seconds
         if run_budget_seconds is not None
         else (default_run_budget_s if adaptive else None),

@@ -16,13 +16,13 @@ from factories import host as fake_host
 
 from fsyncbench import options
 from fsyncbench.judge.commit_rules import config_durability
-from fsyncbench.measure.plan import DARWIN_RUN_BUDGET_S
+from fsyncbench.measure.plan import DARWIN_MIN_SAMPLES, DARWIN_RUN_BUDGET_S, DEFAULT_MIN_SAMPLES
 from tests.platform_sim import SIGMA, nominal_p50_ns, run_in_process, simulated_mac
 
 pytestmark = pytest.mark.slow
 
-#: The margin over the minimum sample count every durable row must reach: not at the edge
-#: of the 1,000 a p99 interval needs, where a run with a little more spread falls short.
+#: The margin over the 1,000 samples a p99 interval needs that every durable row must reach:
+#: not at the edge, where a run with a little more spread falls short.
 MARGIN = 1.2
 
 
@@ -30,6 +30,7 @@ def test_a_default_mac_run_gives_every_durable_configuration_a_p99_interval(tmp_
     mac = fake_host(os_name="Darwin", fs_type="apfs")
     plan = options.run_plan(tmp_path, platform="darwin")
     assert plan.run_budget_s == DARWIN_RUN_BUDGET_S
+    assert plan.min_samples == DARWIN_MIN_SAMPLES
     assert len(plan.configs) == 18  # 9 combinations, fullfsync off and on
     with simulated_mac(monkeypatch):
         start = time.monotonic()
@@ -48,7 +49,7 @@ def test_a_default_mac_run_gives_every_durable_configuration_a_p99_interval(tmp_
     for r in (*durable, full):
         # by the mean, which the time budget pays: the log-normal's mean is p50 exp(s^2 / 2)
         overshoot = max(1.0, r.summary.mean_ns / (nominal_p50_ns(r) * math.exp(SIGMA**2 / 2)))
-        if len(r.samples_ns) * overshoot < plan.min_samples * MARGIN:
+        if len(r.samples_ns) * overshoot < DEFAULT_MIN_SAMPLES * MARGIN:
             short[r.name] = (len(r.samples_ns), round(overshoot, 3))
     assert short == {}, f"{len(results)} workloads in {took_s:.1f} s"
     with_interval = [

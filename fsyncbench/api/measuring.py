@@ -80,8 +80,8 @@ def run(
     delete,truncate,wal x off,normal,full; fullfsync off,on on macOS, unset elsewhere).
     ``samples`` fixes the samples per configuration (split over ``rounds``); without it,
     each is sampled until the 95 % CI of its p99 is within +-``ci_target_pct`` % (default
-    10), from ``min_samples`` on (default 1000), all sharing ``run_budget_seconds`` (default
-    30 s, 120 s on macOS; none with ``samples``), none taking more than ``budget_seconds``
+    10), from ``min_samples`` on (default 1000, 1250 on macOS), all sharing ``run_budget_seconds`` (default
+    30 s, 90 s on macOS; none with ``samples``), none taking more than ``budget_seconds``
     (default 10 s, 20 s on macOS: :func:`fsyncbench.measure.plan.default_budgets`). ``payload_bytes``:
     each step's output; ``primitives`` False skips the raw write+sync measurements.
     ``powerloss``: persistence models (a comma list or a sequence, e.g. "synced-only,prefix")

@@ -65,6 +65,12 @@ def parse_fullfsync(text: str) -> tuple[bool, ...]:
     return tuple(dict.fromkeys(FULLFSYNC_VALUES[v] for v in values))
 
 
+def default_min_samples(platform: str = sys.platform) -> int:
+    """The default minimum samples per workload on ``platform``: :data:`DARWIN_MIN_SAMPLES`
+    on macOS, else :data:`DEFAULT_MIN_SAMPLES`."""
+    return DARWIN_MIN_SAMPLES if platform == "darwin" else DEFAULT_MIN_SAMPLES
+
+
 def default_budgets(platform: str = sys.platform) -> tuple[float, float]:
     """(time all workloads of an adaptive run share, most time one workload may take), in
     seconds, on ``platform`` (a ``sys.platform`` value): 90 and 20 on macOS
@@ -126,9 +132,10 @@ DEFAULT_RUN_BUDGET_S = 30.0
 #: the fullfsync rows (about 44 s with each slice's re-warming) and one slice per round of
 #: each of the 16 fast workloads (about 13 s) do not fit in 60 s; at 90 s every durable row
 #: got 1,083-1,264 samples, at the edge of the minimum (a simulation with the seed's spread
-#: left 4 % of such rows without an interval); at 120 s every durable row gets its minimum
-#: with a margin of at least 20 % (tests/test_macos_schedule.py checks every one).
-DARWIN_RUN_BUDGET_S = 120.0
+#: left 4 % of such rows without an interval), and 120 s alone did not help (1,036: once
+#: every row has its minimum the rotation shares the time out slice by slice); so macOS's
+#: minimum is :data:`DARWIN_MIN_SAMPLES`, which the scheduler gives first.
+DARWIN_RUN_BUDGET_S = 90.0
 DARWIN_BUDGET_S = 20.0
 #: Default precision target: the 95 % CI of p99 within +-10 % of p99.
 DEFAULT_CI_TARGET_PCT = 10.0
@@ -136,6 +143,10 @@ DEFAULT_CI_TARGET_PCT = 10.0
 #: samples a p99 has fewer than 10 samples beyond it and gets no interval at all
 #: (:data:`fsyncbench.measure.intervals.MIN_TAIL_SAMPLES`).
 DEFAULT_MIN_SAMPLES = 1000
+#: macOS's default minimum: 25 % over the 1,000 a p99 interval needs, so that every durable
+#: fullfsync row gets its interval with a margin rather than at the edge
+#: (tests/test_macos_schedule.py checks every one at 1,200 or more).
+DARWIN_MIN_SAMPLES = 1250
 #: The CI target ends a configuration only once its samples come from this many slices:
 #: the fewest an interval is computed from (:data:`fsyncbench.measure.intervals.MIN_BLOCKS`).
 MIN_PHASES = intervals.MIN_BLOCKS

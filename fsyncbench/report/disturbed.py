@@ -89,13 +89,13 @@ def machine_paragraph(report: Report) -> Paragraph | None:
         cpu = [a.cpu_other_pct for a in kept if a.cpu_other_pct is not None]
         seen = []
         if others:
-            seen.append(f"others flushed the disk {sum(others):,.0f} times")
+            seen.append(f"others' flushes {sum(others):,.0f}")
         if cpu:
             busy = max(cpu)
             seen.append(
-                f"other processes used at most {busy:.0f} % of the CPUs"
+                f"others' CPU <= {busy:.0f} %"
                 + (
-                    f" ({_names(_all_processes(kept), 'cpu')})"
+                    f": {_names(_all_processes(kept), 'cpu')}"
                     if busy >= disturbance.CPU_OTHER_NAMED_PCT
                     else ""
                 )
@@ -104,7 +104,7 @@ def machine_paragraph(report: Report) -> Paragraph | None:
             f" ({'; '.join(seen)})" if seen else ""
         )
         if missing:
-            text += f"; not measured: {', '.join(missing)} (--verbose says why)"
+            text += f"; not measured: {', '.join(missing)}"
         return Paragraph(text + ".", lead="Machine:", tone="good")
     what = disturbance.phrase(first_disturbed)
     effect = _p99_effect(report, {a.round for a in still})

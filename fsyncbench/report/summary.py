@@ -1,5 +1,5 @@
 """A run or audit report as the terminal shows it by default: the bottom line and one
-compact latency table, fitting a screen (about 40 lines of at most 120 columns for the
+compact latency table, fitting a screen (about 45 lines of at most 120 columns for the
 default run). Everything else — findings with their evidence, device counters, the host,
 the method, the glossary — is in the full description (:mod:`fsyncbench.report.describe`),
 which the saved Markdown and HTML reports and ``--verbose`` show.
@@ -51,8 +51,8 @@ def summarize(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> D
     )
 
 
-#: Rows named one by one in the precision line before "and N more".
-PRECISION_NAMED = 5
+#: Rows named one by one in the precision line before "and N more" (two lines of 100).
+PRECISION_NAMED = 3
 
 
 def precision_paragraph(report: Report) -> Paragraph | None:
