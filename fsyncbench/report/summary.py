@@ -58,7 +58,7 @@ PRECISION_NAMED = 3
 def precision_paragraph(report: Report) -> Paragraph | None:
     """Per row, how precise its p99 came out against the run's target: how many met it and,
     by name with their precision, those that did not (None without a target)."""
-    from fsyncbench.report.wording import p99_precision
+    from fsyncbench.fmt import fmt_interval, fmt_precision
 
     rows = [r for r in report.results if r.ci_target_pct is not None]
     if not rows:
@@ -71,7 +71,12 @@ def precision_paragraph(report: Report) -> Paragraph | None:
     text = f"p99 precision (95 % interval {where}; target +-{target:g} %): met by {len(met)} of {len(rows)}"
     if missed:
         named = ", ".join(
-            f"{r.name} {p99_precision(r).removesuffix(' (not met)')}"
+            f"{r.name} "
+            + (
+                fmt_precision(r.summary.p99_ns, r.summary.p99_ci_ns)
+                if r.summary.p99_ci_ns
+                else fmt_interval(None, r.summary.p99_interval)
+            )
             for r in missed[:PRECISION_NAMED]
         )
         more = len(missed) - PRECISION_NAMED
