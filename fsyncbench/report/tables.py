@@ -226,7 +226,9 @@ def render_compare(
     history = sum(1 for q in qs if q.basis == "history")
     out += [
         "",
-        "A and B [CI]: each report's own figure and interval. B/base: B against the baseline, "
+        "A and B [CI]: each report's own figure and interval (within that run alone, unless "
+        "earlier runs recorded in it widened it: the next run may land outside). B/base: B "
+        "against the baseline, "
         "A and the earlier runs of the same measurement A recorded. "
         + (
             f"{history} of {tested} statistics were judged against the baseline's runs "
