@@ -129,7 +129,7 @@ def simulated_mac(monkeypatch: Any) -> Iterator[None]:
 
 
 def run_in_process(plan: RunPlan, host: Host) -> tuple[Result, ...]:
-    """Every round of ``plan`` in this process, merged as :func:`rounds.run_rounds` does."""
+    """Every round of ``plan`` in this process, merged as :func:`rounds.measure_rounds` does."""
     got = [
         runner.run_round(rounds.round_plan(plan, k, plan.target), host) for k in range(plan.rounds)
     ]

@@ -21,7 +21,7 @@ came from elsewhere, and their rate over the timed windows is the estimate of ot
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fsyncbench.host import ActivitySnapshot
 from fsyncbench.model import FlushDelta, ProcessActivity, Result, RoundActivity
@@ -254,8 +254,6 @@ def disturbances(a: RoundActivity) -> tuple[str, ...]:
 
 
 def _judged(a: RoundActivity) -> RoundActivity:
-    from dataclasses import replace
-
     return replace(a, disturbed=disturbances(a))
 
 
@@ -277,7 +275,7 @@ def stayed_disturbed(activity: Sequence[RoundActivity]) -> tuple[RoundActivity, 
     return tuple(a for a in kept(activity) if a.disturbed)
 
 
-def _names(processes: Sequence[ProcessActivity], key: str) -> str:
+def process_names(processes: Sequence[ProcessActivity], key: str) -> str:
     """'fio (pid 812), python3 (pid 90)': at most two processes that did most of ``key``
     ("write": bytes written; else CPU time)."""
     if key == "write":
@@ -294,7 +292,7 @@ def _names(processes: Sequence[ProcessActivity], key: str) -> str:
 
 def busiest_names(rounds: Sequence[RoundActivity], key: str) -> str:
     """The other processes that wrote (``key`` "write") or used the CPU most in ``rounds``."""
-    return _names([p for a in rounds for p in a.processes], key)
+    return process_names([p for a in rounds for p in a.processes], key)
 
 
 def phrase(rounds: Sequence[RoundActivity]) -> str:

@@ -85,7 +85,7 @@ def run_plan(
 ) -> tuple[Result, ...]:
     """Measure every raw primitive and every configuration of ``plan``; results in that
     order. One round runs in this process (:func:`fsyncbench.measure.runner.run_round`),
-    several each in a process of its own (:func:`run_rounds`). Raises FsyncbenchError on I/O errors;
+    several each in a process of its own (:func:`measure_rounds`). Raises FsyncbenchError on I/O errors;
     KeyboardInterrupt propagates after the scratch directory is removed."""
     return measure_rounds(plan, host, progress, floors=False, retake_fraction=0.0).results
 
@@ -96,13 +96,6 @@ def run_with_floors(
     """(results, the tool's floors) of ``plan``, as :func:`measure_rounds` without retakes."""
     got = measure_rounds(plan, host, progress, floors, retake_fraction=0.0)
     return got.results, got.floors
-
-
-def run_rounds(
-    plan: RunPlan, host: Host, progress: RoundsProgress | None = None, floors: bool = True
-) -> tuple[tuple[Result, ...], tuple[Result, ...]]:
-    """:func:`run_with_floors` (kept for callers of the older name)."""
-    return run_with_floors(plan, host, progress, floors)
 
 
 #: Default extra time, as a share of the rounds' own time, that retakes of disturbed rounds
@@ -176,7 +169,7 @@ def measure_rounds(
                 results, got_floors, quiet, pids, waited = _in_process(plan, host, progress, floors)
             else:
                 results, got_floors, quiet, pids, waited = _worker_round(
-                    plan, host, work, k, number, progress, start, floors
+                    plan, host, work, k, number, progress, floors
                 )
             own_cpu = _own_cpu_s() - cpu0
             after = hostmod.activity_snapshot()
@@ -272,7 +265,6 @@ def _worker_round(
     k: int,
     number: int,
     progress: RoundsProgress | None,
-    start: float,
     floors: bool,
 ) -> _RoundOut:
     sub = round_plan(plan, k, work)

@@ -35,10 +35,6 @@ def _plural(n: int, word: str) -> str:
     return f"{n:,} {word}{'' if n == 1 else 's'}"
 
 
-def _names(processes: Sequence[ProcessActivity], key: str) -> str:
-    return disturbance.busiest_names([RoundActivity(0, processes=tuple(processes))], key)
-
-
 def _all_processes(rounds: Sequence[RoundActivity]) -> list[ProcessActivity]:
     return [p for a in rounds for p in a.processes]
 
@@ -95,7 +91,7 @@ def machine_paragraph(report: Report) -> Paragraph | None:
             seen.append(
                 f"others' CPU <= {busy:.0f} %"
                 + (
-                    f": {_names(_all_processes(kept), 'cpu')}"
+                    f": {disturbance.process_names(_all_processes(kept), 'cpu')}"
                     if busy >= disturbance.CPU_OTHER_NAMED_PCT
                     else ""
                 )
@@ -126,7 +122,7 @@ def machine_paragraph(report: Report) -> Paragraph | None:
         else f"{_plural(len(retakes), 'retake')} within the +50 % budget did not find a quiet "
         "moment"
     )
-    who = _names(
+    who = disturbance.process_names(
         _all_processes(still),
         "write" if any(disturbance.DISK in a.disturbed for a in still) else "cpu",
     )
@@ -177,7 +173,7 @@ def machine_section(report: Report) -> Section:
                 Cell(_pct(a.cpu_other_pct)),
                 Cell(_pct(a.cpu_pressure_pct)),
                 Cell(_pct(a.cpu_steal_pct)),
-                Cell(_names(a.processes, "cpu") or "-"),
+                Cell(disturbance.process_names(a.processes, "cpu") or "-"),
             )
         )
     missing = sorted({m for a in report.activity for m in a.not_measured})
