@@ -13,9 +13,10 @@ whose flush got slower. Level L adds (L - 1) x the p50 of ``write+fdatasync`` me
 the first clean run, so that row's p50 becomes about L times as slow; the commits slow down
 by their own number of syncs, O_DSYNC and O_SYNC writes (no fsync call) not at all.
 
-The sequence: ``--warmup-runs`` clean runs, then ``--pairs`` cycles, each two clean runs
-A and B (one A/A pair: no run is in two pairs) followed by one planted run of each level
-(levels in turn, so slow drifts of the machine reach every level alike). Every run saves its
+The sequence: ``--warmup-runs`` clean runs, then ``--pairs`` cycles per level, each two
+clean runs A and B (one A/A pair: no run is in two pairs) followed by one planted run, the
+levels taking turns cycle by cycle (so slow drifts of the machine reach every level alike,
+and a third of the runs in the history are planted ones). Every run saves its
 report into one history directory and reads its earlier runs from it (the default
 ``run --history``), planted runs included, as a user's report directory would hold a
 regressed run: the gate must cope with them in its baseline. With ``--load`` two
@@ -218,7 +219,7 @@ def analyse(plan: dict, work: Path, limit: float) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dir", type=Path, nargs="?", help="the directory to measure")
-    parser.add_argument("--pairs", type=int, default=10, help="cycles: A/A pairs (10)")
+    parser.add_argument("--pairs", type=int, default=10, help="planted runs per level (10)")
     parser.add_argument("--levels", default="1.25,1.5,2,10", help="slowdowns of fdatasync p50")
     parser.add_argument("--limit-pct", type=float, default=20.0, help="--fail-on-regression")
     parser.add_argument(
@@ -263,16 +264,16 @@ def main() -> int:
             base = store.load_report(work / first[0], samples=False)
             p50 = next(r.summary.p50_ns for r in base.results if r.name == "write+fdatasync")
             print(f"write+fdatasync p50 of the first clean run: {p50 / 1e3:.1f} us", flush=True)
-            for k in range(args.pairs):
+            cycles = [level for _ in range(args.pairs) for level in levels]
+            for k, level in enumerate(cycles):
                 a, b = run(env), run(env)
                 plan["pairs"].append((a, b))
-                for level in levels:
-                    delay = int(round((level - 1.0) * p50))
-                    slow = {**env, "LD_PRELOAD": str(lib), "SLOWSYNC_NS": str(delay)}
-                    plan["planted"].append((level, b, run(slow)))
+                delay = int(round((level - 1.0) * p50))
+                slow = {**env, "LD_PRELOAD": str(lib), "SLOWSYNC_NS": str(delay)}
+                plan["planted"].append((level, b, run(slow)))
                 (work / "plan.json").write_text(json.dumps(plan, indent=1))
                 print(
-                    f"cycle {k + 1}/{args.pairs} done after {time.monotonic() - t0:.0f} s",
+                    f"cycle {k + 1}/{len(cycles)} done after {time.monotonic() - t0:.0f} s",
                     flush=True,
                 )
         finally:
