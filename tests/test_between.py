@@ -65,23 +65,90 @@ def test_pair_basis_by_hand():
 
 
 def test_pair_basis_with_two_earlier_runs_centres_on_their_mean():
-    base = [RunFigure(90.0, 0.05, 8), RunFigure(100.0, 0.05, 8), RunFigure(110.0, 0.05, 8)]
+    base = [RunFigure(99.0, 0.05, 8), RunFigure(100.0, 0.05, 8), RunFigure(101.0, 0.05, 8)]
     sh = between.shift(base, RunFigure(200.0, 0.05, 8))
-    centre = math.exp(np.mean(np.log([90.0, 100.0, 110.0])))
+    centre = math.exp(np.mean(np.log([99.0, 100.0, 101.0])))
     assert sh.basis == "pair" and sh.baseline_runs == 3
     assert sh.baseline_ns == pytest.approx(centre)
     w = 0.05**2
     assert sh.se_log == pytest.approx(math.sqrt(3 * w / 9 + w), rel=1e-12)
+    assert sh.spread == "rounds"
+
+
+def test_pair_basis_takes_the_earlier_runs_spread_when_it_is_the_larger():
+    """Runs 90, 100, 110 differ more (sd of the logs 0.1) than their rounds (0.05): the
+    prediction variance of those runs, s^2 (1 + 1/k) on k - 1 df, is used."""
+    ys = np.log([90.0, 100.0, 110.0])
+    base = [RunFigure(float(math.exp(y)), 0.05, 8) for y in ys]
+    sh = between.shift(base, RunFigure(200.0, 0.05, 8))
+    assert sh.basis == "pair" and sh.spread == "runs"
+    assert sh.se_log == pytest.approx(math.sqrt(np.var(ys, ddof=1) * (1 + 1 / 3)), rel=1e-12)
+    assert sh.df == 2.0
+
+
+def test_two_earlier_runs_four_times_apart_do_not_make_a_regression_of_16x():
+    """The issue's case: earlier p99s at 0.5x and 2x of A, B at 1.6x of A. Each run's rounds
+    are calm (sd 0.05), so the pair basis alone called it significant; the runs' own spread
+    says a 1.6x is nothing unusual."""
+    base = [RunFigure(50.0, 0.05, 8), RunFigure(200.0, 0.05, 8), RunFigure(100.0, 0.05, 8)]
+    sh = between.shift(base, RunFigure(160.0, 0.05, 8))
+    assert sh.p_value is not None and sh.p_value > 0.3
+    calm = [RunFigure(100.0, 0.05, 8)] * 3
+    assert between.shift(calm, RunFigure(160.0, 0.05, 8)).p_value < 1e-4  # type: ignore[operator]
+
+
+def test_an_earlier_run_far_from_the_others_is_left_out_of_the_baseline():
+    """A regressed run (10x) saved in the history among calm ones: it is left out, the
+    baseline's centre and spread are the calm runs', and a calm B is not a change."""
+    calm = [RunFigure(v, 0.05, 8) for v in (100.0, 104.0, 97.0, 101.0)]
+    planted = RunFigure(1000.0, 0.05, 8)
+    base = [calm[0], planted, *calm[1:]]
+    sh = between.shift(base, RunFigure(103.0, 0.05, 8))
+    assert sh.left_out == 1 and sh.basis == "history"
+    assert sh.baseline_ns == pytest.approx(math.exp(np.mean(np.log([100, 104, 97, 101]))))
+    assert between.steady(calm)[1] == 0
+    # the baseline report itself is never left out, however far it lies
+    assert between.steady([*calm, planted])[1] == 0
+    # judged by the others' spread, never below their rounds': 2x away from runs that agree
+    # exactly, with rounds of sd 0.05: 3x away is told apart, 2x (p 0.0011) and 1.1x are not
+    same = [RunFigure(100.0, 0.05, 8)] * 4
+    assert between.steady([RunFigure(110.0, 0.05, 8), *same])[1] == 0
+    assert between.steady([RunFigure(200.0, 0.05, 8), *same])[1] == 0
+    assert between.steady([RunFigure(300.0, 0.05, 8), *same])[1] == 1
+
+
+def test_a_noisy_b_is_less_certain_than_one_more_calm_run():
+    """History basis: B whose rounds spread 0.4x-4x (sd of logs ~0.8) gets a wider test than
+    a calm B with the same figure."""
+    base = [RunFigure(v, 0.05, 8) for v in (100.0, 104.0, 97.0, 101.0, 99.0)]
+    calm = between.shift(base, RunFigure(150.0, 0.05, 8))
+    noisy = between.shift(base, RunFigure(150.0, 0.8, 8))
+    assert noisy.se_log > 5 * calm.se_log  # type: ignore[operator]
+    assert noisy.spread == "runs and B's rounds" and calm.spread == "runs"
+    assert calm.p_value < 0.001 < 0.05 < noisy.p_value  # type: ignore[operator]
+
+
+def test_detectable_ratio_by_hand():
+    """exp((t(1 - alpha) + t(0.8)) se), or the limit plus t(0.8) se where that is larger."""
+    se, df = 0.1, 20.0
+    want = math.exp((student_t.ppf(0.995, df) + student_t.ppf(0.8, df)) * se)
+    assert between.detectable_ratio(se, df, 0.005) == pytest.approx(want, rel=1e-9)
+    near_limit = math.exp(math.log(2.0) + student_t.ppf(0.8, df) * se)
+    assert between.detectable_ratio(se, df, 0.005, 2.0) == pytest.approx(near_limit, rel=1e-9)
+    assert between.detectable_ratio(1e6, 5.0, 0.05) == math.inf
+    with pytest.raises(ValueError):
+        between.detectable_ratio(se, df, 0.0)
 
 
 def test_history_basis_by_hand_with_a_prior():
     """Four baseline runs with rounds, and what the table's other statistics say (a prior
     of ratio 2 on 6 df): the runs' variance is the moderated ratio times the mean round
-    variance, the candidate one more run (1 + 1/k), df from the ratio's and the rounds'."""
+    variance, the candidate one more run (1 + 1/k), df from the ratio's and the rounds'.
+    (B's rounds as calm as theirs: nothing of its own is added.)"""
     ys = [100.0, 130.0, 90.0, 120.0]
     base = [RunFigure(y, 0.04, 8) for y in ys]
     prior = between.SpreadPrior(6.0, 2.0)
-    sh = between.shift(base, RunFigure(300.0, 0.05, 8), prior=prior)
+    sh = between.shift(base, RunFigure(300.0, 0.04, 8), prior=prior)
     ly = np.log(ys)
     vy = float(np.var(ly, ddof=1))
     w, k = 0.04**2, 4
@@ -97,7 +164,7 @@ def test_history_basis_by_hand_with_a_prior():
     assert sh.p_value == pytest.approx(2 * student_t.sf(d / math.sqrt(var), df), rel=1e-9)
     assert sh.tau_log == pytest.approx(math.sqrt(r_post * w - w), rel=1e-12)
     # a prior every statistic shares exactly: the ratio is the prior's, df the rounds'
-    same = between.shift(base, RunFigure(300.0, 0.05, 8), prior=between.SpreadPrior(math.inf, 2.0))
+    same = between.shift(base, RunFigure(300.0, 0.04, 8), prior=between.SpreadPrior(math.inf, 2.0))
     assert same.se_log == pytest.approx(math.sqrt(2.0 * w * 1.25)) and same.df == pytest.approx(
         28.0
     )

@@ -33,6 +33,28 @@ Two bases, always named in the output:
   settles it (3 earlier runs). ``tests/test_between.py`` simulates where it holds and where
   it fails.
 
+Three more pieces of evidence enter either basis:
+
+- **A run apart in the history.** A report directory holds whatever ran: a regressed run
+  saved beside the clean ones would widen the baseline's spread and move its centre.
+  Before the test, each earlier run is predicted from the others as a new run would be,
+  and one the prediction rejects at 1 in 1,000 is left out and counted
+  (``Shift.left_out``), the baseline report itself never (:func:`steady`). Airspeed
+  velocity likewise judges a new result against the steady level of its history, not the
+  mean of everything (https://asv.readthedocs.io/en/stable/dev.html, "Regression
+  detection"). A strict level, because a run wrongly left out narrows the baseline (false
+  alarms) while a regressed run kept only widens it (more "cannot tell"): one run apart by
+  10x from calm runs is left out, one apart by 2x is not.
+- **Fewer than 3 earlier runs** are still evidence: where A and 1 or 2 earlier runs
+  differed more than their rounds, the pair basis uses the prediction variance of those
+  runs (s^2 (1 + 1/k), on k - 1 degrees of freedom) when it is the larger.
+- **B's own noise.** The history basis predicts B as one more run like the baseline's; a B
+  whose rounds spread further than theirs did is less certain than that, and the excess of
+  its round variance over theirs is added (degrees of freedom by Welch-Satterthwaite).
+
+The test's power is stated with it (:func:`detectable_ratio`): the smallest slowdown that
+would be caught 4 times in 5 at the level the test is held to.
+
 A run's own spread w is the variance of the log of its rounds' figures (at least
 :data:`fsyncbench.measure.intervals.MIN_ROUNDS` rounds; degrees of freedom rounds - 1), never
 below the variance of its jackknife estimate nor below one clock tick
@@ -126,6 +148,8 @@ class Shift:
     p_value: float | None = None
     tau_log: float | None = None
     reason: str | None = None
+    left_out: int = 0
+    spread: str = "rounds"
 
 
 @dataclass(frozen=True)
@@ -139,11 +163,46 @@ class SpreadPrior:
     ratio: float
 
 
+#: The level at which an earlier run is told apart from the others and left out of the
+#: baseline (:func:`steady`): two-sided, so an unchanged machine loses a run this way in
+#: about 1 of 1,000 runs. A project choice: strict, because leaving out a run that belonged
+#: narrows the baseline and makes false alarms, while keeping a regressed one only widens it.
+OUTLIER_ALPHA = 0.001
+
+
+def steady(baseline: Sequence[RunFigure]) -> tuple[list[RunFigure], int]:
+    """(the runs of ``baseline`` with a figure above 0, less the earlier runs that a
+    prediction from all the other runs rejects at :data:`OUTLIER_ALPHA`; how many were left
+    out). Each earlier run is judged against the others as a new run would be: the mean of
+    their logs, variance s^2 (1 + 1/m) of their m runs on m - 1 degrees of freedom, s^2 never
+    below their mean round variance. The last run (the baseline report) is always kept;
+    with fewer than :data:`MIN_BASELINE_RUNS` runs none is left out (the others are too few
+    to predict from)."""
+    runs = [b for b in baseline if b.estimate_ns > 0]
+    if len(runs) < MIN_BASELINE_RUNS:
+        return runs, 0
+    ys = np.log([b.estimate_ns for b in runs])
+    kept = [runs[-1]]
+    for j in range(len(runs) - 2, -1, -1):
+        others = np.delete(ys, j)
+        m = others.size
+        s2 = float(np.var(others, ddof=1))
+        ws = [sp[0] for i, b in enumerate(runs) if i != j and (sp := b.spread()) is not None]
+        if ws:
+            s2 = max(s2, float(np.mean(ws)))
+        if s2 > 0:
+            t = (float(ys[j]) - float(others.mean())) / math.sqrt(s2 * (1.0 + 1.0 / m))
+            if intervals.t_two_sided_p(t, float(m - 1)) < OUTLIER_ALPHA:
+                continue
+        kept.insert(0, runs[j])
+    return kept, len(runs) - len(kept)
+
+
 def history_ratio(baseline: Sequence[RunFigure]) -> tuple[float, float] | None:
     """(the baseline runs' variance over their mean round variance, its degrees of freedom
-    k - 1) for a baseline of at least :data:`MIN_BASELINE_RUNS` runs that all recorded
-    their rounds; None otherwise."""
-    runs = [b for b in baseline if b.estimate_ns > 0]
+    k - 1) for a baseline of at least :data:`MIN_BASELINE_RUNS` steady runs
+    (:func:`steady`) that all recorded their rounds; None otherwise."""
+    runs, _ = steady(baseline)
     spreads = [b.spread() for b in runs]
     if len(runs) < MIN_BASELINE_RUNS or any(sp is None for sp in spreads):
         return None
@@ -210,13 +269,13 @@ def shift(
     Raises ValueError for an empty baseline."""
     if not baseline:
         raise ValueError("a baseline of at least one run is required")
-    runs = [b for b in baseline if b.estimate_ns > 0]
+    runs, left_out = steady(baseline)
     k = len(runs)
     basis = BASIS_HISTORY if k >= MIN_BASELINE_RUNS else BASIS_PAIR
     ys = np.log([b.estimate_ns for b in runs]) if runs else np.empty(0)
     # one run: its own figure exactly (exp(log(x)) is not always x in floating point)
     centre = runs[0].estimate_ns if k == 1 else float(np.exp(ys.mean())) if k else 0.0
-    head = Shift(basis, len(baseline), centre, candidate.estimate_ns, None)
+    head = Shift(basis, len(baseline), centre, candidate.estimate_ns, None, left_out=left_out)
     if not k or not candidate.estimate_ns > 0:
         return dataclasses.replace(head, reason="a figure of zero (the clock could not time it)")
     ratio = candidate.estimate_ns / centre
@@ -229,6 +288,7 @@ def shift(
         [candidate.tick_ns / candidate.estimate_ns] + [b.tick_ns / b.estimate_ns for b in runs]
     )
     tau_log = None
+    spread = "runs"
     if basis == BASIS_HISTORY:
         vy = float(np.var(ys, ddof=1))
         observed = history_ratio(runs)
@@ -252,10 +312,18 @@ def shift(
         else:
             # the classic prediction of one more run: mean +- t(k - 1) sd sqrt(1 + 1/k)
             var, df = (1.0 + 1.0 / k) * vy, float(k - 1)
+            mean_w = float(np.mean([w for w, _ in known])) if len(known) == k else math.inf
+        if mine is not None and mine[0] > mean_w:
+            # B's rounds spread further than the baseline's: it is less certain than one
+            # more run like them by the excess (Welch-Satterthwaite degrees of freedom)
+            extra, d_new = mine[0] - mean_w, mine[1]
+            df = (var + extra) ** 2 / (var * var / df + extra * extra / d_new)
+            var += extra
+            spread = "runs and B's rounds"
     else:
         missing = ["the baseline"] if len(known) < k else []
         missing += ["B"] if mine is None else []
-        if missing:
+        if missing and k < 2:
             return dataclasses.replace(
                 head,
                 ratio=ratio,
@@ -264,11 +332,19 @@ def shift(
                 f"{intervals.MIN_ROUNDS} or more (the default), or keep {MIN_BASELINE_RUNS - 1} "
                 "earlier runs in the baseline's report directory",
             )
-        assert mine is not None
-        w_new, d_new = mine
-        var = sum(w for w, _ in known) / (k * k) + w_new
-        terms = [w_new**2 / d_new] + [(w / (k * k)) ** 2 / dd for w, dd in known]
-        df = var * var / sum(terms) if sum(terms) > 0 else math.inf
+        var, df = 0.0, math.inf
+        if not missing:
+            assert mine is not None
+            w_new, d_new = mine
+            var = sum(w for w, _ in known) / (k * k) + w_new
+            terms = [w_new**2 / d_new] + [(w / (k * k)) ** 2 / dd for w, dd in known]
+            df = var * var / sum(terms) if sum(terms) > 0 else math.inf
+            spread = "rounds"
+        if k >= 2:
+            # A and its earlier runs differed by more than their rounds: the larger
+            predicted = (1.0 + 1.0 / k) * float(np.var(ys, ddof=1))
+            if predicted > var:
+                var, df, spread = predicted, float(k - 1), "runs"
     var = max(var, 2.0 * tick * tick)
     se = math.sqrt(var)
     t = intervals.t_quantile(df, 0.5 + confidence / 2.0)
@@ -280,4 +356,30 @@ def shift(
         df=df,
         p_value=intervals.t_two_sided_p(d / se, df),
         tau_log=tau_log,
+        spread=spread,
     )
+
+
+#: The power a stated detectable slowdown is caught with: 4 times in 5, the convention of
+#: power analysis (Cohen 1988, "Statistical Power Analysis for the Behavioral Sciences",
+#: 2nd ed., sec. 2.4).
+POWER = 0.8
+
+
+def detectable_ratio(
+    se_log: float, df: float, alpha_one_sided: float, limit_ratio: float = 1.0
+) -> float:
+    """The smallest true slowdown (candidate / baseline, > 1) a one-sided test of standard
+    error ``se_log`` (of the log ratio) on ``df`` degrees of freedom at level
+    ``alpha_one_sided`` catches with probability :data:`POWER`, when a catch also needs the
+    estimate above ``limit_ratio``: exp of the larger of (t(1 - alpha) + t(power)) se and
+    log(limit) + t(power) se (the normal-approximation power of a t test, Cohen 1988).
+    inf where it overflows. Raises ValueError for a level outside (0, 1)."""
+    if not 0.0 < alpha_one_sided < 1.0:
+        raise ValueError(f"a level in (0, 1) is required, got {alpha_one_sided}")
+    z_power = intervals.t_quantile(df, POWER)
+    needed = max(
+        (intervals.t_quantile(df, 1.0 - alpha_one_sided) + z_power) * se_log,
+        math.log(limit_ratio) + z_power * se_log,
+    )
+    return _exp(needed)
