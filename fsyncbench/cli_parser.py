@@ -448,10 +448,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cmp_.add_argument(
         "--config",
+        "--gate",
         action="append",
         metavar="NAME",
+        dest="config",
         help="configuration to sort a fleet by (default wal/full), or the "
-        "configurations the regression check looks at (comma list)",
+        "configurations --fail-on-regression gates (comma list or repeated; default: every "
+        "one a journal could use, those without a per-commit sync included, all but the "
+        "no-sync write)",
     )
     cmp_.add_argument(
         "--group-by",
@@ -469,8 +473,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--fail-on-regression",
         type=_percent,
         metavar="PCT",
-        help="exit 1 when a configuration's p99 is more than PCT %% worse than in "
-        "the first report, and significantly so",
+        help="exit 1 when a gated configuration's p50 or p99 is more than PCT %% slower "
+        "than in the first report, and significantly so; exit 4 (cannot tell) for a "
+        "statistic whose test could not have caught a slowdown of PCT %% (each one's "
+        "detectable slowdown is shown), a configuration missing from a report, or runs "
+        "measured with other options; exit 0 only when every gated statistic passed",
     )
     cmp_.add_argument(
         "--accept-disturbed",

@@ -49,7 +49,7 @@ CASES = [
     ("run d --min-samples 0", "--min-samples must be at least 1, got 0"),
     (
         "run d --min-samples 2000000",
-        "--min-samples 2000000 is above the most samples one configuration may take (1000000)",
+        "--min-samples 2000000 is above the most samples one configuration may take (200000)",
     ),
     ("run d --budget-seconds 0", "--budget-seconds must be positive and at most 86400, got 0"),
     ("run d --budget-seconds inf", "--budget-seconds must be positive and at most 86400, got inf"),

@@ -644,7 +644,7 @@ def test_target_removed_mid_run_names_the_real_cause(tmp_path):
         ),
         (
             ("--min-samples", "2000000"),
-            "--min-samples 2000000 is above the most samples one configuration may take (1000000)",
+            "--min-samples 2000000 is above the most samples one configuration may take (200000)",
         ),
         (("--rounds", "0"), "--rounds must be between 1 and 50, got 0"),
         (("--rounds", "-2"), "--rounds must be between 1 and 50, got -2"),

@@ -16,7 +16,7 @@ from scipy.stats import t as student_t
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import stats
 from fsyncbench.model import BlockDevice, Virtualization
-from fsyncbench.report import compare, fleet, store
+from fsyncbench.report import compare, fleet, regression, store
 
 # --------------------------------------------------------------------------- statistics
 
@@ -66,7 +66,7 @@ def test_two_reports_of_the_same_process_differ_in_nothing_significant():
             _dependent_report(2 * k, run_sd=0.1), _dependent_report(2 * k + 1, run_sd=0.1)
         )
         alarms += any(q.significant for c in pair.configs for q in (c.p50, c.p99))
-        gates += bool(compare.regressions(pair, 20, "A", "B"))
+        gates += bool(regression.regressions(pair, 20, "A", "B"))
     # 5 % family-wise error rate: about 2 of 40 pairs; a binomial 95 % bound is 4
     assert alarms <= 4 and gates <= 4
 
@@ -169,15 +169,21 @@ def test_without_rounds_significance_is_unknown_and_says_what_settles_it():
 def test_regression_needs_size_and_significance():
     a = sampled.report(1.0, seed=0, rounds=5)
     pair = compare.compare_pair(a, sampled.report(1.5, seed=100, rounds=5))
-    found = {(r.name, r.statistic.percentile) for r in compare.regressions(pair, 20, "A", "B")}
+    found = {(r.name, r.statistic.percentile) for r in regression.regressions(pair, 20, "A", "B")}
     names = {n for n, _ in found}
     assert ("wal/full", 50) in found and "write (no sync)" not in names  # baseline skipped
-    assert "wal/off" not in names  # no sync: not what a durability gate is about
-    assert {r.name for r in compare.regressions(pair, 20, "A", "B", ["wal/off"])} <= {"wal/off"}
-    assert compare.regressions(pair, 200, "A", "B") == []
-    assert {r.name for r in compare.regressions(pair, 20, "A", "B", ["wal/full"])} == {"wal/full"}
+    # no per-commit sync: gated too, with its own label
+    gate = regression.check([("B", pair)], 20, "A")
+    assert {s.label for s in gate.statistics if s.name == "wal/off"} == {regression.NO_SYNC}
+    assert {s.label for s in gate.statistics if s.name == "wal/full"} == {regression.SYNCS}
+    assert "write (no sync)" not in {s.name for s in gate.statistics}
+    assert {r.name for r in regression.regressions(pair, 20, "A", "B", ["wal/off"])} <= {"wal/off"}
+    assert regression.regressions(pair, 200, "A", "B") == []
+    assert {r.name for r in regression.regressions(pair, 20, "A", "B", ["wal/full"])} == {
+        "wal/full"
+    }
     faster = compare.compare_pair(a, sampled.report(0.5, seed=100, rounds=5))
-    assert compare.regressions(faster, 0, "A", "B") == []
+    assert regression.regressions(faster, 0, "A", "B") == []
 
 
 def test_check_comparable_refuses_mixed_reports():
@@ -231,10 +237,12 @@ def test_cli_fail_on_regression_exits_1_with_the_reason(two_runs):
     proc = fsb("compare", a, b, "--fail-on-regression", "20")
     assert proc.returncode == 1, proc.stderr
     assert "REGRESSION wal/full p50:" in proc.stdout
-    assert "slower by more than --fail-on-regression 20 %" in proc.stdout
-    # B against itself: nothing got worse
+    assert "slower by more than 20 %" in proc.stdout
+    assert "Gate REGRESSION at --fail-on-regression 20 %" in proc.stdout
+    # B against itself: nothing got worse; a pass only where each test could see 1.2x
     same = fsb("compare", b, b, "--fail-on-regression", "20")
-    assert same.returncode == 0 and "No significant regression above 20 %" in same.stdout
+    assert same.returncode in (0, 4) and "REGRESSION" not in same.stdout
+    assert same.returncode == 0 or "not one of 1.20x" in same.stdout
     # an allowance bigger than the change passes
     assert fsb("compare", a, b, "--fail-on-regression", "500").returncode == 0
 
@@ -247,11 +255,12 @@ def test_cli_fail_on_regression_exits_4_when_it_cannot_tell(tmp_path):
     b = sampled.save(sampled.report(1.6, seed=100), tmp_path / "b.json")
     proc = fsb("compare", a, b, "--fail-on-regression", "20")
     assert proc.returncode == 4, proc.stderr
-    assert "CANNOT TELL for 6 statistics" in proc.stdout  # p50 and p99 of 3 that sync
+    # p50 and p99 of the 4 configurations a journal could use (all but the no-sync write)
+    assert "8 statistics gated (p50 and p99), 0 failed, 0 passed, 8 cannot tell" in proc.stdout
     assert "measured fewer than 3 rounds" in proc.stdout and "exit 4" in proc.stdout
     # one configuration asked for: only its two statistics
-    one = fsb("compare", a, b, "--fail-on-regression", "20", "--config", "wal/full")
-    assert one.returncode == 4 and "CANNOT TELL for 2 statistics" in one.stdout
+    one = fsb("compare", a, b, "--fail-on-regression", "20", "--gate", "wal/full")
+    assert one.returncode == 4 and "2 statistics gated" in one.stdout
 
 
 def test_cli_compare_three_reports_prints_the_fleet(tmp_path):

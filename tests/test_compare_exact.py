@@ -7,6 +7,7 @@ stores, written by hand: compare then uses those intervals as they are, so every
 error, degree of freedom and estimate entering a test is a number chosen here."""
 
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -17,10 +18,11 @@ from factories import _result, even_slices, summary_at
 from scipy.stats import mannwhitneyu
 from scipy.stats import t as student_t
 
+from fsyncbench import api
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import between, intervals, stats
 from fsyncbench.model import EarlierRun, Interval, ResultVerdict, Verdict
-from fsyncbench.report import compare, fleet
+from fsyncbench.report import compare, fleet, regression
 from fsyncbench.report.compare import RankTest
 
 BLOCKS = intervals.METHOD_BLOCKS
@@ -258,14 +260,20 @@ def test_compare_quantile_history_basis_by_hand():
     b = given("wal/full", iv(180.0, 150.0, 210.0, 0.04, 4.0), rounds99=ROUNDS_B)
     q = compare.compare_quantile(a, b, 99)
     ys = np.log([90.0, 110.0, 105.0, 100.0])
-    se = float(np.std(ys, ddof=1)) * math.sqrt(1.25)
+    var = float(np.var(ys, ddof=1)) * 1.25
+    # B's rounds (sd 0.1 of logs, 5) spread further than the baseline's (0.05 each): the
+    # excess of its round variance is added, df by Welch-Satterthwaite
+    w_b = float(np.var(np.log(ROUNDS_B), ddof=1))
+    extra = w_b - 0.05**2
+    df = (var + extra) ** 2 / (var**2 / 3 + extra**2 / 4)
+    se = math.sqrt(var + extra)
     d = math.log(180.0) - float(ys.mean())
     assert (q.basis, q.baseline_runs) == ("history", 4)
     assert q.baseline_ns == pytest.approx(math.exp(float(ys.mean())), rel=1e-12)
     assert q.ratio == pytest.approx(180.0 / q.baseline_ns, rel=1e-12)
     assert q.a_ns == 100.0  # the table still shows A's own figure
-    assert q.se_log == pytest.approx(se, rel=1e-12) and q.df == 3.0
-    assert q.p_value == pytest.approx(2 * student_t.sf(d / se, 3), rel=1e-9)
+    assert q.se_log == pytest.approx(se, rel=1e-12) and q.df == pytest.approx(df, rel=1e-12)
+    assert q.p_value == pytest.approx(2 * student_t.sf(d / se, df), rel=1e-9)
 
 
 def test_compare_pair_moderates_every_statistic_with_the_tables_prior():
@@ -480,8 +488,8 @@ def _at(name: str, est: float, kind: str = "commit", primitive: str = "fdatasync
 
 
 def _gate_pair(confidence: float = 0.95):
-    """A against B, A's order: write baseline and wal/off 3x slower (not checked by
-    default), wal/normal without rounds in B, wal/full 1.5x and write+fdatasync 1.25x
+    """A against B, A's order: write baseline (not checked by default) and wal/off (checked,
+    no per-commit sync) 3x slower, wal/normal without rounds in B, wal/full 1.5x and write+fdatasync 1.25x
     slower; every tested statistic's SE(log) sqrt(2 x 0.0025), df 4."""
     a = report_of(
         _at("write (no sync)", 100.0, "write", "none"),
@@ -506,9 +514,9 @@ def _p(ratio: float) -> float:
 
 def test_regressions_by_default_and_their_exact_lines():
     """The table: Holm over the 8 tested statistics, two-sided (wal/normal has no rounds in
-    B). The gate: one-sided, Holm over the 4 it checks and can test (p50 and p99 of
-    wal/full, 1.5x, and of write+fdatasync, 1.25x); a regression is significant and slower
-    by more than 20 %."""
+    B). The gate: one-sided, Holm over the 6 it checks and can test (p50 and p99 of wal/off,
+    3x, wal/full, 1.5x, and of write+fdatasync, 1.25x); a regression is significant and
+    slower by more than 20 %."""
     pair = _gate_pair()
     ps = [_p(3.0), _p(3.0), _p(3.0), _p(3.0), _p(1.5), _p(1.5), _p(1.25), _p(1.25)]
     adj = reference.holm(ps)
@@ -516,23 +524,27 @@ def test_regressions_by_default_and_their_exact_lines():
         pytest.approx(adj, rel=1e-9)
     )
     assert [c.p99.significant for c in pair.configs] == [True, True, None, True, False]
-    gate = reference.holm([_p(1.5) / 2, _p(1.5) / 2, _p(1.25) / 2, _p(1.25) / 2])
-    got = compare.regressions(pair, 20, "before.json", "after.json")
+    gate = reference.holm(
+        [_p(3.0) / 2] * 2 + [_p(1.5) / 2, _p(1.5) / 2, _p(1.25) / 2, _p(1.25) / 2]
+    )
+    got = regression.regressions(pair, 20, "before.json", "after.json")
     # write+fdatasync's 1.25x: not significant in the two-sided table over 8, but the gate's
-    # one-sided question over the 4 it checks finds it (adjusted 2 x p/2 = p = 0.034)
+    # one-sided question over the 6 it checks finds it (adjusted 2 x p/2 = p = 0.034)
     assert [(r.name, r.statistic.percentile) for r in got] == [
+        ("wal/off", 50),
+        ("wal/off", 99),
         ("wal/full", 50),
         ("wal/full", 99),
         ("write+fdatasync", 50),
         ("write+fdatasync", 99),
     ]
-    assert gate[2] == pytest.approx(_p(1.25)) and gate[2] < 0.05
-    r = got[0]
+    assert gate[4] == pytest.approx(_p(1.25)) and gate[4] < 0.05
+    r = got[2]
     assert (r.baseline, r.candidate, r.limit_pct) == ("before.json", "after.json", 20)
     assert r.statistic == pair.configs[3].p50 and r.statistic.ratio == pytest.approx(1.5)
-    assert r.p_adjusted == pytest.approx(gate[0], rel=1e-9)
-    # named: the no-sync configurations are checked too, and only they
-    named = compare.regressions(pair, 20, "A", "B", ["WAL/OFF", "write (no sync)"])
+    assert r.p_adjusted == pytest.approx(gate[2], rel=1e-9)
+    # named: the no-sync write is checked too, and only the named
+    named = regression.regressions(pair, 20, "A", "B", ["WAL/OFF", "write (no sync)"])
     assert [(r.name, r.statistic.percentile) for r in named] == [
         ("write (no sync)", 50),
         ("write (no sync)", 99),
@@ -543,24 +555,28 @@ def test_regressions_by_default_and_their_exact_lines():
         reference.holm([_p(3.0) / 2] * 4), rel=1e-9
     )
     # the limit is a bound on the estimate: 1.25x is not beyond 25 %, 1.5x not beyond 50 %
-    assert {r.name for r in compare.regressions(pair, 25, "A", "B")} == {"wal/full"}
-    assert compare.regressions(pair, 50, "A", "B") == []
+    assert {r.name for r in regression.regressions(pair, 25, "A", "B")} == {"wal/full", "wal/off"}
+    assert {r.name for r in regression.regressions(pair, 50, "A", "B")} == {"wal/off"}
 
 
-def test_regression_coverage_counts_and_names_what_it_cannot_test():
+def test_the_gate_names_every_statistic_it_checks_and_what_it_cannot_tell():
+    """Every gated statistic has an outcome: wal/normal (no rounds in B) cannot tell with the
+    reason; the tested ones a detectable slowdown; nothing passes in silence."""
     pair = _gate_pair()
     why = (
         "B measured fewer than 3 rounds, so its spread from run to run is unknown: measure "
         "with --rounds 3 or more (the default), or keep 3 earlier runs in the baseline's "
         "report directory"
     )
-    assert compare.regression_coverage(pair) == (
-        6,
-        [f"wal/normal p50 ({why})", f"wal/normal p99 ({why})"],
-    )
-    assert compare.regression_coverage(pair, ["WAL/OFF", "wal/normal"])[0] == 4
-    assert compare.regression_coverage(pair, ["wal/full"]) == (2, [])
-    assert compare.regression_coverage(pair, ["delete/full"]) == (0, [])
+    gate = regression.check([("B", pair)], 20, "A")
+    assert [(s.name, s.percentile) for s in gate.statistics] == [
+        (n, p) for n in ("wal/off", "wal/normal", "wal/full", "write+fdatasync") for p in (50, 99)
+    ]
+    assert [s.reason for s in gate.untold if s.name == "wal/normal"] == [why, why]
+    tested = [s for s in gate.statistics if s.name != "wal/normal"]
+    assert all(s.detectable_ratio is not None and s.detectable_ratio > 1 for s in tested)
+    assert len(regression.check([("B", pair)], 20, "A", ["WAL/OFF", "wal/normal"]).statistics) == 4
+    assert len(regression.check([("B", pair)], 20, "A", ["delete/full"]).statistics) == 0
     bare = dataclasses.replace(
         pair,
         configs=tuple(
@@ -568,8 +584,79 @@ def test_regression_coverage_counts_and_names_what_it_cannot_test():
             for c in pair.configs
         ),
     )
-    assert compare.regression_coverage(bare)[1][-1] == "wal/normal p99 (no test)"
-    assert compare.regression_coverage(dataclasses.replace(pair, configs=())) == (0, [])
+    assert regression.check([("B", bare)], 20, "A").untold[-1].reason == "no test"
+    assert (
+        regression.check([("B", dataclasses.replace(pair, configs=()))], 20, "A").statistics == ()
+    )
+
+
+def test_a_statistic_whose_test_could_not_see_the_limit_cannot_tell_never_passes():
+    """Each tested statistic's SE(log) is sqrt(0.005) on 4 df: over the family of 2 (wal/full
+    alone) a lone regression is held to 0.025, and the slowdown caught 4 times in 5 is
+    exp((t4(0.975) + t4(0.8)) 0.0707) = 1.49x. A gate at 20 %: a p99 not slower than A is
+    'cannot tell', never a pass; at 60 %: it passes."""
+    a = report_of(_at("wal/full", 100.0))
+    b = report_of(_at("wal/full", 101.0))
+    pair = compare.compare_pair(a, b)
+    want = math.exp((student_t.ppf(0.975, 4) + student_t.ppf(0.8, 4)) * math.sqrt(0.005))
+    gate = regression.check([("B", pair)], 20, "A")
+    assert [s.detectable_ratio for s in gate.statistics] == pytest.approx([want, want])
+    assert {s.outcome for s in gate.statistics} == {regression.CANNOT_TELL}
+    assert "not one of 1.20x" in (gate.untold[0].reason or "")
+    wide = regression.check([("B", pair)], 60, "A")
+    assert {s.outcome for s in wide.statistics} == {regression.PASSED}
+    # the table shows the same detectable slowdown
+    assert pair.configs[0].p99.detectable_ratio == pytest.approx(want)
+
+
+def test_a_configuration_missing_from_b_cannot_tell():
+    """The issue's silent pass: B lacking wal/full and delete/full exited 0 with nothing
+    untested. Now each is two 'cannot tell' statistics, exit 4, named in the JSON."""
+    a = report_of(_at("wal/full", 100.0), _at("delete/full", 100.0), _at("wal/normal", 100.0))
+    b = report_of(_at("wal/normal", 100.0))
+    c = api.compare([a, b], fail_on_regression=100)
+    assert c.gate is not None
+    missing = [s for s in c.gate.untold if "missing from" in (s.reason or "")]
+    assert [(s.name, s.percentile) for s in missing] == [
+        ("wal/full", 50),
+        ("wal/full", 99),
+        ("delete/full", 50),
+        ("delete/full", 99),
+    ]
+    assert c.not_checked and not c.regressions  # the CLI's exit 4
+    data = json.loads(api.render(c, "json"))["regression_check"]
+    assert data["verdict"] == "cannot tell" and data["cannot_tell"] >= 4
+
+
+def test_a_tenfold_slowdown_of_a_commit_without_a_sync_fails_the_gate():
+    """The issue's other silent pass: wal/normal (primitive none) 10x slower showed 'yes,
+    slower' and exited 0, skipped by its kind. It is gated by default, labelled."""
+    a = report_of(_at("wal/normal", 100.0, primitive="none"), _at("wal/full", 100.0))
+    b = report_of(_at("wal/normal", 1000.0, primitive="none"), _at("wal/full", 100.0))
+    c = api.compare([a, b], fail_on_regression=20)
+    assert [(r.name, r.statistic.percentile) for r in c.regressions] == [
+        ("wal/normal", 50),
+        ("wal/normal", 99),
+    ]
+    assert c.gate is not None
+    assert {s.label for s in c.gate.statistics if s.name == "wal/normal"} == {regression.NO_SYNC}
+
+
+def test_runs_measured_with_other_options_cannot_tell():
+    """B measured with --rounds 3 against A's default: every statistic cannot tell, naming it."""
+    a = dataclasses.replace(
+        report_of(_at("wal/full", 100.0)), command_line=("fsyncbench", "run", "/x")
+    )
+    b = dataclasses.replace(
+        report_of(_at("wal/full", 300.0)),
+        command_line=("fsyncbench", "run", "/x", "--rounds", "3"),
+    )
+    assert regression.run_differences(a, b) == ["--rounds: A default, B 3"]
+    c = api.compare([a, b], fail_on_regression=20)
+    assert not c.regressions and c.gate is not None
+    assert all("--rounds: A default, B 3" in (s.reason or "") for s in c.gate.statistics)
+    same = dataclasses.replace(b, command_line=("fsyncbench", "run", "/x", "--rounds=3"))
+    assert regression.run_differences(b, same) == []
 
 
 def test_a_write_baseline_is_skipped_by_its_kind_alone():
@@ -579,10 +666,10 @@ def test_a_write_baseline_is_skipped_by_its_kind_alone():
     b = report_of(_at("write (no sync)", 300.0, "write", "write"))
     pair = compare.compare_pair(a, b)
     assert pair.configs[0].p99.significant is True
-    assert compare.regressions(pair, 20, "A", "B") == []
-    assert compare.regression_coverage(pair) == (0, [])
-    assert len(compare.regressions(pair, 20, "A", "B", ["write (no sync)"])) == 2
-    assert compare.regression_coverage(pair, ["write (no sync)"]) == (2, [])
+    assert regression.regressions(pair, 20, "A", "B") == []
+    assert regression.check([("B", pair)], 20, "A").statistics == ()
+    assert len(regression.regressions(pair, 20, "A", "B", ["write (no sync)"])) == 2
+    assert len(regression.check([("B", pair)], 20, "A", ["write (no sync)"]).statistics) == 2
 
 
 def test_a_faster_statistic_is_never_a_regression():
@@ -590,7 +677,7 @@ def test_a_faster_statistic_is_never_a_regression():
     b = report_of(_at("wal/full", 100.0))
     pair = compare.compare_pair(a, b)
     assert pair.configs[0].p50.significant is True  # significantly faster
-    assert compare.regressions(pair, 0, "A", "B") == []
+    assert regression.regressions(pair, 0, "A", "B") == []
 
 
 def test_boundaries_of_the_rule():
@@ -610,19 +697,19 @@ def test_boundaries_of_the_rule():
         return dataclasses.replace(pair, configs=(c,))
 
     # p50 two-sided 0.05: one-sided 0.025, x 2 = 0.05, not below 0.05; 0.0499 is
-    assert compare.regressions(with_(0.05, 2.0), 20, "A", "B") == []
-    got = compare.regressions(with_(0.0499, 2.0), 20, "A", "B")
+    assert regression.regressions(with_(0.05, 2.0), 20, "A", "B") == []
+    got = regression.regressions(with_(0.0499, 2.0), 20, "A", "B")
     assert [(r.statistic.percentile, r.p_adjusted) for r in got] == [(50, pytest.approx(0.0499))]
     # ratio 1.2 is not more than 20 % slower; 1.2000001 is
-    assert compare.regressions(with_(1e-9, 1.2), 20, "A", "B") == []
-    assert len(compare.regressions(with_(1e-9, 1.2000001), 20, "A", "B")) == 1
+    assert regression.regressions(with_(1e-9, 1.2), 20, "A", "B") == []
+    assert len(regression.regressions(with_(1e-9, 1.2000001), 20, "A", "B")) == 1
     # faster, however significant: one-sided p near 1
-    assert compare.regressions(with_(1e-9, 0.5), 0, "A", "B") == []
+    assert regression.regressions(with_(1e-9, 0.5), 0, "A", "B") == []
     # untested statistics are skipped (and leave the family), the others still checked
     untested = dataclasses.replace(
         full, name="wal/bad", p50=dataclasses.replace(full.p50, p_value=None)
     )
-    got = compare.regressions(dataclasses.replace(pair, configs=(untested, full)), 20, "A", "B")
+    got = regression.regressions(dataclasses.replace(pair, configs=(untested, full)), 20, "A", "B")
     assert [(r.name, r.statistic.percentile) for r in got] == [
         ("wal/bad", 99),
         ("wal/full", 50),

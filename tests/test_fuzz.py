@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from fsyncbench import report as report_out
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.report import compare, store
+from fsyncbench.report import compare, regression, store
 from fsyncbench.report import tables as render
 
 BASE = json.loads(store.report_to_json(sampled.report(1.0, seed=0, n=1200)))
@@ -81,7 +81,7 @@ def test_a_fuzzed_report_loads_renders_and_compares_or_is_refused_in_one_line(pa
         return
     pair = compare.compare_pair(report, report)
     render.render_compare(report, report, pair, ["a", "b"])
-    compare.regressions(pair, 20, "a", "b")
+    regression.regressions(pair, 20, "a", "b")
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -23,8 +24,9 @@ from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
 if TYPE_CHECKING:  # for annotations only: each is imported where it is used
     from fsyncbench.judge.gates import GateFailure
-    from fsyncbench.report.compare import PairComparison, Regression
+    from fsyncbench.report.compare import PairComparison
     from fsyncbench.report.fleet import FleetGroup, FleetRow
+    from fsyncbench.report.regression import Regression, RegressionGate
 
 
 def load(
@@ -307,7 +309,7 @@ class Comparison:
     A fleet (a directory, three or more reports, or ``group_by`` given): ``fleet`` rows, one
     per report, and ``groups`` (:class:`fsyncbench.report.fleet.FleetGroup`) sharing the
     fields ``group_by``, sorted by the p99 of ``config``. With a regression check
-    (``limit_pct`` set): the ``regressions`` (:class:`fsyncbench.report.compare.Regression`)
+    (``limit_pct`` set): ``gate`` (:class:`fsyncbench.report.regression.RegressionGate`), the ``regressions`` (:class:`fsyncbench.report.regression.Regression`)
     against the first report, the configurations ``not_checked`` and the ``lines`` that say
     so. ``left_out``: the (label, kind) of crash and powerloss reports a fleet did not read
     (they hold no latency)."""
@@ -320,6 +322,7 @@ class Comparison:
     limit_pct: float | None = None
     regressions: tuple[Regression, ...] = ()
     not_checked: tuple[str, ...] = ()
+    gate: RegressionGate | None = None
     lines: tuple[str, ...] = ()
     groups: tuple[FleetGroup, ...] = ()
     group_by: tuple[str, ...] = ()
@@ -499,7 +502,7 @@ def compare(
         checks.check_names(wanted, comparing.common_names(loaded), "every report has")
     out = Comparison(tuple(loaded), tuple(labels))
     if not is_fleet:
-        pair = comparing.compare_pair(loaded[0], loaded[1])
+        pair = comparing.compare_pair(loaded[0], loaded[1], names=wanted)
         pairs = [(labels[1], pair)]
         out = dataclasses.replace(out, pair=pair)
     else:
@@ -520,7 +523,7 @@ def compare(
             []
             if limit is None
             else [
-                (label, comparing.compare_pair(loaded[0], rep))
+                (label, comparing.compare_pair(loaded[0], rep, names=wanted))
                 for rep, label in zip(loaded[1:], labels[1:])
             ]
         )
@@ -531,62 +534,87 @@ def compare(
             f"accept_disturbed must be True or False, got {options.given(accept_disturbed)}"
         )
     from fsyncbench.measure import disturbance
+    from fsyncbench.report import regression
 
-    skipped: list[str] = []
-    tested = 0
     by_label = dict(zip(labels, loaded))
     base_why = "" if accept_disturbed else disturbance.cannot_tell_reason(loaded[0].activity)
-    blind = set()
-    for label, pair in pairs:
-        why = base_why or (
-            "" if accept_disturbed else disturbance.cannot_tell_reason(by_label[label].activity)
-        )
+    untestable: dict[str, str] = {}
+    missing: dict[str, list[tuple[str, str, str]]] = {}
+    for label, _ in pairs:
+        cand = by_label[label]
+        why = base_why and f"{labels[0]}: {base_why}"
+        if not why and not accept_disturbed:
+            own = disturbance.cannot_tell_reason(cand.activity)
+            why = own and f"{label}: {own}"
+        differs = regression.run_differences(loaded[0], cand)
+        if not why and differs:
+            why = (
+                f"{label} was measured otherwise than {labels[0]} ({'; '.join(differs)}): "
+                "re-run it with the baseline's options"
+            )
         if why:
-            blind.add(label)
-            looked, _ = comparing.regression_coverage(pair, wanted)
-            who = labels[0] if base_why else label
-            skipped.append(f"every statistic of {label} ({looked}): {who}: {why}")
-            continue
-        looked, untested = comparing.regression_coverage(pair, wanted)
-        skipped += [f"{u} in {label}" if len(pairs) > 1 else u for u in untested]
-        tested += looked - len(untested)
-    if not tested and not skipped:
+            untestable[label] = why
+        theirs = {r.name for r in cand.results}
+        missing[label] = [
+            (r.kind, r.name, r.primitive) for r in loaded[0].results if r.name not in theirs
+        ]
+    gate = regression.check(pairs, limit, labels[0], wanted, untestable, missing)
+    if not gate.statistics:
         raise FsyncbenchError(
-            f"--fail-on-regression found no configuration that syncs in common with "
-            f"{labels[0]}: name the configurations to check with --config"
+            f"--fail-on-regression found no configuration in common with {labels[0]} to "
+            "check: name the configurations to check with --config"
         )
-    found = comparing.fleet_regressions(
-        [(lb, p) for lb, p in pairs if lb not in blind], limit, labels[0], wanted
-    )
+    untold = gate.untold
     return dataclasses.replace(
         out,
         limit_pct=limit,
-        regressions=tuple(found),
-        not_checked=tuple(skipped),
-        lines=tuple(_regression_lines(limit, pairs, labels[0], found, skipped, tested)),
+        gate=gate,
+        regressions=gate.regressions,
+        not_checked=tuple(
+            f"{s.name} p{s.percentile:g} ({s.reason})"
+            + (f" in {s.candidate}" if len(pairs) > 1 else "")
+            for s in untold
+        ),
+        lines=tuple(_regression_lines(gate, pairs)),
     )
 
 
 def _regression_lines(
-    limit: float,
+    gate: Any,
     pairs: Sequence[tuple[str, PairComparison]],
-    baseline: str,
-    found: Sequence[Regression],
-    skipped: Sequence[str],
-    tested: int,
 ) -> list[str]:
-    """The regression check's lines: each regression, what it could not test ("cannot
-    tell", with what would settle it), and the bottom line."""
+    """The regression gate's lines (:mod:`fsyncbench.report.regression`): its answer first
+    (how many statistics it checked, failed, passed, could not tell; the slowdowns it could
+    have caught), then each regression, then what it could not tell and why."""
     from fsyncbench.fmt import fmt_ns
     from fsyncbench.report import compare as comparing
-    from fsyncbench.report import tables
+    from fsyncbench.report import regression, tables
 
-    lines = []
+    limit, baseline = gate.limit_pct, gate.baseline
+    n = len(gate.statistics)
+    failed, passed, untold = (
+        gate.count(regression.REGRESSION),
+        gate.count(regression.PASSED),
+        gate.count(regression.CANNOT_TELL),
+    )
+    verdict = "REGRESSION" if failed else "CANNOT TELL" if untold else "PASSED"
+    span = gate.detectable_range()
+    power = (
+        f"; the slowdowns it could have caught (4 times in 5): {span[0]:.2f}x to {span[1]:.2f}x"
+        if span
+        else ""
+    )
+    lines = [
+        f"Gate {verdict} at --fail-on-regression {limit:g} % against {baseline}: {n} "
+        f"statistic{'s' * (n != 1)} gated (p50 and p99), {failed} failed, {passed} passed, "
+        f"{untold} cannot tell{power}."
+    ]
     for label, pair in pairs:
         moved = tables.floor_moved_line(pair)
-        if moved and any(r.candidate == label for r in found):
+        if moved and any(r.candidate == label for r in gate.regressions):
             lines.append(f"{label}: {moved}")
-    for r in found:
+    tested = sum(1 for s in gate.statistics if s.p_adjusted is not None)
+    for r in gate.regressions:
         q = r.statistic
         assert q.ratio_ci is not None and q.ratio is not None  # tested, so it has both
         base = (
@@ -598,9 +626,9 @@ def _regression_lines(
         line = (
             f"REGRESSION {r.name} p{q.percentile:g}: {base} -> {fmt_ns(q.b_ns)} in "
             f"{r.candidate}: {q.ratio:.2f}x (95% CI [{q.ratio_ci[0]:.2f}, {q.ratio_ci[1]:.2f}], "
-            f"{tables.basis_words(q)}), slower by more than --fail-on-regression {r.limit_pct:g} % "
-            f"and significantly (one-sided, {comparing.ADJUSTMENT}-adjusted over the {tested} "
-            f"statistics checked: p {r.p_adjusted:.2g})"
+            f"{tables.basis_words(q)}), slower by more than {r.limit_pct:g} % and "
+            f"significantly (one-sided, {comparing.ADJUSTMENT}-adjusted over the {tested} "
+            f"statistics tested: p {r.p_adjusted:.2g})"
         )
         if q.ratio_ci[0] <= 1.0 + r.limit_pct / 100.0:
             line += (
@@ -608,20 +636,26 @@ def _regression_lines(
                 "is shown, that it is slower by more than the limit is the estimate's"
             )
         lines.append(line)
-    if skipped:
+    if untold:
+        by_reason: dict[str, list[str]] = {}
+        for s in gate.untold:
+            who = f" in {s.candidate}" if len(pairs) > 1 else ""
+            by_reason.setdefault(s.reason or "no test", []).append(
+                f"{s.name} p{s.percentile:g}{who}"
+            )
+        for reason, stats in by_reason.items():
+            lines.append(f"CANNOT TELL {', '.join(stats)}: {reason}.")
+        weak = [s.detectable_ratio for s in gate.untold if s.detectable_ratio is not None]
         lines.append(
-            f"CANNOT TELL for {len(skipped)} statistic{'s' * (len(skipped) != 1)} the check was "
-            "asked to test: " + "; ".join(skipped) + "."
-        )
-    if not found:
-        lines.append(
-            f"No significant regression above {limit:g} % against {baseline} ({tested} "
-            f"statistic{'s' * (tested != 1)}, p50 and p99, tested one-sided; "
-            f"{comparing.ADJUSTMENT}-adjusted"
+            "Not a pass (exit 4): each reason above says what is missing"
             + (
-                "). The statistics above could not be tested: the check did not pass (exit 4)."
-                if skipped
-                else ")."
+                f"; for the statistics too uncertain to gate at {limit:g} %, gate at "
+                f"--fail-on-regression {math.ceil(100 * (max(weak) - 1)):g} or more, or narrow "
+                "them: keep 3 earlier runs of the same measurement in the baseline's report "
+                "directory (the spread between runs then comes from them), and measure when "
+                "the machine is quiet."
+                if weak
+                else "."
             )
         )
     return lines
@@ -658,10 +692,20 @@ def _render_comparison(c: Comparison, fmt: str) -> str:
             )
             return render_document(doc, fmt)
         data = fleets.fleet_jsonable(c.groups, c.config, c.group_by, c.duplicates, c.left_out)
-    if c.limit_pct is not None:
+    if c.limit_pct is not None and c.gate is not None:
+        from fsyncbench.report import regression
+
+        g = c.gate
         data["regression_check"] = {
             "limit_pct": c.limit_pct,
             "baseline": c.labels[0],
+            "verdict": "regression" if g.regressions else "cannot tell" if g.untold else "passed",
+            "gated": len(g.statistics),
+            "failed": g.count(regression.REGRESSION),
+            "passed": g.count(regression.PASSED),
+            "cannot_tell": g.count(regression.CANNOT_TELL),
+            "detectable_ratio_range": g.detectable_range(),
+            "statistics": [to_jsonable(st) for st in g.statistics],
             "not_checked": list(c.not_checked),
             "regressions": [to_jsonable(r) for r in c.regressions],
         }

@@ -59,7 +59,12 @@ class QuantileComparison:
     their distribution) or "pair" (B against A over both runs' own spread);
     ``baseline_runs`` how many runs the baseline holds, ``baseline_ns`` their geometric
     mean (A's figure for one run), ``ratio`` B / baseline with its interval ``ratio_ci``,
-    ``tau_log`` the spread between runs beyond their own (history only). ``p_value`` is the
+    ``tau_log`` the spread between runs beyond their own (history only), ``left_out`` the
+    earlier runs too far from the others to be part of the baseline and ``spread`` what
+    the test's variance came from (:class:`fsyncbench.measure.between.Shift`);
+    ``detectable_ratio`` the slowdown the regression gate's test of this statistic catches
+    4 times in 5 (None where the gate does not check it: :mod:`fsyncbench.report.regression`).
+    ``p_value`` is the
     two-sided p of "no change"; ``p_adjusted`` the same after the Holm adjustment over every
     statistic of the comparison; ``significant`` whether ``p_adjusted`` is below 1 -
     confidence. They are None, with ``reason`` saying why and what would settle it, when
@@ -84,6 +89,9 @@ class QuantileComparison:
     baseline_runs: int = 1
     baseline_ns: float | None = None
     tau_log: float | None = None
+    left_out: int = 0
+    spread: str = "rounds"
+    detectable_ratio: float | None = None
 
     @property
     def change_pct(self) -> float | None:
@@ -141,20 +149,6 @@ class PairComparison:
             if q.ratio is not None
             and (q.ratio > FLOOR_MOVED_RATIO or q.ratio < 1.0 / FLOOR_MOVED_RATIO)
         )
-
-
-@dataclass(frozen=True)
-class Regression:
-    """A configuration's p50 or p99 (``statistic``) that is significantly slower than the
-    baseline (Holm-adjusted p ``p_adjusted`` over every statistic compared) and slower by
-    more than ``limit_pct`` % (:func:`fleet_regressions`)."""
-
-    name: str
-    baseline: str
-    candidate: str
-    statistic: QuantileComparison
-    limit_pct: float
-    p_adjusted: float = 0.0
 
 
 # --------------------------------------------------------------------------- checks
@@ -277,7 +271,9 @@ def spread_prior(
     pairs: Sequence[tuple[Result, Result]],
 ) -> between.SpreadPrior | None:
     """What every statistic (p50 and p99) of the baselines ``pairs`` hold shows of how much
-    their runs differ beyond their rounds (:func:`fsyncbench.measure.between.fit_prior`)."""
+    their runs differ beyond their rounds (:func:`fsyncbench.measure.between.fit_prior`).
+    Give only the pairs of the configurations under test: a prior learnt from others would
+    let their history move these statistics' verdicts."""
     ratios = [
         r
         for a, _ in pairs
@@ -322,6 +318,8 @@ def compare_quantile(
         baseline_runs=sh.baseline_runs,
         baseline_ns=sh.baseline_ns,
         tau_log=sh.tau_log,
+        left_out=sh.left_out,
+        spread=sh.spread,
     )
 
 
@@ -366,17 +364,28 @@ def rank_test(a: Sequence[float], b: Sequence[float]) -> RankTest | None:
     return RankTest(u_b, u_b / (n1 * n2))
 
 
-def compare_pair(a: Report, b: Report, confidence: float = CONFIDENCE) -> PairComparison:
+def in_gate(kind: str, name: str, names: Sequence[str] | None = None) -> bool:
+    """Whether the regression gate checks a configuration (:mod:`fsyncbench.report.regression`):
+    those ``names`` name (case-insensitive), by default every one but the no-sync write."""
+    if names:
+        return name.lower() in {n.lower() for n in names}
+    return kind != "write"
+
+
+def compare_pair(
+    a: Report, b: Report, confidence: float = CONFIDENCE, names: Sequence[str] | None = None
+) -> PairComparison:
     """Compare every configuration present in both reports, p50 and p99, with the
     p-values Holm-adjusted over all of them, and the p50 of the tool's floors both reports
-    measured (their own Holm family: :attr:`PairComparison.floor_moved`). Call
-    :func:`check_comparable` first. Deterministic: the same two reports always give the
-    same answer."""
+    measured (their own Holm family: :attr:`PairComparison.floor_moved`). The spread
+    between runs is learnt from the configurations the gate checks (:func:`in_gate` of
+    ``names``) and used for every row. Call :func:`check_comparable` first.
+    Deterministic: the same two reports always give the same answer."""
     theirs = {r.name: r for r in b.results}
     va = {v.subject: v.path_verdict for v in a.verdict.results}
     vb = {v.subject: v.path_verdict for v in b.verdict.results}
     pairs = [(ra, theirs[ra.name]) for ra in a.results if ra.name in theirs]
-    prior = spread_prior(pairs)
+    prior = spread_prior([(ra, rb) for ra, rb in pairs if in_gate(ra.kind, ra.name, names)])
     flat = []
     for ra, rb in pairs:
         flat += [
@@ -384,6 +393,21 @@ def compare_pair(a: Report, b: Report, confidence: float = CONFIDENCE) -> PairCo
             compare_quantile(ra, rb, 99, confidence, prior),
         ]
     flat = _adjust(flat, confidence)
+    # the gate's power: one-sided, a lone regression held to alpha over the statistics it tests
+    gate = [
+        i
+        for i, q in enumerate(flat)
+        if in_gate(pairs[i // 2][0].kind, pairs[i // 2][0].name, names)
+        and q.p_value is not None
+        and q.se_log is not None
+    ]
+    for i in gate:
+        q = flat[i]
+        lone = alpha(confidence) / len(gate)
+        flat[i] = dataclasses.replace(
+            q,
+            detectable_ratio=between.detectable_ratio(q.se_log, q.df or math.inf, lone),  # type: ignore[arg-type]
+        )
     rows = []
     for k, (ra, rb) in enumerate(pairs):
         rows.append(
@@ -414,90 +438,6 @@ def compare_pair(a: Report, b: Report, confidence: float = CONFIDENCE) -> PairCo
         confidence=confidence,
         floors=tuple((fa.name, q) for (fa, _), q in zip(shared, floor_rows)),
     )
-
-
-def gated(c: ConfigComparison, names: Sequence[str] | None = None) -> bool:
-    """Whether the regression check looks at ``c``: those ``names`` name (case-insensitive),
-    by default every configuration that syncs: the no-sync write baseline and commits at
-    synchronous=OFF (primitive "none") measure Python and the page cache, not the storage a
-    durability gate is about, so they are checked only when named."""
-    if names:
-        return c.name.lower() in {n.lower() for n in names}
-    return not (c.kind == "write" or "none" in (c.primitive_a, c.primitive_b))
-
-
-def regressions(
-    pair: PairComparison,
-    limit_pct: float,
-    baseline: str,
-    candidate: str,
-    names: Sequence[str] | None = None,
-) -> list[Regression]:
-    """The p50s and p99s of the checked configurations (:func:`gated`) that got slower
-    significantly and by more than ``limit_pct`` % (:func:`fleet_regressions` of one
-    pair)."""
-    return fleet_regressions([(candidate, pair)], limit_pct, baseline, names)
-
-
-def fleet_regressions(
-    pairs: Sequence[tuple[str, PairComparison]],
-    limit_pct: float,
-    baseline: str,
-    names: Sequence[str] | None = None,
-) -> list[Regression]:
-    """Regressions of several candidates against one baseline, ``pairs`` of (candidate
-    label, its comparison with the baseline). The gate asks one question of the statistics
-    it checks (p50 and p99 of each checked configuration, :func:`gated`, in every pair):
-    did this one get slower? Each is tested one-sided ("slower than the baseline", half the
-    two-sided p of :func:`fsyncbench.measure.between.shift` when the ratio is above 1), the
-    p-values Holm-adjusted over exactly those statistics, so the chance that a gate over
-    unchanged machines fires anywhere stays at 1 - confidence however many it checks. A
-    statistic is a regression when its adjusted p is below 1 - confidence and its ratio to
-    the baseline is above 1 + ``limit_pct`` / 100: airspeed velocity's rule (a change is
-    reported when the ratio exceeds the factor and the difference is statistically
-    significant, https://asv.readthedocs.io/en/stable/commands.html#asv-compare); the
-    limit keeps real but small changes from failing a build. (The table's "significant"
-    column is another question, two-sided over every statistic compared: a regression it
-    did not call significant is possible, and the regression line says which test it
-    passed.) The ratio's interval is shown with each: where it reaches below the limit,
-    that the change exceeds the limit is the estimate's, not shown."""
-    tested = [
-        (candidate, pair, c, q)
-        for candidate, pair in pairs
-        for c in pair.configs
-        if gated(c, names)
-        for q in (c.p50, c.p99)
-        if q.p_value is not None and q.ratio is not None
-    ]
-    one_sided = [
-        q.p_value / 2.0 if q.ratio > 1.0 else 1.0 - q.p_value / 2.0  # type: ignore[operator]
-        for *_, q in tested
-    ]
-    adjusted = holm(one_sided)
-    bound = math.log1p(limit_pct / 100.0)
-    return [
-        Regression(c.name, baseline, candidate, q, limit_pct, pa)
-        for (candidate, pair, c, q), pa in zip(tested, adjusted)
-        if pa < alpha(pair.confidence) and q.ratio is not None and math.log(q.ratio) > bound
-    ]
-
-
-def regression_coverage(
-    pair: PairComparison, names: Sequence[str] | None = None
-) -> tuple[int, list[str]]:
-    """(how many statistics, p50 and p99 of each checked configuration, the regression
-    check looks at; for each one it cannot test, the configuration, the statistic and why):
-    a check must say what it could not test, and one that could not test everything must not
-    pass in silence."""
-    looked, out = 0, []
-    for c in pair.configs:
-        if not gated(c, names):
-            continue
-        for q in (c.p50, c.p99):
-            looked += 1
-            if q.p_value is None:
-                out.append(f"{c.name} p{q.percentile:g} ({q.reason or 'no test'})")
-    return looked, out
 
 
 # --------------------------------------------------------------------------- names

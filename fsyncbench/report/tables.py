@@ -119,7 +119,10 @@ def basis_words(q: QuantileComparison) -> str:
     if q.p_value is None:
         return "-"
     if q.basis == "history":
-        return f"against {q.baseline_runs} runs"
+        kept = q.baseline_runs - q.left_out
+        return f"against {kept} runs" + (f" ({q.left_out} left out)" if q.left_out else "")
+    if q.spread == "runs":
+        return f"pair: {q.baseline_runs} runs, their spread"
     return "A alone" if q.baseline_runs <= 1 else f"pair: {q.baseline_runs} runs, own spread"
 
 
@@ -198,6 +201,7 @@ def render_compare(
                     basis_words(q),
                     "-" if q.p_adjusted is None else f"{q.p_adjusted:.2g}",
                     _significance(q),
+                    "-" if q.detectable_ratio is None else f"{_fmt_ratio(q.detectable_ratio)}x",
                     f"{c.rank.prob_b_slower:.2f}" if first and c.rank is not None else "",
                 ]
             )
@@ -215,6 +219,7 @@ def render_compare(
                 "basis",
                 f"p ({pair.adjustment})",
                 "significant",
+                "detectable",
                 "P(B>A)",
             ],
             tablefmt=tablefmt,
@@ -247,7 +252,9 @@ def render_compare(
         + f". Significant: the {pair.adjustment}-adjusted p-value over all {tested} statistics "
         f"tested is below {1 - pair.confidence:.2g}, so two runs of an unchanged machine show "
         f"a significant difference anywhere in this table at most "
-        f"{100 * (1 - pair.confidence):g} % of the time. P(B>A): the chance a random B "
+        f"{100 * (1 - pair.confidence):g} % of the time. Detectable: the slowdown the "
+        "regression gate's test of that statistic catches 4 times in 5 (one-sided, at the "
+        "level Holm holds a lone regression to; '-': not gated). P(B>A): the chance a random B "
         "operation is slower than a random A one (0.5 = no shift); a description, not a test.",
     ]
     untested = sorted({q.reason for c in pair.configs for q in (c.p50, c.p99) if q.reason})
