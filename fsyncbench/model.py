@@ -13,6 +13,8 @@ from typing import Any
 #: Path verdicts, strongest claim last (docs/verdicts.md says what each means).
 #: Version of the report format written by this fsyncbench (these dataclasses); the store
 #: (:mod:`fsyncbench.report.store`) refuses to load a newer one.
+#: 5: raw-sample lists of 4,096 samples or more packed into one string each
+#: (:func:`fsyncbench.report.store.pack_samples`: a default run's report 1.3 MB, was ~10 MB);
 #: 4: what the machine did besides the measurement in each round (``Report.activity``:
 #: CPU, pressure, other processes' I/O and flushes) and which rounds were retaken for it;
 #: 3: earlier runs of the same measurement per result (``Result.earlier``) and intervals
@@ -20,7 +22,7 @@ from typing import Any
 #: per result, intervals valid for dependent samples (``Interval``; still read: one run's
 #: intervals); 1: intervals that assume independent samples (still read: their
 #: ``ci_method`` is "bootstrap" or "order-statistic" and renderers say what that means).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 NO_FLUSH = "no_flush"
 VOLATILE_CACHE = "volatile_cache"

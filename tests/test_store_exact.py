@@ -4,11 +4,14 @@ modes and temp-file handling, with expected values written out by hand."""
 import codecs
 import dataclasses
 import errno
+import json
 import os
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
+import sampled
 from factories import commit, flush, host
 
 from fsyncbench import api
@@ -62,7 +65,7 @@ def test_report_basename_exact(hostname, created, want):
 def test_json_is_indented_by_one_with_compact_samples():
     r = _sampled()
     text = store.report_to_json(r)
-    assert text.startswith('{\n "schema_version": 4,\n "tool_version": ')
+    assert text.startswith('{\n "schema_version": 5,\n "tool_version": ')
     assert text.endswith("}\n") and not text.endswith("\n\n")
     for res in r.results:
         assert ('"samples_ns": [' + ",".join(str(v) for v in res.samples_ns) + "]") in text
@@ -113,8 +116,8 @@ def test_nan_is_refused_with_exact_message():
         ('{"schema_version": "2"}', "report has an invalid schema_version '2'"),
         ('{"schema_version": true}', "report has an invalid schema_version True"),
         (
-            '{"schema_version": 5}',
-            "report uses report schema 5, newer than this fsyncbench reads (4): upgrade fsyncbench",
+            '{"schema_version": 6}',
+            "report uses report schema 6, newer than this fsyncbench reads (5): upgrade fsyncbench",
         ),
     ],
 )
@@ -446,3 +449,55 @@ def test_prepare_output_dir_mkdir_failure_message(tmp_path, monkeypatch):
     with pytest.raises(FsyncbenchError) as e:
         store.prepare_output_dir(d)
     assert str(e.value) == f"cannot create output directory {d}: No space left on device"
+
+
+def test_long_sample_lists_are_packed_exactly_and_short_ones_stay_numbers():
+    """From 4,096 samples a list is one packed string; it reads back value for value and in
+    order, through every reader (full load, load without samples, the history's filter),
+    including values that need 8 bytes."""
+    rng = np.random.default_rng(3)
+    long = tuple(int(v) for v in rng.lognormal(11, 0.5, size=5000))
+    huge = (*long[:4095], (1 << 40) + 7)
+    for values in (long, huge):
+        packed = store.pack_samples(values)
+        assert packed is not None and packed.startswith("zb85-u")
+        assert tuple(store.unpack_samples(packed)) == values
+    assert store.pack_samples(huge).startswith("zb85-u64:")  # type: ignore[union-attr]
+    assert store.pack_samples([1, -1]) is None and store.pack_samples([1.5]) is None
+    rep = sampled.report(1.0, seed=0, rounds=5)
+    wide = sampled.result("flush", "write+fdatasync", "fdatasync", 60_000.0, n=5000, seed=4)
+    long = wide.samples_ns
+    big = dataclasses.replace(
+        rep, results=(wide,) + tuple(r for r in rep.results if r.name != wide.name)
+    )
+    text = store.report_to_json(big)
+    assert '"samples_ns": "zb85-u32:' in text
+    assert text.count('"samples_ns": "zb85') == 1  # the 2,000-sample lists stay numbers
+    assert store.report_from_json(text).results[0].samples_ns == long
+    # 5,000 samples in far fewer bytes than their numbers
+    assert len(text) < len(json.dumps(long)) / 2
+
+
+def test_reports_of_schema_4_with_numbers_still_read(tmp_path):
+    """An earlier report (every sample list as numbers) reads as before."""
+    rep = sampled.report(1.0, seed=0, rounds=5)
+    data = json.loads(store.report_to_json(rep))
+    data["schema_version"] = 4
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data))
+    assert store.load_report(path).results == rep.results
+    assert store.load_report(path, samples=False).results[0].samples_ns == ()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    ["zb85-u32:!!!!", "zb85-u16:abc", "fast", "zb85-u32:" + "0" * 10],
+)
+def test_a_broken_packed_list_is_one_clear_error(bad, tmp_path):
+    rep = sampled.report(1.0, seed=0, rounds=5)
+    data = json.loads(store.report_to_json(rep))
+    data["results"][0]["samples_ns"] = bad
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(FsyncbenchError, match="not a valid fsyncbench report"):
+        store.load_report(path)

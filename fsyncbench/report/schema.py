@@ -77,7 +77,11 @@ def _of(hint: Any, defs: dict[str, Any], name: str) -> dict[str, Any]:
     if origin is tuple:
         args = typing.get_args(hint)
         if len(args) == 2 and args[1] is Ellipsis:
-            return {"type": "array", "items": _bounded(name, _of(args[0], defs, name))}
+            listed = {"type": "array", "items": _bounded(name, _of(args[0], defs, name))}
+            if name.endswith("samples_ns"):
+                # from 4,096 samples on, packed into one string (store.pack_samples)
+                return {"anyOf": [listed, {"type": "string", "pattern": "^zb85-u(32|64):"}]}
+            return listed
         return {
             "type": "array",
             "prefixItems": [_of(a, defs, name) for a in args],

@@ -8,6 +8,7 @@ durable: https://lwn.net/Articles/457667/).
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import datetime as _dt
 import errno
@@ -18,8 +19,12 @@ import stat
 import sys
 import tempfile
 import time
+import zlib
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.jsonable import from_jsonable, to_jsonable
@@ -29,12 +34,14 @@ from fsyncbench.model import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported (st
 
 def report_to_json(report: Report) -> str:
     """The report as indented JSON text; each raw-sample tuple (fields ending in
-    ``samples_ns``) is written compactly on one line.
+    ``samples_ns``) is written compactly: one of at least :data:`PACK_MIN_SAMPLES` samples
+    packed into a string (:func:`pack_samples`), a shorter one as a list of numbers on one
+    line.
 
-    That keeps a report with a million samples at ~7 MB of text and its writing within
-    ~100 MB of memory: json's indenting encoder is pure Python and would hold every number
-    as its own string before joining (~150 MB per million), and one number per line is no
-    easier to read. The samples go straight from their tuples to C-encoded JSON."""
+    A default run's million samples took 8.8-10 MB as numbers, heavy to keep in a CI
+    cache or attach to a review; packed, its report is about 1.3 MB. json's indenting
+    encoder is pure Python and would hold every number as its own string before joining
+    (~150 MB per million), so the samples never pass through it."""
     packed: list[tuple[Any, ...]] = []
     data = to_jsonable(_without_samples(report, packed))
     try:
@@ -44,10 +51,84 @@ def report_to_json(report: Report) -> str:
             "the report holds a NaN or infinite number and cannot be saved as JSON"
         ) from None
     if packed:
-        text = _PACKED.sub(
-            lambda m: json.dumps(packed[int(m.group(1))], separators=(",", ":")), text
-        )
+        text = _PACKED.sub(lambda m: _samples_json(packed[int(m.group(1))]), text)
     return text + "\n"
+
+
+#: Fewest samples packed into a string (:func:`pack_samples`); shorter tuples stay lists of
+#: numbers a reader can see (a project choice: above it the numbers are unreadable anyway).
+PACK_MIN_SAMPLES = 4096
+#: How a packed tuple's string starts: the element width, then the encoding (module text of
+#: :func:`pack_samples`).
+_PACK_PREFIX = {4: "zb85-u32:", 8: "zb85-u64:"}
+
+
+def _samples_json(values: tuple[Any, ...]) -> str:
+    """One raw-sample tuple as JSON: packed (a string) from :data:`PACK_MIN_SAMPLES`
+    samples of non-negative integers, else a compact list."""
+    if len(values) >= PACK_MIN_SAMPLES:
+        packed = pack_samples(values)
+        if packed is not None:
+            return '"' + packed + '"'
+    return json.dumps(values, separators=(",", ":"))
+
+
+def pack_samples(values: Sequence[int]) -> str | None:
+    """Non-negative integer samples (ns) as one string: little-endian unsigned integers of
+    4 bytes (8 when one needs it), their bytes regrouped by position (every sample's first
+    byte, then every second byte: the blosc "shuffle" filter, which lets the compressor see
+    the slowly varying high bytes together), compressed with zlib (RFC 1950) at level 9 and
+    written in base85 (RFC 1924 alphabet, Python's ``base64.b85encode``: no character JSON
+    must escape), after a prefix naming the width (``zb85-u32:`` or ``zb85-u64:``). Order
+    and every value are kept exactly. None for values that are not all integers in
+    [0, 2^64)."""
+    try:
+        a = np.asarray(values)
+    except (OverflowError, ValueError):
+        return None
+    if a.ndim != 1 or a.dtype.kind not in "iu" or (a.size and int(a.min()) < 0):
+        return None
+    width = 4 if not a.size or int(a.max()) < (1 << 32) else 8
+    planes = a.astype(f"<u{width}").view(np.uint8).reshape(-1, width).T.tobytes()
+    return _PACK_PREFIX[width] + base64.b85encode(zlib.compress(planes, 9)).decode("ascii")
+
+
+def unpack_samples(text: str) -> list[int]:
+    """The samples :func:`pack_samples` packed. Raises ValueError for a string it did not
+    write (unknown prefix, broken base85 or zlib data, a length not a whole number of
+    samples)."""
+    width = next((w for w, p in _PACK_PREFIX.items() if text.startswith(p)), None)
+    if width is None:
+        raise ValueError("a packed sample list must start with zb85-u32: or zb85-u64:")
+    prefix = _PACK_PREFIX[width]
+    try:
+        raw = zlib.decompress(base64.b85decode(text[len(prefix) :]))
+    except (ValueError, zlib.error) as exc:
+        raise ValueError(f"a packed sample list cannot be decoded ({exc})") from None
+    if len(raw) % width:
+        raise ValueError("a packed sample list does not hold a whole number of samples")
+    planes = np.frombuffer(raw, dtype=np.uint8).reshape(width, -1)
+    return planes.T.copy().view(f"<u{width}").ravel().tolist()
+
+
+def _unpack_all(data: Any) -> Any:
+    """``data`` (parsed report JSON) with every packed sample string (a field ending in
+    ``samples_ns`` whose value is a string starting "zb85-") replaced by its list, in
+    place; any other string is left for the loader to refuse ("expected a list")."""
+    if isinstance(data, dict):
+        for k, v in data.items():
+            if isinstance(v, str) and k.endswith("samples_ns") and v.startswith("zb85-"):
+                try:
+                    data[k] = unpack_samples(v)
+                except ValueError as exc:
+                    raise ValueError(f"{k}: {exc}") from None
+            elif isinstance(v, (dict, list)):
+                _unpack_all(v)
+    elif isinstance(data, list):
+        for v in data:
+            if isinstance(v, (dict, list)):
+                _unpack_all(v)
+    return data
 
 
 #: Placeholder of a packed sample tuple in the indented text (NUL cannot occur in a key or
@@ -100,7 +181,7 @@ def report_from_json(text: str, source: str = "report") -> Report:
             f"({SCHEMA_VERSION}): upgrade fsyncbench"
         )
     try:
-        report: Report = from_jsonable(Report, data)
+        report: Report = from_jsonable(Report, _unpack_all(data))
         check_consistent(report)
     except ValueError as exc:
         raise FsyncbenchError(f"{source} is not a valid fsyncbench report: {exc}") from exc
@@ -192,8 +273,9 @@ MAX_REPORT_BYTES = 256 << 20
 
 
 #: A raw-sample list in report JSON (a field ending in ``samples_ns``: numbers only, so the
-#: first "]" ends it; inside a JSON string the quotes would be escaped and cannot match).
-_SAMPLE_LIST = re.compile(r'("[A-Za-z_]*samples_ns"\s*:\s*)\[[^\]]*\]')
+#: first "]" ends it; or a packed string, whose base85 alphabet has no quote or backslash;
+#: inside a JSON string the quotes would be escaped and cannot match).
+_SAMPLE_LIST = re.compile(r'("[A-Za-z_]*samples_ns"\s*:\s*)(?:\[[^\]]*\]|"zb85-u[0-9]+:[^"]*")')
 
 
 def load_report(path: Path, samples: bool = True) -> Report:
