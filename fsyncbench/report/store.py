@@ -265,9 +265,9 @@ def check_consistent(report: Report) -> None:
                 raise ValueError(f"{where}.summary.{name}.se_log: negative")
 
 
-#: Largest report file read (bytes): a million raw samples take about 8 MB of JSON.
-#: A run stores at most 1,000,000 samples per configuration (``measure.MAX_SAMPLES``): a
-#: default run's 14 configurations at that cap are about 110 MB of JSON. Larger files are
+#: Largest report file read (bytes): a million raw samples take about 8 MB of JSON as
+#: numbers (reports of schema 4 and before), about 1.3 MB packed. A run stores at most
+#: 200,000 samples per configuration (``measure.timing.MAX_SAMPLES``). Larger files are
 #: refused rather than parsed into gigabytes of memory.
 MAX_REPORT_BYTES = 256 << 20
 
