@@ -18,8 +18,10 @@ clean runs A and B (one A/A pair: no run is in two pairs) followed by one plante
 levels taking turns cycle by cycle (so slow drifts of the machine reach every level alike,
 and a third of the runs in the history are planted ones). Every run saves its
 report into one history directory and reads its earlier runs from it (the default
-``run --history``), planted runs included, as a user's report directory would hold a
-regressed run: the gate must cope with them in its baseline. With ``--load`` two
+``run --history``). A planted run stays there unless the gate caught it (exit 1 against
+its cycle's B, with history), as the CI job of ``docs/ci.md`` keeps a run: the planted
+runs the gate missed or could not tell are in the baseline of the runs after them, as a
+user's would be. With ``--load`` two
 interferers run beside the whole batch, as on a shared machine: a process writing 4 KiB and
 calling fsync every 10 ms in DIR (the same disk) and one burning a CPU.
 
@@ -270,7 +272,18 @@ def main() -> int:
                 plan["pairs"].append((a, b))
                 delay = int(round((level - 1.0) * p50))
                 slow = {**env, "LD_PRELOAD": str(lib), "SLOWSYNC_NS": str(delay)}
-                plan["planted"].append((level, b, run(slow)))
+                p = run(slow)
+                # as docs/ci.md's job keeps it: out of the history if the gate caught it
+                said = judge(
+                    store.load_report(work / b), store.load_report(work / p), args.limit_pct, False
+                )
+                if said["exit"] == 1:
+                    (work / "caught").mkdir(exist_ok=True)
+                    for f in (work / p, (work / p).with_suffix(".md")):
+                        if f.exists():
+                            f.rename(work / "caught" / f.name)
+                    p = str(Path("caught") / Path(p).name)
+                plan["planted"].append((level, b, p))
                 (work / "plan.json").write_text(json.dumps(plan, indent=1))
                 print(
                     f"cycle {k + 1}/{len(cycles)} done after {time.monotonic() - t0:.0f} s",
