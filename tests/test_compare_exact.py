@@ -318,6 +318,49 @@ def test_compare_pair_moderates_every_statistic_with_the_tables_prior():
     assert [c.p50.significant for c in pair.configs] == [False, True, True, True]
 
 
+def test_the_prior_is_learnt_from_the_gated_statistics_only():
+    """The issue's flip: changing only the history of rows the gate does not check moved a
+    gated statistic's verdict. With --gate naming two configurations, the other two rows'
+    earlier runs (calm, or 3x apart) leave the gated statistics' tests exactly as they were."""
+    names = ("wal/full", "wal/normal", "delete/full", "truncate/full")
+
+    def result(name, runs, seed, wild=False):
+        local = np.random.default_rng(seed)
+        sd = 1.1 if wild else 0.05
+        fig = [100.0 * math.exp(local.normal(0, sd)) for _ in range(runs)]
+        rounds = tuple(fig[-1] * math.exp(0.04 * z) for z in (-1.0, 0.0, 1.0, 0.5, -0.5))
+        earlier = tuple(
+            EarlierRun(f"e{i}", f"2026-01-0{i + 1}T00:00:00Z", f, f, None, None, 0.04, 0.04, 5)
+            for i, f in enumerate(fig[:-1])
+        )
+        i = iv(fig[-1], fig[-1] * 0.9, fig[-1] * 1.1, 0.02, 9.0)
+        return given(name, i, i, rounds50=rounds, rounds99=rounds, earlier=earlier)
+
+    gate = ["wal/full", "wal/normal"]
+    b = report_of(*(result(n, 1, 20 + k) for k, n in enumerate(names)))
+    calm = report_of(*(result(n, 5, 10 + k) for k, n in enumerate(names)))
+    wild = report_of(*(result(n, 5, 10 + k, wild=n not in gate) for k, n in enumerate(names)))
+    tests = [
+        [
+            (q.se_log, q.p_value)
+            for c in compare.compare_pair(a, b, names=gate).configs[:2]
+            for q in (c.p50, c.p99)
+        ]
+        for a in (calm, wild)
+    ]
+    assert tests[0] == tests[1]
+    # learnt from every row (no --gate), the unchecked rows' history does move them
+    every = [
+        [
+            (q.se_log, q.p_value)
+            for c in compare.compare_pair(a, b).configs[:2]
+            for q in (c.p50, c.p99)
+        ]
+        for a in (calm, wild)
+    ]
+    assert every[0] != every[1]
+
+
 def test_compare_quantile_without_rounds_says_what_would_settle_it():
     tested = iv(100.0, 90.0, 111.0, 0.03, 9.0)
     q = compare.compare_quantile(
@@ -804,3 +847,15 @@ def test_fleet_rows_carry_each_reports_own_result_and_verdicts():
         ("y", "write (no sync)", "volatile_cache", None, None),
         ("z", "write (no sync)", "unverifiable", None, None),
     ]
+
+
+def test_compare_help_says_what_the_gate_checks():
+    """--help said the gate checked p99 only; it checks p50 and p99, and says when it
+    cannot tell."""
+    import argparse
+
+    from fsyncbench.cli_parser import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    text = " ".join(sub.choices["compare"].format_help().split())
+    assert "p50 or p99" in text and "exit 4 (cannot tell)" in text and "--gate" in text
