@@ -501,3 +501,24 @@ def test_a_broken_packed_list_is_one_clear_error(bad, tmp_path):
     path.write_text(json.dumps(data))
     with pytest.raises(FsyncbenchError, match="not a valid fsyncbench report"):
         store.load_report(path)
+
+
+def test_a_default_runs_report_is_at_most_1_5_mb():
+    """The example report (a default run of this project's VM, its 2.8 million samples taken
+    when a configuration kept up to 1,000,000) with each configuration cut to the
+    200,000 samples a run now keeps: its JSON is at most 1.5 MB (it was 11 MB of numbers)."""
+    from fsyncbench.measure.timing import MAX_SAMPLES
+
+    path = Path(__file__).parent.parent / "examples" / "report" / "vm-20261204T184430Z.json"
+    rep = store.load_report(path)
+    cut = dataclasses.replace(
+        rep,
+        results=tuple(
+            dataclasses.replace(r, samples_ns=r.samples_ns[:MAX_SAMPLES]) for r in rep.results
+        ),
+        floors=tuple(
+            dataclasses.replace(r, samples_ns=r.samples_ns[:MAX_SAMPLES]) for r in rep.floors
+        ),
+    )
+    assert path.stat().st_size > 8_000_000
+    assert len(store.report_to_json(cut).encode()) <= 1_500_000
