@@ -545,3 +545,23 @@ def test_the_pragmas_asked_for_are_part_of_the_workload(tmp_path):
     wal_full = next(r for r in ours.results if r.name == "wal/full")
     asked = dataclasses.replace(wal_full, requested=Pragmas("WAL", "FULL", True))
     assert past.earlier(asked) == ()
+
+
+def test_a_regressed_run_in_the_history_does_not_widen_the_next_runs_intervals():
+    """Four calm earlier runs and one 10x slower (a regressed run saved in the same report
+    directory): it is left out of the next run's earlier runs, whose interval then rests on
+    the calm ones; a run 1.1x apart stays."""
+    from fsyncbench.report import history
+
+    def early(i, p):
+        return EarlierRun(
+            f"r{i}.json", f"2026-01-0{i + 1}T00:00:00Z", p, 2 * p, 0.01, 0.01, 0.05, 0.05, 8
+        )
+
+    r = sampled.result("commit", "wal/full", "fdatasync", 1000.0, n=2000, seed=1, rounds=8)
+    p50 = r.summary.p50_ns
+    calm = [early(i, p50 * f) for i, f in enumerate((1.02, 0.97, 1.1))]
+    wild = [calm[0], early(3, p50 * 10), *calm[1:]]
+    kept = history.steady_earlier(r, wild)
+    assert [e.report for e in kept] == ["r0.json", "r1.json", "r2.json"]
+    assert history.steady_earlier(r, calm) == tuple(calm)

@@ -170,20 +170,20 @@ class SpreadPrior:
 OUTLIER_ALPHA = 0.001
 
 
-def steady(baseline: Sequence[RunFigure]) -> tuple[list[RunFigure], int]:
-    """(the runs of ``baseline`` with a figure above 0, less the earlier runs that a
-    prediction from all the other runs rejects at :data:`OUTLIER_ALPHA`; how many were left
-    out). Each earlier run is judged against the others as a new run would be: the mean of
-    their logs, variance s^2 (1 + 1/m) of their m runs on m - 1 degrees of freedom, s^2 never
-    below their mean round variance. The last run (the baseline report) is always kept;
-    with fewer than :data:`MIN_BASELINE_RUNS` runs none is left out (the others are too few
-    to predict from)."""
-    runs = [b for b in baseline if b.estimate_ns > 0]
-    if len(runs) < MIN_BASELINE_RUNS:
-        return runs, 0
+def outlying(baseline: Sequence[RunFigure]) -> frozenset[int]:
+    """The indices into ``baseline`` of the earlier runs a prediction from all the other
+    runs (those with a figure above 0) rejects at :data:`OUTLIER_ALPHA`: each judged as a
+    new run would be against the others, the mean of their logs, variance s^2 (1 + 1/m) of
+    their m runs on m - 1 degrees of freedom, s^2 never below their mean round variance.
+    The last run (the baseline report, or the run being measured) is never one; with fewer
+    than :data:`MIN_BASELINE_RUNS` runs none is (the others are too few to predict from)."""
+    idx = [i for i, b in enumerate(baseline) if b.estimate_ns > 0]
+    if len(idx) < MIN_BASELINE_RUNS:
+        return frozenset()
+    runs = [baseline[i] for i in idx]
     ys = np.log([b.estimate_ns for b in runs])
-    kept = [runs[-1]]
-    for j in range(len(runs) - 2, -1, -1):
+    out = set()
+    for j in range(len(runs) - 1):
         others = np.delete(ys, j)
         m = others.size
         s2 = float(np.var(others, ddof=1))
@@ -193,9 +193,16 @@ def steady(baseline: Sequence[RunFigure]) -> tuple[list[RunFigure], int]:
         if s2 > 0:
             t = (float(ys[j]) - float(others.mean())) / math.sqrt(s2 * (1.0 + 1.0 / m))
             if intervals.t_two_sided_p(t, float(m - 1)) < OUTLIER_ALPHA:
-                continue
-        kept.insert(0, runs[j])
-    return kept, len(runs) - len(kept)
+                out.add(idx[j])
+    return frozenset(out)
+
+
+def steady(baseline: Sequence[RunFigure]) -> tuple[list[RunFigure], int]:
+    """(the runs of ``baseline`` with a figure above 0, less those :func:`outlying` names;
+    how many were left out)."""
+    gone = outlying(baseline)
+    kept = [b for i, b in enumerate(baseline) if b.estimate_ns > 0 and i not in gone]
+    return kept, len(gone)
 
 
 def history_ratio(baseline: Sequence[RunFigure]) -> tuple[float, float] | None:

@@ -85,6 +85,27 @@ def result_key(r: Result) -> tuple[Any, ...]:
     return (r.name, r.kind, r.primitive, r.requested, r.payload_bytes)
 
 
+def steady_earlier(r: Result, runs: Sequence[EarlierRun]) -> tuple[EarlierRun, ...]:
+    """``runs`` less those whose p50 or p99 lies apart from the other runs and this one
+    (:func:`fsyncbench.measure.between.outlying`: a prediction from the others rejects it at
+    1 in 1,000, e.g. a regressed run saved among calm ones, which would otherwise widen the
+    next runs' intervals many times over); empty when fewer than
+    :data:`fsyncbench.measure.intervals.MIN_EARLIER_RUNS` remain."""
+    from fsyncbench.report.compare import run_figure
+
+    gone: set[int] = set()
+    for pct in (50, 99):
+        figures = [
+            between.RunFigure(e.p50_ns, e.p50_round_sd_log, e.rounds, e.p50_se_log)
+            if pct == 50
+            else between.RunFigure(e.p99_ns, e.p99_round_sd_log, e.rounds, e.p99_se_log)
+            for e in runs
+        ]
+        gone |= between.outlying([*figures, run_figure(r, pct)])
+    kept = tuple(e for i, e in enumerate(runs) if i not in gone)
+    return kept if len(kept) >= intervals.MIN_EARLIER_RUNS else ()
+
+
 def earlier_run(report: Report, result: Result, file_name: str) -> EarlierRun:
     """``result`` of ``report`` as an earlier run: its p50 and p99, its own (one run's)
     standard errors of their logs (:attr:`fsyncbench.model.Interval.own_se_log`; None for
@@ -177,7 +198,7 @@ def with_earlier(results: Sequence[Result], history: History) -> tuple[Result, .
     target."""
     out = []
     for r in results:
-        runs = history.earlier(r)
+        runs = steady_earlier(r, history.earlier(r))
         if runs and r.samples_ns:
             r = dataclasses.replace(
                 r,

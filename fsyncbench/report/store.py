@@ -108,7 +108,8 @@ def unpack_samples(text: str) -> list[int]:
     if len(raw) % width:
         raise ValueError("a packed sample list does not hold a whole number of samples")
     planes = np.frombuffer(raw, dtype=np.uint8).reshape(width, -1)
-    return planes.T.copy().view(f"<u{width}").ravel().tolist()
+    values: list[int] = planes.T.copy().view(f"<u{width}").ravel().tolist()
+    return values
 
 
 def _unpack_all(data: Any) -> Any:
