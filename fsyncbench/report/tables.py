@@ -6,6 +6,7 @@ raw samples as CSV. (Run and audit reports: :mod:`fsyncbench.report`; crash:
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -257,6 +258,20 @@ def render_compare(
         "level Holm holds a lone regression to; '-': not gated). P(B>A): the chance a random B "
         "operation is slower than a random A one (0.5 = no shift); a description, not a test.",
     ]
+    powers = [
+        q.detectable_ratio
+        for c in pair.configs
+        for q in (c.p50, c.p99)
+        if q.detectable_ratio is not None
+    ]
+    if powers:
+        out.append(
+            f"Power: the {len(powers)} statistics the regression gate checks could each "
+            f"have caught a slowdown of {_fmt_ratio(min(powers))}x to "
+            f"{_fmt_ratio(max(powers))}x (median {_fmt_ratio(statistics.median(powers))}x), 4 "
+            "times in 5; --fail-on-regression PCT passes only those whose detectable slowdown "
+            "is at most 1 + PCT/100."
+        )
     untested = sorted({q.reason for c in pair.configs for q in (c.p50, c.p99) if q.reason})
     if untested:
         out.append("Cannot tell (not tested): " + "; ".join(untested) + ".")
