@@ -23,6 +23,7 @@ from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import between, intervals, stats
 from fsyncbench.model import EarlierRun, Interval, ResultVerdict, Verdict
 from fsyncbench.report import compare, fleet, regression
+from fsyncbench.report import tables as render
 from fsyncbench.report.compare import RankTest
 
 BLOCKS = intervals.METHOD_BLOCKS
@@ -650,6 +651,8 @@ def test_a_statistic_whose_test_could_not_see_the_limit_cannot_tell_never_passes
     assert {s.outcome for s in wide.statistics} == {regression.PASSED}
     # the table shows the same detectable slowdown
     assert pair.configs[0].p99.detectable_ratio == pytest.approx(want)
+    text = " ".join(render.render_compare(a, b, pair, ("A", "B")).split())
+    assert f"could each have caught a slowdown of {want:.2f}x to {want:.2f}x" in text
 
 
 def test_a_configuration_missing_from_b_cannot_tell():
