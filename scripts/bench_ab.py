@@ -53,6 +53,7 @@ import math
 import os
 import shlex
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -126,10 +127,12 @@ def judge(a: Report, b: Report, limit: float, accept: bool) -> dict[str, object]
         c = api.compare([a, b], fail_on_regression=limit, accept_disturbed=accept)
     except FsyncbenchError as exc:
         return {"error": str(exc), "exit": 2}
+    told = [] if c.gate is None else [s for s in c.gate.statistics if s.detectable_ratio]
     return {
         "regressions": [f"{r.name} p{r.statistic.percentile:g}" for r in c.regressions],
         "not_checked": list(c.not_checked),
         "exit": 1 if c.regressions else 4 if c.not_checked else 0,
+        "detectable": {f"{s.name} p{s.percentile:g}": s.detectable_ratio for s in told},
     }
 
 
@@ -184,6 +187,11 @@ def analyse(plan: dict, work: Path, limit: float) -> dict:
                     continue
                 n = len(mine)
                 count = {e: sum(1 for r in mine if r["exit"] == e) for e in (0, 1, 2, 4)}
+                powers = [
+                    statistics.median(r["detectable"].values())  # type: ignore[union-attr]
+                    for r in mine
+                    if r.get("detectable")
+                ]
                 table.append(
                     [
                         "A/A" if level == 1.0 else f"{level:g}x",
@@ -192,6 +200,7 @@ def analyse(plan: dict, work: Path, limit: float) -> dict:
                         share(count[1], n),
                         share(count[4], n),
                         share(count[0], n),
+                        f"{statistics.median(powers):.2f}x" if powers else "-",
                         count[2],
                     ]
                 )
@@ -205,6 +214,7 @@ def analyse(plan: dict, work: Path, limit: float) -> dict:
                 "fired (exit 1)",
                 "cannot tell (exit 4)",
                 "passed (exit 0)",
+                "detectable (median)",
                 "errors",
             ],
             tablefmt="github",
