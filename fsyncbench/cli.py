@@ -221,11 +221,12 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
     to_stderr = (args.output is None and args.format in ("json", "html")) or getattr(
         sys.stdout, "closed_by_reader", False
     )
-    out = sys.stderr if to_stderr else sys.stdout
-    if out is sys.stdout and args.output is None:
-        print()
-    for line in result.lines:
-        print(line, file=out)
+    # text and Markdown carry the gate's lines (its answer first); a file written with
+    # --output, JSON and HTML leave them to the terminal
+    if to_stderr or args.output is not None:
+        out = sys.stderr if to_stderr else sys.stdout
+        for line in result.lines:
+            print(line, file=out)
     if result.regressions:
         return EXIT_RISK
     return EXIT_CANNOT_TELL if result.not_checked else EXIT_OK

@@ -185,7 +185,9 @@ def percent(value: str | float) -> float:
         pct = float(value.strip().rstrip("%")) if isinstance(value, str) else float(value)
     except (TypeError, ValueError):
         raise FsyncbenchError(f"invalid percentage {value!r}: give a number such as 20") from None
-    if pct < 0 or pct != pct:
+    if pct != pct or pct in (float("inf"), float("-inf")):
+        raise FsyncbenchError(f"invalid percentage {value!r}: give a finite number such as 20")
+    if pct < 0:
         raise FsyncbenchError(f"invalid percentage {value!r}: must be 0 or more")
     return pct
 

@@ -347,3 +347,18 @@ def test_fit_prior_by_hand():
     assert between.fit_prior([(1.0, 3.0)] * 3) is None
     spread = between.fit_prior([(0.1, 3.0), (10.0, 3.0), (0.2, 3.0), (20.0, 3.0)])
     assert spread.df < 10
+
+
+def test_pair_basis_with_two_earlier_runs_moderates_their_spread_with_the_prior():
+    """Three runs (A and 2 earlier) learn their spread on 2 degrees of freedom alone: with a
+    prior (what the comparison's other statistics show: runs differ 4x their round variance,
+    shared exactly), the prediction variance is 4 w (1 + 1/k) on the rounds' df, not the
+    runs' own s^2 on 2 df, which made detectable slowdowns of thousands."""
+    base = [RunFigure(v, 0.05, 8) for v in (99.0, 100.0, 101.0)]
+    prior = between.SpreadPrior(math.inf, 4.0)
+    sh = between.shift(base, RunFigure(150.0, 0.05, 8), prior=prior)
+    w = 0.05**2
+    assert sh.spread == "runs"
+    assert sh.se_log == pytest.approx(math.sqrt(4.0 * w * (1 + 1 / 3)), rel=1e-12)
+    assert sh.df == pytest.approx(21.0)
+    assert between.detectable_ratio(sh.se_log, sh.df, 0.05 / 26) < 1.7  # type: ignore[arg-type]

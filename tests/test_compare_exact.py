@@ -862,3 +862,20 @@ def test_compare_help_says_what_the_gate_checks():
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     text = " ".join(sub.choices["compare"].format_help().split())
     assert "p50 or p99" in text and "exit 4 (cannot tell)" in text and "--gate" in text
+
+
+def test_wal_normal_syncs_at_checkpoints_only_and_is_labelled_so():
+    a = report_of(_at("wal/normal", 100.0, primitive="fdatasync (checkpoints only)"))
+    b = report_of(_at("wal/normal", 100.0, primitive="fdatasync (checkpoints only)"))
+    gate = regression.check([("B", compare.compare_pair(a, b))], 20, "A")
+    assert {s.label for s in gate.statistics} == {regression.NO_SYNC}
+
+
+def test_a_report_against_itself_cannot_tell_and_an_infinite_limit_is_refused():
+    a = report_of(_at("wal/full", 100.0))
+    c = api.compare([a, a], fail_on_regression=600)
+    assert c.gate is not None and not c.regressions and c.not_checked
+    assert all("is the same run as" in (s.reason or "") for s in c.gate.statistics)
+    for bad in ("inf", float("inf"), "nan"):
+        with pytest.raises(FsyncbenchError, match="finite number"):
+            api.compare([a, a], fail_on_regression=bad)

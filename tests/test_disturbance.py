@@ -295,12 +295,41 @@ def test_a_run_that_stayed_disturbed_cannot_pass_max_p99_unless_accepted(tmp_pat
         _with_activity(rep, [_round(round=k) for k in range(1, 4)]), tmp_path / "quiet.json"
     )
     assert fsb("show", quiet, "--max-p99", "10s").returncode == 0
-    # compare: a disturbed candidate is "cannot tell" for every gated statistic
-    cmp_ = fsb("compare", quiet, path, "--fail-on-regression", "20")
+    # compare: a disturbed candidate that is slower "cannot tell" (the slowdown may be the
+    # other processes'); a disturbed baseline cannot hide a regression (it could only have
+    # been slowed by them)
+    slow = sampled.report(1.6, seed=100, rounds=5)
+    base = sampled.report(1.0, seed=0, rounds=5)
+    loud_slow = sampled.save(
+        _with_activity(slow, [_round(round=k, **loud) for k in range(1, 4)]), tmp_path / "ls.json"
+    )
+    quiet_base = sampled.save(
+        _with_activity(base, [_round(round=k) for k in range(1, 4)]), tmp_path / "qb.json"
+    )
+    cmp_ = fsb("compare", quiet_base, loud_slow, "--fail-on-regression", "20")
     assert cmp_.returncode == 4, cmp_.stdout + cmp_.stderr
-    assert "stayed disturbed" in cmp_.stdout
-    accepted = fsb("compare", quiet, path, "--fail-on-regression", "20", "--accept-disturbed")
-    assert accepted.returncode != 2 and "stayed disturbed" not in accepted.stdout
+    assert "stayed disturbed" in cmp_.stdout and "may be the other processes'" in cmp_.stdout
+    accepted = fsb(
+        "compare", quiet_base, loud_slow, "--fail-on-regression", "20", "--accept-disturbed"
+    )
+    assert accepted.returncode == 1 and "Judged although disturbed" in accepted.stdout
+    loud_base = sampled.save(
+        _with_activity(base, [_round(round=k, **loud) for k in range(1, 4)]), tmp_path / "lb.json"
+    )
+    quiet_slow = sampled.save(
+        _with_activity(slow, [_round(round=k) for k in range(1, 4)]), tmp_path / "qs.json"
+    )
+    still = fsb("compare", loud_base, quiet_slow, "--fail-on-regression", "20")
+    assert still.returncode == 1, still.stdout + still.stderr
+    # a disturbed baseline and a candidate not slower: not shown to be as fast
+    calm = sampled.save(
+        _with_activity(
+            sampled.report(1.0, seed=7, rounds=5), [_round(round=k) for k in range(1, 4)]
+        ),
+        tmp_path / "calm.json",
+    )
+    same = fsb("compare", loud_base, calm, "--fail-on-regression", "300")
+    assert same.returncode == 4 and "is not shown to be as fast" in same.stdout, same.stdout
 
 
 def test_strict_max_p99_decides_a_far_limit_by_the_order_statistic_bound():

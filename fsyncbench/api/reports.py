@@ -537,28 +537,40 @@ def compare(
     from fsyncbench.report import regression
 
     by_label = dict(zip(labels, loaded))
-    base_why = "" if accept_disturbed else disturbance.cannot_tell_reason(loaded[0].activity)
+    base_stayed = disturbance.stayed_phrase(loaded[0].activity)
+    accepted = [f"{labels[0]} {base_stayed}"] if base_stayed and accept_disturbed else []
     untestable: dict[str, str] = {}
+    disturbed: dict[str, str] = {}
     missing: dict[str, list[tuple[str, str, str]]] = {}
     for label, _ in pairs:
         cand = by_label[label]
-        why = base_why and f"{labels[0]}: {base_why}"
-        if not why and not accept_disturbed:
-            own = disturbance.cannot_tell_reason(cand.activity)
-            why = own and f"{label}: {own}"
+        stayed = disturbance.stayed_phrase(cand.activity)
+        if stayed and accept_disturbed:
+            accepted.append(f"{label} {stayed}")
+        elif stayed:
+            disturbed[label] = stayed
         differs = regression.run_differences(loaded[0], cand)
-        if not why and differs:
-            why = (
+        if comparing.run_key(cand) == comparing.run_key(loaded[0]):
+            untestable[label] = f"{label} is the same run as {labels[0]}: compare two runs"
+        elif differs:
+            untestable[label] = (
                 f"{label} was measured otherwise than {labels[0]} ({'; '.join(differs)}): "
                 "re-run it with the baseline's options"
             )
-        if why:
-            untestable[label] = why
         theirs = {r.name for r in cand.results}
         missing[label] = [
             (r.kind, r.name, r.primitive) for r in loaded[0].results if r.name not in theirs
         ]
-    gate = regression.check(pairs, limit, labels[0], wanted, untestable, missing)
+    gate = regression.check(
+        pairs,
+        limit,
+        labels[0],
+        wanted,
+        untestable,
+        missing,
+        "" if accept_disturbed else base_stayed,
+        disturbed,
+    )
     if not gate.statistics:
         raise FsyncbenchError(
             f"--fail-on-regression found no configuration in common with {labels[0]} to "
@@ -575,18 +587,20 @@ def compare(
             + (f" in {s.candidate}" if len(pairs) > 1 else "")
             for s in untold
         ),
-        lines=tuple(_regression_lines(gate, pairs)),
+        lines=tuple(_regression_lines(gate, pairs, accepted)),
     )
 
 
 def _regression_lines(
     gate: Any,
     pairs: Sequence[tuple[str, PairComparison]],
+    accepted: Sequence[str] = (),
 ) -> list[str]:
     """The regression gate's lines (:mod:`fsyncbench.report.regression`): its answer first
     (how many statistics it checked, failed, passed, could not tell; the slowdowns it could
     have caught), then each regression, then what it could not tell and why."""
     from fsyncbench.fmt import fmt_ns
+    from fsyncbench.measure import between
     from fsyncbench.report import compare as comparing
     from fsyncbench.report import regression, tables
 
@@ -637,31 +651,67 @@ def _regression_lines(
             )
         lines.append(line)
     if untold:
+        many = len(pairs) > 1
+
+        def who(st: Any) -> str:
+            return f" in {st.candidate}" if many else ""
+
+        weak = [st for st in gate.untold if st.too_uncertain]
+        if weak:
+            lines.append(
+                f"CANNOT TELL, too uncertain to see {limit:g} % (the slowdown each could have "
+                "caught): "
+                + ", ".join(
+                    f"{st.name} p{st.percentile:g}{who(st)} {st.detectable_ratio:.2f}x"
+                    if st.detectable_ratio < 100
+                    else f"{st.name} p{st.percentile:g}{who(st)} {st.detectable_ratio:.2g}x"
+                    for st in weak
+                )
+                + "."
+            )
         by_reason: dict[str, list[str]] = {}
-        for s in gate.untold:
-            who = f" in {s.candidate}" if len(pairs) > 1 else ""
-            by_reason.setdefault(s.reason or "no test", []).append(
-                f"{s.name} p{s.percentile:g}{who}"
+        for st in gate.untold:
+            if st not in weak:
+                by_reason.setdefault(st.reason or "no test", []).append(
+                    f"{st.name} p{st.percentile:g}{who(st)}"
+                )
+        for reason, names in by_reason.items():
+            lines.append(f"CANNOT TELL {', '.join(names)}: {reason}.")
+        advice = "Not a pass (exit 4): each reason above says what is missing"
+        if weak:
+            worst = max(st.detectable_ratio for st in weak)
+            advice += (
+                f"; the uncertain ones would pass at --fail-on-regression "
+                f"{math.ceil(100 * (worst - 1)):g} or more"
+                if worst <= 10
+                else "; no limit below 900 % would pass the uncertain ones"
             )
-        for reason, stats in by_reason.items():
-            lines.append(f"CANNOT TELL {', '.join(stats)}: {reason}.")
-        weak = [s.detectable_ratio for s in gate.untold if s.detectable_ratio is not None]
-        lines.append(
-            "Not a pass (exit 4): each reason above says what is missing"
-            + (
-                f"; for the statistics too uncertain to gate at {limit:g} %, gate at "
-                f"--fail-on-regression {math.ceil(100 * (max(weak) - 1)):g} or more, or narrow "
-                "them: keep 3 earlier runs of the same measurement in the baseline's report "
-                "directory (the spread between runs then comes from them), and measure when "
-                "the machine is quiet."
-                if weak
-                else "."
-            )
-        )
+            if any(st.basis == between.BASIS_PAIR for st in weak):
+                advice += (
+                    ", or narrow them: keep 3 earlier runs of the same measurement in the "
+                    "report directory the baseline is run from (it then records them)"
+                )
+            else:
+                advice += ", or narrow them: measure both runs when the machine is quiet"
+        lines.append(advice + ".")
+    if accepted:
+        lines.append("Judged although disturbed (--accept-disturbed): " + "; ".join(accepted) + ".")
     return lines
 
 
 def _render_comparison(c: Comparison, fmt: str) -> str:
+    """``c`` in ``fmt``; in text and Markdown the regression gate's answer line comes first
+    and its other lines after the tables (JSON carries it in ``regression_check``)."""
+    body = _render_comparison_body(c, fmt)
+    if not c.lines or fmt not in ("text", "markdown"):
+        return body
+    head, rest = c.lines[0], c.lines[1:]
+    sep = "\n\n" if fmt == "markdown" else "\n"
+    top = f"**{head}**" if fmt == "markdown" else head
+    return top + "\n\n" + body.rstrip("\n") + "\n\n" + sep.join(rest) + ("\n" if rest else "")
+
+
+def _render_comparison_body(c: Comparison, fmt: str) -> str:
     from fsyncbench import __version__
     from fsyncbench.report import fleet as fleets
     from fsyncbench.report import render_document, tables

@@ -207,11 +207,12 @@ def steady(baseline: Sequence[RunFigure]) -> tuple[list[RunFigure], int]:
 
 def history_ratio(baseline: Sequence[RunFigure]) -> tuple[float, float] | None:
     """(the baseline runs' variance over their mean round variance, its degrees of freedom
-    k - 1) for a baseline of at least :data:`MIN_BASELINE_RUNS` steady runs
-    (:func:`steady`) that all recorded their rounds; None otherwise."""
+    k - 1) for a baseline of at least 2 steady runs (:func:`steady`) that all recorded
+    their rounds; None otherwise. (A prior learns from every such statistic; the history
+    basis needs :data:`MIN_BASELINE_RUNS`.)"""
     runs, _ = steady(baseline)
     spreads = [b.spread() for b in runs]
-    if len(runs) < MIN_BASELINE_RUNS or any(sp is None for sp in spreads):
+    if len(runs) < 2 or any(sp is None for sp in spreads):
         return None
     mean_w = float(np.mean([sp[0] for sp in spreads if sp is not None]))
     vy = float(np.var(np.log([b.estimate_ns for b in runs]), ddof=1))
@@ -348,10 +349,26 @@ def shift(
             df = var * var / sum(terms) if sum(terms) > 0 else math.inf
             spread = "rounds"
         if k >= 2:
-            # A and its earlier runs differed by more than their rounds: the larger
-            predicted = (1.0 + 1.0 / k) * float(np.var(ys, ddof=1))
+            # A and its earlier runs differed by more than their rounds: the larger. Their
+            # variance moderated towards what the comparison's other statistics show (as
+            # the history basis does) where a prior and every run's rounds are known: on
+            # k - 1 degrees of freedom alone, 2 or 3 runs would make any test powerless
+            observed = history_ratio(runs)
+            if observed is not None and prior is not None and len(known) == k:
+                mean_w = float(np.mean([w for w, _ in known]))
+                r_hat, d1 = observed
+                r_post = (
+                    prior.ratio
+                    if math.isinf(prior.df)
+                    else (prior.df * prior.ratio + d1 * r_hat) / (prior.df + d1)
+                )
+                predicted = r_post * mean_w * (1.0 + 1.0 / k)
+                df_ratio = math.inf if math.isinf(prior.df) else prior.df + d1
+                df_pred = 1.0 / (1.0 / df_ratio + 1.0 / sum(dd for _, dd in known))
+            else:
+                predicted, df_pred = (1.0 + 1.0 / k) * float(np.var(ys, ddof=1)), float(k - 1)
             if predicted > var:
-                var, df, spread = predicted, float(k - 1), "runs"
+                var, df, spread = predicted, df_pred, "runs"
     var = max(var, 2.0 * tick * tick)
     se = math.sqrt(var)
     t = intervals.t_quantile(df, 0.5 + confidence / 2.0)

@@ -329,6 +329,15 @@ def phrase(rounds: Sequence[RoundActivity]) -> str:
     return "; ".join(parts)
 
 
+def stayed_phrase(activity: Sequence[RoundActivity]) -> str:
+    """ "stayed disturbed in N of M rounds (what disturbed them)", or "" for a run that did
+    not stay disturbed."""
+    still = stayed_disturbed(activity)
+    if not still:
+        return ""
+    return f"stayed disturbed in {len(still)} of {len(kept(activity))} rounds ({phrase(still)})"
+
+
 def cannot_tell_reason(activity: Sequence[RoundActivity]) -> str:
     """Why a gate cannot tell from a run that stayed disturbed ("" when it did not)."""
     still = stayed_disturbed(activity)

@@ -102,6 +102,17 @@ class GatedStatistic:
     p_adjusted: float | None = None
     detectable_ratio: float | None = None
     reason: str | None = None
+    basis: str | None = None
+    reason_other: bool = False
+
+    @property
+    def too_uncertain(self) -> bool:
+        """Cannot tell only because its test could not have caught the limit's slowdown."""
+        return (
+            self.outcome == CANNOT_TELL
+            and self.detectable_ratio is not None
+            and not self.reason_other
+        )
 
 
 @dataclass(frozen=True)
@@ -136,10 +147,17 @@ def gated(c: ConfigComparison, names: Sequence[str] | None = None) -> bool:
     return in_gate(c.kind, c.name, names)
 
 
+def per_commit_sync(primitive: str) -> bool:
+    """Whether a result's sync primitive runs on every commit: not "none", and not one that
+    runs only at checkpoints (WAL at synchronous=NORMAL: "fdatasync (checkpoints only)")."""
+    return primitive != "none" and "checkpoints only" not in primitive
+
+
 def label(c: ConfigComparison) -> str:
     """:data:`NO_SYNC` for a configuration without a per-commit sync in either run, else
     :data:`SYNCS`."""
-    return NO_SYNC if "none" in (c.primitive_a, c.primitive_b) else SYNCS
+    both = per_commit_sync(c.primitive_a) and per_commit_sync(c.primitive_b)
+    return SYNCS if both else NO_SYNC
 
 
 def _settings(rep: Report) -> dict[str, str]:
@@ -181,13 +199,21 @@ def check(
     names: Sequence[str] | None = None,
     untestable: Mapping[str, str] | None = None,
     missing: Mapping[str, Sequence[tuple[str, str, str]]] | None = None,
+    baseline_disturbed: str = "",
+    disturbed: Mapping[str, str] | None = None,
 ) -> RegressionGate:
     """The gate (module text) over ``pairs`` of (candidate label, its comparison with the
     ``baseline``) at ``limit_pct`` %. ``untestable``: candidate label -> why none of its
-    statistics can be told (stayed disturbed, measured differently); ``missing``: candidate
-    label -> (kind, name, primitive) of the baseline's configurations it lacks."""
+    statistics can be told (measured differently, the same run as the baseline);
+    ``missing``: candidate label -> (kind, name, primitive) of the baseline's configurations
+    it lacks. A run that stayed disturbed by other processes can only have been slowed by
+    them: with a disturbed baseline (``baseline_disturbed``, why) a candidate significantly
+    slower still regressed, but one not slower may only look so (cannot tell); with a
+    disturbed candidate (``disturbed``: label -> why) one not slower passed, but a slowdown
+    may be the other processes' (cannot tell)."""
     untestable = untestable or {}
     missing = missing or {}
+    disturbed = disturbed or {}
     tested = [
         (candidate, c, q)
         for candidate, pair in pairs
@@ -214,7 +240,13 @@ def check(
                 continue
             for q in (c.p50, c.p99):
                 head = GatedStatistic(
-                    candidate, c.name, q.percentile, label(c), CANNOT_TELL, q.ratio, q.ratio_ci
+                    candidate,
+                    c.name,
+                    float(q.percentile),
+                    label(c),
+                    CANNOT_TELL,
+                    q.ratio,
+                    q.ratio_ci,
                 )
                 why = untestable.get(candidate)
                 if why is not None or id(q) not in adjusted:
@@ -223,10 +255,31 @@ def check(
                 pa = adjusted[id(q)]
                 assert q.se_log is not None and q.ratio is not None  # tested
                 detect = between.detectable_ratio(q.se_log, q.df or math.inf, lone)
-                told = dataclasses.replace(head, p_adjusted=pa, detectable_ratio=detect)
-                if pa < level and math.log(q.ratio) > math.log(limit):
+                told = dataclasses.replace(
+                    head, p_adjusted=pa, detectable_ratio=detect, basis=q.basis
+                )
+                fired = pa < level and math.log(q.ratio) > math.log(limit)
+                if fired and disturbed.get(candidate):
+                    out.append(
+                        dataclasses.replace(
+                            told,
+                            reason=f"{candidate} is slower, but {disturbed[candidate]}: the "
+                            "slowdown may be the other processes'",
+                            reason_other=True,
+                        )
+                    )
+                elif fired:
                     found.append(Regression(c.name, baseline, candidate, q, limit_pct, pa))
                     out.append(dataclasses.replace(told, outcome=REGRESSION))
+                elif detect <= limit and baseline_disturbed:
+                    out.append(
+                        dataclasses.replace(
+                            told,
+                            reason=f"{baseline} {baseline_disturbed}: its figures may be "
+                            f"slower than its storage's, so {candidate} is not shown to be as fast",
+                            reason_other=True,
+                        )
+                    )
                 elif detect <= limit:
                     out.append(dataclasses.replace(told, outcome=PASSED))
                 else:
@@ -244,7 +297,7 @@ def check(
                         candidate,
                         name,
                         pct,
-                        NO_SYNC if primitive == "none" else SYNCS,
+                        SYNCS if per_commit_sync(primitive) else NO_SYNC,
                         CANNOT_TELL,
                         reason=f"{name} is in {baseline} but missing from {candidate}",
                     )
