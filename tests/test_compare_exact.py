@@ -672,6 +672,10 @@ def test_a_configuration_missing_from_b_cannot_tell():
     assert c.not_checked and not c.regressions  # the CLI's exit 4
     data = json.loads(api.render(c, "json"))["regression_check"]
     assert data["verdict"] == "cannot tell" and data["cannot_tell"] >= 4
+    assert data["slower"] == []
+    slow = report_of(_at("wal/normal", 300.0))
+    told = json.loads(api.render(api.compare([a, slow], fail_on_regression=100), "json"))
+    assert told["regression_check"]["slower"] == ["wal/normal p50", "wal/normal p99"]
 
 
 def test_a_tenfold_slowdown_of_a_commit_without_a_sync_fails_the_gate():

@@ -743,6 +743,7 @@ def _render_comparison_body(c: Comparison, fmt: str) -> str:
             return render_document(doc, fmt)
         data = fleets.fleet_jsonable(c.groups, c.config, c.group_by, c.duplicates, c.left_out)
     if c.limit_pct is not None and c.gate is not None:
+        from fsyncbench.report import compare as comparing
         from fsyncbench.report import regression
 
         g = c.gate
@@ -755,6 +756,17 @@ def _render_comparison_body(c: Comparison, fmt: str) -> str:
             "passed": g.count(regression.PASSED),
             "cannot_tell": g.count(regression.CANNOT_TELL),
             "detectable_ratio_range": g.detectable_range(),
+            # significantly slower, whatever the limit, power or disturbance: a run to keep
+            # out of the history (docs/ci.md)
+            "slower": [
+                f"{st.name} p{st.percentile:g}"
+                + (f" in {st.candidate}" if len(c.labels) > 2 else "")
+                for st in g.statistics
+                if st.p_adjusted is not None
+                and st.ratio is not None
+                and st.ratio > 1.0
+                and st.p_adjusted < comparing.alpha(comparing.CONFIDENCE)
+            ],
             "statistics": [to_jsonable(st) for st in g.statistics],
             "not_checked": list(c.not_checked),
             "regressions": [to_jsonable(r) for r in c.regressions],
