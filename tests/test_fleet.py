@@ -295,7 +295,8 @@ def test_a_report_without_intervals_is_not_checked_and_the_others_are(tmp_path):
     alone = api.compare([base, fleet_dir / "blind.json"], fail_on_regression=20)
     assert alone.regressions == () and len(alone.not_checked) == 8
     proc = fsb("compare", base, fleet_dir / "blind.json", "--fail-on-regression", "20")
-    assert proc.returncode == 4 and "8 statistics gated (p50 and p99), 0 failed" in proc.stdout
+    flat = " ".join(proc.stdout.split())
+    assert proc.returncode == 4 and "8 statistics gated (p50 and p99), 0 failed" in flat
 
 
 def test_a_copy_of_a_report_is_read_once_and_said(fleet_dir, tmp_path):

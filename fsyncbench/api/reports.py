@@ -706,6 +706,10 @@ def _render_comparison(c: Comparison, fmt: str) -> str:
     if not c.lines or fmt not in ("text", "markdown"):
         return body
     head, rest = c.lines[0], c.lines[1:]
+    if fmt == "text":
+        from fsyncbench.report.text import wrap_text
+
+        head, rest = wrap_text(head, "  "), tuple(wrap_text(line, "  ") for line in rest)
     sep = "\n\n" if fmt == "markdown" else "\n"
     top = f"**{head}**" if fmt == "markdown" else head
     return top + "\n\n" + body.rstrip("\n") + "\n\n" + sep.join(rest) + ("\n" if rest else "")

@@ -282,6 +282,10 @@ def render_compare(
         out.append(f"Only in A: {', '.join(pair.only_a)}")
     if pair.only_b:
         out.append(f"Only in B: {', '.join(pair.only_b)}")
+    if tablefmt == "simple":  # a terminal: running text wrapped, tables kept whole
+        from fsyncbench.report.text import wrap_text
+
+        out = [line if "\n" in line or len(line) <= 100 else wrap_text(line) for line in out]
     return "\n".join(out) + "\n"
 
 

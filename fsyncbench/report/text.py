@@ -37,6 +37,12 @@ def _wrap(text: str, first: str = "", rest: str = "") -> list[str]:
     return [line.replace(_GLUE, " ") for line in lines]
 
 
+def wrap_text(text: str, rest: str = "") -> str:
+    """``text`` wrapped at :data:`WIDTH` as running text is (:func:`_wrap`), lines after the
+    first indented by ``rest``."""
+    return "\n".join(_wrap(text, "", rest))
+
+
 def _paragraph(p: dm.Paragraph) -> str:
     lead = f"{p.lead} " if p.lead else ""
     return f"{lead}{p.text}".replace("`", "")
