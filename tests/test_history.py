@@ -347,9 +347,10 @@ def test_compare_says_which_statistics_rest_on_earlier_runs(tmp_path):
     a = sampled.save(dataclasses.replace(ours, results=results), tmp_path / "a.json")
     b = sampled.save(sampled.report(scale=1.0, seed=5), tmp_path / "b.json")
     text = api.render(api.compare([a, b]), "text")
-    assert "statistics were judged against the baseline's runs" in text
+    flat = " ".join(text.split())  # running text is wrapped at 100 columns
+    assert "statistics were judged against the baseline's runs" in flat
     assert "against 4 runs" in text
-    plain = api.render(api.compare([b, a]), "text")
+    plain = " ".join(api.render(api.compare([b, a]), "text").split())
     assert "No statistic had 3 earlier runs behind A" in plain
 
 
