@@ -190,11 +190,13 @@ def test_two_real_cuts_of_the_four_drive_guest_agree_with_powerloss(tmp_path, pr
         # DELETE/FULL can lose only the last acknowledged commit (its journal's unlink)
         assert by["delete/full"].lost in ((), (by["delete/full"].acked,)), run
     # the checker finds the acknowledged steps: steps claimed beyond what was committed
-    # are named missing, exactly those
+    # are named missing, exactly those. The one commit in flight at the cut (acked + 1) may
+    # have reached the disk before its ACK reached the host; a second one cannot have begun.
     image = tmp_path / "cut1" / "drive0" / "image"
     acked = runs[1].outcomes[0].acked
     again = simcheck.check_image(image, "wal/full", acked + 3, tmp_path / "cut1")
-    assert again.lost == (acked + 1, acked + 2, acked + 3) and again.problem == ""
+    assert again.problem == ""
+    assert again.lost in ((acked + 1, acked + 2, acked + 3), (acked + 2, acked + 3)), again
     assert not os.path.ismount(tmp_path / "cut1" / "check.mnt")
     # set beside the model: agreement, and a planted loss above the prediction is not
     tallies = [simcheck.tally(simcheck.label(p), runs) for p in simcheck.PRAGMAS]
