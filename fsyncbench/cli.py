@@ -69,6 +69,11 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
             command_line=["fsyncbench", *argv],
             history=None if args.no_history else (args.history or args.report_dir),
             retake_disturbed=args.retake_disturbed,
+            writers=args.writers,
+            steps_per_commit=args.steps_per_commit,
+            begin=args.begin,
+            busy_timeout_ms=args.busy_timeout_ms,
+            writers_seconds=args.writers_seconds,
         )
     return _finish_report(report, args, gates)
 

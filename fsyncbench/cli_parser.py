@@ -12,7 +12,7 @@ from typing import ClassVar
 
 from fsyncbench import __version__, options, powerloss
 from fsyncbench.errors import FsyncbenchError, did_you_mean
-from fsyncbench.measure import intervals, plan
+from fsyncbench.measure import intervals, plan, writers
 from fsyncbench.options import COMPARE_FORMATS, REPORT_FORMATS, TABLE_FORMATS, VERIFY_FORMATS
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
@@ -238,6 +238,48 @@ def build_parser() -> argparse.ArgumentParser:
         help="take again the rounds that other processes disturbed (their flushes on the "
         "same disk, CPU wait or steal could explain the round's p99), within +50%% of the "
         "rounds' time; --no-retake-disturbed only records the disturbance (default: retake)",
+    )
+    concurrent = run.add_argument_group(
+        "concurrent writers and batching (measured after the rounds, each point on a fresh "
+        "database; the default run measures one writer only)"
+    )
+    concurrent.add_argument(
+        "--writers",
+        metavar="COUNTS",
+        help="comma list of writer counts, e.g. 1,2,4,8: each configuration measured again "
+        "with that many processes committing into one database at once: p50/p99/p99.9 from "
+        "BEGIN to the end of COMMIT (lock waits included), commits/s, SQLITE_BUSY errors, "
+        "the share spent waiting for the write lock, each writer's commits/s and longest "
+        f"wait (1 to {writers.MAX_WRITERS})",
+    )
+    concurrent.add_argument(
+        "--steps-per-commit",
+        metavar="COUNTS",
+        help="comma list of step rows per transaction, e.g. 1,10,100: the batching lever, "
+        "per commit and per step (one writer unless --writers says otherwise)",
+    )
+    concurrent.add_argument(
+        "--begin",
+        choices=writers.BEGIN_MODES,
+        default="immediate",
+        help="how each writer starts a transaction: BEGIN IMMEDIATE takes the write lock "
+        "at once, deferred at the first INSERT (default immediate)",
+    )
+    concurrent.add_argument(
+        "--busy-timeout-ms",
+        type=int,
+        default=writers.DEFAULT_BUSY_TIMEOUT_MS,
+        metavar="MS",
+        help="SQLite's busy timeout: how long a writer's busy handler sleeps and retries "
+        "(1, 2, 5, 10 ... 100 ms apart) before SQLITE_BUSY reaches it; the writer then "
+        f"rolls back and retries (default {writers.DEFAULT_BUSY_TIMEOUT_MS:,}, Python's)",
+    )
+    concurrent.add_argument(
+        "--writers-seconds",
+        type=float,
+        default=writers.DEFAULT_WINDOW_S,
+        metavar="S",
+        help=f"how long each point commits (default {writers.DEFAULT_WINDOW_S:g})",
     )
     _add_model_call_option(run)
     _add_assume_option(run)

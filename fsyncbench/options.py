@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast, overload
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import runner
+from fsyncbench.measure import writers as writers_measure
 from fsyncbench.measure.plan import (
     DEFAULT_CI_TARGET_PCT,
     DEFAULT_PAYLOAD_BYTES,
@@ -743,3 +744,77 @@ def powerloss_plan(
         except FsyncbenchError as exc:
             raise FsyncbenchError(f"--keep-failures: {exc}") from None
     return plan
+
+
+#: Most steps one commit of ``run --steps-per-commit`` may hold.
+MAX_STEPS_PER_COMMIT = 10_000
+#: Longest busy timeout ``run --busy-timeout-ms`` takes (ms): 10 minutes.
+MAX_BUSY_TIMEOUT_MS = 600_000
+
+
+def int_list(
+    value: str | int | Sequence[int] | None, name: str, low: int, high: int
+) -> tuple[int, ...]:
+    """A comma list of whole numbers in [``low``, ``high``] (a string as the CLI takes it,
+    an int or a sequence), duplicates dropped, order kept. Raises FsyncbenchError with one
+    line naming ``name``."""
+    if isinstance(value, bool):
+        raise FsyncbenchError(f"{name} must be whole numbers, got {given(value)}")
+    if value is None:
+        return ()
+    items = (
+        value.split(",")
+        if isinstance(value, str)
+        else [value]
+        if isinstance(value, int)
+        else list(value)
+    )
+    out: list[int] = []
+    for item in items:
+        try:
+            n = int(str(item).strip())
+        except ValueError:
+            raise FsyncbenchError(f"{name} must be whole numbers, got {item!r}") from None
+        if not low <= n <= high:
+            raise FsyncbenchError(f"{name} must be between {low:,} and {high:,}, got {n:,}")
+        if n not in out:
+            out.append(n)
+    if not out:
+        raise FsyncbenchError(f"{name} must name at least one number")
+    return tuple(out)
+
+
+def writers_plan(
+    configs: Sequence[Pragmas],
+    *,
+    writers: str | int | Sequence[int] | None,
+    steps_per_commit: str | int | Sequence[int] | None = None,
+    payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
+    begin: str = "immediate",
+    busy_timeout_ms: int = writers_measure.DEFAULT_BUSY_TIMEOUT_MS,
+    seconds: float = writers_measure.DEFAULT_WINDOW_S,
+) -> writers_measure.WritersPlan | None:
+    """The concurrent-writers plan of ``run --writers`` over the run's ``configs``; None
+    when neither ``writers`` nor ``steps_per_commit`` is given (the default run). Steps per
+    commit alone measure one writer. Raises FsyncbenchError with one line on a bad value."""
+    counts = int_list(writers, "writers", 1, writers_measure.MAX_WRITERS)
+    steps = int_list(steps_per_commit, "steps_per_commit", 1, MAX_STEPS_PER_COMMIT)
+    if not counts and not steps:
+        return None
+    check_integer(busy_timeout_ms, "busy_timeout_ms")
+    if not 0 <= busy_timeout_ms <= MAX_BUSY_TIMEOUT_MS:
+        raise FsyncbenchError(
+            f"busy_timeout_ms must be between 0 and {MAX_BUSY_TIMEOUT_MS:,}, got {busy_timeout_ms:,}"
+        )
+    check_number(seconds, "writers_seconds")
+    if not 0.5 <= seconds <= 3600 or seconds != seconds:
+        raise FsyncbenchError(f"writers_seconds must be between 0.5 and 3,600, got {seconds}")
+    return writers_measure.WritersPlan(
+        configs=tuple(configs),
+        counts=counts or (1,),
+        begin=choice(begin, writers_measure.BEGIN_MODES, "begin"),
+        busy_timeout_ms=busy_timeout_ms,
+        steps_per_commit=steps or (1,),
+        payload_bytes=(payload_bytes,),
+        window_s=float(seconds),
+    )

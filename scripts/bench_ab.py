@@ -3,7 +3,8 @@
 
 Usage: python scripts/bench_ab.py DIR [--pairs 10] [--levels 1.25,1.5,2,10]
        [--limit-pct 20] [--warmup-runs 3] [--load] [--run-args "ARGS"] [--keep KEEPDIR]
-       python scripts/bench_ab.py --reports KEEPDIR [--limit-pct 20]   (analyse kept runs)
+       python scripts/bench_ab.py --reports KEEPDIR [--limit-pct 20] [--gate CONFIGS]
+           (analyse kept runs; --gate as compare's, default every configuration)
 
 Every run is a real ``python -m fsyncbench run DIR`` process (default options unless
 ``--run-args`` says otherwise). The planted regression is an ``LD_PRELOAD`` shim of this
@@ -121,10 +122,15 @@ def without_history(rep: Report) -> Report:
     )
 
 
-def judge(a: Report, b: Report, limit: float, accept: bool) -> dict[str, object]:
-    """compare A B --fail-on-regression LIMIT [--accept-disturbed]: what the gate said."""
+def judge(
+    a: Report, b: Report, limit: float, accept: bool, gate: str | None = None
+) -> dict[str, object]:
+    """compare A B --fail-on-regression LIMIT [--accept-disturbed] [--gate GATE]: what the
+    gate said."""
     try:
-        c = api.compare([a, b], fail_on_regression=limit, accept_disturbed=accept)
+        c = api.compare(
+            [a, b], configs=gate, fail_on_regression=limit, accept_disturbed=accept
+        )
     except FsyncbenchError as exc:
         return {"error": str(exc), "exit": 2}
     told = [] if c.gate is None else [s for s in c.gate.statistics if s.detectable_ratio]
@@ -152,7 +158,7 @@ def share(k: int, n: int) -> str:
     return f"{k}/{n} {100 * k / n:.0f} % [{100 * lo:.0f}, {100 * hi:.0f}]" if n else "-"
 
 
-def analyse(plan: dict, work: Path, limit: float) -> dict:
+def analyse(plan: dict, work: Path, limit: float, gate: str | None = None) -> dict:
     """Every comparison of a kept batch (module text); returns the rows, prints the table."""
     cache: dict[str, Report] = {}
 
@@ -172,7 +178,7 @@ def analyse(plan: dict, work: Path, limit: float) -> dict:
             if basis == "history" and not hist:
                 continue
             for accept in (False, True):
-                verdict = judge(base, b, limit, accept)
+                verdict = judge(base, b, limit, accept, gate)
                 rows.append({"level": level, "basis": basis, "accept": accept, **verdict})
     table = []
     for level in sorted({float(r["level"]) for r in rows}):  # type: ignore[arg-type]
@@ -241,10 +247,13 @@ def main() -> int:
     parser.add_argument("--run-args", default="", help="extra arguments for fsyncbench run")
     parser.add_argument("--keep", type=Path, help="keep every report in this directory")
     parser.add_argument("--reports", type=Path, help="analyse the runs kept in this directory")
+    parser.add_argument(
+        "--gate", help="with --reports: the configurations gated (compare --gate; default all)"
+    )
     args = parser.parse_args()
     if args.reports:
         plan = json.loads((args.reports / "plan.json").read_text())
-        analyse(plan, args.reports, args.limit_pct)
+        analyse(plan, args.reports, args.limit_pct, args.gate)
         return 0
     if args.dir is None:
         parser.error("DIR or --reports is required")

@@ -19,12 +19,21 @@ from fsyncbench import __version__, options
 from fsyncbench.errors import FsyncbenchError, Interrupted
 from fsyncbench.measure import rounds as _rounds
 from fsyncbench.measure import runner
+from fsyncbench.measure import writers as _writers
 from fsyncbench.measure.plan import (
     DEFAULT_PAYLOAD_BYTES,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP,
 )
-from fsyncbench.model import EXPERIMENT_KINDS, SCHEMA_VERSION, Evidence, Host, Report, Result
+from fsyncbench.model import (
+    EXPERIMENT_KINDS,
+    SCHEMA_VERSION,
+    Evidence,
+    Host,
+    Report,
+    Result,
+    WritersPoint,
+)
 from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import history as _history
 from fsyncbench.report import store
@@ -71,6 +80,11 @@ def run(
     command_line: Sequence[str] | None = None,
     history: PathLike | None = None,
     retake_disturbed: bool = True,
+    writers: str | int | Sequence[int] | None = None,
+    steps_per_commit: str | int | Sequence[int] | None = None,
+    begin: str = "immediate",
+    busy_timeout_ms: int = _writers.DEFAULT_BUSY_TIMEOUT_MS,
+    writers_seconds: float = _writers.DEFAULT_WINDOW_S,
 ) -> Report:
     """``fsyncbench run``: measure journal-commit latency per pragma combination (and the raw
     sync primitives) in a fresh working directory under the existing directory ``target``,
@@ -101,6 +115,13 @@ def run(
     flushes on the same disk, CPU wait or steal could explain the round's tail,
     :mod:`fsyncbench.measure.disturbance`), within +50 % of the rounds' time; False: record
     the disturbance only. Either way the report's ``activity`` says what each round saw.
+    ``writers``: writer counts (a comma list such as "1,4", or a sequence) at which each
+    configuration is then measured again with that many processes committing into one
+    database at once, each for ``writers_seconds`` (:mod:`fsyncbench.measure.writers`;
+    the report's ``writers``); ``steps_per_commit`` (a comma list: step rows per
+    transaction) sweeps the batch size the same way (one writer unless ``writers`` says
+    otherwise); ``begin`` ("immediate" or "deferred") and ``busy_timeout_ms`` (default
+    5,000, Python's) are how each writer waits for the write lock.
     """
     started = time.monotonic_ns()
     options.check_instance(gates, Gates, "gates")
@@ -123,6 +144,15 @@ def run(
     )
     if gates is not None:
         gates.check_configs(runner.result_names(plan), "this run measures")
+    writers_plan = options.writers_plan(
+        plan.configs,
+        writers=writers,
+        steps_per_commit=steps_per_commit,
+        payload_bytes=plan.payload_bytes,
+        begin=begin,
+        busy_timeout_ms=busy_timeout_ms,
+        seconds=writers_seconds,
+    )
     loss_plan = (
         None
         if powerloss is None
@@ -174,6 +204,7 @@ def run(
             where,
             retake_fraction=_rounds.DEFAULT_RETAKE_FRACTION if retake_disturbed else 0.0,
         )
+        sweep = () if writers_plan is None else _concurrent(path, writers_plan, measured, where)
     results, floors = measured.results, measured.floors
     if past is not None:
         results = _history.with_earlier(results, past)
@@ -193,13 +224,34 @@ def run(
         elapsed_ns=time.monotonic_ns() - started,
     )
     report = dataclasses.replace(
-        report, activity=measured.activity, retake_budget_s=measured.retake_budget_s
+        report,
+        activity=measured.activity,
+        retake_budget_s=measured.retake_budget_s,
+        writers=sweep,
     )
     if loss is not None:
         report = dataclasses.replace(report, powerloss=loss)
     if skipped:
         report = dataclasses.replace(report, notes=(*report.notes, skipped))
     return _redacted(report, redact)
+
+
+def _concurrent(
+    path: Path, plan: _writers.WritersPlan, measured: _rounds.Measured, where: _Measuring
+) -> tuple[WritersPoint, ...]:
+    """``run --writers``: every point of ``plan`` in a working directory of its own under
+    ``path``, after the rounds; each configuration's per-commit sync named as its row's."""
+    from fsyncbench.measure.scratch import scratch_dir
+
+    primitive = {r.name: r.primitive for r in measured.results if r.kind == "commit"}
+
+    def progress(name: str, done: int, total: int) -> None:
+        where(f"{name} (writers)", min(total - 0.01, done), total, 0, 0, 0, 0)
+
+    with scratch_dir(path) as work:
+        return _writers.measure_writers(
+            plan, work, lambda p: primitive.get(p.label, "unknown"), progress
+        )
 
 
 def simulate_power_loss(

@@ -45,6 +45,7 @@ from fsyncbench.report.wording import (
     stance_tag,
     verdict_phrase,
 )
+from fsyncbench.report.writers import writers_sections
 
 _LEVEL_ORDER = {"risk": 0, "warning": 1, "info": 2}
 _LEVEL_WORD = {"risk": "RISK", "warning": "Warning", "info": "Info"}
@@ -114,6 +115,7 @@ def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Do
         machine_section(report),
         statistics_section(report),
         *run_report_sections(report),
+        *writers_sections(report),
         findings_section(report),
         counters_section(report),
         evidence_section(report),

@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from fsyncbench.measure import between
+from fsyncbench.measure.workloads import per_commit_sync
 from fsyncbench.model import Report
 from fsyncbench.report.compare import (
     ConfigComparison,
@@ -145,12 +146,6 @@ def gated(c: ConfigComparison, names: Sequence[str] | None = None) -> bool:
     every configuration but the no-sync write (module text;
     :func:`fsyncbench.report.compare.in_gate`)."""
     return in_gate(c.kind, c.name, names)
-
-
-def per_commit_sync(primitive: str) -> bool:
-    """Whether a result's sync primitive runs on every commit: not "none", and not one that
-    runs only at checkpoints (WAL at synchronous=NORMAL: "fdatasync (checkpoints only)")."""
-    return primitive != "none" and "checkpoints only" not in primitive
 
 
 def label(c: ConfigComparison) -> str:

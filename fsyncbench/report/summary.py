@@ -19,6 +19,7 @@ from fsyncbench.report.disturbed import machine_paragraph
 from fsyncbench.report.document import Document, Paragraph, Section
 from fsyncbench.report.latency import compact_table
 from fsyncbench.report.loss import run_report_sections
+from fsyncbench.report.writers import writers_sections
 
 __all__ = ["summarize"]
 
@@ -43,6 +44,10 @@ def summarize(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> D
             "results",
             "",
             tuple(b for b in (compact_table(report), precision_paragraph(report)) if b is not None),
+        ),
+        *(
+            dataclasses.replace(w, blocks=w.blocks[:2])  # the answers and the points
+            for w in writers_sections(report)
         ),
         Section("more", "", (Paragraph(_left_out(report)),)),
     )

@@ -1,0 +1,242 @@
+"""What ``run --writers`` (and ``--steps-per-commit``) measured, described once for every
+format: one answer paragraph per configuration (scaling, the starved writers, the bound
+one sync per commit sets, the knee under ``--max-p99``), one table of the points, one of
+the writers. Only the facts of :class:`fsyncbench.model.WritersPoint` and the judge's
+bound (:mod:`fsyncbench.judge.writers_rules`) are used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from itertools import groupby
+
+from fsyncbench.fmt import fmt_interval, fmt_ns
+from fsyncbench.judge.writers_rules import sync_bound
+from fsyncbench.measure.concurrency import STARVED_SHARE, STARVED_WAIT_SHARE
+from fsyncbench.measure.workloads import per_commit_sync
+from fsyncbench.model import RISK, Report, WritersPoint
+from fsyncbench.report.document import Block, Bullets, Cell, Paragraph, Section, Table
+
+KEY = "writers"
+TITLE = "Concurrent writers"
+
+
+def _rate(x: float) -> str:
+    return f"{x:,.0f}/s"
+
+
+def _starved_text(p: WritersPoint) -> str:
+    s = p.summary
+    fair = s.commits_per_s / p.writers if p.writers else 0.0
+    worst = min(range(len(p.lanes)), key=lambda i: s.writer_commits_per_s[i])
+    longest = max(range(len(p.lanes)), key=lambda i: s.writer_longest_ns[i])
+    return (
+        f"{len(s.starved)} of {p.writers} writers starved: writer {worst} made "
+        f"{_rate(s.writer_commits_per_s[worst])} against an equal share of {_rate(fair)}, "
+        f"writer {longest} waited {fmt_ns(s.writer_longest_ns[longest])} for one commit "
+        f"({s.lock_wait_share:.0%} of all commit time went to waiting for the write lock); "
+        f"over time, the oldest commit in progress was older than "
+        f"{fmt_ns(s.oldest_wait_p99_ns)} 1 % of the time, while the p99 over commits says "
+        f"{fmt_ns(s.p99_interval.estimate_ns)}"
+    )
+
+
+def _knee(points: Sequence[WritersPoint], max_p99_ns: float | None) -> str:
+    """The most writers at which p99 and the longest wait stay under ``max_p99_ns``."""
+    if max_p99_ns is None or len(points) < 2:
+        return ""
+    ok = [
+        p for p in points if max(p.summary.p99_interval.estimate_ns, p.summary.max_ns) <= max_p99_ns
+    ]
+    limit = fmt_ns(max_p99_ns)
+    if not ok:
+        return f"At no writer count did the p99 and the longest wait stay under {limit}."
+    best = max(ok, key=lambda p: p.writers)
+    return (
+        f"Knee: up to {best.writers} writer{'s' if best.writers > 1 else ''} the p99 and "
+        f"the longest wait stay under {limit} (--max-p99), at {_rate(best.summary.commits_per_s)}."
+    )
+
+
+def config_paragraph(
+    points: Sequence[WritersPoint], report: Report, max_p99_ns: float | None = None
+) -> Paragraph:
+    """One configuration's points (same pragmas, steps and payload; any writer counts) in
+    a few sentences: the rate and p99 at each count against one writer, starvation, the
+    sync bound, the knee."""
+    first = points[0]
+    base = next((p for p in points if p.writers == 1), None)
+    parts = []
+    for p in points:
+        s = p.summary
+        text = (
+            f"{p.writers} writer{'s' if p.writers > 1 else ''}: {_rate(s.commits_per_s)}"
+            + (
+                f" ({s.commits_per_s / base.summary.commits_per_s:.2f}x one writer)"
+                if base and p is not base and base.summary.commits_per_s
+                else ""
+            )
+            + f", p50 {fmt_ns(s.p50_interval.estimate_ns)} "
+            + fmt_interval(s.p50_interval.bounds, s.p50_interval)
+            + f", p99 {fmt_ns(s.p99_interval.estimate_ns)} "
+            + fmt_interval(s.p99_interval.bounds, s.p99_interval)
+            + f", longest {fmt_ns(s.max_ns)}"
+        )
+        if s.busy_errors or s.abandoned:
+            text += f", {s.busy_errors:,} SQLITE_BUSY" + (
+                f" ({s.abandoned} abandoned)" if s.abandoned else ""
+            )
+        parts.append(text)
+    sentences = ["; ".join(parts) + "."]
+    for p in points:
+        if p.summary.starved:
+            sentences.append(f"At {p.writers} writers {_starved_text(p)}.")
+    risks = [f for f in (sync_bound(p, report.results) for p in points) if f is not None]
+    flagged = [f for f in risks if f.level == RISK]
+    if flagged:
+        sentences.append(flagged[0].message + " " + flagged[0].advice)
+    elif risks and per_commit_sync(first.primitive):
+        top = max(points, key=lambda p: p.summary.commits_per_s)
+        bound = risks[0].evidence.get("bound_commits_per_s")
+        if bound:
+            sentences.append(
+                f"Within the bound one {first.primitive} per commit sets "
+                f"({_rate(float(bound))}: SQLite holds the write lock through each sync): "
+                f"the most reached was {_rate(top.summary.commits_per_s)}."
+            )
+    elif not per_commit_sync(first.primitive):
+        sentences.append(f"No per-commit sync ({first.primitive}): no sync bounds its rate.")
+    knee = _knee(points, max_p99_ns)
+    if knee:
+        sentences.append(knee)
+    label = first.requested.label
+    if first.steps_per_commit > 1:
+        label += f", {first.steps_per_commit} steps per commit"
+    return Paragraph(" ".join(sentences), lead=f"{label}:", tone="bad" if flagged else "")
+
+
+def _groups(points: Sequence[WritersPoint]) -> list[list[WritersPoint]]:
+    def key(p: WritersPoint) -> tuple[str, int, int]:
+        return (p.requested.label, p.steps_per_commit, p.payload_bytes)
+
+    return [list(g) for _k, g in groupby(points, key=key)]
+
+
+def points_table(points: Sequence[WritersPoint]) -> Table:
+    """One row per point (configuration and writer count): steps per commit and steps/s
+    when swept, commits/s, p50, p99 and p99.9 over commits, the longest commit; with more
+    than one writer, the lock-wait share, SQLITE_BUSY and the oldest commit in progress
+    over time (p99). The intervals are in the configuration's paragraph
+    (:func:`config_paragraph`), and p99.9 gives way when both steps and writers are swept:
+    a table of 100 columns holds no more."""
+    steps = any(p.steps_per_commit > 1 for p in points)
+    many = any(p.writers > 1 for p in points)
+    columns: list[tuple[str, Callable[[WritersPoint], Cell]]] = [
+        ("configuration", lambda p: Cell(p.name)),
+    ]
+    if steps:
+        columns.append(("steps", lambda p: Cell(str(p.steps_per_commit))))
+    columns.append(("commits/s", lambda p: Cell(f"{p.summary.commits_per_s:,.0f}")))
+    if steps:
+        columns.append(("steps/s", lambda p: Cell(f"{p.summary.steps_per_s:,.0f}")))
+    columns += [
+        ("p50", lambda p: Cell(fmt_ns(p.summary.p50_interval.estimate_ns))),
+        ("p99", lambda p: Cell(fmt_ns(p.summary.p99_interval.estimate_ns))),
+    ]
+    if not (steps and many):
+        columns.append(("p99.9", lambda p: Cell(fmt_ns(p.summary.p999_ns))))
+    columns.append(("longest", lambda p: Cell(fmt_ns(p.summary.max_ns))))
+    if many:
+        columns += [
+            ("lock wait", lambda p: Cell(f"{p.summary.lock_wait_share:.0%}")),
+            (
+                "BUSY",
+                lambda p: Cell(
+                    f"{p.summary.busy_errors:,}", "caution" if p.summary.busy_errors else ""
+                ),
+            ),
+            (
+                "oldest",
+                lambda p: Cell(
+                    fmt_ns(p.summary.oldest_wait_p99_ns), "bad" if p.summary.starved else ""
+                ),
+            ),
+        ]
+    caption = (
+        "Per commit, BEGIN to the end of COMMIT, lock waits included; configuration xN: N "
+        "writers" + ("; steps: step rows per commit" if steps else "") + "."
+    )
+    if many:
+        caption += (
+            " lock wait: the share of commit time spent before the write lock was held; "
+            "BUSY: SQLITE_BUSY errors that reached the writers (each retried); oldest: over "
+            "every millisecond of the window, the age of the oldest commit in progress, its "
+            "99th percentile (a starved writer shows here, not in the p99 over commits)."
+        )
+    return Table(
+        tuple(h for h, _f in columns),
+        tuple(tuple(f(p) for _h, f in columns) for p in points),
+        frozenset(range(1, len(columns))),
+        caption,
+    )
+
+
+def writers_table(points: Sequence[WritersPoint]) -> Table:
+    """One row per writer of every point with more than one: its commits/s and their share
+    of an equal split, its longest commit, whether it starved; the point's Jain fairness
+    index on its first row."""
+    rows = []
+    for p in points:
+        if p.writers < 2:
+            continue
+        s = p.summary
+        fair = s.commits_per_s / p.writers if p.writers else 0.0
+        for i, lane in enumerate(p.lanes):
+            starved = lane.writer in s.starved
+            rows.append(
+                (
+                    Cell(p.name if i == 0 else ""),
+                    Cell(f"{s.fairness:.2f}" if i == 0 else ""),
+                    Cell(str(lane.writer)),
+                    Cell(f"{s.writer_commits_per_s[i]:,.0f}"),
+                    Cell(f"{s.writer_commits_per_s[i] / fair:.2f}" if fair else "-"),
+                    Cell(fmt_ns(s.writer_longest_ns[i])),
+                    Cell("starved" if starved else "", "bad" if starved else ""),
+                    Cell(lane.error),
+                )
+            )
+    errors = any(row[-1].text for row in rows)
+    headers = ("configuration", "fairness", "writer", "commits/s", "of equal share", "longest")
+    return Table(
+        (*headers, "", *(("error",) if errors else ())),
+        tuple(row if errors else row[:-1] for row in rows),
+        frozenset({1, 2, 3, 4, 5}),
+        "fairness: Jain's index of the writers' commit rates (1 = equal shares, 1/N = one "
+        f"writer got all). starved: below {STARVED_SHARE:.0%} of an equal share of the "
+        f"commits, or one commit longer than {STARVED_WAIT_SHARE:.0%} of the window.",
+    )
+
+
+def writers_sections(report: Report, max_p99_ns: float | None = None) -> tuple[Section, ...]:
+    """The concurrent-writers section of ``report`` (none without ``run --writers``)."""
+    points = report.writers
+    if not points:
+        return ()
+    first = points[0]
+    method = Paragraph(
+        f"Each point: N processes, each with its own connection to one fresh database, "
+        f"committing for {first.window_ns / 1e9:g} s with {first.begin.upper()} "
+        f"transactions and a busy timeout of {first.busy_timeout_ms:,} ms (SQLite's busy "
+        "handler sleeps 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, then 100 ms between "
+        "tries, so a writer can lose the lock to the others again and again).",
+        lead="How:",
+    )
+    blocks: list[Block] = [
+        Bullets(tuple((config_paragraph(g, report, max_p99_ns), ()) for g in _groups(points))),
+        points_table(points),
+    ]
+    per_writer = writers_table(points)
+    if per_writer.rows:
+        blocks.append(per_writer)
+    blocks.append(method)
+    return (Section(KEY, TITLE, tuple(blocks)),)
