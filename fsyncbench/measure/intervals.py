@@ -126,7 +126,8 @@ METHOD_INDEPENDENT = "order-statistic"  # schema 1 reports: assumes independent 
 def clock_tick_ns(samples_ns: Sequence[int] | np.ndarray) -> int:
     """The clock's tick as the samples show it: the greatest common divisor of the
     differences between sample values (ns), at least 1; 1 where all samples are equal (no
-    difference shows a tick). A clock that counts in 100 ns steps (Windows'
+    difference shows a tick); never more than the least positive sample, of which a tick is
+    a divisor as well. A clock that counts in 100 ns steps (Windows'
     QueryPerformanceCounter at 10 MHz, https://learn.microsoft.com/en-us/windows/win32/
     sysinfo/acquiring-high-resolution-time-stamps) gives 100; a nanosecond clock almost
     always 1. (The first 1,000 samples are tried first: on a nanosecond clock their
@@ -139,6 +140,8 @@ def clock_tick_ns(samples_ns: Sequence[int] | np.ndarray) -> int:
     g = int(np.gcd.reduce(ints[:1000] - base))
     if g != 1:
         g = int(np.gcd.reduce(ints - base))
+    if g > 1 and base > 0:  # a duration is a whole number of ticks too: 200 us and 3 s
+        g = math.gcd(g, base)  # differ by 2.9998 s, yet the tick divides 200 us
     return max(1, g)
 
 

@@ -81,6 +81,12 @@ def config_paragraph(
             + f", p99 {fmt_ns(s.p99_interval.estimate_ns)} "
             + fmt_interval(s.p99_interval.bounds, s.p99_interval)
             + f", longest {fmt_ns(s.max_ns)}"
+            + (
+                f"; {_rate(s.steps_per_s)} steps, p50 per step "
+                f"{fmt_ns(s.p50_interval.estimate_ns / p.steps_per_commit)}"
+                if p.steps_per_commit > 1
+                else ""
+            )
         )
         if s.busy_errors or s.abandoned:
             text += f", {s.busy_errors:,} SQLITE_BUSY" + (
@@ -127,8 +133,8 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
     when swept, commits/s, p50, p99 and p99.9 over commits, the longest commit; with more
     than one writer, the lock-wait share, SQLITE_BUSY and the oldest commit in progress
     over time (p99). The intervals are in the configuration's paragraph
-    (:func:`config_paragraph`), and p99.9 gives way when both steps and writers are swept:
-    a table of 100 columns holds no more."""
+    (:func:`config_paragraph`), and p99.9 and commits/s (steps/s over steps) give way when
+    both steps and writers are swept: a table of 100 columns holds no more."""
     steps = any(p.steps_per_commit > 1 for p in points)
     many = any(p.writers > 1 for p in points)
     columns: list[tuple[str, Callable[[WritersPoint], Cell]]] = [
@@ -136,7 +142,8 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
     ]
     if steps:
         columns.append(("steps", lambda p: Cell(str(p.steps_per_commit))))
-    columns.append(("commits/s", lambda p: Cell(f"{p.summary.commits_per_s:,.0f}")))
+    if not (steps and many):
+        columns.append(("commits/s", lambda p: Cell(f"{p.summary.commits_per_s:,.0f}")))
     if steps:
         columns.append(("steps/s", lambda p: Cell(f"{p.summary.steps_per_s:,.0f}")))
     columns += [

@@ -1,0 +1,522 @@
+"""Concurrent writers (``run --writers``, ``--steps-per-commit``): real processes committing
+into one real SQLite file, the statistics over their samples, the bound one sync per commit
+sets, the report and bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import fsyncbench
+from fsyncbench import cli
+from fsyncbench.judge import writers_rules
+from fsyncbench.measure import concurrency, workloads, writers
+from fsyncbench.model import (
+    INFO,
+    RISK,
+    Interval,
+    Pragmas,
+    Result,
+    Summary,
+    WriterLane,
+    WritersPoint,
+)
+from fsyncbench.report import store
+from fsyncbench.report.schema import report_schema
+from fsyncbench.report.writers import points_table, writers_sections
+
+WAL_FULL = Pragmas("WAL", "FULL")
+MS = 1_000_000
+S = 1_000_000_000
+
+
+def _plan(counts=(1, 3), steps=(1,), window_s=0.4, busy_timeout_ms=5000, begin="immediate"):
+    return writers.WritersPlan(
+        (WAL_FULL,),
+        counts,
+        begin=begin,
+        busy_timeout_ms=busy_timeout_ms,
+        steps_per_commit=steps,
+        payload_bytes=(256,),
+        window_s=window_s,
+    )
+
+
+def _primitive(p: Pragmas) -> str:
+    return workloads.sqlite_sync_primitive("Linux", p, False)
+
+
+# ------------------------------------------------------------------ real processes
+
+
+def test_writers_commit_at_once_into_one_database_and_every_commit_is_counted(tmp_path):
+    points = writers.measure_writers(_plan(), tmp_path, _primitive)
+    assert [(p.writers, len(p.lanes)) for p in points] == [(1, 1), (3, 3)]
+    for p in points:
+        s = p.summary
+        assert p.primitive == "fdatasync" and p.effective.journal_mode == "WAL"
+        assert s.commits == sum(len(la.samples_ns) for la in p.lanes) > 0
+        for la in p.lanes:
+            assert la.error == "" and len(la.start_samples_ns) == len(la.samples_ns)
+            assert all(0 <= w <= x for w, x in zip(la.lock_wait_samples_ns, la.samples_ns))
+            assert list(la.start_samples_ns) == sorted(la.start_samples_ns)
+            # every commit began inside the window
+            assert all(0 <= t < p.window_ns for t in la.start_samples_ns)
+        # the per-writer rates add up to the total
+        assert sum(s.writer_commits_per_s) == pytest.approx(s.commits_per_s)
+        assert s.p50_interval.estimate_ns <= s.p99_interval.estimate_ns <= s.max_ns
+    # three writers overlap in time: each one's commits interleave with the others'
+    three = points[1]
+    firsts = [la.start_samples_ns[0] for la in three.lanes if la.samples_ns]
+    assert max(firsts) < three.window_ns / 2
+    # nothing is left behind but what the caller owns
+    assert sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".db") == []
+
+
+def test_a_lane_commits_exactly_the_rows_it_reports(tmp_path):
+    db = tmp_path / "j.db"
+    workloads.create_lane_database(db, WAL_FULL)
+    conn = workloads.open_lane(db, WAL_FULL, 1000)
+    now = time.perf_counter_ns()
+    lane = workloads.commit_lane(
+        conn, 0, "deferred", 7, 100, now, now + 200 * MS, time.perf_counter_ns
+    )
+    conn.close()
+    rows = sqlite3.connect(db).execute("SELECT count(*), count(DISTINCT seq) FROM steps").fetchone()
+    assert rows == (7 * len(lane.latencies), 7 * len(lane.latencies)) and lane.latencies
+
+
+def test_a_lock_held_longer_than_the_busy_timeout_is_measured_not_waited_out(tmp_path):
+    db = tmp_path / "j.db"
+    workloads.create_lane_database(db, WAL_FULL)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+            "c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(30)",
+            str(db),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        conn = workloads.open_lane(db, WAL_FULL, 50)
+        t0 = time.monotonic()
+        now = time.perf_counter_ns()
+        lane = workloads.commit_lane(
+            conn, 0, "immediate", 1, 100, now, now + 300 * MS, time.perf_counter_ns
+        )
+        took = time.monotonic() - t0
+        conn.close()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert lane.latencies == [] and lane.busy_errors >= 2
+    assert lane.abandoned == 1 and lane.abandoned_wait_ns >= 300 * MS
+    assert took < 5  # the window and one busy timeout, not the holder's 30 s
+    point = WritersPoint(
+        WAL_FULL,
+        WAL_FULL,
+        1,
+        "immediate",
+        50,
+        1,
+        100,
+        300 * MS,
+        "fdatasync",
+        (
+            WriterLane(
+                0, (), (), (), lane.busy_errors, 1, lane.abandoned_start_ns, lane.abandoned_wait_ns
+            ),
+        ),
+        concurrency.summarize(
+            (
+                WriterLane(
+                    0,
+                    (),
+                    (),
+                    (),
+                    lane.busy_errors,
+                    1,
+                    lane.abandoned_start_ns,
+                    lane.abandoned_wait_ns,
+                ),
+            ),
+            300 * MS,
+            1,
+        ),
+    )
+    assert point.summary.commits == 0 and point.summary.abandoned == 1
+    assert point.summary.oldest_wait_max_ns >= 250 * MS  # the wait shows over time
+
+
+def test_a_writer_that_cannot_start_is_one_line(tmp_path):
+    plan = _plan(counts=(2,))
+    (tmp_path / "sub").mkdir()
+    os.chmod(tmp_path / "sub", 0o500)
+    if os.access(tmp_path / "sub", os.W_OK):
+        pytest.skip("root writes anywhere: the read-only directory cannot refuse")
+    with pytest.raises(fsyncbench.FsyncbenchError, match="creating writers-wal-full"):
+        writers.measure_writers(plan, tmp_path / "sub", _primitive)
+
+
+# ------------------------------------------------------------------ statistics
+
+
+def _lane(writer, starts_ms, latency_ms, waits_ms=None):
+    starts = tuple(int(t * MS) for t in starts_ms)
+    lat = tuple(int(x * MS) for x in latency_ms)
+    waits = tuple(int(x * MS) for x in (waits_ms or [0] * len(lat)))
+    return WriterLane(writer, starts, lat, waits)
+
+
+def _steady(writer, window_ms, every_ms=1.0, latency_ms=0.2, offset=0.0):
+    n = int(window_ms / every_ms)
+    return _lane(writer, [offset + i * every_ms for i in range(n)], [latency_ms] * n)
+
+
+def test_a_starved_writer_shows_over_time_and_by_name_though_the_p99_over_commits_hides_it():
+    window = 4000  # ms
+    busy = [_steady(i, window, offset=0.1 * i) for i in range(3)]
+    starved = _lane(3, [10.0], [3000.0], [2999.0])  # one commit that waited 3 s
+    s = concurrency.summarize((*busy, starved), window * MS, 1)
+    assert s.p99_interval.estimate_ns < 1 * MS  # 12,000 quick commits outweigh the one
+    assert s.oldest_wait_p99_ns > 2900 * MS and s.oldest_wait_max_ns >= 2990 * MS
+    assert s.starved == (3,)
+    assert s.writer_longest_ns[3] == 3000 * MS
+    assert s.fairness < 0.8
+    # the same writers without the starved one: nobody starved, fair
+    calm = concurrency.summarize(tuple(busy), window * MS, 1)
+    assert calm.starved == () and calm.fairness == pytest.approx(1.0, abs=1e-3)
+    assert calm.oldest_wait_p99_ns <= 0.2 * MS
+
+
+def test_the_starvation_thresholds_hold_at_their_edges():
+    window = 1000
+    fair = [_steady(i, window) for i in range(3)]  # 1,000 commits each
+    share = concurrency.STARVED_SHARE
+    # a writer at just above / just below a quarter of an equal share of the commits
+    for n, expect in ((int(1000 * share * 1.2), ()), (int(1000 * share * 0.5), (3,))):
+        slow = _lane(3, [i * (window / n) for i in range(n)], [0.2] * n)
+        s = concurrency.summarize((*fair, slow), window * MS, 1)
+        assert s.starved == expect, (n, s.writer_commits_per_s)
+    # one commit longer than a quarter of the window starves its writer
+    wait = window * concurrency.STARVED_WAIT_SHARE
+    for ms, expect in ((wait * 0.9, ()), (wait * 1.1, (0,))):
+        lanes = (_lane(0, [i * 1.0 for i in range(1000)], [0.2] * 999 + [ms]), *fair[1:])
+        s = concurrency.summarize(lanes, window * MS, 1)
+        assert (0 in s.starved) == bool(expect), ms
+    # one writer alone is never starved
+    assert concurrency.summarize((_lane(0, [0.0], [900.0]),), window * MS, 1).starved == ()
+
+
+def test_jain_index_is_one_for_equal_shares_and_one_over_n_for_one_winner():
+    assert concurrency.jain_index([5, 5, 5, 5]) == pytest.approx(1.0)
+    assert concurrency.jain_index([8, 0, 0, 0]) == pytest.approx(0.25)
+    assert concurrency.jain_index([]) == 1.0 and concurrency.jain_index([0, 0]) == 1.0
+
+
+def test_commits_finishing_after_the_window_count_in_latency_not_in_the_rate():
+    lanes = (_lane(0, [0.0, 500.0, 990.0], [1.0, 1.0, 50.0]),)
+    s = concurrency.summarize(lanes, 1000 * MS, 10)
+    assert s.commits == 3 and s.commits_per_s == pytest.approx(2.0)
+    assert s.steps_per_s == pytest.approx(20.0) and s.steps == 30
+
+
+def test_the_oldest_wait_reads_an_open_commit_at_every_millisecond():
+    # writer 0 inside a commit from 100 ms to 400 ms; writer 1 from 300 ms to 350 ms
+    lanes = (_lane(0, [100.0], [300.0]), _lane(1, [300.0], [50.0]))
+    ages = concurrency.oldest_wait(lanes, 1000 * MS)
+    assert ages.shape == (1000,)
+    assert ages[99] == 0 and ages[100] == 0 and ages[101] == 1 * MS
+    assert ages[320] == 220 * MS  # the oldest of the two, not the newest
+    assert ages[399] == 299 * MS and ages[400] == 0
+
+
+# ------------------------------------------------------------------ the bound
+
+
+def _summary(p50_ns):
+    iv = Interval(p50_ns, None, None, None, 0.0, 0, "block-jackknife", "test")
+    return Summary(
+        1000,
+        p50_ns,
+        p50_ns,
+        p50_ns,
+        p50_ns,
+        p50_ns,
+        p50_ns,
+        p50_ns,
+        0.0,
+        1e9 / p50_ns,
+        None,
+        None,
+        p50_interval=iv,
+        p99_interval=iv,
+    )
+
+
+def _flush(primitive, p50_ns):
+    return Result(
+        "flush", f"write+{primitive}", primitive, (), _summary(p50_ns), 0, 0, 0.0, True, 0, 4096
+    )
+
+
+def _point(rate, primitive="fdatasync", writers_n=4, pragmas=WAL_FULL):
+    window = 1000
+    n = int(rate)
+    lanes = tuple(
+        _lane(
+            i,
+            [k * window / (n / writers_n) for k in range(n // writers_n)],
+            [0.01] * (n // writers_n),
+        )
+        for i in range(writers_n)
+    )
+    return WritersPoint(
+        pragmas,
+        pragmas,
+        writers_n,
+        "immediate",
+        5000,
+        1,
+        512,
+        window * MS,
+        primitive,
+        lanes,
+        concurrency.summarize(lanes, window * MS, 1),
+    )
+
+
+@pytest.mark.parametrize(
+    ("rate", "sync_p50_us", "code"),
+    [
+        (6_000, 90, "writers-within-sync-bound"),  # this VM: 6,000/s under 11,100/s
+        (16_000, 90, "writers-within-sync-bound"),  # above the bound, within its slack (1.5x)
+        (17_000, 90, "writers-beyond-sync-bound"),  # beyond 1.5 x 11,111/s
+        (40_000, 10.0, "writers-within-sync-bound"),  # at the real-I/O floor: a PLP drive
+        (40_000, 9.9, "writers-sync-reaches-no-device"),  # just below it
+        (37_000, 1.2, "writers-sync-reaches-no-device"),  # tmpfs, eatmydata: ~1 us "syncs"
+    ],
+)
+def test_the_bound_one_sync_per_commit_sets_fires_only_beyond_it(rate, sync_p50_us, code):
+    f = writers_rules.sync_bound(_point(rate), [_flush("fdatasync", sync_p50_us * 1000)])
+    assert f is not None and f.code == code
+    assert f.level == (INFO if code == "writers-within-sync-bound" else RISK)
+    assert f.evidence["bound_commits_per_s"] == pytest.approx(1e6 / sync_p50_us, rel=1e-3)
+
+
+def test_no_bound_without_a_per_commit_sync_or_without_the_primitive():
+    normal = Pragmas("WAL", "NORMAL")
+    assert (
+        writers_rules.sync_bound(
+            _point(30_000, "fdatasync (checkpoints only)", pragmas=normal),
+            [_flush("fdatasync", 90_000)],
+        )
+        is None
+    )
+    f = writers_rules.sync_bound(_point(6_000), [_flush("fsync", 90_000)])  # another primitive
+    assert f is not None and f.code == "writers-bound-unknown" and f.level == INFO
+
+
+# ------------------------------------------------------------------ run, report, bad input
+
+
+@pytest.fixture(scope="module")
+def run_report(tmp_path_factory):
+    target = tmp_path_factory.mktemp("writers-target")
+    report = fsyncbench.run(
+        target,
+        journal_modes="wal",
+        synchronous="full,normal",
+        samples=300,
+        rounds=3,
+        writers="1,2",
+        steps_per_commit="1,10",
+        writers_seconds=0.5,
+        command_line=["fsyncbench", "run", "--writers", "1,2"],
+    )
+    return target, report
+
+
+def test_run_with_writers_measures_every_point_and_leaves_nothing_behind(run_report):
+    target, report = run_report
+    names = [(p.requested.label, p.steps_per_commit, p.writers) for p in report.writers]
+    assert names == [(c, s, n) for c in ("wal/full", "wal/normal") for s in (1, 10) for n in (1, 2)]
+    assert {p.primitive for p in report.writers} == {"fdatasync", "fdatasync (checkpoints only)"}
+    assert list(target.iterdir()) == []
+    # ten steps per commit: more steps per second than one, fewer commits
+    by = {(p.requested.label, p.steps_per_commit, p.writers): p.summary for p in report.writers}
+    one, ten = by[("wal/full", 1, 1)], by[("wal/full", 10, 1)]
+    assert ten.steps_per_s > one.steps_per_s and ten.commits_per_s < one.commits_per_s
+
+
+def test_a_writers_report_round_trips_and_matches_the_schema(run_report, tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    _target, report = run_report
+    path = tmp_path / "r.json"
+    path.write_text(store.report_to_json(report))
+    again = store.load_report(path)
+    assert again.writers == report.writers
+    jsonschema.validate(json.loads(path.read_text()), report_schema())
+
+
+def test_the_writers_section_fits_100_columns_in_every_view(run_report):
+    _target, report = run_report
+    for view in ("text", "verbose", "markdown"):
+        text = (
+            fsyncbench.render(report, "text", verbose=view == "verbose")
+            if view != "markdown"
+            else fsyncbench.render(report, "markdown")
+        )
+        assert "Concurrent writers" in text
+        if view != "markdown":
+            section = text[text.index("Concurrent writers") :]
+            section = section[: section.find("\n\n\n")] if "\n\n\n" in section else section
+            long = [line for line in section.splitlines()[:40] if len(line) > 100]
+            assert not long, long
+    table = points_table(report.writers)
+    assert table.headers[:3] == ("configuration", "steps", "steps/s")
+    (section,) = writers_sections(report)
+    assert "1 writer" in fsyncbench.render(report, "text")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--writers", "0"], "writers must be between 1 and 64, got 0"),
+        (["--writers", "100000"], "writers must be between 1 and 64, got 100,000"),
+        (["--writers", "two"], "writers must be whole numbers, got 'two'"),
+        (["--writers", ","], "writers must be whole numbers, got ''"),
+        (["--steps-per-commit", "0"], "steps_per_commit must be between 1 and 10,000, got 0"),
+        (["--writers", "2", "--busy-timeout-ms", "-1"], "busy_timeout_ms must be between 0"),
+        (["--writers", "2", "--writers-seconds", "0"], "writers_seconds must be between 0.5"),
+        (["--writers", "2", "--writers-seconds", "nan"], "writers_seconds must be between 0.5"),
+        (["--writers", "2", "--begin", "exclusive"], "invalid choice: 'exclusive'"),
+    ],
+)
+def test_bad_writers_input_is_one_line_and_exit_2_before_anything_is_measured(
+    argv, message, tmp_path, capsys
+):
+    assert cli.main(["run", str(tmp_path), "--no-report", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ the bound on real stacks
+
+
+def _cli_run(target: Path, extra_env: dict[str, str] | None = None) -> str:
+    """``fsyncbench run TARGET --writers 1,2`` (WAL/FULL, small) as a user runs it; its JSON."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "fsyncbench",
+            "run",
+            str(target),
+            "--journal-mode",
+            "wal",
+            "--synchronous",
+            "full",
+            "--samples",
+            "300",
+            "--rounds",
+            "3",
+            "--writers",
+            "1,2",
+            "--writers-seconds",
+            "1",
+            "--no-report",
+            "--no-history",
+            "-q",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(extra_env or {})},
+        check=False,
+        timeout=300,
+    )
+    assert out.returncode in (0, 1), out.stderr
+    return out.stdout
+
+
+def _bound_codes(report_json: str) -> set[str]:
+    from fsyncbench.report.store import report_from_json
+
+    rep = report_from_json(report_json)
+    return {
+        f.code
+        for f in (writers_rules.sync_bound(p, rep.results) for p in rep.writers)
+        if f is not None
+    }
+
+
+@pytest.mark.system
+def test_on_this_disk_the_writers_stay_within_the_bound(tmp_path):
+    target = (
+        Path(os.environ.get("FSYNCBENCH_DISK_DIR", str(Path.cwd()))) / f".writers-{os.getpid()}"
+    )
+    target.mkdir()
+    try:
+        fs = subprocess.run(
+            ["stat", "-f", "-c", "%T", str(target)], capture_output=True, text=True
+        ).stdout.strip()
+        if fs in ("tmpfs", "ramfs"):
+            pytest.skip(f"{target} is on {fs}, not a disk")
+        assert _bound_codes(_cli_run(target)) == {"writers-within-sync-bound"}
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+
+
+@pytest.mark.system
+def test_on_tmpfs_the_bound_says_no_sync_reaches_a_device():
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or not os.access(shm, os.W_OK):
+        pytest.skip("no writable /dev/shm (tmpfs) here")
+    target = shm / f"fsb-writers-{os.getpid()}"
+    target.mkdir()
+    try:
+        assert _bound_codes(_cli_run(target)) == {"writers-sync-reaches-no-device"}
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
+
+
+@pytest.mark.system
+def test_under_eatmydata_the_bound_says_no_sync_reaches_a_device(tmp_path):
+    lib = next(
+        (
+            p
+            for p in (
+                "/usr/lib/x86_64-linux-gnu/libeatmydata.so",
+                "/usr/lib/aarch64-linux-gnu/libeatmydata.so",
+                "/usr/lib/libeatmydata.so",
+            )
+            if os.path.exists(p)
+        ),
+        None,
+    )
+    if lib is None:
+        pytest.skip("libeatmydata is not installed (apt install eatmydata)")
+    target = Path.cwd() / f".writers-emd-{os.getpid()}"
+    target.mkdir()
+    try:
+        assert _bound_codes(_cli_run(target, {"LD_PRELOAD": lib})) == {
+            "writers-sync-reaches-no-device"
+        }
+    finally:
+        shutil.rmtree(target, ignore_errors=True)
