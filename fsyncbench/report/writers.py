@@ -25,19 +25,26 @@ def _rate(x: float) -> str:
     return f"{x:,.0f}/s"
 
 
-def _starved_text(p: WritersPoint) -> str:
+def _starved_text(points: Sequence[WritersPoint]) -> str:
+    """Where writers starved, and the worst case in figures (the point whose oldest commit
+    in progress was oldest over time); "" when none did."""
+    hit = [p for p in points if p.summary.starved]
+    if not hit:
+        return ""
+    p = max(hit, key=lambda q: q.summary.oldest_wait_p99_ns)
     s = p.summary
     fair = s.commits_per_s / p.writers if p.writers else 0.0
     worst = min(range(len(p.lanes)), key=lambda i: s.writer_commits_per_s[i])
     longest = max(range(len(p.lanes)), key=lambda i: s.writer_longest_ns[i])
+    at = ", ".join(str(q.writers) for q in hit)
     return (
-        f"{len(s.starved)} of {p.writers} writers starved: writer {worst} made "
+        f"Writers starved at {at} writers. At {p.writers}: writer {worst} made "
         f"{_rate(s.writer_commits_per_s[worst])} against an equal share of {_rate(fair)}, "
-        f"writer {longest} waited {fmt_ns(s.writer_longest_ns[longest])} for one commit "
-        f"({s.lock_wait_share:.0%} of all commit time went to waiting for the write lock); "
-        f"over time, the oldest commit in progress was older than "
+        f"writer {longest} waited {fmt_ns(s.writer_longest_ns[longest])} for one commit, "
+        f"and {s.lock_wait_share:.0%} of all commit time went to waiting for the write lock; "
+        f"over time the oldest commit in progress was older than "
         f"{fmt_ns(s.oldest_wait_p99_ns)} 1 % of the time, while the p99 over commits says "
-        f"{fmt_ns(s.p99_interval.estimate_ns)}"
+        f"{fmt_ns(s.p99_interval.estimate_ns)}."
     )
 
 
@@ -58,45 +65,70 @@ def _knee(points: Sequence[WritersPoint], max_p99_ns: float | None) -> str:
     )
 
 
+def _scaling_text(points: Sequence[WritersPoint], single: WritersPoint | None = None) -> str:
+    """Commits/s, p99 and the longest commit from the fewest writers to the most (one
+    point: its own figures), and the cost per step where steps are batched, against
+    ``single`` (the same configuration and writers with one step per commit) when given."""
+    lo = min(points, key=lambda p: p.writers)
+    hi = max(points, key=lambda p: p.writers)
+    a, b = lo.summary, hi.summary
+    if lo is hi:
+        text = (
+            f"{lo.writers} writer{'s' if lo.writers > 1 else ''}: {_rate(a.commits_per_s)}, "
+            f"p99 {fmt_ns(a.p99_interval.estimate_ns)}, longest {fmt_ns(a.max_ns)}."
+        )
+    else:
+        ratio = b.commits_per_s / a.commits_per_s if a.commits_per_s else float("nan")
+        text = (
+            f"from {lo.writers} to {hi.writers} writers, {_rate(a.commits_per_s)} -> "
+            f"{_rate(b.commits_per_s)} ({ratio:.2f}x), p99 {fmt_ns(a.p99_interval.estimate_ns)}"
+            f" -> {fmt_ns(b.p99_interval.estimate_ns)}, longest commit {fmt_ns(a.max_ns)} -> "
+            f"{fmt_ns(b.max_ns)}."
+        )
+    if lo.steps_per_commit > 1:
+        text += (
+            f" {_rate(a.steps_per_s)} steps at {lo.writers} writer{'s' if lo.writers > 1 else ''}"
+            f", p50 per step {fmt_ns(a.p50_interval.estimate_ns / lo.steps_per_commit)}"
+            + (
+                f" (one step per commit: {fmt_ns(single.summary.p50_interval.estimate_ns)}, "
+                f"{_rate(single.summary.steps_per_s)} steps)."
+                if single is not None
+                else "."
+            )
+        )
+    busy = [(p.writers, p.summary.busy_errors) for p in points if p.summary.busy_errors]
+    if busy:
+        text += (
+            " SQLITE_BUSY reached the writers "
+            + ", ".join(f"{n:,} times at {w}" for w, n in busy)
+            + " (each rolled back and retried)."
+        )
+    return text
+
+
 def config_paragraph(
     points: Sequence[WritersPoint], report: Report, max_p99_ns: float | None = None
 ) -> Paragraph:
     """One configuration's points (same pragmas, steps and payload; any writer counts) in
-    a few sentences: the rate and p99 at each count against one writer, starvation, the
-    sync bound, the knee."""
+    a few sentences: commits/s, p99 and the longest commit from the fewest writers to the
+    most, starvation, the bound one sync per commit sets, the knee under --max-p99."""
     first = points[0]
-    base = next((p for p in points if p.writers == 1), None)
-    parts = []
-    for p in points:
-        s = p.summary
-        text = (
-            f"{p.writers} writer{'s' if p.writers > 1 else ''}: {_rate(s.commits_per_s)}"
-            + (
-                f" ({s.commits_per_s / base.summary.commits_per_s:.2f}x one writer)"
-                if base and p is not base and base.summary.commits_per_s
-                else ""
-            )
-            + f", p50 {fmt_ns(s.p50_interval.estimate_ns)} "
-            + fmt_interval(s.p50_interval.bounds, s.p50_interval)
-            + f", p99 {fmt_ns(s.p99_interval.estimate_ns)} "
-            + fmt_interval(s.p99_interval.bounds, s.p99_interval)
-            + f", longest {fmt_ns(s.max_ns)}"
-            + (
-                f"; {_rate(s.steps_per_s)} steps, p50 per step "
-                f"{fmt_ns(s.p50_interval.estimate_ns / p.steps_per_commit)}"
-                if p.steps_per_commit > 1
-                else ""
-            )
-        )
-        if s.busy_errors or s.abandoned:
-            text += f", {s.busy_errors:,} SQLITE_BUSY" + (
-                f" ({s.abandoned} abandoned)" if s.abandoned else ""
-            )
-        parts.append(text)
-    sentences = ["; ".join(parts) + "."]
-    for p in points:
-        if p.summary.starved:
-            sentences.append(f"At {p.writers} writers {_starved_text(p)}.")
+    lo = min(points, key=lambda p: p.writers)
+    single = next(
+        (
+            p
+            for p in report.writers
+            if p.steps_per_commit == 1
+            and p.writers == lo.writers
+            and p.requested == lo.requested
+            and p.payload_bytes == lo.payload_bytes
+        ),
+        None,
+    )
+    sentences = [_scaling_text(points, single if lo.steps_per_commit > 1 else None)]
+    starved = _starved_text(points)
+    if starved:
+        sentences.append(starved)
     risks = [f for f in (sync_bound(p, report.results) for p in points) if f is not None]
     flagged = [f for f in risks if f.level == RISK]
     if flagged:
@@ -110,6 +142,8 @@ def config_paragraph(
                 f"({_rate(float(bound))}: SQLite holds the write lock through each sync): "
                 f"the most reached was {_rate(top.summary.commits_per_s)}."
             )
+        else:
+            sentences.append(risks[0].message)
     elif not per_commit_sync(first.primitive):
         sentences.append(f"No per-commit sync ({first.primitive}): no sync bounds its rate.")
     knee = _knee(points, max_p99_ns)
@@ -188,6 +222,40 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
     )
 
 
+def intervals_table(points: Sequence[WritersPoint]) -> Table:
+    """Per point, p50 and p99 over commits with their 95 % intervals and p99.9 (the
+    full report; the screen's table has no room for them)."""
+    rows = tuple(
+        (
+            Cell(p.name),
+            Cell(str(p.steps_per_commit)),
+            Cell(fmt_ns(p.summary.p50_interval.estimate_ns)),
+            Cell(fmt_interval(p.summary.p50_interval.bounds, p.summary.p50_interval)),
+            Cell(fmt_ns(p.summary.p99_interval.estimate_ns)),
+            Cell(fmt_interval(p.summary.p99_interval.bounds, p.summary.p99_interval)),
+            Cell(fmt_ns(p.summary.p999_ns)),
+            Cell(f"{p.summary.commits:,}"),
+        )
+        for p in points
+    )
+    return Table(
+        (
+            "configuration",
+            "steps",
+            "p50",
+            "p50 95% interval",
+            "p99",
+            "p99 95% interval",
+            "p99.9",
+            "commits",
+        ),
+        rows,
+        frozenset({1, 2, 4, 6, 7}),
+        "95 % intervals from a jackknife over ten time slices of the window (commits that "
+        "move together in time widen them; docs/method.md).",
+    )
+
+
 def writers_table(points: Sequence[WritersPoint]) -> Table:
     """One row per writer of every point with more than one: its commits/s and their share
     of an equal split, its longest commit, whether it starved; the point's Jain fairness
@@ -241,6 +309,7 @@ def writers_sections(report: Report, max_p99_ns: float | None = None) -> tuple[S
     blocks: list[Block] = [
         Bullets(tuple((config_paragraph(g, report, max_p99_ns), ()) for g in _groups(points))),
         points_table(points),
+        intervals_table(points),
     ]
     per_writer = writers_table(points)
     if per_writer.rows:
