@@ -520,3 +520,33 @@ def test_under_eatmydata_the_bound_says_no_sync_reaches_a_device(tmp_path):
         }
     finally:
         shutil.rmtree(target, ignore_errors=True)
+
+
+def test_the_knee_is_the_most_writers_up_to_which_every_count_stays_under_max_p99():
+    from fsyncbench.report.writers import _knee, max_p99_of
+
+    def point(n, longest_ms):
+        lanes = tuple(_lane(i, [0.0, 10.0], [0.1, longest_ms if i == 0 else 0.1]) for i in range(n))
+        return WritersPoint(
+            WAL_FULL,
+            WAL_FULL,
+            n,
+            "immediate",
+            5000,
+            1,
+            512,
+            1000 * MS,
+            "fdatasync",
+            lanes,
+            concurrency.summarize(lanes, 1000 * MS, 1),
+        )
+
+    points = [point(1, 1), point(2, 5), point(4, 50), point(8, 5)]  # 8 is fine again: no knee there
+    assert "up to 2 writers" in _knee(points, 10 * MS)
+    assert "At no writer count" in _knee(points, 0.5 * MS)
+    assert "up to 8 writers" in _knee(points, 100 * MS)
+    assert _knee(points, None) == "" and _knee(points[:1], 10 * MS) == ""
+    assert max_p99_of(["fsyncbench", "run", "--max-p99", "10ms"]) == 10 * MS
+    assert max_p99_of(["fsyncbench", "run", "--max-p99=500us"]) == 500_000
+    assert max_p99_of(["fsyncbench", "run"]) is None
+    assert max_p99_of(["fsyncbench", "run", "--max-p99", "soon"]) is None

@@ -10,7 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from itertools import groupby
 
+from fsyncbench.errors import FsyncbenchError
 from fsyncbench.fmt import fmt_interval, fmt_ns
+from fsyncbench.judge.gates import parse_duration
 from fsyncbench.judge.writers_rules import sync_bound
 from fsyncbench.measure.concurrency import STARVED_SHARE, STARVED_WAIT_SHARE
 from fsyncbench.measure.workloads import per_commit_sync
@@ -49,19 +51,23 @@ def _starved_text(points: Sequence[WritersPoint]) -> str:
 
 
 def _knee(points: Sequence[WritersPoint], max_p99_ns: float | None) -> str:
-    """The most writers at which p99 and the longest wait stay under ``max_p99_ns``."""
+    """The most writers up to which (every count from the fewest) the p99 and the longest
+    commit stay under ``max_p99_ns``, with the commits/s there; "" without a limit or with
+    one point."""
     if max_p99_ns is None or len(points) < 2:
         return ""
-    ok = [
-        p for p in points if max(p.summary.p99_interval.estimate_ns, p.summary.max_ns) <= max_p99_ns
-    ]
     limit = fmt_ns(max_p99_ns)
-    if not ok:
-        return f"At no writer count did the p99 and the longest wait stay under {limit}."
-    best = max(ok, key=lambda p: p.writers)
+    best = None
+    for p in sorted(points, key=lambda q: q.writers):
+        if max(p.summary.p99_interval.estimate_ns, p.summary.max_ns) > max_p99_ns:
+            break
+        best = p
+    if best is None:
+        return f"At no writer count did the p99 and the longest commit stay under {limit}."
     return (
         f"Knee: up to {best.writers} writer{'s' if best.writers > 1 else ''} the p99 and "
-        f"the longest wait stay under {limit} (--max-p99), at {_rate(best.summary.commits_per_s)}."
+        f"the longest commit stay under {limit} (--max-p99), at "
+        f"{_rate(best.summary.commits_per_s)}."
     )
 
 
@@ -292,11 +298,28 @@ def writers_table(points: Sequence[WritersPoint]) -> Table:
     )
 
 
+def max_p99_of(command_line: Sequence[str]) -> float | None:
+    """The ``--max-p99`` the run was given (ns), read from its recorded command line; None
+    without one or when it does not parse."""
+    args = list(command_line)
+    for i, arg in enumerate(args):
+        flag, eq, value = arg.partition("=")
+        if flag == "--max-p99":
+            text = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            try:
+                return float(parse_duration(text, "--max-p99"))
+            except FsyncbenchError:
+                return None
+    return None
+
+
 def writers_sections(report: Report, max_p99_ns: float | None = None) -> tuple[Section, ...]:
     """The concurrent-writers section of ``report`` (none without ``run --writers``)."""
     points = report.writers
     if not points:
         return ()
+    if max_p99_ns is None:
+        max_p99_ns = max_p99_of(report.command_line)
     first = points[0]
     method = Paragraph(
         f"Each point: N processes, each with its own connection to one fresh database, "
