@@ -74,6 +74,7 @@ def cmd_run(args: argparse.Namespace, argv: list[str]) -> int:
             begin=args.begin,
             busy_timeout_ms=args.busy_timeout_ms,
             writers_seconds=args.writers_seconds,
+            vs=args.vs,
         )
     return _finish_report(report, args, gates)
 
@@ -134,7 +135,9 @@ def cmd_show(args: argparse.Namespace, _argv: list[str]) -> int:
         args.max_p99, args.fail_on, args.config, args.max_p99_strict, args.accept_disturbed
     )
     report = api.load(args.report, redact=args.redact, gates=gates, outputs=_outputs(args))
-    text = api.render(report, args.format, model_call_ms=args.model_call_ms, verbose=args.verbose)
+    text = api.render(
+        report, args.format, model_call_ms=args.model_call_ms, verbose=args.verbose, vs=args.vs
+    )
     if args.csv or args.prometheus:  # first: a failure leaves nothing half-done
         api.save(report, None, csv=args.csv, prometheus=args.prometheus)
     try:

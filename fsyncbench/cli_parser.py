@@ -239,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         "same disk, CPU wait or steal could explain the round's p99), within +50%% of the "
         "rounds' time; --no-retake-disturbed only records the disturbance (default: retake)",
     )
+    _add_vs_option(run)
     concurrent = run.add_argument_group(
         "concurrent writers and batching (measured after the rounds, each point on a fresh "
         "database; the default run measures one writer only)"
@@ -467,6 +468,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_output_option(show)
     _add_verbose_option(show)
     _add_model_call_option(show)
+    _add_vs_option(show)
     _add_sharing_options(show)
     _add_prometheus_option(show)
     _add_gate_options(show)
@@ -1123,6 +1125,16 @@ def _model_call(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected milliseconds, got {text!r}") from None
     return options.model_call_ms(value, text)
+
+
+def _add_vs_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--vs",
+        metavar="A,B",
+        help="two configurations head to head, e.g. wal/full,truncate/full: how many times "
+        "faster one ran at p50 and p99 (95%% intervals over the paired rounds) and what each "
+        "loses in a power cut (default: the recommended one against its nearest rival)",
+    )
 
 
 def _add_model_call_option(parser: argparse.ArgumentParser) -> None:

@@ -746,6 +746,21 @@ def powerloss_plan(
     return plan
 
 
+def vs_names(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    """``--vs A,B``: two configuration labels, lower case (() for None). Raises
+    FsyncbenchError unless exactly two different ones are named."""
+    if value is None:
+        return ()
+    check_list(value, "vs")
+    names = tuple(n.strip().lower() for n in (_comma_list(value) or "").split(",") if n.strip())
+    if len(names) != 2 or names[0] == names[1]:
+        raise FsyncbenchError(
+            f"--vs takes two different configurations, e.g. wal/full,truncate/full; got "
+            f"{_comma_list(value)!r}"
+        )
+    return names
+
+
 #: Most steps one commit of ``run --steps-per-commit`` may hold.
 MAX_STEPS_PER_COMMIT = 10_000
 #: Longest busy timeout ``run --busy-timeout-ms`` takes (ms): 10 minutes.

@@ -85,6 +85,7 @@ def run(
     begin: str = "immediate",
     busy_timeout_ms: int = _writers.DEFAULT_BUSY_TIMEOUT_MS,
     writers_seconds: float = _writers.DEFAULT_WINDOW_S,
+    vs: str | Sequence[str] | None = None,
 ) -> Report:
     """``fsyncbench run``: measure journal-commit latency per pragma combination (and the raw
     sync primitives) in a fresh working directory under the existing directory ``target``,
@@ -121,7 +122,9 @@ def run(
     the report's ``writers``); ``steps_per_commit`` (a comma list: step rows per
     transaction) sweeps the batch size the same way (one writer unless ``writers`` says
     otherwise); ``begin`` ("immediate" or "deferred") and ``busy_timeout_ms`` (default
-    5,000, Python's) are how each writer waits for the write lock.
+    5,000, Python's) are how each writer waits for the write lock. ``vs``: two
+    configurations the report sets head to head (checked here against the plan, before
+    anything is measured; :func:`render` takes them).
     """
     started = time.monotonic_ns()
     options.check_instance(gates, Gates, "gates")
@@ -144,6 +147,13 @@ def run(
     )
     if gates is not None:
         gates.check_configs(runner.result_names(plan), "this run measures")
+    head = options.vs_names(vs)
+    missing = [n for n in head if n not in {p.label for p in plan.configs}]
+    if missing:
+        raise FsyncbenchError(
+            f"--vs: {', '.join(missing)} is not among the configurations this run measures: "
+            + ", ".join(p.label for p in plan.configs)
+        )
     writers_plan = options.writers_plan(
         plan.configs,
         writers=writers,

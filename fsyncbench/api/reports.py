@@ -132,6 +132,7 @@ def render(
     *,
     model_call_ms: float = DEFAULT_MODEL_CALL_MS,
     verbose: bool = False,
+    vs: str | Sequence[str] | None = None,
 ) -> str:
     """``result`` as the CLI prints it in ``fmt``: a Report ("text", "markdown", "json",
     "html"; a powercut report through :func:`fsyncbench.powercut.view.render`, a crash
@@ -144,7 +145,10 @@ def render(
     ``model_call_ms``: the unit a durable
     commit is set against, in milliseconds. ``verbose``: a run or audit report as "text" is
     the bottom line and a compact table (:func:`fsyncbench.report.summary.summarize`) unless
-    it is True (the whole report, as Markdown and HTML always are)."""
+    it is True (the whole report, as Markdown and HTML always are). ``vs``: two
+    configurations of a run report to set head to head ("wal/full,truncate/full" or a
+    sequence; default the run's own ``--vs``, else the recommended one against its nearest
+    rival); FsyncbenchError when they are not two it measured."""
     from fsyncbench.report import tables
 
     options.model_call_ms(model_call_ms)
@@ -162,7 +166,7 @@ def render(
             return _render_powerloss(result.powerloss, fmt)
         from fsyncbench import report as reporting
 
-        return reporting.render(result, fmt, model_call_ms, verbose)
+        return reporting.render(result, fmt, model_call_ms, verbose, options.vs_names(vs))
     if isinstance(result, Comparison):
         return _render_comparison(result, options.choice(fmt, options.COMPARE_FORMATS, "--format"))
     if isinstance(result, Host):

@@ -18,6 +18,7 @@ def render(
     fmt: str,
     model_call_ms: float = DEFAULT_MODEL_CALL_MS,
     verbose: bool = False,
+    vs: tuple[str, ...] = (),
 ) -> str:
     """A run or audit ``report`` as ``fmt`` (one of :data:`FORMATS`), from its one
     description (:func:`~fsyncbench.report.describe.describe`); as text without ``verbose``,
@@ -27,7 +28,9 @@ def render(
     above this one), a crash report by :func:`fsyncbench.crash.view.describe` (likewise);
     a powerloss report is its simulation's description
     (:func:`~fsyncbench.report.loss.describe_powerloss`). Raises ValueError for another
-    format, a powercut or a crash report."""
+    format, a powercut or a crash report. ``vs``: the two configurations set head to head
+    (:mod:`~fsyncbench.report.headtohead`; default the run's own ``--vs``, else the
+    recommended one against its nearest rival)."""
     if report.kind == "powercut":
         raise ValueError("a powercut report is rendered by fsyncbench.powercut.view.render")
     if report.crash is not None or report.crash_power_loss is not None:
@@ -39,10 +42,10 @@ def render(
     if fmt == "text" and not verbose:
         from fsyncbench.report.summary import summarize
 
-        return render_document(summarize(report, model_call_ms), fmt, report)
+        return render_document(summarize(report, model_call_ms, vs), fmt, report)
     from fsyncbench.report.describe import describe
 
-    return render_document(describe(report, model_call_ms), fmt, report)
+    return render_document(describe(report, model_call_ms, vs), fmt, report)
 
 
 def render_document(doc: Document, fmt: str, report: Report | None = None) -> str:

@@ -32,6 +32,7 @@ from fsyncbench.report.document import (
     Section,
     Table,
 )
+from fsyncbench.report.headtohead import head_to_head_sections
 from fsyncbench.report.latency import compact_table, results_table
 from fsyncbench.report.loss import run_report_sections
 from fsyncbench.report.wording import (
@@ -101,9 +102,13 @@ GLOSSARY = (
 )
 
 
-def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Document:
+def describe(
+    report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS, vs: tuple[str, ...] = ()
+) -> Document:
     """The :class:`Document` of a run or audit ``report``; ``model_call_ms`` (> 0) is the
-    unit a durable commit's p99 is set against in the bottom line."""
+    unit a durable commit's p99 is set against in the bottom line; ``vs`` the two
+    configurations set head to head (:func:`fsyncbench.report.headtohead.head_to_head_sections`).
+    Raises FsyncbenchError for ``vs`` that are not two measured configurations."""
     title, subtitle = heading(report)
     machine = machine_paragraph(report)
     answer = answer_section(report, bottom_line(report, model_call_ms))
@@ -111,6 +116,7 @@ def describe(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Do
         answer = Section(answer.key, answer.title, (machine, *answer.blocks))
     sections = [
         answer,
+        *head_to_head_sections(report, vs),
         results_section(report),
         machine_section(report),
         statistics_section(report),

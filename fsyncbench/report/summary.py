@@ -17,6 +17,7 @@ from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS, bottom_line
 from fsyncbench.report.describe import answer_section, finding_groups, heading
 from fsyncbench.report.disturbed import machine_paragraph
 from fsyncbench.report.document import Document, Paragraph, Section
+from fsyncbench.report.headtohead import head_to_head_sections
 from fsyncbench.report.latency import compact_table
 from fsyncbench.report.loss import run_report_sections
 from fsyncbench.report.writers import writers_sections
@@ -24,12 +25,15 @@ from fsyncbench.report.writers import writers_sections
 __all__ = ["summarize"]
 
 
-def summarize(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> Document:
+def summarize(
+    report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS, vs: tuple[str, ...] = ()
+) -> Document:
     """The terminal summary of a run or audit ``report``: the bottom line (its trust
     paragraph brief) after one line on what else the machine did while it measured (quiet,
     or what disturbed it: :func:`fsyncbench.report.disturbed.machine_paragraph`), the answer
     of a ``--powerloss`` run, the compact latency table and one
-    paragraph counting what only the full report shows. ``model_call_ms`` (> 0): as in
+    paragraph counting what only the full report shows, with the head-to-head of two
+    configurations after the answer. ``model_call_ms`` (> 0), ``vs``: as in
     :func:`fsyncbench.report.describe.describe`."""
     title, _subtitle = heading(report)
     loss = run_report_sections(report)
@@ -39,6 +43,7 @@ def summarize(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) -> D
         answer = dataclasses.replace(answer, blocks=(machine, *answer.blocks))
     sections = (
         dataclasses.replace(answer, title=""),
+        *(dataclasses.replace(h, title="") for h in head_to_head_sections(report, vs)),
         *loss[:1],
         Section(
             "results",

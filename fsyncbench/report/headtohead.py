@@ -1,0 +1,156 @@
+"""Two configurations head to head (``run --vs A,B``, ``show --vs``; default: the
+recommended configuration against its nearest rival): one sentence saying how many times
+faster one ran at p50 and at p99 with 95 % intervals over the paired rounds
+(:func:`fsyncbench.measure.headtohead.paired_ratio`), what each loses in a power cut, and
+one small table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fsyncbench.errors import FsyncbenchError
+from fsyncbench.fmt import fmt_ns
+from fsyncbench.measure.headtohead import RatioInterval, paired_ratio, rival
+from fsyncbench.model import PowerlossConfig, Report, Result
+from fsyncbench.report.answer import bottom_line
+from fsyncbench.report.document import Cell, Paragraph, Section, Table
+from fsyncbench.report.loss import loss_phrase
+
+KEY = "head-to-head"
+TITLE = "Head to head"
+
+
+def _commits(report: Report) -> dict[str, Result]:
+    return {r.name: r for r in report.results if r.kind == "commit" and r.summary.count}
+
+
+def vs_of(command_line: Sequence[str]) -> tuple[str, ...]:
+    """The ``--vs`` a run was given, from its recorded command line (() without one)."""
+    args = list(command_line)
+    for i, arg in enumerate(args):
+        flag, eq, value = arg.partition("=")
+        if flag == "--vs":
+            text = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            return tuple(n.strip().lower() for n in text.split(",") if n.strip())
+    return ()
+
+
+def pair(report: Report, names: Sequence[str] = ()) -> tuple[Result, Result] | None:
+    """The two commit configurations to set against each other: ``names`` (two labels
+    this report measured), else the recommended one (the fastest whose pragmas promise a
+    durable commit) against its nearest rival (the durable one closest to it in p50, else
+    any other). None when the report has fewer than two. Raises FsyncbenchError when
+    ``names`` are not two measured configurations."""
+    commits = _commits(report)
+    names = tuple(names) or vs_of(report.command_line)
+    if names:
+        if len(names) != 2 or names[0] == names[1]:
+            raise FsyncbenchError(
+                f"--vs takes two different configurations, e.g. wal/full,truncate/full; got "
+                f"{','.join(names)}"
+            )
+        missing = [n for n in names if n not in commits]
+        if missing:
+            raise FsyncbenchError(
+                f"--vs: {', '.join(missing)} not measured here; configurations: "
+                + ", ".join(commits)
+            )
+        return commits[names[0]], commits[names[1]]
+    best = bottom_line(report).durable
+    if best is None or best.name not in commits:
+        return None
+    chosen = commits[best.name]
+    durable_of = {v.subject: v.config_durable for v in report.verdict.results}
+    durable = [r for r in commits.values() if durable_of.get(r.name) is True]
+    other = rival(chosen, durable) or rival(chosen, list(commits.values()))
+    return None if other is None else (chosen, other)
+
+
+def ratio_phrase(r: RatioInterval) -> str:
+    """``5.26x [4.91, 5.64] faster at p50`` from A's view: A faster when the ratio A/B is
+    below 1; "not measurably different" when the interval holds 1; the interval's absence
+    named."""
+    at = f"p{r.percentile:g}"
+    b = r.bounds
+    if r.ratio <= 0 or r.ratio == float("inf"):
+        return f"at {at}: no ratio (a figure is 0)"
+    faster = r.ratio < 1
+    factor = 1 / r.ratio if faster else r.ratio
+    word = "faster" if faster else "slower"
+    if b is None:
+        return f"{factor:.2f}x {word} at {at} (no interval: {r.reason})"
+    lo, hi = (1 / b[1], 1 / b[0]) if faster else b
+    if not r.separated:
+        return f"not measurably different at {at} ({r.ratio:.2f}x [{b[0]:.2f}, {b[1]:.2f}])"
+    return f"{factor:.2f}x [{lo:.2f}, {hi:.2f}] {word} at {at}"
+
+
+def _loss(report: Report, name: str) -> tuple[str, str]:
+    """(the documented promise, the simulated loss or "")."""
+    durable = {v.subject: v.config_durable for v in report.verdict.results}.get(name)
+    documented = {True: "yes", False: "NO", None: "-"}[durable]
+    simulated = ""
+    if report.powerloss is not None:
+        config: PowerlossConfig | None = next(
+            (c for c in report.powerloss.configs if c.pragmas.label == name), None
+        )
+        if config is not None:
+            simulated = "; ".join(loss_phrase(m, config.commits) for m in config.models)
+    return documented, simulated
+
+
+def _keeps(documented: str) -> str:
+    return {
+        "yes": "keeps every acknowledged commit (its pragmas promise it)",
+        "NO": "may lose acknowledged commits (its pragmas do not promise them)",
+    }.get(documented, "was not judged for durability")
+
+
+def head_to_head_sections(report: Report, names: Sequence[str] = ()) -> tuple[Section, ...]:
+    """The head-to-head section of a run ``report`` (none with fewer than two commit
+    configurations). Raises FsyncbenchError for ``names`` that are not two of them."""
+    chosen = pair(report, names)
+    if chosen is None:
+        return ()
+    a, b = chosen
+    p50, p99 = paired_ratio(a, b, 50.0), paired_ratio(a, b, 99.0)
+    doc_a, sim_a = _loss(report, a.name)
+    doc_b, sim_b = _loss(report, b.name)
+    rounds = f"95 % intervals over {p50.rounds} paired rounds" if p50.bounds else ""
+    text = (
+        f"{a.name} against {b.name}: {ratio_phrase(p50)}, {ratio_phrase(p99)}"
+        + (f" ({rounds})" if rounds else "")
+        + f". In a power cut {a.name} {_keeps(doc_a)}"
+        + (f" (simulated: {sim_a})" if sim_a else "")
+        + f", {b.name} {_keeps(doc_b)}"
+        + (f" (simulated: {sim_b})" if sim_b else "")
+        + "."
+    )
+    asked = tuple(names) or vs_of(report.command_line)
+    why = "" if asked else " (the recommended one and its nearest rival; --vs A,B to choose)"
+    simulated = report.powerloss is not None
+    rows = tuple(
+        (
+            Cell(r.name),
+            Cell(fmt_ns(r.summary.p50_ns)),
+            Cell(fmt_ns(r.summary.p99_ns)),
+            Cell(f"{r.summary.ops_per_s:,.0f}"),
+            Cell(doc, "good" if doc == "yes" else "bad" if doc == "NO" else ""),
+            *((Cell(sim or "-"),) if simulated else ()),
+        )
+        for r, doc, sim in ((a, doc_a, sim_a), (b, doc_b, sim_b))
+    )
+    table = Table(
+        (
+            "configuration",
+            "p50",
+            "p99",
+            "ops/s",
+            "durable",
+            *(("power cut (simulated)",) if simulated else ()),
+        ),
+        rows,
+        frozenset({1, 2, 3}),
+    )
+    return (Section(KEY, TITLE, (Paragraph(text, lead=f"{TITLE}{why}:"), table)),)
