@@ -199,6 +199,7 @@ def cmd_crash(args: argparse.Namespace, argv: list[str]) -> int:
             power_loss=args.power_loss,
             semantics=args.semantics,
             outputs=_outputs(args),
+            fullfsync=args.fullfsync,
             progress=progress,
             notes=_note,
         )

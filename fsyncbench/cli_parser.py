@@ -333,6 +333,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="LEVEL",
         help="synchronous of the step journal (default full)",
     )
+    crash.add_argument(
+        "--fullfsync",
+        metavar="VALUE",
+        help="PRAGMA fullfsync of the step journal, on or off (default not set; with "
+        "--powerloss under macOS semantics and no pragmas given, the durable rows with it "
+        "and without: on a Mac only F_FULLFSYNC reaches past the drive's cache)",
+    )
     # its earlier spelling, still read but not shown (run and the command are "powerloss")
     crash.add_argument(
         "--power-loss", dest="power_loss", choices=powerloss.MODELS, help=argparse.SUPPRESS

@@ -746,6 +746,17 @@ def powerloss_plan(
     return plan
 
 
+def fullfsync_value(value: str | bool) -> bool:
+    """One fullfsync value: a bool, or "on"/"off" (any case). Raises FsyncbenchError."""
+    if isinstance(value, bool):
+        return value
+    check_text(value, "fullfsync")
+    full = parse_fullfsync(value)
+    if len(full) != 1:
+        raise FsyncbenchError(f"fullfsync takes one value, on or off; got {value!r}")
+    return full[0]
+
+
 def vs_names(value: str | Sequence[str] | None) -> tuple[str, ...]:
     """``--vs A,B``: two configuration labels, lower case (() for None). Raises
     FsyncbenchError unless exactly two different ones are named."""

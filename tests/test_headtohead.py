@@ -135,20 +135,25 @@ def test_the_default_screen_sets_the_recommended_against_its_nearest_durable_riv
 ):
     assert cli.main(["show", str(report_path)]) == 0
     out = capsys.readouterr().out
-    head = out[out.index("Head to head") :]
-    assert head.index("Head to head") < out.index("Latency")  # before the latency table
-    # wal/full recommended; its nearest durable rival is truncate/full
-    assert "wal/full against truncate/full:" in head.replace("\n", " ")
-    assert "3 paired rounds" in head.replace("\n", " ")
-    section = head[: head.index("Latency")]
-    assert max(len(line) for line in section.splitlines()) <= 100
+    choose = out[out.index("Choose:") : out.index("Cost of durability")]
+    flat = choose.replace("\n", " ")
+    # wal/full recommended; its nearest durable rival is truncate/full, in the answer
+    assert "Head to head, wal/full against truncate/full, its nearest rival" in flat
+    assert "3 paired rounds" in flat
+    assert max(len(line) for line in choose.splitlines()) <= 100
+    # the full report has a section of its own, with its table
+    assert cli.main(["show", str(report_path), "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    section = md[md.index("## Head to head") :]
+    assert section.index("| wal/full ") < section.index("| truncate/full ") < section.index("\n## ")
 
 
 def test_vs_chooses_the_pair_and_bad_names_are_one_line(report_path, capsys):
     assert cli.main(["show", str(report_path), "--vs", "wal/normal,wal/full"]) == 0
     out = capsys.readouterr().out.replace("\n", " ")
-    assert "Head to head: wal/normal against wal/full:" in out
+    assert "Head to head, wal/normal against wal/full:" in out
     assert "wal/normal may lose acknowledged commits" in out
+    assert "wal/full keeps every acknowledged commit" in out
     for bad, words in (
         ("wal/full,wal/fast", "--vs: wal/fast not measured here"),
         ("wal/full", "--vs takes two different configurations"),

@@ -30,6 +30,7 @@ from fsyncbench.model import (
     SCHEMA_VERSION,
     Evidence,
     Host,
+    Pragmas,
     Report,
     Result,
     WritersPoint,
@@ -449,6 +450,7 @@ def kill_matrix(
     outputs: Outputs | None = None,
     progress: Progress | None = None,
     notes: Notes | None = None,
+    fullfsync: str | bool | None = None,
 ) -> CrashExperiment | PowerLossExperiment:
     """``fsyncbench crash``: SIGKILL a scripted 10-step agent at every step under four
     persistence policies, its step journal in a working directory under ``target`` with one
@@ -464,8 +466,11 @@ def kill_matrix(
     ``semantics`` without ``power_loss`` among them. ``progress`` is called as :func:`run`
     calls it, after every kill: ``index`` the part (a policy under one pragma combination,
     then replay and reorder) of ``total``, ``done`` of its ``target`` kills; nothing here
-    has a time budget, so ``elapsed_ns`` is 0 of ``budget_ns`` 1. Save the result with
-    :func:`experiment_report` and :func:`save`."""
+    has a time budget, so ``elapsed_ns`` is 0 of ``budget_ns`` 1. ``fullfsync`` ("on",
+    "off" or a bool): PRAGMA fullfsync on the journal (default: not set, except under
+    macOS semantics with ``power_loss`` and no pragmas given, where the durable rows are
+    measured with it and without: :data:`fsyncbench.crash.DARWIN_POWER_LOSS_PRAGMAS`).
+    Save the result with :func:`experiment_report` and :func:`save`."""
     from fsyncbench import crash
     from fsyncbench.powerloss import MODELS, SEMANTICS, default_semantics
 
@@ -484,6 +489,10 @@ def kill_matrix(
         "full" if synchronous is None else synchronous,
         command="crash",
     )
+    if fullfsync is not None:
+        full = options.fullfsync_value(fullfsync)
+        pragmas = Pragmas(pragmas.journal_mode, pragmas.synchronous, full)
+        given = True
     if power_loss is not None:
         options.choice(power_loss, MODELS, "--powerloss")
         semantics = options.choice(
@@ -497,12 +506,16 @@ def kill_matrix(
     try:
         if power_loss is not None:
             assert semantics is not None
-            combos = (pragmas,) if given else crash.DEFAULT_POWER_LOSS_PRAGMAS
+            combos = (pragmas,) if given else crash.default_power_loss_pragmas(semantics)
             return crash.run_power_loss_matrix(
                 path, power_loss, semantics, combos, progress=_kills(progress)
             )
         return crash.run_crash_experiment(
-            path, pragmas.journal_mode, pragmas.synchronous, progress=_kills(progress)
+            path,
+            pragmas.journal_mode,
+            pragmas.synchronous,
+            progress=_kills(progress),
+            fullfsync=pragmas.fullfsync,
         )
     except KeyboardInterrupt:
         raise Interrupted("interrupted during the kill matrix; working directory removed") from None

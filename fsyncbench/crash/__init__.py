@@ -78,7 +78,12 @@ from fsyncbench.crash.matrix import (
     run_kill_matrix,
     run_power_loss_matrix,
 )
-from fsyncbench.crash.power import DEFAULT_POWER_LOSS_PRAGMAS, PowerLoss
+from fsyncbench.crash.power import (
+    DARWIN_POWER_LOSS_PRAGMAS,
+    DEFAULT_POWER_LOSS_PRAGMAS,
+    PowerLoss,
+    default_power_loss_pragmas,
+)
 from fsyncbench.crash.results import (
     CHILD_TIMEOUT_S,
     CONTEXT_TOKENS_PER_TURN,
@@ -145,6 +150,8 @@ __all__ = [
     "StateConnection",
     "PowerLoss",
     "DEFAULT_POWER_LOSS_PRAGMAS",
+    "DARWIN_POWER_LOSS_PRAGMAS",
+    "default_power_loss_pragmas",
     "PowerLossExperiment",
     "run_power_loss_matrix",
     "run_kill_matrix",

@@ -54,6 +54,12 @@ class _Lane:
     journal_mode: str
     synchronous: str
     power: PowerLoss | None = None
+    fullfsync: bool | None = None
+
+    @property
+    def pragmas(self) -> Pragmas:
+        """The lane's pragma combination (``fullfsync`` None: not set)."""
+        return Pragmas(self.journal_mode, self.synchronous, self.fullfsync)
 
     @property
     def state_dir(self) -> Path:
@@ -73,13 +79,11 @@ class _Lane:
 
     def connect_state(self) -> StateConnection:
         if self.power is not None:
-            pragmas = Pragmas(self.journal_mode, self.synchronous)
             return RecordedState(
-                self.state_dir, self.state_path.name, self.stream_path, pragmas, self.power
+                self.state_dir, self.state_path.name, self.stream_path, self.pragmas, self.power
             )
         conn = sqlite3.connect(self.state_path, isolation_level=None, timeout=30)
-        conn.execute(f"PRAGMA journal_mode={self.journal_mode}")
-        conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        _set_pragmas(conn, self.pragmas)
         return conn
 
     def cut(self) -> None:
@@ -87,9 +91,8 @@ class _Lane:
         without, nothing (a SIGKILL loses nothing handed to the kernel)."""
         if self.power is None:
             return
-        pragmas = Pragmas(self.journal_mode, self.synchronous)
         try:
-            cut(self.state_dir, self.state_path.name, self.stream_path, pragmas, self.power)
+            cut(self.state_dir, self.state_path.name, self.stream_path, self.pragmas, self.power)
         except OSError as exc:
             raise CrashError(f"cannot rebuild the agent's files after a power cut: {exc}") from None
 
@@ -98,12 +101,11 @@ class _Lane:
         self.directory.mkdir()
         self.state_dir.mkdir(exist_ok=True)
         conn = sqlite3.connect(self.state_path, isolation_level=None, timeout=30)
-        conn.execute(f"PRAGMA journal_mode={self.journal_mode}")
-        conn.execute(f"PRAGMA synchronous={self.synchronous}")
+        _set_pragmas(conn, self.pragmas)
         try:
             conn.execute(SCHEMA)
             conn.execute(_CHECKPOINT_SCHEMA)
-            effective = read_pragmas(conn, with_fullfsync=False)
+            effective = read_pragmas(conn, with_fullfsync=self.fullfsync is not None)
         finally:
             conn.close()
         World.create(self.world_path)
@@ -285,13 +287,21 @@ def _require_fork() -> None:
         )
 
 
-def _pragmas(journal_mode: str, synchronous: str) -> Pragmas:
+def _set_pragmas(conn: Any, pragmas: Pragmas) -> None:
+    """``pragmas`` on ``conn`` (sqlite3 or apsw), fullfsync first when it is set."""
+    if pragmas.fullfsync is not None:
+        conn.execute(f"PRAGMA fullfsync={'ON' if pragmas.fullfsync else 'OFF'}").fetchall()
+    conn.execute(f"PRAGMA journal_mode={pragmas.journal_mode}").fetchall()
+    conn.execute(f"PRAGMA synchronous={pragmas.synchronous}").fetchall()
+
+
+def _pragmas(journal_mode: str, synchronous: str, fullfsync: bool | None = None) -> Pragmas:
     mode, sync = journal_mode.upper(), synchronous.upper()
     if mode not in JOURNAL_MODES:
         raise ValueError(f"journal mode {journal_mode!r} is not one of {', '.join(JOURNAL_MODES)}")
     if sync not in SYNCHRONOUS:
         raise ValueError(f"synchronous {synchronous!r} is not one of {', '.join(SYNCHRONOUS)}")
-    return Pragmas(mode, sync)
+    return Pragmas(mode, sync, fullfsync)
 
 
 def _world_counts(lane: _Lane) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
@@ -305,7 +315,7 @@ def _world_counts(lane: _Lane) -> tuple[dict[str, int], dict[str, int], dict[str
 def _create_lane(
     base: Path, name: str, pragmas: Pragmas, power: PowerLoss | None = None
 ) -> tuple[_Lane, Pragmas]:
-    lane = _Lane(base / name, pragmas.journal_mode, pragmas.synchronous, power)
+    lane = _Lane(base / name, pragmas.journal_mode, pragmas.synchronous, power, pragmas.fullfsync)
     try:
         return lane, lane.create()
     except (OSError, sqlite3.Error) as exc:

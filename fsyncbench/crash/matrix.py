@@ -76,6 +76,7 @@ def run_kill_matrix(
     *,
     power: PowerLoss | None = None,
     progress: CrashProgress | None = None,
+    fullfsync: bool | None = None,
 ) -> KillMatrix:
     """Run the 120-kill matrix (4 policies x 10 steps x 3 windows) under ``workdir``.
 
@@ -91,15 +92,24 @@ def run_kill_matrix(
     :class:`KillMatrix`. Raises ValueError for unknown pragma values, CrashUnsupported
     without fork/SIGKILL, CrashError when the directory is unusable or a child fails or hangs.
     ``progress`` (:data:`CrashProgress`) is told of every kill, one part per policy.
+    ``fullfsync``: PRAGMA fullfsync on the journal (None: not set; SQLite acts on it on
+    macOS, and a recorded power cut under macOS semantics honours its F_FULLFSYNC).
     """
-    return _kill_matrix(workdir, journal_mode, synchronous, power, _Parts(progress, len(POLICIES)))
+    return _kill_matrix(
+        workdir, journal_mode, synchronous, power, _Parts(progress, len(POLICIES)), fullfsync
+    )
 
 
 def _kill_matrix(
-    workdir: Path, journal_mode: str, synchronous: str, power: PowerLoss | None, parts: _Parts
+    workdir: Path,
+    journal_mode: str,
+    synchronous: str,
+    power: PowerLoss | None,
+    parts: _Parts,
+    fullfsync: bool | None = None,
 ) -> KillMatrix:
     _require_fork()
-    requested = _pragmas(journal_mode, synchronous)
+    requested = _pragmas(journal_mode, synchronous, fullfsync)
     with scratch_dir(Path(workdir)) as base:
         rows: list[PolicyRow] = []
         commit_ns: list[int] = []
@@ -148,7 +158,8 @@ def run_power_loss_matrix(
     start = time.perf_counter_ns()
     parts = _Parts(progress, len(pragmas) * len(POLICIES))
     matrices = tuple(
-        _kill_matrix(workdir, p.journal_mode, p.synchronous, power, parts) for p in pragmas
+        _kill_matrix(workdir, p.journal_mode, p.synchronous, power, parts, p.fullfsync)
+        for p in pragmas
     )
     return PowerLossExperiment(
         model=model,
@@ -295,12 +306,15 @@ def run_crash_experiment(
     synchronous: str = "FULL",
     *,
     progress: CrashProgress | None = None,
+    fullfsync: bool | None = None,
 ) -> CrashExperiment:
     """The kill matrix, then replay of a completed run and a reordered restart, all under
-    ``workdir`` with the given journal pragmas. Errors as :func:`run_kill_matrix`.
-    ``progress``: one part per policy, then one for the replay and the reorder."""
+    ``workdir`` with the given journal pragmas (``fullfsync`` as :func:`run_kill_matrix`:
+    the matrix's journal only; replay and reorder lose nothing to a SIGKILL either way).
+    Errors as :func:`run_kill_matrix`. ``progress``: one part per policy, then one for the
+    replay and the reorder."""
     parts = _Parts(progress, len(POLICIES) + 1)
-    matrix = _kill_matrix(workdir, journal_mode, synchronous, None, parts)
+    matrix = _kill_matrix(workdir, journal_mode, synchronous, None, parts, fullfsync)
     tick = parts.begin("replay and reorder", 2)
     replay = replay_completed_run(workdir, journal_mode, synchronous)
     tick(1)

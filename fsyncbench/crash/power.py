@@ -54,6 +54,25 @@ DEFAULT_POWER_LOSS_PRAGMAS = (
     Pragmas("WAL", "OFF"),
     Pragmas("DELETE", "FULL"),
 )
+#: The same under macOS semantics, each durable row with PRAGMA fullfsync=ON beside it:
+#: there a plain fsync stops at the drive's cache and only F_FULLFSYNC, which SQLite asks
+#: for only under fullfsync, flushes it (https://www.sqlite.org/pragma.html#pragma_fullfsync),
+#: so the setting a Mac needs is the one to see.
+DARWIN_POWER_LOSS_PRAGMAS = (
+    Pragmas("WAL", "FULL", True),
+    Pragmas("WAL", "FULL", False),
+    Pragmas("WAL", "NORMAL", False),
+    Pragmas("WAL", "OFF", False),
+    Pragmas("DELETE", "FULL", True),
+    Pragmas("DELETE", "FULL", False),
+)
+
+
+def default_power_loss_pragmas(semantics: str) -> tuple[Pragmas, ...]:
+    """The pragma combinations ``crash --powerloss`` compares under ``semantics`` when none
+    is given: :data:`DARWIN_POWER_LOSS_PRAGMAS` for "macos", else
+    :data:`DEFAULT_POWER_LOSS_PRAGMAS`."""
+    return DARWIN_POWER_LOSS_PRAGMAS if semantics == "macos" else DEFAULT_POWER_LOSS_PRAGMAS
 
 
 @dataclass(frozen=True)
@@ -115,6 +134,9 @@ class RecordedState:
                 self._stream.write_all(snapshot_ops(directory))
             self._recorder = Recorder(directory, power.sync_filter, self._stream.write)
             self._conn = self._recorder.connect(directory / db_name, power.psow)
+            if pragmas.fullfsync is not None:  # the recorder sees SQLITE_SYNC_FULL syncs
+                on = "ON" if pragmas.fullfsync else "OFF"
+                self._conn.execute(f"PRAGMA fullfsync={on}").fetchall()
             self._conn.execute(f"PRAGMA journal_mode={pragmas.journal_mode}").fetchall()
             self._conn.execute(f"PRAGMA synchronous={pragmas.synchronous}").fetchall()
         except BaseException:

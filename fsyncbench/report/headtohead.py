@@ -100,11 +100,42 @@ def _loss(report: Report, name: str) -> tuple[str, str]:
     return documented, simulated
 
 
-def _keeps(documented: str) -> str:
+def _keeps(documented: str, both: bool = False) -> str:
+    if both:
+        return {
+            "yes": "keep every acknowledged commit (as their pragmas promise)",
+            "NO": "may lose acknowledged commits (their pragmas do not promise them)",
+        }.get(documented, "were not judged for durability")
     return {
         "yes": "keeps every acknowledged commit (its pragmas promise it)",
         "NO": "may lose acknowledged commits (its pragmas do not promise them)",
     }.get(documented, "was not judged for durability")
+
+
+def brief_sentence(report: Report, names: Sequence[str] = ()) -> str:
+    """The head-to-head in one sentence for the terminal's "Choose" paragraph: against
+    whom, the p50 and p99 ratios with their intervals, and the power-cut difference when
+    the two differ ("" with fewer than two configurations). Raises FsyncbenchError as
+    :func:`pair`."""
+    chosen = pair(report, names)
+    if chosen is None:
+        return ""
+    a, b = chosen
+    p50, p99 = paired_ratio(a, b, 50.0), paired_ratio(a, b, 99.0)
+    asked = tuple(names) or vs_of(report.command_line)
+    whom = b.name if asked else f"{b.name}, its nearest rival (--vs A,B to choose)"
+    rounds = f" (95 % intervals, {p50.rounds} paired rounds)" if p50.bounds else ""
+    doc_a, _sim_a = _loss(report, a.name)
+    doc_b, _sim_b = _loss(report, b.name)
+    loss = (
+        ""
+        if doc_a == doc_b
+        else f"; in a power cut {a.name} {_keeps(doc_a)}, {b.name} {_keeps(doc_b)}"
+    )
+    return (
+        f"Head to head, {a.name} against {whom}: {ratio_phrase(p50)}, {ratio_phrase(p99)}"
+        f"{rounds}{loss}."
+    )
 
 
 def head_to_head_sections(report: Report, names: Sequence[str] = ()) -> tuple[Section, ...]:
@@ -117,18 +148,23 @@ def head_to_head_sections(report: Report, names: Sequence[str] = ()) -> tuple[Se
     p50, p99 = paired_ratio(a, b, 50.0), paired_ratio(a, b, 99.0)
     doc_a, sim_a = _loss(report, a.name)
     doc_b, sim_b = _loss(report, b.name)
-    rounds = f"95 % intervals over {p50.rounds} paired rounds" if p50.bounds else ""
-    text = (
-        f"{a.name} against {b.name}: {ratio_phrase(p50)}, {ratio_phrase(p99)}"
-        + (f" ({rounds})" if rounds else "")
-        + f". In a power cut {a.name} {_keeps(doc_a)}"
-        + (f" (simulated: {sim_a})" if sim_a else "")
-        + f", {b.name} {_keeps(doc_b)}"
-        + (f" (simulated: {sim_b})" if sim_b else "")
-        + "."
-    )
+    rounds = f"95 % intervals, {p50.rounds} paired rounds" if p50.bounds else ""
     asked = tuple(names) or vs_of(report.command_line)
     why = "" if asked else " (the recommended one and its nearest rival; --vs A,B to choose)"
+    text = (
+        f"{a.name} against {b.name}{why}: {ratio_phrase(p50)}, {ratio_phrase(p99)}"
+        + (f" ({rounds})" if rounds else "")
+        + "; in a power cut "
+        + (
+            f"both {_keeps(doc_a, both=True)}"
+            if doc_a == doc_b and not (sim_a or sim_b)
+            else f"{a.name} {_keeps(doc_a)}"
+            + (f" (simulated: {sim_a})" if sim_a else "")
+            + f", {b.name} {_keeps(doc_b)}"
+            + (f" (simulated: {sim_b})" if sim_b else "")
+        )
+        + "."
+    )
     simulated = report.powerloss is not None
     rows = tuple(
         (
@@ -153,4 +189,4 @@ def head_to_head_sections(report: Report, names: Sequence[str] = ()) -> tuple[Se
         rows,
         frozenset({1, 2, 3}),
     )
-    return (Section(KEY, TITLE, (Paragraph(text, lead=f"{TITLE}{why}:"), table)),)
+    return (Section(KEY, TITLE, (Paragraph(text), table)),)
