@@ -145,29 +145,34 @@ def power_loss_answer(outcome: PowerLossExperiment) -> str:
     idempotency keys, against FULL in the same journal mode. When no NORMAL/FULL pair of
     one journal mode was measured, each combination's figures instead, and how to get
     the pair."""
-    by_label = {m.effective.label: m for m in outcome.matrices}
+    by_pragmas = {
+        (m.requested.journal_mode, m.requested.synchronous, m.requested.fullfsync): m
+        for m in outcome.matrices
+    }
     cut = (
         f"After a power cut ({CUT_EXPLORED.get(outcome.model, outcome.model)}, {outcome.semantics})"
     )
+    lead = _fullfsync_sentence(outcome, by_pragmas)
     for m in outcome.matrices:
-        mode = m.effective.journal_mode.lower()
-        full = by_label.get(f"{mode}/full")
-        if m.effective.synchronous != "NORMAL" or full is None:
+        p = m.requested
+        full_m = by_pragmas.get((p.journal_mode, "FULL", p.fullfsync))
+        if p.synchronous != "NORMAL" or full_m is None:
             continue
+        full = full_m
         normal, n, f = m.effective.label, _rows(m), _rows(full)
         sj, ji = n["step_journal"], n["journal_idempotency"]
         like_none = ji.mean_extra_tokens == n["no_persistence"].mean_extra_tokens
-        return (
+        return lead + (
             f"{cut}, synchronous=NORMAL ({normal}) made the step journal duplicate a ticket, "
             f"page or status update in {sj.kills_causing_duplicates} of {len(sj.kills)} kills "
             f"(worst {sj.worst_duplicates} in one run) against "
-            f"{f['step_journal'].kills_causing_duplicates} with {mode}/full; with idempotency "
+            f"{f['step_journal'].kills_causing_duplicates} with {full.effective.label}; with idempotency "
             f"keys {ji.kills_causing_duplicates} kills caused a duplicate "
-            f"({f['journal_idempotency'].kills_causing_duplicates} with {mode}/full), but the "
+            f"({f['journal_idempotency'].kills_causing_duplicates} with {full.effective.label}), but the "
             f"agent re-billed a mean {round(ji.mean_extra_tokens):,} extra tokens per kill "
             f"(worst {ji.worst_extra_tokens:,}, +{round(ji.worst_extra_pct)} %)"
             f"{', as many as with no persistence,' if like_none else ''} against "
-            f"{round(f['journal_idempotency'].mean_extra_tokens):,} with {mode}/full."
+            f"{round(f['journal_idempotency'].mean_extra_tokens):,} with {full.effective.label}."
         )
     parts = []
     for m in outcome.matrices:
@@ -179,10 +184,27 @@ def power_loss_answer(outcome: PowerLossExperiment) -> str:
             f"{ji.kills_causing_duplicates} did and a kill cost a mean "
             f"{round(ji.mean_extra_tokens):,} extra tokens"
         )
-    return (
+    return lead + (
         f"{cut}, {'; '.join(parts)}. Run without --journal-mode and --synchronous to set "
         "synchronous=NORMAL against FULL."
     )
+
+
+def _fullfsync_sentence(outcome: PowerLossExperiment, by_pragmas: dict[Any, Any]) -> str:
+    """Where one durable configuration was measured with PRAGMA fullfsync and without (the
+    macOS default of ``crash --powerloss``): what fullfsync saved, first; "" otherwise."""
+    for (mode, sync, full), m in by_pragmas.items():
+        other = by_pragmas.get((mode, sync, False))
+        if full is not True or other is None:
+            continue
+        a, b = _rows(m)["step_journal"], _rows(other)["step_journal"]
+        return (
+            f"Under {outcome.semantics} semantics {mode.lower()}/{sync.lower()} without PRAGMA "
+            f"fullfsync made the step journal duplicate a write in "
+            f"{b.kills_causing_duplicates} of {len(b.kills)} kills, with it "
+            f"{a.kills_causing_duplicates}: only F_FULLFSYNC reaches past the drive's cache. "
+        )
+    return ""
 
 
 # --------------------------------------------------------------------------------------------
@@ -304,7 +326,12 @@ def describe_power_loss(
     if outcome.semantics == "macos":
         how += (
             " Under macos semantics a plain fsync reaches only the drive's cache and only "
-            "F_FULLFSYNC flushes it, which these journals (no PRAGMA fullfsync) never ask for."
+            "F_FULLFSYNC flushes it, which SQLite asks for only under PRAGMA fullfsync"
+            + (
+                " (the /fullfsync journals)."
+                if any(m.requested.fullfsync for m in outcome.matrices)
+                else ": these journals never do."
+            )
         )
     return Document(
         "fsyncbench crash --powerloss: the kill matrix when every kill is a power cut",

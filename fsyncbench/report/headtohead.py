@@ -123,7 +123,7 @@ def brief_sentence(report: Report, names: Sequence[str] = ()) -> str:
     a, b = chosen
     p50, p99 = paired_ratio(a, b, 50.0), paired_ratio(a, b, 99.0)
     asked = tuple(names) or vs_of(report.command_line)
-    whom = b.name if asked else f"{b.name}, its nearest rival (--vs A,B to choose)"
+    whom = b.name if asked else f"{b.name}, its nearest rival"
     rounds = f" (95 % intervals, {p50.rounds} paired rounds)" if p50.bounds else ""
     doc_a, _sim_a = _loss(report, a.name)
     doc_b, _sim_b = _loss(report, b.name)
@@ -132,10 +132,12 @@ def brief_sentence(report: Report, names: Sequence[str] = ()) -> str:
         if doc_a == doc_b
         else f"; in a power cut {a.name} {_keeps(doc_a)}, {b.name} {_keeps(doc_b)}"
     )
-    return (
-        f"Head to head, {a.name} against {whom}: {ratio_phrase(p50)}, {ratio_phrase(p99)}"
-        f"{rounds}{loss}."
-    )
+    first, second = ratio_phrase(p50), ratio_phrase(p99)
+    word = next((w for w in (" faster at ", " slower at ") if w in first and w in second), "")
+    if word:  # "2.76x [...] faster at p50 and 1.70x [...] at p99"
+        second = second.replace(word, " at ")
+    lead = f"Head to head, {a.name} against {whom}" if asked else f"Against {whom}"
+    return f"{lead}: {first} and {second}{rounds}{loss}."
 
 
 def head_to_head_sections(report: Report, names: Sequence[str] = ()) -> tuple[Section, ...]:
