@@ -189,6 +189,45 @@ def test_each_platform_semantics_cuts_as_that_platform(tmp_path: Path, sigkill: 
 
 
 @needs_fork
+def test_fullfsync_makes_wal_full_the_sigkill_table_under_macos_semantics(
+    tmp_path: Path, sigkill: crash.KillMatrix
+):
+    # the Mac's durable setting: with PRAGMA fullfsync SQLite asks for F_FULLFSYNC, which the
+    # macOS semantics honour, so a power cut loses no more than a SIGKILL does
+    mac = crash.run_power_loss_matrix(
+        tmp_path, "synced-only", "macos", [Pragmas("WAL", "FULL", True)]
+    )
+    (matrix,) = mac.matrices
+    assert matrix.requested.label == "wal/full/fullfsync" and matrix.effective.fullfsync is True
+    for policy, row in _rows(matrix).items():
+        assert _outcomes(row) == _outcomes(_rows(sigkill)[policy]), policy
+
+
+def test_the_macos_default_sets_each_durable_row_with_fullfsync_and_without():
+    mac = crash.default_power_loss_pragmas("macos")
+    assert {p.label for p in mac} >= {
+        "wal/full/fullfsync",
+        "wal/full/no-fullfsync",
+        "delete/full/fullfsync",
+        "delete/full/no-fullfsync",
+    }
+    assert crash.default_power_loss_pragmas("linux") == crash.DEFAULT_POWER_LOSS_PRAGMAS
+    assert all(p.fullfsync is None for p in crash.DEFAULT_POWER_LOSS_PRAGMAS)
+
+
+def test_cli_refuses_a_bad_fullfsync(tmp_path: Path):
+    assert_usage_error(
+        fsb("crash", tmp_path, "--fullfsync", "maybe"),
+        "invalid fullfsync maybe: allowed values are on, off",
+    )
+    assert_usage_error(
+        fsb("crash", tmp_path, "--fullfsync", "on,off"),
+        "fullfsync takes one value, on or off; got 'on,off'",
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_fork
 def test_a_planted_fault_that_skips_every_sync_breaks_wal_full(
     tmp_path: Path, sigkill: crash.KillMatrix
 ):
