@@ -184,7 +184,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"untimed warmup operations (default {plan.DEFAULT_WARMUP})",
     )
-    _add_payload_option(run)
+    run.add_argument(
+        "--payload-bytes",
+        default=str(plan.DEFAULT_PAYLOAD_BYTES),
+        metavar="SIZES",
+        help="size of each step's JSON output, in bytes; a comma list (e.g. 128,4096,65536) "
+        "also measures each size after the rounds, as --writers does (the rounds use the "
+        f"first; default {plan.DEFAULT_PAYLOAD_BYTES})",
+    )
     run.add_argument(
         "--no-primitives",
         action="store_true",

@@ -802,7 +802,7 @@ def int_list(
         except ValueError:
             raise FsyncbenchError(f"{name} must be whole numbers, got {item!r}") from None
         if not low <= n <= high:
-            raise FsyncbenchError(f"{name} must be between {low:,} and {high:,}, got {n:,}")
+            raise FsyncbenchError(f"{name} must be between {low} and {high}, got {n}")
         if n not in out:
             out.append(n)
     if not out:
@@ -815,32 +815,34 @@ def writers_plan(
     *,
     writers: str | int | Sequence[int] | None,
     steps_per_commit: str | int | Sequence[int] | None = None,
-    payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
+    payload_bytes: Sequence[int] = (DEFAULT_PAYLOAD_BYTES,),
     begin: str = "immediate",
     busy_timeout_ms: int = writers_measure.DEFAULT_BUSY_TIMEOUT_MS,
     seconds: float = writers_measure.DEFAULT_WINDOW_S,
 ) -> writers_measure.WritersPlan | None:
     """The concurrent-writers plan of ``run --writers`` over the run's ``configs``; None
-    when neither ``writers`` nor ``steps_per_commit`` is given (the default run). Steps per
-    commit alone measure one writer. Raises FsyncbenchError with one line on a bad value."""
+    when neither ``writers`` nor ``steps_per_commit`` is given and ``payload_bytes`` holds
+    one size (the default run). Steps per commit or payload sizes alone measure one writer.
+    Raises FsyncbenchError with one line on a bad value."""
     counts = int_list(writers, "writers", 1, writers_measure.MAX_WRITERS)
     steps = int_list(steps_per_commit, "steps_per_commit", 1, MAX_STEPS_PER_COMMIT)
-    if not counts and not steps:
+    sizes = tuple(payload_bytes) or (DEFAULT_PAYLOAD_BYTES,)
+    if not counts and not steps and len(sizes) < 2:
         return None
     check_integer(busy_timeout_ms, "busy_timeout_ms")
     if not 0 <= busy_timeout_ms <= MAX_BUSY_TIMEOUT_MS:
         raise FsyncbenchError(
-            f"busy_timeout_ms must be between 0 and {MAX_BUSY_TIMEOUT_MS:,}, got {busy_timeout_ms:,}"
+            f"busy_timeout_ms must be between 0 and {MAX_BUSY_TIMEOUT_MS}, got {busy_timeout_ms}"
         )
     check_number(seconds, "writers_seconds")
     if not 0.5 <= seconds <= 3600 or seconds != seconds:
-        raise FsyncbenchError(f"writers_seconds must be between 0.5 and 3,600, got {seconds}")
+        raise FsyncbenchError(f"writers_seconds must be between 0.5 and 3600, got {seconds}")
     return writers_measure.WritersPlan(
         configs=tuple(configs),
         counts=counts or (1,),
         begin=choice(begin, writers_measure.BEGIN_MODES, "begin"),
         busy_timeout_ms=busy_timeout_ms,
         steps_per_commit=steps or (1,),
-        payload_bytes=(payload_bytes,),
+        payload_bytes=sizes,
         window_s=float(seconds),
     )

@@ -380,9 +380,9 @@ def test_the_writers_section_fits_100_columns_in_every_view(run_report):
             if view != "markdown"
             else fsyncbench.render(report, "markdown")
         )
-        assert "Concurrent writers" in text
+        assert "Concurrent writers and batching" in text
         if view != "markdown":
-            section = text[text.index("Concurrent writers") :]
+            section = text[text.index("Concurrent writers and batching") :]
             section = section[: section.find("\n\n\n")] if "\n\n\n" in section else section
             long = [line for line in section.splitlines()[:40] if len(line) > 100]
             assert not long, long
@@ -396,10 +396,10 @@ def test_the_writers_section_fits_100_columns_in_every_view(run_report):
     ("argv", "message"),
     [
         (["--writers", "0"], "writers must be between 1 and 64, got 0"),
-        (["--writers", "100000"], "writers must be between 1 and 64, got 100,000"),
+        (["--writers", "100000"], "writers must be between 1 and 64, got 100000"),
         (["--writers", "two"], "writers must be whole numbers, got 'two'"),
         (["--writers", ","], "writers must be whole numbers, got ''"),
-        (["--steps-per-commit", "0"], "steps_per_commit must be between 1 and 10,000, got 0"),
+        (["--steps-per-commit", "0"], "steps_per_commit must be between 1 and 10000, got 0"),
         (["--writers", "2", "--busy-timeout-ms", "-1"], "busy_timeout_ms must be between 0"),
         (["--writers", "2", "--writers-seconds", "0"], "writers_seconds must be between 0.5"),
         (["--writers", "2", "--writers-seconds", "nan"], "writers_seconds must be between 0.5"),
@@ -550,3 +550,30 @@ def test_the_knee_is_the_most_writers_up_to_which_every_count_stays_under_max_p9
     assert max_p99_of(["fsyncbench", "run", "--max-p99=500us"]) == 500_000
     assert max_p99_of(["fsyncbench", "run"]) is None
     assert max_p99_of(["fsyncbench", "run", "--max-p99", "soon"]) is None
+
+
+def test_payload_sizes_and_steps_alone_sweep_one_writer_and_one_size_is_the_default_run():
+    from fsyncbench import options
+
+    cfg = (WAL_FULL,)
+    assert options.writers_plan(cfg, writers=None) is None  # the default run: no sweep
+    assert options.writers_plan(cfg, writers=None, payload_bytes=(512,)) is None
+    plan = options.writers_plan(cfg, writers=None, payload_bytes=(128, 4096))
+    assert plan is not None and plan.counts == (1,) and plan.payload_bytes == (128, 4096)
+    plan = options.writers_plan(cfg, writers=None, steps_per_commit="1,10")
+    assert plan is not None and plan.counts == (1,) and plan.steps_per_commit == (1, 10)
+    assert plan.points == 2
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--payload-bytes", "128,0"], "--payload-bytes must be between 1 and 67108864, got 0"),
+        (["--payload-bytes", "128,big"], "--payload-bytes must be whole numbers, got 'big'"),
+    ],
+)
+def test_a_bad_payload_sweep_is_one_line(argv, message, tmp_path, capsys):
+    assert cli.main(["run", str(tmp_path), "--no-report", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert list(tmp_path.iterdir()) == []

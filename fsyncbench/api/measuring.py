@@ -24,6 +24,7 @@ from fsyncbench.measure.plan import (
     DEFAULT_PAYLOAD_BYTES,
     DEFAULT_ROUNDS,
     DEFAULT_WARMUP,
+    MAX_PAYLOAD_BYTES,
 )
 from fsyncbench.model import (
     EXPERIMENT_KINDS,
@@ -69,7 +70,7 @@ def run(
     run_budget_seconds: float | None = None,
     rounds: int = DEFAULT_ROUNDS,
     warmup: int = DEFAULT_WARMUP,
-    payload_bytes: int = DEFAULT_PAYLOAD_BYTES,
+    payload_bytes: int | str | Sequence[int] = DEFAULT_PAYLOAD_BYTES,
     primitives: bool = True,
     powerloss: str | Sequence[str] | None = None,
     assume: str | Sequence[str] = (),
@@ -99,7 +100,9 @@ def run(
     10), from ``min_samples`` on (default 1000, 1250 on macOS), all sharing ``run_budget_seconds`` (default
     30 s, 90 s on macOS; none with ``samples``), none taking more than ``budget_seconds``
     (default 10 s, 20 s on macOS: :func:`fsyncbench.measure.plan.default_budgets`). ``payload_bytes``:
-    each step's output; ``primitives`` False skips the raw write+sync measurements.
+    each step's output (a comma list or a sequence sweeps the sizes after the rounds, as
+    ``writers`` does; the rounds use the first); ``primitives`` False skips the raw
+    write+sync measurements.
     ``powerloss``: persistence models (a comma list or a sequence, e.g. "synced-only,prefix")
     under which each measured configuration's commits are then replayed through simulated
     power cuts (:func:`simulate_power_loss`), after the timing has finished; the report's
@@ -131,6 +134,11 @@ def run(
     options.check_instance(gates, Gates, "gates")
     check_extras(assume, outputs, progress, notes, command_line)
     path = options.target_dir(target)
+    if isinstance(payload_bytes, (str, list, tuple)):  # a sweep of sizes (or one, as text)
+        sizes = options.int_list(payload_bytes, "--payload-bytes", 1, MAX_PAYLOAD_BYTES)
+    else:  # one size, checked with the plan
+        options.check_integer(payload_bytes, "payload_bytes")
+        sizes = (payload_bytes,)  # type: ignore[assignment]
     plan = options.run_plan(
         path,
         journal_modes=journal_modes,
@@ -143,7 +151,7 @@ def run(
         run_budget_seconds=run_budget_seconds,
         rounds=rounds,
         warmup=warmup,
-        payload_bytes=payload_bytes,
+        payload_bytes=sizes[0],
         primitives=primitives,
     )
     if gates is not None:
@@ -159,7 +167,7 @@ def run(
         plan.configs,
         writers=writers,
         steps_per_commit=steps_per_commit,
-        payload_bytes=plan.payload_bytes,
+        payload_bytes=sizes,
         begin=begin,
         busy_timeout_ms=busy_timeout_ms,
         seconds=writers_seconds,

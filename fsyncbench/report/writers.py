@@ -20,7 +20,7 @@ from fsyncbench.model import RISK, Report, WritersPoint
 from fsyncbench.report.document import Block, Bullets, Cell, Paragraph, Section, Table
 
 KEY = "writers"
-TITLE = "Concurrent writers"
+TITLE = "Concurrent writers and batching"
 
 
 def _rate(x: float) -> str:
@@ -158,6 +158,8 @@ def config_paragraph(
     label = first.requested.label
     if first.steps_per_commit > 1:
         label += f", {first.steps_per_commit} steps per commit"
+    if len({p.payload_bytes for p in report.writers}) > 1:
+        label += f", {first.payload_bytes:,} B per step"
     return Paragraph(" ".join(sentences), lead=f"{label}:", tone="bad" if flagged else "")
 
 
@@ -177,9 +179,12 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
     both steps and writers are swept: a table of 100 columns holds no more."""
     steps = any(p.steps_per_commit > 1 for p in points)
     many = any(p.writers > 1 for p in points)
+    sizes = len({p.payload_bytes for p in points}) > 1
     columns: list[tuple[str, Callable[[WritersPoint], Cell]]] = [
         ("configuration", lambda p: Cell(p.name)),
     ]
+    if sizes:
+        columns.append(("payload", lambda p: Cell(f"{p.payload_bytes:,} B")))
     if steps:
         columns.append(("steps", lambda p: Cell(str(p.steps_per_commit))))
     if not (steps and many):
@@ -190,7 +195,7 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
         ("p50", lambda p: Cell(fmt_ns(p.summary.p50_interval.estimate_ns))),
         ("p99", lambda p: Cell(fmt_ns(p.summary.p99_interval.estimate_ns))),
     ]
-    if not (steps and many):
+    if not (steps and many) and not (sizes and (steps or many)):
         columns.append(("p99.9", lambda p: Cell(fmt_ns(p.summary.p999_ns))))
     columns.append(("longest", lambda p: Cell(fmt_ns(p.summary.max_ns))))
     if many:
