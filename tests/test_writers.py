@@ -577,3 +577,52 @@ def test_a_bad_payload_sweep_is_one_line(argv, message, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_while_writers_commit_stops_every_writer_and_leaves_nothing(tmp_path):
+    import signal
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "fsyncbench",
+            "run",
+            str(tmp_path),
+            "--journal-mode",
+            "wal",
+            "--synchronous",
+            "full",
+            "--samples",
+            "60",
+            "--rounds",
+            "3",
+            "--no-primitives",
+            "--writers",
+            "3",
+            "--writers-seconds",
+            "60",
+            "--no-report",
+            "-q",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".fsyncbench-*/writers-*-2.json")) and not list(
+        tmp_path.glob(".fsyncbench-*/writers-*-2-request.json")
+    ):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+    time.sleep(1.0)  # the writers are committing
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2, err
+    assert len(err.strip().splitlines()) == 1 and "interrupted" in err, err
+    assert list(tmp_path.iterdir()) == []
+    # no writer outlived it
+    ps = subprocess.run(
+        ["pgrep", "-f", "fsyncbench.measure.writers"], capture_output=True, text=True
+    )
+    assert str(tmp_path) not in ps.stdout
