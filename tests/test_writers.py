@@ -622,7 +622,11 @@ def test_ctrl_c_while_writers_commit_stops_every_writer_and_leaves_nothing(tmp_p
     assert len(err.strip().splitlines()) == 1 and "interrupted" in err, err
     assert list(tmp_path.iterdir()) == []
     # no writer outlived it
-    ps = subprocess.run(
-        ["pgrep", "-f", "fsyncbench.measure.writers"], capture_output=True, text=True
-    )
-    assert str(tmp_path) not in ps.stdout
+    import psutil
+
+    alive = [
+        p.info["cmdline"]
+        for p in psutil.process_iter(["cmdline"])
+        if any(str(tmp_path) in part for part in (p.info["cmdline"] or []))
+    ]
+    assert alive == []
