@@ -221,6 +221,7 @@ def cmd_compare(args: argparse.Namespace, _argv: list[str]) -> int:
         group_by=args.group_by,
         kind=args.kind,
         accept_disturbed=args.accept_disturbed,
+        vs=args.vs,
     )
     _emit(args, api.render(result, args.format))
     if args.fail_on_regression is None:

@@ -543,6 +543,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="let --fail-on-regression judge reports whose rounds stayed disturbed by other "
         "processes; without it their statistics are 'cannot tell' (exit 4)",
     )
+    cmp_.add_argument(
+        "--vs",
+        metavar="A,B",
+        help="two reports only: the first's configuration A against the second's B head to "
+        "head (how many times faster at p50 and p99, Welch's 95%% intervals over the two "
+        "runs' rounds), e.g. --vs wal/full,truncate/full",
+    )
     _add_format_option(cmp_, COMPARE_FORMATS, "html: a self-contained page")
     _add_output_option(cmp_)
 

@@ -194,3 +194,52 @@ def test_a_run_saved_with_vs_shows_that_pair_again(report_path, tmp_path, capsys
     assert cli.main(["show", str(saved), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     assert "truncate/normal against wal/normal" in out.replace("\n", " ")
+
+
+def test_compare_sets_one_reports_configuration_against_anothers(report_path, tmp_path, capsys):
+    other = tmp_path / "b.json"
+    data = json.loads(Path(report_path).read_text())
+    data["created_utc"] = "2026-12-06T09:00:00Z"
+    other.write_text(json.dumps(data))
+    assert (
+        cli.main(["compare", str(report_path), str(other), "--vs", "wal/full,truncate/full"]) == 0
+    )
+    out = capsys.readouterr().out
+    first = out.split("\n\n")[0].replace("\n ", "")
+    assert first.startswith("Head to head: wal/full in h2h-report.json against truncate/full in")
+    assert "Welch" in first and max(len(line) for line in out.split("\n\n")[0].splitlines()) <= 100
+    assert (
+        cli.main(
+            [
+                "compare",
+                str(report_path),
+                str(other),
+                "--vs",
+                "wal/full,truncate/full",
+                "--format",
+                "json",
+            ]
+        )
+        == 0
+    )
+    rows = json.loads(capsys.readouterr().out)["head_to_head"]
+    assert [r["percentile"] for r in rows] == [50.0, 99.0]
+    # the same configuration of a run and its copy: about 1x, an interval holding 1
+    assert cli.main(["compare", str(report_path), str(other), "--vs", "wal/full,wal/normal"]) == 0
+    capsys.readouterr()
+    for argv, words in (
+        (["--vs", "wal/full,delete/full"], "did not measure delete/full"),
+        (["--vs", "wal/full"], "--vs takes two different configurations"),
+    ):
+        assert cli.main(["compare", str(report_path), str(other), *argv]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and words in err[0], err
+
+
+def test_unpaired_ratio_of_a_run_against_its_copy_holds_one(report_path):
+    from fsyncbench.report import store
+
+    rep = store.load_report(Path(report_path))
+    wal = next(r for r in rep.results if r.name == "wal/full")
+    r = headtohead.unpaired_ratio(wal, wal, 50.0)
+    assert r.ratio == pytest.approx(1.0) and r.low < 1.0 < r.high and not r.paired

@@ -24,6 +24,7 @@ from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
 
 if TYPE_CHECKING:  # for annotations only: each is imported where it is used
     from fsyncbench.judge.gates import GateFailure
+    from fsyncbench.measure.headtohead import RatioInterval
     from fsyncbench.report.compare import PairComparison
     from fsyncbench.report.fleet import FleetGroup, FleetRow
     from fsyncbench.report.regression import Regression, RegressionGate
@@ -332,6 +333,27 @@ class Comparison:
     group_by: tuple[str, ...] = ()
     duplicates: tuple[tuple[str, str], ...] = ()
     left_out: tuple[tuple[str, str], ...] = ()
+    head_to_head: tuple[RatioInterval, ...] = ()
+
+
+def _head_to_head(
+    loaded: Sequence[Report], labels: Sequence[str], names: tuple[str, ...], fleet: bool
+) -> tuple[RatioInterval, ...]:
+    """``compare A B --vs X,Y``: A's X against B's Y at p50 and p99 (unpaired)."""
+    from fsyncbench.measure.headtohead import unpaired_ratio
+
+    if fleet or len(loaded) != 2:
+        raise FsyncbenchError(
+            "--vs sets a configuration of one report against one of another: give two reports"
+        )
+    found = []
+    for rep, label, name in zip(loaded, labels, names):
+        result = next((r for r in rep.results if r.kind == "commit" and r.name == name), None)
+        if result is None:
+            measured = ", ".join(r.name for r in rep.results if r.kind == "commit")
+            raise FsyncbenchError(f"--vs: {label} did not measure {name}; it measured {measured}")
+        found.append(result)
+    return tuple(unpaired_ratio(found[0], found[1], q) for q in (50.0, 99.0))
 
 
 def _report_inputs(
@@ -423,6 +445,7 @@ def compare(
     group_by: str | Sequence[str] | None = None,
     kind: str | None = None,
     accept_disturbed: bool = False,
+    vs: str | Sequence[str] | None = None,
 ) -> Comparison:
     """``fsyncbench compare``: reports (files, directories of them searched recursively for
     ``*.json``, or Report objects; the first is the baseline, each labelled by its file
@@ -441,7 +464,10 @@ def compare(
     significantly so, is a regression (the baseline must be a file, not a directory). A
     report whose rounds stayed disturbed (:mod:`fsyncbench.measure.disturbance`) cannot be
     told from: its pairs' statistics are "cannot tell", naming the disturbance, unless
-    ``accept_disturbed``. Raises FsyncbenchError."""
+    ``accept_disturbed``. ``vs`` ("A,B" or two labels): two reports only, the first's
+    configuration A against the second's B, head to head (``head_to_head``: the p50 and
+    p99 ratios with Welch's 95 % intervals over the two runs' rounds,
+    :func:`fsyncbench.measure.headtohead.unpaired_ratio`). Raises FsyncbenchError."""
     from fsyncbench.judge import gates as checks
     from fsyncbench.report import compare as comparing
     from fsyncbench.report import fleet as fleets
@@ -505,6 +531,9 @@ def compare(
     if wanted:
         checks.check_names(wanted, comparing.common_names(loaded), "every report has")
     out = Comparison(tuple(loaded), tuple(labels))
+    head = options.vs_names(vs)
+    if head:
+        out = dataclasses.replace(out, head_to_head=_head_to_head(loaded, labels, head, is_fleet))
     if not is_fleet:
         pair = comparing.compare_pair(loaded[0], loaded[1], names=wanted)
         pairs = [(labels[1], pair)]
@@ -703,10 +732,30 @@ def _regression_lines(
     return lines
 
 
+def _head_to_head_line(c: Comparison) -> str:
+    """``compare A B --vs X,Y`` in one sentence (see :func:`_head_to_head`)."""
+    from fsyncbench.report.headtohead import ratio_phrase
+
+    p50, p99 = c.head_to_head
+    rounds = " (95 % intervals, Welch over the two runs' rounds)" if p50.bounds else ""
+    return (
+        f"Head to head: {p50.a_name} in {c.labels[0]} against {p50.b_name} in {c.labels[1]}: "
+        f"{ratio_phrase(p50)}, {ratio_phrase(p99)}{rounds}."
+    )
+
+
 def _render_comparison(c: Comparison, fmt: str) -> str:
     """``c`` in ``fmt``; in text and Markdown the regression gate's answer line comes first
-    and its other lines after the tables (JSON carries it in ``regression_check``)."""
+    and its other lines after the tables (JSON carries it in ``regression_check``); a
+    head-to-head (``--vs``) sentence before the tables."""
     body = _render_comparison_body(c, fmt)
+    if c.head_to_head and fmt in ("text", "markdown"):
+        line = _head_to_head_line(c)
+        if fmt == "text":
+            from fsyncbench.report.text import wrap_text
+
+            line = wrap_text(line, "  ")
+        body = line + "\n\n" + body
     if not c.lines or fmt not in ("text", "markdown"):
         return body
     head, rest = c.lines[0], c.lines[1:]
@@ -750,6 +799,20 @@ def _render_comparison_body(c: Comparison, fmt: str) -> str:
             )
             return render_document(doc, fmt)
         data = fleets.fleet_jsonable(c.groups, c.config, c.group_by, c.duplicates, c.left_out)
+    if c.head_to_head:
+        data["head_to_head"] = [
+            {
+                "a": f"{r.a_name} ({c.labels[0]})",
+                "b": f"{r.b_name} ({c.labels[1]})",
+                "percentile": r.percentile,
+                "ratio": r.ratio,
+                "low": r.low,
+                "high": r.high,
+                "df": r.df,
+                "reason": r.reason,
+            }
+            for r in c.head_to_head
+        ]
     if c.limit_pct is not None and c.gate is not None:
         from fsyncbench.report import compare as comparing
         from fsyncbench.report import regression
