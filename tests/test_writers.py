@@ -630,3 +630,15 @@ def test_ctrl_c_while_writers_commit_stops_every_writer_and_leaves_nothing(tmp_p
         if any(str(tmp_path) in part for part in (p.info["cmdline"] or []))
     ]
     assert alive == []
+
+
+def test_the_html_page_draws_the_writers_chart(run_report):
+    from fsyncbench.report import plots
+
+    if not plots.available():
+        pytest.skip("matplotlib is not installed (pip install matplotlib)")
+    _target, report = run_report
+    page = fsyncbench.render(report, "html")
+    section = page[page.index('id="writers"') :]
+    assert "<svg" in section[: section.index("</section>")]
+    assert 'id="writers-' in page  # its ids salted apart from the other charts

@@ -134,6 +134,8 @@ def render_html(doc: dm.Document, report: Report | None = None) -> str:
             svgs["cdf"] = plots.cdf_svg(report)
         if "histograms" in kinds:
             svgs["histograms"] = plots.histogram_svg(report)
+        if "writers" in kinds:
+            svgs["writers"] = plots.writers_svg(report)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',

@@ -317,3 +317,50 @@ def configurations_svg(report: Report, durable: dict[str, bool | None]) -> str:
             left=0.30, right=0.97, top=0.97, bottom=0.9 / (0.34 * rows + 0.5 * len(groups) + 0.9)
         )
         return _svg(fig, "configs")
+
+
+def writers_svg(report: Report) -> str:
+    """Inline SVG of ``run --writers``: per configuration (with its steps per commit and
+    payload), commits/s against the number of writers on the left, and on the right the
+    p99 over commits (solid) and the oldest commit in progress over time, p99 (dashed), on
+    a log time axis: where they part, a writer starved while the p99 over commits looked
+    fine. "" without concurrent writers."""
+    import matplotlib
+
+    groups: dict[str, list[Any]] = {}
+    for p in report.writers:
+        key = p.requested.label
+        if p.steps_per_commit > 1:
+            key += f", {p.steps_per_commit} steps"
+        if len({q.payload_bytes for q in report.writers}) > 1:
+            key += f", {p.payload_bytes:,} B"
+        groups.setdefault(key, []).append(p)
+    if not groups:
+        return ""
+    with matplotlib.rc_context({"font.family": "DejaVu Sans", "font.size": 9.5}):
+        fig = _new_figure(9.6, 3.6)
+        rate, lat = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+        for i, (name, points) in enumerate(groups.items()):
+            points = sorted(points, key=lambda p: p.writers)
+            n = [p.writers for p in points]
+            color = f"C{i % 10}"
+            rate.plot(n, [p.summary.commits_per_s for p in points], "o-", color=color, label=name)
+            lat.plot(n, [p.summary.p99_interval.estimate_ns for p in points], "o-", color=color)
+            lat.plot(
+                n, [max(p.summary.oldest_wait_p99_ns, 1.0) for p in points], "s--", color=color
+            )
+        for ax in (rate, lat):
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("writers")
+            ax.grid(True, color="#e4e4e4", linewidth=0.8)
+            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: f"{v:g}"))
+        rate.set_ylabel("commits/s")
+        rate.set_ylim(bottom=0)
+        lat.set_yscale("log")
+        lat.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _pos: fmt_ns(v)))
+        lat.set_ylabel("latency (log scale)")
+        lat.set_title("p99 over commits (solid), oldest wait p99 over time (dashed)", fontsize=9)
+        rate.set_title("commits/s", fontsize=9)
+        rate.legend(fontsize=LEGEND_PT, loc="best")
+        fig.subplots_adjust(left=0.08, right=0.98, top=0.9, bottom=0.15, wspace=0.3)
+        return _svg(fig, "writers")

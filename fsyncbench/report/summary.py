@@ -61,7 +61,7 @@ def summarize(
             tuple(b for b in (compact_table(report), precision_paragraph(report)) if b is not None),
         ),
         *(
-            dataclasses.replace(w, blocks=w.blocks[:2])  # the answers and the points
+            dataclasses.replace(w, blocks=w.blocks[:3])  # the answers, chart and points
             for w in writers_sections(report)
         ),
         Section("more", "", (Paragraph(_left_out(report)),)),

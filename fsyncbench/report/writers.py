@@ -17,7 +17,15 @@ from fsyncbench.judge.writers_rules import sync_bound
 from fsyncbench.measure.concurrency import STARVED_SHARE, STARVED_WAIT_SHARE
 from fsyncbench.measure.workloads import per_commit_sync
 from fsyncbench.model import RISK, Report, WritersPoint
-from fsyncbench.report.document import Block, Bullets, Cell, Paragraph, Section, Table
+from fsyncbench.report.document import (
+    Block,
+    Bullets,
+    Cell,
+    Figure,
+    Paragraph,
+    Section,
+    Table,
+)
 
 KEY = "writers"
 TITLE = "Concurrent writers and batching"
@@ -336,6 +344,12 @@ def writers_sections(report: Report, max_p99_ns: float | None = None) -> tuple[S
     )
     blocks: list[Block] = [
         Bullets(tuple((config_paragraph(g, report, max_p99_ns), ()) for g in _groups(points))),
+        Figure(
+            "writers",
+            "Commits/s (left) and latency (right) against the number of writers: the p99 over "
+            "commits (solid) and, over time, the p99 of the oldest commit in progress "
+            "(dashed); where they part, a writer starved.",
+        ),
         points_table(points),
         intervals_table(points),
     ]
