@@ -187,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--payload-bytes",
         default=str(plan.DEFAULT_PAYLOAD_BYTES),
-        metavar="SIZES",
+        metavar="N",
         help="size of each step's JSON output, in bytes; a comma list (e.g. 128,4096,65536) "
         "also measures each size after the rounds, as --writers does (the rounds use the "
         f"first; default {plan.DEFAULT_PAYLOAD_BYTES})",
