@@ -955,8 +955,10 @@ class WritersPoint:
 
     @property
     def name(self) -> str:
-        """The configuration's label and the writer count, e.g. ``wal/full x4``."""
-        return f"{self.requested.label} x{self.writers}"
+        """The configuration's label and the writer count, e.g. ``wal/full x4``, with the
+        steps per commit when more than one (``wal/full x4, 10 steps``)."""
+        steps = f", {self.steps_per_commit} steps" if self.steps_per_commit > 1 else ""
+        return f"{self.requested.label} x{self.writers}{steps}"
 
 
 @dataclass(frozen=True)

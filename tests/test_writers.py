@@ -642,3 +642,39 @@ def test_the_html_page_draws_the_writers_chart(run_report):
     section = page[page.index('id="writers"') :]
     assert "<svg" in section[: section.index("</section>")]
     assert 'id="writers-' in page  # its ids salted apart from the other charts
+
+
+def test_max_p99_gates_each_writers_point_and_names_a_starved_one(run_report):
+    import dataclasses
+
+    from fsyncbench.judge import gates
+
+    _target, report = run_report
+    window = 1000
+    fast = [_steady(i, window) for i in range(3)]  # 0.2 ms commits
+    starved = _lane(3, [10.0], [600.0], [599.0])  # one commit that waited 0.6 s
+    lanes = (*fast, starved)
+    point = WritersPoint(
+        WAL_FULL,
+        WAL_FULL,
+        4,
+        "immediate",
+        5000,
+        1,
+        512,
+        window * MS,
+        "fdatasync",
+        lanes,
+        concurrency.summarize(lanes, window * MS, 1),
+    )
+    rep = dataclasses.replace(report, writers=(point,))
+    # the p99 over commits (0.2 ms) passes 10 ms; the oldest wait over time is named
+    failures, notes, _untold = gates.review(rep, max_p99_ns=10 * MS, names=("wal/full",))
+    assert not [f for f in failures if f.subject == "wal/full x4"]
+    assert any(n.startswith("wal/full x4: over time") and "writers 3 starved" in n for n in notes)
+    # a limit below the p99 over commits fails the point by name
+    failures, _notes, _untold = gates.review(rep, max_p99_ns=100_000, names=("wal/full",))
+    assert any(f.subject == "wal/full x4" and "above --max-p99" in f.message for f in failures)
+    # points of a configuration the gate does not look at are left alone
+    failures, notes, _untold = gates.review(rep, max_p99_ns=100_000, names=("wal/normal",))
+    assert not [f for f in failures if f.subject.startswith("wal/full x")]

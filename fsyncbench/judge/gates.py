@@ -5,7 +5,10 @@
   pick their own number. A p99 whose 95 % interval straddles the limit is named in a note:
   the next run of the same machine may land on the other side. ``--max-p99-strict`` judges
   the interval's upper bound instead (pass only where p99 is shown to be below the limit),
-  and a p99 without an interval is then "cannot tell".
+  and a p99 without an interval is then "cannot tell". With ``run --writers`` each
+  concurrent-writers point's p99 over its commits is gated the same way (named ``wal/full
+  x4``), and a note names a point whose oldest commit in progress was older than the limit
+  1 % of the time or more (a starved writer, whom the p99 over commits hides).
   A run whose rounds stayed disturbed after their retakes (other processes' flushes, CPU
   wait or steal that could explain its tail, :mod:`fsyncbench.measure.disturbance`) is
   "cannot tell" for ``--max-p99``, naming the disturbance, unless ``accept_disturbed``.
@@ -16,8 +19,9 @@
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from fsyncbench.errors import FsyncbenchError, did_you_mean
@@ -142,69 +146,31 @@ def review(
     (:func:`fsyncbench.measure.intervals.quantile_upper_bound`) and cannot be told below the
     limit only where that bound is above it. A run that stayed disturbed cannot be told for
     ``max_p99_ns`` (one line) unless ``accept_disturbed``."""
-    from fsyncbench.fmt import fmt_interval, fmt_ns
+    from fsyncbench.fmt import fmt_ns
     from fsyncbench.measure import disturbance
 
     verdicts = {v.subject: v for v in report.verdict.results}
-    failures, notes, untold = [], [], []
+    failures: list[GateFailure] = []
+    notes: list[str] = []
+    untold: list[str] = []
     disturbed = "" if accept_disturbed else disturbance.cannot_tell_reason(report.activity)
     if max_p99_ns is not None and disturbed:
         untold.append(f"--max-p99 {fmt_ns(max_p99_ns)}: cannot tell: {disturbed}")
         max_p99_ns = None
     for r in select(report, names):
         s = r.summary
-        ci = s.p99_ci_ns
         if max_p99_ns is not None:
-            shown = (
-                f"p99 {fmt_ns(s.p99_ns)} (95% CI {fmt_interval(ci, s.p99_interval)}, n={s.count})"
+            _p99_check(
+                r.name,
+                s.p99_ns,
+                s.p99_ci_ns,
+                s.p99_interval,
+                s.count,
+                functools.partial(_upper_bound, r),
+                max_p99_ns,
+                max_p99_strict,
+                (failures, notes, untold),
             )
-            limit = fmt_ns(max_p99_ns)
-            if max_p99_strict and ci is None and s.p99_ns > max_p99_ns:
-                # strict never passes what the default mode fails: the estimate is above
-                failures.append(
-                    GateFailure(
-                        r.name,
-                        "max-p99",
-                        f"{r.name}: {shown} is above --max-p99 {limit} (no interval; "
-                        "--max-p99-strict)",
-                    )
-                )
-            elif (
-                max_p99_strict
-                and ci is None
-                and (bound := _upper_bound(r)) is not None
-                and (bound <= max_p99_ns)
-            ):
-                notes.append(
-                    f"{r.name}: {shown} has no interval, but its order-statistic upper bound "
-                    f"{fmt_ns(bound)} (95 %, one-sided, at least the slowest round's own p99) "
-                    f"is below --max-p99 {limit}: passes"
-                )
-            elif max_p99_strict and ci is None:
-                untold.append(
-                    f"{r.name}: {shown} has no interval, so it cannot be shown below "
-                    f"--max-p99 {limit}: {_what_settles(s.p99_interval)}"
-                )
-            elif max_p99_strict and ci is not None and ci[1] > max_p99_ns:
-                failures.append(
-                    GateFailure(
-                        r.name,
-                        "max-p99",
-                        f"{r.name}: {shown} is not shown to be below --max-p99 {limit} "
-                        "(the interval's upper bound is above it; --max-p99-strict)",
-                    )
-                )
-            elif not max_p99_strict and s.p99_ns > max_p99_ns:
-                failures.append(
-                    GateFailure(r.name, "max-p99", f"{r.name}: {shown} is above --max-p99 {limit}")
-                )
-            if not max_p99_strict and ci is not None and ci[0] <= max_p99_ns < ci[1]:
-                side = "fails" if s.p99_ns > max_p99_ns else "passes"
-                notes.append(
-                    f"{r.name}: {shown} straddles --max-p99 {limit}: it {side} on the estimate, "
-                    "and another run of the same machine may land on the other side "
-                    "(--max-p99-strict passes only where p99 is shown to be below)"
-                )
         v = verdicts.get(r.name)
         if fail_on and v is not None and v.path_verdict in fail_on:
             failures.append(
@@ -215,4 +181,89 @@ def review(
                     f"--fail-on {','.join(fail_on)}",
                 )
             )
+    if max_p99_ns is not None:
+        for p in report.writers:
+            if names and p.requested.label not in names:
+                continue
+            w = p.summary
+            iv = w.p99_interval
+            _p99_check(
+                p.name,
+                iv.estimate_ns,
+                iv.bounds,
+                iv,
+                w.commits,
+                lambda: None,
+                max_p99_ns,
+                max_p99_strict,
+                (failures, notes, untold),
+            )
+            if w.oldest_wait_p99_ns > max_p99_ns:
+                notes.append(
+                    f"{p.name}: over time a commit in progress had waited longer than "
+                    f"--max-p99 {fmt_ns(max_p99_ns)} 1 % of the time or more (oldest commit, "
+                    f"p99 over time {fmt_ns(w.oldest_wait_p99_ns)}; longest "
+                    f"{fmt_ns(w.max_ns)})"
+                    + (f": writers {', '.join(map(str, w.starved))} starved" if w.starved else "")
+                )
     return failures, notes, untold
+
+
+def _p99_check(
+    name: str,
+    p99_ns: float,
+    ci: tuple[float, float] | None,
+    interval: Interval | None,
+    count: int,
+    upper_bound: Callable[[], float | None],
+    max_p99_ns: int,
+    strict: bool,
+    out: tuple[list[GateFailure], list[str], list[str]],
+) -> None:
+    """``--max-p99`` on one p99 (a result's, or a concurrent-writers point's over its
+    commits): appends to ``out`` = (failures, notes, cannot-tell lines) as :func:`review`
+    says; ``upper_bound`` gives the order-statistic bound strict mode uses where there is
+    no interval (None: none)."""
+    from fsyncbench.fmt import fmt_interval, fmt_ns
+
+    failures, notes, untold = out
+    shown = f"p99 {fmt_ns(p99_ns)} (95% CI {fmt_interval(ci, interval)}, n={count})"
+    limit = fmt_ns(max_p99_ns)
+    if strict and ci is None and p99_ns > max_p99_ns:
+        # strict never passes what the default mode fails: the estimate is above
+        failures.append(
+            GateFailure(
+                name,
+                "max-p99",
+                f"{name}: {shown} is above --max-p99 {limit} (no interval; --max-p99-strict)",
+            )
+        )
+    elif strict and ci is None and (bound := upper_bound()) is not None and bound <= max_p99_ns:
+        notes.append(
+            f"{name}: {shown} has no interval, but its order-statistic upper bound "
+            f"{fmt_ns(bound)} (95 %, one-sided, at least the slowest round's own p99) "
+            f"is below --max-p99 {limit}: passes"
+        )
+    elif strict and ci is None:
+        untold.append(
+            f"{name}: {shown} has no interval, so it cannot be shown below "
+            f"--max-p99 {limit}: {_what_settles(interval)}"
+        )
+    elif strict and ci is not None and ci[1] > max_p99_ns:
+        failures.append(
+            GateFailure(
+                name,
+                "max-p99",
+                f"{name}: {shown} is not shown to be below --max-p99 {limit} "
+                "(the interval's upper bound is above it; --max-p99-strict)",
+            )
+        )
+    elif not strict and p99_ns > max_p99_ns:
+        failures.append(GateFailure(name, "max-p99", f"{name}: {shown} is above --max-p99 {limit}"))
+    if not strict and ci is not None and ci[0] <= max_p99_ns < ci[1]:
+        side = "fails" if p99_ns > max_p99_ns else "passes"
+        notes.append(
+            f"{name}: {shown} straddles --max-p99 {limit}: it {side} on the estimate, "
+            "and another run of the same machine may land on the other side "
+            "(--max-p99-strict passes only where p99 is shown to be below)"
+        )

@@ -189,7 +189,7 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
     many = any(p.writers > 1 for p in points)
     sizes = len({p.payload_bytes for p in points}) > 1
     columns: list[tuple[str, Callable[[WritersPoint], Cell]]] = [
-        ("configuration", lambda p: Cell(p.name)),
+        ("configuration", lambda p: Cell(f"{p.requested.label} x{p.writers}")),
     ]
     if sizes:
         columns.append(("payload", lambda p: Cell(f"{p.payload_bytes:,} B")))
@@ -246,7 +246,7 @@ def intervals_table(points: Sequence[WritersPoint]) -> Table:
     full report; the screen's table has no room for them)."""
     rows = tuple(
         (
-            Cell(p.name),
+            Cell(f"{p.requested.label} x{p.writers}"),
             Cell(str(p.steps_per_commit)),
             Cell(fmt_ns(p.summary.p50_interval.estimate_ns)),
             Cell(fmt_interval(p.summary.p50_interval.bounds, p.summary.p50_interval)),
