@@ -678,3 +678,32 @@ def test_max_p99_gates_each_writers_point_and_names_a_starved_one(run_report):
     # points of a configuration the gate does not look at are left alone
     failures, notes, _untold = gates.review(rep, max_p99_ns=100_000, names=("wal/normal",))
     assert not [f for f in failures if f.subject.startswith("wal/full x")]
+
+
+def test_compare_shows_two_runs_writers_side_by_side_and_says_they_are_not_gated(
+    run_report, tmp_path, capsys
+):
+    _target, report = run_report
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(store.report_to_json(report))
+    data = json.loads(a.read_text())
+    data["created_utc"] = "2026-12-06T09:00:00Z"
+    data["writers"] = data["writers"][:-1]  # B lacks the last point
+    b.write_text(json.dumps(data))
+    assert cli.main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    section = out[out.index("Concurrent writers (") :]
+    assert "not gated" in section.split("\n\n")[0]
+    last = report.writers[-1].name
+    assert f"Writers points only in A: {last}" in section
+    assert "wal/full x2" in section and "1.00x" in section
+    code = cli.main(["compare", str(a), str(b), "--format", "json"])
+    got = json.loads(capsys.readouterr().out)["writers"]
+    assert code == 0 and got["gated"] is False and got["only_a"] == [last]
+    # the gate names them as not gated; they do not change its exit code
+    with_gate = cli.main(["compare", str(a), str(b), "--fail-on-regression", "1000"])
+    out = capsys.readouterr().out
+    assert "Concurrent-writers points are shown, not gated" in out.replace("\n  ", " ")
+    data["writers"] = []
+    b.write_text(json.dumps(data))
+    assert cli.main(["compare", str(a), str(b), "--fail-on-regression", "1000"]) == with_gate

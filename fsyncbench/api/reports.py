@@ -568,6 +568,7 @@ def compare(
         )
     from fsyncbench.measure import disturbance
     from fsyncbench.report import regression
+    from fsyncbench.report import writers as writers_view
 
     by_label = dict(zip(labels, loaded))
     base_stayed = disturbance.stayed_phrase(loaded[0].activity)
@@ -620,7 +621,12 @@ def compare(
             + (f" in {s.candidate}" if len(pairs) > 1 else "")
             for s in untold
         ),
-        lines=tuple(_regression_lines(gate, pairs, accepted)),
+        lines=tuple(_regression_lines(gate, pairs, accepted))
+        + (
+            (writers_view.NOT_GATED[0].upper() + writers_view.NOT_GATED[1:] + ".",)
+            if any(r.writers for r in loaded)
+            else ()
+        ),
     )
 
 

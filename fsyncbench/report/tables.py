@@ -282,6 +282,29 @@ def render_compare(
         out.append(f"Only in A: {', '.join(pair.only_a)}")
     if pair.only_b:
         out.append(f"Only in B: {', '.join(pair.only_b)}")
+    if a.writers or b.writers:
+        from fsyncbench.report import writers
+
+        rows, only_a, only_b = writers.compare_rows(a, b)
+        out += [
+            "",
+            f"Concurrent writers ({writers.NOT_GATED}; oldest: the oldest commit in "
+            "progress, p99 over time):",
+        ]
+        if rows:
+            out.append(
+                tabulate(
+                    rows,
+                    headers=list(writers.COMPARE_HEADERS),
+                    tablefmt=tablefmt,
+                    disable_numparse=True,
+                    colalign=["left"] + ["right"] * (len(writers.COMPARE_HEADERS) - 1),
+                )
+            )
+        if only_a:
+            out.append(f"Writers points only in A: {', '.join(only_a)}")
+        if only_b:
+            out.append(f"Writers points only in B: {', '.join(only_b)}")
     if tablefmt == "simple":  # a terminal: running text wrapped, tables kept whole
         from fsyncbench.report.text import wrap_text
 
@@ -312,4 +335,15 @@ def compare_jsonable(
             "floor_moved": [{"name": name, **to_jsonable(q)} for name, q in pair.floor_moved],
         }
     )
+    if a.writers or b.writers:
+        from fsyncbench.report import writers
+
+        rows, only_a, only_b = writers.compare_rows(a, b)
+        data["writers"] = {
+            "gated": False,
+            "why": writers.NOT_GATED,
+            "points": [dict(zip(writers.COMPARE_HEADERS, row)) for row in rows],
+            "only_a": only_a,
+            "only_b": only_b,
+        }
     return data

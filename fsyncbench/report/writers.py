@@ -358,3 +358,54 @@ def writers_sections(report: Report, max_p99_ns: float | None = None) -> tuple[S
         blocks.append(per_writer)
     blocks.append(method)
     return (Section(KEY, TITLE, tuple(blocks)),)
+
+
+def _key(p: WritersPoint) -> tuple[str, int, int, int, str]:
+    return (p.requested.label, p.writers, p.steps_per_commit, p.payload_bytes, p.begin)
+
+
+def compare_rows(a: Report, b: Report) -> tuple[list[list[str]], list[str], list[str]]:
+    """The concurrent-writers points of two reports side by side (same configuration,
+    writers, steps, payload and begin): [point, commits/s A, B, B/A, p99 A, B, oldest wait
+    p99 over time A, B] per point both measured, and the names only one of them did.
+    Figures only: a point is one window with no rounds, so nothing here is a test."""
+    pa, pb = {_key(p): p for p in a.writers}, {_key(p): p for p in b.writers}
+    rows = []
+    for k, p in pa.items():
+        q = pb.get(k)
+        if q is None:
+            continue
+        x, y = p.summary, q.summary
+        rows.append(
+            [
+                p.name,
+                f"{x.commits_per_s:,.0f}",
+                f"{y.commits_per_s:,.0f}",
+                f"{y.commits_per_s / x.commits_per_s:.2f}x" if x.commits_per_s else "-",
+                fmt_ns(x.p99_interval.estimate_ns),
+                fmt_ns(y.p99_interval.estimate_ns),
+                fmt_ns(x.oldest_wait_p99_ns),
+                fmt_ns(y.oldest_wait_p99_ns),
+            ]
+        )
+    only_a = [p.name for k, p in pa.items() if k not in pb]
+    only_b = [p.name for k, p in pb.items() if k not in pa]
+    return rows, only_a, only_b
+
+
+#: Headers of :func:`compare_rows`.
+COMPARE_HEADERS = (
+    "point",
+    "commits/s A",
+    "commits/s B",
+    "B/A",
+    "p99 A",
+    "p99 B",
+    "oldest A",
+    "oldest B",
+)
+#: What the gate says of concurrent-writers points.
+NOT_GATED = (
+    "concurrent-writers points are shown, not gated: each is one window of one run, with no "
+    "rounds to judge a change by"
+)
