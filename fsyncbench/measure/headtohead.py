@@ -68,44 +68,10 @@ def paired_ratio(
     a: Result, b: Result, percentile: float, confidence: float = 0.95
 ) -> RatioInterval:
     """A's ``percentile`` (50 or 99) over B's, both from one run: the geometric mean of the
-    rounds' ratios with the paired interval
-    of the module docstring. No interval below :data:`fsyncbench.measure.intervals.MIN_ROUNDS`
-    rounds, with rounds of unequal number, or with a round at 0 ns. Raises ValueError for
-    another percentile."""
-    est_a, rounds_a = _figures(a, percentile)
-    est_b, rounds_b = _figures(b, percentile)
-    ratio = est_a / est_b if est_b > 0 else math.inf
-    k = min(len(rounds_a), len(rounds_b))
-
-    def none(reason: str) -> RatioInterval:
-        return RatioInterval(
-            a.name, b.name, percentile, ratio, None, None, k, 0.0, True, confidence, reason
-        )
-
-    if len(rounds_a) != len(rounds_b):
-        return none("the two rows have different rounds")
-    if k < MIN_ROUNDS:
-        return none(f"{k} round{'s' if k != 1 else ''}: at least {MIN_ROUNDS} are needed")
-    x, y = np.asarray(rounds_a, dtype=float), np.asarray(rounds_b, dtype=float)
-    if not (np.all(x > 0) and np.all(y > 0) and est_a > 0 and est_b > 0):
-        return none("a round measured 0 ns")
-    d = np.log(x) - np.log(y)
-    se = float(np.std(d, ddof=1)) / math.sqrt(k)
-    t = t_quantile(k - 1, 0.5 + confidence / 2.0)
-    centre = float(np.mean(d))
-    ratio = math.exp(centre)
-    return RatioInterval(
-        a.name,
-        b.name,
-        percentile,
-        ratio,
-        math.exp(centre - t * se),
-        math.exp(centre + t * se),
-        k,
-        float(k - 1),
-        True,
-        confidence,
-    )
+    rounds' ratios with the paired interval of the module docstring. No interval below
+    :data:`fsyncbench.measure.intervals.MIN_ROUNDS` rounds, with rounds of unequal number,
+    or with a round at 0 ns. Raises ValueError for another percentile."""
+    return _ratio(a, b, percentile, confidence, paired=True)
 
 
 def unpaired_ratio(
@@ -113,51 +79,48 @@ def unpaired_ratio(
 ) -> RatioInterval:
     """A's ``percentile`` over B's where A and B come from two runs: the ratio of the
     geometric means of their rounds, with Welch's interval on the log round figures
-    (module docstring). No
-    interval below :data:`MIN_ROUNDS` rounds on either side."""
+    (module docstring). No interval below :data:`MIN_ROUNDS` rounds on either side or with
+    a round at 0 ns. Raises ValueError for another percentile."""
+    return _ratio(a, b, percentile, confidence, paired=False)
+
+
+def _ratio(
+    a: Result, b: Result, percentile: float, confidence: float, paired: bool
+) -> RatioInterval:
     est_a, rounds_a = _figures(a, percentile)
     est_b, rounds_b = _figures(b, percentile)
-    ratio = est_a / est_b if est_b > 0 else math.inf
     ka, kb = len(rounds_a), len(rounds_b)
 
-    def none(reason: str) -> RatioInterval:
+    def out(
+        ratio: float, low: float | None, high: float | None, df: float, why: str = ""
+    ) -> RatioInterval:
         return RatioInterval(
-            a.name,
-            b.name,
-            percentile,
-            ratio,
-            None,
-            None,
-            min(ka, kb),
-            0.0,
-            False,
-            confidence,
-            reason,
+            a.name, b.name, percentile, ratio, low, high, min(ka, kb), df, paired, confidence, why
         )
 
+    whole = est_a / est_b if est_b > 0 else math.inf
+    if paired and ka != kb:
+        return out(whole, None, None, 0.0, "the two rows have different rounds")
     if min(ka, kb) < MIN_ROUNDS:
-        return none(f"{min(ka, kb)} rounds: at least {MIN_ROUNDS} are needed on each side")
+        side = "" if paired else " on each side"
+        return out(
+            whole, None, None, 0.0, f"{min(ka, kb)} rounds: at least {MIN_ROUNDS} are needed{side}"
+        )
     x, y = np.asarray(rounds_a, dtype=float), np.asarray(rounds_b, dtype=float)
     if not (np.all(x > 0) and np.all(y > 0) and est_a > 0 and est_b > 0):
-        return none("a round measured 0 ns")
-    va, vb = float(np.var(np.log(x), ddof=1)) / ka, float(np.var(np.log(y), ddof=1)) / kb
-    se = math.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va**2 / (ka - 1) + vb**2 / (kb - 1)) if va + vb > 0 else ka + kb - 2
+        return out(whole, None, None, 0.0, "a round measured 0 ns")
+    lx, ly = np.log(x), np.log(y)
+    if paired:
+        d = lx - ly
+        centre, se, df = float(np.mean(d)), float(np.std(d, ddof=1)) / math.sqrt(ka), ka - 1.0
+    else:
+        va, vb = float(np.var(lx, ddof=1)) / ka, float(np.var(ly, ddof=1)) / kb
+        centre, se = float(np.mean(lx) - np.mean(ly)), math.sqrt(va + vb)
+        df = (
+            (va + vb) ** 2 / (va**2 / (ka - 1) + vb**2 / (kb - 1)) if va + vb > 0 else ka + kb - 2.0
+        )
     t = t_quantile(df, 0.5 + confidence / 2.0)
-    centre = float(np.mean(np.log(x)) - np.mean(np.log(y)))
-    ratio = math.exp(centre)
-    return RatioInterval(
-        a.name,
-        b.name,
-        percentile,
-        ratio,
-        math.exp(centre - t * se),
-        math.exp(centre + t * se),
-        min(ka, kb),
-        df,
-        False,
-        confidence,
-    )
+    return out(math.exp(centre), math.exp(centre - t * se), math.exp(centre + t * se), df)
 
 
 def rival(chosen: Result, candidates: Sequence[Result]) -> Result | None:
