@@ -128,9 +128,7 @@ def judge(
     """compare A B --fail-on-regression LIMIT [--accept-disturbed] [--gate GATE]: what the
     gate said."""
     try:
-        c = api.compare(
-            [a, b], configs=gate, fail_on_regression=limit, accept_disturbed=accept
-        )
+        c = api.compare([a, b], configs=gate, fail_on_regression=limit, accept_disturbed=accept)
     except FsyncbenchError as exc:
         return {"error": str(exc), "exit": 2}
     told = [] if c.gate is None else [s for s in c.gate.statistics if s.detectable_ratio]
