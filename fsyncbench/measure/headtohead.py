@@ -103,9 +103,8 @@ def _ratio(
         return out(whole, None, None, 0.0, "the two rows have different rounds")
     if min(ka, kb) < MIN_ROUNDS:
         side = "" if paired else " on each side"
-        return out(
-            whole, None, None, 0.0, f"{min(ka, kb)} rounds: at least {MIN_ROUNDS} are needed{side}"
-        )
+        had = f"{min(ka, kb)} rounds" if min(ka, kb) else "no rounds recorded"
+        return out(whole, None, None, 0.0, f"{had}: at least {MIN_ROUNDS} are needed{side}")
     x, y = np.asarray(rounds_a, dtype=float), np.asarray(rounds_b, dtype=float)
     if not (np.all(x > 0) and np.all(y > 0) and est_a > 0 and est_b > 0):
         return out(whole, None, None, 0.0, "a round measured 0 ns")

@@ -32,7 +32,7 @@ from fsyncbench.report.document import (
     Section,
     Table,
 )
-from fsyncbench.report.headtohead import head_to_head_sections
+from fsyncbench.report.headtohead import head_to_head_sections, in_answer
 from fsyncbench.report.latency import compact_table, results_table
 from fsyncbench.report.loss import run_report_sections
 from fsyncbench.report.wording import (
@@ -111,13 +111,13 @@ def describe(
     Raises FsyncbenchError for ``vs`` that are not two measured configurations."""
     title, subtitle = heading(report)
     machine = machine_paragraph(report)
-    answer = answer_section(report, bottom_line(report, model_call_ms))
+    answer = in_answer(answer_section(report, bottom_line(report, model_call_ms)), report, vs)
     if machine is not None:  # the answer's first words: whether the machine was quiet
         answer = Section(answer.key, answer.title, (machine, *answer.blocks))
     sections = [
         answer,
-        *head_to_head_sections(report, vs),
         results_section(report),
+        *head_to_head_sections(report, vs),
         machine_section(report),
         statistics_section(report),
         *run_report_sections(report),

@@ -7,6 +7,7 @@ one small table.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from fsyncbench.errors import FsyncbenchError
@@ -79,7 +80,7 @@ def ratio_phrase(r: RatioInterval) -> str:
     factor = 1 / r.ratio if faster else r.ratio
     word = "faster" if faster else "slower"
     if b is None:
-        return f"{factor:.2f}x {word} at {at} (no interval: {r.reason})"
+        return f"{factor:.2f}x {word} at {at}" + (f" (no interval: {r.reason})" if r.reason else "")
     lo, hi = (1 / b[1], 1 / b[0]) if faster else b
     if not r.separated:
         return f"not measurably different at {at} ({r.ratio:.2f}x [{b[0]:.2f}, {b[1]:.2f}])"
@@ -132,12 +133,34 @@ def brief_sentence(report: Report, names: Sequence[str] = ()) -> str:
         if doc_a == doc_b
         else f"; in a power cut {a.name} {_keeps(doc_a)}, {b.name} {_keeps(doc_b)}"
     )
+    lead = f"Head to head, {a.name} against {whom}" if asked else f"Against {whom}"
+    if p50.bounds is None and p99.bounds is None and p50.reason == p99.reason:
+        # one reason for both: said once ("1.50x slower at p50 and 1.20x at p99 (no ...)")
+        p50 = dataclasses.replace(p50, reason="")
+        p99 = dataclasses.replace(p99, reason="")
+        rounds = f" (no intervals: {paired_ratio(a, b, 50.0).reason})"
     first, second = ratio_phrase(p50), ratio_phrase(p99)
     word = next((w for w in (" faster at ", " slower at ") if w in first and w in second), "")
     if word:  # "2.76x [...] faster at p50 and 1.70x [...] at p99"
         second = second.replace(word, " at ")
-    lead = f"Head to head, {a.name} against {whom}" if asked else f"Against {whom}"
     return f"{lead}: {first} and {second}{rounds}{loss}."
+
+
+def in_answer(answer: Section, report: Report, names: Sequence[str] = ()) -> Section:
+    """``answer`` (the bottom line's section) with :func:`brief_sentence` appended to its
+    "Choose" paragraph: the head to head where the choice is made, in every format."""
+    head = brief_sentence(report, names)
+    if not head:
+        return answer
+    return dataclasses.replace(
+        answer,
+        blocks=tuple(
+            dataclasses.replace(b, text=f"{b.text} {head}")
+            if isinstance(b, Paragraph) and b.lead == "Choose:"
+            else b
+            for b in answer.blocks
+        ),
+    )
 
 
 def head_to_head_sections(report: Report, names: Sequence[str] = ()) -> tuple[Section, ...]:

@@ -17,7 +17,7 @@ from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS, bottom_line
 from fsyncbench.report.describe import answer_section, finding_groups, heading
 from fsyncbench.report.disturbed import machine_paragraph
 from fsyncbench.report.document import Document, Paragraph, Section
-from fsyncbench.report.headtohead import brief_sentence
+from fsyncbench.report.headtohead import in_answer
 from fsyncbench.report.latency import compact_table
 from fsyncbench.report.loss import run_report_sections
 from fsyncbench.report.writers import writers_sections
@@ -38,17 +38,7 @@ def summarize(
     title, _subtitle = heading(report)
     loss = run_report_sections(report)
     answer = answer_section(report, bottom_line(report, model_call_ms), brief=True)
-    head = brief_sentence(report, vs)
-    if head:  # in the "Choose" paragraph: the screen has no room for a section of its own
-        answer = dataclasses.replace(
-            answer,
-            blocks=tuple(
-                dataclasses.replace(b, text=f"{b.text} {head}")
-                if isinstance(b, Paragraph) and b.lead == "Choose:"
-                else b
-                for b in answer.blocks
-            ),
-        )
+    answer = in_answer(answer, report, vs)  # the screen has no room for its own section
     machine = machine_paragraph(report)
     if machine is not None:
         answer = dataclasses.replace(answer, blocks=(machine, *answer.blocks))
