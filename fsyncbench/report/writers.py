@@ -178,13 +178,27 @@ def _groups(points: Sequence[WritersPoint]) -> list[list[WritersPoint]]:
     return [list(g) for _k, g in groupby(points, key=key)]
 
 
+#: Columns of :func:`points_table` that give way, in this order, until it fits
+#: :data:`WIDTH` columns of text (the rest say what a user reads first).
+GIVE_WAY = ("p99.9", "commits/s", "lock wait", "p50")
+#: The widest a table of this section may be as text (tabulate's "simple": each column at
+#: least its header + 2, two spaces between columns).
+WIDTH = 100
+
+
+def _text_width(headers: Sequence[str], rows: Sequence[Sequence[Cell]]) -> int:
+    widths = [max([len(h) + 2, *(len(r[k].text) for r in rows)]) for k, h in enumerate(headers)]
+    return sum(widths) + 2 * (len(widths) - 1)
+
+
 def points_table(points: Sequence[WritersPoint]) -> Table:
-    """One row per point (configuration and writer count): steps per commit and steps/s
-    when swept, commits/s, p50, p99 and p99.9 over commits, the longest commit; with more
-    than one writer, the lock-wait share, SQLITE_BUSY and the oldest commit in progress
-    over time (p99). The intervals are in the configuration's paragraph
-    (:func:`config_paragraph`), and p99.9 and commits/s (steps/s over steps) give way when
-    both steps and writers are swept: a table of 100 columns holds no more."""
+    """One row per point (configuration and writer count): the payload and steps per
+    commit when swept, commits/s (steps/s when steps are swept), p50, p99 and p99.9 over
+    commits, the longest commit; with more than one writer, the lock-wait share,
+    SQLITE_BUSY and the oldest commit in progress over time (p99). The intervals are in the
+    configuration's paragraph (:func:`config_paragraph`) and the full report's
+    :func:`intervals_table`; columns of :data:`GIVE_WAY` are left out, in that order, until
+    the table fits :data:`WIDTH` columns of text."""
     steps = any(p.steps_per_commit > 1 for p in points)
     many = any(p.writers > 1 for p in points)
     sizes = len({p.payload_bytes for p in points}) > 1
@@ -195,17 +209,15 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
         columns.append(("payload", lambda p: Cell(f"{p.payload_bytes:,} B")))
     if steps:
         columns.append(("steps", lambda p: Cell(str(p.steps_per_commit))))
-    if not (steps and many):
-        columns.append(("commits/s", lambda p: Cell(f"{p.summary.commits_per_s:,.0f}")))
+    columns.append(("commits/s", lambda p: Cell(f"{p.summary.commits_per_s:,.0f}")))
     if steps:
         columns.append(("steps/s", lambda p: Cell(f"{p.summary.steps_per_s:,.0f}")))
     columns += [
         ("p50", lambda p: Cell(fmt_ns(p.summary.p50_interval.estimate_ns))),
         ("p99", lambda p: Cell(fmt_ns(p.summary.p99_interval.estimate_ns))),
+        ("p99.9", lambda p: Cell(fmt_ns(p.summary.p999_ns))),
+        ("longest", lambda p: Cell(fmt_ns(p.summary.max_ns))),
     ]
-    if not (steps and many) and not (sizes and (steps or many)):
-        columns.append(("p99.9", lambda p: Cell(fmt_ns(p.summary.p999_ns))))
-    columns.append(("longest", lambda p: Cell(fmt_ns(p.summary.max_ns))))
     if many:
         columns += [
             ("lock wait", lambda p: Cell(f"{p.summary.lock_wait_share:.0%}")),
@@ -222,6 +234,13 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
                 ),
             ),
         ]
+    for name in GIVE_WAY:
+        rows = [tuple(f(p) for _h, f in columns) for p in points]
+        if _text_width([h for h, _f in columns], rows) <= WIDTH:
+            break
+        if name == "commits/s" and not steps:
+            continue  # without steps/s beside it, commits/s is the figure
+        columns = [c for c in columns if c[0] != name]
     caption = (
         "Per commit, BEGIN to the end of COMMIT, lock waits included; configuration xN: N "
         "writers" + ("; steps: step rows per commit" if steps else "") + "."
@@ -242,15 +261,12 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
 
 
 def intervals_table(points: Sequence[WritersPoint]) -> Table:
-    """Per point, p50 and p99 over commits with their 95 % intervals and p99.9 (the
-    full report; the screen's table has no room for them)."""
+    """Per point, the 95 % intervals of p50 and p99 over commits, p99.9 and the commit
+    count (the full report; the estimates are in :func:`points_table`)."""
     rows = tuple(
         (
-            Cell(f"{p.requested.label} x{p.writers}"),
-            Cell(str(p.steps_per_commit)),
-            Cell(fmt_ns(p.summary.p50_interval.estimate_ns)),
+            Cell(p.name),
             Cell(fmt_interval(p.summary.p50_interval.bounds, p.summary.p50_interval)),
-            Cell(fmt_ns(p.summary.p99_interval.estimate_ns)),
             Cell(fmt_interval(p.summary.p99_interval.bounds, p.summary.p99_interval)),
             Cell(fmt_ns(p.summary.p999_ns)),
             Cell(f"{p.summary.commits:,}"),
@@ -258,18 +274,9 @@ def intervals_table(points: Sequence[WritersPoint]) -> Table:
         for p in points
     )
     return Table(
-        (
-            "configuration",
-            "steps",
-            "p50",
-            "p50 95% interval",
-            "p99",
-            "p99 95% interval",
-            "p99.9",
-            "commits",
-        ),
+        ("configuration", "p50 95% interval", "p99 95% interval", "p99.9", "commits"),
         rows,
-        frozenset({1, 2, 4, 6, 7}),
+        frozenset({3, 4}),
         "95 % intervals from a jackknife over ten time slices of the window (commits that "
         "move together in time widen them; docs/method.md).",
     )
@@ -395,7 +402,7 @@ def compare_rows(a: Report, b: Report) -> tuple[list[list[str]], list[str], list
 
 #: Headers of :func:`compare_rows`.
 COMPARE_HEADERS = (
-    "point",
+    "configuration",
     "commits/s A",
     "commits/s B",
     "B/A",
