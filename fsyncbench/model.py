@@ -938,7 +938,10 @@ class WritersPoint:
     SQLite's busy timeout (its handler sleeps 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100
     ms, then 100 ms, between tries: sqliteDefaultBusyCallback in SQLite's main.c).
     ``primitive`` is the sync call behind each commit (as :attr:`Result.primitive`);
-    ``requested``/``effective`` the pragmas asked for and read back.
+    ``requested``/``effective`` the pragmas asked for and read back; ``activity`` what the
+    rest of the machine did meanwhile (its CPU share, steal, writes and busiest processes;
+    device flushes are not told apart from the writers' own, so it is not judged; None:
+    not read).
     """
 
     requested: Pragmas
@@ -952,6 +955,7 @@ class WritersPoint:
     primitive: str
     lanes: tuple[WriterLane, ...]
     summary: WritersSummary
+    activity: RoundActivity | None = None
 
     @property
     def name(self) -> str:

@@ -741,3 +741,28 @@ def test_compare_shows_two_runs_writers_side_by_side_and_says_they_are_not_gated
     data["writers"] = []
     b.write_text(json.dumps(data))
     assert cli.main(["compare", str(a), str(b), "--fail-on-regression", "1000"]) == with_gate
+
+
+def test_what_the_machine_did_while_the_writers_ran_is_read_and_a_cpu_burner_is_named(tmp_path):
+    from fsyncbench.report.writers import machine_text
+
+    burner = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.argv[0] = 'fsb-burner'\nwhile True: pass"]
+    )
+    try:
+        time.sleep(0.3)
+        (point,) = writers.measure_writers(_plan(counts=(1,), window_s=1.5), tmp_path, _primitive)
+    finally:
+        burner.kill()
+        burner.wait()
+    a = point.activity
+    assert a is not None and a.cpu_other_pct is not None
+    # one of the two CPUs burnt by another process the whole time: about half of them
+    assert a.cpu_other_pct >= 25, a
+    assert any(p.pid == burner.pid for p in a.processes), a.processes
+    text = machine_text([point])
+    assert text.startswith("While the writers ran, other processes used at most ")
+    assert f"pid {burner.pid}" in text and "not told apart" in text
+    # and a quiet point says what it saw without naming anyone
+    (quiet,) = writers.measure_writers(_plan(counts=(1,), window_s=0.5), tmp_path, _primitive)
+    assert quiet.activity is not None and f"pid {burner.pid}" not in machine_text([quiet])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -24,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from fsyncbench import host as hostmod
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import concurrency, workloads
+from fsyncbench.measure import concurrency, disturbance, workloads
 from fsyncbench.model import Pragmas, WriterLane, WritersPoint
 
 #: Most writer processes one point may start: past this a 2-core machine measures its
@@ -114,6 +116,7 @@ def measure_point(
     db = directory / f"writers-{tag}.db"
     effective = workloads.create_lane_database(db, pragmas)
     window_ns = int(plan.window_s * 1e9)
+    before, cpu0 = hostmod.activity_snapshot(), _cpu_s()
     procs: list[subprocess.Popen[str]] = []
     results = [directory / f"writers-{tag}-{i}.json" for i in range(writers)]
     try:
@@ -159,6 +162,16 @@ def measure_point(
         deadline = time.monotonic() + START_DELAY_S + plan.window_s
         deadline += plan.busy_timeout_ms / 1000 + GRACE_S
         lanes = tuple(_lane(proc, i, results[i], deadline) for i, proc in enumerate(procs))
+        activity = disturbance.round_activity(
+            1,
+            before,
+            hostmod.activity_snapshot(),
+            (),
+            (),
+            _cpu_s() - cpu0,
+            {os.getpid(), *(p.pid for p in procs)},
+            None,
+        )
     finally:
         for proc in procs:
             _stop(proc)
@@ -180,7 +193,14 @@ def measure_point(
         primitive=primitive,
         lanes=lanes,
         summary=concurrency.summarize(lanes, window_ns, steps_per_commit),
+        activity=activity,
     )
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and its ended children (the writers, once waited for)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def _wait_ready(proc: subprocess.Popen[str], i: int) -> None:

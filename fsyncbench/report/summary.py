@@ -16,7 +16,7 @@ from fsyncbench.model import Report
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS, bottom_line
 from fsyncbench.report.describe import answer_section, finding_groups, heading
 from fsyncbench.report.disturbed import machine_paragraph
-from fsyncbench.report.document import Document, Paragraph, Section
+from fsyncbench.report.document import Block, Bullets, Document, Paragraph, Section, Table
 from fsyncbench.report.headtohead import in_answer
 from fsyncbench.report.latency import compact_table
 from fsyncbench.report.loss import run_report_sections
@@ -51,13 +51,26 @@ def summarize(
             tuple(b for b in (compact_table(report), precision_paragraph(report)) if b is not None),
         ),
         *(
-            dataclasses.replace(w, blocks=w.blocks[:3])  # the answers, chart and points
+            dataclasses.replace(w, blocks=_writers_brief(w.blocks))
             for w in writers_sections(report)
         ),
         Section("more", "", (Paragraph(_left_out(report)),)),
     )
     return Document(
         f"{title}, target {report.host.target.path}", "", tuple(s for s in sections if s.blocks)
+    )
+
+
+def _writers_brief(blocks: tuple[Block, ...]) -> tuple[Block, ...]:
+    """Of the concurrent-writers section: the answers, the points table (the first table)
+    and what the machine did meanwhile."""
+    first_table = next((b for b in blocks if isinstance(b, Table)), None)
+    return tuple(
+        b
+        for b in blocks
+        if isinstance(b, Bullets)
+        or b is first_table
+        or (isinstance(b, Paragraph) and b.lead == "Machine:")
     )
 
 

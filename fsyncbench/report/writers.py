@@ -14,6 +14,7 @@ from fsyncbench.errors import FsyncbenchError
 from fsyncbench.fmt import fmt_interval, fmt_ns
 from fsyncbench.judge.gates import parse_duration
 from fsyncbench.judge.writers_rules import sync_bound
+from fsyncbench.measure import disturbance
 from fsyncbench.measure.concurrency import STARVED_SHARE, STARVED_WAIT_SHARE
 from fsyncbench.measure.workloads import per_commit_sync
 from fsyncbench.model import RISK, Report, WritersPoint
@@ -318,6 +319,36 @@ def writers_table(points: Sequence[WritersPoint]) -> Table:
     )
 
 
+def machine_text(points: Sequence[WritersPoint]) -> str:
+    """What the rest of the machine did while the writers ran, from each point's activity:
+    others' CPU share at most, what they wrote and who, steal; and that others' flushes on
+    the disk are not told from the writers' own (so none of it is judged). "" when no point
+    recorded activity."""
+    acts = [p.activity for p in points if p.activity is not None]
+    if not acts:
+        return ""
+    parts = []
+    cpu = [a.cpu_other_pct for a in acts if a.cpu_other_pct is not None]
+    if cpu:
+        busy = max(cpu)
+        who = disturbance.busiest_names(acts, "cpu")
+        named = f" ({who} the most)" if who and busy >= disturbance.CPU_OTHER_NAMED_PCT else ""
+        parts.append(f"other processes used at most {busy:.0f} % of the CPUs{named}")
+    wrote = [a.other_writes_bytes for a in acts if a.other_writes_bytes is not None]
+    if wrote and sum(wrote) > 0:
+        who = disturbance.busiest_names(acts, "write")
+        parts.append(f"wrote {sum(wrote) / 1e6:,.1f} MB" + (f" ({who} the most)" if who else ""))
+    steal = [a.cpu_steal_pct for a in acts if a.cpu_steal_pct is not None]
+    if steal and max(steal) > 0:
+        parts.append(f"the hypervisor took at most {max(steal):.1f} % (steal)")
+    seen = "; ".join(parts) or "nothing was read"
+    return (
+        f"While the writers ran, {seen}. Other processes' flushes on the disk are not told "
+        "apart from the writers' own here: a process syncing on the same disk slows these "
+        "commits without being named (the rounds above do tell)."
+    )
+
+
 def max_p99_of(command_line: Sequence[str]) -> float | None:
     """The ``--max-p99`` the run was given (ns), read from its recorded command line; None
     without one or when it does not parse."""
@@ -363,6 +394,9 @@ def writers_sections(report: Report, max_p99_ns: float | None = None) -> tuple[S
     per_writer = writers_table(points)
     if per_writer.rows:
         blocks.append(per_writer)
+    machine = machine_text(points)
+    if machine:
+        blocks.append(Paragraph(machine, lead="Machine:"))
     blocks.append(method)
     return (Section(KEY, TITLE, tuple(blocks)),)
 
