@@ -71,6 +71,9 @@ from fsyncbench.errors import FsyncbenchError  # noqa: E402
 from fsyncbench.model import Report  # noqa: E402
 from fsyncbench.report import store  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import interferers  # noqa: E402
+
 SHIM_SOURCE = ROOT / "scripts" / "slowsync.c"
 
 
@@ -84,18 +87,6 @@ def build_shim(where: Path) -> Path:
         [cc, "-O2", "-shared", "-fPIC", "-o", str(lib), str(SHIM_SOURCE), "-ldl"], check=True
     )
     return lib
-
-
-DISK_LOOP = """
-import os, sys, time
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
-block = b"x" * 4096
-while True:
-    os.pwrite(fd, block, 0)
-    os.fsync(fd)
-    time.sleep(0.01)
-"""
-CPU_LOOP = "while True: pass"
 
 
 def fsb_run(target: Path, report_dir: Path, extra: list[str], env: dict[str, str]) -> Path:
@@ -268,8 +259,8 @@ def main() -> int:
         busy: list[subprocess.Popen[bytes]] = []
         if args.load:
             busy = [
-                subprocess.Popen([sys.executable, "-c", DISK_LOOP, str(args.dir / ".ab-load")]),
-                subprocess.Popen([sys.executable, "-c", CPU_LOOP]),
+                interferers.disk(args.dir / ".ab-load", pause_s=0.01),
+                *interferers.cpu(1),
             ]
 
         def run(environ: dict[str, str]) -> str:
@@ -307,9 +298,7 @@ def main() -> int:
                     flush=True,
                 )
         finally:
-            for p in busy:
-                p.kill()
-                p.wait()
+            interferers.stop(busy)
             (args.dir / ".ab-load").unlink(missing_ok=True)
         result = analyse(plan, work, args.limit_pct)
         (work / "result.json").write_text(json.dumps(result, indent=1, default=str))

@@ -26,25 +26,16 @@ import tempfile
 import time
 from pathlib import Path
 
-DISK_LOOP = """
-import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
-block = b"x" * 4096
-while True:
-    os.pwrite(fd, block, 0)
-    os.fsync(fd)
-"""
-CPU_LOOP = "while True: pass"
+import interferers as planted
 
 
 def interferers(kind: str, work: Path) -> list[subprocess.Popen[bytes]]:
-    """Start the processes of ``kind`` (none, disk, cpu1, cpu2)."""
+    """Start the processes of ``kind`` (none, disk, cpu1, cpu2): scripts/interferers.py."""
     if kind == "none":
         return []
     if kind == "disk":
-        return [subprocess.Popen([sys.executable, "-c", DISK_LOOP, str(work / "interferer")])]
-    count = int(kind.removeprefix("cpu"))
-    return [subprocess.Popen([sys.executable, "-c", CPU_LOOP]) for _ in range(count)]
+        return [planted.disk(work / "interferer")]
+    return planted.cpu(int(kind.removeprefix("cpu")))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,9 +62,7 @@ def main(argv: list[str] | None = None) -> int:
                 try:
                     subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
                 finally:
-                    for p in procs:
-                        p.kill()
-                        p.wait()
+                    planted.stop(procs)
                 report = json.loads(out.read_text())
                 for a in report.get("activity", ()):
                     share = (
