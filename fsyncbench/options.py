@@ -757,14 +757,15 @@ def fullfsync_value(value: str | bool) -> bool:
     return full[0]
 
 
-def vs_names(value: str | Sequence[str] | None) -> tuple[str, ...]:
-    """``--vs A,B``: two configuration labels, lower case (() for None). Raises
-    FsyncbenchError unless exactly two different ones are named."""
+def vs_names(value: str | Sequence[str] | None, same: bool = False) -> tuple[str, ...]:
+    """``--vs A,B``: two configuration labels, lower case (() for None); ``same``: A and B
+    may be one label (two reports' wal/full against each other). Raises FsyncbenchError
+    unless exactly two (different, without ``same``) are named."""
     if value is None:
         return ()
     check_list(value, "vs")
     names = tuple(n.strip().lower() for n in (_comma_list(value) or "").split(",") if n.strip())
-    if len(names) != 2 or names[0] == names[1]:
+    if len(names) != 2 or (names[0] == names[1] and not same):
         raise FsyncbenchError(
             f"--vs takes two different configurations, e.g. wal/full,truncate/full; got "
             f"{_comma_list(value)!r}"
@@ -824,23 +825,25 @@ def writers_plan(
     when neither ``writers`` nor ``steps_per_commit`` is given and ``payload_bytes`` holds
     one size (the default run). Steps per commit or payload sizes alone measure one writer.
     Raises FsyncbenchError with one line on a bad value."""
-    counts = int_list(writers, "writers", 1, writers_measure.MAX_WRITERS)
-    steps = int_list(steps_per_commit, "steps_per_commit", 1, MAX_STEPS_PER_COMMIT)
+    counts = int_list(writers, "--writers", 1, writers_measure.MAX_WRITERS)
+    steps = int_list(steps_per_commit, "--steps-per-commit", 1, MAX_STEPS_PER_COMMIT)
     sizes = tuple(payload_bytes) or (DEFAULT_PAYLOAD_BYTES,)
-    if not counts and not steps and len(sizes) < 2:
-        return None
+    # every value checked, used or not: a bad one is refused before anything is measured
     check_integer(busy_timeout_ms, "busy_timeout_ms")
     if not 0 <= busy_timeout_ms <= MAX_BUSY_TIMEOUT_MS:
         raise FsyncbenchError(
-            f"busy_timeout_ms must be between 0 and {MAX_BUSY_TIMEOUT_MS}, got {busy_timeout_ms}"
+            f"--busy-timeout-ms must be between 0 and {MAX_BUSY_TIMEOUT_MS}, got {busy_timeout_ms}"
         )
     check_number(seconds, "writers_seconds")
     if not 0.5 <= seconds <= 3600 or seconds != seconds:
-        raise FsyncbenchError(f"writers_seconds must be between 0.5 and 3600, got {seconds}")
+        raise FsyncbenchError(f"--writers-seconds must be between 0.5 and 3600, got {seconds}")
+    mode = choice(begin, writers_measure.BEGIN_MODES, "--begin")
+    if not counts and not steps and len(sizes) < 2:
+        return None
     return writers_measure.WritersPlan(
         configs=tuple(configs),
         counts=counts or (1,),
-        begin=choice(begin, writers_measure.BEGIN_MODES, "begin"),
+        begin=mode,
         busy_timeout_ms=busy_timeout_ms,
         steps_per_commit=steps or (1,),
         payload_bytes=sizes,

@@ -155,7 +155,7 @@ def test_vs_chooses_the_pair_and_bad_names_are_one_line(report_path, capsys):
     assert "wal/normal may lose acknowledged commits" in out
     assert "wal/full keeps every acknowledged commit" in out
     for bad, words in (
-        ("wal/full,wal/fast", "--vs: wal/fast not measured here"),
+        ("wal/full,wal/fast", "--vs: wal/fast was not measured here"),
         ("wal/full", "--vs takes two different configurations"),
         ("wal/full,wal/full", "--vs takes two different configurations"),
     ):
@@ -224,9 +224,13 @@ def test_compare_sets_one_reports_configuration_against_anothers(report_path, tm
     )
     rows = json.loads(capsys.readouterr().out)["head_to_head"]
     assert [r["percentile"] for r in rows] == [50.0, 99.0]
-    # the same configuration of a run and its copy: about 1x, an interval holding 1
     assert cli.main(["compare", str(report_path), str(other), "--vs", "wal/full,wal/normal"]) == 0
     capsys.readouterr()
+    # one configuration of two reports against each other is a question too
+    assert cli.main(["compare", str(report_path), str(other), "--vs", "wal/full,wal/full"]) == 0
+    assert "wal/full in h2h-report.json against wal/full in b.json" in " ".join(
+        capsys.readouterr().out.split()
+    )
     for argv, words in (
         (["--vs", "wal/full,delete/full"], "did not measure delete/full"),
         (["--vs", "wal/full"], "--vs takes two different configurations"),

@@ -429,14 +429,17 @@ def test_the_writers_section_fits_100_columns_in_every_view(run_report):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--writers", "0"], "writers must be between 1 and 64, got 0"),
-        (["--writers", "100000"], "writers must be between 1 and 64, got 100000"),
-        (["--writers", "two"], "writers must be whole numbers, got 'two'"),
-        (["--writers", ","], "writers must be whole numbers, got ''"),
-        (["--steps-per-commit", "0"], "steps_per_commit must be between 1 and 10000, got 0"),
-        (["--writers", "2", "--busy-timeout-ms", "-1"], "busy_timeout_ms must be between 0"),
-        (["--writers", "2", "--writers-seconds", "0"], "writers_seconds must be between 0.5"),
-        (["--writers", "2", "--writers-seconds", "nan"], "writers_seconds must be between 0.5"),
+        (["--writers", "0"], "--writers must be between 1 and 64, got 0"),
+        (["--writers", "100000"], "--writers must be between 1 and 64, got 100000"),
+        (["--writers", "two"], "--writers must be whole numbers, got 'two'"),
+        (["--writers", ","], "--writers must be whole numbers, got ''"),
+        (["--steps-per-commit", "0"], "--steps-per-commit must be between 1 and 10000, got 0"),
+        (["--writers", "2", "--busy-timeout-ms", "-1"], "--busy-timeout-ms must be between 0"),
+        (["--writers", "2", "--writers-seconds", "0"], "--writers-seconds must be between 0.5"),
+        (["--writers", "2", "--writers-seconds", "nan"], "--writers-seconds must be between 0.5"),
+        # refused though nothing would use them: no --writers, --steps-per-commit or sweep
+        (["--writers-seconds", "0.1"], "--writers-seconds must be between 0.5"),
+        (["--busy-timeout-ms", "-5"], "--busy-timeout-ms must be between 0"),
         (["--writers", "2", "--begin", "exclusive"], "invalid choice: 'exclusive'"),
     ],
 )

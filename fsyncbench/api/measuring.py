@@ -160,8 +160,8 @@ def run(
     missing = [n for n in head if n not in {p.label for p in plan.configs}]
     if missing:
         raise FsyncbenchError(
-            f"--vs: {', '.join(missing)} is not among the configurations this run measures: "
-            + ", ".join(p.label for p in plan.configs)
+            f"--vs: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not among "
+            "the configurations this run measures: " + ", ".join(p.label for p in plan.configs)
         )
     writers_plan = options.writers_plan(
         plan.configs,

@@ -531,7 +531,7 @@ def compare(
     if wanted:
         checks.check_names(wanted, comparing.common_names(loaded), "every report has")
     out = Comparison(tuple(loaded), tuple(labels))
-    head = options.vs_names(vs)
+    head = options.vs_names(vs, same=True)
     if head:
         out = dataclasses.replace(out, head_to_head=_head_to_head(loaded, labels, head, is_fleet))
     if not is_fleet:

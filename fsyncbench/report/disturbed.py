@@ -88,14 +88,9 @@ def machine_paragraph(report: Report) -> Paragraph | None:
             seen.append(f"others' flushes {sum(others):,.0f}")
         if cpu:
             busy = max(cpu)
-            seen.append(
-                f"others' CPU <= {busy:.0f} %"
-                + (
-                    f": {disturbance.process_names(_all_processes(kept), 'cpu')}"
-                    if busy >= disturbance.CPU_OTHER_NAMED_PCT
-                    else ""
-                )
-            )
+            who = disturbance.process_names(_all_processes(kept), "cpu")
+            named = who and busy >= disturbance.CPU_OTHER_NAMED_PCT
+            seen.append(f"others' CPU <= {busy:.0f} %" + (f": {who}" if named else ""))
         text = f"quiet in all {_plural(rounds, 'round')}" + (
             f" ({'; '.join(seen)})" if seen else ""
         )

@@ -54,8 +54,8 @@ def pair(report: Report, names: Sequence[str] = ()) -> tuple[Result, Result] | N
         missing = [n for n in names if n not in commits]
         if missing:
             raise FsyncbenchError(
-                f"--vs: {', '.join(missing)} not measured here; configurations: "
-                + ", ".join(commits)
+                f"--vs: {' and '.join(missing)} {'was' if len(missing) == 1 else 'were'} not "
+                "measured here; configurations: " + ", ".join(commits)
             )
         return commits[names[0]], commits[names[1]]
     best = bottom_line(report).durable

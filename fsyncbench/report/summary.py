@@ -62,14 +62,14 @@ def summarize(
 
 
 def _writers_brief(blocks: tuple[Block, ...]) -> tuple[Block, ...]:
-    """Of the concurrent-writers section: the answers, the points table (the first table)
-    and what the machine did meanwhile."""
-    first_table = next((b for b in blocks if isinstance(b, Table)), None)
+    """Of the concurrent-writers section: the answers, the points table and the
+    intervals table (its first two tables) and what the machine did meanwhile."""
+    tables = [b for b in blocks if isinstance(b, Table)][:2]
     return tuple(
         b
         for b in blocks
         if isinstance(b, Bullets)
-        or b is first_table
+        or any(b is t for t in tables)
         or (isinstance(b, Paragraph) and b.lead == "Machine:")
     )
 

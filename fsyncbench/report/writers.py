@@ -45,8 +45,9 @@ def _starved_text(points: Sequence[WritersPoint]) -> str:
     p = max(hit, key=lambda q: q.summary.oldest_wait_p99_ns)
     s = p.summary
     fair = s.commits_per_s / p.writers if p.writers else 0.0
-    worst = min(range(len(p.lanes)), key=lambda i: s.writer_commits_per_s[i])
-    longest = max(range(len(p.lanes)), key=lambda i: s.writer_longest_ns[i])
+    starved = [i for i, la in enumerate(p.lanes) if la.writer in s.starved]
+    worst = min(starved, key=lambda i: s.writer_commits_per_s[i])
+    longest = max(starved, key=lambda i: s.writer_longest_ns[i])
     at = ", ".join(str(q.writers) for q in hit)
     return (
         f"Writers starved at {at} writers. At {p.writers}: writer {worst} made "
@@ -310,7 +311,7 @@ def writers_table(points: Sequence[WritersPoint]) -> Table:
     errors = any(row[-1].text for row in rows)
     headers = ("configuration", "fairness", "writer", "commits/s", "of equal share", "longest")
     return Table(
-        (*headers, "", *(("error",) if errors else ())),
+        (*headers, "starved", *(("error",) if errors else ())),
         tuple(row if errors else row[:-1] for row in rows),
         frozenset({1, 2, 3, 4, 5}),
         "fairness: Jain's index of the writers' commit rates (1 = equal shares, 1/N = one "
@@ -345,7 +346,7 @@ def machine_text(points: Sequence[WritersPoint]) -> str:
     return (
         f"While the writers ran, {seen}. Other processes' flushes on the disk are not told "
         "apart from the writers' own here: a process syncing on the same disk slows these "
-        "commits without being named (the rounds above do tell)."
+        "commits without being named."
     )
 
 
@@ -372,12 +373,18 @@ def writers_sections(report: Report, max_p99_ns: float | None = None) -> tuple[S
     if max_p99_ns is None:
         max_p99_ns = max_p99_of(report.command_line)
     first = points[0]
+    handler = (
+        f"a busy timeout of {first.busy_timeout_ms:,} ms (SQLite's busy handler sleeps 1, 2, "
+        "5, 10, 15, 20, 25, 25, 25, 50, 50, then 100 ms between tries, so a writer can lose "
+        "the lock to the others again and again)"
+        if first.busy_timeout_ms
+        else "no busy timeout (no busy handler: every lock held by another writer is an "
+        "SQLITE_BUSY at once, rolled back and retried)"
+    )
     method = Paragraph(
         f"Each point: N processes, each with its own connection to one fresh database, "
         f"committing for {first.window_ns / 1e9:g} s with {first.begin.upper()} "
-        f"transactions and a busy timeout of {first.busy_timeout_ms:,} ms (SQLite's busy "
-        "handler sleeps 1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, then 100 ms between "
-        "tries, so a writer can lose the lock to the others again and again).",
+        f"transactions and {handler}.",
         lead="How:",
     )
     blocks: list[Block] = [
