@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from fsyncbench.measure import stats
+from fsyncbench.measure.headtohead import paired_ratio
 from fsyncbench.model import Finding, Report, Result
 
 #: Model-call time a commit is set against when the user names none: the seed's comparison,
@@ -73,6 +74,7 @@ class Choice:
     at_floor: bool
     ties: tuple[str, ...] = ()
     untold: tuple[str, ...] = ()
+    tie_basis: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,10 @@ class BottomLine:
 
     ``durable``: the fastest (lowest p50) commit configuration whose pragmas promise a
     durable commit, None when none was measured; ``fastest_other``: the fastest one that
-    does not promise it. ``cost_p50_ns`` and ``cost_ratio``: what the durable one costs at
+    does not promise it. ``cost_apart``: whether their p50s differ measurably (None: cannot
+    tell), told by ``cost_basis`` (:func:`apart`: :data:`PAIRED` or :data:`INTERVALS`;
+    ``cost_ratio`` is then the paired rounds' geometric mean where they were paired).
+    ``cost_p50_ns`` and ``cost_ratio``: what the durable one costs at
     p50 above the other (ns, and durable / other). ``model_call_ms`` and
     ``p99_share_of_model_call``: the durable p99 as a fraction (0..) of one model call.
     ``path_verdict``, ``strength``, ``decided_by``: the storage path's verdict;
@@ -103,10 +108,32 @@ class BottomLine:
     durable_here: bool | None
     trust: str
     next_step: str
+    cost_apart: bool | None = None
+    cost_basis: str = ""
 
 
 def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
+
+
+#: How :func:`apart` told two p50s apart (the words the answer gives for it).
+PAIRED = "the ratio's 95 % interval over the paired rounds"
+INTERVALS = "the 95 % intervals"
+
+
+def apart(a: Result, b: Result) -> tuple[bool | None, str, float | None]:
+    """Whether the p50s of two results of one run differ measurably, how that was told and
+    A/B: by the paired ratio over their rounds where both have at least 3 (its 95 %
+    interval leaves out 1; :func:`fsyncbench.measure.headtohead.paired_ratio`, the same
+    the head to head gives), else by their own 95 % intervals not overlapping (a weaker
+    test); (None, "", None) when neither can tell."""
+    r = paired_ratio(a, b, 50.0)
+    if r.bounds is not None:
+        return r.separated, PAIRED, r.ratio
+    ca, cb = a.summary.p50_ci_ns, b.summary.p50_ci_ns
+    if ca is not None and cb is not None:
+        return not _overlap(ca, cb), INTERVALS, stats.ratio(a.summary.p50_ns, b.summary.p50_ns)
+    return None, "", None
 
 
 def _choice(results: list[Result], report: Report) -> Choice | None:
@@ -115,15 +142,10 @@ def _choice(results: list[Result], report: Report) -> Choice | None:
     best = min(results, key=lambda r: (r.summary.p50_ns, r.name))
     s = best.summary
     others = [r for r in results if r is not best]
-    untold = tuple(r.name for r in others if s.p50_ci_ns is None or r.summary.p50_ci_ns is None)
-    ties = tuple(
-        r.name
-        for r in others
-        if r.name not in untold
-        and s.p50_ci_ns is not None
-        and r.summary.p50_ci_ns is not None
-        and _overlap(s.p50_ci_ns, r.summary.p50_ci_ns)
-    )
+    told = {r.name: apart(best, r) for r in others}
+    untold = tuple(r.name for r in others if told[r.name][0] is None)
+    ties = tuple(r.name for r in others if told[r.name][0] is False)
+    bases = {told[n][1] for n in ties}
     return Choice(
         name=best.name,
         primitive=best.primitive,
@@ -135,6 +157,7 @@ def _choice(results: list[Result], report: Report) -> Choice | None:
         at_floor=stats.at_tool_floor(best, report.floors),
         ties=ties,
         untold=untold,
+        tie_basis=PAIRED if bases == {PAIRED} else INTERVALS if ties else "",
     )
 
 
@@ -168,9 +191,14 @@ def bottom_line(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) ->
     durable = _choice([r for r in commits if durable_of.get(r.name) is True], report)
     other = _choice([r for r in commits if durable_of.get(r.name) is False], report)
     cost = ratio = share = None
+    told: bool | None = None
+    basis = ""
     if durable is not None and other is not None:
         cost = durable.p50_ns - other.p50_ns
-        ratio = stats.ratio(durable.p50_ns, other.p50_ns)
+        by_name = {r.name: r for r in commits}
+        told, basis, ratio = apart(by_name[durable.name], by_name[other.name])
+        if ratio is None:
+            ratio = stats.ratio(durable.p50_ns, other.p50_ns)
     if durable is not None:
         share = durable.p99_ns / (model_call_ms * 1e6)
     v = report.verdict
@@ -180,6 +208,8 @@ def bottom_line(report: Report, model_call_ms: float = DEFAULT_MODEL_CALL_MS) ->
         fastest_other=other,
         cost_p50_ns=cost,
         cost_ratio=ratio,
+        cost_apart=told,
+        cost_basis=basis,
         model_call_ms=model_call_ms,
         p99_share_of_model_call=share,
         path_verdict=v.path_verdict,

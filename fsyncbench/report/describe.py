@@ -16,6 +16,7 @@ from fsyncbench.judge import stack
 from fsyncbench.model import UNVERIFIABLE, Finding, Report
 from fsyncbench.report.answer import (
     DEFAULT_MODEL_CALL_MS,
+    PAIRED,
     BottomLine,
     Choice,
     bottom_line,
@@ -158,10 +159,8 @@ def _ties(c: Choice, brief: bool = False) -> str:
     text = ""
     if c.ties:
         verb = "is" if len(c.ties) == 1 else "are"
-        text += (
-            f" {', '.join(c.ties)} {verb} not measurably slower at p50 (the 95 % intervals "
-            "overlap)."
-        )
+        held = "holds 1" if c.tie_basis == PAIRED else "overlap"
+        text += f" {', '.join(c.ties)} {verb} not measurably slower at p50 ({c.tie_basis} {held})."
     if c.untold:
         text += (
             f" Cannot tell whether {', '.join(c.untold)} "
@@ -234,23 +233,18 @@ def cost_text(b: BottomLine, brief: bool = False) -> Paragraph | None:
         return None
     parts = []
     if o is not None and b.cost_p50_ns is not None:
-        overlap = (
-            d.p50_ci_ns is not None
-            and o.p50_ci_ns is not None
-            and d.p50_ci_ns[0] <= o.p50_ci_ns[1]
-            and o.p50_ci_ns[0] <= d.p50_ci_ns[1]
-        )
         ratio = "" if b.cost_ratio is None else f" ({b.cost_ratio:.3g}x)"
-        if overlap:
+        if b.cost_apart is False:
+            held = "holds 1" if b.cost_basis == PAIRED else "overlap"
             parts.append(
                 f"{d.name} and {o.name}, the fastest configuration that does not "
                 f"promise durability ({_figures(o)}), cannot be told apart at p50 "
-                "(their 95 % intervals overlap)."
+                f"({b.cost_basis} {held})."
             )
         else:
             untested = (
                 ""
-                if d.p50_ci_ns is not None and o.p50_ci_ns is not None
+                if b.cost_apart is not None
                 else (" Estimates only: " if brief else " By the estimates alone: ")
                 + " and ".join(c.name for c in (d, o) if c.p50_ci_ns is None)
                 + (
