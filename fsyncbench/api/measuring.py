@@ -223,7 +223,9 @@ def run(
             where,
             retake_fraction=_rounds.DEFAULT_RETAKE_FRACTION if retake_disturbed else 0.0,
         )
-        sweep = () if writers_plan is None else _concurrent(path, writers_plan, measured, where)
+        sweep = (
+            () if writers_plan is None else _concurrent(path, writers_plan, measured, where, host)
+        )
     results, floors = measured.results, measured.floors
     if past is not None:
         results = _history.with_earlier(results, past)
@@ -256,12 +258,18 @@ def run(
 
 
 def _concurrent(
-    path: Path, plan: _writers.WritersPlan, measured: _rounds.Measured, where: _Measuring
+    path: Path,
+    plan: _writers.WritersPlan,
+    measured: _rounds.Measured,
+    where: _Measuring,
+    host: Host,
 ) -> tuple[WritersPoint, ...]:
     """``run --writers``: every point of ``plan`` in a working directory of its own under
     ``path``, after the rounds; each configuration's per-commit sync named as its row's."""
+    from fsyncbench.host import counter_devices
     from fsyncbench.measure.scratch import scratch_dir
 
+    disks = counter_devices(host.target)
     primitive = {r.name: r.primitive for r in measured.results if r.kind == "commit"}
 
     def progress(name: str, done: int, total: int) -> None:
@@ -269,7 +277,7 @@ def _concurrent(
 
     with scratch_dir(path) as work:
         return _writers.measure_writers(
-            plan, work, lambda p: primitive.get(p.label, "unknown"), progress
+            plan, work, lambda p: primitive.get(p.label, "unknown"), progress, disks
         )
 
 

@@ -185,6 +185,13 @@ def review(
         for p in report.writers:
             if names and p.requested.label not in names:
                 continue
+            if p.activity is not None and p.activity.disturbed and not accept_disturbed:
+                untold.append(
+                    f"{p.name}: --max-p99 {fmt_ns(max_p99_ns)}: cannot tell: the machine was "
+                    f"disturbed while it ran ({disturbance.phrase([p.activity])}); run again "
+                    "on a quiet machine, or give --accept-disturbed"
+                )
+                continue
             w = p.summary
             iv = w.p99_interval
             _p99_check(

@@ -102,14 +102,16 @@ def round_activity(
     device: str | None,
     attempt: int = 1,
     waited: RunQueueWait | None = None,
+    timed: Sequence[tuple[int, Sequence[FlushDelta]]] = (),
 ) -> RoundActivity:
     """What happened besides round ``number`` (1-based) between ``before`` and ``after``:
     ``results`` are the round's own (their device counters and timed lengths), ``quiet``
     its windows without a sync besides those of results whose primitive is "none",
     ``own_cpu_s`` the CPU seconds fsyncbench's processes used meanwhile (parent and worker),
     ``own_pids`` those processes, ``device`` the disk holding the bytes (None: no counters),
-    ``waited`` how long the measuring thread waited for a CPU. The returned record is judged
-    (``disturbed``)."""
+    ``waited`` how long the measuring thread waited for a CPU, ``timed`` other windows in
+    which fsyncbench synced, as (ns, device counters) (the concurrent writers of ``run
+    --writers``, which are no Result). The returned record is judged (``disturbed``)."""
     elapsed_ns = max(1, after.t_ns - before.t_ns)
     wall_s = elapsed_ns / 1e9
     missing = list(dict.fromkeys((*before.not_measured, *after.not_measured)))
@@ -148,7 +150,10 @@ def round_activity(
     if device is None:
         missing.append("device flushes: no flush counters on this platform or disk")
     else:
-        device_flushes = _flushes((d for r in results for d in r.device_flushes), device)
+        device_flushes = _flushes(
+            (*(d for r in results for d in r.device_flushes), *(d for _, ds in timed for d in ds)),
+            device,
+        )
         windows = [
             (r.elapsed_ns, _flushes(r.device_flushes, device))
             for r in results
@@ -156,7 +161,7 @@ def round_activity(
         ] + [(w.elapsed_ns, _flushes(w.deltas, device)) for w in quiet]
         counted = [(ns, f) for ns, f in windows if f is not None and ns > 0]
         quiet_ns = sum(ns for ns, _ in counted)
-        timed_ns = sum(r.elapsed_ns for r in results)
+        timed_ns = sum(r.elapsed_ns for r in results) + sum(ns for ns, _ in timed)
         if device_flushes is None:
             missing.append(f"device flushes: {device} has no flush counters (Linux >= 5.5)")
         elif quiet_ns <= 0:
@@ -253,6 +258,25 @@ def disturbances(a: RoundActivity) -> tuple[str, ...]:
     return tuple(out)
 
 
+#: Share (%) of all CPUs other processes used while concurrent writers committed (``run
+#: --writers``) from which a writers point is disturbed: no thread of fsyncbench measures
+#: there, so its own run-queue wait (the rounds' signal) is not read, and N writers wait
+#: for the cores among themselves anyway. This tool's threshold, the share at which it
+#: names the busiest processes (:data:`CPU_OTHER_NAMED_PCT`): one process burning one of
+#: this project's 2 cores shows as 50 %, an idle machine 0-5 %.
+WRITERS_CPU_OTHER_PCT = CPU_OTHER_NAMED_PCT
+
+
+def writers_disturbances(a: RoundActivity) -> tuple[str, ...]:
+    """What could explain a concurrent-writers point's figures: the rounds' disk and steal
+    rules (:func:`disturbances`), and "cpu" when other processes used
+    :data:`WRITERS_CPU_OTHER_PCT` % of the CPUs or more."""
+    out = [d for d in disturbances(a) if d != CPU]
+    if a.cpu_other_pct is not None and a.cpu_other_pct >= WRITERS_CPU_OTHER_PCT:
+        out.insert(1 if DISK in out else 0, CPU)
+    return tuple(out)
+
+
 def _judged(a: RoundActivity) -> RoundActivity:
     return replace(a, disturbed=disturbances(a))
 
@@ -315,13 +339,19 @@ def phrase(rounds: Sequence[RoundActivity]) -> str:
         )
     cpu = [a for a in rounds if CPU in a.disturbed]
     if cpu:
-        wait = statistics.median(a.cpu_wait_pct or 0.0 for a in cpu)
         busy = statistics.median(a.cpu_other_pct or 0.0 for a in cpu)
         who = busiest_names(cpu, "cpu")
-        parts.append(
-            f"fsyncbench waited for a CPU {wait:.1f} % of the time (other processes used "
-            f"{busy:.0f} % of the CPUs" + (f"; {who} the most" if who else "") + ")"
-        )
+        if all(a.cpu_wait_pct is None for a in cpu):  # concurrent writers: others' share
+            parts.append(
+                f"other processes used {busy:.0f} % of the CPUs"
+                + (f" ({who} the most)" if who else "")
+            )
+        else:
+            wait = statistics.median(a.cpu_wait_pct or 0.0 for a in cpu)
+            parts.append(
+                f"fsyncbench waited for a CPU {wait:.1f} % of the time (other processes used "
+                f"{busy:.0f} % of the CPUs" + (f"; {who} the most" if who else "") + ")"
+            )
     steal = [a for a in rounds if STEAL in a.disturbed]
     if steal:
         took = statistics.median(a.cpu_steal_pct or 0.0 for a in steal)

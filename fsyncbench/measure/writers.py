@@ -14,6 +14,7 @@ that has not finished (named in its lane's ``error``): never a hang.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -78,12 +79,16 @@ def measure_writers(
     directory: Path,
     primitive_of: Callable[[Pragmas], str],
     progress: WritersProgress | None = None,
+    disks: Sequence[str] = (),
 ) -> tuple[WritersPoint, ...]:
     """Every point of ``plan`` in ``directory`` (a scratch directory the caller owns and
     removes), in order: configuration, steps per commit, payload, writer count.
     ``primitive_of`` names a configuration's per-commit sync
-    (:func:`fsyncbench.measure.workloads.sqlite_sync_primitive`). Raises FsyncbenchError
-    when a writer cannot start or fails."""
+    (:func:`fsyncbench.measure.workloads.sqlite_sync_primitive`); ``disks`` the devices
+    with flush counters under the directory (:func:`fsyncbench.host.counter_devices`, the
+    last the disk holding the bytes), whose flushes while the writers start (they sync
+    nothing then) tell others' flushes from theirs. Raises FsyncbenchError when a writer
+    cannot start or fails."""
     points: list[WritersPoint] = []
     total = plan.points
     for pragmas in plan.configs:
@@ -95,7 +100,14 @@ def measure_writers(
                         progress(name, len(points), total)
                     points.append(
                         measure_point(
-                            directory, pragmas, n, plan, steps, payload, primitive_of(pragmas)
+                            directory,
+                            pragmas,
+                            n,
+                            plan,
+                            steps,
+                            payload,
+                            primitive_of(pragmas),
+                            disks,
                         )
                     )
     return tuple(points)
@@ -109,14 +121,18 @@ def measure_point(
     steps_per_commit: int,
     payload_bytes: int,
     primitive: str,
+    disks: Sequence[str] = (),
 ) -> WritersPoint:
     """``writers`` processes committing into one fresh database in ``directory`` for
-    ``plan.window_s`` (module docstring). Raises FsyncbenchError."""
+    ``plan.window_s`` (module docstring), with what the rest of the machine did meanwhile
+    judged (:func:`fsyncbench.measure.disturbance.writers_disturbances`; ``disks`` as
+    :func:`measure_writers`). Raises FsyncbenchError."""
     tag = f"{pragmas.label.replace('/', '-')}-{writers}w-{steps_per_commit}s-{payload_bytes}b"
     db = directory / f"writers-{tag}.db"
     effective = workloads.create_lane_database(db, pragmas)
     window_ns = int(plan.window_s * 1e9)
     before, cpu0 = hostmod.activity_snapshot(), _cpu_s()
+    t_spawn, c_spawn = time.monotonic_ns(), hostmod.read_flush_counters(disks)
     procs: list[subprocess.Popen[str]] = []
     results = [directory / f"writers-{tag}-{i}.json" for i in range(writers)]
     try:
@@ -154,6 +170,7 @@ def measure_point(
             )
         for i, proc in enumerate(procs):
             _wait_ready(proc, i)
+        c_ready, t_ready = hostmod.read_flush_counters(disks), time.monotonic_ns()
         start = time.perf_counter_ns() + int(START_DELAY_S * 1e9)
         for proc in procs:
             assert proc.stdin is not None
@@ -162,15 +179,24 @@ def measure_point(
         deadline = time.monotonic() + START_DELAY_S + plan.window_s
         deadline += plan.busy_timeout_ms / 1000 + GRACE_S
         lanes = tuple(_lane(proc, i, results[i], deadline) for i, proc in enumerate(procs))
+        c_end, t_end = hostmod.read_flush_counters(disks), time.monotonic_ns()
+        # starting Python and opening a connection syncs nothing: a quiet window
+        quiet = disturbance.QuietWindow(
+            t_ready - t_spawn, tuple(hostmod.flush_deltas(c_spawn, c_ready))
+        )
         activity = disturbance.round_activity(
             1,
             before,
             hostmod.activity_snapshot(),
             (),
-            (),
+            (quiet,),
             _cpu_s() - cpu0,
             {os.getpid(), *(p.pid for p in procs)},
-            None,
+            disks[-1] if disks else None,
+            timed=((t_end - t_ready, tuple(hostmod.flush_deltas(c_ready, c_end))),),
+        )
+        activity = dataclasses.replace(
+            activity, disturbed=disturbance.writers_disturbances(activity)
         )
     finally:
         for proc in procs:

@@ -165,6 +165,13 @@ def config_paragraph(
     knee = _knee(points, max_p99_ns)
     if knee:
         sentences.append(knee)
+    hit = disturbed_points(points)
+    if hit:
+        at = ", ".join(str(p.writers) for p in hit)
+        sentences.append(
+            f"The machine was disturbed at {at} writer{'s' if len(hit) > 1 or hit[0].writers > 1 else ''}"
+            " (Machine, below): those figures may be the other processes'."
+        )
     label = first.requested.label
     if first.steps_per_commit > 1:
         label += f", {first.steps_per_commit} steps per commit"
@@ -204,8 +211,15 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
     steps = any(p.steps_per_commit > 1 for p in points)
     many = any(p.writers > 1 for p in points)
     sizes = len({p.payload_bytes for p in points}) > 1
+    disturbed = disturbed_points(points)
     columns: list[tuple[str, Callable[[WritersPoint], Cell]]] = [
-        ("configuration", lambda p: Cell(f"{p.requested.label} x{p.writers}")),
+        (
+            "configuration",
+            lambda p: Cell(
+                f"{p.requested.label} x{p.writers}" + (" !" if p in disturbed else ""),
+                "caution" if p in disturbed else "",
+            ),
+        ),
     ]
     if sizes:
         columns.append(("payload", lambda p: Cell(f"{p.payload_bytes:,} B")))
@@ -245,7 +259,10 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
         columns = [c for c in columns if c[0] != name]
     caption = (
         "Per commit, BEGIN to the end of COMMIT, lock waits included; configuration xN: N "
-        "writers" + ("; steps: step rows per commit" if steps else "") + "."
+        "writers"
+        + ("; steps: step rows per commit" if steps else "")
+        + ("; !: the machine was disturbed while it ran (below)" if disturbed else "")
+        + "."
     )
     if many:
         caption += (
@@ -320,21 +337,38 @@ def writers_table(points: Sequence[WritersPoint]) -> Table:
     )
 
 
+def disturbed_points(points: Sequence[WritersPoint]) -> list[WritersPoint]:
+    """The points whose machine was judged disturbed while they ran
+    (:func:`fsyncbench.measure.disturbance.writers_disturbances`)."""
+    return [p for p in points if p.activity is not None and p.activity.disturbed]
+
+
 def machine_text(points: Sequence[WritersPoint]) -> str:
     """What the rest of the machine did while the writers ran, from each point's activity:
-    others' CPU share at most, what they wrote and who, steal; and that others' flushes on
-    the disk are not told from the writers' own (so none of it is judged). "" when no point
-    recorded activity."""
+    the disturbed points first, named, with what disturbed them; else others' flushes on
+    the disk, their CPU share, what they wrote and who, steal. "" when no point recorded
+    activity."""
     acts = [p.activity for p in points if p.activity is not None]
     if not acts:
         return ""
+    hit = disturbed_points(points)
+    if hit:
+        what = disturbance.phrase([p.activity for p in hit if p.activity is not None])
+        return (
+            f"Disturbed while {len(hit)} of {len(acts)} points ran "
+            f"({', '.join(p.name for p in hit)}): {what}. Their figures may be the other "
+            "processes', not the storage's: run again on a quiet machine."
+        )
     parts = []
+    flushes = [a.other_flushes for a in acts if a.other_flushes is not None]
+    if flushes:
+        parts.append(f"others flushed the disk about {sum(flushes):,.0f} times")
     cpu = [a.cpu_other_pct for a in acts if a.cpu_other_pct is not None]
     if cpu:
         busy = max(cpu)
         who = disturbance.busiest_names(acts, "cpu")
         named = f" ({who} the most)" if who and busy >= disturbance.CPU_OTHER_NAMED_PCT else ""
-        parts.append(f"other processes used at most {busy:.0f} % of the CPUs{named}")
+        parts.append(f"used at most {busy:.0f} % of the CPUs{named}")
     wrote = [a.other_writes_bytes for a in acts if a.other_writes_bytes is not None]
     if wrote and sum(wrote) > 0:
         who = disturbance.busiest_names(acts, "write")
@@ -343,11 +377,13 @@ def machine_text(points: Sequence[WritersPoint]) -> str:
     if steal and max(steal) > 0:
         parts.append(f"the hypervisor took at most {max(steal):.1f} % (steal)")
     seen = "; ".join(parts) or "nothing was read"
-    return (
-        f"While the writers ran, {seen}. Other processes' flushes on the disk are not told "
-        "apart from the writers' own here: a process syncing on the same disk slows these "
-        "commits without being named."
-    )
+    text = f"Quiet while the writers ran: other processes {seen}."
+    if not flushes:
+        text += (
+            " Their flushes on the disk were not counted (no flush counters here): a process "
+            "syncing on the same disk would slow these commits unseen."
+        )
+    return text
 
 
 def max_p99_of(command_line: Sequence[str]) -> float | None:
@@ -403,7 +439,8 @@ def writers_sections(report: Report, max_p99_ns: float | None = None) -> tuple[S
         blocks.append(per_writer)
     machine = machine_text(points)
     if machine:
-        blocks.append(Paragraph(machine, lead="Machine:"))
+        tone = "bad" if disturbed_points(points) else ""
+        blocks.append(Paragraph(machine, lead="Machine:", tone=tone))
     blocks.append(method)
     return (Section(KEY, TITLE, tuple(blocks)),)
 
