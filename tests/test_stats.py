@@ -337,9 +337,9 @@ def test_p99_halfwidth_by_hand():
     s = stats.summarize(samples, counts)
     assert s.p99_ns == pytest.approx(101.0)
     assert s.p99_ci_halfwidth_pct == pytest.approx(20.876303046, rel=1e-9)
-    assert s.p99_ci_ns == pytest.approx(  # (83.556, 122.085)
-        (101 * math.exp(-t_975_4 * se), 101 * math.exp(t_975_4 * se)), rel=1e-9
-    )
+    # (83.556, 122.085) as computed; its low end below the p50 (100) is floored there
+    assert s.p50_ns == 100.0
+    assert s.p99_ci_ns == pytest.approx((100.0, 101 * math.exp(t_975_4 * se)), rel=1e-9)
     assert s.p99_interval.se_log == pytest.approx(se) and s.p99_interval.df == 4.0
     # two slices: fewer than the five an interval needs
     assert intervals.p99_ci_halfwidth_pct(samples, [500, 500]) is None
@@ -830,3 +830,39 @@ def test_an_interval_reaching_below_the_fastest_sample_is_not_given():
         "the slices disagree too much for an interval (it would reach beyond "
         "the samples measured; 5.0 effective slices)",
     )
+
+
+def test_a_p99_interval_never_reaches_below_the_p50(monkeypatch):
+    """p99 >= p50 for any distribution: a p99 interval whose low end (log-symmetric, from a
+    jackknife over rounds that disagree) falls below the p50 is floored there, as a run of
+    this VM showed (p50 131 us, p99 [104 us, 770 us]); its SE and high bound are kept."""
+    import dataclasses
+
+    from fsyncbench.measure import intervals, stats
+
+    real = intervals.quantile_interval
+
+    def wide(data, counts, percentile, *args, **kw):
+        iv = real(data, counts, percentile, *args, **kw)
+        if percentile == 99 and iv.bounds is not None:  # as wide as that run's
+            return dataclasses.replace(
+                iv, low_ns=iv.estimate_ns / 2.7, high_ns=iv.estimate_ns * 2.7
+            )
+        return iv
+
+    monkeypatch.setattr(stats, "quantile_interval", wide)
+    rng = np.random.default_rng(3)
+    data = (100_000 * np.exp(rng.normal(0, 0.2, 4_000))).astype(np.int64)
+    counts = [400] * 10
+    s = stats.summarize(data.tolist(), counts)
+    raw = wide(np.asarray(data, dtype=float), counts, 99)
+    assert raw.low_ns < s.p50_ns  # what the run showed
+    assert s.p99_ci_ns is not None and s.p99_ci_ns[0] == s.p50_ns
+    assert s.p99_interval.low_ns == s.p50_ns and s.p99_interval.high_ns == raw.high_ns
+    assert s.p99_interval.se_log == raw.se_log
+    # the precision reported is the interval's as computed, not the floored one's
+    assert s.p99_ci_halfwidth_pct == intervals.ci_halfwidth_pct(s.p99_ns, raw.bounds)
+    # an interval already above the floor is left alone; one without bounds too
+    assert intervals.floored(raw, 1.0) == raw
+    none = dataclasses.replace(raw, low_ns=None, high_ns=None)
+    assert intervals.floored(none, 1e12) == none

@@ -83,7 +83,7 @@ def summarize(lanes: Sequence[WriterLane], window_ns: int, steps_per_commit: int
     counts = np.histogram(starts, bins=edges)[0] if starts.size else np.zeros(TIME_SLICES)
     slice_counts = [int(c) for c in counts if c > 0]
     p50 = _interval(latencies, slice_counts, 50.0)
-    p99 = _interval(latencies, slice_counts, 99.0)
+    p99 = intervals.floored(_interval(latencies, slice_counts, 99.0), p50.estimate_ns)
     finished = int(np.count_nonzero(starts + latencies <= window_ns))
     per_writer = [
         sum(1 for s, x in zip(la.start_samples_ns, la.samples_ns) if s + x <= window_ns) / window_s

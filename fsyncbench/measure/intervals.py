@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Final
 
 import numpy as np
@@ -143,6 +144,17 @@ def clock_tick_ns(samples_ns: Sequence[int] | np.ndarray) -> int:
     if g > 1 and base > 0:  # a duration is a whole number of ticks too: 200 us and 3 s
         g = math.gcd(g, base)  # differ by 2.9998 s, yet the tick divides 200 us
     return max(1, g)
+
+
+def floored(iv: Interval, floor_ns: float) -> Interval:
+    """``iv`` with its low bound raised to ``floor_ns`` where it lay below: a p99 cannot
+    be below the p50 (p99 >= p50 for any distribution), so the p99 interval's low end is
+    floored at the p50's estimate, far the more precise of the two. The standard error,
+    the degrees of freedom and the high bound are kept (tests between runs read those), so
+    only what is shown changes. An interval without bounds is returned as it is."""
+    if iv.low_ns is None or iv.high_ns is None or iv.low_ns >= floor_ns:
+        return iv
+    return replace(iv, low_ns=min(floor_ns, iv.high_ns))
 
 
 def percentile_label(percentile: float) -> str:

@@ -16,6 +16,7 @@ import numpy as np
 from fsyncbench.measure.intervals import (
     PERCENTILE_METHOD,
     ci_halfwidth_pct,
+    floored,
     quantile_interval,
     round_percentiles,
 )
@@ -62,9 +63,10 @@ def summarize(
     p50_iv = quantile_interval(
         data, slice_counts, 50, confidence, slice_rounds, earlier_figures(earlier, 50)
     )
-    p99_iv = quantile_interval(
+    p99_raw = quantile_interval(
         data, slice_counts, 99, confidence, slice_rounds, earlier_figures(earlier, 99)
     )
+    p99_iv = floored(p99_raw, p50_iv.estimate_ns)
     round_p50 = round_percentiles(data, slice_counts, slice_rounds, 50)
     round_p99 = round_percentiles(data, slice_counts, slice_rounds, 99)
     # one sorted copy serves the rest (a million samples: 8 MB)
@@ -92,9 +94,9 @@ def summarize(
         ci_level=confidence,
         ci_method=p99_iv.method,
         ci_resamples=0,
-        p99_ci_halfwidth_pct=None
-        if p99_iv.bounds is None
-        else ci_halfwidth_pct(float(p99), p99_iv.bounds),
+        p99_ci_halfwidth_pct=None  # the precision of the interval as computed, not floored
+        if p99_raw.bounds is None
+        else ci_halfwidth_pct(float(p99), p99_raw.bounds),
         p50_interval=p50_iv,
         p99_interval=p99_iv,
         round_p50_ns=round_p50,

@@ -210,7 +210,7 @@ def result_interval(r: Result, percentile: float, confidence: float = CONFIDENCE
     the raw samples, slices and earlier runs (``Result.earlier``; the same function and data
     give the same numbers), or, for a report without raw samples, the summary's own."""
     if r.samples_ns:
-        return intervals.quantile_interval(
+        iv = intervals.quantile_interval(
             r.samples_ns,
             r.slice_counts,
             percentile,
@@ -218,6 +218,10 @@ def result_interval(r: Result, percentile: float, confidence: float = CONFIDENCE
             r.slice_rounds,
             stats.earlier_figures(r.earlier, percentile),
         )
+        if percentile != 99:
+            return iv
+        p50 = r.summary.p50_interval
+        return intervals.floored(iv, p50.estimate_ns if p50 is not None else r.summary.p50_ns)
     s = r.summary
     stored = s.p50_interval if percentile == 50 else s.p99_interval
     if stored is not None:
