@@ -5,8 +5,8 @@ primitive.
 matplotlib is used without pyplot: each figure gets an Agg canvas of its own (headless, no
 GUI backend, no global state) and is saved as SVG with glyphs drawn as paths, so the text
 in the plots needs no font on the reader's machine. matplotlib is the optional extra
-``plots`` (``pip install 'fsyncbench[plots]'``): without it the page leaves the charts out
-and says so (:func:`available`).
+``plots`` (``pip install '.[plots]'`` from the source directory): without it the page
+leaves the charts out and says so (:func:`available`).
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ logging.getLogger("matplotlib").setLevel(logging.ERROR)
 #: what the page says in place of its charts when matplotlib is missing
 MISSING = (
     "Charts left out: matplotlib is not installed here "
-    "(pip install 'fsyncbench[plots]', then fsyncbench show REPORT.json --format html -o PAGE.html)."
+    "(pip install matplotlib into fsyncbench's environment, or pip install '.[plots]' from "
+    "its source directory, then fsyncbench show REPORT.json --format html -o PAGE.html)."
 )
 
 
