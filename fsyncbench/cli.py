@@ -408,6 +408,15 @@ def _apply_gates(result: api.GateResult, to_stderr: bool = False) -> int:
             file=out,
         )
         return EXIT_CANNOT_TELL
+    if result.unverified:
+        names = ", ".join(result.unverified)
+        print(
+            f"Gates passed ({_configurations(result.checked)} checked), but the storage under "
+            f"{names} is unverifiable, not verified: --fail-on cannot fail on what was not "
+            "judged (add unverifiable to --fail-on to require a verified path).",
+            file=out,
+        )
+        return EXIT_OK
     print(f"Gates passed ({_configurations(result.checked)} checked).", file=out)
     return EXIT_OK
 

@@ -365,3 +365,26 @@ def test_cli_bad_gate_values_fail_before_measuring(tmp_path, args, line):
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [f"fsyncbench: error: {line}"]
     assert list(tmp_path.iterdir()) == []  # nothing measured, nothing written
+
+
+def test_a_verdict_gate_that_passes_names_the_storage_it_could_not_verify(capsys):
+    """The example report's path is unverifiable (a VM): --fail-on volatile_cache,no_flush
+    passes it, and says the storage was not verified rather than a bare "Gates passed"."""
+    from pathlib import Path
+
+    from fsyncbench import cli
+
+    example = sorted(
+        (Path(__file__).resolve().parent.parent / "examples" / "report").glob("*.json")
+    )[-1]
+    argv = ["show", str(example), "--config", "wal/full"]
+    assert cli.main([*argv, "--fail-on", "volatile_cache,no_flush"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("Gates passed (1 configuration checked), but the storage under wal/full")
+    assert "is unverifiable, not verified" in last
+    assert cli.main([*argv, "--fail-on", "volatile_cache,no_flush,unverifiable"]) == 1
+    capsys.readouterr()
+    assert cli.main([*argv, "--max-p99", "1000ms"]) == 0  # no verdict gate: nothing to add
+    assert capsys.readouterr().out.strip().splitlines()[-1] == (
+        "Gates passed (1 configuration checked)."
+    )

@@ -17,7 +17,14 @@ from fsyncbench import options
 from fsyncbench.api.measuring import PathLike, _redacted
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.jsonable import to_jsonable
-from fsyncbench.model import EXPERIMENT_KINDS, SCHEMA_VERSION, Host, PowerlossResult, Report
+from fsyncbench.model import (
+    EXPERIMENT_KINDS,
+    SCHEMA_VERSION,
+    UNVERIFIABLE,
+    Host,
+    PowerlossResult,
+    Report,
+)
 from fsyncbench.options import Gates, Outputs
 from fsyncbench.report import store
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
@@ -256,13 +263,16 @@ class GateResult:
     """What :func:`gate` found: ``failures`` (:class:`fsyncbench.judge.gates.GateFailure`,
     in result order) among ``checked`` configurations; ``notes`` (a p99 whose interval
     straddles ``--max-p99``); ``cannot_tell`` (what a strict gate could not check, with what
-    would settle it); ``active`` False when no gate was set (nothing checked)."""
+    would settle it); ``active`` False when no gate was set (nothing checked);
+    ``unverified``: with ``--fail-on``, the configurations checked whose storage path is
+    ``unverifiable`` while ``--fail-on`` does not name it: a pass says nothing of them."""
 
     failures: tuple[GateFailure, ...] = ()
     checked: int = 0
     active: bool = False
     notes: tuple[str, ...] = ()
     cannot_tell: tuple[str, ...] = ()
+    unverified: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -298,13 +308,16 @@ def gate(
         gates.max_p99_strict,
         gates.accept_disturbed,
     )
-    return GateResult(
-        tuple(failures),
-        len(checks.select(report, gates.configs)),
-        True,
-        tuple(notes),
-        tuple(untold),
+    selected = checks.select(report, gates.configs)
+    verdicts = {v.subject: v.path_verdict for v in report.verdict.results}
+    unverified = tuple(
+        r.name
+        for r in selected
+        if gates.fail_on
+        and verdicts.get(r.name) == UNVERIFIABLE
+        and UNVERIFIABLE not in gates.fail_on
     )
+    return GateResult(tuple(failures), len(selected), True, tuple(notes), tuple(untold), unverified)
 
 
 @dataclass(frozen=True)
