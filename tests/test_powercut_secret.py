@@ -120,8 +120,8 @@ def test_the_right_secret_works_end_to_end_and_is_shown_only_once(tmp_path, list
     banner = wait_for(
         lambda: (t := listener.out.read_text()).endswith("DIR\n") and t, "the startup lines"
     )
-    assert banner.count(value) == 1
-    assert banner.splitlines()[0] == f"This listener's secret: {value}"
+    assert banner.count(value) == 0  # never printed: the file holds it
+    assert banner.splitlines()[0].startswith(f"This listener's secret: in {secret_file} (not")
     assert (
         f"  fsyncbench powercut write --to {listener.to} --secret-file {secret_file} DIR\n"
         in banner
@@ -442,15 +442,17 @@ def test_what_listen_prints_on_startup(tmp_path):
     s = Secret("S3cr3t-0123456789abcdef")
     made = ListenerSecret(s, tmp_path / "state.db.secret", True)
     lan = format_start(ListenerStart(("192.0.2.20", 5400), "192.0.2.20", made))
+    assert s.value not in lan
     assert lan == (
-        "This listener's secret: S3cr3t-0123456789abcdef\n"
-        f"  (made now; in {tmp_path}/state.db.secret, readable by you only; a listener "
-        "restarted with that file keeps it)\n"
+        f"This listener's secret: in {tmp_path}/state.db.secret (not shown: a terminal's "
+        "scrollback and a shared screen keep what is printed)\n"
+        "  (made now; readable by you only; a listener restarted with that file keeps it)\n"
         "Give it to write and verify in a file (--secret-file) or in "
         "FSYNCBENCH_POWERCUT_SECRET, never on a command line (ps and the shell history show "
         "those).\n"
-        f"On the machine under test, copy {tmp_path}/state.db.secret there (e.g. with scp) or "
-        "paste the secret into a new file with: (umask 077; cat > powercut.secret); then run:\n"
+        f"On the machine under test, copy {tmp_path}/state.db.secret there as "
+        "powercut.secret, readable by its owner only (e.g. scp it, then chmod 600 "
+        "powercut.secret); then run:\n"
         "  fsyncbench powercut write --to 192.0.2.20:5400 --secret-file powercut.secret DIR\n"
         "and after the power cut and the reboot:\n"
         "  fsyncbench powercut verify --from 192.0.2.20:5400 --secret-file powercut.secret DIR\n"

@@ -202,9 +202,9 @@ def format_start(s: ListenerStart) -> str:
         path = os.path.abspath(keys.path)
         kept = "made now" if keys.created else "kept from an earlier start"
         lines = [
-            f"This listener's secret: {keys.secret.value}",
-            f"  ({kept}; in {path}, readable by you only; a listener restarted with that "
-            "file keeps it)",
+            f"This listener's secret: in {path} (not shown: a terminal's scrollback and a "
+            "shared screen keep what is printed)",
+            f"  ({kept}; readable by you only; a listener restarted with that file keeps it)",
             f"Give it to write and verify in a file (--secret-file) or in {ENV_VAR}, never on "
             "a command line (ps and the shell history show those).",
         ]
@@ -213,8 +213,8 @@ def format_start(s: ListenerStart) -> str:
             option = f" --secret-file {shlex.quote(path)}"
         else:
             lines.append(
-                f"On the machine under test, copy {path} there (e.g. with scp) or paste the "
-                "secret into a new file with: (umask 077; cat > powercut.secret); then run:"
+                f"On the machine under test, copy {path} there as powercut.secret, readable by "
+                "its owner only (e.g. scp it, then chmod 600 powercut.secret); then run:"
             )
             option = " --secret-file powercut.secret"
     lines += [
