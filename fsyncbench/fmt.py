@@ -58,7 +58,7 @@ def short_reason(iv: Interval | None) -> str:
     if iv.reason.startswith("n="):
         return "n too small"
     if "lie in too few" in iv.reason:
-        return "too few " + ("rounds" if "rounds" in iv.reason else "slices")
+        return "tail in too few " + ("rounds" if "rounds" in iv.reason else "slices")
     if "disagree too much" in iv.reason:
         return ("rounds" if "rounds" in iv.reason else "slices") + " disagree"
     if "slice" in iv.reason:

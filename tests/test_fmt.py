@@ -159,12 +159,12 @@ def test_bounds_text():
         (
             "the samples at or beyond p99 lie in too few slices (1.00 effective) for an interval",
             10,
-            "none (too few slices)",
+            "none (tail in too few slices)",
         ),
         (
             "the samples at or beyond p99 lie in too few rounds (1.50 effective) for an interval",
             3,
-            "none (too few rounds)",
+            "none (tail in too few rounds)",
         ),
         (
             (
@@ -246,3 +246,23 @@ def test_the_method_names_the_slice_count_once_when_every_configuration_has_the_
     assert "each configuration's 5 slices, a rotation" in interval_method_text(same)
     mixed = [same[0], dataclasses.replace(same[1], slice_counts=(100,) * 4 + (50,) * 4)]
     assert "each configuration's 5-8 slices, a rotation" in interval_method_text(mixed)
+
+
+def test_every_no_interval_reason_the_table_can_show_is_explained():
+    """Each short reason a "none (...)" cell can carry has a sentence in the legend the
+    screen and the report print under the table (they were never explained before)."""
+    from fsyncbench.report.wording import NO_INTERVAL_MEANS
+
+    reasons = [
+        "n=12 too small for a p99 interval (needs 1000)",
+        "the samples at or beyond p99 lie in too few slices (1.00 effective) for an interval",
+        "the samples at or beyond p99 lie in too few rounds (1.50 effective) for an interval",
+        "the slices disagree too much for an interval (it would reach beyond the samples "
+        "measured; 4.6 effective slices)",
+        "the rounds disagree too much for an interval (it would reach beyond the samples "
+        "measured; 2.2 effective rounds)",
+    ]
+    for reason in reasons:
+        iv = Interval(1.0, None, None, None, 0.0, 5, "block-jackknife", reason)
+        short = short_reason(iv)
+        assert short in NO_INTERVAL_MEANS, (reason, short)

@@ -44,6 +44,7 @@ from fsyncbench.report.wording import (
     host_lines,
     interval_caveat,
     methodology,
+    no_interval_legend,
     stance_tag,
     verdict_phrase,
 )
@@ -326,6 +327,9 @@ def results_section(report: Report) -> Section:
     caveat = interval_caveat(report.results)
     if caveat:
         blocks.append(Paragraph(caveat))
+    legend = no_interval_legend(report.results)
+    if legend:
+        blocks.append(Paragraph(legend))
     if report.floors:
         blocks.append(Paragraph(floor_line(report)))
     blocks += [Paragraph(n, lead="Note:", tone="caution") for n in report.notes]

@@ -20,6 +20,7 @@ from fsyncbench.report.document import Block, Bullets, Document, Paragraph, Sect
 from fsyncbench.report.headtohead import in_answer
 from fsyncbench.report.latency import compact_table
 from fsyncbench.report.loss import run_report_sections
+from fsyncbench.report.wording import no_interval_legend
 from fsyncbench.report.writers import writers_sections
 
 __all__ = ["summarize"]
@@ -92,6 +93,7 @@ def precision_paragraph(report: Report) -> Paragraph | None:
     runs = any(r.summary.p99_interval is not None and r.summary.p99_interval.runs > 1 for r in rows)
     where = "with the spread between runs" if runs else "within this run"
     text = f"p99 precision (95 % interval {where}; target +-{target:g} %): met by {len(met)} of {len(rows)}"
+    legend = no_interval_legend(rows, skip=("n too small",))
     if missed:
         named = ", ".join(
             f"{r.name} "
@@ -104,7 +106,7 @@ def precision_paragraph(report: Report) -> Paragraph | None:
         )
         more = len(missed) - PRECISION_NAMED
         text += f"; not met: {named}" + (f" and {more} more" if more > 0 else "")
-    return Paragraph(text + ".")
+    return Paragraph(text + "." + (f" {legend}" if legend else ""))
 
 
 def _left_out(report: Report) -> str:

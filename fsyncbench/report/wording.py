@@ -348,6 +348,40 @@ def methodology(report: Report) -> str:
     return " ".join(parts)
 
 
+#: What each "none (...)" of an interval cell means, in the words :func:`fsyncbench.fmt.short_reason` gives it.
+NO_INTERVAL_MEANS = {
+    "n too small": "too few samples for an interval of that percentile",
+    "tail in too few slices": "the slowest 1 % came from one or two slices of the run, so "
+    "how much it varies cannot be estimated",
+    "tail in too few rounds": "the slowest 1 % came from one or two of the rounds, so how "
+    "much it varies from round to round cannot be estimated",
+    "slices disagree": "the slices' own p99s differ so much that an interval would reach "
+    "beyond the samples measured",
+    "rounds disagree": "the rounds' own p99s differ so much that an interval would reach "
+    "beyond the samples measured",
+}
+
+
+def no_interval_legend(results: Sequence[Result], skip: Sequence[str] = ()) -> str:
+    """One line saying what each "none (...)" among ``results``' p50 and p99 intervals
+    means ("" when there is none), so a reader of the table is not left to guess; the
+    reasons in ``skip`` (e.g. the self-explaining "n too small") left out."""
+    from fsyncbench.fmt import short_reason
+
+    seen = dict.fromkeys(
+        short_reason(iv)
+        for r in results
+        for iv in (r.summary.p50_interval, r.summary.p99_interval)
+        if iv is not None and iv.bounds is None
+    )
+    said = [
+        f"none ({k}): {NO_INTERVAL_MEANS[k]}"
+        for k in seen
+        if k in NO_INTERVAL_MEANS and k not in skip
+    ]
+    return ("No interval: " + "; ".join(said) + ".") if said else ""
+
+
 def interval_caveat(results: Sequence[Result]) -> str:
     """One line for the terminal report on what its intervals cannot see ("" when they
     rest on several rounds): schema 1 intervals assume independent samples; one round
