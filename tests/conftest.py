@@ -15,6 +15,7 @@ named on the command line run whatever their tier.
 
 from __future__ import annotations
 
+import os
 import subprocess
 
 import pytest
@@ -110,9 +111,18 @@ def _schema_checked(original):
     return checked
 
 
+#: The terminal width the suite's text renders at, whatever the terminal pytest runs in
+#: (the child processes it starts inherit it): tests that want another set their own.
+SUITE_COLUMNS = "100"
+_COLUMNS_BEFORE: str | None = None
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    global _REPORT_TO_JSON
+    global _REPORT_TO_JSON, _COLUMNS_BEFORE
     from fsyncbench.report import store
+
+    _COLUMNS_BEFORE = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = SUITE_COLUMNS
 
     _REPORT_TO_JSON = store.report_to_json
     store.report_to_json = _schema_checked(store.report_to_json)
@@ -124,6 +134,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     subprocess.Popen.__init__ = _POPEN_INIT  # type: ignore[method-assign]
+    if _COLUMNS_BEFORE is None:
+        os.environ.pop("COLUMNS", None)
+    else:
+        os.environ["COLUMNS"] = _COLUMNS_BEFORE
     if _REPORT_TO_JSON is not None:
         from fsyncbench.report import store
 

@@ -387,3 +387,30 @@ def test_without_matplotlib_the_page_says_its_charts_were_left_out(monkeypatch):
     assert "<svg" not in page
     assert page.count(html_lib.escape(plots.MISSING)) == 1
     assert page.count("<table") == with_charts.count("<table")
+
+
+@pytest.mark.parametrize("columns", ["80", "60"])
+def test_running_text_wraps_to_columns(columns, monkeypatch):
+    """COLUMNS (else the terminal, else 100) sets where running text wraps: every line of
+    the example's screen that is not a table row fits. (Tables keep their rows whole.)"""
+    import re
+    from pathlib import Path
+
+    from fsyncbench.report import store
+    from fsyncbench.report import text as text_out
+
+    monkeypatch.setenv("COLUMNS", columns)
+    assert text_out.width() == int(columns)
+    example = sorted(
+        (Path(__file__).resolve().parent.parent / "examples" / "report").glob("*.json")
+    )[-1]
+    out = report_out.render(store.load_report(example), "text")
+    table = re.compile(r"\S  +\S|^-+( +-+)+$")  # columns set apart by runs of spaces, rules
+    prose = [line for line in out.splitlines() if not table.search(line)]
+    assert prose and max(len(line) for line in prose) <= int(columns), [
+        line for line in prose if len(line) > int(columns)
+    ]
+    monkeypatch.setenv("COLUMNS", "7")  # nonsense: never below 40
+    assert text_out.width() == text_out.MIN_WIDTH
+    monkeypatch.setenv("COLUMNS", "wide")
+    assert text_out.width() == text_out.WIDTH  # not a terminal here: the default

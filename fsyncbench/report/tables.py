@@ -306,9 +306,10 @@ def render_compare(
         if only_b:
             out.append(f"Writers points only in B: {', '.join(only_b)}")
     if tablefmt == "simple":  # a terminal: running text wrapped, tables kept whole
-        from fsyncbench.report.text import wrap_text
+        from fsyncbench.report.text import width, wrap_text
 
-        out = [line if "\n" in line or len(line) <= 100 else wrap_text(line) for line in out]
+        cols = width()
+        out = [line if "\n" in line or len(line) <= cols else wrap_text(line) for line in out]
     return "\n".join(out) + "\n"
 
 

@@ -27,6 +27,7 @@ from fsyncbench.report.document import (
     Section,
     Table,
 )
+from fsyncbench.report.text import width
 
 KEY = "writers"
 TITLE = "Concurrent writers and batching"
@@ -187,12 +188,9 @@ def _groups(points: Sequence[WritersPoint]) -> list[list[WritersPoint]]:
     return [list(g) for _k, g in groupby(points, key=key)]
 
 
-#: Columns of :func:`points_table` that give way, in this order, until it fits
-#: :data:`WIDTH` columns of text (the rest say what a user reads first).
+#: Columns of :func:`points_table` that give way, in this order, until it fits the
+#: terminal's width as text (the rest say what a user reads first).
 GIVE_WAY = ("p99.9", "commits/s", "lock wait", "p50")
-#: The widest a table of this section may be as text (tabulate's "simple": each column at
-#: least its header + 2, two spaces between columns).
-WIDTH = 100
 
 
 def _text_width(headers: Sequence[str], rows: Sequence[Sequence[Cell]]) -> int:
@@ -207,7 +205,8 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
     SQLITE_BUSY and the oldest commit in progress over time (p99). The intervals are in the
     configuration's paragraph (:func:`config_paragraph`) and the full report's
     :func:`intervals_table`; columns of :data:`GIVE_WAY` are left out, in that order, until
-    the table fits :data:`WIDTH` columns of text."""
+    the table fits the terminal (:func:`fsyncbench.report.text.width`; tabulate's "simple"
+    layout: each column at least its header + 2, two spaces between columns)."""
     steps = any(p.steps_per_commit > 1 for p in points)
     many = any(p.writers > 1 for p in points)
     sizes = len({p.payload_bytes for p in points}) > 1
@@ -252,7 +251,7 @@ def points_table(points: Sequence[WritersPoint]) -> Table:
         ]
     for name in GIVE_WAY:
         rows = [tuple(f(p) for _h, f in columns) for p in points]
-        if _text_width([h for h, _f in columns], rows) <= WIDTH:
+        if _text_width([h for h, _f in columns], rows) <= width():
             break
         if name == "commits/s" and not steps:
             continue  # without steps/s beside it, commits/s is the figure
