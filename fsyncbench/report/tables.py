@@ -124,7 +124,11 @@ def basis_words(q: QuantileComparison) -> str:
         return f"against {kept} runs" + (f" ({q.left_out} left out)" if q.left_out else "")
     if q.spread == "runs":
         return f"pair: {q.baseline_runs} runs, their spread"
-    return "A alone" if q.baseline_runs <= 1 else f"pair: {q.baseline_runs} runs, own spread"
+    return (
+        "pair: rounds' spread"
+        if q.baseline_runs <= 1
+        else f"pair: {q.baseline_runs} runs, own spread"
+    )
 
 
 def _fmt_ratio(x: float) -> str:
@@ -245,7 +249,7 @@ def render_compare(
         )
         + (
             f"; {tested - history} against both runs' own spread, that of their rounds "
-            "('A alone', 'pair'), which cannot see how far runs at other times differ: keep "
+            "('pair'), which cannot see how far runs at other times differ: keep "
             "3 earlier runs of the same measurement in A's report directory to measure it"
             if tested - history
             else ""
