@@ -7,6 +7,7 @@ Units live in field names: ``_ns`` nanoseconds, ``_ms`` milliseconds, ``_bytes``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -963,6 +964,20 @@ class WritersPoint:
         steps per commit when more than one (``wal/full x4, 10 steps``)."""
         steps = f", {self.steps_per_commit} steps" if self.steps_per_commit > 1 else ""
         return f"{self.requested.label} x{self.writers}{steps}"
+
+
+def recorded_options(command_line: Sequence[str]) -> dict[str, str]:
+    """The long options of a recorded ``command_line`` with their values, as argparse
+    reads them (``--flag VALUE`` or ``--flag=VALUE``; a repeated one's last value, as
+    argparse keeps; "" for a flag that ends the line). Report renderers read what a run was
+    asked from here."""
+    args = list(command_line)
+    out: dict[str, str] = {}
+    for i, arg in enumerate(args):
+        flag, eq, value = arg.partition("=")
+        if flag.startswith("--"):
+            out[flag] = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+    return out
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.fmt import fmt_ns
 from fsyncbench.measure.headtohead import RatioInterval, paired_ratio, rival
-from fsyncbench.model import PowerlossConfig, Report, Result
+from fsyncbench.model import PowerlossConfig, Report, Result, recorded_options
 from fsyncbench.report.answer import bottom_line
 from fsyncbench.report.document import Cell, Paragraph, Section, Table
 from fsyncbench.report.loss import loss_phrase
@@ -28,13 +28,8 @@ def _commits(report: Report) -> dict[str, Result]:
 
 def vs_of(command_line: Sequence[str]) -> tuple[str, ...]:
     """The ``--vs`` a run was given, from its recorded command line (() without one)."""
-    args = list(command_line)
-    for i, arg in enumerate(args):
-        flag, eq, value = arg.partition("=")
-        if flag == "--vs":
-            text = value if eq else (args[i + 1] if i + 1 < len(args) else "")
-            return tuple(n.strip().lower() for n in text.split(",") if n.strip())
-    return ()
+    text = recorded_options(command_line).get("--vs", "")
+    return tuple(n.strip().lower() for n in text.split(",") if n.strip())
 
 
 def pair(report: Report, names: Sequence[str] = ()) -> tuple[Result, Result] | None:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from fsyncbench.measure import between
 from fsyncbench.measure.workloads import per_commit_sync
-from fsyncbench.model import Report
+from fsyncbench.model import Report, recorded_options
 from fsyncbench.report.compare import (
     ConfigComparison,
     PairComparison,
@@ -158,12 +158,8 @@ def label(c: ConfigComparison) -> str:
 def _settings(rep: Report) -> dict[str, str]:
     """The measuring options of ``rep``'s command line (:data:`SETTINGS`) with their values,
     and its rounds (the most any result recorded)."""
-    out: dict[str, str] = {}
-    args = list(rep.command_line)
-    for i, arg in enumerate(args):
-        flag, eq, value = arg.partition("=")
-        if flag in SETTINGS:
-            out[flag] = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+    given = recorded_options(rep.command_line)
+    out = {flag: value for flag, value in given.items() if flag in SETTINGS}
     rounds = max((len(r.summary.round_p50_ns) for r in rep.results), default=0)
     out["rounds measured"] = str(rounds)
     return out

@@ -17,7 +17,7 @@ from fsyncbench.judge.writers_rules import sync_bound
 from fsyncbench.measure import disturbance
 from fsyncbench.measure.concurrency import STARVED_SHARE, STARVED_WAIT_SHARE
 from fsyncbench.measure.workloads import per_commit_sync
-from fsyncbench.model import RISK, Report, WritersPoint
+from fsyncbench.model import RISK, Report, WritersPoint, recorded_options
 from fsyncbench.report.document import (
     Block,
     Bullets,
@@ -388,16 +388,13 @@ def machine_text(points: Sequence[WritersPoint]) -> str:
 def max_p99_of(command_line: Sequence[str]) -> float | None:
     """The ``--max-p99`` the run was given (ns), read from its recorded command line; None
     without one or when it does not parse."""
-    args = list(command_line)
-    for i, arg in enumerate(args):
-        flag, eq, value = arg.partition("=")
-        if flag == "--max-p99":
-            text = value if eq else (args[i + 1] if i + 1 < len(args) else "")
-            try:
-                return float(parse_duration(text, "--max-p99"))
-            except FsyncbenchError:
-                return None
-    return None
+    text = recorded_options(command_line).get("--max-p99")
+    if text is None:
+        return None
+    try:
+        return float(parse_duration(text, "--max-p99"))
+    except FsyncbenchError:
+        return None
 
 
 def writers_sections(report: Report, max_p99_ns: float | None = None) -> tuple[Section, ...]:
