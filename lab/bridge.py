@@ -15,7 +15,7 @@ connection it accepts a port of its own. So ``fsyncbench powercut write --to
 127.0.0.1:PORT`` in the guest talks to the listener here, one TCP connection per guest
 connection, and the listener sees a connection only when the guest's client starts its
 handshake (a chardev connected straight to the listener is closed unused after 30 s,
-fsyncbench.powercut.listener.AUTH_TIMEOUT_S, which a slow guest boot outlasts).
+fsyncbench.powercut.connection.AUTH_TIMEOUT_S, which a slow guest boot outlasts).
 
 A port carries one connection per guest boot (QEMU connects it once): several ports serve
 the writer's connection, a reconnect, and verify's two (the run list, then the run). When

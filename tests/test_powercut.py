@@ -1052,7 +1052,8 @@ def test_silent_writer_times_out_and_leaves_its_last_seq_in_the_log(tmp_path):
     after its idle timeout and logs the highest recorded seq (in-process, short timeout)."""
     import threading
 
-    from fsyncbench.powercut.listener import Listener, ListenerState
+    from fsyncbench.powercut.listener import Listener
+    from fsyncbench.powercut.listener_state import ListenerState
 
     lines: list[str] = []
     state = ListenerState(tmp_path / "state.db")

@@ -47,7 +47,8 @@ from test_powercut import (
 import fsyncbench
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.powercut import protocol
-from fsyncbench.powercut.listener import Listener, ListenerState
+from fsyncbench.powercut.listener import Listener
+from fsyncbench.powercut.listener_state import ListenerState
 from fsyncbench.powercut.protocol import RUN_BUSY, Client, encode
 from fsyncbench.powercut.secret import (
     ENV_VAR,

@@ -42,7 +42,8 @@ from fsyncbench.model import (
     Verdict,
 )
 from fsyncbench.powercut import ranges as R
-from fsyncbench.powercut.listener import Listener, ListenerState
+from fsyncbench.powercut.listener import Listener
+from fsyncbench.powercut.listener_state import ListenerState
 from fsyncbench.powercut.run import (
     POWERCUT_DIRNAME,
     RUN_FORMAT,

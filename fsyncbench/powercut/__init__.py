@@ -7,7 +7,8 @@ recorded commit is still in the journal.
 
 Modules: :mod:`.protocol` (versioned line-delimited JSON, validation, client helpers),
 :mod:`.secret` (the listener's shared secret, its file and the HMAC proof every
-connection starts with), :mod:`.listener` (durable record, server), :mod:`.run` (the
+connection starts with), :mod:`.listener` (the server; its durable
+record :mod:`.listener_state`, one peer's connection :mod:`.connection`), :mod:`.run` (the
 writer's on-disk layout under ``DIR/.fsyncbench-powercut/``), :mod:`.writer`,
 :mod:`.verify`, :mod:`.ranges`; :mod:`.cycle` runs the whole experiment with the user's
 commands for start, cut, restore and verify, N times (``powercut cycle``; its plan

@@ -65,10 +65,11 @@ from fsyncbench.powercut.cycle_results import (
     judge_verify,
     summary_json,
 )
-from fsyncbench.powercut.listener import Listener, ListenerState, utc_now
+from fsyncbench.powercut.listener import Listener, opened
+from fsyncbench.powercut.listener_state import ListenerState, utc_now
 from fsyncbench.powercut.protocol import format_address
 from fsyncbench.powercut.run import install_stop_handlers, restore_handlers
-from fsyncbench.powercut.secret import ENV_VAR, listener_secret, write_secret_file
+from fsyncbench.powercut.secret import ENV_VAR
 
 #: How often the listener's record is read while waiting for the first commit (s).
 POLL_S = 0.05
@@ -315,49 +316,37 @@ def _listener(
     environ: Mapping[str, str],
     log: Log,
 ) -> Iterator[tuple[ListenerState, Listener, Path | None]]:
-    """The listener of :func:`fsyncbench.powercut.listener.listen`, serving in a thread
-    while the block runs; ``log`` is told where its secret is (never the secret)."""
-    keys = listener_secret(state_path, secret_file, environ)
-    existed = state_path.exists()
-    state = ListenerState(state_path)
-    try:
+    """The listener of :func:`fsyncbench.powercut.listener.listen` (started as it is:
+    :func:`~fsyncbench.powercut.listener.opened`), serving in a thread while the block
+    runs; ``log`` is told where its secret is (never the secret)."""
+    with opened(
+        bind,
+        port,
+        state_path,
+        secret_file,
+        environ,
+        lambda line: log(f"{utc_now()} listener: {line}"),
+    ) as (state, server, keys):
+        host, port = server.address
+        where = (
+            f"the secret in {ENV_VAR}"
+            if keys.path is None
+            else f"the secret in {keys.path} ("
+            + ("made now: copy it to the machine under test" if keys.created else "kept")
+            + ")"
+        )
+        log(
+            f"{utc_now()} listening on {format_address(host, port)}, state {state_path}; "
+            f"peers must prove {where}"
+        )
+        stop = threading.Event()
+        thread = threading.Thread(target=server.serve, args=(stop,), daemon=True)
+        thread.start()
         try:
-            server = Listener(
-                state, bind, port, lambda line: log(f"{utc_now()} listener: {line}"), keys.secret
-            )
-        except BaseException:
-            if not existed:
-                state.close()
-                for suffix in ("", "-wal", "-shm", "-journal"):
-                    Path(f"{state_path}{suffix}").unlink(missing_ok=True)
-            raise
-        try:
-            if keys.created and keys.path is not None:
-                write_secret_file(keys.path, keys.secret)
-            host, port = server.address
-            where = (
-                f"the secret in {ENV_VAR}"
-                if keys.path is None
-                else f"the secret in {keys.path} ("
-                + ("made now: copy it to the machine under test" if keys.created else "kept")
-                + ")"
-            )
-            log(
-                f"{utc_now()} listening on {format_address(host, port)}, state {state_path}; "
-                f"peers must prove {where}"
-            )
-            stop = threading.Event()
-            thread = threading.Thread(target=server.serve, args=(stop,), daemon=True)
-            thread.start()
-            try:
-                yield state, server, keys.path
-            finally:
-                stop.set()
-                thread.join(timeout=10)
+            yield state, server, keys.path
         finally:
-            server.close()
-    finally:
-        state.close()
+            stop.set()
+            thread.join(timeout=10)
 
 
 def cycle(

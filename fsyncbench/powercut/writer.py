@@ -47,7 +47,7 @@ from fsyncbench.powercut.run import (
 from fsyncbench.powercut.secret import ENV_VAR, Secret
 from fsyncbench.report.store import fsync_dir
 
-#: Ping the listener when nothing was reported for this long (listener.IDLE_TIMEOUT_S is 120).
+#: Ping the listener when nothing was reported for this long (connection.IDLE_TIMEOUT_S is 120).
 PING_EVERY_S = 10.0
 CONNECT_TIMEOUT_S = 5.0
 #: At a clean stop, how long to wait for the listener to confirm the last reports.
