@@ -33,11 +33,12 @@ from fsyncbench.model import (
 )
 from fsyncbench.powercut import protocol
 from fsyncbench.powercut import ranges as R
+from fsyncbench.powercut.journal import JournalState, read_journal
+from fsyncbench.powercut.judgement import PowercutFacts, judge
 from fsyncbench.powercut.listener import MAX_CONNECTIONS
 from fsyncbench.powercut.protocol import MAX_LINE_BYTES, ProtocolError, decode, encode
 from fsyncbench.powercut.run import POWERCUT_DIRNAME, make_row
 from fsyncbench.powercut.secret import ENV_VAR, Secret, proof, read_secret_file
-from fsyncbench.powercut.verify import JournalState, PowercutFacts, judge, read_journal
 from fsyncbench.report import store
 
 REPO = Path(__file__).resolve().parents[1]
@@ -730,7 +731,7 @@ SURVIVED_100 = "All 100 acknowledged commits survived and the journal is intact.
 CORRUPT = ("*** in database main ***", "Page 7: never used")
 
 
-# Worked out from verify.judge: the listener acknowledged 1-100 unless stated; "lost" is
+# Worked out from judgement.judge: the listener acknowledged 1-100 unless stated; "lost" is
 # acknowledged minus present, "holes" are unacknowledged numbers missing below the highest
 # present one. A failure leads the findings (in the order lost, corrupt, damaged, holes),
 # then the context (config, clean stop, reboot); a pass leads with powercut-survived.

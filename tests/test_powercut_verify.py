@@ -42,6 +42,8 @@ from fsyncbench.model import (
     Verdict,
 )
 from fsyncbench.powercut import ranges as R
+from fsyncbench.powercut.journal import JournalState, _is_corruption, read_journal
+from fsyncbench.powercut.judgement import Judgement, PowercutFacts, judge
 from fsyncbench.powercut.listener import Listener
 from fsyncbench.powercut.listener_state import ListenerState
 from fsyncbench.powercut.run import (
@@ -52,18 +54,7 @@ from fsyncbench.powercut.run import (
     save_run,
 )
 from fsyncbench.powercut.secret import Secret
-from fsyncbench.powercut.verify import (
-    JournalState,
-    Judgement,
-    PowercutFacts,
-    _is_corruption,
-    _label_to_pragmas,
-    judge,
-    read_journal,
-    save_report,
-    select_run,
-    verify,
-)
+from fsyncbench.powercut.verify import _label_to_pragmas, save_report, select_run, verify
 from fsyncbench.powercut.view import render_verify
 from fsyncbench.report import store
 

@@ -10,7 +10,9 @@ Modules: :mod:`.protocol` (versioned line-delimited JSON, validation, client hel
 connection starts with), :mod:`.listener` (the server; its durable
 record :mod:`.listener_state`, one peer's connection :mod:`.connection`), :mod:`.run` (the
 writer's on-disk layout under ``DIR/.fsyncbench-powercut/``), :mod:`.writer`,
-:mod:`.verify`, :mod:`.ranges`; :mod:`.cycle` runs the whole experiment with the user's
+:mod:`.verify` (the command after the reboot: the journal on disk :mod:`.journal`, the
+judgement :mod:`.judgement`, what verify prints and a saved report reads :mod:`.view`),
+:mod:`.ranges`; :mod:`.cycle` runs the whole experiment with the user's
 commands for start, cut, restore and verify, N times (``powercut cycle``; its plan
 :mod:`.cycle_plan`, its results :mod:`.cycle_results`).
 Nothing here prints: the CLI passes ``log``/``status`` callbacks and prints the text.

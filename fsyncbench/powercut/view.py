@@ -7,26 +7,22 @@ text, Markdown and HTML renderers as run and audit reports
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fsyncbench.model import Report
+from fsyncbench.powercut import ranges as R
+from fsyncbench.powercut.judgement import Judgement, PowercutFacts
 from fsyncbench.report.describe import findings_section, host_table
 from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
-from fsyncbench.report.wording import verdict_phrase
-
-if TYPE_CHECKING:
-    from fsyncbench.powercut.verify import Judgement, PowercutFacts
+from fsyncbench.report.wording import finding_line, verdict_phrase
 
 
 def describe_powercut(report: Report) -> Document:
     """The :class:`Document` of a saved ``powercut verify`` report (kind "powercut"): the
     same Result line verify printed (PASS / FAIL / INCONCLUSIVE, from
-    :mod:`fsyncbench.powercut.verify`) and the path verdict first, then the facts the report
+    :mod:`fsyncbench.powercut.judgement`) and the path verdict first, then the facts the report
     keeps (run, listener, journal, integrity, lost and out-of-order commits), the findings,
     host and notes. It has no latency table: a powercut report holds no timed results."""
-    from fsyncbench.powercut import ranges as R
-    from fsyncbench.powercut.verify import Judgement
-
     v = report.verdict
     findings = v.findings
     codes = {f.code for f in findings}
@@ -186,9 +182,6 @@ def render(report: Report, fmt: str) -> str:
 def render_verify(f: PowercutFacts, jm: Judgement, info: dict[str, Any], notes: list[str]) -> str:
     """The result of ``powercut verify`` as text, as it prints it: facts, lost sequence
     numbers, result, verdict, findings, notes (``info``: the listener's record of the run)."""
-    from fsyncbench.powercut import ranges as R
-    from fsyncbench.report.wording import finding_line
-
     j = f.journal
     n_acked = R.count(list(f.acknowledged))
     if not j.exists:
@@ -267,8 +260,6 @@ def render_verify(f: PowercutFacts, jm: Judgement, info: dict[str, Any], notes: 
 def headline(jm: Judgement, n_acked: int) -> str:
     """The Result line: PASS, INCONCLUSIVE or FAIL of ``n_acked`` acknowledged commits, and
     for a FAIL whether the loss is the storage's or the configuration's."""
-    from fsyncbench.powercut import ranges as R
-
     if jm.outcome == "pass":
         return (
             f"Result: PASS: all {n_acked:,} acknowledged commits survived and the journal "
