@@ -7,11 +7,11 @@ MODULE is a dotted name under fsyncbench (``stats``, ``judge.devices``); default
 module in ``[tool.mutmut] only_mutate`` of pyproject.toml (the verdict rules, statistics,
 the durable store, compare, redaction, gates, powercut's ranges and verify with its journal
 and judgement, interval formatting). mutmut (https://mutmut.readthedocs.io,
-``pip install -e '.[mutation]'``) changes one thing at a time in a copy of the package under ``mutants/`` (a
-comparison, a constant, a string, a removed call) and runs, for each mutant, only the unit
-tests of ``pytest_add_cli_args_test_selection`` that call the mutated function (it records
-which tests call which function first). A mutant the tests do not notice "survived": a bug
-of that shape would pass the suite.
+``pip install -e '.[mutation]'``) changes one thing at a time in a copy of the package
+under ``mutants/`` (a comparison, a constant, a string, a removed call) and runs, for each
+mutant, only the unit tests of ``pytest_add_cli_args_test_selection`` that call the mutated
+function (it records which tests call which function first). A mutant the tests do not
+notice "survived": a bug of that shape would pass the suite.
 
 Prints one row per module: mutants, killed (a test failed, or the tests timed out),
 survived, without a covering test, and the score = killed / (mutants - skipped), against
