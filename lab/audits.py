@@ -280,9 +280,6 @@ def run_audit(
     results, drive_dir = workdir / "results", workdir / "drive"
     results.mkdir(parents=True, exist_ok=True)
     drive_dir.mkdir(parents=True, exist_ok=True)
-    # lab/cuts.py's drive() waits for its socket to exist: a stale one from an earlier run
-    # in the same directory would let the guest connect before nbdkit listens
-    (drive_dir / "nbd.sock").unlink(missing_ok=True)
     dev = guest.DRIVE_DEVICE[scenario.bus]
     # a SCSI disk's command timeout is 30 s (SD_TIMEOUT, drivers/scsi/sd.h): as with the
     # NVMe io_timeout lab/guest.py raises, a loaded host must not turn a slow FLUSH into EIO

@@ -28,6 +28,9 @@ CUTCHECK = LAB / "cutcheck.py"
 #: The Python that has libnbd's binding and runs inside nbdkit (Debian's).
 SYSTEM_PYTHON = "/usr/bin/python3"
 IMAGE_BYTES = 64 << 20
+#: How long nbdkit gets to listen on its socket (s); it takes well under one here, a
+#: loaded machine may take a few.
+READY_TIMEOUT_S = 30.0
 
 
 def _load_cutcheck() -> ModuleType:
@@ -99,44 +102,86 @@ def truth_holds(mode: str, c: Cut, cache_blocks: int = 1024) -> bool:
     return c.lost == expected or (c.lost == () and done.get(c.acked) != "honoured")
 
 
+def serve(
+    image: Path, sock: Path, mode: str, log: Path, **options: object
+) -> subprocess.Popen[bytes]:
+    """nbdkit serving ``image`` as the lab drive in ``mode`` (``options``: the drive's other
+    settings, lab/drive.py) on the unix socket ``sock``, its flush log ``log``; returned
+    once it accepts connections, never before. The caller ends it with :func:`kill` (a
+    cut). nbdkit asks for SIGTERM when its parent exits (prctl PR_SET_PDEATHSIG, seen with
+    strace), and a SIGTERM is a clean stop that writes the drive's cache back: the caller
+    must outlive the cut.
+
+    Whatever an earlier run left at ``sock`` (a killed nbdkit leaves its socket behind) is
+    removed first: nbdkit cannot bind while it is there, and a client would connect to the
+    stale file. Ready means nbdkit wrote its ``--pidfile`` (``sock`` with ``.pid``), which
+    it does "after nbdkit becomes ready to accept connections" (nbdkit(1)); its stderr goes
+    to ``sock`` with ``.err``. Raises RuntimeError, with nbdkit's own words, when it exits
+    first or is not ready within :data:`READY_TIMEOUT_S` (then it is killed)."""
+    pidfile, err_path = sock.with_suffix(".pid"), sock.with_suffix(".err")
+    for stale in (sock, pidfile):
+        stale.unlink(missing_ok=True)
+    settings = [f"{k}={v}" for k, v in options.items()]
+    with err_path.open("wb") as err:
+        proc = subprocess.Popen(
+            ["nbdkit", "--foreground", "--pidfile", str(pidfile), "--unix", str(sock)]
+            + ["python", str(DRIVE), f"image={image}", f"mode={mode}", f"log={log}", *settings],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while not _listening(pidfile, proc.pid):
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"nbdkit exited (exit {proc.returncode}) before it listened on {sock}: "
+                + _said(err_path)
+            )
+        if time.monotonic() >= deadline:
+            kill(proc)
+            raise RuntimeError(
+                f"nbdkit did not listen on {sock} within {READY_TIMEOUT_S:g} s (killed): "
+                + _said(err_path)
+            )
+        time.sleep(0.01)
+    return proc
+
+
+def _listening(pidfile: Path, pid: int) -> bool:
+    """Has nbdkit ``pid`` written its whole pidfile (it writes it once it listens)?"""
+    try:
+        return pidfile.read_text() == f"{pid}\n"
+    except FileNotFoundError:
+        return False
+
+
+def _said(err_path: Path) -> str:
+    text = err_path.read_text(errors="replace").strip() if err_path.exists() else ""
+    return text[-1000:] or "nothing on stderr"
+
+
+def kill(*procs: subprocess.Popen[bytes]) -> None:
+    """SIGKILL each (a power cut), then reap them."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGKILL)
+    for p in procs:
+        p.wait()
+
+
 @contextlib.contextmanager
 def drive(workdir: Path, mode: str, **options: object) -> Iterator[tuple[Path, Path, Path]]:
-    """A running lab drive in ``workdir``: yields (socket, image, log); killed with SIGKILL
-    (a power cut) when the block ends if still running."""
+    """A running lab drive in ``workdir`` on a fresh image, listening (:func:`serve`):
+    yields (socket, image, log); killed with SIGKILL (a power cut) when the block ends if
+    still running."""
     image, sock, log = workdir / "image", workdir / "nbd.sock", workdir / "drive.log"
     with image.open("wb") as f:
         f.truncate(IMAGE_BYTES)
-    args = [f"{k}={v}" for k, v in options.items()]
-    proc = subprocess.Popen(
-        [
-            "nbdkit",
-            "--foreground",
-            "--unix",
-            str(sock),
-            "python",
-            str(DRIVE),
-            f"image={image}",
-            f"mode={mode}",
-            f"log={log}",
-            *args,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    proc = serve(image, sock, mode, log, **options)
     try:
-        deadline = time.monotonic() + 10
-        while not sock.exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr else ""
-                raise RuntimeError(f"nbdkit did not start: {err.strip()}")
-            time.sleep(0.01)
         yield sock, image, log
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+        kill(proc)
 
 
 def cut(

@@ -36,9 +36,10 @@ the layer that dropped it. The log is written with os.write: a SIGKILL does not 
 
 Run: ``nbdkit --unix SOCK --foreground python lab/drive.py image=FILE [mode=honest]
 [cache_blocks=1024] [block_bytes=4096] [flush_latency_ms=0] [lie_every=2] [seed=0]
-[log=FILE]``. The class :class:`Drive` holds the semantics and is unit-tested without
-nbdkit (tests/test_lab_drive.py); the module-level functions are nbdkit's Python plugin
-API version 2 (https://libguestfs.org/nbdkit-python-plugin.3.html).
+[log=FILE]``; a bad setting or a missing image ends nbdkit before it listens. The class
+:class:`Drive` holds the semantics and is unit-tested without nbdkit
+(tests/test_lab_drive.py); the module-level functions are nbdkit's Python plugin API
+version 2 (https://libguestfs.org/nbdkit-python-plugin.3.html).
 """
 
 from __future__ import annotations
@@ -201,6 +202,7 @@ def config(key: str, value: str) -> None:
 def config_complete() -> None:
     if "image" not in _config:
         raise RuntimeError("image=FILE is required")
+    _the_drive()  # every setting checked, the image opened, before nbdkit listens
 
 
 def _the_drive() -> Drive:

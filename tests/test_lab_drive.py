@@ -1,11 +1,14 @@
 """The lab drive (lab/drive.py): its semantics exactly, without nbdkit, and real power cuts
 through nbdkit (issue 30, item 1): the honest drive loses nothing acknowledged in 30 cuts at
 random points, a lying one loses what it acknowledged, a sometimes-lying one only what a
-dropped flush acknowledged."""
+dropped flush acknowledged; a drive is handed out only once nbdkit listens, whatever an
+earlier run left at its socket's path."""
 
 from __future__ import annotations
 
 import random
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -169,6 +172,56 @@ def test_lying_drives_lose_what_they_acknowledged():
     # the checks can fail: an honest cut judged as a lying one does not hold
     honest = cuts.cut("honest", rng)
     assert honest.acked > 0 and not cuts.truth_holds("lying", honest)
+
+
+def _left_over(path: Path, kind: str) -> None:
+    """What an earlier run may leave at a drive's socket path: a unix socket bound by a
+    process that has exited (as a killed nbdkit leaves its socket), or a plain file."""
+    if kind == "file":
+        path.write_text("left over\n")
+        return
+    bind = "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])"
+    subprocess.run([sys.executable, "-c", bind, str(path)], check=True, timeout=30)
+    assert path.is_socket()
+
+
+def _greeting(sock: Path) -> bytes:
+    """The first 8 bytes a server on ``sock`` sends: an NBD server's is ``NBDMAGIC``."""
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(10)
+        s.connect(str(sock))
+        got = b""
+        while len(got) < 8 and (chunk := s.recv(8 - len(got))):
+            got += chunk
+        return got
+
+
+@pytest.mark.system
+@needs_nbdkit
+@pytest.mark.parametrize("kind", ["socket", "file"])
+def test_a_socket_left_by_an_earlier_run_is_never_taken_for_the_drive(tmp_path, kind):
+    """drive() hands out its socket only once the new nbdkit accepts on it: a stale socket
+    file (nobody listens on it; nbdkit cannot bind while it is there) neither makes it
+    return early nor keeps the drive from starting."""
+    _left_over(tmp_path / "nbd.sock", kind)
+    with cuts.drive(tmp_path, "honest") as (sock, _image, _log):
+        assert sock == tmp_path / "nbd.sock"
+        assert _greeting(sock) == b"NBDMAGIC"  # nbdkit answers on it at once
+
+
+@pytest.mark.system
+@needs_nbdkit
+def test_a_drive_that_does_not_start_says_why_within_its_bounded_wait(tmp_path, monkeypatch):
+    with pytest.raises(RuntimeError) as err:
+        with cuts.drive(tmp_path, "fast"):  # not a mode: the plugin refuses to load
+            pass
+    assert str(err.value).startswith(f"nbdkit exited (exit 1) before it listened on {tmp_path}")
+    assert "fast" in str(err.value)  # nbdkit's own words follow
+    monkeypatch.setattr(cuts, "READY_TIMEOUT_S", 0.0)
+    with pytest.raises(RuntimeError) as err:
+        with cuts.drive(tmp_path, "honest"):
+            pass
+    assert str(err.value).startswith(f"nbdkit did not listen on {tmp_path / 'nbd.sock'} within 0 s")
 
 
 @pytest.mark.system
