@@ -372,6 +372,36 @@ def test_a_writer_stops_when_its_listener_no_longer_takes_its_secret(server):
     assert not any(srv.secret.value in line or OTHER.value in line for line in listener_lines)
 
 
+def test_cycle_never_repeats_the_secret_a_command_printed(tmp_path, monkeypatch):
+    """powercut cycle quotes a failed command's output in its error, its log and its
+    summary: where that output holds the listener's secret (a script that reads the secret
+    file, a shell's trace), it shows <secret>."""
+    from fsyncbench.powercut.cycle import format_summary, summary_json
+
+    monkeypatch.delenv(ENV_VAR, raising=False)
+    lines: list[str] = []
+    summary = fsyncbench.powercut_cycle(
+        "sh -c 'echo using $(cat {secret_file}) >&2; exit 3'",
+        "true",
+        "true",
+        bind=LOOPBACK,
+        port=0,
+        state=tmp_path / "s.db",
+        cut_after="0",
+        seed=1,
+        start_timeout_s=DEADLINE_S,
+        log=lines.append,
+    )
+    value = (tmp_path / "s.db.secret").read_text().strip()
+    assert summary.error == (
+        "cycle 1: the start command ended (exit 3) before the listener recorded a commit: "
+        "using <secret>"
+    )
+    assert lines[-1] == f"{summary.error.replace('cycle 1: ', 'cycle 1: error: ', 1)}"
+    shown = "\n".join(lines) + format_summary(summary) + summary_json(summary)
+    assert value not in shown and "using <secret>" in format_summary(summary)
+
+
 def test_a_secret_never_shows_itself():
     s = Secret("do-not-print-me-0123456789")
     kept = ListenerSecret(s, Path("/x/state.db.secret"), True)

@@ -30,8 +30,9 @@ lost acknowledged commits (or a damaged journal: its exit 1); else 2 when an err
 the experiment (a command failed or timed out); else 4 when a cycle could not tell (verify
 saw no reboot: the cut did not cut the power); else 0.
 
-Nothing here prints: progress goes to the ``log`` callback. Times are taken with
-:func:`time.perf_counter_ns`.
+Nothing here prints: progress goes to the ``log`` callback. The listener's secret is in
+nothing it logs or returns: where a command's output it quotes (to explain a failure) holds
+it, it shows ``<secret>``. Times are taken with :func:`time.perf_counter_ns`.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ from fsyncbench.powercut.listener import Listener, opened
 from fsyncbench.powercut.listener_state import ListenerState, utc_now
 from fsyncbench.powercut.protocol import format_address
 from fsyncbench.powercut.run import install_stop_handlers, restore_handlers
-from fsyncbench.powercut.secret import ENV_VAR
+from fsyncbench.powercut.secret import ENV_VAR, ListenerSecret, masked
 
 #: How often the listener's record is read while waiting for the first commit (s).
 POLL_S = 0.05
@@ -315,7 +316,7 @@ def _listener(
     secret_file: Path | None,
     environ: Mapping[str, str],
     log: Log,
-) -> Iterator[tuple[ListenerState, Listener, Path | None]]:
+) -> Iterator[tuple[ListenerState, Listener, ListenerSecret]]:
     """The listener of :func:`fsyncbench.powercut.listener.listen` (started as it is:
     :func:`~fsyncbench.powercut.listener.opened`), serving in a thread while the block
     runs; ``log`` is told where its secret is (never the secret)."""
@@ -343,7 +344,7 @@ def _listener(
         thread = threading.Thread(target=server.serve, args=(stop,), daemon=True)
         thread.start()
         try:
-            yield state, server, keys.path
+            yield state, server, keys
         finally:
             stop.set()
             thread.join(timeout=10)
@@ -375,19 +376,23 @@ def cycle(
     started, t0 = utc_now(), time.perf_counter_ns()
     results: list[CycleResult] = []
     error: str | None = None
-    with _listener(bind, port, state_path, secret_file, environ, log) as (
-        state,
-        server,
-        key_path,
-    ):
+    with _listener(bind, port, state_path, secret_file, environ, log) as (state, server, keys):
+        # the commands' output, quoted in errors and log lines, may hold the secret (a
+        # script that reads the secret file, a shell's trace): shown as <secret>
+        def hide(text: str) -> str:
+            return masked(text, keys.secret)
+
+        def shown(line: str) -> None:
+            log(hide(line))
+
         host, bound = server.address
         values = {
             "port": str(bound),
             "address": format_address(host, bound),
         }
-        if key_path is not None:
-            values["secret_file"] = str(key_path.resolve())
-        runner = _Runner(plan, state, values, log)
+        if keys.path is not None:
+            values["secret_file"] = str(keys.path.resolve())
+        runner = _Runner(plan, state, values, shown)
         previous = install_stop_handlers(runner.stop)
         try:
             for n, moment in enumerate(plan.moments_s(), start=1):
@@ -395,8 +400,10 @@ def cycle(
                     r = runner.cycle(n, moment)
                 except _CycleError as exc:
                     r = CycleResult(n, moment, "error", error=str(exc))
+                if r.error:
+                    r = replace(r, error=hide(r.error))
                 results.append(r)
-                log(f"cycle {n}: {r.outcome}" + (f": {r.error}" if r.error else ""))
+                shown(f"cycle {n}: {r.outcome}" + (f": {r.error}" if r.error else ""))
                 if r.outcome == "error":
                     error = f"cycle {n}: {r.error}"
                     break

@@ -12,7 +12,8 @@ and casual clients, not someone on the network path.
 
 A :class:`Secret` never shows its value in ``repr`` or ``str``, so it cannot slip into a
 log line, an error message or a report by accident; only :func:`write_secret_file`,
-:func:`proof` and the listener's startup lines (:func:`format_start`) read ``value``.
+:func:`proof` and :func:`masked` (which hides it in text others wrote, such as a command's
+output that ``powercut cycle`` quotes) read ``value``.
 """
 
 from __future__ import annotations
@@ -78,6 +79,13 @@ def proof(secret: Secret, nonce: str) -> str:
 def proof_ok(secret: Secret, nonce: str, given: str) -> bool:
     """Is ``given`` the proof of ``nonce``? Constant-time in the proof's content."""
     return hmac.compare_digest(proof(secret, nonce), given)
+
+
+def masked(text: str, secret: Secret) -> str:
+    """``text`` with the secret's value, wherever it stands, shown as ``<secret>`` (as
+    ``str`` shows a :class:`Secret`): for text this program did not write and quotes, such
+    as what a command printed."""
+    return text.replace(secret.value, str(secret))
 
 
 def _parse(text: str, where: str) -> Secret:
@@ -272,6 +280,7 @@ __all__ = [
     "generate",
     "proof",
     "proof_ok",
+    "masked",
     "client_secret",
     "listener_secret",
     "write_secret_file",
