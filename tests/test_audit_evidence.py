@@ -29,7 +29,7 @@ from fsyncbench.judge import (
     rule_facts,
     timing_rules,
 )
-from fsyncbench.measure import evidence, workloads
+from fsyncbench.measure import audit_workloads, evidence
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFERRED,
@@ -120,16 +120,16 @@ def test_trace_syncs_live_counts_sqlite_syncs(tmp_path):
 
 
 def test_syscall_numbers_per_architecture():
-    assert workloads.syscall_number("fdatasync", "x86_64") == 75
-    assert workloads.syscall_number("fsync", "x86_64") == 74
-    assert workloads.syscall_number("fdatasync", "aarch64") == 83
-    assert workloads.syscall_number("fsync", "arm64") == 82
-    assert workloads.syscall_number("fsync", "riscv64") is None
+    assert audit_workloads.syscall_number("fdatasync", "x86_64") == 75
+    assert audit_workloads.syscall_number("fsync", "x86_64") == 74
+    assert audit_workloads.syscall_number("fdatasync", "aarch64") == 83
+    assert audit_workloads.syscall_number("fsync", "arm64") == 82
+    assert audit_workloads.syscall_number("fsync", "riscv64") is None
 
 
 @pytest.mark.skipif(not LINUX, reason="raw syscalls are measured on Linux")
 def test_raw_syscall_primitive_syncs_and_reports_errors(tmp_path):
-    prim = workloads.raw_syscall_primitive("fdatasync")
+    prim = audit_workloads.raw_syscall_primitive("fdatasync")
     if prim is None:
         pytest.skip("unknown architecture")
     fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT, 0o600)
@@ -147,7 +147,9 @@ def test_raw_syscall_primitive_syncs_and_reports_errors(tmp_path):
 
 
 def test_fit_sweep_recovers_flush_cost_and_bandwidth():
-    points = [(s, int(500_000 + s / 1e9 * 1e9)) for s in workloads.SWEEP_SIZES for _ in range(3)]
+    points = [
+        (s, int(500_000 + s / 1e9 * 1e9)) for s in audit_workloads.SWEEP_SIZES for _ in range(3)
+    ]
     fit = evidence.fit_sweep("fdatasync", points)
     assert fit.flush_cost_ns == pytest.approx(500_000, rel=1e-6)
     assert fit.bandwidth_bytes_per_s == pytest.approx(1e9, rel=1e-6)
@@ -156,7 +158,7 @@ def test_fit_sweep_recovers_flush_cost_and_bandwidth():
 
 
 def test_fit_sweep_flat_latency_has_no_bandwidth():
-    points = [(s, 2_000 - (s >> 20)) for s in workloads.SWEEP_SIZES]
+    points = [(s, 2_000 - (s >> 20)) for s in audit_workloads.SWEEP_SIZES]
     assert evidence.fit_sweep("fdatasync", points).bandwidth_bytes_per_s is None
 
 
@@ -173,7 +175,7 @@ def test_sweep_sizes_shrink_on_a_full_disk(monkeypatch, tmp_path):
 
 
 def test_dirty_sweep_writes_only_in_its_directory(tmp_path):
-    points = workloads.dirty_sweep(tmp_path, os.fsync, (4096, 65536), repeats=2)
+    points = audit_workloads.dirty_sweep(tmp_path, os.fsync, (4096, 65536), repeats=2)
     assert [s for s, _ in points] == [4096, 65536, 4096, 65536]
     assert all(ns > 0 for _, ns in points)
     assert list(tmp_path.iterdir()) == []
@@ -341,7 +343,9 @@ def test_plan_rejects_bad_values():
 def test_fit_sweep_flush_cost_follows_the_small_sizes():
     """Large syncs grow faster than linearly on real disks (writeback, journal); the fit is
     weighted by 1/latency so the flush cost still matches what a small sync costs."""
-    pts = [(s, int(200_000 + s * (1.0 if s < 16 << 20 else 1.3))) for s in workloads.SWEEP_SIZES]
+    pts = [
+        (s, int(200_000 + s * (1.0 if s < 16 << 20 else 1.3))) for s in audit_workloads.SWEEP_SIZES
+    ]
     fit = evidence.fit_sweep("fdatasync", pts)
     assert 150_000 < fit.flush_cost_ns < 250_000
     assert 0.5e9 < fit.bandwidth_bytes_per_s < 1.1e9

@@ -18,7 +18,7 @@ import pytest
 import fsyncbench
 from fsyncbench import cli
 from fsyncbench.judge import writers_rules
-from fsyncbench.measure import concurrency, workloads, writers
+from fsyncbench.measure import concurrency, lanes, workloads, writers
 from fsyncbench.model import (
     INFO,
     RISK,
@@ -83,12 +83,10 @@ def test_writers_commit_at_once_into_one_database_and_every_commit_is_counted(tm
 
 def test_a_lane_commits_exactly_the_rows_it_reports(tmp_path):
     db = tmp_path / "j.db"
-    workloads.create_lane_database(db, WAL_FULL)
-    conn = workloads.open_lane(db, WAL_FULL, 1000)
+    lanes.create_lane_database(db, WAL_FULL)
+    conn = lanes.open_lane(db, WAL_FULL, 1000)
     now = time.perf_counter_ns()
-    lane = workloads.commit_lane(
-        conn, 0, "deferred", 7, 100, now, now + 200 * MS, time.perf_counter_ns
-    )
+    lane = lanes.commit_lane(conn, 0, "deferred", 7, 100, now, now + 200 * MS, time.perf_counter_ns)
     conn.close()
     rows = sqlite3.connect(db).execute("SELECT count(*), count(DISTINCT seq) FROM steps").fetchone()
     assert rows == (7 * len(lane.latencies), 7 * len(lane.latencies)) and lane.latencies
@@ -96,7 +94,7 @@ def test_a_lane_commits_exactly_the_rows_it_reports(tmp_path):
 
 def test_a_lock_held_longer_than_the_busy_timeout_is_measured_not_waited_out(tmp_path):
     db = tmp_path / "j.db"
-    workloads.create_lane_database(db, WAL_FULL)
+    lanes.create_lane_database(db, WAL_FULL)
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -111,10 +109,10 @@ def test_a_lock_held_longer_than_the_busy_timeout_is_measured_not_waited_out(tmp
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        conn = workloads.open_lane(db, WAL_FULL, 50)
+        conn = lanes.open_lane(db, WAL_FULL, 50)
         t0 = time.monotonic()
         now = time.perf_counter_ns()
-        lane = workloads.commit_lane(
+        lane = lanes.commit_lane(
             conn, 0, "immediate", 1, 100, now, now + 300 * MS, time.perf_counter_ns
         )
         took = time.monotonic() - t0

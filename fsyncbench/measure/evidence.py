@@ -1,7 +1,8 @@
 """The audit's evidence: what ``fsyncbench audit`` measures beyond flush and commit latency.
 
 Orchestration only: every write under the target happens in :mod:`fsyncbench.measure.workloads`
-(inside a :func:`~fsyncbench.measure.workloads.scratch_dir`), timing in :mod:`fsyncbench.measure.timing`,
+and :mod:`fsyncbench.measure.audit_workloads` (inside a
+:func:`~fsyncbench.measure.scratch.scratch_dir`), timing in :mod:`fsyncbench.measure.timing`,
 the fit in :mod:`fsyncbench.measure.stats`. Each collector returns a model object from
 :mod:`fsyncbench.model` (all recorded in the report's ``evidence``); the verdict engine
 (:mod:`fsyncbench.judge.engine`) reads them back without measuring.
@@ -46,21 +47,23 @@ from pathlib import Path
 from fsyncbench import host as hostmod
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import stats
+from fsyncbench.measure.audit_workloads import (
+    SWEEP_SIZES,
+    TRACE_MARK,
+    SecondFdFlush,
+    dirty_sweep,
+    raw_syscall_primitive,
+    syscall_number,
+)
 from fsyncbench.measure.plan import DEFAULT_PAYLOAD_BYTES
 from fsyncbench.measure.timing import Workload, measure
 from fsyncbench.measure.workloads import (
-    SWEEP_SIZES,
-    TRACE_MARK,
     FlushWorkload,
-    SecondFdFlush,
     SyncPrimitive,
-    dirty_sweep,
     fcntl_refusals,
-    raw_syscall_primitive,
     refused_name,
     scratch_dir,
     sync_primitives,
-    syscall_number,
 )
 from fsyncbench.model import (
     DirtySweep,
@@ -395,7 +398,7 @@ def trace_syncs(
     ld_preload: str | None,
 ) -> tuple[SyncTrace, ...]:
     """Sync calls per commit for each of ``configs``, observed by strace on a child Python
-    process (with LD_PRELOAD ``ld_preload``) running :func:`fsyncbench.measure.workloads.trace_child`
+    process (with LD_PRELOAD ``ld_preload``) running :func:`fsyncbench.measure.audit_workloads.trace_child`
     in ``directory``. Raises FsyncbenchError with strace's or the child's first error line."""
     labels = [f"{p.journal_mode}/{p.synchronous}" for p in configs]
     with tempfile.NamedTemporaryFile("r", prefix="fsyncbench-strace-", suffix=".txt") as out:
@@ -411,7 +414,7 @@ def trace_syncs(
             out.name,
             sys.executable,
             "-c",
-            "import sys; from fsyncbench.measure.workloads import trace_child; trace_child(sys.argv[1:])",
+            "import sys; from fsyncbench.measure.audit_workloads import trace_child; trace_child(sys.argv[1:])",
             str(directory),
             str(plan.trace_commits),
             str(plan.payload_bytes),

@@ -1,14 +1,16 @@
 """The I/O patterns: a step-journal commit and raw sync primitives.
 
 Workloads write under the user's target directory only inside a fresh subdirectory made by
-:func:`fsyncbench.measure.scratch.scratch_dir`, which is removed afterwards.
+:func:`fsyncbench.measure.scratch.scratch_dir`, which is removed afterwards. They are this
+module, the concurrent writers' commits (:mod:`fsyncbench.measure.lanes`) and the audit's
+extra patterns (:mod:`fsyncbench.measure.audit_workloads`): no other code of
+:mod:`fsyncbench.measure` writes what is measured.
 Each workload has ``prepare(i)`` (untimed: builds the i-th operation's arguments) and
 ``run(args)`` (the timed operation), so the timing loop in ``measure`` wraps only ``run``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import json
@@ -47,9 +49,11 @@ SCHEMA = (
     "CREATE TABLE steps(run_id TEXT, seq INTEGER, name TEXT, input_hash TEXT, output TEXT, "
     "PRIMARY KEY (run_id, seq))"
 )
+#: One step row into :data:`SCHEMA`'s table (:func:`step_row` builds it).
+INSERT_STEP = "INSERT INTO steps VALUES (?, ?, ?, ?, ?)"
 
 
-def _io_error(exc: BaseException, what: str, where: Path | None = None) -> FsyncbenchError:
+def io_error(exc: BaseException, what: str, where: Path | None = None) -> FsyncbenchError:
     """Turn an OSError/sqlite3 error into a one-line FsyncbenchError. ``where`` is the
     working directory the operation wrote in: when it is gone (removed or renamed while
     measuring), that is the cause to name, whatever SQLite calls it ("attempt to write a
@@ -136,7 +140,7 @@ def fcntl_refusals(directory: Path, platform: str = sys.platform) -> dict[str, s
                 os.close(fd)
                 os.unlink(path)
         except OSError as exc:
-            raise _io_error(exc, "probing F_FULLFSYNC", directory) from None
+            raise io_error(exc, "probing F_FULLFSYNC", directory) from None
     return refused
 
 
@@ -231,7 +235,7 @@ class FlushWorkload:
             self._sync_fd = self._open_sync_fd(path)
             self._write_fd = self._open_write_fd(path)
         except OSError as exc:
-            raise _io_error(exc, f"preparing {path.name}", directory) from None
+            raise io_error(exc, f"preparing {path.name}", directory) from None
 
     def _open_sync_fd(self, _path: Path) -> int:
         """The descriptor the sync primitive is called on: the writing one."""
@@ -255,7 +259,7 @@ class FlushWorkload:
             if self.primitive.syncs:
                 self.syncs += 1
         except OSError as exc:
-            raise _io_error(exc, f"{self.primitive.result_name}{self.WHAT}", self._dir) from None
+            raise io_error(exc, f"{self.primitive.result_name}{self.WHAT}", self._dir) from None
 
     def close(self) -> None:
         for fd in {self._write_fd, self._sync_fd} - {self._fd}:
@@ -328,18 +332,12 @@ class JournalCommit:
         )
         try:
             self._conn = sqlite3.connect(str(self._db_path), isolation_level=None)
-            if pragmas.fullfsync is not None:
-                self._conn.execute(f"PRAGMA fullfsync={'ON' if pragmas.fullfsync else 'OFF'}")
-            self._conn.execute(f"PRAGMA journal_mode={pragmas.journal_mode}")
-            self._conn.execute(f"PRAGMA synchronous={pragmas.synchronous}")
-            self._conn.execute(SCHEMA)
-            self.effective = read_pragmas(self._conn, pragmas.fullfsync is not None)
+            self.effective = create_journal(self._conn, pragmas)
             self.checkpoint_fullfsync = (
                 read_checkpoint_fullfsync(self._conn) if pragmas.fullfsync is not None else None
             )
-            self._insert = "INSERT INTO steps VALUES (?, ?, ?, ?, ?)"
         except (sqlite3.Error, OSError) as exc:
-            raise _io_error(exc, f"opening {self._db_path.name}", directory) from None
+            raise io_error(exc, f"opening {self._db_path.name}", directory) from None
 
     def prepare(self, i: int) -> tuple[str, int, str, str, str]:
         return step_row(self._run_id, i, self.payload_bytes)
@@ -348,14 +346,12 @@ class JournalCommit:
         conn = self._conn
         try:
             conn.execute("BEGIN")
-            conn.execute(self._insert, row)
+            conn.execute(INSERT_STEP, row)
             conn.execute("COMMIT")
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            raise _io_error(
-                exc, f"commit on {self.requested.label}", self._db_path.parent
-            ) from None
+            raise io_error(exc, f"commit on {self.requested.label}", self._db_path.parent) from None
 
     def close(self) -> None:
         try:
@@ -377,6 +373,24 @@ def step_output(seq: int, payload_bytes: int) -> str:
     head = json.dumps({"seq": seq, "status": "ok", "data": ""})
     pad = max(0, payload_bytes - len(head))
     return json.dumps({"seq": seq, "status": "ok", "data": "x" * pad})
+
+
+def set_pragmas(conn: sqlite3.Connection, pragmas: Pragmas) -> None:
+    """Set ``pragmas`` on ``conn``: fullfsync only where it is given (unset, the SQLite
+    build's own setting stands), then the journal mode and synchronous."""
+    if pragmas.fullfsync is not None:
+        conn.execute(f"PRAGMA fullfsync={'ON' if pragmas.fullfsync else 'OFF'}")
+    conn.execute(f"PRAGMA journal_mode={pragmas.journal_mode}")
+    conn.execute(f"PRAGMA synchronous={pragmas.synchronous}")
+
+
+def create_journal(conn: sqlite3.Connection, pragmas: Pragmas) -> Pragmas:
+    """A fresh step journal on ``conn``: ``pragmas`` set (:func:`set_pragmas`), the
+    ``steps`` table (:data:`SCHEMA`) made; returns the pragmas read back
+    (:func:`read_pragmas`: WAL can silently stay DELETE)."""
+    set_pragmas(conn, pragmas)
+    conn.execute(SCHEMA)
+    return read_pragmas(conn, pragmas.fullfsync is not None)
 
 
 def read_pragmas(conn: sqlite3.Connection, with_fullfsync: bool) -> Pragmas:
@@ -440,307 +454,3 @@ def per_commit_sync(primitive: str) -> bool:
     commit: not "none", and not one that runs only at checkpoints (WAL at
     synchronous=NORMAL: "fdatasync (checkpoints only)")."""
     return primitive != "none" and "checkpoints only" not in primitive
-
-
-# --------------------------------------------------------------------------- concurrent writers
-# One writer of `run --writers` (its processes and their barrier: fsyncbench.measure.writers).
-
-#: SQLite's primary result code for "database is locked" (https://www.sqlite.org/rescode.html#busy).
-SQLITE_BUSY = 5
-
-
-@dataclass
-class LaneSamples:
-    """What one writer recorded (ns; :class:`fsyncbench.model.WriterLane` is the report's
-    form): per commit its start after ``start_ns``, its latency and its wait for the lock."""
-
-    starts: list[int]
-    latencies: list[int]
-    lock_waits: list[int]
-    busy_errors: int = 0
-    abandoned: int = 0
-    abandoned_start_ns: int = 0
-    abandoned_wait_ns: int = 0
-    error: str = ""
-
-
-def _is_busy(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return int(code) & 0xFF == SQLITE_BUSY
-    return "locked" in str(exc) or "busy" in str(exc)
-
-
-def open_lane(db: Path, pragmas: Pragmas, busy_timeout_ms: int) -> sqlite3.Connection:
-    """A writer's own connection to the shared step journal ``db`` (made by the caller,
-    :func:`create_lane_database`) under ``pragmas``, with SQLite's busy timeout set.
-    Raises FsyncbenchError."""
-    try:
-        conn = sqlite3.connect(str(db), isolation_level=None, timeout=busy_timeout_ms / 1000)
-        if pragmas.fullfsync is not None:
-            conn.execute(f"PRAGMA fullfsync={'ON' if pragmas.fullfsync else 'OFF'}")
-        conn.execute(f"PRAGMA journal_mode={pragmas.journal_mode}")
-        conn.execute(f"PRAGMA synchronous={pragmas.synchronous}")
-        conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-        return conn
-    except (sqlite3.Error, OSError) as exc:
-        raise _io_error(exc, f"opening {db.name} for a writer", db.parent) from None
-
-
-def create_lane_database(db: Path, pragmas: Pragmas) -> Pragmas:
-    """Make the step journal the writers share (its journal mode set once: WAL is a
-    property of the file) and return the pragmas read back. Raises FsyncbenchError."""
-    try:
-        conn = sqlite3.connect(str(db), isolation_level=None)
-        try:
-            if pragmas.fullfsync is not None:
-                conn.execute(f"PRAGMA fullfsync={'ON' if pragmas.fullfsync else 'OFF'}")
-            conn.execute(f"PRAGMA journal_mode={pragmas.journal_mode}")
-            conn.execute(f"PRAGMA synchronous={pragmas.synchronous}")
-            conn.execute(SCHEMA)
-            return read_pragmas(conn, pragmas.fullfsync is not None)
-        finally:
-            conn.close()
-    except (sqlite3.Error, OSError) as exc:
-        raise _io_error(exc, f"creating {db.name}", db.parent) from None
-
-
-def commit_lane(
-    conn: sqlite3.Connection,
-    writer: int,
-    begin: str,
-    steps_per_commit: int,
-    payload_bytes: int,
-    start_ns: int,
-    stop_ns: int,
-    clock: Callable[[], int],
-) -> LaneSamples:
-    """Commit ``steps_per_commit`` step rows per transaction on ``conn`` from ``start_ns``
-    until ``stop_ns`` (``clock`` readings: time.perf_counter_ns, one clock for every
-    process of the machine). Each commit is timed from ``BEGIN`` (``begin``: "immediate"
-    or "deferred") to the end of ``COMMIT``; its lock wait runs until the write lock is held
-    (``BEGIN IMMEDIATE`` returned, or the first INSERT under ``BEGIN``). An SQLITE_BUSY
-    error (the busy timeout ran out, or a deferred transaction could not upgrade) rolls back
-    and retries within the same commit; once ``stop_ns`` has passed, a commit that gets
-    SQLITE_BUSY is abandoned instead. Raises FsyncbenchError on any other SQLite error."""
-    out = LaneSamples([], [], [])
-    statement = "BEGIN IMMEDIATE" if begin == "immediate" else "BEGIN"
-    insert = "INSERT INTO steps VALUES (?, ?, ?, ?, ?)"
-    run_id = f"writer-{writer}-{uuid.uuid4().hex}"
-    seq = 0
-    while clock() < start_ns:
-        pass
-    while True:
-        rows = [step_row(run_id, seq + k, payload_bytes) for k in range(steps_per_commit)]
-        t0 = clock()
-        if t0 >= stop_ns:
-            break
-        locked = 0
-        while True:
-            try:
-                conn.execute(statement)
-                if begin == "immediate":
-                    locked = clock()
-                for k, row in enumerate(rows):
-                    conn.execute(insert, row)
-                    if k == 0 and begin != "immediate":
-                        locked = clock()
-                conn.execute("COMMIT")
-                break
-            except sqlite3.Error as exc:
-                if conn.in_transaction:
-                    with contextlib.suppress(sqlite3.Error):
-                        conn.execute("ROLLBACK")
-                if not _is_busy(exc):
-                    raise _io_error(exc, f"writer {writer}'s commit", None) from None
-                out.busy_errors += 1
-                if clock() >= stop_ns:
-                    out.abandoned += 1
-                    out.abandoned_start_ns = t0 - start_ns
-                    out.abandoned_wait_ns = clock() - t0
-                    return out
-        t1 = clock()
-        out.starts.append(t0 - start_ns)
-        out.latencies.append(t1 - t0)
-        out.lock_waits.append(locked - t0)
-        seq += steps_per_commit
-    return out
-
-
-# --------------------------------------------------------------------------- audit I/O patterns
-# The extra patterns `fsyncbench audit` measures (its orchestration is in fsyncbench.measure.evidence).
-
-#: Raw Linux system call numbers of the sync calls, per ``platform.machine()``. x86_64:
-#: arch/x86/entry/syscalls/syscall_64.tbl (74 fsync, 75 fdatasync); aarch64/arm64 use the
-#: generic table, include/uapi/asm-generic/unistd.h (82 __NR_fsync, 83 __NR_fdatasync).
-SYSCALL_NUMBERS: dict[str, dict[str, int]] = {
-    "x86_64": {"fsync": 74, "fdatasync": 75},
-    "amd64": {"fsync": 74, "fdatasync": 75},
-    "aarch64": {"fsync": 82, "fdatasync": 83},
-    "arm64": {"fsync": 82, "fdatasync": 83},
-}
-
-#: Sizes of the dirty-size sweep: 4 KiB, 16 KiB, ... 64 MiB (powers of 4).
-SWEEP_SIZES = tuple(4096 * 4**k for k in range(8))
-
-#: Marker paths the traced child passes to statvfs(3) (one statfs(2) call, which fails with
-#: ENOENT) around each configuration's commits, so a trace can be cut per configuration.
-TRACE_MARK = "/fsyncbench-trace-mark"
-
-
-def syscall_number(name: str, machine: str | None = None) -> int | None:
-    """Raw system call number of ``name`` (fsync/fdatasync) on ``machine``; None if unknown."""
-    import platform
-
-    return SYSCALL_NUMBERS.get((machine or platform.machine()).lower(), {}).get(name)
-
-
-def raw_syscall_primitive(name: str, machine: str | None = None) -> SyncPrimitive | None:
-    """``name`` (fsync/fdatasync) made with ``syscall(2)`` through ctypes, bypassing whatever
-    the process's libc symbol resolves to. None off Linux or on an unknown architecture.
-
-    ``syscall`` is looked up in libc's own handle (dlsym on ``libc.so.6``), so a preloaded
-    library cannot interpose it; eatmydata wraps fsync, fdatasync, sync, syncfs, msync,
-    sync_file_range and open, never syscall (``nm -D libeatmydata.so``;
-    https://github.com/stewartsmith/libeatmydata/blob/master/libeatmydata/libeatmydata.c).
-    """
-    if sys.platform.startswith("linux"):
-        return _linux_syscall_primitive(name, machine)
-    else:
-        return None
-
-
-def _linux_syscall_primitive(name: str, machine: str | None) -> SyncPrimitive | None:
-    number = syscall_number(name, machine)
-    if number is None:
-        return None
-    import ctypes
-    import ctypes.util
-
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        fn = libc.syscall
-    except (OSError, AttributeError):
-        return None
-    fn.restype = ctypes.c_long
-    fn.argtypes = [ctypes.c_long, ctypes.c_int]
-
-    def call(fd: int) -> None:
-        if fn(number, fd) != 0:
-            err = ctypes.get_errno()
-            raise OSError(err, os.strerror(err))
-
-    return SyncPrimitive(f"{name}-syscall", call)
-
-
-class SecondFdFlush(FlushWorkload):
-    """4 KiB overwrite through one descriptor, then the sync primitive on a *second*
-    descriptor of the same file (pg_test_fsync, "Test if fsync on non-write file descriptor
-    is honored": https://www.postgresql.org/docs/current/pgtestfsync.html). Linux syncs the
-    inode whatever descriptor is used (fsync(2)); a layer that tracks dirty data per
-    descriptor (some FUSE and network filesystems) does not."""
-
-    FILE_PREFIX = "second-fd"
-    WHAT = " on a second descriptor"
-
-    def __init__(self, directory: Path, primitive: SyncPrimitive) -> None:
-        assert primitive.call is not None
-        super().__init__(directory, primitive)
-
-    def _open_sync_fd(self, path: Path) -> int:
-        return os.open(path, os.O_RDWR)
-
-
-def dirty_sweep(
-    directory: Path,
-    call: Callable[[int], Any],
-    sizes: tuple[int, ...] = SWEEP_SIZES,
-    repeats: int = 3,
-) -> list[tuple[int, int]]:
-    """(dirty bytes, sync latency ns) pairs: write ``size`` bytes at offset 0 of a file
-    preallocated to ``max(sizes)`` bytes (written and fsynced once), then time ``call(fd)``
-    alone with ``time.perf_counter_ns``. Sizes ascend within each of ``repeats`` rounds.
-
-    The data is pseudo-random (incompressible, so compressing filesystems must write it) and
-    shifts by one page each round (so a filesystem that skips rewriting identical blocks,
-    ZFS nopwrite, must still write). Raises FsyncbenchError on I/O errors (ENOSPC named).
-    """
-    import random
-    import time
-
-    largest = max(sizes)
-    data = memoryview(random.Random(20240601).randbytes(largest + repeats * BLOCK_BYTES))
-    path = directory / "dirty-sweep.dat"
-    points: list[tuple[int, int]] = []
-    clock = time.perf_counter_ns
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
-    except OSError as exc:
-        raise _io_error(exc, f"preparing {path.name}") from None
-    try:
-        _write_all(fd, data[:largest], 0)
-        os.fsync(fd)
-        for r in range(repeats):
-            for size in sorted(sizes):
-                _write_all(fd, data[r * BLOCK_BYTES : r * BLOCK_BYTES + size], 0)
-                t0 = clock()
-                call(fd)
-                points.append((size, clock() - t0))
-    except OSError as exc:
-        raise _io_error(exc, "dirty-size sweep") from None
-    finally:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-    return points
-
-
-def _write_all(fd: int, buf: memoryview, offset: int) -> None:
-    done = 0
-    while done < len(buf):
-        if hasattr(os, "pwrite"):
-            done += os.pwrite(fd, buf[done:], offset + done)
-        else:  # Windows
-            os.lseek(fd, offset + done, os.SEEK_SET)
-            done += os.write(fd, buf[done:])
-
-
-def trace_child(argv: list[str]) -> None:
-    """Entry point of the child process the audit runs under strace.
-
-    ``argv``: DIRECTORY COMMITS PAYLOAD_BYTES LABEL...; each LABEL is ``MODE/SYNC``
-    (e.g. ``DELETE/FULL``). Works in a fresh ``trace-*`` subdirectory of DIRECTORY (a scratch
-    directory; several traces may share it). For each label: open a fresh database with those pragmas
-    (:class:`JournalCommit`), commit once untraced-in-effect (first commit creates files),
-    then statvfs(``TRACE_MARK/begin/LABEL``), COMMITS commits, statvfs(``TRACE_MARK/end/
-    LABEL``). Exits with status 3 and one line on stderr on an error.
-    """
-    commits, payload = int(argv[1]), int(argv[2])
-    try:
-        directory = Path(tempfile.mkdtemp(prefix="trace-", dir=argv[0]))
-    except OSError as exc:
-        print(
-            f"trace child: cannot create a directory in {argv[0]}: {exc.strerror}", file=sys.stderr
-        )
-        raise SystemExit(3) from exc
-    try:
-        for label in argv[3:]:
-            mode, sync = label.split("/")
-            journal = JournalCommit(directory, Pragmas(mode, sync), payload)
-            try:
-                journal.run(journal.prepare(-1))
-                _mark("begin", label)
-                for i in range(commits):
-                    journal.run(journal.prepare(i))
-                _mark("end", label)
-            finally:
-                journal.close()
-    except (FsyncbenchError, ValueError) as exc:
-        print(f"trace child: {exc}", file=sys.stderr)
-        raise SystemExit(3) from exc
-
-
-def _mark(which: str, label: str) -> None:
-    if sys.platform != "win32":  # strace runs on Linux only
-        with contextlib.suppress(OSError):
-            os.statvfs(f"{TRACE_MARK}/{which}/{label}")

@@ -1,6 +1,6 @@
 """Concurrent writers (``run --writers``): N processes, each with its own connection to one
 step journal, committing at once; the commits themselves are
-:func:`fsyncbench.measure.workloads.commit_lane`.
+:func:`fsyncbench.measure.lanes.commit_lane`.
 
 Each writer is a process of its own (``python -m fsyncbench.measure.writers REQUEST
 RESULT``), as a journal's workers are: it opens its connection, says ``ready`` on stdout
@@ -28,7 +28,8 @@ from types import FrameType
 
 from fsyncbench import host as hostmod
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.measure import concurrency, disturbance, workloads
+from fsyncbench.measure import concurrency, disturbance
+from fsyncbench.measure.lanes import commit_lane, create_lane_database, open_lane
 from fsyncbench.model import Pragmas, WriterLane, WritersPoint
 
 #: Most writer processes one point may start: past this a 2-core machine measures its
@@ -129,7 +130,7 @@ def measure_point(
     :func:`measure_writers`). Raises FsyncbenchError."""
     tag = f"{pragmas.label.replace('/', '-')}-{writers}w-{steps_per_commit}s-{payload_bytes}b"
     db = directory / f"writers-{tag}.db"
-    effective = workloads.create_lane_database(db, pragmas)
+    effective = create_lane_database(db, pragmas)
     window_ns = int(plan.window_s * 1e9)
     before, cpu0 = hostmod.activity_snapshot(), _cpu_s()
     t_spawn, c_spawn = time.monotonic_ns(), hostmod.read_flush_counters(disks)
@@ -305,12 +306,12 @@ def writer_main(argv: Sequence[str]) -> int:
     try:
         req = json.loads(Path(argv[0]).read_text())
         pragmas = Pragmas(req["journal_mode"], req["synchronous"], req["fullfsync"])
-        conn = workloads.open_lane(Path(req["db"]), pragmas, int(req["busy_timeout_ms"]))
+        conn = open_lane(Path(req["db"]), pragmas, int(req["busy_timeout_ms"]))
         print("ready", flush=True)
         words = sys.stdin.readline().split()
         if len(words) != 3 or words[0] != "go":
             return 3
-        lane = workloads.commit_lane(
+        lane = commit_lane(
             conn,
             int(req["writer"]),
             str(req["begin"]),
