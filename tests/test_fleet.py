@@ -29,6 +29,13 @@ SSD = BlockDevice(
 NVME = BlockDevice("nvme0n1", model="PM9A3", rotational=False, has_flush_counters=True)
 
 
+@pytest.fixture(autouse=True)
+def _wide_screen(monkeypatch):
+    """These tests read a fleet table's rows whole: a screen wide enough that no column is
+    dealt into a second panel (tests/test_screen_width.py checks the layout at 80 and 100)."""
+    monkeypatch.setenv("COLUMNS", "400")
+
+
 def _host(name: str, disk: BlockDevice, release: str, vm: bool):
     h = host(disks=(disk,), virt=Virtualization(hypervisor_flag=vm))
     return dataclasses.replace(h, hostname=name, os_release=release)

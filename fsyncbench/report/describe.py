@@ -38,6 +38,7 @@ from fsyncbench.report.latency import compact_table, results_table
 from fsyncbench.report.loss import run_report_sections
 from fsyncbench.report.wording import (
     STRENGTH_MEANING,
+    SYNC_TRACE_HEADERS,
     VERDICT_MEANING,
     evidence_lines,
     floor_line,
@@ -46,6 +47,7 @@ from fsyncbench.report.wording import (
     methodology,
     no_interval_legend,
     stance_tag,
+    sync_trace_rows,
     verdict_phrase,
 )
 from fsyncbench.report.writers import writers_sections
@@ -608,6 +610,18 @@ def evidence_section(report: Report) -> Section:
     lines = evidence_lines(report)
     if not lines:
         return Section("evidence", "Audit evidence", ())
+    traces = sync_trace_rows(report)
+    ev = report.evidence
+    trace_table = (
+        Table(
+            SYNC_TRACE_HEADERS,
+            tuple(tuple(Cell(c) for c in row) for row in traces),
+            frozenset({2, 4, 5}),
+            f"Syncs per commit (strace, {ev.sync_traces[0].commits} commits each):",
+        )
+        if traces and ev is not None
+        else None
+    )
     rows = tuple(
         (
             Cell(v.subject),
@@ -625,9 +639,16 @@ def evidence_section(report: Report) -> Section:
     return Section(
         "evidence",
         "Audit evidence",
-        (
-            Preformatted(tuple(lines[1:])),
-            Table(("subject", "path verdict", "strength", "decided by", "durable commit"), rows),
+        tuple(
+            b
+            for b in (
+                Preformatted(tuple(lines[1:])),
+                trace_table,
+                Table(
+                    ("subject", "path verdict", "strength", "decided by", "durable commit"), rows
+                ),
+            )
+            if b is not None
         ),
     )
 

@@ -94,7 +94,7 @@ def compact_table(report: Report) -> Table:
 
 
 def results_table(report: Report) -> Table:
-    """One row per result: kind, configuration, whether its pragmas promise a durable commit,
+    """One row per result: configuration, kind, whether its pragmas promise a durable commit,
     the path verdict (``-`` for what issues no sync; its strength where it differs from the
     report's), sync primitive, n, p50 and p99 with
     their 95 % intervals, p90, the p99 precision, each round's p99 (with rounds), the
@@ -103,8 +103,8 @@ def results_table(report: Report) -> Table:
     rounds = any(r.summary.round_p99_ns for r in report.results)
     earlier = any(r.earlier for r in report.results)
     headers = (
-        "kind",
         "configuration",
+        "kind",
         "durable commit",
         "path verdict",
         "sync primitive",
@@ -138,8 +138,8 @@ def results_table(report: Report) -> Table:
         )
         rows.append(
             (
-                Cell(r.kind),
                 Cell(label),
+                Cell(r.kind),
                 durable,
                 verdict,
                 Cell(r.primitive),

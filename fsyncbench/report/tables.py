@@ -2,12 +2,13 @@
 :mod:`fsyncbench.report.fleet`), host, and the
 raw samples as CSV. (Run and audit reports: :mod:`fsyncbench.report`; crash:
 :mod:`fsyncbench.crash.view`; powercut: :mod:`fsyncbench.powercut.view`.) Tables use tabulate's
-"simple" layout in text and "github" in Markdown (:data:`TABLEFMT`)."""
+"simple" layout in text, fitted to the terminal (:mod:`fsyncbench.report.layout`), and
+"github" in Markdown (:data:`TABLEFMT`)."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tabulate import tabulate
@@ -15,6 +16,7 @@ from tabulate import tabulate
 from fsyncbench.fmt import fmt_interval, fmt_ns
 from fsyncbench.jsonable import to_jsonable
 from fsyncbench.model import Host, Report, Result
+from fsyncbench.report.layout import fit_pairs, fit_table, width, wrap_text
 from fsyncbench.report.wording import host_lines
 
 if TYPE_CHECKING:  # for annotations only: report.compare imports numpy
@@ -54,7 +56,7 @@ def render_host(host: Host, fmt: str = "text") -> str:
             + tabulate(rows, headers=["field", "value"], tablefmt="github", disable_numparse=True)
             + "\n"
         )
-    return tabulate(host_lines(host), tablefmt="plain") + "\n"
+    return "\n".join(fit_pairs(host_lines(host))) + "\n"
 
 
 # --------------------------------------------------------------------------- CSV export
@@ -162,12 +164,42 @@ def host_differences(a: Report, b: Report) -> list[tuple[str, str, str]]:
     return rows
 
 
+def _table(
+    rows: Sequence[Sequence[str]],
+    headers: Sequence[str],
+    tablefmt: str,
+    right: Collection[int] = (),
+) -> str:
+    """A table in ``tablefmt``: "simple" fitted to the terminal (:func:`fit_table`), any
+    other (Markdown's "github") as tabulate lays it out."""
+    if tablefmt == "simple":
+        return "\n".join(fit_table(headers, rows, right))
+    return str(
+        tabulate(
+            [list(r) for r in rows],
+            headers=list(headers),
+            tablefmt=tablefmt,
+            disable_numparse=True,
+            colalign=["right" if i in right else "left" for i in range(len(headers))]
+            if rows
+            else None,
+        )
+    )
+
+
 def render_compare(
-    a: Report, b: Report, pair: PairComparison, labels: Sequence[str], tablefmt: str = "simple"
+    a: Report,
+    b: Report,
+    pair: PairComparison,
+    labels: Sequence[str],
+    tablefmt: str = "simple",
+    verbose: bool = True,
 ) -> str:
     """Two reports: host differences first, then p50 and p99 of each configuration side by
     side with their intervals, the ratio B/A with its interval, the Holm-adjusted p-value,
-    significance and P(B>A)."""
+    significance and P(B>A). ``verbose`` False (the terminal's default): each statistic's
+    A, B, B/base with its interval, how it was judged and whether it differs, and one line
+    saying what the whole table adds."""
     la, lb = labels
     out = [
         f"A = {la} ({a.host.hostname}, {a.created_utc})",
@@ -186,7 +218,7 @@ def render_compare(
     if diffs:
         out += [
             "Host differences:",
-            tabulate(diffs, headers=["field", "A", "B"], tablefmt=tablefmt, disable_numparse=True),
+            _table(diffs, ["field", "A", "B"], tablefmt),
             "",
         ]
     else:
@@ -211,10 +243,12 @@ def render_compare(
                 ]
             )
     conf = f"{pair.confidence * 100:g}%"
+    if not verbose:
+        return _compact_compare(out, pair, conf, tablefmt)
     out.append(
-        tabulate(
+        _table(
             rows,
-            headers=[
+            [
                 "configuration",
                 "stat",
                 "n A/B",
@@ -227,8 +261,7 @@ def render_compare(
                 "detectable",
                 "P(B>A)",
             ],
-            tablefmt=tablefmt,
-            disable_numparse=True,
+            tablefmt,
         )
     )
     tested = sum(1 for c in pair.configs for q in (c.p50, c.p99) if q.p_value is not None)
@@ -297,21 +330,56 @@ def render_compare(
         ]
         if rows:
             out.append(
-                tabulate(
+                _table(
                     rows,
-                    headers=list(writers.COMPARE_HEADERS),
-                    tablefmt=tablefmt,
-                    disable_numparse=True,
-                    colalign=["left"] + ["right"] * (len(writers.COMPARE_HEADERS) - 1),
+                    list(writers.COMPARE_HEADERS),
+                    tablefmt,
+                    right=range(1, len(writers.COMPARE_HEADERS)),
                 )
             )
         if only_a:
             out.append(f"Writers points only in A: {', '.join(only_a)}")
         if only_b:
             out.append(f"Writers points only in B: {', '.join(only_b)}")
-    if tablefmt == "simple":  # a terminal: running text wrapped, tables kept whole
-        from fsyncbench.report.text import width, wrap_text
+    if tablefmt == "simple":  # a terminal: running text wrapped (tables are fitted)
+        cols = width()
+        out = [line if "\n" in line or len(line) <= cols else wrap_text(line) for line in out]
+    return "\n".join(out) + "\n"
 
+
+def _compact_compare(
+    out: list[str], pair: PairComparison, conf: str, tablefmt: str
+) -> str:
+    """:func:`render_compare` without its columns for the record (each report's interval,
+    n, the adjusted p-value, the detectable slowdown, P(B>A)) and its long notes."""
+    rows = [
+        [
+            c.name if q is c.p50 else "",
+            f"p{q.percentile:g}",
+            fmt_ns(q.a_ns),
+            fmt_ns(q.b_ns),
+            _ratio(q),
+            basis_words(q),
+            _significance(q),
+        ]
+        for c in pair.configs
+        for q in (c.p50, c.p99)
+    ]
+    headers = ["configuration", "stat", "A", "B", f"B/base [{conf} CI]", "basis", "significant"]
+    out.append(_table(rows, headers, tablefmt, right={2, 3}))
+    tested = sum(1 for c in pair.configs for q in (c.p50, c.p99) if q.p_value is not None)
+    out += [
+        "",
+        f"Significant: {pair.adjustment}-adjusted over the {tested} statistics tested. "
+        "B/base: B against A and the earlier runs A recorded. Each report's interval, n, "
+        "p-values, the slowdown the regression gate can detect, P(B>A) and the notes on "
+        "them: --verbose.",
+    ]
+    if pair.only_a:
+        out.append(f"Only in A: {', '.join(pair.only_a)}")
+    if pair.only_b:
+        out.append(f"Only in B: {', '.join(pair.only_b)}")
+    if tablefmt == "simple":
         cols = width()
         out = [line if "\n" in line or len(line) <= cols else wrap_text(line) for line in out]
     return "\n".join(out) + "\n"

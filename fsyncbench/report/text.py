@@ -1,67 +1,16 @@
 """A :class:`~fsyncbench.report.document.Document` as terminal text: ASCII, running text
-wrapped at the terminal's width (:func:`width`: ``COLUMNS``, else the terminal, else
-:data:`WIDTH`), tables by tabulate ("simple"), figures left out (their facts are in the
-tables)."""
+wrapped at the terminal's width and tables fitted to it (:mod:`fsyncbench.report.layout`),
+figures left out (their facts are in the tables)."""
 
 from __future__ import annotations
 
-import os
-import re
-import sys
-import textwrap
-
-from tabulate import tabulate
-
 from fsyncbench.report import document as dm
+from fsyncbench.report.layout import MIN_WIDTH, WIDTH, fit_lines, fit_table, width, wrap, wrap_text
+
+__all__ = ["MIN_WIDTH", "WIDTH", "render_text", "width", "wrap_text"]
 
 _MARK = {"bad": "!! ", "caution": "! "}
-
-#: Running text is wrapped here when neither ``COLUMNS`` nor a terminal says otherwise: a
-#: terminal of 100 columns or more shows it without folding (tables keep their rows whole;
-#: the compact summary's table fits 120 columns).
-WIDTH = 100
-#: The narrowest running text is wrapped to, whatever ``COLUMNS`` says.
-MIN_WIDTH = 40
-
-
-def width() -> int:
-    """The columns running text is wrapped to: ``COLUMNS`` (a positive whole number, as
-    POSIX shells and ``shutil.get_terminal_size`` read it), else the width of the terminal
-    standard output writes to, else :data:`WIDTH`; never below :data:`MIN_WIDTH`."""
-    env = os.environ.get("COLUMNS", "").strip()
-    if env.isdigit() and int(env) > 0:
-        return max(MIN_WIDTH, int(env))
-    try:
-        if sys.stdout.isatty():
-            return max(MIN_WIDTH, os.get_terminal_size(sys.stdout.fileno()).columns)
-    except (OSError, ValueError, AttributeError):  # no terminal, or a replaced stdout
-        pass
-    return WIDTH
-
-
-#: a figure and its unit ("893 us", "1.00 s", "5 runs"): one word for wrapping
-_FIGURE_UNIT = re.compile(r"(?<=\d) (?=[A-Za-z%])")
-_GLUE = "\u00a0"  # not whitespace to textwrap, which splits on ASCII whitespace only
-
-
-def _wrap(text: str, first: str = "", rest: str = "") -> list[str]:
-    """``text`` wrapped at :func:`width`, the first line led by ``first`` and the others
-    indented by ``rest``; words (a path, a URL) are never broken, nor a figure from its unit."""
-    lines = textwrap.wrap(
-        _FIGURE_UNIT.sub(_GLUE, text),
-        width(),
-        initial_indent=first,
-        subsequent_indent=rest,
-        break_long_words=False,
-        break_on_hyphens=False,
-    ) or [first.rstrip()]
-    return [line.replace(_GLUE, " ") for line in lines]
-
-
-def wrap_text(text: str, rest: str = "") -> str:
-    """``text`` wrapped at :func:`width` as running text is (:func:`_wrap`), lines after the
-    first indented by ``rest``."""
-    return "\n".join(_wrap(text, "", rest))
+_wrap = wrap
 
 
 def _paragraph(p: dm.Paragraph) -> str:
@@ -70,15 +19,7 @@ def _paragraph(p: dm.Paragraph) -> str:
 
 
 def _table(t: dm.Table) -> list[str]:
-    rows = [[c.text for c in row] for row in t.rows]
-    colalign = ["right" if i in t.numeric else "left" for i in range(len(t.headers))]
-    out = tabulate(
-        rows,
-        headers=list(t.headers),
-        tablefmt="simple",
-        disable_numparse=True,
-        colalign=colalign if rows else None,
-    ).splitlines()
+    out = fit_table(t.headers, [[c.text for c in row] for row in t.rows], t.numeric)
     return (_wrap(t.caption.replace("`", "")) if t.caption else []) + out
 
 
@@ -96,7 +37,7 @@ def _section(s: dm.Section) -> list[str]:
         elif isinstance(b, dm.Table):
             out += _table(b)
         elif isinstance(b, dm.Preformatted):
-            out += ["  " + line for line in b.lines]
+            out += fit_lines(["  " + line for line in b.lines])
         elif isinstance(b, dm.Figure):
             continue
         out.append("")

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tabulate import tabulate
-
 from fsyncbench.fmt import fmt_bandwidth, fmt_ns, fmt_precision
 from fsyncbench.judge import stack
 from fsyncbench.model import BlockDevice, Finding, Host, Report, Result, ResultVerdict, Verdict
@@ -535,8 +533,9 @@ def _fmt_size(n: int) -> str:
 
 def evidence_lines(report: Report) -> list[str]:
     """The audit's evidence as text lines (empty when the report has none): device flush
-    counters, syncs per commit per configuration, libc vs raw syscall, the dirty-size sweep
-    fit, the second-descriptor check, environment facts, and what was not collected."""
+    counters, libc vs raw syscall, the dirty-size sweep fit, the second-descriptor check,
+    environment facts, and what was not collected (syncs per commit per configuration:
+    :func:`sync_trace_rows`)."""
     ev = report.evidence
     if ev is None:
         return []
@@ -557,41 +556,6 @@ def evidence_lines(report: Report) -> list[str]:
             f"syscall({c.syscall_number}) on {c.machine} p50 {fmt_ns(c.syscall_p50_ns)} "
             f"(raw/libc {gap:.2f}) over {c.syncs} calls each{flushes}"
         )
-    if ev.sync_traces:
-        per_op = {r.name: r for r in report.results if r.kind == "commit"}
-        rows = []
-        for t in ev.sync_traces:
-            r = per_op.get(t.pragmas.label)
-            per_commit: float | None = None
-            if r is not None and r.device_flushes:
-                known = [d.flushes for d in r.device_flushes if d.flushes is not None]
-                if len(known) == len(r.device_flushes):
-                    per_commit = min(known) / max(r.summary.count, 1)
-            rows.append(
-                [
-                    t.pragmas.label,
-                    t.ld_preload or "-",
-                    f"{t.syncs_per_commit:g}",
-                    ", ".join(f"{k} {v}" for k, v in t.syscalls.items()) or "-",
-                    "-" if r is None else fmt_ns(r.summary.p50_ns),
-                    "-" if per_commit is None else f"{per_commit:.2f}",
-                ]
-            )
-        out.append(f"  Syncs per commit (strace, {ev.sync_traces[0].commits} commits each):")
-        table = tabulate(
-            rows,
-            headers=[
-                "config",
-                "LD_PRELOAD",
-                "S",
-                "syscalls",
-                "commit p50",
-                "device flushes/commit",
-            ],
-            tablefmt="simple",
-            disable_numparse=True,
-        )
-        out += ["    " + line for line in table.splitlines()]
     if ev.dirty_sweep is not None:
         s = ev.dirty_sweep
         sizes = sorted({p.dirty_bytes for p in s.points})
@@ -632,19 +596,41 @@ def evidence_lines(report: Report) -> list[str]:
     return out
 
 
-def verdict_lines(report: Report) -> list[str]:
-    """One line per storage path and sync primitive (and per commit configuration): the
-    verdict, the finding that decided it, and whether the pragma promises durability."""
+#: The columns of :func:`sync_trace_rows`.
+SYNC_TRACE_HEADERS = (
+    "config",
+    "LD_PRELOAD",
+    "S",
+    "syscalls",
+    "commit p50",
+    "device flushes/commit",
+)
+
+
+def sync_trace_rows(report: Report) -> list[list[str]]:
+    """The audit's syscall traces, one row per configuration (:data:`SYNC_TRACE_HEADERS`):
+    syncs per commit S as strace counted them, the syscalls by name, the commit's p50 and
+    the device flushes per commit (empty when the audit traced nothing)."""
+    ev = report.evidence
+    if ev is None or not ev.sync_traces:
+        return []
+    per_op = {r.name: r for r in report.results if r.kind == "commit"}
     rows = []
-    for v in report.verdict.results:
-        durable = "-" if v.config_durable is None else ("yes" if v.config_durable else "NO")
-        rows.append([v.subject, v.path_verdict, v.strength or "-", v.decided_by, durable])
-    table = tabulate(
-        rows,
-        headers=["subject", "verdict", "strength", "decided by", "durable config"],
-        tablefmt="simple",
-        disable_numparse=True,
-    )
-    return ["Verdicts per sync primitive and configuration"] + [
-        "  " + line for line in table.splitlines()
-    ]
+    for t in ev.sync_traces:
+        r = per_op.get(t.pragmas.label)
+        per_commit: float | None = None
+        if r is not None and r.device_flushes:
+            known = [d.flushes for d in r.device_flushes if d.flushes is not None]
+            if len(known) == len(r.device_flushes):
+                per_commit = min(known) / max(r.summary.count, 1)
+        rows.append(
+            [
+                t.pragmas.label,
+                t.ld_preload or "-",
+                f"{t.syncs_per_commit:g}",
+                ", ".join(f"{k} {v}" for k, v in t.syscalls.items()) or "-",
+                "-" if r is None else fmt_ns(r.summary.p50_ns),
+                "-" if per_commit is None else f"{per_commit:.2f}",
+            ]
+        )
+    return rows

@@ -1,0 +1,260 @@
+"""Every command's text output fits the terminal: at ``COLUMNS=80`` and ``100`` no line of
+what any command prints (its help, its live output, a saved report of every kind shown
+plain and with ``--verbose``, compare and fleet, gates, the powercut protocol's screens) is
+longer than the width. Real runs on a real directory; the reports they save are then shown
+and compared in process."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fsyncbench import cli
+from fsyncbench.report.layout import fit_pairs, fit_table
+
+WIDTHS = (80, 100)
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_REPORTS = sorted((REPO / "tests" / "fixtures" / "reports").glob("*.json"))
+QUICK_RUN = (
+    "--samples", "90", "--rounds", "3", "--warmup", "5", "--journal-mode", "wal,truncate",
+    "--synchronous", "normal,full", "--writers", "1,2", "--writers-seconds", "0.5",
+    "--steps-per-commit", "1,4", "--payload-bytes", "128,4096", "--quiet",
+)  # fmt: skip
+
+
+def _long_lines(text: str, width: int) -> list[str]:
+    return [line for line in text.splitlines() if len(line) > width]
+
+
+def _env(width: int) -> dict[str, str]:
+    env = dict(os.environ, COLUMNS=str(width))
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("FSYNCBENCH_POWERCUT_SECRET", None)
+    return env
+
+
+def _fsb(width: int, *args, cwd=None, timeout=300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "fsyncbench", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=_env(width),
+        cwd=cwd,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory) -> dict[str, object]:
+    """Live output of the measuring commands at each width, and the reports they saved."""
+    root = tmp_path_factory.mktemp("width")
+    target, reports = root / "target", root / "reports"
+    target.mkdir()
+    live: dict[str, str] = {}
+    commands = {
+        "run": ("run", target, *QUICK_RUN, "--vs", "wal/full,truncate/full", "--max-p99", "1us"),
+        "audit": ("audit", target, "--samples", "60", "--quiet"),
+        "crash": ("crash", target, "--quiet"),
+        "powerloss": ("powerloss", target, "--quiet"),
+        "host": ("host", target),
+    }
+    for width in WIDTHS:
+        for name, argv in commands.items():
+            extra = {"run": ("--no-history",), "host": ()}.get(name, ())
+            where = () if name == "host" else ("--report-dir", reports)
+            proc = _fsb(width, *argv, *where, *extra)
+            assert proc.returncode in (0, 1, 4), proc.stderr
+            live[f"{name} at {width}"] = proc.stdout + proc.stderr
+    runs = [p for p in sorted(reports.glob("*.json")) if json.loads(p.read_text())["kind"] == "run"]
+    return {"live": live, "runs": runs, "reports": reports}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", WIDTHS)
+def test_live_output_of_every_measuring_command_fits(made, width):
+    live = made["live"]
+    assert isinstance(live, dict)
+    for name, text in live.items():
+        if name.endswith(f"at {width}"):
+            assert _long_lines(text, width) == [], name
+
+
+def _shown(capsys, monkeypatch, width: int, *argv) -> str:
+    monkeypatch.setenv("COLUMNS", str(width))
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert code in (0, 1, 4), err
+    return out + err
+
+
+def _views(reports: Path, runs: list[Path]) -> list[tuple[str, ...]]:
+    views: list[tuple[str, ...]] = []
+    for p in sorted(reports.glob("*.json")):
+        views += [("show", str(p)), ("show", str(p), "--verbose")]
+    run = str(runs[-1])
+    views += [
+        ("show", run, "--fail-on", "volatile_cache,no_flush"),
+        ("show", run, "--config", "wal/full", "--fail-on", "volatile_cache,no_flush"),
+        ("show", run, "--max-p99", "1us"),
+        ("show", run, "--vs", "wal/normal,truncate/full"),
+        ("compare", str(runs[0]), str(runs[-1])),
+        ("compare", str(runs[0]), str(runs[-1]), "--fail-on-regression", "10"),
+        ("compare", str(runs[0]), str(runs[-1]), "--vs", "wal/full,truncate/full"),
+        ("compare", str(reports), "--kind", "run"),
+    ]
+    return views
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_saved_report_and_comparison_fits(made, width, capsys, monkeypatch):
+    for argv in _views(made["reports"], made["runs"]):
+        text = _shown(capsys, monkeypatch, width, *argv)
+        assert _long_lines(text, width) == [], " ".join(argv[:1] + argv[2:])
+
+
+def _subcommands(parser) -> list[tuple[str, ...]]:
+    import argparse
+
+    out: list[tuple[str, ...]] = [()]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                out += [(name, *rest) for rest in _subcommands(sub)]
+    return out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_recorded_report_fits(width, capsys, monkeypatch):
+    """The public cases' reports (fast: no measuring), each plain and verbose."""
+    views = [("show", str(p), *v) for p in FIXTURE_REPORTS for v in ((), ("--verbose",))]
+    for argv in views:
+        text = _shown(capsys, monkeypatch, width, *argv)
+        assert _long_lines(text, width) == [], " ".join(argv[:1] + argv[2:])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_help_fits(width, monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", str(width))
+    for argv in _subcommands(cli.build_parser()):
+        with pytest.raises(SystemExit):
+            cli.main([*argv, "--help"])
+        out, err = capsys.readouterr()
+        assert out and _long_lines(out + err, width) == [], argv
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_powercut_protocol_screens_fit(tmp_path, width):
+    """listen, write (its status lines) and verify, on loopback with a real SIGKILL."""
+    env = _env(width)
+    state, target = tmp_path / "state.db", tmp_path / "data"
+    target.mkdir()
+    listen_log, write_log = tmp_path / "listen.log", tmp_path / "write.log"
+    base = [sys.executable, "-m", "fsyncbench", "powercut"]
+    with open(listen_log, "w") as log, open(tmp_path / "listen.out", "w") as out:
+        listener = subprocess.Popen(
+            [*base, "listen", "--bind", "127.0.0.1", "--port", "0", "--state", state],
+            stdout=out,
+            stderr=log,
+            env=env,
+        )
+    writer = None
+    try:
+        deadline = time.monotonic() + 60
+        port = None
+        while port is None and time.monotonic() < deadline:
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", listen_log.read_text())
+            port = m.group(1) if m else None
+            time.sleep(0.05)
+        assert port, listen_log.read_text()
+        to = f"127.0.0.1:{port}"
+        secret = f"{state}.secret"
+        with open(write_log, "w") as log:
+            writer = subprocess.Popen(
+                [*base, "write", "--to", to, "--secret-file", secret, target],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        while time.monotonic() < deadline and "commits" not in write_log.read_text():
+            time.sleep(0.1)
+        time.sleep(1.5)  # a status line or two
+        writer.kill()
+        writer.wait(60)
+        verify = _fsb(
+            width, "powercut", "verify", "--from", to, "--secret-file", secret, target,
+            "--report-dir", tmp_path / "reports",
+        )  # fmt: skip
+    finally:
+        for p in (writer, listener):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.wait(60)
+    screens = {
+        "listen": (tmp_path / "listen.out").read_text() + listen_log.read_text(),
+        "write": write_log.read_text(),
+        "verify": verify.stdout + verify.stderr,
+    }
+    assert "commits" in screens["write"], screens["write"]
+    for name, text in screens.items():
+        assert _long_lines(text, width) == [], name
+    shown = subprocess.run(
+        [sys.executable, "-m", "fsyncbench", "show", *(tmp_path / "reports").glob("*.json")],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert shown.returncode == 0 and _long_lines(shown.stdout, width) == []
+
+
+# --------------------------------------------------------------------------- the layout
+
+
+def test_a_table_that_fits_is_laid_out_as_it_is():
+    lines = fit_table(["name", "n"], [["a", "1"], ["bb", "22"]], right={1}, cols=40)
+    assert lines == ["name   n", "----  --", "a      1", "bb    22"]
+
+
+def test_a_wide_table_wraps_its_headers_then_its_text_cells():
+    headers = ["configuration", "kills causing duplicate writes (of 30)", "sync"]
+    rows = [["wal/full", "3", "fdatasync (checkpoints only)"], ["wal/normal", "20", "fdatasync"]]
+    lines = fit_table(headers, rows, right={1}, cols=45)
+    assert max(map(len, lines)) <= 45 and lines[0].startswith("configuration")
+    text = "\n".join(lines)
+    assert "kills causing" in text and "30)" in text  # the header on more lines
+    assert "fdatasync" in text and "(checkpoints" in text
+
+
+def test_a_table_too_wide_for_any_wrapping_is_dealt_into_panels_repeating_its_key():
+    headers = ["configuration", *(f"statistic {i}" for i in range(8))]
+    rows = [["wal/full", *(f"{i}.00 ms" for i in range(8))], ["delete/off", *("-" * 8)]]
+    lines = fit_table(headers, rows, right=set(range(1, 9)), cols=50)
+    assert max(map(len, lines)) <= 50
+    panels = "\n".join(lines).split("\n\n")
+    assert len(panels) > 1
+    assert all(p.startswith("configuration") and "wal/full" in p for p in panels)
+    for i in range(8):
+        assert sum(f"{i}.00 ms" in p for p in panels) == 1  # every value, once
+
+
+def test_a_table_whose_key_and_one_column_cannot_share_a_line_is_stacked():
+    headers = ["configuration", "verdict"]
+    rows = [["x" * 30, "unverifiable, measured: " + "word " * 12]]
+    lines = fit_table(headers, rows, cols=40)
+    assert max(map(len, lines)) <= 40
+    assert lines[0] == "configuration: " + "x" * 25 or lines[0].startswith("configuration:")
+    assert any(line.startswith("    verdict: unverifiable") for line in lines)
+
+
+def test_key_value_pairs_wrap_their_values_under_the_value_column():
+    lines = fit_pairs([("disk vda", "model ? (vendor 0x1af4), transport virtio, " * 3)], cols=50)
+    assert max(map(len, lines)) <= 50 and len(lines) > 1
+    assert all(line.startswith(" " * 10) for line in lines[1:])
