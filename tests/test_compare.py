@@ -25,6 +25,7 @@ def _wide_screen(monkeypatch):
     dealt into a second panel (tests/test_screen_width.py checks the layout at 80 and 100)."""
     monkeypatch.setenv("COLUMNS", "400")
 
+
 # --------------------------------------------------------------------------- statistics
 
 

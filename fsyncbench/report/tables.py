@@ -347,9 +347,7 @@ def render_compare(
     return "\n".join(out) + "\n"
 
 
-def _compact_compare(
-    out: list[str], pair: PairComparison, conf: str, tablefmt: str
-) -> str:
+def _compact_compare(out: list[str], pair: PairComparison, conf: str, tablefmt: str) -> str:
     """:func:`render_compare` without its columns for the record (each report's interval,
     n, the adjusted p-value, the detectable slowdown, P(B>A)) and its long notes."""
     rows = [
