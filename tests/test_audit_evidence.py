@@ -29,7 +29,8 @@ from fsyncbench.judge import (
     rule_facts,
     timing_rules,
 )
-from fsyncbench.measure import audit_workloads, evidence
+from fsyncbench.measure import audit_workloads, flush_checks, observations
+from fsyncbench.measure.plan import EvidencePlan
 from fsyncbench.model import (
     HONEST_FLUSH,
     INFERRED,
@@ -63,7 +64,7 @@ from fsyncbench.model import (
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evidence"
 LINUX = sys.platform.startswith("linux")
-QUICK = evidence.EvidencePlan(
+QUICK = EvidencePlan(
     compare_syncs=40, compare_blocks=4, sweep_repeats=1, sweep_max_bytes=1 << 20, trace_commits=3
 )
 
@@ -74,7 +75,9 @@ QUICK = evidence.EvidencePlan(
 def test_parse_strace_recorded_output():
     """Recorded on the development VM: 2 commits per configuration; setup syncs outside the
     markers are not counted."""
-    counts = evidence.parse_strace((FIXTURES / "strace_sync_calls_firecracker_vm.txt").read_text())
+    counts = observations.parse_strace(
+        (FIXTURES / "strace_sync_calls_firecracker_vm.txt").read_text()
+    )
     assert counts["DELETE/FULL"] == {"fdatasync": 8}
     assert counts["WAL/NORMAL"] == {}
     assert counts["WAL/FULL"] == {"fdatasync": 2}
@@ -94,22 +97,22 @@ def test_parse_strace_pid_prefixes_resumed_calls_and_missing_end():
             "4242 fdatasync(3) = 0",
         ]
     )
-    counts = evidence.parse_strace(text)
+    counts = observations.parse_strace(text)
     assert counts == {"TRUNCATE/FULL": {"fsync": 1, "fdatasync": 1, "sync_file_range": 1}}
 
 
 @pytest.mark.skipif(not LINUX, reason="strace is Linux-only")
 def test_trace_syncs_live_counts_sqlite_syncs(tmp_path):
-    strace = evidence.shutil.which("strace")
+    strace = flush_checks.shutil.which("strace")
     if strace is None:
         pytest.skip("strace not installed (.ci/run installs it)")
     configs = (
-        evidence.Pragmas("DELETE", "FULL"),
-        evidence.Pragmas("WAL", "NORMAL"),
-        evidence.Pragmas("WAL", "FULL"),
+        Pragmas("DELETE", "FULL"),
+        Pragmas("WAL", "NORMAL"),
+        Pragmas("WAL", "FULL"),
     )
     try:
-        traces = evidence.trace_syncs(tmp_path, configs, QUICK, strace, None)
+        traces = observations.trace_syncs(tmp_path, configs, QUICK, strace, None)
     except FsyncbenchError as exc:
         pytest.skip(f"ptrace not permitted here: {exc}")
     s = {t.pragmas.label: t.syncs_per_commit for t in traces}
@@ -150,7 +153,7 @@ def test_fit_sweep_recovers_flush_cost_and_bandwidth():
     points = [
         (s, int(500_000 + s / 1e9 * 1e9)) for s in audit_workloads.SWEEP_SIZES for _ in range(3)
     ]
-    fit = evidence.fit_sweep("fdatasync", points)
+    fit = flush_checks.fit_sweep("fdatasync", points)
     assert fit.flush_cost_ns == pytest.approx(500_000, rel=1e-6)
     assert fit.bandwidth_bytes_per_s == pytest.approx(1e9, rel=1e-6)
     assert fit.r_squared == pytest.approx(1.0)
@@ -159,7 +162,7 @@ def test_fit_sweep_recovers_flush_cost_and_bandwidth():
 
 def test_fit_sweep_flat_latency_has_no_bandwidth():
     points = [(s, 2_000 - (s >> 20)) for s in audit_workloads.SWEEP_SIZES]
-    assert evidence.fit_sweep("fdatasync", points).bandwidth_bytes_per_s is None
+    assert flush_checks.fit_sweep("fdatasync", points).bandwidth_bytes_per_s is None
 
 
 def test_sweep_sizes_shrink_on_a_full_disk(monkeypatch, tmp_path):
@@ -168,10 +171,10 @@ def test_sweep_sizes_shrink_on_a_full_disk(monkeypatch, tmp_path):
     def usage(_path):
         return types.SimpleNamespace(total=64 << 20, used=0, free=free["bytes"])
 
-    monkeypatch.setattr(evidence.shutil, "disk_usage", usage)
-    assert evidence.sweep_sizes(tmp_path, 64 << 20)[-1] == 1 << 20
+    monkeypatch.setattr(flush_checks.shutil, "disk_usage", usage)
+    assert flush_checks.sweep_sizes(tmp_path, 64 << 20)[-1] == 1 << 20
     free["bytes"] = 1 << 20
-    assert evidence.sweep_sizes(tmp_path, 64 << 20) == ()
+    assert flush_checks.sweep_sizes(tmp_path, 64 << 20) == ()
 
 
 def test_dirty_sweep_writes_only_in_its_directory(tmp_path):
@@ -185,26 +188,28 @@ def test_dirty_sweep_writes_only_in_its_directory(tmp_path):
 
 
 def test_ld_so_preload_and_mapped_libraries():
-    assert evidence.parse_ld_so_preload("# comment\n/usr/lib/disable-fsync.so\n a.so:b.so \n") == (
+    assert observations.parse_ld_so_preload(
+        "# comment\n/usr/lib/disable-fsync.so\n a.so:b.so \n"
+    ) == (
         "/usr/lib/disable-fsync.so",
         "a.so",
         "b.so",
     )
     maps = (FIXTURES / "proc_self_maps_eatmydata.txt").read_text()
-    found = evidence.preloaded_libraries(maps, ["libeatmydata.so"], SYNC_DISABLING_LIBS)
+    found = observations.preloaded_libraries(maps, ["libeatmydata.so"], SYNC_DISABLING_LIBS)
     assert found == ("/usr/lib/x86_64-linux-gnu/libeatmydata.so.1.3.0",)
-    assert evidence.preloaded_libraries(maps, ["libc.so.6"], ()) == (
+    assert observations.preloaded_libraries(maps, ["libc.so.6"], ()) == (
         "/usr/lib/x86_64-linux-gnu/libc.so.6",
     )
-    assert evidence.preloaded_libraries(maps, [], ()) == ()
+    assert observations.preloaded_libraries(maps, [], ()) == ()
 
 
 def test_parse_zfs_sync():
-    assert evidence.parse_zfs_sync((0, b"disabled\n")) == "disabled"
-    assert evidence.parse_zfs_sync((0, b"standard\n")) == "standard"
-    assert evidence.parse_zfs_sync((1, b"")) is None
-    assert evidence.parse_zfs_sync((0, b"cannot open 'x': dataset does not exist\n")) is None
-    assert evidence.parse_zfs_sync(None) is None
+    assert observations.parse_zfs_sync((0, b"disabled\n")) == "disabled"
+    assert observations.parse_zfs_sync((0, b"standard\n")) == "standard"
+    assert observations.parse_zfs_sync((1, b"")) is None
+    assert observations.parse_zfs_sync((0, b"cannot open 'x': dataset does not exist\n")) is None
+    assert observations.parse_zfs_sync(None) is None
 
 
 def test_environment_facts_on_a_fake_root(tmp_path):
@@ -221,7 +226,7 @@ def test_environment_facts_on_a_fake_root(tmp_path):
         calls.append(argv)
         return 0, b"disabled\n"
 
-    env = evidence.environment_facts(h, root=str(tmp_path), environ={}, runner=runner)
+    env = observations.environment_facts(h, root=str(tmp_path), environ={}, runner=runner)
     assert env.ld_so_preload == ("/usr/lib/disable-fsync.so",)
     assert env.preloaded_libraries == ("/usr/lib/disable-fsync.so",)
     assert env.zfs_sync == "disabled"
@@ -266,10 +271,10 @@ def test_md_raid_counts_the_least_flushed_leaf(fake, tmp_path):
     fake.mountinfo(line("9:0", "/", "xfs", "/dev/md0"))
     h = _host_from(fake, "/srv")
     disks = [d.name for d in h.target.disks if d.has_flush_counters]
-    assert disks == ["sda", "sdb"] and evidence.counter_reason(h) is None
+    assert disks == ["sda", "sdb"] and flush_checks.counter_reason(h) is None
     work = tmp_path / "work"
     work.mkdir()
-    c = evidence.compare_libc_syscall(
+    c = flush_checks.compare_libc_syscall(
         work, "fdatasync", QUICK, disks, BumpingCounters(fake, {"sda": 30, "sdb": 10})
     )
     if c is None:
@@ -286,16 +291,16 @@ def test_old_kernel_degrades_to_counter_not_available(fake, tmp_path):
     fake.mountinfo(line("8:1", "/", "ext4", "/dev/sda1"))
     h = _host_from(fake, "/data")
     assert [d.name for d in h.target.disks] == ["sda"]
-    reason = evidence.counter_reason(h)
+    reason = flush_checks.counter_reason(h)
     assert reason is not None and "no flush fields" in reason
     counters = lambda disks: read_flush_counters(disks, root=str(fake.root))  # noqa: E731
     work = tmp_path / "work"
     work.mkdir()
-    c = evidence.compare_libc_syscall(work, "fdatasync", QUICK, ["sda"], counters)
-    second = evidence.second_fd_check(work, QUICK, ["sda"], counters)
+    c = flush_checks.compare_libc_syscall(work, "fdatasync", QUICK, ["sda"], counters)
+    second = flush_checks.second_fd_check(work, QUICK, ["sda"], counters)
     assert c is None or (c.libc_flushes is None and c.syscall_flushes is None)
     assert second.same_fd_flushes is None and second.second_fd_flushes is None
-    ev = evidence.Evidence(
+    ev = Evidence(
         syscall_comparisons=() if c is None else (c,),
         second_fd=second,
         unavailable={"flush_counters": reason},
@@ -307,9 +312,9 @@ def test_old_kernel_degrades_to_counter_not_available(fake, tmp_path):
 
 def test_counter_reasons():
     t = StorageTarget("/x", Mount("/x", "tmpfs", "tmpfs"))
-    assert "no block device" in evidence.counter_reason(Host("h", "Linux", t))
-    assert "Darwin" in evidence.counter_reason(Host("h", "Darwin", t))
-    assert "unknown" in evidence.counter_reason(Host("h", "Linux", StorageTarget("/x")))
+    assert "no block device" in flush_checks.counter_reason(Host("h", "Linux", t))
+    assert "Darwin" in flush_checks.counter_reason(Host("h", "Darwin", t))
+    assert "unknown" in flush_checks.counter_reason(Host("h", "Linux", StorageTarget("/x")))
 
 
 def test_partition_counters_come_from_the_whole_disk(fake):
@@ -327,16 +332,16 @@ def test_partition_counters_come_from_the_whole_disk(fake):
 
 
 def test_second_fd_check_on_a_real_file(tmp_path):
-    c = evidence.second_fd_check(tmp_path, QUICK, [], lambda d: {})
+    c = flush_checks.second_fd_check(tmp_path, QUICK, [], lambda d: {})
     assert c.syncs == 40 and c.same_fd_p50_ns > 0 and c.second_fd_p50_ns > 0
     assert c.same_fd_flushes is None
 
 
 def test_plan_rejects_bad_values():
     with pytest.raises(FsyncbenchError):
-        evidence.EvidencePlan(sweep_repeats=0)
+        EvidencePlan(sweep_repeats=0)
     with pytest.raises(FsyncbenchError):
-        evidence.EvidencePlan(compare_syncs=2)
+        EvidencePlan(compare_syncs=2)
     assert Virtualization().virtualized is None
 
 
@@ -346,7 +351,7 @@ def test_fit_sweep_flush_cost_follows_the_small_sizes():
     pts = [
         (s, int(200_000 + s * (1.0 if s < 16 << 20 else 1.3))) for s in audit_workloads.SWEEP_SIZES
     ]
-    fit = evidence.fit_sweep("fdatasync", pts)
+    fit = flush_checks.fit_sweep("fdatasync", pts)
     assert 150_000 < fit.flush_cost_ns < 250_000
     assert 0.5e9 < fit.bandwidth_bytes_per_s < 1.1e9
 
@@ -1969,7 +1974,8 @@ NO_SYNC_ADVICE = (
     "Remove the sync-disabling library or SQLite build option (SQLITE_NO_SYNC) and audit again."
 )
 NO_SYNC_SOURCE = (
-    "strace of the commits (fsyncbench.measure.evidence.trace_syncs); " + rule_facts.SQLITE_SYNC_DOC
+    "strace of the commits (fsyncbench.measure.observations.trace_syncs); "
+    + rule_facts.SQLITE_SYNC_DOC
 )
 
 

@@ -257,7 +257,7 @@ def rule_commit_issues_no_sync(f: Facts, r: Result) -> Finding | None:
             "syncs_per_commit_without_preload": clean,
             "ld_preload": f.host.ld_preload,
         },
-        "strace of the commits (fsyncbench.measure.evidence.trace_syncs); " + SQLITE_SYNC_DOC,
+        "strace of the commits (fsyncbench.measure.observations.trace_syncs); " + SQLITE_SYNC_DOC,
     )
 
 

@@ -298,7 +298,7 @@ def _interposed(c: SyscallComparison) -> tuple[bool, bool]:
 
 def rule_libc_interposed(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """The libc wrapper against ``syscall(SYS_fdatasync)`` after identical writes (EATMYDATA_DOC;
-    the measurement: fsyncbench.measure.evidence.compare_libc_syscall). With counters on both sides
+    the measurement: fsyncbench.measure.flush_checks.compare_libc_syscall). With counters on both sides
     they decide: the raw blocks sent >= REACHED_FLUSH_RATIO flushes per call more than the
     libc blocks (:func:`_interposed`). Without counters, time
     decides only in the shape interposition has: a libc call faster than any real I/O

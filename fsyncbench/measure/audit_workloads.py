@@ -2,7 +2,8 @@
 primitives of :mod:`fsyncbench.measure.workloads`: a sync made as a raw system call
 (:func:`raw_syscall_primitive`), a sync on a second descriptor (:class:`SecondFdFlush`), the
 dirty-size sweep (:func:`dirty_sweep`) and the child process whose commits strace watches
-(:func:`trace_child`). Their orchestration is :mod:`fsyncbench.measure.evidence`. Like every
+(:func:`trace_child`). Their collectors are :mod:`fsyncbench.measure.flush_checks` and
+:mod:`fsyncbench.measure.observations`. Like every
 workload, these write under the user's target only inside a
 :func:`fsyncbench.measure.scratch.scratch_dir` directory.
 """

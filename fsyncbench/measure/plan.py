@@ -1,7 +1,9 @@
 """The run plan: which configurations to measure (``--journal-mode``, ``--synchronous``,
 ``--fullfsync``) and how (:class:`RunPlan`: sample counts, time budgets, the CI target,
 rounds), every bound checked before anything is measured. Executing a plan is
-:mod:`fsyncbench.measure.runner`."""
+:mod:`fsyncbench.measure.runner`. The audit's evidence plan (:class:`EvidencePlan`: how much
+evidence beyond the latency to gather) is here too; gathering it is
+:mod:`fsyncbench.measure.evidence`."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from fsyncbench.errors import FsyncbenchError, did_you_mean
 from fsyncbench.measure import intervals
+from fsyncbench.measure.audit_workloads import SWEEP_SIZES
 from fsyncbench.measure.timing import MAX_SAMPLES, Sampler, Workload
 from fsyncbench.measure.workloads import JOURNAL_MODES, SYNCHRONOUS
 from fsyncbench.model import Pragmas
@@ -262,3 +265,30 @@ class RunPlan:
         return Sampler(
             workload, max_samples=self.samples, warmup=self.warmup, min_phases=MIN_PHASES
         )
+
+
+@dataclass(frozen=True)
+class EvidencePlan:
+    """How much evidence to gather (the ``audit`` command's sample options;
+    :func:`fsyncbench.measure.evidence.collect`)."""
+
+    compare_syncs: int = 200  # per side of libc vs syscall (and of the second-fd check)
+    compare_blocks: int = 4  # interleaved blocks per side
+    sweep_repeats: int = 3  # syncs per dirty size
+    sweep_max_bytes: int = SWEEP_SIZES[-1]
+    trace_commits: int = 20  # commits traced per pragma combination
+    payload_bytes: int = DEFAULT_PAYLOAD_BYTES
+    trace: bool = True
+    budget_s: float = 20.0  # per timed block set
+
+    def __post_init__(self) -> None:
+        if self.compare_syncs < self.compare_blocks or self.compare_blocks < 1:
+            raise FsyncbenchError("--compare-syncs must be at least the number of blocks (4)")
+        if self.sweep_repeats < 1:
+            raise FsyncbenchError(f"--sweep-repeats must be at least 1, got {self.sweep_repeats}")
+        if self.sweep_max_bytes < SWEEP_SIZES[1]:
+            raise FsyncbenchError(
+                f"--sweep-max-mib must be at least {max(1, SWEEP_SIZES[1] >> 20)}"
+            )
+        if self.trace_commits < 1:
+            raise FsyncbenchError(f"--trace-commits must be at least 1, got {self.trace_commits}")
