@@ -1227,7 +1227,7 @@ def test_at_tool_floor_within_floor_factor(side):
     )
     at = side != ABOVE
     assert stats.at_tool_floor(r, report.floors) is at
-    label = latency.results_table(report).rows[0][1].text
+    label = latency.results_table(report).rows[0][0].text
     assert label == "write+fdatasync" + (" (at the tool's floor)" if at else "")
 
 

@@ -1023,8 +1023,7 @@ def test_render_an_empty_database_with_nothing_acknowledged():
         "  lost       none",
         "",
         "Result: INCONCLUSIVE: the listener holds no acknowledged commit of this run.",
-        "Path verdict for wal/full: unverifiable, nothing decided it (decided by "
-        "powercut-nothing-acknowledged)",
+        "Path verdict for wal/full: unverifiable (decided by powercut-nothing-acknowledged)",
         "  [WARN] powercut-nothing-acknowledged (wal/full): The listener holds no acknowledged "
         "commit of this run: there is nothing to check. Advice: " + ADVICE_NOTHING,
         "Note: no run record here",
@@ -1058,7 +1057,7 @@ def test_render_a_pass_with_many_ranges():
         "1009, 1011",
         "",
         "Result: PASS: all 1,005 acknowledged commits survived and the journal is intact.",
-        "Path verdict for wal/normal: unverifiable, measured (decided by config-not-durable)",
+        "Path verdict for wal/normal: unverifiable (decided by config-not-durable)",
         "  [info] powercut-survived (wal/normal): All 1,005 acknowledged commits survived and "
         "the journal is intact; 1,223 more were committed but not yet acknowledged. Advice: "
         + ADVICE_SURVIVED,

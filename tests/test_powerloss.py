@@ -601,7 +601,7 @@ def test_sigkill_loses_nothing_written_and_matches_the_fullest_prefix_state(tmp_
 
 def test_powerloss_command_prints_the_table_and_leaves_nothing(tmp_path):
     argv = ("--journal-mode", "wal", "--synchronous", "normal,full", "--no-report")
-    proc = fsb("powerloss", tmp_path, *argv)
+    proc = fsb("powerloss", tmp_path, *argv, env=dict(os.environ, COLUMNS="400"))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "wal/normal: loses all 10 acknowledged commits recorded" in out

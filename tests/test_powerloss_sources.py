@@ -58,7 +58,8 @@ def test_documentation_and_observation_are_kept_apart_with_their_sources(tmp_pat
     assert (delete.documented_durable, delete.agreement(delete.models[0])) == (False, "agrees")
 
 
-def test_the_table_shows_two_columns_and_the_method_both_sources(tmp_path):
+def test_the_table_shows_two_columns_and_the_method_both_sources(tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "400")  # the table's header on one line
     result = _result(tmp_path, Pragmas("DELETE", "FULL"), Pragmas("WAL", "FULL"))
     text = api.render(result, "text")
     header = next(line for line in text.splitlines() if line.startswith("config "))

@@ -14,7 +14,8 @@ from fsyncbench.powercut import ranges as R
 from fsyncbench.powercut.judgement import Judgement, PowercutFacts
 from fsyncbench.report.describe import findings_section, host_table
 from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
-from fsyncbench.report.wording import finding_line, verdict_phrase
+from fsyncbench.report.vocabulary import verdict_phrase
+from fsyncbench.report.wording import finding_line
 
 
 def describe_powercut(report: Report) -> Document:

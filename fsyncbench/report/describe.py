@@ -36,10 +36,17 @@ from fsyncbench.report.document import (
 from fsyncbench.report.headtohead import head_to_head_sections, in_answer
 from fsyncbench.report.latency import compact_table, results_table
 from fsyncbench.report.loss import run_report_sections
-from fsyncbench.report.wording import (
+from fsyncbench.report.vocabulary import (
+    PROMISE_HEADER,
     STRENGTH_MEANING,
-    SYNC_TRACE_HEADERS,
     VERDICT_MEANING,
+    promise_of,
+    promise_tone,
+    strength_word,
+    verdict_phrase,
+)
+from fsyncbench.report.wording import (
+    SYNC_TRACE_HEADERS,
     evidence_lines,
     floor_line,
     host_lines,
@@ -48,7 +55,6 @@ from fsyncbench.report.wording import (
     no_interval_legend,
     stance_tag,
     sync_trace_rows,
-    verdict_phrase,
 )
 from fsyncbench.report.writers import writers_sections
 
@@ -626,13 +632,9 @@ def evidence_section(report: Report) -> Section:
         (
             Cell(v.subject),
             Cell(v.path_verdict),
-            Cell(v.strength or "-"),
+            Cell(strength_word(v)),
             Cell(v.decided_by),
-            Cell("-")
-            if v.config_durable is None
-            else Cell("yes", "good")
-            if v.config_durable
-            else Cell("NO", "bad"),
+            Cell(word := promise_of(report, v.subject), promise_tone(word)),
         )
         for v in report.verdict.results
     )
@@ -644,9 +646,7 @@ def evidence_section(report: Report) -> Section:
             for b in (
                 Preformatted(tuple(lines[1:])),
                 trace_table,
-                Table(
-                    ("subject", "path verdict", "strength", "decided by", "durable commit"), rows
-                ),
+                Table(("subject", "path verdict", "strength", "decided by", PROMISE_HEADER), rows),
             )
             if b is not None
         ),

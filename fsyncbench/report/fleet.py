@@ -26,6 +26,7 @@ from fsyncbench.jsonable import to_jsonable
 from fsyncbench.model import NO_FLUSH, VOLATILE_CACHE, Report, Result
 from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
 from fsyncbench.report.redact import REDACTED_HOST
+from fsyncbench.report.vocabulary import NOT_DURABLE, NOT_STATED, PROMISE_HEADER, promise
 
 #: The configuration a fleet is sorted by when none is named: the durable WAL setup an
 #: agent journal would use.
@@ -224,12 +225,12 @@ def _tally(values: Sequence[str]) -> str:
     return "mixed: " + ", ".join(f"{v} {n}" for v, n in counts.most_common())
 
 
-def _durable(value: bool | None) -> str:
-    return "-" if value is None else ("yes" if value else "NO")
+def _durable(row: FleetRow) -> str:
+    return promise(row.config_durable, row.result, row.report.host.os_name)
 
 
 def _tone(values: Sequence[str]) -> str:
-    if any(v in _RISKY or v == "NO" for v in values):
+    if any(v in _RISKY or v in (NOT_DURABLE, NOT_STATED) for v in values):
         return "bad"
     return "caution" if len(set(values)) > 1 else ""
 
@@ -251,7 +252,7 @@ def _group_table(groups: Sequence[FleetGroup], config: str, by: Sequence[str]) -
     shown = list(_SHOWN) + (["dir"] if "dir" in by else [])
     label = [] if by else ["report"]
     headers = ["#", *label, *shown, "fs", "VM", "reports", "n (sum)", "p50", "p99"]
-    headers += ["p99 spread", f"{config} verdict", "durable config", "path verdict"]
+    headers += ["p99 spread", f"{config} verdict", PROMISE_HEADER, "path verdict"]
     first_num = 1 + len(label) + len(shown) + 2
     rows = []
     for i, g in enumerate(groups, start=1):
@@ -259,7 +260,7 @@ def _group_table(groups: Sequence[FleetGroup], config: str, by: Sequence[str]) -
         facets = [_tally([FACETS[f](r) for r in g.rows]) for f in shown]
         path = [r.path_verdict for r in g.rows]
         conf = [r.config_verdict or "-" for r in g.rows]
-        durable = [_durable(r.config_durable) for r in g.rows]
+        durable = [_durable(r) for r in g.rows]
         rows.append(
             (
                 Cell(str(i)),

@@ -17,6 +17,14 @@ from fsyncbench.model import PowerlossConfig, Report, Result, recorded_options
 from fsyncbench.report.answer import bottom_line
 from fsyncbench.report.document import Cell, Paragraph, Section, Table
 from fsyncbench.report.loss import loss_phrase
+from fsyncbench.report.vocabulary import (
+    DURABLE,
+    NOT_DURABLE,
+    NOT_STATED,
+    PROMISE_HEADER,
+    promise_of,
+    promise_tone,
+)
 
 KEY = "head-to-head"
 TITLE = "Head to head"
@@ -84,8 +92,7 @@ def ratio_phrase(r: RatioInterval) -> str:
 
 def _loss(report: Report, name: str) -> tuple[str, str]:
     """(the documented promise, the simulated loss or "")."""
-    durable = {v.subject: v.config_durable for v in report.verdict.results}.get(name)
-    documented = {True: "yes", False: "NO", None: "-"}[durable]
+    documented = promise_of(report, name)
     simulated = ""
     if report.powerloss is not None:
         config: PowerlossConfig | None = next(
@@ -99,12 +106,15 @@ def _loss(report: Report, name: str) -> tuple[str, str]:
 def _keeps(documented: str, both: bool = False) -> str:
     if both:
         return {
-            "yes": "keep every acknowledged commit (as their pragmas promise)",
-            "NO": "may lose acknowledged commits (their pragmas do not promise them)",
+            DURABLE: "keep every acknowledged commit (as their pragmas promise)",
+            NOT_DURABLE: "may lose acknowledged commits (their pragmas do not promise them)",
+            NOT_STATED: "may lose acknowledged commits (SQLite's documentation does not "
+            "promise them)",
         }.get(documented, "were not judged for durability")
     return {
-        "yes": "keeps every acknowledged commit (its pragmas promise it)",
-        "NO": "may lose acknowledged commits (its pragmas do not promise them)",
+        DURABLE: "keeps every acknowledged commit (its pragmas promise it)",
+        NOT_DURABLE: "may lose acknowledged commits (its pragmas do not promise them)",
+        NOT_STATED: "may lose acknowledged commits (SQLite's documentation does not promise them)",
     }.get(documented, "was not judged for durability")
 
 
@@ -192,7 +202,7 @@ def head_to_head_sections(report: Report, names: Sequence[str] = ()) -> tuple[Se
             Cell(fmt_ns(r.summary.p50_ns)),
             Cell(fmt_ns(r.summary.p99_ns)),
             Cell(f"{r.summary.ops_per_s:,.0f}"),
-            Cell(doc, "good" if doc == "yes" else "bad" if doc == "NO" else ""),
+            Cell(doc, promise_tone(doc)),
             *((Cell(sim or "-"),) if simulated else ()),
         )
         for r, doc, sim in ((a, doc_a, sim_a), (b, doc_b, sim_b))
@@ -203,7 +213,7 @@ def head_to_head_sections(report: Report, names: Sequence[str] = ()) -> tuple[Se
             "p50",
             "p99",
             "ops/s",
-            "durable",
+            PROMISE_HEADER,
             *(("power cut (simulated)",) if simulated else ()),
         ),
         rows,

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from fsyncbench.fmt import fmt_interval, fmt_ns, fmt_spread
 from fsyncbench.measure import stats
-from fsyncbench.model import Report, ResultVerdict
+from fsyncbench.model import Report, Result, ResultVerdict
 from fsyncbench.report.document import Cell, Table
+from fsyncbench.report.vocabulary import PROMISE_HEADER, promise, promise_tone
 from fsyncbench.report.wording import P999_MIN_SAMPLES, p99_precision, result_label
 
 __all__ = ["compact_table", "results_table"]
@@ -15,11 +16,11 @@ __all__ = ["compact_table", "results_table"]
 _FLOOR_MARK = " *"
 
 
-def _durable(v: ResultVerdict | None) -> Cell:
-    """Whether a result's pragmas promise a durable commit: yes, NO, or - (not a commit)."""
-    if v is None or v.config_durable is None:
-        return Cell("-")
-    return Cell("yes", "good") if v.config_durable else Cell("NO", "bad")
+def _durable(v: ResultVerdict | None, r: Result, os_name: str) -> Cell:
+    """What a result's pragmas promise after a power cut (:func:`promise`): durable, not
+    durable, not stated, or - (not a commit)."""
+    word = promise(None if v is None else v.config_durable, r, os_name)
+    return Cell(word, promise_tone(word))
 
 
 def compact_table(report: Report) -> Table:
@@ -50,7 +51,7 @@ def compact_table(report: Report) -> Table:
     )
     headers = (
         "configuration",
-        "durable",
+        PROMISE_HEADER,
         *(("path verdict",) if with_verdict else ()),
         "sync",
         "p50",
@@ -65,7 +66,7 @@ def compact_table(report: Report) -> Table:
         v = verdicts.get(r.name)
         at_floor = stats.at_tool_floor(r, report.floors)
         floor = floor or at_floor
-        durable = _durable(v)
+        durable = _durable(v, r, report.host.os_name)
         verdict = Cell("-" if v is None or r.primitive == "none" else v.path_verdict)
         rows.append(
             (
@@ -86,7 +87,7 @@ def compact_table(report: Report) -> Table:
     )
     # one line of at most 100 columns, so the terminal summary keeps to 40 lines
     caption = (
-        "Latency (durable: the pragmas promise a durable commit; sync: the primitive timed"
+        "Latency (durable: SQLite's promise for a power cut; sync: the primitive timed"
         + ("; * tool's floor" if floor else "")
         + "):"
     )
@@ -105,7 +106,7 @@ def results_table(report: Report) -> Table:
     headers = (
         "configuration",
         "kind",
-        "durable commit",
+        PROMISE_HEADER,
         "path verdict",
         "sync primitive",
         "n",
@@ -125,7 +126,7 @@ def results_table(report: Report) -> Table:
     for r in report.results:
         s = r.summary
         v = verdicts.get(r.name)
-        durable = _durable(v)
+        durable = _durable(v, r, report.host.os_name)
         label = result_label(r)
         if stats.at_tool_floor(r, report.floors):
             label += " (at the tool's floor)"

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from fsyncbench.fmt import fmt_bandwidth, fmt_ns, fmt_precision
 from fsyncbench.judge import stack
-from fsyncbench.model import BlockDevice, Finding, Host, Report, Result, ResultVerdict, Verdict
+from fsyncbench.model import BlockDevice, Finding, Host, Report, Result
+from fsyncbench.report.vocabulary import DURABLE, NOT_DURABLE, NOT_STATED, promise_of
 
 #: Fewest samples for which p99.9 is printed: with fewer it is within a sample or two of the
 #: maximum (the 99.9th percentile needs 1,000 samples to have one above it).
@@ -195,22 +196,6 @@ def _yn(value: bool | None) -> str:
     return "?" if value is None else ("yes" if value else "no")
 
 
-#: How each verdict strength reads in a sentence (fsyncbench.model.STRENGTHS).
-STRENGTH_MEANING = {
-    "proven": "proven by a power cut",
-    "measured": "measured",
-    "inferred": "inferred, not measured",
-    "none": "nothing decided it",
-}
-
-
-def verdict_phrase(path_verdict: str, strength: str, decided_by: str) -> str:
-    """``honest_flush, inferred, not measured (decided by flush-latency-plausible)``; the
-    strength is left out for reports written before it was recorded."""
-    how = STRENGTH_MEANING.get(strength, strength)
-    return f"{path_verdict}" + (f", {how}" if how else "") + f" (decided by {decided_by})"
-
-
 def stance_tag(f: Finding) -> str:
     """``[decides: no_flush, measured]``, ``[disagrees: honest_flush, inferred]``; "" for
     findings that are not path signals."""
@@ -227,28 +212,22 @@ def finding_line(f: Finding) -> str:
     )
 
 
-def verdict_cell(v: Verdict | ResultVerdict) -> str:
-    return v.path_verdict + (f" ({v.strength})" if v.strength else "")
-
-
-#: One sentence per path verdict, for readers who have not seen the vocabulary.
-VERDICT_MEANING = {
-    "no_flush": "Syncs never reach stable storage here.",
-    "volatile_cache": "Syncs return once data sits in a volatile cache.",
-    "unverifiable": "Nothing visible from here can tell whether flushes are honoured.",
-    "honest_flush": "Facts and timings are consistent with stable media.",
-}
-
-
 def durability_line(report: Report) -> str:
     """Which configurations promise power-loss durability of each commit, which do not."""
-    yes = [v.subject for v in report.verdict.results if v.config_durable is True]
-    no = [v.subject for v in report.verdict.results if v.config_durable is False]
-    if not yes and not no:
+    words = {v.subject: promise_of(report, v.subject) for v in report.verdict.results}
+    yes = [name for name, w in words.items() if w == DURABLE]
+    no = [name for name, w in words.items() if w == NOT_DURABLE]
+    open_ = [name for name, w in words.items() if w == NOT_STATED]
+    if not yes and not no and not open_:
         return ""
     return (
         f"Pragmas that promise a durable commit: {', '.join(yes) or 'none'}. "
         f"Not durable by design: {', '.join(no) or 'none'}."
+        + (
+            f" Durability not stated by SQLite's documentation: {', '.join(open_)}."
+            if open_
+            else ""
+        )
     )
 
 
