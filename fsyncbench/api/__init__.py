@@ -23,18 +23,13 @@ cannot be reached). Ctrl-C (or SIGTERM, where the CLI maps it) while measuring r
 :class:`~fsyncbench.errors.Interrupted`, a KeyboardInterrupt saying what was cleaned up.
 """
 
+from fsyncbench.api.auditing import audit
+
 # the callback types of the measuring calls' arguments, named for annotations
-from fsyncbench.api.measuring import Notes as Notes
-from fsyncbench.api.measuring import Progress as Progress
-from fsyncbench.api.measuring import (
-    audit,
-    build_report,
-    experiment_report,
-    host_record,
-    kill_matrix,
-    run,
-    simulate_power_loss,
-)
+from fsyncbench.api.common import Notes as Notes
+from fsyncbench.api.common import Progress as Progress
+from fsyncbench.api.experiments import experiment_report, kill_matrix, simulate_power_loss
+from fsyncbench.api.measuring import build_report, host_record, run
 from fsyncbench.api.powercut import (
     powercut_cycle,
     powercut_listen,

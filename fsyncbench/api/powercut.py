@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fsyncbench import options
-from fsyncbench.api.measuring import PathLike, check_extras, command_line_of
+from fsyncbench.api.common import PathLike, check_extras, command_line_of
 from fsyncbench.measure.plan import DEFAULT_PAYLOAD_BYTES
 from fsyncbench.options import Outputs
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsyncbench import options
-from fsyncbench.api.measuring import PathLike, _redacted
+from fsyncbench.api.common import PathLike, redacted
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.jsonable import to_jsonable
 from fsyncbench.model import (
@@ -53,7 +53,7 @@ def load(
     path = Path(path)
     if outputs is not None:
         outputs.check(source=path)
-    report = _redacted(store.load_report(path), redact)
+    report = redacted(store.load_report(path), redact)
     if gates is not None:
         gates.check_configs([r.name for r in report.results])
     return report
