@@ -109,6 +109,14 @@ def _not_durable_why(p: Pragmas, os_name: str) -> tuple[str | None, str]:
         source = (
             SQLITE_SYNC_DOC + " (EXTRA); strace of SQLite 3.40 (fsyncbench audit traces the calls)"
         )
+    elif p.synchronous == "NORMAL" and p.journal_mode != "WAL":
+        # PERSIST syncs its zeroed header even at NORMAL (strace above), but the
+        # documentation promises nothing at NORMAL in a rollback mode: the promise is its
+        why = (
+            f"synchronous=NORMAL in {p.journal_mode} mode: SQLite's documentation does not "
+            "promise that a commit survives a power failure ('a very small (though non-zero) "
+            "chance' of corruption)"
+        )
     elif os_name == "Windows" and p.journal_mode == "DELETE":
         why, source = (
             "on Windows SQLite deletes the rollback journal (the commit point) without syncing "
@@ -163,6 +171,8 @@ def config_durability(host: Host, r: CommitConfig) -> tuple[bool, Finding | None
 
     synchronous=OFF: no; journal_mode OFF/MEMORY: no; WAL + NORMAL: no (syncs only at
     checkpoints); DELETE below EXTRA and TRUNCATE below FULL: no (UNSYNCED_COMMIT_POINT);
+    PERSIST at NORMAL: no (the documentation promises nothing at NORMAL in a rollback mode;
+    :func:`fsyncbench.judge.promises.documented` says the same of every combination);
     DELETE on Windows at any level: no (SQLITE_WIN_DELETE_DOC); DELETE on macOS at any
     level, fullfsync or not: no (SQLITE_UNIX_DELETE_DOC);
     macOS without fullfsync: no (plain fsync); Apple's system SQLite maps fullfsync to
