@@ -659,7 +659,7 @@ def test_a_bug_exits_3_with_its_traceback_never_1(tmp_path):
 def test_samples_counts_timings_and_powerloss_names_its_states_apart():
     """run's and audit's --samples count timings; powerloss's sampled crash states are
     --sampled-states (its old --samples still reads, unlisted)."""
-    from fsyncbench.cli_parser import build_parser
+    from fsyncbench.cli import build_parser
 
     parser = build_parser()
     assert parser.parse_args(["powerloss", "d", "--sampled-states", "5"]).samples == 5
@@ -674,7 +674,7 @@ def test_samples_counts_timings_and_powerloss_names_its_states_apart():
 def test_powerloss_is_one_spelling_in_run_and_crash():
     """run --powerloss and crash --powerloss (the command is powerloss); crash's earlier
     --power-loss still reads, unlisted."""
-    from fsyncbench.cli_parser import build_parser
+    from fsyncbench.cli import build_parser
 
     parser = build_parser()
     sub = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr]
@@ -688,13 +688,13 @@ def test_powerloss_is_one_spelling_in_run_and_crash():
 def test_progress_of_a_workload_without_a_count_shows_its_label_alone(monkeypatch, capsys):
     """powerloss reports each configuration x model with target 1 and no samples: the bar
     names it, never "0 samples"; a run-budgeted run still counts its samples."""
-    from fsyncbench import cli
+    from fsyncbench.cli import progress as bar
 
-    monkeypatch.setattr(cli, "_isatty", lambda _stream: True)
-    with cli._Progress(quiet=False) as progress:
+    monkeypatch.setattr(bar, "_isatty", lambda _stream: True)
+    with bar.Progress(quiet=False) as progress:
         progress("wal/full prefix", 0, 2, 0, 1, 0, 0)
     err = capsys.readouterr().err
     assert "wal/full prefix" in err and "samples" not in err
-    with cli._Progress(quiet=False) as progress:
+    with bar.Progress(quiet=False) as progress:
         progress("wal/full", 0.5, 2, 1234, 1_000_000, 0, 0)
     assert "wal/full 1,234 samples" in capsys.readouterr().err

@@ -861,7 +861,7 @@ def test_compare_help_says_what_the_gate_checks():
     cannot tell."""
     import argparse
 
-    from fsyncbench.cli_parser import build_parser
+    from fsyncbench.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     text = " ".join(sub.choices["compare"].format_help().split())

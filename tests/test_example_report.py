@@ -32,7 +32,7 @@ def test_the_example_never_lands_among_the_users_reports():
     import shutil
     import subprocess
 
-    from fsyncbench.cli_parser import build_parser
+    from fsyncbench.cli import build_parser
 
     run = build_parser().parse_args(["run", "."])
     assert run.report_dir == Path("reports")

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from fsyncbench import __version__
-from fsyncbench.cli_parser import build_parser
+from fsyncbench.cli import build_parser
 from fsyncbench.errors import FsyncbenchError
 
 yaml = pytest.importorskip("yaml", reason="PyYAML (installed with the test extra) is needed")

@@ -507,9 +507,9 @@ def test_what_listen_prints_on_startup(tmp_path):
 
 
 def test_the_parser_names_the_same_environment_variable():
-    from fsyncbench import cli_parser
+    from fsyncbench.cli import shared_options
 
-    assert cli_parser._SECRET_ENV == ENV_VAR
+    assert shared_options.SECRET_ENV == ENV_VAR
     assert dataclasses.is_dataclass(Secret) and Secret.__dataclass_params__.frozen
 
 
