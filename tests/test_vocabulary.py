@@ -65,3 +65,29 @@ def test_a_verdict_that_tells_says_how_it_was_established():
     )
     v = ResultVerdict("wal/full", "volatile_cache", "flush-too-fast", True, "measured")
     assert vocabulary.verdict_cell(v) == "volatile_cache (measured)"
+
+
+def test_on_storage_that_drops_flushes_no_promise_holds_and_no_cost_is_quoted():
+    """/dev/shm (tmpfs, no_flush): the audit said 'wal/full and wal/off cannot be told
+    apart' as a cost of durability and 'wal/full keeps every acknowledged commit'."""
+    from factories import flush
+
+    from fsyncbench import api
+    from fsyncbench import report as report_out
+
+    results = [
+        flush("fdatasync", 1_500),
+        commit("WAL", "OFF", 17_000),
+        commit("WAL", "FULL", 17_500),
+    ]
+    rep = api.build_report("audit", host(fs_type="tmpfs"), results, ("fsyncbench", "audit", "/d"))
+    assert rep.verdict.path_verdict == "no_flush"
+    text = " ".join(report_out.render(rep, "text").split())
+    assert "Cost of durability: none can be measured here: syncs do not reach stable media" in text
+    assert "cannot be told apart" not in text
+    assert (
+        "wal/full would keep every acknowledged commit as its pragmas promise, but syncs " in text
+    )
+    assert "keeps every acknowledged commit (its pragmas promise it)" not in text
+    honest = api.build_report("audit", host(), results, ("fsyncbench", "audit", "/d"))
+    assert "none can be measured here" not in " ".join(report_out.render(honest, "text").split())

@@ -240,6 +240,13 @@ def cost_text(b: BottomLine, brief: bool = False) -> Paragraph | None:
     d, o = b.durable, b.fastest_other
     if d is None:
         return None
+    if b.durable_here is False:
+        return Paragraph(
+            f"none can be measured here: syncs do not reach stable media (path verdict "
+            f"{b.path_verdict}), so {d.name}'s p50 of {fmt_ns(d.p50_ns)} is not what a durable "
+            "commit costs. Measure the storage the journal will live on.",
+            lead="Cost of durability:",
+        )
     parts = []
     if o is not None and b.cost_p50_ns is not None:
         ratio = "" if b.cost_ratio is None else f" ({b.cost_ratio:.3g}x)"

@@ -23,10 +23,16 @@ from typing import Any
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.fmt import fmt_bounds, fmt_interval, fmt_ns
 from fsyncbench.jsonable import to_jsonable
-from fsyncbench.model import NO_FLUSH, VOLATILE_CACHE, Report, Result
+from fsyncbench.model import Report, Result
 from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
 from fsyncbench.report.redact import REDACTED_HOST
-from fsyncbench.report.vocabulary import NOT_DURABLE, NOT_STATED, PROMISE_HEADER, promise
+from fsyncbench.report.vocabulary import (
+    LOSES_FLUSHES,
+    NOT_DURABLE,
+    NOT_STATED,
+    PROMISE_HEADER,
+    promise,
+)
 
 #: The configuration a fleet is sorted by when none is named: the durable WAL setup an
 #: agent journal would use.
@@ -38,7 +44,7 @@ DEFAULT_GROUP_BY = ("host", "disk", "kernel")
 #: ``--group-by report``: no grouping, one row per report.
 NO_GROUPING = "report"
 #: Path verdicts that mean an acknowledged flush may not be on stable media.
-_RISKY = (NO_FLUSH, VOLATILE_CACHE)
+_RISKY = LOSES_FLUSHES
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from fsyncbench.report.document import Cell, Paragraph, Section, Table
 from fsyncbench.report.loss import loss_phrase
 from fsyncbench.report.vocabulary import (
     DURABLE,
+    LOSES_FLUSHES,
     NOT_DURABLE,
     NOT_STATED,
     PROMISE_HEADER,
@@ -83,7 +84,8 @@ def ratio_phrase(r: RatioInterval) -> str:
     factor = 1 / r.ratio if faster else r.ratio
     word = "faster" if faster else "slower"
     if b is None:
-        return f"{factor:.2f}x {word} at {at}" + (f" (no interval: {r.reason})" if r.reason else "")
+        said = f"{factor:.2f}x {word}" if f"{factor:.2f}" != "1.00" else "1.00x, the same"
+        return f"{said} at {at}" + (f" (no interval: {r.reason})" if r.reason else "")
     lo, hi = (1 / b[1], 1 / b[0]) if faster else b
     if not r.separated:
         return f"not measurably different at {at} ({r.ratio:.2f}x [{b[0]:.2f}, {b[1]:.2f}])"
@@ -103,7 +105,15 @@ def _loss(report: Report, name: str) -> tuple[str, str]:
     return documented, simulated
 
 
-def _keeps(documented: str, both: bool = False) -> str:
+def _keeps(documented: str, both: bool = False, lost_here: str = "") -> str:
+    """What a configuration keeps in a power cut by what its pragmas promise; ``lost_here``
+    (a path verdict: syncs do not reach stable media) turns a promise into what it would
+    keep on storage that honoured it."""
+    if lost_here and documented == DURABLE:
+        return (
+            f"would keep every acknowledged commit as {'their' if both else 'its'} pragmas "
+            f"promise, but syncs here do not reach stable media ({lost_here})"
+        )
     if both:
         return {
             DURABLE: "keep every acknowledged commit (as their pragmas promise)",
@@ -116,6 +126,12 @@ def _keeps(documented: str, both: bool = False) -> str:
         NOT_DURABLE: "may lose acknowledged commits (its pragmas do not promise them)",
         NOT_STATED: "may lose acknowledged commits (SQLite's documentation does not promise them)",
     }.get(documented, "was not judged for durability")
+
+
+def _lost_here(report: Report, name: str) -> str:
+    """The path verdict under ``name`` when syncs there do not reach stable media, else ""."""
+    v = next((v for v in report.verdict.results if v.subject == name), None)
+    return v.path_verdict if v is not None and v.path_verdict in LOSES_FLUSHES else ""
 
 
 def brief_sentence(report: Report, names: Sequence[str] = ()) -> str:
@@ -136,7 +152,8 @@ def brief_sentence(report: Report, names: Sequence[str] = ()) -> str:
     loss = (
         ""
         if doc_a == doc_b
-        else f"; in a power cut {a.name} {_keeps(doc_a)}, {b.name} {_keeps(doc_b)}"
+        else f"; in a power cut {a.name} {_keeps(doc_a, lost_here=_lost_here(report, a.name))}"
+        f", {b.name} {_keeps(doc_b, lost_here=_lost_here(report, b.name))}"
     )
     lead = f"Head to head, {a.name} against {whom}" if asked else f"Against {whom}"
     if p50.bounds is None and p99.bounds is None and p50.reason == p99.reason:
@@ -186,11 +203,11 @@ def head_to_head_sections(report: Report, names: Sequence[str] = ()) -> tuple[Se
         + (f" ({rounds})" if rounds else "")
         + "; in a power cut "
         + (
-            f"both {_keeps(doc_a, both=True)}"
+            f"both {_keeps(doc_a, both=True, lost_here=_lost_here(report, a.name))}"
             if doc_a == doc_b and not (sim_a or sim_b)
-            else f"{a.name} {_keeps(doc_a)}"
+            else f"{a.name} {_keeps(doc_a, lost_here=_lost_here(report, a.name))}"
             + (f" (simulated: {sim_a})" if sim_a else "")
-            + f", {b.name} {_keeps(doc_b)}"
+            + f", {b.name} {_keeps(doc_b, lost_here=_lost_here(report, b.name))}"
             + (f" (simulated: {sim_b})" if sim_b else "")
         )
         + "."

@@ -13,10 +13,11 @@ and "not stated" on another, nor a verdict "unverifiable" and "measured" at once
 from __future__ import annotations
 
 from fsyncbench.judge.promises import DURABLE, NOT_DURABLE, NOT_STATED, documented
-from fsyncbench.model import Report, Result, ResultVerdict, Verdict
+from fsyncbench.model import NO_FLUSH, VOLATILE_CACHE, Report, Result, ResultVerdict, Verdict
 
 __all__ = [
     "DURABLE",
+    "LOSES_FLUSHES",
     "NOT_DURABLE",
     "NOT_STATED",
     "PROMISE_HEADER",
@@ -48,6 +49,9 @@ VERDICT_MEANING = {
     "unverifiable": "Nothing visible from here can tell whether flushes are honoured.",
     "honest_flush": "Facts and timings are consistent with stable media.",
 }
+
+#: The path verdicts under which syncs do not reach stable media: a promise does not hold.
+LOSES_FLUSHES = (NO_FLUSH, VOLATILE_CACHE)
 
 #: The verdict that says the machine cannot tell: it carries no strength of its own.
 CANNOT_TELL = "unverifiable"
