@@ -28,7 +28,9 @@ from fsyncbench.api.auditing import audit
 # the callback types of the measuring calls' arguments, named for annotations
 from fsyncbench.api.common import Notes as Notes
 from fsyncbench.api.common import Progress as Progress
+from fsyncbench.api.comparing import Comparison, compare
 from fsyncbench.api.experiments import experiment_report, kill_matrix, simulate_power_loss
+from fsyncbench.api.gating import GateResult, gate
 from fsyncbench.api.measuring import build_report, host_record, run
 from fsyncbench.api.powercut import (
     powercut_cycle,
@@ -36,16 +38,7 @@ from fsyncbench.api.powercut import (
     powercut_verify,
     powercut_write,
 )
-from fsyncbench.api.reports import (
-    Comparison,
-    GateResult,
-    compare,
-    gate,
-    load,
-    render,
-    save,
-    write_file,
-)
+from fsyncbench.api.reports import load, render, save, write_file
 from fsyncbench.errors import FsyncbenchError, Interrupted
 from fsyncbench.options import Gates, Outputs
 
