@@ -314,9 +314,9 @@ def test_cli_compare_three_reports_prints_the_fleet(tmp_path):
     ]
     # last three columns: wal/full verdict, durable config (WAL + FULL: yes), path verdict
     assert [r[-3:] for r in fleet_rows] == [
-        ["honest_flush", "yes", "honest_flush"],
-        ["unverifiable", "yes", "unverifiable"],
-        ["no_flush", "yes", "no_flush"],
+        ["honest_flush", "durable", "honest_flush"],
+        ["unverifiable", "durable", "unverifiable"],
+        ["no_flush", "durable", "no_flush"],
     ]
     assert [r[-1] for r in report_rows] == ["honest_flush", "unverifiable", "no_flush"]
     assert [next(c for c in r if c in ("ext4", "tmpfs")) for r in fleet_rows] == [

@@ -17,7 +17,7 @@ def test_there_is_an_example():
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_example_markdown_is_what_show_renders(path):
-    """Refresh with: fsyncbench show examples/report/X.json --format markdown -o examples/report/X.md"""
+    """Refresh with: python scripts/example_report.py (--measure for a new run)"""
     committed = path.with_suffix(".md").read_text()
     assert report_out.render(store.load_report(path), "markdown") == committed
 
