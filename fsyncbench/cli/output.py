@@ -20,6 +20,7 @@ from fsyncbench import api
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import EXPERIMENT_KINDS, Report
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS
+from fsyncbench.report.layout import wrap
 
 if TYPE_CHECKING:  # for annotations only
     from fsyncbench.crash import CrashExperiment, PowerLossExperiment
@@ -131,38 +132,47 @@ def apply_gates(result: api.GateResult, to_stderr: bool = False) -> int:
     # the gate's verdict must reach someone: stderr when stdout's reader has gone
     out = sys.stderr if to_stderr or getattr(sys.stdout, "closed_by_reader", False) else sys.stdout
     for line in result.notes:
-        print(f"NOTE [max-p99] {line}.", file=out)
+        _say(f"NOTE [max-p99] {line}.", out)
     for line in result.cannot_tell:
-        print(f"CANNOT TELL [max-p99] {line}.", file=out)
+        _say(f"CANNOT TELL [max-p99] {line}.", out)
     if result.failures:
         for f in result.failures:
-            print(f"GATE FAILED [{f.gate}] {f.message}", file=out)
+            _say(f"GATE FAILED [{f.gate}] {f.message}", out)
         n = len(result.failures)
-        print(
+        _say(
             f"{n} gate failure{'s' if n != 1 else ''} in {_configurations(result.checked)} "
             "checked: exit 1.",
-            file=out,
+            out,
         )
         return EXIT_RISK
     if result.cannot_tell:
         n = len(result.cannot_tell)
-        print(
+        _say(
             f"No gate failed, but {n} of {_configurations(result.checked)} could not be "
             "checked: exit 4.",
-            file=out,
+            out,
         )
         return EXIT_CANNOT_TELL
     if result.unverified:
-        names = ", ".join(result.unverified)
-        print(
+        names = (
+            "every one of them"
+            if len(result.unverified) == result.checked > 1
+            else ", ".join(result.unverified)
+        )
+        _say(
             f"Gates passed ({_configurations(result.checked)} checked), but the storage under "
             f"{names} is unverifiable, not verified: --fail-on cannot fail on what was not "
             "judged (add unverifiable to --fail-on to require a verified path).",
-            file=out,
+            out,
         )
         return EXIT_OK
-    print(f"Gates passed ({_configurations(result.checked)} checked).", file=out)
+    _say(f"Gates passed ({_configurations(result.checked)} checked).", out)
     return EXIT_OK
+
+
+def _say(text: str, out: TextIO) -> None:
+    """One gate line, wrapped to the terminal (its tag on the first line, the rest indented)."""
+    print("\n".join(wrap(text, "", "  ")), file=out)
 
 
 def _configurations(n: int) -> str:

@@ -211,7 +211,12 @@ def review(
                     f"--max-p99 {fmt_ns(max_p99_ns)} 1 % of the time or more (oldest commit, "
                     f"p99 over time {fmt_ns(w.oldest_wait_p99_ns)}; longest "
                     f"{fmt_ns(w.max_ns)})"
-                    + (f": writers {', '.join(map(str, w.starved))} starved" if w.starved else "")
+                    + (
+                        f": writer{'s' if len(w.starved) > 1 else ''} "
+                        f"{', '.join(map(str, w.starved))} starved"
+                        if w.starved
+                        else ""
+                    )
                 )
     return failures, notes, untold
 
