@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fsyncbench import options
+from fsyncbench import powercut_defaults as defaults
 from fsyncbench.api.common import PathLike, check_extras, command_line_of
 from fsyncbench.measure.plan import DEFAULT_PAYLOAD_BYTES
 from fsyncbench.options import Outputs
@@ -25,9 +26,9 @@ __all__ = ["powercut_cycle", "powercut_listen", "powercut_verify", "powercut_wri
 
 
 def powercut_listen(
-    bind: str = "127.0.0.1",
-    port: int = 5400,
-    state: PathLike = "fsyncbench-powercut-listener.db",
+    bind: str = defaults.BIND,
+    port: int = defaults.PORT,
+    state: PathLike = defaults.STATE,
     *,
     secret_file: PathLike | None = None,
     log: Callable[[str], None] = lambda _line: None,
@@ -148,17 +149,17 @@ def powercut_cycle(
     verify: str,
     *,
     restore: str | None = None,
-    cycles: int = 1,
-    cut_after: str = "2..10",
+    cycles: int = defaults.CYCLES,
+    cut_after: str = defaults.CUT_AFTER,
     seed: int | None = None,
-    bind: str = "127.0.0.1",
-    port: int = 5400,
-    state: PathLike = "fsyncbench-powercut-listener.db",
+    bind: str = defaults.BIND,
+    port: int = defaults.PORT,
+    state: PathLike = defaults.STATE,
     secret_file: PathLike | None = None,
-    start_timeout_s: float = 300.0,
-    command_timeout_s: float = 120.0,
-    verify_timeout_s: float = 900.0,
-    retry_every_s: float = 5.0,
+    start_timeout_s: float = defaults.START_TIMEOUT_S,
+    command_timeout_s: float = defaults.COMMAND_TIMEOUT_S,
+    verify_timeout_s: float = defaults.VERIFY_TIMEOUT_S,
+    retry_every_s: float = defaults.RETRY_EVERY_S,
     log: Callable[[str], None] = lambda _line: None,
     outputs: Outputs | None = None,
 ) -> CycleSummary:

@@ -11,6 +11,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fsyncbench import powercut_defaults as defaults
 from fsyncbench.errors import FsyncbenchError
 
 #: The placeholders a command may hold (``{run_id}`` not in the start command).
@@ -115,13 +116,13 @@ def make_plan(
     verify: str,
     *,
     restore: str | None = None,
-    cycles: int = 1,
-    cut_after: str = "2..10",
+    cycles: int = defaults.CYCLES,
+    cut_after: str = defaults.CUT_AFTER,
     seed: int | None = None,
-    start_timeout_s: float = 300.0,
-    command_timeout_s: float = 120.0,
-    verify_timeout_s: float = 900.0,
-    retry_every_s: float = 5.0,
+    start_timeout_s: float = defaults.START_TIMEOUT_S,
+    command_timeout_s: float = defaults.COMMAND_TIMEOUT_S,
+    verify_timeout_s: float = defaults.VERIFY_TIMEOUT_S,
+    retry_every_s: float = defaults.RETRY_EVERY_S,
 ) -> CyclePlan:
     """The checked plan (FsyncbenchError naming the option otherwise). ``seed`` None: a
     random seed, shown in the summary so the moments can be drawn again."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fsyncbench import api
+from fsyncbench import powercut_defaults as defaults
 from fsyncbench.cli.output import EXIT_OK, EXIT_RISK, emit, outputs
 from fsyncbench.cli.parsing import Parser, Subparsers, path
 from fsyncbench.cli.shared_options import (
@@ -56,11 +57,11 @@ def _add_listen_parser(pcs: Subparsers) -> None:
     pcl = pcs.add_parser("listen", help="on the second machine: durably record what writers report")
     _add_listener_options(
         pcl,
-        bind="address to listen on (default 127.0.0.1; give this machine's LAN "
+        bind=f"address to listen on (default {defaults.BIND}; give this machine's LAN "
         "address for a two-machine test)",
-        port="TCP port (default 5400; 0: any free one)",
+        port=f"TCP port (default {defaults.PORT}; 0: any free one)",
         state="the durable record, an SQLite file; a restarted listener continues it "
-        "(default ./fsyncbench-powercut-listener.db)",
+        f"(default ./{defaults.STATE})",
         secret="the secret writers and verifiers must prove: read from FILE if it exists, "
         "else a new random one is written there (mode 0600) and printed once (default: "
         "the --state file's name + .secret; without --secret-file, "
@@ -73,15 +74,9 @@ def _add_listener_options(
 ) -> None:
     """--bind, --port, --state and --secret-file, the listener of listen and of cycle, each
     with the help given."""
-    p.add_argument("--bind", default="127.0.0.1", metavar="ADDRESS", help=bind)
-    p.add_argument("--port", type=int, default=5400, metavar="PORT", help=port)
-    p.add_argument(
-        "--state",
-        type=path,
-        default=Path("fsyncbench-powercut-listener.db"),
-        metavar="FILE",
-        help=state,
-    )
+    p.add_argument("--bind", default=defaults.BIND, metavar="ADDRESS", help=bind)
+    p.add_argument("--port", type=int, default=defaults.PORT, metavar="PORT", help=port)
+    p.add_argument("--state", type=path, default=Path(defaults.STATE), metavar="FILE", help=state)
     p.add_argument("--secret-file", type=path, metavar="FILE", help=secret)
 
 
@@ -200,14 +195,18 @@ def _add_cycle_parser(pcs: Subparsers) -> None:
         '--format json /data"',
     )
     pcc.add_argument(
-        "--cycles", type=int, default=1, metavar="N", help="how many cycles (default 1)"
+        "--cycles",
+        type=int,
+        default=defaults.CYCLES,
+        metavar="N",
+        help=f"how many cycles (default {defaults.CYCLES})",
     )
     pcc.add_argument(
         "--cut-after",
-        default="2..10",
+        default=defaults.CUT_AFTER,
         metavar="S..S",
         help="the cut comes this many seconds after the run's first recorded commit, drawn "
-        "uniformly from the range (default 2..10)",
+        f"uniformly from the range (default {defaults.CUT_AFTER})",
     )
     pcc.add_argument(
         "--seed",
@@ -216,24 +215,35 @@ def _add_cycle_parser(pcs: Subparsers) -> None:
         help="seed of the cut moments (default: a random one, shown in the summary)",
     )
     for option, default, what in (
-        ("--start-timeout-seconds", 300, "for the first recorded commit after --start"),
-        ("--command-timeout-seconds", 120, "for each --cut, --restore and --verify run"),
-        ("--verify-timeout-seconds", 900, "for --verify to give a verdict (retried)"),
-        ("--retry-every-seconds", 5, "between --verify attempts"),
+        (
+            "--start-timeout-seconds",
+            defaults.START_TIMEOUT_S,
+            "for the first recorded commit after --start",
+        ),
+        (
+            "--command-timeout-seconds",
+            defaults.COMMAND_TIMEOUT_S,
+            "for each --cut, --restore and --verify run",
+        ),
+        (
+            "--verify-timeout-seconds",
+            defaults.VERIFY_TIMEOUT_S,
+            "for --verify to give a verdict (retried)",
+        ),
+        ("--retry-every-seconds", defaults.RETRY_EVERY_S, "between --verify attempts"),
     ):
         pcc.add_argument(
             option,
             type=float,
             default=default,
             metavar="S",
-            help=f"wait {what} (default {default})",
+            help=f"wait {what} (default {default:g})",
         )
     _add_listener_options(
         pcc,
-        bind="the listener's address (default 127.0.0.1; give this machine's LAN address)",
-        port="TCP port (default 5400; 0: any)",
-        state="the listener's durable record, as for listen "
-        "(default ./fsyncbench-powercut-listener.db)",
+        bind=f"the listener's address (default {defaults.BIND}; give this machine's LAN address)",
+        port=f"TCP port (default {defaults.PORT}; 0: any)",
+        state=f"the listener's durable record, as for listen (default ./{defaults.STATE})",
         secret="the listener's secret, as for listen (default: the --state file's name + "
         f".secret; without --secret-file, {SECRET_ENV} is used when set)",
     )
