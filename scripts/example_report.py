@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Make examples/report/ again, so it cannot go stale.
 
     python scripts/example_report.py            # re-render the .md from the JSON there

@@ -229,7 +229,7 @@ def two_runs(tmp_path):
 
 def test_cli_compare_two_reports_prints_ratios_and_significance(two_runs):
     a, b = two_runs
-    proc = fsb("compare", a, b)
+    proc = fsb("compare", a, b, "--verbose")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert out.index("Host differences") < out.index("configuration")

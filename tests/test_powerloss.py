@@ -601,13 +601,13 @@ def test_sigkill_loses_nothing_written_and_matches_the_fullest_prefix_state(tmp_
 
 def test_powerloss_command_prints_the_table_and_leaves_nothing(tmp_path):
     argv = ("--journal-mode", "wal", "--synchronous", "normal,full", "--no-report")
-    proc = fsb("powerloss", tmp_path, *argv, env=dict(os.environ, COLUMNS="400"))
+    proc = fsb("powerloss", tmp_path, *argv, "--verbose", env=dict(os.environ, COLUMNS="400"))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "wal/normal: loses all 10 acknowledged commits recorded" in out
     assert "wal/full: loses 0 (synced-only); documented durable" in out
-    header = next(line for line in out.splitlines() if line.startswith("config "))
-    assert header.split("  ")[0] == "config"
+    header = next(line for line in out.splitlines() if line.startswith("configuration "))
+    assert header.split("  ")[0] == "configuration"
     assert "lost, worst" in header and "measured vs expected" in header
     assert leftovers(tmp_path) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == []
@@ -715,7 +715,7 @@ def test_keep_failures_never_touches_what_is_already_there(tmp_path):
     target = tmp_path / "t"
     target.mkdir()
     args = ("--journal-mode", "wal", "--synchronous", "normal", "--model", "synced-only")
-    proc = fsb("powerloss", target, *args, "--keep-failures", keep, "--no-report")
+    proc = fsb("powerloss", target, *args, "--keep-failures", keep, "--no-report", "--verbose")
     assert proc.returncode == 0, proc.stderr
     assert (mine / "mine.txt").read_text() == "precious"
     assert sorted(p.name for p in mine.iterdir()) == ["mine.txt"]

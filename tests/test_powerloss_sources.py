@@ -61,8 +61,8 @@ def test_documentation_and_observation_are_kept_apart_with_their_sources(tmp_pat
 def test_the_table_shows_two_columns_and_the_method_both_sources(tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "400")  # the table's header on one line
     result = _result(tmp_path, Pragmas("DELETE", "FULL"), Pragmas("WAL", "FULL"))
-    text = api.render(result, "text")
-    header = next(line for line in text.splitlines() if line.startswith("config "))
+    text = api.render(result, "text", verbose=True)
+    header = next(line for line in text.splitlines() if line.startswith("configuration "))
     assert [h.strip() for h in header.split("  ") if h.strip()][-3:] == [
         "documented",
         "observed",
@@ -84,7 +84,7 @@ def test_the_table_shows_two_columns_and_the_method_both_sources(tmp_path, monke
             dataclasses.replace(c, documentation=None, observation=None) for c in result.configs
         ),
     )
-    old_text = " ".join(api.render(old, "text").split())
+    old_text = " ".join(api.render(old, "text", verbose=True).split())
     assert "Documented promise. From https://www.sqlite.org/pragma.html" in old_text
     assert (
         "delete/full: loses up to 1 acknowledged commit (synced-only); documented not durable"
@@ -120,7 +120,7 @@ def test_every_model_says_which_filesystems_can_leave_its_states(tmp_path):
         assert can and never, model
         assert all(name.strip() in SOURCES for name in sources.split(";")), model
     plan = PowerlossPlan((Pragmas("WAL", "FULL"),), models=("synced-only", "subset"), commits=2)
-    text = " ".join(api.render(run_matrix(tmp_path, plan), "text").split())
+    text = " ".join(api.render(run_matrix(tmp_path, plan), "text", verbose=True).split())
     section = text.split("Which filesystems can leave each model's states")[1]
     section = section.split("The worst state of each")[0]
     assert "- synced-only: every file as of its last sync" in section
@@ -142,3 +142,14 @@ def test_the_docs_show_the_model_to_filesystem_table():
     for url in SOURCES.values():
         for one in url.split(", "):
             assert one in doc, one
+
+
+def test_the_terminal_gets_the_answer_and_the_main_columns_unless_verbose(tmp_path):
+    result = _result(tmp_path, Pragmas("WAL", "NORMAL"), Pragmas("WAL", "FULL"))
+    brief, whole = (api.render(result, "text", verbose=v) for v in (False, True))
+    assert "wal/full: loses 0 (synced-only)" in brief and "wal/full: loses 0" in whole
+    assert "The worst state of each" in whole and "The worst state of each" not in brief
+    assert "--verbose, or --format markdown" in " ".join(brief.split())
+    header = next(line for line in brief.splitlines() if line.startswith("configuration "))
+    assert "crash" not in header and "crash" in " ".join(whole.split())
+    assert api.render(result, "markdown") == api.render(result, "markdown", verbose=True)

@@ -155,18 +155,22 @@ def render(
         if result.crash is not None or result.crash_power_loss is not None:
             return _render_kill_matrix(result, fmt, model_call_ms)
         if result.kind == "powerloss" and result.powerloss is not None:
-            return _render_powerloss(result.powerloss, fmt)
+            return _render_powerloss(result.powerloss, fmt, verbose)
         from fsyncbench import report as reporting
 
         return reporting.render(result, fmt, model_call_ms, verbose, options.vs_names(vs))
     if isinstance(result, Comparison):
-        return _render_comparison(result, options.choice(fmt, options.COMPARE_FORMATS, "--format"))
+        return _render_comparison(
+            result, options.choice(fmt, options.COMPARE_FORMATS, "--format"), verbose
+        )
     if isinstance(result, Host):
         if options.choice(fmt, options.TABLE_FORMATS, "--format") == "json":
             return _json(to_jsonable(result))
         return tables.render_host(result, fmt)
     if isinstance(result, PowerlossResult):
-        return _render_powerloss(result, options.choice(fmt, options.REPORT_FORMATS, "--format"))
+        return _render_powerloss(
+            result, options.choice(fmt, options.REPORT_FORMATS, "--format"), verbose
+        )
     from fsyncbench.powercut.verify import VerifyOutcome
     from fsyncbench.powercut.writer import WriterSummary, format_summary
 
@@ -215,7 +219,7 @@ def _render_kill_matrix(result: Any, fmt: str, model_call_ms: float) -> str:
     return render_document(doc, fmt)
 
 
-def _render_powerloss(result: PowerlossResult, fmt: str) -> str:
+def _render_powerloss(result: PowerlossResult, fmt: str, verbose: bool = True) -> str:
     from fsyncbench import __version__
     from fsyncbench.report import render_document
     from fsyncbench.report.loss import describe_powerloss
@@ -233,7 +237,9 @@ def _render_powerloss(result: PowerlossResult, fmt: str) -> str:
                 **data,
             }
         )
-    return render_document(describe_powerloss(result, __version__), fmt)
+    return render_document(
+        describe_powerloss(result, __version__, brief=fmt == "text" and not verbose), fmt
+    )
 
 
 def _json(data: Any) -> str:
@@ -254,11 +260,12 @@ def _head_to_head_line(c: Comparison) -> str:
     )
 
 
-def _render_comparison(c: Comparison, fmt: str) -> str:
+def _render_comparison(c: Comparison, fmt: str, verbose: bool = True) -> str:
     """``c`` in ``fmt``; in text and Markdown the regression gate's answer line comes first
     and its other lines after the tables (JSON carries it in ``regression_check``); a
-    head-to-head (``--vs``) sentence before the tables."""
-    body = _render_comparison_body(c, fmt)
+    head-to-head (``--vs``) sentence before the tables. ``verbose`` False: two reports as
+    text in their compact table (Markdown, HTML and JSON are always whole)."""
+    body = _render_comparison_body(c, fmt, verbose or fmt != "text")
     if c.head_to_head and fmt in ("text", "markdown"):
         line = _head_to_head_line(c)
         if fmt == "text":
@@ -278,7 +285,7 @@ def _render_comparison(c: Comparison, fmt: str) -> str:
     return top + "\n\n" + body.rstrip("\n") + "\n\n" + sep.join(rest) + ("\n" if rest else "")
 
 
-def _render_comparison_body(c: Comparison, fmt: str) -> str:
+def _render_comparison_body(c: Comparison, fmt: str, verbose: bool) -> str:
     from fsyncbench import __version__
     from fsyncbench.report import fleet as fleets
     from fsyncbench.report import render_document, tables
@@ -290,7 +297,7 @@ def _render_comparison_body(c: Comparison, fmt: str) -> str:
             data = tables.compare_jsonable(c.reports[0], c.reports[1], c.pair, c.labels)
         elif fmt == "html":
             # the side-by-side tables as they read in a terminal, on a page of their own
-            text = tables.render_compare(c.reports[0], c.reports[1], c.pair, c.labels)
+            text = tables.render_compare(c.reports[0], c.reports[1], c.pair, c.labels, fit=False)
             doc = Document(
                 f"fsyncbench compare: {c.labels[0]} vs {c.labels[1]}",
                 f"fsyncbench {__version__}",
@@ -299,7 +306,7 @@ def _render_comparison_body(c: Comparison, fmt: str) -> str:
             return render_document(doc, fmt)
         else:
             return tables.render_compare(
-                c.reports[0], c.reports[1], c.pair, c.labels, tables.TABLEFMT[fmt]
+                c.reports[0], c.reports[1], c.pair, c.labels, tables.TABLEFMT[fmt], verbose
             )
     else:
         assert c.config is not None  # a fleet always has its configuration

@@ -92,14 +92,16 @@ def _add_json_alias(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_verbose_option(p: argparse.ArgumentParser) -> None:
+def add_verbose_option(
+    p: argparse.ArgumentParser,
+    whole: str = "the whole report (findings with their evidence, device counters, host, "
+    "method, glossary) instead of the bottom line and a compact table",
+) -> None:
     p.add_argument(
         "--verbose",
         "-v",
         action="store_true",
-        help="with --format text: the whole report (findings with their evidence, device "
-        "counters, host, method, glossary) instead of the bottom line and a compact table; "
-        "Markdown, HTML and the saved report are always whole",
+        help=f"with --format text: {whole}; Markdown, HTML and the saved report are always whole",
     )
 
 

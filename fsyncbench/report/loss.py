@@ -202,10 +202,16 @@ def _sources(c: PowerlossConfig) -> tuple[str, str]:
     return c.documentation.short(), c.observation.short()
 
 
-def loss_table(result: PowerlossResult) -> Table:
+#: The columns of :func:`loss_table` a brief screen keeps: configuration, model, lost
+#: (worst, mean), corrupt, documented, measured vs expected.
+BRIEF_COLUMNS = (0, 1, 4, 5, 7, 8, 10)
+
+
+def loss_table(result: PowerlossResult, brief: bool = False) -> Table:
     """One row per configuration x model: crash points, states checked (distinct),
     acknowledged commits lost (worst, mean over sound states, states losing any), corrupt
-    states, the documented promise and whether the measurement agrees."""
+    states, the documented promise and whether the measurement agrees; ``brief``: only
+    :data:`BRIEF_COLUMNS`, and a one-sentence caption."""
     rows = []
     for c in result.configs:
         for m in c.models:
@@ -233,9 +239,9 @@ def loss_table(result: PowerlossResult) -> Table:
                     ),
                 )
             )
-    return Table(
+    table = Table(
         (
-            "config",
+            "configuration",
             "model",
             "crash points",
             "states (distinct)",
@@ -257,6 +263,18 @@ def loss_table(result: PowerlossResult) -> Table:
             "whether this recording synced each commit point before its acknowledgement; each "
             "with its source below. Expected: the documentation where it states durability, "
             "else the observation."
+        ),
+    )
+    if not brief:
+        return table
+    keep = BRIEF_COLUMNS
+    return Table(
+        tuple(table.headers[i] for i in keep),
+        tuple(tuple(row[i] for i in keep) for row in table.rows),
+        numeric=frozenset(j for j, i in enumerate(keep) if i in table.numeric),
+        caption=(
+            f"Acknowledged commits lost after a simulated power cut, {result.commits} commits "
+            f"per configuration ({result.semantics} semantics):"
         ),
     )
 
@@ -493,13 +511,32 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + "s" * (n != 1)
 
 
-def describe_powerloss(result: PowerlossResult, tool_version: str) -> Document:
-    """The :class:`Document` of ``fsyncbench powerloss``."""
+def describe_powerloss(result: PowerlossResult, tool_version: str, brief: bool = False) -> Document:
+    """The :class:`Document` of ``fsyncbench powerloss``; ``brief`` (the terminal's
+    default): the answer and the loss table's main columns, then where the rest is."""
+    sections = tuple(s for s in powerloss_sections(result) if s.blocks)
+    if brief:
+        sections = (
+            sections[0],
+            Section(
+                "powerloss-table",
+                "Commits lost per configuration and model",
+                (
+                    loss_table(result, brief=True),
+                    Paragraph(
+                        "crash points, states, states losing, what the recording observed, "
+                        "which filesystems leave each model's states, the worst state of each "
+                        "and the method: --verbose, or --format markdown.",
+                        lead="More:",
+                    ),
+                ),
+            ),
+        )
     return Document(
         f"fsyncbench powerloss: simulated power cuts ({result.semantics} semantics)",
         f"fsyncbench {tool_version}, report schema {SCHEMA_VERSION}, "
         f"{_count(len(result.configs), 'configuration')} x {_count(len(result.models), 'model')}",
-        tuple(s for s in powerloss_sections(result) if s.blocks),
+        sections,
     )
 
 

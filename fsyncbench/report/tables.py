@@ -22,6 +22,9 @@ from fsyncbench.report.wording import host_lines
 if TYPE_CHECKING:  # for annotations only: report.compare imports numpy
     from fsyncbench.report.compare import PairComparison, QuantileComparison
 
+#: tabulate's "simple" layout not fitted to the terminal (:func:`render_compare`'s ``fit``).
+_NATURAL = "simple, as it is"
+
 #: tabulate layout of a table per output format.
 TABLEFMT = {"text": "simple", "markdown": "github"}
 
@@ -174,6 +177,7 @@ def _table(
     other (Markdown's "github") as tabulate lays it out."""
     if tablefmt == "simple":
         return "\n".join(fit_table(headers, rows, right))
+    tablefmt = "simple" if tablefmt == _NATURAL else tablefmt
     return str(
         tabulate(
             [list(r) for r in rows],
@@ -194,12 +198,15 @@ def render_compare(
     labels: Sequence[str],
     tablefmt: str = "simple",
     verbose: bool = True,
+    fit: bool = True,
 ) -> str:
     """Two reports: host differences first, then p50 and p99 of each configuration side by
     side with their intervals, the ratio B/A with its interval, the Holm-adjusted p-value,
     significance and P(B>A). ``verbose`` False (the terminal's default): each statistic's
     A, B, B/base with its interval, how it was judged and whether it differs, and one line
-    saying what the whole table adds."""
+    saying what the whole table adds. ``fit`` False: laid out as it is, not to the terminal
+    (a page's preformatted copy)."""
+    tablefmt = tablefmt if fit or tablefmt != "simple" else _NATURAL
     la, lb = labels
     out = [
         f"A = {la} ({a.host.hostname}, {a.created_utc})",
@@ -244,7 +251,7 @@ def render_compare(
             )
     conf = f"{pair.confidence * 100:g}%"
     if not verbose:
-        return _compact_compare(out, pair, conf, tablefmt)
+        return _compact_compare(out, pair, conf, tablefmt, bool(a.writers or b.writers))
     out.append(
         _table(
             rows,
@@ -347,7 +354,9 @@ def render_compare(
     return "\n".join(out) + "\n"
 
 
-def _compact_compare(out: list[str], pair: PairComparison, conf: str, tablefmt: str) -> str:
+def _compact_compare(
+    out: list[str], pair: PairComparison, conf: str, tablefmt: str, writers: bool
+) -> str:
     """:func:`render_compare` without its columns for the record (each report's interval,
     n, the adjusted p-value, the detectable slowdown, P(B>A)) and its long notes."""
     rows = [
@@ -370,8 +379,9 @@ def _compact_compare(out: list[str], pair: PairComparison, conf: str, tablefmt: 
         "",
         f"Significant: {pair.adjustment}-adjusted over the {tested} statistics tested. "
         "B/base: B against A and the earlier runs A recorded. Each report's interval, n, "
-        "p-values, the slowdown the regression gate can detect, P(B>A) and the notes on "
-        "them: --verbose.",
+        "p-values, the slowdown the regression gate can detect, P(B>A)"
+        + (", the concurrent writers' points" if writers else "")
+        + " and the notes on them: --verbose.",
     ]
     if pair.only_a:
         out.append(f"Only in A: {', '.join(pair.only_a)}")

@@ -16,7 +16,11 @@ from fsyncbench.cli.output import (
     outputs,
 )
 from fsyncbench.cli.parsing import Subparsers, path, percent
-from fsyncbench.cli.shared_options import add_format_option, add_output_option
+from fsyncbench.cli.shared_options import (
+    add_format_option,
+    add_output_option,
+    add_verbose_option,
+)
 from fsyncbench.options import COMPARE_FORMATS
 
 NAME = "compare"
@@ -88,6 +92,11 @@ def add_parser(sub: Subparsers) -> None:
     )
     add_format_option(cmp_, COMPARE_FORMATS, "html: a self-contained page")
     add_output_option(cmp_)
+    add_verbose_option(
+        cmp_,
+        "two reports in the whole table (each report's interval, n, p-values, the "
+        "detectable slowdown, P(B>A)) with its notes, instead of the compact one",
+    )
 
 
 def handle(args: argparse.Namespace, _argv: list[str]) -> int:
@@ -101,7 +110,7 @@ def handle(args: argparse.Namespace, _argv: list[str]) -> int:
         accept_disturbed=args.accept_disturbed,
         vs=args.vs,
     )
-    emit(args, api.render(result, args.format))
+    emit(args, api.render(result, args.format, verbose=args.verbose))
     if args.fail_on_regression is None:
         return EXIT_OK
     # the regression gate's lines: after the table, or on stderr when stdout carries JSON

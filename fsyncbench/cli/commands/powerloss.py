@@ -19,6 +19,7 @@ from fsyncbench.cli.shared_options import (
     add_pragma_options,
     add_quiet_option,
     add_report_dir_options,
+    add_verbose_option,
 )
 from fsyncbench.options import REPORT_FORMATS
 
@@ -128,6 +129,12 @@ def add_parser(sub: Subparsers) -> None:
         pl, REPORT_FORMATS, "the report is saved as JSON, Markdown and HTML in --report-dir"
     )
     add_output_option(pl)
+    add_verbose_option(
+        pl,
+        "the whole report (every column of the table, which filesystems leave each "
+        "model's states, the worst state of each, the method) instead of the answer and the "
+        "table's main columns",
+    )
     add_report_dir_options(pl)
 
 
