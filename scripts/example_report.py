@@ -6,7 +6,9 @@
                                                 # behind its intervals) replaces the JSON
 
 The Markdown is what ``fsyncbench show FILE --format markdown`` renders from the JSON today
-(tests/test_example_report.py fails when it is not). ``--measure`` takes ``--earlier N``
+(tests/test_example_report.py fails when it is not). Then the blocks of README.md and docs/
+rendered from the example (its screen, its Prometheus lines) are made again with
+``scripts/docs_sync.py`` (tests/test_docs_sync.py fails when they are stale). ``--measure`` takes ``--earlier N``
 default runs of the same measurement in a scratch directory on the disk holding this
 checkout, then the one kept, whose intervals include the spread between those runs, and
 replaces every report in examples/report/ with it: the host facts a report records are then
@@ -62,6 +64,7 @@ def main() -> int:
         measure(args.earlier)
     for path in sorted(EXAMPLES.glob("*.json")):
         print(render(path))
+    subprocess.run([sys.executable, str(ROOT / "scripts" / "docs_sync.py")], check=True, cwd=ROOT)
     return 0
 
 
