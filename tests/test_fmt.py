@@ -239,7 +239,7 @@ def test_the_method_names_the_slice_count_once_when_every_configuration_has_the_
     """ "each configuration's 5 slices", not "5-5"; a range only where the counts differ."""
     import dataclasses
 
-    from fsyncbench.report.wording import interval_method_text
+    from fsyncbench.report.method_text import interval_method_text
 
     rep = sampled.report(1.0, seed=0)
     same = [dataclasses.replace(r, slice_counts=(400,) * 5) for r in rep.results]
@@ -251,7 +251,7 @@ def test_the_method_names_the_slice_count_once_when_every_configuration_has_the_
 def test_every_no_interval_reason_the_table_can_show_is_explained():
     """Each short reason a "none (...)" cell can carry has a sentence in the legend the
     screen and the report print under the table (they were never explained before)."""
-    from fsyncbench.report.wording import NO_INTERVAL_MEANS
+    from fsyncbench.report.method_text import NO_INTERVAL_MEANS
 
     reasons = [
         "n=12 too small for a p99 interval (needs 1000)",

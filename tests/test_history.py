@@ -438,7 +438,7 @@ def test_a_report_dir_that_is_a_file_names_the_way_out(tmp_path):
 def test_the_caveat_names_only_intervals_that_earlier_runs_entered():
     """Earlier runs attached but no interval could take them in: the report says the
     intervals are this run's alone."""
-    from fsyncbench.report import wording
+    from fsyncbench.report import method_text
 
     runs = (  # estimates of zero (a clock too coarse) are no runs to compare with
         EarlierRun("a.json", "2026-11-30T10:00:00Z", 0.0, 0.0),
@@ -455,7 +455,7 @@ def test_the_caveat_names_only_intervals_that_earlier_runs_entered():
         summary=s,
         earlier=runs,
     )
-    text = wording.interval_caveat([r])
+    text = method_text.interval_caveat([r])
     assert text.startswith("Intervals: this run alone (fewer than 2 earlier runs")
 
 

@@ -16,7 +16,7 @@ import pytest
 from fsyncbench.host import _common, _darwin, _other
 from fsyncbench.jsonable import from_jsonable, to_jsonable
 from fsyncbench.model import Host, StorageTarget
-from fsyncbench.report.wording import host_lines
+from fsyncbench.report.host_text import host_lines
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
 APPLE_FABRIC = (FIXTURES / "diskutil_info_apple_fabric_volume.plist").read_bytes()

@@ -27,7 +27,7 @@ from fsyncbench.model import (
     Host,
     Virtualization,
 )
-from fsyncbench.report import wording
+from fsyncbench.report import host_text
 
 Part = namedtuple("Part", "device mountpoint fstype opts")
 
@@ -674,7 +674,7 @@ def test_host_lines_show_what_windows_reported():
             ),
         }
     )
-    lines = dict(wording.host_lines(windows_host(collect_on(machine))))
+    lines = dict(host_text.host_lines(windows_host(collect_on(machine))))
     assert lines["disk PhysicalDrive0"].endswith(
         "accepts a cache flush yes, write cache power-protected per user-policy, removable no"
     )

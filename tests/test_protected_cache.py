@@ -31,7 +31,7 @@ from fsyncbench.model import (
     StorageTarget,
     Virtualization,
 )
-from fsyncbench.report import wording
+from fsyncbench.report import host_text
 
 RAID = Path(__file__).parent / "fixtures" / "raid"
 BARE = Virtualization(hypervisor_flag=False)
@@ -397,7 +397,7 @@ def test_declared_protection_is_honest_flush_inferred_and_shown(fake, word):
         INFERRED,
     )
     assert f"--assume {word}" in finding(v, "controller-cache-declared").message
-    lines = dict(wording.host_lines(h))
+    lines = dict(host_text.host_lines(h))
     assert lines["user-declared"] == f"{word} (user-declared, not verified)"
 
 
@@ -489,7 +489,7 @@ def test_a_volume_read_as_writing_through_leaves_a_fast_flush_to_the_floor(
 def test_the_report_names_the_controller_and_what_was_read(fake):
     scsi_volume(fake, "sda", "8:0", 0, driver="megaraid_sas", vendor="Cisco", model="UCSC")
     h = host_of(storage(fake, tools(STORCLI, ("storcli64",))))
-    text = dict(wording.host_lines(h))["disk sda"]
+    text = dict(host_text.host_lines(h))["disk sda"]
     assert "volume of Broadcom/LSI MegaRAID" in text
     assert "controller cache write through" in text
     assert "backup power ok (CacheVault CVPM05 Optimal)" in text
@@ -576,7 +576,7 @@ def test_dockerenv_alone_is_no_container_and_says_so(fake):
     virt = _virt.collect_virtualization(str(fake.root), environ={}, runner=lambda argv: None)
     assert virt.container is None and virt.container_evidence == evidence
     h = Host("h", "Linux", StorageTarget("/x"), virtualization=virt)
-    assert dict(wording.host_lines(h))["container"].startswith("none taken (/.dockerenv")
+    assert dict(host_text.host_lines(h))["container"].startswith("none taken (/.dockerenv")
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from factories import BARE, WB_SSD, commit, flush, host
 
 from fsyncbench import api
 from fsyncbench import report as report_out
-from fsyncbench.report import answer, describe
+from fsyncbench.report import answer, describe, findings_text
 from fsyncbench.report.document import Paragraph, pretty
 
 
@@ -260,7 +260,7 @@ def test_findings_are_grouped_by_code_with_their_configurations():
 
 
 def test_evidence_reads_as_sentences_with_units():
-    assert describe.evidence_text(
+    assert findings_text.evidence_text(
         {
             "p50_ns": 45_270.0,
             "hypervisor_flag": True,

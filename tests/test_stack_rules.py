@@ -27,7 +27,7 @@ from fsyncbench.model import (
     StorageTarget,
     Virtualization,
 )
-from fsyncbench.report import wording
+from fsyncbench.report import findings_text
 
 VDA = BlockDevice(
     "vda", rotational=True, write_cache="write back", transport="virtio", has_flush_counters=True
@@ -280,7 +280,7 @@ def test_weaker_disagreeing_signal_is_shown_not_hidden():
     assert (v.path_verdict, v.decided_by) == (UNVERIFIABLE, "virtualized-storage")
     other = next(f for f in v.findings if f.code == "flush-latency-plausible")
     assert (other.stance, other.points_to, other.strength) == ("disagrees", HONEST_FLUSH, INFERRED)
-    assert "[disagrees: honest_flush, inferred]" in wording.finding_line(other)
+    assert "[disagrees: honest_flush, inferred]" in findings_text.finding_line(other)
 
 
 def test_an_old_report_whose_walk_stopped_at_a_loop_device_is_not_trusted():

@@ -238,7 +238,7 @@ def _subtitle(report: Report | None, tool_version: str) -> str:
 def _host(report: Report | None) -> tuple[Section, ...]:
     if report is None:
         return ()
-    from fsyncbench.report.describe import host_table
+    from fsyncbench.report.host_text import host_table
 
     return (Section("host", "Host", (host_table(report),)),)
 

@@ -12,10 +12,10 @@ from typing import Any
 from fsyncbench.model import Report
 from fsyncbench.powercut import ranges as R
 from fsyncbench.powercut.judgement import Judgement, PowercutFacts
-from fsyncbench.report.describe import findings_section, host_table
 from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
+from fsyncbench.report.findings_text import finding_line, findings_section
+from fsyncbench.report.host_text import host_table
 from fsyncbench.report.vocabulary import verdict_phrase
-from fsyncbench.report.wording import finding_line
 
 
 def describe_powercut(report: Report) -> Document:

@@ -4,16 +4,43 @@ interval, ops/s), and the full one with every statistic of every result."""
 
 from __future__ import annotations
 
-from fsyncbench.fmt import fmt_interval, fmt_ns, fmt_spread
+from fsyncbench.fmt import fmt_interval, fmt_ns, fmt_precision, fmt_spread
 from fsyncbench.measure import stats
 from fsyncbench.model import Report, Result, ResultVerdict
 from fsyncbench.report.document import Cell, Table
 from fsyncbench.report.vocabulary import PROMISE_HEADER, promise, promise_tone
-from fsyncbench.report.wording import P999_MIN_SAMPLES, p99_precision, result_label
 
-__all__ = ["compact_table", "results_table"]
+__all__ = ["P999_MIN_SAMPLES", "compact_table", "results_table"]
+
+#: Fewest samples for which p99.9 is printed: with fewer it is within a sample or two of the
+#: maximum (the 99.9th percentile needs 1,000 samples to have one above it).
+P999_MIN_SAMPLES = 1000
 
 _FLOOR_MARK = " *"
+
+
+def p99_precision(r: Result) -> str:
+    """``+-4.2%`` (or ``+25.1/-16.3%`` when lopsided): how far p99's 95 % interval reaches
+    from p99, rounded up (:func:`fsyncbench.fmt.fmt_precision`); ``(not met)`` when
+    the run's CI target was not reached by its own interval, ``(4 runs)`` when earlier runs
+    widened the interval (the target applies to one run's samples; more of them cannot
+    narrow the spread between runs)."""
+    s = r.summary
+    text = fmt_precision(s.p99_ns, s.p99_ci_ns) if s.p99_ci_ns else "none"
+    runs = s.p99_interval.runs if s.p99_interval is not None else 1
+    marks = ["not met"] if r.ci_target_met is False else []
+    if runs > 1:
+        marks.append(f"{runs} runs")
+    return text + (f" ({', '.join(marks)})" if marks else "")
+
+
+def result_label(r: Result) -> str:
+    if r.kind != "commit" or r.requested is None:
+        return r.name
+    label = r.name
+    if r.effective and r.effective != r.requested:
+        label += f" (effective {r.effective.label})"
+    return label
 
 
 def _durable(v: ResultVerdict | None, r: Result, os_name: str) -> Cell:

@@ -14,13 +14,15 @@ import dataclasses
 
 from fsyncbench.model import Report
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS, bottom_line
-from fsyncbench.report.describe import answer_section, finding_groups, heading
+from fsyncbench.report.answer_text import answer_section
+from fsyncbench.report.describe import heading
 from fsyncbench.report.disturbed import machine_paragraph
 from fsyncbench.report.document import Block, Bullets, Document, Paragraph, Section, Table
+from fsyncbench.report.findings_text import finding_groups
 from fsyncbench.report.headtohead import in_answer
 from fsyncbench.report.latency import compact_table
 from fsyncbench.report.loss import run_report_sections
-from fsyncbench.report.wording import no_interval_legend
+from fsyncbench.report.method_text import no_interval_legend
 from fsyncbench.report.writers import writers_sections
 
 __all__ = ["summarize"]

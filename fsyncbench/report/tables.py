@@ -16,8 +16,8 @@ from tabulate import tabulate
 from fsyncbench.fmt import fmt_interval, fmt_ns
 from fsyncbench.jsonable import to_jsonable
 from fsyncbench.model import Host, Report, Result
+from fsyncbench.report.host_text import host_lines
 from fsyncbench.report.layout import fit_pairs, fit_table, width, wrap_text
-from fsyncbench.report.wording import host_lines
 
 if TYPE_CHECKING:  # for annotations only: report.compare imports numpy
     from fsyncbench.report.compare import PairComparison, QuantileComparison
