@@ -559,7 +559,7 @@ def test_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "workloads" not in proc.stderr and "\r" not in proc.stderr
-    assert proc.stderr.startswith("Report written: ")
+    assert proc.stderr.startswith("Report written:")
 
 
 # --------------------------------------------------------------------------- scripts, README

@@ -346,11 +346,11 @@ def test_compare_says_which_statistics_rest_on_earlier_runs(tmp_path):
     results = history.with_earlier(ours.results, history.read_history(tmp_path / "h", ours.host))
     a = sampled.save(dataclasses.replace(ours, results=results), tmp_path / "a.json")
     b = sampled.save(sampled.report(scale=1.0, seed=5), tmp_path / "b.json")
-    text = api.render(api.compare([a, b]), "text")
+    text = api.render(api.compare([a, b]), "text", verbose=True)
     flat = " ".join(text.split())  # running text is wrapped at 100 columns
     assert "statistics were judged against the baseline's runs" in flat
     assert "against 4 runs" in text
-    plain = " ".join(api.render(api.compare([b, a]), "text").split())
+    plain = " ".join(api.render(api.compare([b, a]), "text", verbose=True).split())
     assert "No statistic had 3 earlier runs behind A" in plain
 
 

@@ -903,6 +903,13 @@ FAIL_CONFIG = (
 )
 
 
+@pytest.fixture(autouse=True)
+def _wide_screen(monkeypatch):
+    """These tests read verify's words line by line; tests/test_screen_width.py checks
+    that the same screen fits 80 and 100 columns."""
+    monkeypatch.setenv("COLUMNS", "1000")
+
+
 def _lines(*lines):
     return "\n".join(lines) + "\n"
 

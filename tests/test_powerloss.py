@@ -231,7 +231,7 @@ def test_torn_with_powersafe_overwrite_on_is_invalid_not_corrupt(tmp_path):
     plan = PowerlossPlan((Pragmas("WAL", "FULL"),), models=("torn",), commits=3, psow=True)
     result = run_matrix(tmp_path, plan)
     assert result.configs[0].agreement(result.configs[0].models[0]) == ""
-    text = api.render(result, "text")
+    text = api.render(result, "text", verbose=True)
     assert "invalid" in text and "DISAGREES" not in text
 
 
@@ -751,7 +751,7 @@ def test_sampled_figures_are_stated_as_lower_bounds(tmp_path):
         max_states=2,
         samples=2,
     )
-    text = api.render(run_matrix(tmp_path, plan), "text")
+    text = api.render(run_matrix(tmp_path, plan), "text", verbose=True)
     assert "wal/normal: loses all 4 acknowledged commits recorded" in text
     assert "(subset, sampled)" in text
     assert "wal/full: no loss seen in" in text and "sampled states (subset, sampled)" in text
@@ -769,7 +769,7 @@ def test_run_with_powerloss_saves_it_beside_the_latency(tmp_path):
     report = _small_run(tmp_path, synchronous="normal,full")
     assert report.powerloss is not None
     assert [c.pragmas.label for c in report.powerloss.configs] == ["wal/normal", "wal/full"]
-    text = api.render(report, "text")
+    text = api.render(report, "text", verbose=True)
     p50 = next(r for r in report.results if r.requested == Pragmas("WAL", "FULL")).summary.p50_ns
     from fsyncbench.fmt import fmt_ns
 

@@ -85,7 +85,7 @@ def test_wal_full_loses_nothing_across_checkpoints_and_restarts(tmp_path, model)
 def test_the_output_bounds_more_commits_lose_more_at_the_next_checkpoint(tmp_path):
     plan = PowerlossPlan((Pragmas("WAL", "NORMAL"),), models=("synced-only",), commits=3)
     (tmp_path / "a").mkdir()
-    text = " ".join(api.render(run_matrix(tmp_path / "a", plan), "text").split())
+    text = " ".join(api.render(run_matrix(tmp_path / "a", plan), "text", verbose=True).split())
     assert (
         "loses all 3 acknowledged commits recorded (every commit since the last sync: more "
         "commits would lose more, but only up to the next checkpoint, every 1,000 WAL pages "
@@ -98,7 +98,7 @@ def test_the_output_bounds_more_commits_lose_more_at_the_next_checkpoint(tmp_pat
     (tmp_path / "b").mkdir()
     result = run_matrix(tmp_path / "b", crossing)
     (c,) = result.configs
-    text = " ".join(api.render(result, "text").split())
+    text = " ".join(api.render(result, "text", verbose=True).split())
     assert result.wal_autocheckpoint == PAGES and c.checkpoints >= 3
     assert (
         f"the recording crossed {c.checkpoints} checkpoints (the close's included) and "

@@ -149,7 +149,7 @@ def test_the_subset_model_finds_states_sqlite_cannot_repair(tmp_path):
 def _planted_matrix(tmp_path: Path) -> tuple[api.PowerlossResult, str]:
     plan = PowerlossPlan((Pragmas("WAL", "FULL"), Pragmas("DELETE", "FULL")), commits=3)
     result = run_matrix(tmp_path, plan)
-    return result, " ".join(api.render(result, "text").split())
+    return result, " ".join(api.render(result, "text", verbose=True).split())
 
 
 def test_the_real_checker_is_proven_in_every_report(tmp_path):

@@ -151,7 +151,7 @@ def test_garbage_finds_what_zeros_hide_in_wal_normal(tmp_path):
 
 def test_subset_is_not_called_test6_and_test6_says_what_it_is(tmp_path):
     plan = PowerlossPlan((Pragmas("WAL", "FULL"),), models=("subset", "test6"), commits=2)
-    text = " ".join(api.render(run_matrix(tmp_path, plan), "text").split())
+    text = " ".join(api.render(run_matrix(tmp_path, plan), "text", verbose=True).split())
     assert "- subset: each write, truncation and directory change" in text
     assert "(not SQLite's crash test: test6 never loses a directory change" in text
     assert (

@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -55,7 +58,9 @@ def _fsb(width: int, *args, cwd=None, timeout=300) -> subprocess.CompletedProces
 def made(tmp_path_factory) -> dict[str, object]:
     """Live output of the measuring commands at each width, and the reports they saved."""
     root = tmp_path_factory.mktemp("width")
-    target, reports = root / "target", root / "reports"
+    # a path is printed whole ("Report written: PATH"): a short one, as a user's usually is
+    reports = Path(tempfile.mkdtemp(prefix="fw", dir="/tmp" if os.path.isdir("/tmp") else None))
+    target = root / "target"
     target.mkdir()
     live: dict[str, str] = {}
     commands = {
@@ -150,69 +155,106 @@ def test_every_help_fits(width, monkeypatch, capsys):
         assert out and _long_lines(out + err, width) == [], argv
 
 
+class Terminal:
+    """A pseudo-terminal for a process's standard error: what a user watching it sees
+    (the progress and status lines are written for a terminal only)."""
+
+    def __init__(self) -> None:
+        self.master, self.slave = os.openpty()
+        self.chunks: list[bytes] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self.chunks.append(data)
+
+    def started(self) -> None:
+        os.close(self.slave)  # the child holds it now
+
+    def text(self) -> str:
+        raw = b"".join(self.chunks).decode(errors="replace").replace("\r\n", "\n")
+        raw = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", raw)
+        return "\n".join(part for line in raw.split("\n") for part in line.split("\r"))
+
+
 @pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="no pseudo-terminals on this platform")
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_powercut_protocol_screens_fit(tmp_path, width):
-    """listen, write (its status lines) and verify, on loopback with a real SIGKILL."""
+    """listen, write (its status lines, on a terminal) and verify, on loopback with a real
+    SIGKILL."""
     env = _env(width)
-    state, target = tmp_path / "state.db", tmp_path / "data"
+    # a path is printed whole (one to copy is never broken): short ones, as a user's are
+    short = Path(tempfile.mkdtemp(prefix="pc", dir="/tmp" if os.path.isdir("/tmp") else None))
+    state, target, reports = short / "state.db", short / "data", short / "reports"
     target.mkdir()
-    listen_log, write_log = tmp_path / "listen.log", tmp_path / "write.log"
     base = [sys.executable, "-m", "fsyncbench", "powercut"]
-    with open(listen_log, "w") as log, open(tmp_path / "listen.out", "w") as out:
+    listen_tty, write_tty = Terminal(), Terminal()
+    with open(tmp_path / "listen.out", "w") as out:
         listener = subprocess.Popen(
             [*base, "listen", "--bind", "127.0.0.1", "--port", "0", "--state", state],
             stdout=out,
-            stderr=log,
+            stderr=listen_tty.slave,
             env=env,
         )
+    listen_tty.started()
     writer = None
     try:
         deadline = time.monotonic() + 60
         port = None
         while port is None and time.monotonic() < deadline:
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", listen_log.read_text())
+            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", listen_tty.text())
             port = m.group(1) if m else None
             time.sleep(0.05)
-        assert port, listen_log.read_text()
+        assert port, listen_tty.text()
         to = f"127.0.0.1:{port}"
         secret = f"{state}.secret"
-        with open(write_log, "w") as log:
+        with open(tmp_path / "write.out", "w") as out:
             writer = subprocess.Popen(
                 [*base, "write", "--to", to, "--secret-file", secret, target],
-                stdout=log,
-                stderr=subprocess.STDOUT,
+                stdout=out,
+                stderr=write_tty.slave,
                 env=env,
             )
-        while time.monotonic() < deadline and "commits" not in write_log.read_text():
+        write_tty.started()
+        while time.monotonic() < deadline and "commits" not in write_tty.text():
             time.sleep(0.1)
         time.sleep(1.5)  # a status line or two
         writer.kill()
         writer.wait(60)
         verify = _fsb(
             width, "powercut", "verify", "--from", to, "--secret-file", secret, target,
-            "--report-dir", tmp_path / "reports",
+            "--report-dir", reports,
         )  # fmt: skip
+        shown = subprocess.run(
+            [sys.executable, "-m", "fsyncbench", "show", *reports.glob("*.json")],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
     finally:
         for p in (writer, listener):
             if p is not None and p.poll() is None:
                 p.kill()
                 p.wait(60)
+        shutil.rmtree(short, ignore_errors=True)
     screens = {
-        "listen": (tmp_path / "listen.out").read_text() + listen_log.read_text(),
-        "write": write_log.read_text(),
+        "listen": (tmp_path / "listen.out").read_text() + listen_tty.text(),
+        "write": (tmp_path / "write.out").read_text() + write_tty.text(),
         "verify": verify.stdout + verify.stderr,
+        "show": shown.stdout,
     }
     assert "commits" in screens["write"], screens["write"]
+    assert shown.returncode == 0, shown.stderr
     for name, text in screens.items():
         assert _long_lines(text, width) == [], name
-    shown = subprocess.run(
-        [sys.executable, "-m", "fsyncbench", "show", *(tmp_path / "reports").glob("*.json")],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert shown.returncode == 0 and _long_lines(shown.stdout, width) == []
 
 
 # --------------------------------------------------------------------------- the layout

@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fsyncbench import api
@@ -62,6 +63,13 @@ def outputs(args: argparse.Namespace) -> api.Outputs:
     )
 
 
+def written(paths: Sequence[object]) -> str:
+    """``Report written: A, B`` wrapped to the terminal between paths (a path is never
+    broken: it is there to be copied)."""
+    line = "Report written: " + ", ".join(str(p) for p in paths)
+    return "\n".join(wrap(line, "", "  ", break_words=False))
+
+
 def note(message: str) -> None:
     print(f"fsyncbench: note: {message}", file=sys.stderr)
 
@@ -94,7 +102,7 @@ def finish_report(report: Report, args: argparse.Namespace, gates: api.Gates | N
     )
     emit(args, text)
     if paths:
-        print("Report written: " + ", ".join(str(p) for p in paths), file=sys.stderr)
+        print(written(paths), file=sys.stderr)
     if gates is None:
         return EXIT_OK
     return apply_gates(api.gate(report, gates), to_stderr=gates_to_stderr(args))

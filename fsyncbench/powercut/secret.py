@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fsyncbench.errors import FsyncbenchError
+from fsyncbench.report.layout import width, wrap
 from fsyncbench.report.store import durable_sync, fsync_dir
 
 #: The environment variable ``write``, ``verify`` (and ``listen``) read the secret from.
@@ -225,14 +226,36 @@ def format_start(s: ListenerStart) -> str:
                 "its owner only (e.g. scp it, then chmod 600 powercut.secret); then run:"
             )
             option = " --secret-file powercut.secret"
-    lines += [
-        f"  fsyncbench powercut write --to {where}{option} DIR",
-        "and after the power cut and the reboot:",
-        f"  fsyncbench powercut verify --from {where}{option} DIR",
-    ]
+    out = [line for text in lines for line in wrap(text, "", "  ")]
+    out += shell_lines(f"fsyncbench powercut write --to {where}{option} DIR")
+    out.append("and after the power cut and the reboot:")
+    out += shell_lines(f"fsyncbench powercut verify --from {where}{option} DIR")
     if kind == "any":
-        lines.append("(HOST: this machine's address on the network the writer is on)")
-    return "\n".join(lines) + "\n"
+        out += wrap("(HOST: this machine's address on the network the writer is on)")
+    return "\n".join(out) + "\n"
+
+
+def shell_lines(command: str, indent: str = "  ") -> list[str]:
+    """``command`` to copy, indented, on as many lines as the terminal needs: broken only
+    before an option (an option stays with its value), each line but the last ending in
+    `` \\`` so the shell reads one command (a word longer than the line, a path, is never
+    broken)."""
+    cols = width()
+    groups: list[str] = []
+    for word in command.split(" "):
+        if word.startswith("--") or not groups:
+            groups.append(word)
+        else:
+            groups[-1] += " " + word
+    lines: list[str] = []
+    current = indent + groups[0]
+    for group in groups[1:]:
+        if len(current) + 1 + len(group) + 2 > cols:
+            lines.append(current + " \\")
+            current = indent + "    " + group
+        else:
+            current += " " + group
+    return [*lines, current]
 
 
 def write_secret_file(path: Path, secret: Secret) -> None:

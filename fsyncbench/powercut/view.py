@@ -12,6 +12,7 @@ from typing import Any
 from fsyncbench.model import Report
 from fsyncbench.powercut import ranges as R
 from fsyncbench.powercut.judgement import Judgement, PowercutFacts
+from fsyncbench.report import layout
 from fsyncbench.report.document import Cell, Document, Paragraph, Section, Table
 from fsyncbench.report.findings_text import finding_line, findings_section
 from fsyncbench.report.host_text import host_table
@@ -242,19 +243,20 @@ def render_verify(f: PowercutFacts, jm: Judgement, info: dict[str, Any], notes: 
                 f"{R.format_ranges(list(jm.holes))}",
             )
         )
-    width = max(len(k) for k, _ in rows)
     out = ["fsyncbench powercut verify"]
-    out += [f"  {k.ljust(width)}  {v}" for k, v in rows]
+    out += ["  " + line for line in layout.fit_pairs(rows, layout.width() - 2)]
     out.append("")
-    out.append(headline(jm, n_acked))
-    out.append(
+    out += layout.wrap(headline(jm, n_acked), "", "  ")
+    out += layout.wrap(
         f"Path verdict for {f.config.label}: "
-        + verdict_phrase(jm.path_verdict, jm.strength, jm.decided_by)
+        + verdict_phrase(jm.path_verdict, jm.strength, jm.decided_by),
+        "",
+        "  ",
     )
     for finding in jm.findings:
-        out.append("  " + finding_line(finding))
+        out += layout.wrap(finding_line(finding), "  ", "    ")
     for note in notes:
-        out.append(f"Note: {note}")
+        out += layout.wrap(f"Note: {note}", "", "  ")
     return "\n".join(out) + "\n"
 
 

@@ -442,19 +442,37 @@ def _status(
     )
 
 
-def format_status(s: WriterStatus) -> str:
-    """One status line: commits, rate and latency of the last interval, listener state."""
+def format_status(s: WriterStatus, cols: int | None = None) -> str:
+    """One status line: commits, rate and latency of the last interval, listener state;
+    within ``cols`` columns where given (a status line rewritten in place on a terminal
+    must stay one line): the longest maximum, then the words around the figures, are left
+    out first."""
     from fsyncbench.fmt import fmt_ns
 
-    listener = (
-        f"listener recorded {s.recorded:,}"
-        if s.connected
-        else f"listener UNREACHABLE, retrying (recorded {s.recorded:,})"
-    )
-    return (
-        f"{s.elapsed_s:7.0f} s  {s.config}: {s.commits:,} commits, {s.rate_per_s:,.0f}/s, "
-        f"p50 {fmt_ns(s.p50_ns)}, p99 {fmt_ns(s.p99_ns)}, max {fmt_ns(s.max_ns)} | {listener}"
-    )
+    recorded = f"{s.recorded:,}"
+    forms = [
+        (
+            f"{s.elapsed_s:7.0f} s  {s.config}: {s.commits:,} commits, {s.rate_per_s:,.0f}/s, "
+            f"p50 {fmt_ns(s.p50_ns)}, p99 {fmt_ns(s.p99_ns)}, max {fmt_ns(s.max_ns)} | "
+            + (
+                f"listener recorded {recorded}"
+                if s.connected
+                else f"listener UNREACHABLE, retrying (recorded {recorded})"
+            )
+        ),
+        (
+            f"{s.elapsed_s:.0f} s {s.config}: {s.commits:,} commits, {s.rate_per_s:,.0f}/s, "
+            f"p50 {fmt_ns(s.p50_ns)}, p99 {fmt_ns(s.p99_ns)} | "
+            + (f"recorded {recorded}" if s.connected else f"UNREACHABLE (recorded {recorded})")
+        ),
+        (
+            f"{s.elapsed_s:.0f}s {s.commits:,} ({s.rate_per_s:,.0f}/s) p99 {fmt_ns(s.p99_ns)} | "
+            + (recorded if s.connected else f"UNREACHABLE {recorded}")
+        ),
+    ]
+    if cols is None:
+        return forms[0]
+    return next((f for f in forms if len(f) <= cols), forms[-1][:cols])
 
 
 def format_summary(s: WriterSummary) -> str:

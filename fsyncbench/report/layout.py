@@ -48,18 +48,21 @@ _FIGURE_UNIT = re.compile(r"(?<=\d) (?=[A-Za-z%])")
 _GLUE = "\u00a0"  # not whitespace to textwrap, which splits on ASCII whitespace only
 
 
-def wrap(text: str, first: str = "", rest: str = "", cols: int | None = None) -> list[str]:
+def wrap(
+    text: str, first: str = "", rest: str = "", cols: int | None = None, break_words: bool = True
+) -> list[str]:
     """``text`` wrapped at ``cols`` (default :func:`width`), the first line led by
     ``first`` and the others indented by ``rest``; a figure is never split from its unit.
     A word longer than the line (a path, a URL) is broken only where it must be, so no
-    line is ever longer than ``cols``."""
+    line is ever longer than ``cols``; ``break_words`` False keeps it whole (a path to
+    copy)."""
     cols = cols or width()
     lines = textwrap.wrap(
         _FIGURE_UNIT.sub(_GLUE, text),
         cols,
         initial_indent=first,
         subsequent_indent=rest,
-        break_long_words=True,
+        break_long_words=break_words,
         break_on_hyphens=False,
     ) or [first.rstrip()]
     return [line.replace(_GLUE, " ") for line in lines]
@@ -259,6 +262,8 @@ def fit_pairs(pairs: Sequence[tuple[str, str]], cols: int | None = None) -> list
     keys = max((len(k) for k, _ in pairs), default=0)
     out: list[str] = []
     for key, value in pairs:
+        if not key and not value:
+            continue
         if keys + GAP + 10 <= cols:
             lead = key.ljust(keys + GAP)
             out += wrap(str(value), lead, " " * (keys + GAP), cols)

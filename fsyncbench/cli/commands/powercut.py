@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from fsyncbench import api
 from fsyncbench import powercut_defaults as defaults
-from fsyncbench.cli.output import EXIT_OK, EXIT_RISK, emit, outputs
+from fsyncbench.cli.output import EXIT_OK, EXIT_RISK, emit, outputs, written
 from fsyncbench.cli.parsing import Parser, Subparsers, path
 from fsyncbench.cli.shared_options import (
     SECRET_ENV,
@@ -24,6 +24,7 @@ from fsyncbench.cli.shared_options import (
     add_secret_option,
 )
 from fsyncbench.options import VERIFY_FORMATS
+from fsyncbench.report.layout import width, wrap
 
 if TYPE_CHECKING:  # for annotations only: both are imported where they are used
     from fsyncbench.powercut.secret import ListenerStart
@@ -255,6 +256,11 @@ def handle(args: argparse.Namespace, argv: list[str]) -> int:
     tty = sys.stderr.isatty()
 
     def log(line: str) -> None:
+        # a file keeps one event a line (grep reads it); a terminal gets it wrapped, a
+        # timestamped line under its first word
+        if tty:
+            hang = " " * (line.index(" ") + 1) if line[:4].isdigit() and " " in line else "  "
+            line = "\n".join(wrap(line, "", hang if len(hang) < 30 else "  "))
         print(("\r\033[K" if tty else "") + line, file=sys.stderr, flush=True)
 
     if args.action == "listen":
@@ -296,7 +302,7 @@ def _verify(args: argparse.Namespace, argv: list[str]) -> int:
         secret_file=args.secret_file,
     )
     emit(args, api.render(outcome, args.format))
-    print(f"Report written: {outcome.path}", file=sys.stderr)
+    print(written([outcome.path]), file=sys.stderr)
     return EXIT_RISK if outcome.failed else EXIT_OK
 
 
@@ -304,7 +310,7 @@ def _write(args: argparse.Namespace, log: Callable[[str], None], tty: bool) -> i
     def status(s: WriterStatus) -> None:
         from fsyncbench.powercut import format_status
 
-        line = format_status(s)
+        line = format_status(s, width() - 1 if tty else None)
         print(
             "\r\033[K" + line if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True
         )

@@ -154,8 +154,9 @@ def add_parser(sub: Subparsers) -> None:
     )
     add_vs_option(run)
     concurrent = run.add_argument_group(
-        "concurrent writers and batching (measured after the rounds, each point on a fresh "
-        "database; the default run measures one writer only)"
+        "concurrent writers and batching",
+        "Measured after the rounds, each point on a fresh database; the default run "
+        "measures one writer only.",
     )
     concurrent.add_argument(
         "--writers",
