@@ -91,3 +91,22 @@ def test_on_storage_that_drops_flushes_no_promise_holds_and_no_cost_is_quoted():
     assert "keeps every acknowledged commit (its pragmas promise it)" not in text
     honest = api.build_report("audit", host(), results, ("fsyncbench", "audit", "/d"))
     assert "none can be measured here" not in " ".join(report_out.render(honest, "text").split())
+
+
+def test_the_vm_finding_states_one_flushes_per_sync_figure_in_its_text_and_evidence(
+    monkeypatch,
+):
+    """The sentence said 'fdatasync was followed by 1.40 device flushes per sync' while the
+    evidence said 'flushes per sync unknown' (it held only the figure net of other I/O,
+    unknown when other I/O could explain every flush)."""
+    from factories import VM, WB_SSD, flush
+
+    from fsyncbench.judge import engine, platform_rules
+
+    monkeypatch.setattr(platform_rules, "_reached_ratio", lambda f, r: None)  # other I/O
+    monkeypatch.setattr(platform_rules, "_counter_ratio", lambda r, h=None: 1.4)
+    v = engine.judge(host(disks=(WB_SSD,), virt=VM), [flush("fdatasync", 100_000)])
+    finding = next(f for f in v.findings if f.code == "virtualized-storage")
+    assert "was followed by 1.40 device flushes per sync" in finding.message
+    assert finding.evidence["flushes_per_sync"] == 1.4
+    assert finding.evidence["flushes_per_sync_net_of_other_io"] is None

@@ -440,7 +440,10 @@ def rule_virtualized(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
         "detect_virt": virt.detect_virt,
         "kernel_hint": virt.kernel_hint,
         "write_through_disks": through,
-        "flushes_per_sync": None if ratio is None else round(ratio, 3),
+        # the figure the sentence states (counted on the media), and what is left of it
+        # net of other I/O's flushes (None: other I/O could explain them all)
+        "flushes_per_sync": None if raw is None else round(raw, 3),
+        "flushes_per_sync_net_of_other_io": None if ratio is None else round(ratio, 3),
         "flush_ms_per_flush": None if r is None else _flush_ms_per_flush(r, f.host),
         "p50_ns": None if r is None else r.summary.p50_ns,
     }
