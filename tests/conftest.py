@@ -11,6 +11,8 @@ headless chromium, package builds, ansible) are left out of it and named in the 
 ``--all-tiers`` runs every tier (the README's test command and CI), ``-m slow`` or
 ``-m system`` one tier, any ``-m`` expression exactly what it says; test files or tests
 named on the command line run whatever their tier.
+``--simulate-platform darwin`` (or ``win32``) runs the tests as if on macOS (Windows), as far
+as Linux can pretend (tests/simulated_platform.py says how far).
 """
 
 from __future__ import annotations
@@ -35,6 +37,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--all-tiers",
         action="store_true",
         help="run every tier: fast, slow and system (what CI runs)",
+    )
+    parser.addoption(
+        "--simulate-platform",
+        choices=("darwin", "win32"),
+        default=None,
+        help="run the tests as if on macOS (darwin) or Windows (win32), as far as Linux can "
+        "pretend: tests/simulated_platform.py",
     )
 
 
@@ -119,6 +128,11 @@ _COLUMNS_BEFORE: str | None = None
 
 def pytest_configure(config: pytest.Config) -> None:
     global _REPORT_TO_JSON, _COLUMNS_BEFORE
+    simulate = config.getoption("--simulate-platform")
+    if simulate:  # before fsyncbench and the test modules are imported
+        from tests.simulated_platform import apply
+
+        apply(simulate)
     from fsyncbench.report import store
 
     _COLUMNS_BEFORE = os.environ.get("COLUMNS")
