@@ -1,7 +1,9 @@
 """Real SQLite files and real syncs under tmp_path (ext4 here) and /dev/shm (tmpfs)."""
 
+import errno
 import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,12 +59,13 @@ def test_every_journal_mode_and_synchronous_value_is_applied(tmp_path):
 
 
 def test_flush_workload_counts_syncs_and_overwrites_4k(tmp_path):
-    prim = next(p for p in workloads.sync_primitives() if p.name == "fsync")
+    # fsync (FlushFileBuffers on Windows): the first primitive called after each write
+    prim = next(p for p in workloads.sync_primitives() if p.call is not None)
     w = workloads.FlushWorkload(tmp_path, prim)
     m = measure.measure(w, target_samples=10, budget_s=30, warmup=2)
     w.close()
     assert w.syncs == 12 and len(m.samples_ns) == 10
-    assert (tmp_path / "flush-fsync.dat").stat().st_size == 4096
+    assert (tmp_path / f"flush-{prim.name}.dat").stat().st_size == 4096
 
 
 @pytest.mark.skipif(not hasattr(os, "O_DSYNC"), reason="no O_DSYNC on this platform")
@@ -96,12 +99,25 @@ def test_linux_primitives_named(monkeypatch):
     assert [p.name for p in workloads.sync_primitives("win32")] == ["none", "FlushFileBuffers"]
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="the fcntl primitives are macOS's (no fcntl)")
 def test_a_volume_refusing_f_fullfsync_is_measured_with_sqlites_fsync_fallback(
     tmp_path, monkeypatch
 ):
     # Linux has no fcntl command 51 or 85, so this machine's ext4 refuses F_FULLFSYNC and
     # F_BARRIERFSYNC (EINVAL) as a macOS network or FUSE volume does: the macOS primitives run
-    # here for real. SQLite's full_fsync() then calls fsync(); so must the measurement.
+    # here for real. SQLite's full_fsync() then calls fsync(); so must the measurement. On a
+    # Mac, whose own volumes take both, the volume refuses them as such a volume does.
+    if sys.platform == "darwin":
+        import fcntl
+
+        real_fcntl = fcntl.fcntl
+
+        def refusing(fd, cmd, *args):
+            if cmd in (workloads.F_FULLFSYNC, workloads.F_BARRIERFSYNC):
+                raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+            return real_fcntl(fd, cmd, *args)
+
+        monkeypatch.setattr(fcntl, "fcntl", refusing)
     assert workloads.fcntl_refusals(tmp_path, "linux") == {}
     refused = workloads.fcntl_refusals(tmp_path, "darwin")
     assert refused == {"F_BARRIERFSYNC": "EINVAL", "F_FULLFSYNC": "EINVAL"}
@@ -211,6 +227,10 @@ def test_wal_normal_names_checkpoint_only_syncs():
     assert workloads.sqlite_sync_primitive("Linux", p, False) == "fdatasync (checkpoints only)"
 
 
+@pytest.mark.skipif(
+    sys.platform == "win32",
+    reason="Windows refuses to remove a directory while a file in it is open",
+)
 def test_a_working_directory_gone_is_named_as_the_cause(tmp_path):
     """SQLite reports a removed directory as "attempt to write a readonly database" or "disk
     I/O error"; the error names the directory that is gone instead."""
