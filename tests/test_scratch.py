@@ -76,7 +76,7 @@ def test_after_sigkill_the_next_run_removes_the_leftover_and_says_so(tmp_path):
     target = tmp_path / "t"
     target.mkdir()
     proc = start_long_run(target, tmp_path / "o1")
-    proc.send_signal(signal.SIGKILL)
+    proc.kill()  # SIGKILL; TerminateProcess on Windows: no cleanup either way
     proc.communicate(timeout=60)
     (left,) = leftovers(target)
     nxt = fsb(
@@ -128,11 +128,24 @@ def test_a_concurrent_run_is_left_alone(tmp_path):
         assert f"another fsyncbench (pid {proc.pid}) is working in {target}" in nxt.stderr
         assert (target / theirs).is_dir()
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=60)
+        if sys.platform == "win32":  # no Ctrl-C for one process there: ended, then swept
+            proc.kill()
+            proc.communicate(timeout=60)
+            scratch.sweep_leftovers(target)
+        else:
+            proc.send_signal(signal.SIGINT)
+            proc.communicate(timeout=60)
     assert leftovers(target) == []
 
 
+#: Windows opens no directory (so nothing follows a renamed one), and refuses to rename one
+#: while a file in it is open (a run's databases): a target cannot move under a run there.
+posix_directories = pytest.mark.skipif(
+    sys.platform == "win32", reason="no directory descriptors, no rename under open files"
+)
+
+
+@posix_directories
 def test_a_target_renamed_mid_run_is_still_cleaned_and_the_message_is_true(tmp_path):
     """``mv`` of the target during a run: the working directory moved with it and must be
     removed from where it is now (a descriptor of the target follows the rename)."""
@@ -145,3 +158,52 @@ def test_a_target_renamed_mid_run_is_still_cleaned_and_the_message_is_true(tmp_p
         target.rename(moved)
     assert sorted(p.name for p in moved.iterdir()) == ["users-file"]
     assert scratch.scratch_cleanup() == "working directory removed"
+
+
+@posix_directories
+def test_a_target_moved_where_it_cannot_be_followed_is_not_said_removed(tmp_path, monkeypatch):
+    """Where the system cannot say where the target's descriptor went (before macOS support,
+    the run was told nothing; so would any system without /proc/self/fd or F_GETPATH), the
+    working directory is still there: the message says it could not be removed, never that
+    it was."""
+    monkeypatch.setattr(scratch, "_fd_path", lambda fd: None)
+    monkeypatch.setattr(scratch, "_SCRATCH", {})
+    target = tmp_path / "t"
+    target.mkdir()
+    with scratch.scratch_dir(target) as work:
+        target.rename(tmp_path / "moved")
+    assert [p.name for p in (tmp_path / "moved").iterdir()] == [work.name]
+    assert scratch.scratch_cleanup() == f"could not remove {work}"
+    # removed with the target: nothing is left anywhere, and the message says so
+    monkeypatch.setattr(scratch, "_SCRATCH", {})
+    again = tmp_path / "again"
+    again.mkdir()
+    with scratch.scratch_dir(again):
+        import shutil
+
+        shutil.rmtree(again)
+    assert scratch.scratch_cleanup() == "working directory removed"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fcntl(F_GETPATH) is macOS's (no fcntl)")
+def test_macos_follows_a_moved_target_with_f_getpath(tmp_path, monkeypatch):
+    """On macOS the target's descriptor names its new place through fcntl(F_GETPATH) (50, a
+    MAXPATHLEN buffer filled with the path and NULs; Apple's fcntl(2)): recorded calls."""
+    import fcntl
+
+    calls = []
+    moved = tmp_path / "moved"
+
+    def fake_fcntl(fd, cmd, arg=0):
+        calls.append((cmd, len(arg)))
+        if fail:
+            raise OSError(9, "Bad file descriptor")
+        return os.fsencode(moved) + bytes(len(arg) - len(os.fsencode(moved)))
+
+    monkeypatch.setattr(scratch, "sys", type("Darwin", (), {"platform": "darwin"}))
+    monkeypatch.setattr(fcntl, "fcntl", fake_fcntl)
+    fail = False
+    assert scratch._fd_path(3) == moved
+    assert calls == [(scratch.F_GETPATH, scratch.MAXPATHLEN)] and scratch.F_GETPATH == 50
+    fail = True
+    assert scratch._fd_path(3) is None

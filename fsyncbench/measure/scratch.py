@@ -56,8 +56,11 @@ def scratch_dir(target: Path) -> Iterator[Path]:
     finally:
         with _signals_held():  # nor in the middle of removing it
             where = _current_path(path, parent_fd)
+            # where it was made and not followed: removed with the target, or still in it where
+            # the target was moved (then it is not removed, and the message must not say so)
+            lost = _moved_away(where, parent_fd)
             shutil.rmtree(where, ignore_errors=True)
-            _SCRATCH[path] = _gone(where)
+            _SCRATCH[path] = _gone(where) and not lost
             if where != path and not _SCRATCH[path]:
                 _SCRATCH.pop(path)
                 _SCRATCH[where] = False
@@ -97,15 +100,55 @@ def _open_dir(target: Path) -> int | None:
 
 def _current_path(path: Path, parent_fd: int | None) -> Path:
     """Where the working directory ``path`` is now: if its parent was renamed (``mv`` of the
-    target during a run), the parent's new name from ``/proc/self/fd`` (Linux), else
-    ``path`` as made."""
+    target during a run), under the parent's new name (:func:`_fd_path`), else ``path`` as
+    made."""
     if parent_fd is None or os.path.lexists(path):
         return path
-    try:
-        now = Path(os.readlink(f"/proc/self/fd/{parent_fd}")) / path.name
-    except OSError:
+    parent = _fd_path(parent_fd)
+    if parent is None:
         return path
+    now = parent / path.name
     return now if os.path.lexists(now) else path
+
+
+#: fcntl command of macOS that returns a descriptor's path (<sys/fcntl.h>), and the size of
+#: the buffer it fills (MAXPATHLEN, <sys/param.h>).
+F_GETPATH = 50
+MAXPATHLEN = 1024
+
+
+def _fd_path(fd: int) -> Path | None:
+    """The path a directory descriptor names now, wherever it was renamed: Linux's
+    ``/proc/self/fd`` (proc(5)), macOS's fcntl(F_GETPATH) (fcntl(2)); None elsewhere or
+    when neither answers."""
+    if sys.platform == "darwin":
+        import fcntl
+
+        try:
+            raw = fcntl.fcntl(fd, getattr(fcntl, "F_GETPATH", F_GETPATH), bytes(MAXPATHLEN))
+        except OSError:
+            return None
+        name = raw.split(b"\0", 1)[0]
+        return Path(os.fsdecode(name)) if name else None
+    else:  # an if/else, so that mypy, checking for one platform, sees every branch
+        try:
+            return Path(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            return None
+
+
+def _moved_away(path: Path, parent_fd: int | None) -> bool:
+    """True when the working directory ``path`` is not where it was made but is still in its
+    parent, the target (asked through the target's descriptor, fstatat(2)): the target was
+    moved where :func:`_fd_path` could not follow it. False where no descriptor could be
+    opened (Windows, which refuses to rename a directory while files in it are open)."""
+    if parent_fd is None or os.path.lexists(path) or os.stat not in os.supports_dir_fd:
+        return False
+    try:
+        os.stat(path.name, dir_fd=parent_fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
 
 
 #: Working directories made by this process -> removed (True) or still there/unknown.
