@@ -4,6 +4,7 @@ a verdict that cannot tell carries no strength."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -56,6 +57,17 @@ def test_a_verdict_that_cannot_tell_carries_no_strength(strength):
     v = ResultVerdict("wal/full", "unverifiable", "virtualized-storage", True, strength)
     assert vocabulary.verdict_cell(v) == "unverifiable"
     assert vocabulary.strength_word(v) == "-"
+
+
+def test_a_finding_that_decides_unverifiable_carries_no_strength_in_its_tag():
+    from fsyncbench.model import Finding
+    from fsyncbench.report.findings_text import stance_tag
+
+    f = Finding("virtualized-storage", "warning", "wal/full", "m", "a", {}, "", "measured")
+    f = dataclasses.replace(f, stance="decides", points_to="unverifiable")
+    assert stance_tag(f) == " [decides: unverifiable]"
+    g = dataclasses.replace(f, points_to="honest_flush", strength="inferred")
+    assert stance_tag(g) == " [decides: honest_flush, inferred]"
 
 
 def test_a_verdict_that_tells_says_how_it_was_established():

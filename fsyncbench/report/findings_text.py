@@ -13,6 +13,7 @@ from typing import Any
 from fsyncbench.fmt import fmt_bandwidth, fmt_ns
 from fsyncbench.model import Finding, Report
 from fsyncbench.report.document import Bullets, Paragraph, Section
+from fsyncbench.report.vocabulary import CANNOT_TELL
 
 __all__ = ["evidence_text", "finding_groups", "finding_line", "findings_section", "stance_tag"]
 
@@ -25,10 +26,13 @@ _LEVEL_MARK = {"risk": "RISK", "warning": "WARN", "info": "info"}
 
 
 def stance_tag(f: Finding) -> str:
-    """``[decides: no_flush, measured]``, ``[disagrees: honest_flush, inferred]``; "" for
-    findings that are not path signals."""
+    """``[decides: no_flush, measured]``, ``[disagrees: honest_flush, inferred]``,
+    ``[decides: unverifiable]`` (:mod:`fsyncbench.report.vocabulary`); "" for findings that
+    are not path signals."""
     if not f.stance:
         return ""
+    if f.points_to == CANNOT_TELL:  # a verdict that cannot tell carries no strength
+        return f" [{f.stance}: {f.points_to}]"
     return f" [{f.stance}: {f.points_to or '?'}, {f.strength or '?'}]"
 
 

@@ -16,6 +16,7 @@ from fsyncbench.judge.promises import DURABLE, NOT_DURABLE, NOT_STATED, document
 from fsyncbench.model import NO_FLUSH, VOLATILE_CACHE, Report, Result, ResultVerdict, Verdict
 
 __all__ = [
+    "CANNOT_TELL",
     "DURABLE",
     "LOSES_FLUSHES",
     "NOT_DURABLE",
