@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import this_platform
 from factories import commit
 
 from fsyncbench import cli
@@ -110,6 +111,13 @@ def test_the_nearest_rival_is_the_closest_p50_on_a_log_scale():
 
 # ------------------------------------------------------------------ real reports
 
+#: This platform's names of the configurations measured here (macOS: fullfsync on, as the
+#: run below measures them there: wal/full/fullfsync).
+WAL_FULL, WAL_NORMAL = this_platform.label("wal/full"), this_platform.label("wal/normal")
+TRUNCATE_FULL = this_platform.label("truncate/full")
+TRUNCATE_NORMAL = this_platform.label("truncate/normal")
+DELETE_FULL = this_platform.label("delete/full")
+
 
 @pytest.fixture(scope="module")
 def report_path(tmp_path_factory):
@@ -120,6 +128,7 @@ def report_path(tmp_path_factory):
         target,
         journal_modes="wal,truncate",
         synchronous="normal,full",
+        fullfsync="on" if this_platform.MACOS else None,
         samples=400,
         rounds=3,
         primitives=False,
@@ -138,26 +147,30 @@ def test_the_default_screen_sets_the_recommended_against_its_nearest_durable_riv
     choose = out[out.index("Choose:") : out.index("Cost of durability")]
     flat = choose.replace("\n", " ")
     # wal/full recommended; its nearest durable rival is truncate/full, in the answer
-    assert "Against truncate/full, its nearest rival: " in flat
+    assert f"Against {TRUNCATE_FULL}, its nearest rival: " in flat
     assert "3 paired rounds" in flat
     assert max(len(line) for line in choose.splitlines()) <= 100
     # the full report has a section of its own, with its table
     assert cli.main(["show", str(report_path), "--format", "markdown"]) == 0
     md = capsys.readouterr().out
     section = md[md.index("## Head to head") :]
-    assert section.index("| wal/full ") < section.index("| truncate/full ") < section.index("\n## ")
+    assert (
+        section.index(f"| {WAL_FULL} ")
+        < section.index(f"| {TRUNCATE_FULL} ")
+        < section.index("\n## ")
+    )
 
 
 def test_vs_chooses_the_pair_and_bad_names_are_one_line(report_path, capsys):
-    assert cli.main(["show", str(report_path), "--vs", "wal/normal,wal/full"]) == 0
+    assert cli.main(["show", str(report_path), "--vs", f"{WAL_NORMAL},{WAL_FULL}"]) == 0
     out = capsys.readouterr().out.replace("\n", " ")
-    assert "Head to head, wal/normal against wal/full:" in out
-    assert "wal/normal may lose acknowledged commits" in out
-    assert "wal/full keeps every acknowledged commit" in out
+    assert f"Head to head, {WAL_NORMAL} against {WAL_FULL}:" in out
+    assert f"{WAL_NORMAL} may lose acknowledged commits" in out
+    assert f"{WAL_FULL} keeps every acknowledged commit" in out
     for bad, words in (
-        ("wal/full,wal/fast", "--vs: wal/fast was not measured here"),
-        ("wal/full", "--vs takes two different configurations"),
-        ("wal/full,wal/full", "--vs takes two different configurations"),
+        (f"{WAL_FULL},wal/fast", "--vs: wal/fast was not measured here"),
+        (WAL_FULL, "--vs takes two different configurations"),
+        (f"{WAL_FULL},{WAL_FULL}", "--vs takes two different configurations"),
     ):
         assert cli.main(["show", str(report_path), "--vs", bad]) == 2
         err = capsys.readouterr().err.strip().splitlines()
@@ -173,7 +186,7 @@ def test_run_refuses_a_vs_it_will_not_measure_before_measuring(tmp_path, capsys)
                 "--journal-mode",
                 "wal",
                 "--vs",
-                "wal/full,delete/full",
+                f"{WAL_FULL},{DELETE_FULL}",
                 "--no-report",
             ]
         )
@@ -181,19 +194,20 @@ def test_run_refuses_a_vs_it_will_not_measure_before_measuring(tmp_path, capsys)
     )
     err = capsys.readouterr().err.strip().splitlines()
     assert (
-        len(err) == 1 and "delete/full is not among the configurations this run measures" in err[0]
+        len(err) == 1
+        and f"{DELETE_FULL} is not among the configurations this run measures" in err[0]
     )
     assert list(tmp_path.iterdir()) == []
 
 
 def test_a_run_saved_with_vs_shows_that_pair_again(report_path, tmp_path, capsys):
     data = json.loads(Path(report_path).read_text())
-    data["command_line"] = ["fsyncbench", "run", "--vs", "truncate/normal,wal/normal"]
+    data["command_line"] = ["fsyncbench", "run", "--vs", f"{TRUNCATE_NORMAL},{WAL_NORMAL}"]
     saved = tmp_path / "again.json"
     saved.write_text(json.dumps(data))
     assert cli.main(["show", str(saved), "--format", "markdown"]) == 0
     out = capsys.readouterr().out
-    assert "truncate/normal against wal/normal" in out.replace("\n", " ")
+    assert f"{TRUNCATE_NORMAL} against {WAL_NORMAL}" in out.replace("\n", " ")
 
 
 def test_compare_sets_one_reports_configuration_against_anothers(report_path, tmp_path, capsys):
@@ -202,11 +216,14 @@ def test_compare_sets_one_reports_configuration_against_anothers(report_path, tm
     data["created_utc"] = "2026-12-06T09:00:00Z"
     other.write_text(json.dumps(data))
     assert (
-        cli.main(["compare", str(report_path), str(other), "--vs", "wal/full,truncate/full"]) == 0
+        cli.main(["compare", str(report_path), str(other), "--vs", f"{WAL_FULL},{TRUNCATE_FULL}"])
+        == 0
     )
     out = capsys.readouterr().out
     first = out.split("\n\n")[0].replace("\n ", "")
-    assert first.startswith("Head to head: wal/full in h2h-report.json against truncate/full in")
+    assert first.startswith(
+        f"Head to head: {WAL_FULL} in h2h-report.json against {TRUNCATE_FULL} in"
+    )
     assert "Welch" in first and max(len(line) for line in out.split("\n\n")[0].splitlines()) <= 100
     assert (
         cli.main(
@@ -215,7 +232,7 @@ def test_compare_sets_one_reports_configuration_against_anothers(report_path, tm
                 str(report_path),
                 str(other),
                 "--vs",
-                "wal/full,truncate/full",
+                f"{WAL_FULL},{TRUNCATE_FULL}",
                 "--format",
                 "json",
             ]
@@ -224,16 +241,20 @@ def test_compare_sets_one_reports_configuration_against_anothers(report_path, tm
     )
     rows = json.loads(capsys.readouterr().out)["head_to_head"]
     assert [r["percentile"] for r in rows] == [50.0, 99.0]
-    assert cli.main(["compare", str(report_path), str(other), "--vs", "wal/full,wal/normal"]) == 0
+    assert (
+        cli.main(["compare", str(report_path), str(other), "--vs", f"{WAL_FULL},{WAL_NORMAL}"]) == 0
+    )
     capsys.readouterr()
     # one configuration of two reports against each other is a question too
-    assert cli.main(["compare", str(report_path), str(other), "--vs", "wal/full,wal/full"]) == 0
-    assert "wal/full in h2h-report.json against wal/full in b.json" in " ".join(
+    assert (
+        cli.main(["compare", str(report_path), str(other), "--vs", f"{WAL_FULL},{WAL_FULL}"]) == 0
+    )
+    assert f"{WAL_FULL} in h2h-report.json against {WAL_FULL} in b.json" in " ".join(
         capsys.readouterr().out.split()
     )
     for argv, words in (
-        (["--vs", "wal/full,delete/full"], "did not measure delete/full"),
-        (["--vs", "wal/full"], "--vs takes two different configurations"),
+        (["--vs", f"{WAL_FULL},{DELETE_FULL}"], f"did not measure {DELETE_FULL}"),
+        (["--vs", WAL_FULL], "--vs takes two different configurations"),
     ):
         assert cli.main(["compare", str(report_path), str(other), *argv]) == 2
         err = capsys.readouterr().err.strip().splitlines()
@@ -244,6 +265,6 @@ def test_unpaired_ratio_of_a_run_against_its_copy_holds_one(report_path):
     from fsyncbench.report import store
 
     rep = store.load_report(Path(report_path))
-    wal = next(r for r in rep.results if r.name == "wal/full")
+    wal = next(r for r in rep.results if r.name == WAL_FULL)
     r = headtohead.unpaired_ratio(wal, wal, 50.0)
     assert r.ratio == pytest.approx(1.0) and r.low < 1.0 < r.high and not r.paired

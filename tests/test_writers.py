@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+import this_platform
 
 import fsyncbench
 from fsyncbench import cli
@@ -34,6 +35,10 @@ from fsyncbench.report.schema import report_schema
 from fsyncbench.report.writers import points_table, writers_sections
 
 WAL_FULL = Pragmas("WAL", "FULL")
+#: wal/full as a run on this platform measures it (macOS: with fullfsync on, as below), and
+#: the names of that run's configurations
+HERE_FULL = this_platform.configs("wal", "full", "on" if this_platform.MACOS else None)[-1]
+FULL_NAME, NORMAL_NAME = this_platform.label("wal/full"), this_platform.label("wal/normal")
 MS = 1_000_000
 S = 1_000_000_000
 
@@ -164,7 +169,8 @@ def test_a_writer_that_cannot_start_is_one_line(tmp_path):
     (tmp_path / "sub").mkdir()
     os.chmod(tmp_path / "sub", 0o500)
     if os.access(tmp_path / "sub", os.W_OK):
-        pytest.skip("root writes anywhere: the read-only directory cannot refuse")
+        # root; and Windows, where a directory's mode does not stop files being made in it
+        pytest.skip("the read-only directory cannot refuse here (root, or Windows)")
     with pytest.raises(fsyncbench.FsyncbenchError, match="creating writers-wal-full"):
         writers.measure_writers(plan, tmp_path / "sub", _primitive)
 
@@ -338,6 +344,7 @@ def run_report(tmp_path_factory):
         target,
         journal_modes="wal",
         synchronous="full,normal",
+        fullfsync="on" if this_platform.MACOS else None,
         samples=300,
         rounds=3,
         writers="1,2",
@@ -351,12 +358,14 @@ def run_report(tmp_path_factory):
 def test_run_with_writers_measures_every_point_and_leaves_nothing_behind(run_report):
     target, report = run_report
     names = [(p.requested.label, p.steps_per_commit, p.writers) for p in report.writers]
-    assert names == [(c, s, n) for c in ("wal/full", "wal/normal") for s in (1, 10) for n in (1, 2)]
-    assert {p.primitive for p in report.writers} == {"fdatasync", "fdatasync (checkpoints only)"}
+    configs = (FULL_NAME, NORMAL_NAME)
+    assert names == [(c, s, n) for c in configs for s in (1, 10) for n in (1, 2)]
+    sync = this_platform.sync_name()  # fdatasync; F_FULLFSYNC on macOS; FlushFileBuffers
+    assert {p.primitive for p in report.writers} == {sync, f"{sync} (checkpoints only)"}
     assert list(target.iterdir()) == []
     # ten steps per commit: more steps per second than one, fewer commits
     by = {(p.requested.label, p.steps_per_commit, p.writers): p.summary for p in report.writers}
-    one, ten = by[("wal/full", 1, 1)], by[("wal/full", 10, 1)]
+    one, ten = by[(FULL_NAME, 1, 1)], by[(FULL_NAME, 10, 1)]
     assert ten.steps_per_s > one.steps_per_s and ten.commits_per_s < one.commits_per_s
 
 
@@ -508,9 +517,10 @@ def test_on_this_disk_the_writers_stay_within_the_bound(tmp_path):
     )
     target.mkdir()
     try:
-        fs = subprocess.run(
-            ["stat", "-f", "-c", "%T", str(target)], capture_output=True, text=True
-        ).stdout.strip()
+        from fsyncbench.host import collect_host
+
+        mount = collect_host(str(target)).target.mount  # (GNU stat -f is Linux's)
+        fs = mount.fs_type if mount is not None else ""
         if fs in ("tmpfs", "ramfs"):
             pytest.skip(f"{target} is on {fs}, not a disk")
         assert _bound_codes(_cli_run(target)) == {"writers-within-sync-bound"}
@@ -690,8 +700,8 @@ def test_max_p99_gates_each_writers_point_and_names_a_starved_one(run_report):
     starved = _lane(3, [10.0], [600.0], [599.0])  # one commit that waited 0.6 s
     lanes = (*fast, starved)
     point = WritersPoint(
-        WAL_FULL,
-        WAL_FULL,
+        HERE_FULL,
+        HERE_FULL,
         4,
         "immediate",
         5000,
@@ -704,15 +714,17 @@ def test_max_p99_gates_each_writers_point_and_names_a_starved_one(run_report):
     )
     rep = dataclasses.replace(report, writers=(point,))
     # the p99 over commits (0.2 ms) passes 10 ms; the oldest wait over time is named
-    failures, notes, _untold = gates.review(rep, max_p99_ns=10 * MS, names=("wal/full",))
-    assert not [f for f in failures if f.subject == "wal/full x4"]
-    assert any(n.startswith("wal/full x4: over time") and "writer 3 starved" in n for n in notes)
+    failures, notes, _untold = gates.review(rep, max_p99_ns=10 * MS, names=(FULL_NAME,))
+    assert not [f for f in failures if f.subject == f"{FULL_NAME} x4"]
+    assert any(
+        n.startswith(f"{FULL_NAME} x4: over time") and "writer 3 starved" in n for n in notes
+    )
     # a limit below the p99 over commits fails the point by name
-    failures, _notes, _untold = gates.review(rep, max_p99_ns=100_000, names=("wal/full",))
-    assert any(f.subject == "wal/full x4" and "above --max-p99" in f.message for f in failures)
+    failures, _notes, _untold = gates.review(rep, max_p99_ns=100_000, names=(FULL_NAME,))
+    assert any(f.subject == f"{FULL_NAME} x4" and "above --max-p99" in f.message for f in failures)
     # points of a configuration the gate does not look at are left alone
-    failures, notes, _untold = gates.review(rep, max_p99_ns=100_000, names=("wal/normal",))
-    assert not [f for f in failures if f.subject.startswith("wal/full x")]
+    failures, notes, _untold = gates.review(rep, max_p99_ns=100_000, names=(NORMAL_NAME,))
+    assert not [f for f in failures if f.subject.startswith(f"{FULL_NAME} x")]
 
 
 def test_compare_shows_two_runs_writers_side_by_side_and_says_they_are_not_gated(
@@ -725,13 +737,13 @@ def test_compare_shows_two_runs_writers_side_by_side_and_says_they_are_not_gated
     data["created_utc"] = "2026-12-06T09:00:00Z"
     data["writers"] = data["writers"][:-1]  # B lacks the last point
     b.write_text(json.dumps(data))
-    assert cli.main(["compare", str(a), str(b)]) == 0
+    assert cli.main(["compare", str(a), str(b), "--verbose"]) == 0
     out = capsys.readouterr().out
     section = out[out.index("Concurrent writers (") :]
     assert "not gated" in section.split("\n\n")[0]
     last = report.writers[-1].name
     assert f"Writers points only in A: {last}" in section
-    assert "wal/full x2" in section and "1.00x" in section
+    assert f"{FULL_NAME} x2" in section and "1.00x" in section
     code = cli.main(["compare", str(a), str(b), "--format", "json"])
     got = json.loads(capsys.readouterr().out)["writers"]
     assert code == 0 and got["gated"] is False and got["only_a"] == [last]
@@ -820,10 +832,10 @@ def test_max_p99_cannot_tell_from_a_disturbed_point_unless_accepted(run_report):
         round=1, attempt=1, elapsed_ns=10**9, cpu_other_pct=74.0, disturbed=("cpu",)
     )
     rep = dataclasses.replace(report, writers=(dataclasses.replace(point, activity=busy),))
-    failures, _notes, untold = gates.review(rep, max_p99_ns=1, names=("wal/full",))
+    failures, _notes, untold = gates.review(rep, max_p99_ns=1, names=(FULL_NAME,))
     assert not [f for f in failures if f.subject == point.name]
     assert any(u.startswith(f"{point.name}: --max-p99 1 ns: cannot tell") for u in untold)
     failures, _notes, untold = gates.review(
-        rep, max_p99_ns=1, names=("wal/full",), accept_disturbed=True
+        rep, max_p99_ns=1, names=(FULL_NAME,), accept_disturbed=True
     )
     assert any(f.subject == point.name for f in failures) and not untold
