@@ -37,7 +37,7 @@ def test_a_run_whose_directory_the_cut_took_is_lost_not_an_error(tmp_path, liste
         )
         assert outcome.failed
         assert "MISSING" in outcome.text
-        assert f"{target / POWERCUT_DIRNAME / rid}" in outcome.text
+        assert f"{target / POWERCUT_DIRNAME / rid}" in outcome.text.replace("\n ", "")
         assert "50 of 50 acknowledged commits are missing" in outcome.text
 
 
