@@ -33,7 +33,15 @@ QUICK_RUN = (
 
 
 def _long_lines(text: str, width: int) -> list[str]:
-    return [line for line in text.splitlines() if len(line) > width]
+    """Lines longer than ``width``, but for one holding a path longer than half of it: a
+    path is there to be copied and is never broken (the journal the tool makes in a
+    user's directory adds some 70 characters to it)."""
+    return [
+        line
+        for line in text.splitlines()
+        if len(line) > width
+        and not any(len(w) > width // 2 and os.sep in w for w in line.split())
+    ]
 
 
 def _env(width: int) -> dict[str, str]:

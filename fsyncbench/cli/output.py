@@ -67,7 +67,7 @@ def written(paths: Sequence[object]) -> str:
     """``Report written: A, B`` wrapped to the terminal between paths (a path is never
     broken: it is there to be copied)."""
     line = "Report written: " + ", ".join(str(p) for p in paths)
-    return "\n".join(wrap(line, "", "  ", break_words=False))
+    return "\n".join(wrap(line, "", "  "))
 
 
 def note(message: str) -> None:

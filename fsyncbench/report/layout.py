@@ -49,13 +49,12 @@ _GLUE = "\u00a0"  # not whitespace to textwrap, which splits on ASCII whitespace
 
 
 def wrap(
-    text: str, first: str = "", rest: str = "", cols: int | None = None, break_words: bool = True
+    text: str, first: str = "", rest: str = "", cols: int | None = None, break_words: bool = False
 ) -> list[str]:
     """``text`` wrapped at ``cols`` (default :func:`width`), the first line led by
     ``first`` and the others indented by ``rest``; a figure is never split from its unit.
-    A word longer than the line (a path, a URL) is broken only where it must be, so no
-    line is ever longer than ``cols``; ``break_words`` False keeps it whole (a path to
-    copy)."""
+    A word longer than the line (a path, a URL) is kept whole on a line of its own: it is
+    there to be copied (``break_words`` True breaks it, for a cell that must fit)."""
     cols = cols or width()
     lines = textwrap.wrap(
         _FIGURE_UNIT.sub(_GLUE, text),

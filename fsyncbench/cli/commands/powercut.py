@@ -260,7 +260,10 @@ def handle(args: argparse.Namespace, argv: list[str]) -> int:
         # timestamped line under its first word
         if tty:
             hang = " " * (line.index(" ") + 1) if line[:4].isdigit() and " " in line else "  "
-            line = "\n".join(wrap(line, "", hang if len(hang) < 30 else "  "))
+            lines = wrap(line, "", hang if len(hang) < 30 else "  ")
+            if max(map(len, lines)) > width():  # a path too long to sit under the time
+                lines = wrap(line, "", "  ")
+            line = "\n".join(lines)
         print(("\r\033[K" if tty else "") + line, file=sys.stderr, flush=True)
 
     if args.action == "listen":
