@@ -16,13 +16,20 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import this_platform
 
 from fsyncbench import api, options
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import Pragmas
 from fsyncbench.powerloss import rebase, sqlite
 from fsyncbench.powerloss.matrix import evaluate, run_matrix
-from fsyncbench.powerloss.models import CrashState, crash_points, crash_states, invalid_reason
+from fsyncbench.powerloss.models import (
+    CrashState,
+    crash_points,
+    crash_states,
+    default_semantics,
+    invalid_reason,
+)
 from fsyncbench.powerloss.plan import PowerlossPlan
 from fsyncbench.powerloss.rebase import read_ops
 from fsyncbench.powerloss.trace import Op, Trace
@@ -30,6 +37,10 @@ from fsyncbench.report import store
 from tests.clitools import assert_usage_error, fsb, leftovers
 
 COMMITS = 6
+#: The semantics powerloss simulates by default here: linux, macos or windows.
+SEMANTICS = default_semantics(sys.platform)
+#: A CLI powerloss measures each configuration once (macOS: with fullfsync on).
+ONE_FULLFSYNC = this_platform.ONE_FULLFSYNC
 
 
 def _small_run(tmp_path, synchronous="full", **kw):
@@ -560,8 +571,9 @@ def test_sigkill_loses_nothing_written_and_matches_the_fullest_prefix_state(tmp_
     try:
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready"
-        child.send_signal(signal.SIGKILL)
-        assert child.wait(timeout=30) == -signal.SIGKILL
+        child.kill()  # SIGKILL; TerminateProcess on Windows (exit code 1)
+        code = child.wait(timeout=30)
+        assert code != 0 if sys.platform == "win32" else code == -signal.SIGKILL
     finally:
         if child.poll() is None:
             child.kill()
@@ -601,11 +613,14 @@ def test_sigkill_loses_nothing_written_and_matches_the_fullest_prefix_state(tmp_
 
 def test_powerloss_command_prints_the_table_and_leaves_nothing(tmp_path):
     argv = ("--journal-mode", "wal", "--synchronous", "normal,full", "--no-report")
+    argv += ONE_FULLFSYNC
     proc = fsb("powerloss", tmp_path, *argv, "--verbose", env=dict(os.environ, COLUMNS="400"))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "wal/normal: loses all 10 acknowledged commits recorded" in out
-    assert "wal/full: loses 0 (synced-only); documented durable" in out
+    # in every platform's semantics (linux, macos with fullfsync, windows)
+    normal, full = this_platform.label("wal/normal"), this_platform.label("wal/full")
+    assert f"{normal}: loses all 10 acknowledged commits recorded" in out
+    assert f"{full}: loses 0 (synced-only); documented durable" in out
     header = next(line for line in out.splitlines() if line.startswith("configuration "))
     assert header.split("  ")[0] == "configuration"
     assert "lost, worst" in header and "measured vs expected" in header
@@ -617,7 +632,7 @@ def test_powerloss_command_prints_the_table_and_leaves_nothing(tmp_path):
 def test_powerloss_json_and_html(tmp_path):
     proc = fsb(
         *("powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "off"),
-        *("--format", "json", "--no-report"),
+        *("--format", "json", "--no-report", *ONE_FULLFSYNC),
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)["powerloss"]  # the report as saved: kind powerloss
@@ -632,7 +647,7 @@ def test_powerloss_json_and_html(tmp_path):
     assert [c.agreement(m) for m in c.models] == ["agrees", "agrees"]
     html = fsb(
         *("powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "full"),
-        *("--format", "html", "--no-report"),
+        *("--format", "html", "--no-report", *ONE_FULLFSYNC),
     )
     assert html.returncode == 0 and html.stdout.startswith("<!DOCTYPE html>")
     assert "Commits lost per configuration and model" in html.stdout
@@ -654,14 +669,18 @@ def test_keep_failures_writes_the_worst_state(tmp_path):
         "--keep-failures",
         keep,
         "--no-report",
+        *ONE_FULLFSYNC,
     )
     assert proc.returncode == 0, proc.stderr
     (state,) = keep.iterdir()
-    assert state.name == "delete-full-synced-only"
+    # DELETE loses the last commit in every platform's semantics (Linux: the unlink is not
+    # synced; macOS: the directory's sync is a plain fsync; Windows: never synced)
+    base = this_platform.label("delete/full").replace("/", "-")
+    assert state.name == f"{base}-synced-only"
     info = json.loads((state / "state.json").read_text())
     assert info["finding"].startswith("lost 1 of the 1 commits acknowledged before the cut (1)")
-    assert (state / "journal-delete-full.db-journal").exists()  # the hot journal
-    rows, problem = sqlite.open_state(state, "journal-delete-full.db", True)
+    assert (state / f"journal-{base}.db-journal").exists()  # the hot journal
+    rows, problem = sqlite.open_state(state, f"journal-{base}.db", True)
     assert problem == "" and rows == {}
 
 
@@ -709,19 +728,22 @@ def test_keep_failures_is_checked_before_any_work(tmp_path):
 
 def test_keep_failures_never_touches_what_is_already_there(tmp_path):
     keep = tmp_path / "keep"
-    mine = keep / "wal-normal-synced-only"
+    name = this_platform.label("wal/normal").replace("/", "-") + "-synced-only"
+    mine = keep / name
     mine.mkdir(parents=True)
     (mine / "mine.txt").write_text("precious")
     target = tmp_path / "t"
     target.mkdir()
     args = ("--journal-mode", "wal", "--synchronous", "normal", "--model", "synced-only")
+    args += ONE_FULLFSYNC
     proc = fsb("powerloss", target, *args, "--keep-failures", keep, "--no-report", "--verbose")
     assert proc.returncode == 0, proc.stderr
     assert (mine / "mine.txt").read_text() == "precious"
     assert sorted(p.name for p in mine.iterdir()) == ["mine.txt"]
-    state = keep / "wal-normal-synced-only-2"
+    state = keep / f"{name}-2"
     info = json.loads((state / "state.json").read_text())
-    assert info["semantics"] == "linux" and info["psow"] is True and info["model"] == "synced-only"
+    assert info["semantics"] == SEMANTICS and info["psow"] is True
+    assert info["model"] == "synced-only"
     assert sorted(info["expected_rows"], key=int) == [str(n) for n in range(1, 11)]
     assert f"Kept in {state}." in " ".join(proc.stdout.split())
 
@@ -766,14 +788,16 @@ def test_api_refuses_wrong_types():
 
 
 def test_run_with_powerloss_saves_it_beside_the_latency(tmp_path):
-    report = _small_run(tmp_path, synchronous="normal,full")
+    fullfsync = "on" if this_platform.MACOS else None
+    report = _small_run(tmp_path, synchronous="normal,full", fullfsync=fullfsync)
     assert report.powerloss is not None
-    assert [c.pragmas.label for c in report.powerloss.configs] == ["wal/normal", "wal/full"]
+    normal, full = this_platform.configs("wal", "normal,full", fullfsync)
+    assert [c.pragmas.label for c in report.powerloss.configs] == [normal.label, full.label]
     text = api.render(report, "text", verbose=True)
-    p50 = next(r for r in report.results if r.requested == Pragmas("WAL", "FULL")).summary.p50_ns
+    p50 = next(r for r in report.results if r.requested == full).summary.p50_ns
     from fsyncbench.fmt import fmt_ns
 
-    assert f"wal/full: {fmt_ns(p50)} p50, loses 0 (synced-only)" in text
+    assert f"{full.label}: {fmt_ns(p50)} p50, loses 0 (synced-only)" in text
     if report.verdict.path_verdict != "honest_flush":  # this VM: unverifiable
         assert f"This storage path's verdict is {report.verdict.path_verdict}" in text
     saved = api.save(report, tmp_path / "reports")

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+import this_platform
 
 from fsyncbench import api
 from fsyncbench.model import Pragmas
@@ -116,7 +117,7 @@ def test_cli_takes_wal_autocheckpoint_and_refuses_a_bad_one(tmp_path):
     proc = fsb(
         *("powerloss", tmp_path, "--journal-mode", "wal", "--synchronous", "normal"),
         *("--model", "synced-only", "--commits", "8", "--wal-autocheckpoint", str(PAGES)),
-        *("--format", "json", "--no-report"),
+        *("--format", "json", "--no-report", *this_platform.ONE_FULLFSYNC),
     )
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)["powerloss"]

@@ -96,3 +96,9 @@ def unknown_configuration(word: str, known: list[str], where: str = "this run me
     from fsyncbench.errors import did_you_mean
 
     return f"unknown configuration {word}: {where} {', '.join(known)}" + did_you_mean([word], known)
+
+
+#: Command-line options that make a run or powerloss measure each journal_mode/synchronous
+#: once: with fullfsync on where it applies (macOS, whose names then end /fullfsync, as
+#: :func:`label` gives them); nothing elsewhere.
+ONE_FULLFSYNC: tuple[str, ...] = ("--fullfsync", "on") if MACOS else ()
