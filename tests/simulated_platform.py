@@ -28,7 +28,8 @@ What is simulated, for the package's own code and the tests:
 
 - on macOS, the fcntl commands Linux lacks, as a Mac's APFS volume answers them:
   F_FULLFSYNC and F_BARRIERFSYNC accepted (done as an fsync), F_GETPATH (the path a
-  descriptor names now).
+  descriptor names now); and ``sysctl`` first on PATH answering macOS's names
+  (``kern.boottime``: tests/fixtures/simulate/darwin/sysctl).
 
 What is not (and is left to the real CI runners): path syntax (``os.sep`` stays ``/``,
 ``os.name`` ``posix``, ``os.devnull`` ``/dev/null``), the kernels' own behaviour (the
@@ -119,6 +120,8 @@ NOT_ON_WINDOWS = (
 )
 #: socket names CPython on Windows does not have (AF_UNIX: https://bugs.python.org/issue33408).
 NOT_IN_WINDOWS_SOCKET = ("AF_UNIX",)
+#: time names CPython on Windows does not have ("Availability: Unix").
+NOT_IN_WINDOWS_TIME = ("tzset",)
 POSIX_MODULES = ("fcntl", "resource", "termios", "pwd", "grp", "pty", "tty")
 POSIX_SIGNALS = (
     "SIGHUP",
@@ -171,8 +174,9 @@ _FIRST = (
 )
 
 _MARK = "_fsyncbench_simulated_platform"
-_OURS = (str(ROOT / "fsyncbench") + os.sep, str(ROOT / "tests") + os.sep)
 _STDLIB = str(Path(os.__file__).resolve().parent) + os.sep
+#: Where installed packages live (pip's and Debian's).
+_PACKAGES = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
 def applied() -> str | None:
@@ -191,16 +195,23 @@ def child_environ(platform: str, env: dict[str, str] | None = None) -> dict[str,
 
 
 def _ours(filename: str) -> bool:
-    return filename.startswith(_OURS)
+    """The code the simulation is for: fsyncbench's, the tests', the project's scripts and
+    code run with ``python -c`` (``<string>``); not the standard library's, an installed
+    package's (psutil, numpy, pytest) or a built-in module's."""
+    return not (
+        _library(filename)
+        or any(p in filename for p in _PACKAGES)
+        or filename in ("built-in", "frozen", "")
+    )
 
 
 def _library(filename: str) -> bool:
     """The standard library's own code (frozen modules included, not site-packages), and
     this simulation's."""
     return (
-        filename.startswith("<")
+        filename.startswith("<frozen")
         or filename == __file__
-        or (filename.startswith(_STDLIB) and "site-packages" not in filename)
+        or (filename.startswith(_STDLIB) and not any(p in filename for p in _PACKAGES))
     )
 
 
@@ -252,12 +263,18 @@ def apply(platform: str) -> None:
     _hide_linux_paths()
     if platform == "darwin":
         _as_macos()
+        # macOS's sysctl names (kern.boottime: the powercut writer's boot id)
+        darwin_bin = str(SITE_DIR / "darwin")
+        if not os.environ.get("PATH", "").startswith(darwin_bin + os.pathsep):
+            os.environ["PATH"] = darwin_bin + os.pathsep + os.environ.get("PATH", "")
     if platform == "win32":
         import signal
         import socket
+        import time
 
         _take_away(signal, POSIX_SIGNALS)
         _take_away(socket, NOT_IN_WINDOWS_SOCKET)
+        _take_away(time, NOT_IN_WINDOWS_TIME)
         _refuse_modules(POSIX_MODULES)
         _as_windows()
     sys.meta_path.insert(0, _LibraryImports())
