@@ -30,6 +30,12 @@ from fsyncbench.powercut.secret import ENV_VAR
 
 PY = shlex.quote(sys.executable)
 FSB = f"{PY} -m fsyncbench"
+#: A command that exists everywhere and does nothing (``true`` is not on Windows).
+NOOP = f"{PY} -c pass"
+#: The cycles below are POSIX shell scripts: ``sh -c``, ``kill -KILL``, ``$$``, ``exec``.
+posix_shell = pytest.mark.skipif(
+    sys.platform == "win32", reason="the cycles' commands are POSIX shell scripts (sh, kill)"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -93,23 +99,17 @@ def _alive(pid: int) -> bool:
 
 
 def test_the_seeded_moments_are_reproducible():
-    plan = make_plan("true", "true", "true", cycles=5, cut_after="2..10", seed=7)
+    plan = make_plan(NOOP, NOOP, NOOP, cycles=5, cut_after="2..10", seed=7)
     moments = plan.moments_s()
-    assert (
-        moments
-        == make_plan("true", "true", "true", cycles=5, cut_after="2..10", seed=7).moments_s()
-    )
+    assert moments == make_plan(NOOP, NOOP, NOOP, cycles=5, cut_after="2..10", seed=7).moments_s()
     assert len(moments) == 5 and all(2 <= m <= 10 for m in moments)
     assert len(set(moments)) == 5
-    assert moments != make_plan("true", "true", "true", cycles=5, seed=8).moments_s()
+    assert moments != make_plan(NOOP, NOOP, NOOP, cycles=5, seed=8).moments_s()
     # without a seed one is drawn, and it is kept: the same moments again from it
-    drawn = make_plan("true", "true", "true", cycles=3)
-    assert (
-        drawn.moments_s()
-        == make_plan("true", "true", "true", cycles=3, seed=drawn.seed).moments_s()
-    )
+    drawn = make_plan(NOOP, NOOP, NOOP, cycles=3)
+    assert drawn.moments_s() == make_plan(NOOP, NOOP, NOOP, cycles=3, seed=drawn.seed).moments_s()
     # a fixed moment
-    assert make_plan("true", "true", "true", cycles=2, cut_after="3", seed=1).moments_s() == [
+    assert make_plan(NOOP, NOOP, NOOP, cycles=2, cut_after="3", seed=1).moments_s() == [
         3.0,
         3.0,
     ]
@@ -130,20 +130,25 @@ def test_bad_cut_after_ranges(text):
 
 
 def test_commands_are_split_like_a_shell_and_checked():
-    c = parse_command("ssh host 'fsyncbench powercut write --to B:{port}' {cycle}", "--start")
-    assert c.argv == ("ssh", "host", "fsyncbench powercut write --to B:{port}", "{cycle}")
+    # (the program: this Python, on every platform; ssh in real use)
+    c = parse_command(f"{PY} host 'fsyncbench powercut write --to B:{{port}}' {{cycle}}", "--start")
+    assert c.argv == (sys.executable, "host", "fsyncbench powercut write --to B:{port}", "{cycle}")
     assert c.expand({"port": "5400", "cycle": "3"}) == [
-        "ssh",
+        sys.executable,
         "host",
         "fsyncbench powercut write --to B:5400",
         "3",
     ]
     # a brace that is no placeholder of ours stays (a shell or JSON may use them)
-    assert parse_command("sh -c 'echo {}'", "--cut").expand({}) == ["sh", "-c", "echo {}"]
+    assert parse_command(f"{PY} -c 'print({{}})'", "--cut").expand({}) == [
+        sys.executable,
+        "-c",
+        "print({})",
+    ]
     bad = {
         "": "--cut: the command is empty",
         "sh -c 'unclosed": '--cut: cannot split "sh -c \'unclosed": No closing quotation',
-        "true {runid}": "--cut: unknown placeholder {runid} (known: {port}, {address}, "
+        f"{PY} {{runid}}": "--cut: unknown placeholder {runid} (known: {port}, {address}, "
         "{cycle}, {secret_file}, {run_id})",
         "no-such-program-fsb --x": "--cut: command not found: no-such-program-fsb",
     }
@@ -152,7 +157,7 @@ def test_commands_are_split_like_a_shell_and_checked():
             parse_command(text, "--cut")
         assert str(err.value) == message
     with pytest.raises(FsyncbenchError, match=r"^--start: \{run_id\} is not known yet"):
-        parse_command("echo {run_id}", "--start", run_id_known=False)
+        parse_command(f"{PY} {{run_id}}", "--start", run_id_known=False)
 
 
 @pytest.mark.parametrize(
@@ -162,13 +167,13 @@ def test_commands_are_split_like_a_shell_and_checked():
         (["--cut-after", "9..3"], "fsyncbench: error: --cut-after must be a range LO..HI"),
         (["--cut-after", "soon"], "fsyncbench: error: --cut-after must be seconds or a range"),
         (["--verify-timeout-seconds", "0"], "fsyncbench: error: --verify-timeout-seconds must"),
-        (["--start", "echo {run_id}"], "fsyncbench: error: --start: {run_id} is not known yet"),
+        (["--start", f"{PY} {{run_id}}"], "fsyncbench: error: --start: {run_id} is not known yet"),
         (["--cut", "nope-not-here off"], "fsyncbench: error: --cut: command not found: nope"),
         (["--seed", "x"], "fsyncbench: error: argument --seed: invalid int value: 'x'"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, argv, message):
-    base = {"--start": "true", "--cut": "true", "--verify": "true"}
+    base = {"--start": NOOP, "--cut": NOOP, "--verify": NOOP}
     args = ["powercut", "cycle", "--port", "0", "--state", str(tmp_path / "s.db")]
     for option, value in base.items():
         if option not in argv:
@@ -217,6 +222,7 @@ def test_the_summary_exit_code_and_verdict():
 # --------------------------------------------------------------------------- cycles
 
 
+@posix_shell
 def test_cycles_with_a_local_writer_killed_prove_nothing_and_say_so(tmp_path):
     """Two cycles: the writer starts, the listener records, kill -KILL, verify. No reboot
     came between (this machine kept running): verify passes the run as unverifiable, and
@@ -242,11 +248,12 @@ def test_cycles_with_a_local_writer_killed_prove_nothing_and_say_so(tmp_path):
     port = summary.listener.rsplit(":", 1)[1]
     assert log.read_text().splitlines() == [f"{r.cycle} {r.run_id} {port}" for r in summary.results]
     assert [r.cut_after_s for r in summary.results] == make_plan(
-        "true", "true", "true", cycles=2, cut_after="0.2..0.4", seed=1
+        NOOP, NOOP, NOOP, cycles=2, cut_after="0.2..0.4", seed=1
     ).moments_s()
     assert not any("secret" in line and "made now" not in line for line in lines if ENV_VAR in line)
 
 
+@posix_shell
 def test_a_cycle_that_lost_its_commits_fails_with_exit_1(tmp_path):
     """The cut kills the writer and takes the run's directory with it (as a lying drive's
     cut did in the lab): verify names every acknowledged commit lost; the cycle fails."""
@@ -263,6 +270,7 @@ def test_a_cycle_that_lost_its_commits_fails_with_exit_1(tmp_path):
     )
 
 
+@posix_shell
 def test_a_failing_cut_command_is_reported_and_ends_the_experiment(tmp_path):
     summary, _lines = _cycle(tmp_path, cycles=3, cut="sh -c 'echo the PDU said no >&2; exit 3'")
     (r,) = summary.results
@@ -274,6 +282,7 @@ def test_a_failing_cut_command_is_reported_and_ends_the_experiment(tmp_path):
     assert "ERROR after 0 of 3 cycles" in format_summary(summary)
 
 
+@posix_shell
 def test_a_verify_that_never_succeeds_times_out_with_exit_2(tmp_path):
     summary, _lines = _cycle(
         tmp_path,
@@ -291,6 +300,7 @@ def test_a_verify_that_never_succeeds_times_out_with_exit_2(tmp_path):
     assert summary.exit_code == 2
 
 
+@posix_shell
 def test_verify_is_retried_until_the_host_is_back(tmp_path):
     tries = tmp_path / "tries"
     verify = (
@@ -302,6 +312,7 @@ def test_verify_is_retried_until_the_host_is_back(tmp_path):
     assert (r.verify_attempts, r.verify_exit, r.outcome) == (3, 0, "inconclusive")
 
 
+@posix_shell
 def test_a_start_command_that_fails_is_reported(tmp_path):
     summary, _lines = _cycle(tmp_path, start="sh -c 'echo cannot reach B >&2; exit 2'")
     (r,) = summary.results
@@ -311,6 +322,7 @@ def test_a_start_command_that_fails_is_reported(tmp_path):
     assert summary.exit_code == 2 and r.run_id is None
 
 
+@posix_shell
 def test_no_first_commit_in_time_ends_the_start_command(tmp_path):
     start = f"sh -c 'echo $$ > {tmp_path}/pid; exec sleep 60'"
     summary, _lines = _cycle(tmp_path, start=start, start_timeout_s=0.5)
@@ -321,6 +333,7 @@ def test_no_first_commit_in_time_ends_the_start_command(tmp_path):
     assert not _alive(int((tmp_path / "pid").read_text()))
 
 
+@posix_shell
 def test_ctrl_c_ends_the_experiment_and_its_commands(tmp_path):
     import signal
     import threading
@@ -338,6 +351,7 @@ def test_ctrl_c_ends_the_experiment_and_its_commands(tmp_path):
     assert not _alive(int((tmp_path / "pid").read_text()))
 
 
+@posix_shell
 def test_a_verify_that_judged_another_run_is_an_error(tmp_path):
     other = "f" * 32
     report = json.dumps({"kind": "powercut", "notes": [f"powercut pass: run {other} (wal/full)"]})
@@ -348,6 +362,7 @@ def test_a_verify_that_judged_another_run_is_an_error(tmp_path):
     assert summary.exit_code == 2
 
 
+@posix_shell
 def test_a_verify_without_its_report_counts_by_its_exit_code(tmp_path):
     summary, _lines = _cycle(tmp_path, verify="sh -c 'echo Result: FAIL; exit 1'")
     (r,) = summary.results
@@ -357,7 +372,7 @@ def test_a_verify_without_its_report_counts_by_its_exit_code(tmp_path):
 
 
 def test_the_secret_file_placeholder_needs_a_file(tmp_path):
-    p = make_plan("true", "echo {secret_file}", "true", seed=1)
+    p = make_plan(NOOP, f"{NOOP} {{secret_file}}", NOOP, seed=1)
     with pytest.raises(FsyncbenchError, match=r"^--cut: \{secret_file\}: the listener's secret"):
         cycle(
             p,
@@ -370,6 +385,7 @@ def test_the_secret_file_placeholder_needs_a_file(tmp_path):
         )
 
 
+@posix_shell
 def test_the_cli_prints_the_summary_and_returns_its_exit_code(tmp_path):
     out = tmp_path / "summary.json"
     cut = _kill_writer(tmp_path, then=f"; rm -rf {tmp_path}/data/.fsyncbench-powercut/{{run_id}}")

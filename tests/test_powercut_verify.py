@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import importlib
 import os
 import socket
 import sqlite3
@@ -1571,7 +1572,11 @@ VERIFY_HOST = dataclasses.replace(fake_host(), hostname="verify-host")
 @pytest.fixture
 def verify_env(monkeypatch):
     """The host facts verify collects (recorded, not measured: VERIFY_HOST), and a local
-    clock five hours off UTC, so a report time taken in local time would show."""
+    clock five hours off UTC, so a report time taken in local time would show (where a
+    process can move its own clock: time.tzset is POSIX). Where the OS gives no boot id
+    (Windows), verify is given one: these tests are about what it finds in the journal."""
+    verify_module = importlib.import_module("fsyncbench.powercut.verify")
+
     asked: list[str] = []
 
     def collect_host(path):
@@ -1579,11 +1584,16 @@ def verify_env(monkeypatch):
         return VERIFY_HOST
 
     monkeypatch.setattr("fsyncbench.host.collect_host", collect_host)
-    monkeypatch.setenv("TZ", "XST+05")
-    time.tzset()
+    if verify_module.boot_id() is None:
+        monkeypatch.setattr(verify_module, "boot_id", lambda: "this-boot")
+    tzset = getattr(time, "tzset", None)
+    if tzset is not None:
+        monkeypatch.setenv("TZ", "XST+05")
+        tzset()
     yield asked
     monkeypatch.undo()
-    time.tzset()
+    if tzset is not None:
+        tzset()
 
 
 def _utc_now():
@@ -1597,10 +1607,14 @@ def _created(report) -> _dt.datetime:
 
 
 def _this_boot() -> str:
-    path = Path("/proc/sys/kernel/random/boot_id")
-    if not path.exists():
+    """The boot id verify reads here (Linux's boot_id, macOS's kern.boottime; verify_env's
+    stand-in on Windows)."""
+    verify_module = importlib.import_module("fsyncbench.powercut.verify")
+
+    boot = verify_module.boot_id()
+    if boot is None:
         pytest.skip("no boot id on this OS")
-    return path.read_text().strip()
+    return boot
 
 
 def test_verify_a_lost_run_end_to_end(tmp_path, listener, verify_env):
