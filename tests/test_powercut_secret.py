@@ -17,9 +17,11 @@ import hmac
 import json
 import os
 import re
+import shlex
 import signal
 import socket
 import stat
+import sys
 import threading
 from pathlib import Path
 
@@ -92,6 +94,10 @@ def runs_on_record(lst: ListenerProc) -> list[dict]:
 
 
 def stop(lst: ListenerProc) -> None:
+    if sys.platform == "win32":  # no Ctrl-C for one process there: ended instead
+        lst.proc.terminate()
+        lst.proc.wait(timeout=DEADLINE_S)
+        return
     lst.proc.send_signal(signal.SIGINT)
     lst.proc.wait(timeout=DEADLINE_S)
     assert "listener stopped" in lst.text()
@@ -378,10 +384,15 @@ def test_cycle_never_repeats_the_secret_a_command_printed(tmp_path, monkeypatch)
 
     monkeypatch.delenv(ENV_VAR, raising=False)
     lines: list[str] = []
+    py = shlex.quote(sys.executable)  # (a shell's cat and echo are not on Windows)
+    prints_it = (
+        "import sys; sys.stderr.write('using ' + open(sys.argv[1]).read().strip() + '\\n'); "
+        "sys.exit(3)"
+    )
     summary = fsyncbench.powercut_cycle(
-        "sh -c 'echo using $(cat {secret_file}) >&2; exit 3'",
-        "true",
-        "true",
+        f"{py} -c {shlex.quote(prints_it)} {{secret_file}}",
+        f"{py} -c pass",
+        f"{py} -c pass",
         bind=LOOPBACK,
         port=0,
         state=tmp_path / "s.db",
@@ -455,7 +466,8 @@ def test_where_listen_takes_its_secret_from(tmp_path):
     assert not new.path.exists()  # written once the listener is bound
     assert listener_secret(state, None, env) == ListenerSecret(Secret(env[ENV_VAR]), None, False)
     write_secret_file(new.path, new.secret)
-    assert stat.S_IMODE(new.path.stat().st_mode) == 0o600
+    posix = os.name != "nt"  # Windows: no mode bits; the directory's access rules apply
+    assert stat.S_IMODE(new.path.stat().st_mode) == 0o600 or not posix
     assert listener_secret(state, None, {}) == ListenerSecret(new.secret, new.path, False)
     named = tmp_path / "named.secret"
     assert listener_secret(state, named, env).path == named  # a named file beats the variable
@@ -464,7 +476,8 @@ def test_where_listen_takes_its_secret_from(tmp_path):
     assert str(err.value) == f"cannot create the secret file {new.path}: File exists"
     assert loose_permissions(new.path) is None
     os.chmod(new.path, 0o644)
-    assert loose_permissions(new.path) == "0644"
+    loose = f"{stat.S_IMODE(new.path.stat().st_mode):04o}"  # 0644
+    assert loose_permissions(new.path) == (loose if posix else None)
 
 
 def test_what_listen_prints_on_startup(tmp_path, monkeypatch):
@@ -474,13 +487,13 @@ def test_what_listen_prints_on_startup(tmp_path, monkeypatch):
     lan = format_start(ListenerStart(("192.0.2.20", 5400), "192.0.2.20", made))
     assert s.value not in lan
     assert lan == (
-        f"This listener's secret: in {tmp_path}/state.db.secret (not shown: a terminal's "
+        f"This listener's secret: in {tmp_path / 'state.db.secret'} (not shown: a terminal's "
         "scrollback and a shared screen keep what is printed)\n"
         "  (made now; readable by you only; a listener restarted with that file keeps it)\n"
         "Give it to write and verify in a file (--secret-file) or in "
         "FSYNCBENCH_POWERCUT_SECRET, never on a command line (ps and the shell history show "
         "those).\n"
-        f"On the machine under test, copy {tmp_path}/state.db.secret there as "
+        f"On the machine under test, copy {tmp_path / 'state.db.secret'} there as "
         "powercut.secret, readable by its owner only (e.g. scp it, then chmod 600 "
         "powercut.secret); then run:\n"
         "  fsyncbench powercut write --to 192.0.2.20:5400 --secret-file powercut.secret DIR\n"
