@@ -250,6 +250,7 @@ def test_outside_world_deduplicates_on_the_idempotency_key(tmp_path: Path) -> No
         world.close()
 
 
+@needs_fork  # (where it cannot fork, that it cannot run is said first)
 def test_bad_pragma_is_a_value_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="synchronous"):
         crash.run_kill_matrix(tmp_path, synchronous="SOMETIMES")
@@ -264,13 +265,15 @@ def test_missing_directory_is_a_one_line_error(tmp_path: Path) -> None:
 
 
 def test_no_fork_is_crash_unsupported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delattr(os, "fork", raising=False)
+    if hasattr(os, "fork"):  # (Windows has none)
+        monkeypatch.delattr(os, "fork")
     with pytest.raises(crash.CrashUnsupported, match="fork"):
         crash.run_kill_matrix(tmp_path)
     assert issubclass(crash.CrashUnsupported, FsyncbenchError)
 
 
 @pytest.mark.slow
+@needs_fork
 def test_ctrl_c_during_the_kill_matrix_is_one_clean_line(tmp_path):
     """Ctrl-C goes to the whole process group, forked children included; whenever it lands
     (12 tries at staggered moments, some during a fork) the output is one line, exit 2, no
