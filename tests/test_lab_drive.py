@@ -6,6 +6,7 @@ earlier run left at its socket's path."""
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 import subprocess
@@ -17,6 +18,12 @@ from labtools import ROOT, load
 
 drive_mod = load("drive")
 B = 4096
+#: The drive is the Linux lab's nbdkit plugin: it keeps its image with os.pread, os.pwrite
+#: and os.fdatasync (Windows has none of them, CPython on macOS no fdatasync).
+needs_pread = pytest.mark.skipif(
+    not (hasattr(os, "pwrite") and hasattr(os, "fdatasync")),
+    reason="lab/drive.py uses os.pread, os.pwrite and os.fdatasync (Linux)",
+)
 
 
 def _drive(tmp_path: Path, mode: str = "honest", blocks: int = 16, **kw):
@@ -38,6 +45,7 @@ def _block(ch: str) -> bytes:
 # ------------------------------------------------------------------ semantics, no nbdkit
 
 
+@needs_pread
 def test_writes_stay_in_the_cache_until_a_flush_writes_them_back(tmp_path):
     d, image = _drive(tmp_path, cache_blocks=8, log=str(tmp_path / "log"))
     d.write(0, _block("a"))
@@ -50,6 +58,7 @@ def test_writes_stay_in_the_cache_until_a_flush_writes_them_back(tmp_path):
     assert "flush 1 honoured dirty=2" in (tmp_path / "log").read_text()
 
 
+@needs_pread
 def test_the_oldest_dirty_block_is_evicted_when_the_cache_is_full(tmp_path):
     d, image = _drive(tmp_path, cache_blocks=2)
     for i, ch in enumerate("abc"):
@@ -61,6 +70,7 @@ def test_the_oldest_dirty_block_is_evicted_when_the_cache_is_full(tmp_path):
     assert _media(image, 1) == _block("B") and _media(image, 2) == bytes(B)
 
 
+@needs_pread
 def test_a_partial_write_merges_into_its_block(tmp_path):
     d, image = _drive(tmp_path)
     d.write(0, _block("a"))
@@ -72,6 +82,7 @@ def test_a_partial_write_merges_into_its_block(tmp_path):
     assert d.read(B - 3, 6) == b"a1234\x00"
 
 
+@needs_pread
 def test_fua_writes_its_own_blocks_through_and_leaves_the_rest_cached(tmp_path):
     d, image = _drive(tmp_path, log=str(tmp_path / "log"))
     d.write(0, _block("a"))
@@ -80,6 +91,7 @@ def test_fua_writes_its_own_blocks_through_and_leaves_the_rest_cached(tmp_path):
     assert "fua 1 through" in (tmp_path / "log").read_text()
 
 
+@needs_pread
 def test_lying_acknowledges_flush_and_fua_and_keeps_nothing(tmp_path):
     d, image = _drive(tmp_path, "lying", log=str(tmp_path / "log"))
     d.write(0, _block("a"))
@@ -91,6 +103,7 @@ def test_lying_acknowledges_flush_and_fua_and_keeps_nothing(tmp_path):
     assert "flush 1 dropped dirty=1" in log and "fua 1 ignored" in log
 
 
+@needs_pread
 def test_lying_sometimes_drops_every_kth_flush_from_a_seeded_offset(tmp_path):
     def dropped_flushes(seed: int) -> list[int]:
         d, _ = _drive(tmp_path, "lying-sometimes", lie_every=3, seed=seed)
@@ -108,6 +121,7 @@ def test_lying_sometimes_drops_every_kth_flush_from_a_seeded_offset(tmp_path):
     assert {tuple(dropped_flushes(s)) for s in range(12)} == {(1, 4, 7), (2, 5, 8), (3, 6, 9)}
 
 
+@needs_pread
 def test_write_through_and_a_clean_shutdown_reach_the_media(tmp_path):
     d, image = _drive(tmp_path, "write-through")
     d.write(0, _block("a"))
@@ -118,6 +132,7 @@ def test_write_through_and_a_clean_shutdown_reach_the_media(tmp_path):
     assert _media(image, 0) == _block("c")
 
 
+@needs_pread
 def test_unknown_modes_and_sizes_are_refused(tmp_path):
     with pytest.raises(ValueError, match="mode must be one of"):
         _drive(tmp_path, "fast")
