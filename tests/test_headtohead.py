@@ -268,3 +268,16 @@ def test_unpaired_ratio_of_a_run_against_its_copy_holds_one(report_path):
     wal = next(r for r in rep.results if r.name == WAL_FULL)
     r = headtohead.unpaired_ratio(wal, wal, 50.0)
     assert r.ratio == pytest.approx(1.0) and r.low < 1.0 < r.high and not r.paired
+
+
+def test_a_ratio_not_told_apart_reads_from_a_s_view_as_the_rest_of_the_sentence():
+    """It printed A/B (0.22x) where every other figure is 'times faster' (4.5x)."""
+    r = headtohead.RatioInterval("wal/full", "truncate/full", 99.0, 0.22, 0.05, 1.09, 3, 2, True)
+    assert view.ratio_phrase(r) == (
+        "not measurably different at p99 (4.55x faster, but [0.92, 20.00] holds 1)"
+    )
+    s = headtohead.RatioInterval("a", "b", 50.0, 2.0, 0.8, 5.0, 3, 2, True)
+    assert (
+        view.ratio_phrase(s)
+        == "not measurably different at p50 (2.00x slower, but [0.80, 5.00] holds 1)"
+    )

@@ -74,8 +74,8 @@ def pair(report: Report, names: Sequence[str] = ()) -> tuple[Result, Result] | N
 
 def ratio_phrase(r: RatioInterval) -> str:
     """``5.26x [4.91, 5.64] faster at p50`` from A's view: A faster when the ratio A/B is
-    below 1; "not measurably different" when the interval holds 1; the interval's absence
-    named."""
+    below 1; "not measurably different" when the interval holds 1 (its figure still from
+    A's view: ``4.50x faster, but [0.92, 20.00] holds 1``); the interval's absence named."""
     at = f"p{r.percentile:g}"
     b = r.bounds
     if r.ratio <= 0 or r.ratio == float("inf"):
@@ -88,7 +88,11 @@ def ratio_phrase(r: RatioInterval) -> str:
         return f"{said} at {at}" + (f" (no interval: {r.reason})" if r.reason else "")
     lo, hi = (1 / b[1], 1 / b[0]) if faster else b
     if not r.separated:
-        return f"not measurably different at {at} ({r.ratio:.2f}x [{b[0]:.2f}, {b[1]:.2f}])"
+        # the same direction as every other figure of the sentence (it printed A/B here)
+        return (
+            f"not measurably different at {at} ({factor:.2f}x {word}, but [{lo:.2f}, "
+            f"{hi:.2f}] holds 1)"
+        )
     return f"{factor:.2f}x [{lo:.2f}, {hi:.2f}] {word} at {at}"
 
 
