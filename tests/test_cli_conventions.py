@@ -698,3 +698,28 @@ def test_progress_of_a_workload_without_a_count_shows_its_label_alone(monkeypatc
     with bar.Progress(quiet=False) as progress:
         progress("wal/full", 0.5, 2, 1234, 1_000_000, 0, 0)
     assert "wal/full 1,234 samples" in capsys.readouterr().err
+
+
+def test_a_stream_whose_code_page_lacks_a_character_gets_ascii_not_a_crash(monkeypatch, capsys):
+    """On Windows (Python before 3.15) standard output that is a pipe or a file encodes with
+    the ANSI code page, cp1252, which has no '→': ``show --verbose > file`` of a report whose
+    storage stack has two layers ended in a UnicodeEncodeError, exit 3. The arrow is
+    written as '->' there (and any other such character escaped); a UTF-8 stream keeps it."""
+    import io
+
+    example = sorted((ROOT / "examples" / "report").glob("*.json"))[-1]
+    raw = io.BytesIO()
+    pipe = io.TextIOWrapper(raw, encoding="cp1252", errors="strict")
+    monkeypatch.setattr(sys, "stdout", pipe)
+    assert cli.main(["show", str(example), "--verbose"]) == 0, capsys.readouterr().err
+    pipe.flush()
+    text = raw.getvalue().decode("cp1252")
+    stack = next(line for line in text.splitlines() if line.startswith("storage stack "))
+    assert " -> " in stack and "→" not in text
+    assert pipe.errors == "strict"  # as it was, once the command is done
+    monkeypatch.undo()
+    assert cli.main(["show", str(example), "--verbose"]) == 0
+    assert " → " in capsys.readouterr().out  # UTF-8 (pytest's capture): unchanged
+    from fsyncbench.cli.output import FALLBACK_ERRORS
+
+    assert "a\u00e9\u4e2d".encode("cp1252", FALLBACK_ERRORS) == b"a\xe9\\u4e2d"

@@ -29,6 +29,7 @@ from fsyncbench.cli.output import (
     EXIT_OK,
     EXIT_RISK,
     Stdout,
+    encodable_streams,
 )
 from fsyncbench.cli.parsing import Parser, Subparsers, glue_negative_values
 from fsyncbench.errors import FsyncbenchError, Interrupted
@@ -88,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     stdout = sys.stdout
     sys.stdout = Stdout(stdout)
     try:
-        return _main(argv)
+        with encodable_streams():
+            return _main(argv)
     finally:
         try:
             sys.stdout.flush()

@@ -11,10 +11,12 @@ everything it was asked to.
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fsyncbench import api
@@ -34,6 +36,7 @@ __all__ = [
     "EXIT_BUG",
     "EXIT_CANNOT_TELL",
     "Stdout",
+    "encodable_streams",
     "outputs",
     "note",
     "emit",
@@ -71,7 +74,7 @@ def written(paths: Sequence[object]) -> str:
 
 
 def note(message: str) -> None:
-    print(f"fsyncbench: note: {message}", file=sys.stderr)
+    print("\n".join(wrap(f"fsyncbench: note: {message}", "", "  ")), file=sys.stderr)
 
 
 def emit(args: argparse.Namespace, text: str) -> None:
@@ -155,8 +158,13 @@ def apply_gates(result: api.GateResult, to_stderr: bool = False) -> int:
         return EXIT_RISK
     if result.cannot_tell:
         n = len(result.cannot_tell)
+        # a run that stayed disturbed: one line, and no configuration's p99 was checked
+        whole = any(line.startswith("--max-p99 ") for line in result.cannot_tell)
         _say(
-            f"No gate failed, but {n} of {_configurations(result.checked)} could not be "
+            f"No gate failed, but --max-p99 could not be checked on any of the "
+            f"{_configurations(result.checked)}: exit 4."
+            if whole
+            else f"No gate failed, but {n} of {_configurations(result.checked)} could not be "
             "checked: exit 4.",
             out,
         )
@@ -186,6 +194,45 @@ def _say(text: str, out: TextIO) -> None:
 def _configurations(n: int) -> str:
     """``1 configuration``, ``3 configurations``."""
     return f"{n} configuration{'' if n == 1 else 's'}"
+
+
+#: What a character the stream's encoding lacks is written as: the stack's arrow as ASCII;
+#: any other (a path's letters) as its escape, ``\\u2192``.
+ASCII_FALLBACK = {"\u2192": "->"}
+FALLBACK_ERRORS = "fsyncbench.fallback"
+
+
+def _fallback(err: UnicodeError) -> tuple[str, int]:
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    bad = err.object[err.start : err.end]
+    return "".join(
+        ASCII_FALLBACK.get(c, c.encode("ascii", "backslashreplace").decode()) for c in bad
+    ), err.end
+
+
+codecs.register_error(FALLBACK_ERRORS, _fallback)
+
+
+@contextlib.contextmanager
+def encodable_streams() -> Iterator[None]:
+    """Standard output and error write what their encoding lacks as :data:`ASCII_FALLBACK`
+    says, never a UnicodeEncodeError. Where it matters: Windows, whose streams encode with
+    the ANSI code page (cp1252) when they are a pipe or a file, not a console, before Python
+    3.15 (PEP 686); cp1252 has no ``→`` (the storage stack's arrow). UTF-8 streams (Linux,
+    macOS, a Windows console) are left as they are."""
+    changed = []
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding and encoding != "utf8" and hasattr(stream, "reconfigure"):
+            changed.append((stream, stream.errors))
+            stream.reconfigure(errors=FALLBACK_ERRORS)
+    try:
+        yield
+    finally:
+        for stream, errors in changed:
+            with contextlib.suppress(ValueError):  # (closed meanwhile)
+                stream.reconfigure(errors=errors)
 
 
 class Stdout:
