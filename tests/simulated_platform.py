@@ -422,6 +422,51 @@ def _as_macos() -> None:
     fcntl.fcntl = simulated_fcntl
 
 
+#: The encoding of a Windows process's standard streams when they are pipes or files (not a
+#: console) before Python 3.15 (PEP 686 makes UTF-8 the default there): the ANSI code page,
+#: cp1252 on an English Windows such as GitHub's runners.
+WINDOWS_PIPE_ENCODING = "cp1252"
+
+
+class _WindowsPipe:
+    """A standard stream encoding as a Windows pipe's does (cp1252, errors "strict" unless
+    reconfigured): what the code page cannot encode raises UnicodeEncodeError, or goes
+    through the stream's error handler; the result is written to this system's stream."""
+
+    encoding = WINDOWS_PIPE_ENCODING
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.errors = "strict"
+
+    def write(self, text: str) -> int:
+        self._inner.write(
+            text.encode(WINDOWS_PIPE_ENCODING, self.errors).decode(WINDOWS_PIPE_ENCODING)
+        )
+        return len(text)
+
+    def reconfigure(self, *, errors: str | None = None, **kwargs: Any) -> None:
+        if errors is not None:
+            self.errors = errors
+        if kwargs:
+            self._inner.reconfigure(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def windows_pipes() -> None:
+    """Standard output and error as a Windows process that is not on a console has them
+    (Python before 3.15): what cp1252 cannot encode fails. For the processes the tests start
+    (their output is a pipe or a file): tests/fixtures/simulate/sitecustomize.py."""
+    if sys.version_info >= (3, 15):
+        return
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if stream is not None and not stream.isatty() and hasattr(stream, "errors"):
+            setattr(sys, name, _WindowsPipe(stream))
+
+
 def _as_windows() -> None:
     import ctypes
     import ntpath
