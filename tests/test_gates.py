@@ -397,3 +397,17 @@ def test_a_verdict_gate_that_passes_names_the_storage_it_could_not_verify(capsys
     assert capsys.readouterr().out.strip().splitlines()[-1] == (
         "Gates passed (1 configuration checked)."
     )
+
+
+def test_a_disturbed_run_says_no_configuration_was_checked_by_max_p99(capsys):
+    """It said '1 of 13 configurations could not be checked' when the whole run was."""
+    from fsyncbench.api.gating import GateResult
+    from fsyncbench.cli.output import apply_gates
+
+    whole = GateResult((), 13, True, (), ("--max-p99 1 ms: cannot tell: 3 of 3 rounds ...",))
+    assert apply_gates(whole) == 4
+    out = " ".join(capsys.readouterr().out.split())
+    assert "--max-p99 could not be checked on any of the 13 configurations: exit 4." in out
+    one = GateResult((), 13, True, (), ("wal/full: p99 ... cannot tell",))
+    assert apply_gates(one) == 4
+    assert "1 of 13 configurations could not be checked" in capsys.readouterr().out

@@ -74,7 +74,8 @@ def written(paths: Sequence[object]) -> str:
 
 
 def note(message: str) -> None:
-    print("\n".join(wrap(f"fsyncbench: note: {message}", "", "  ")), file=sys.stderr)
+    """One diagnostic line on stderr, as an error is: kept whole for grep and logs."""
+    print(f"fsyncbench: note: {message}", file=sys.stderr)
 
 
 def emit(args: argparse.Namespace, text: str) -> None:
