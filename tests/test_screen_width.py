@@ -39,8 +39,7 @@ def _long_lines(text: str, width: int) -> list[str]:
     return [
         line
         for line in text.splitlines()
-        if len(line) > width
-        and not any(len(w) > width // 2 and os.sep in w for w in line.split())
+        if len(line) > width and not any(len(w) > width // 2 and os.sep in w for w in line.split())
     ]
 
 

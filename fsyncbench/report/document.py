@@ -50,12 +50,14 @@ class Bullets:
 @dataclass(frozen=True)
 class Table:
     """A table: ``headers`` and ``rows`` of :class:`Cell`; ``numeric`` names the columns
-    (by index) aligned right; ``caption`` says what it shows ("" for none)."""
+    (by index) aligned right; ``caption`` says what it shows ("" for none); ``keys``: how
+    many leading columns name a row (a narrow terminal repeats them in every panel)."""
 
     headers: tuple[str, ...]
     rows: tuple[tuple[Cell, ...], ...]
     numeric: frozenset[int] = frozenset()
     caption: str = ""
+    keys: int = 1
 
 
 @dataclass(frozen=True)

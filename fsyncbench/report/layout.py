@@ -174,25 +174,31 @@ def _cells_wrapped(
 
 
 def _panels(
-    headers: list[str], rows: Sequence[Sequence[str]], right: Collection[int], cols: int
+    headers: list[str],
+    rows: Sequence[Sequence[str]],
+    right: Collection[int],
+    cols: int,
+    keys: int = 1,
 ) -> list[str] | None:
-    """The columns after the first dealt, in order, into panels that each fit ``cols``
-    and repeat column 0; None when column 0 and some other cannot share a line."""
+    """The columns after the first ``keys`` dealt, in order, into panels that each fit
+    ``cols`` and repeat the key columns (a configuration, and what tells its rows apart:
+    p50/p99, a model); None when the keys and some other column cannot share a line."""
     widths = _width_of(headers, rows)
+    key = sum(widths[:keys]) + GAP * (keys - 1)
     groups: list[list[int]] = []
-    used = widths[0]
-    for i in range(1, len(headers)):
-        if widths[0] + GAP + widths[i] > cols:
+    used = key
+    for i in range(keys, len(headers)):
+        if key + GAP + widths[i] > cols:
             return None
         if groups and used + GAP + widths[i] <= cols:
             groups[-1].append(i)
             used += GAP + widths[i]
         else:
             groups.append([i])
-            used = widths[0] + GAP + widths[i]
+            used = key + GAP + widths[i]
     out: list[str] = []
     for k, group in enumerate(groups):
-        keep = [0, *group]
+        keep = [*range(keys), *group]
         sub_right = {j for j, i in enumerate(keep) if i in right}
         if k:
             out.append("")
@@ -222,11 +228,13 @@ def fit_table(
     right: Collection[int] = (),
     cols: int | None = None,
     indent: int = 0,
+    keys: int = 1,
 ) -> list[str]:
     """A table laid out in tabulate's "simple" layout within ``cols`` columns (default
     :func:`width`), each line led by ``indent`` spaces: as it is if it fits; else its
     headers wrapped (onto three lines, then as many as needed); else in panels that repeat
-    the first column; else one block per row. ``right`` names the columns aligned right.
+    the first ``keys`` columns; else one block per row. ``right`` names the columns aligned
+    right.
     Returns the lines; every value of every row is in them."""
     cols = (cols or width()) - indent
     cells = [[str(c) for c in r] for r in rows]
@@ -245,9 +253,10 @@ def fit_table(
         lines = _render(_headers_fitted(headers, wrapped, 3), wrapped, right)
         if _fits(lines, cols):
             return [pad + line for line in lines]
-    panels = _panels(attempts[1], cells, right, cols)
+    keys = max(1, min(keys, len(headers) - 1))
+    panels = _panels(attempts[1], cells, right, cols, keys)
     if panels is None or not _fits(panels, cols):
-        panels = _panels(attempts[2], cells, right, cols)
+        panels = _panels(attempts[2], cells, right, cols, keys)
     if panels is not None and _fits(panels, cols):
         return [pad + line if line else line for line in panels]
     return [pad + line for line in _stacked(headers, cells, cols)]

@@ -264,6 +264,7 @@ def loss_table(result: PowerlossResult, brief: bool = False) -> Table:
             "with its source below. Expected: the documentation where it states durability, "
             "else the observation."
         ),
+        keys=2,
     )
     if not brief:
         return table
@@ -276,6 +277,7 @@ def loss_table(result: PowerlossResult, brief: bool = False) -> Table:
             f"Acknowledged commits lost after a simulated power cut, {result.commits} commits "
             f"per configuration ({result.semantics} semantics):"
         ),
+        keys=2,
     )
 
 

@@ -172,11 +172,12 @@ def _table(
     headers: Sequence[str],
     tablefmt: str,
     right: Collection[int] = (),
+    keys: int = 1,
 ) -> str:
     """A table in ``tablefmt``: "simple" fitted to the terminal (:func:`fit_table`), any
     other (Markdown's "github") as tabulate lays it out."""
     if tablefmt == "simple":
-        return "\n".join(fit_table(headers, rows, right))
+        return "\n".join(fit_table(headers, rows, right, keys=keys))
     tablefmt = "simple" if tablefmt == _NATURAL else tablefmt
     return str(
         tabulate(
@@ -269,6 +270,7 @@ def render_compare(
                 "P(B>A)",
             ],
             tablefmt,
+            keys=2,
         )
     )
     tested = sum(1 for c in pair.configs for q in (c.p50, c.p99) if q.p_value is not None)
@@ -373,7 +375,7 @@ def _compact_compare(
         for q in (c.p50, c.p99)
     ]
     headers = ["configuration", "stat", "A", "B", f"B/base [{conf} CI]", "basis", "significant"]
-    out.append(_table(rows, headers, tablefmt, right={2, 3}))
+    out.append(_table(rows, headers, tablefmt, right={2, 3}, keys=2))
     tested = sum(1 for c in pair.configs for q in (c.p50, c.p99) if q.p_value is not None)
     out += [
         "",

@@ -19,7 +19,7 @@ def _paragraph(p: dm.Paragraph) -> str:
 
 
 def _table(t: dm.Table) -> list[str]:
-    out = fit_table(t.headers, [[c.text for c in row] for row in t.rows], t.numeric)
+    out = fit_table(t.headers, [[c.text for c in row] for row in t.rows], t.numeric, keys=t.keys)
     return (_wrap(t.caption.replace("`", "")) if t.caption else []) + out
 
 
