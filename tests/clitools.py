@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 
 def fsb(*args, prefix=(), cwd=None, env=None, timeout=300) -> subprocess.CompletedProcess:
-    """``[prefix...] python -m fsyncbench ARGS`` with captured text output."""
+    """``[prefix...] python -m fsyncbench ARGS`` with captured text output, in UTF-8 as the
+    report files are: on Windows, before Python 3.15, a pipe is otherwise written in the
+    ANSI code page (cp1252; tests/test_cli_conventions.py checks that case)."""
     return subprocess.run(
         [*prefix, sys.executable, "-m", "fsyncbench", *map(str, args)],
         capture_output=True,
         text=True,
+        encoding="utf-8",
         cwd=cwd,
-        env=env,
+        env={**(os.environ if env is None else env), "PYTHONIOENCODING": "utf-8"},
         timeout=timeout,
     )
 

@@ -17,8 +17,12 @@ as Linux can pretend (tests/simulated_platform.py says how far).
 
 from __future__ import annotations
 
+import builtins
+import io
 import os
 import subprocess
+import sys
+from typing import Any
 
 import pytest
 
@@ -126,6 +130,40 @@ SUITE_COLUMNS = "100"
 _COLUMNS_BEFORE: str | None = None
 
 
+_OPEN_BEFORE: Any = None
+
+
+def _utf8_text_files() -> None:
+    """Windows before Python 3.15 reads and writes a text file opened without an encoding in
+    the ANSI code page (cp1252, which cannot even decode the docs); the suite's files (docs,
+    fixtures, the reports fsyncbench writes) are UTF-8, so in this process a text file
+    without an encoding is UTF-8, as Python 3.15 makes it everywhere (PEP 686). The processes
+    the tests start keep their system's default (clitools.fsb asks for UTF-8 itself)."""
+    global _OPEN_BEFORE
+    if sys.platform != "win32" or sys.version_info >= (3, 15) or sys.flags.utf8_mode:
+        return
+    _OPEN_BEFORE = (io.text_encoding, builtins.open, io.open)
+    text_encoding, real_open = io.text_encoding, builtins.open
+
+    def utf8_text_encoding(encoding: Any, stacklevel: int = 2) -> Any:
+        return "utf-8" if encoding is None else text_encoding(encoding, stacklevel + 1)
+
+    def utf8_open(
+        file: Any,
+        mode: str = "r",
+        buffering: int = -1,
+        encoding: Any = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        if encoding is None and "b" not in mode:
+            encoding = "utf-8"
+        return real_open(file, mode, buffering, encoding, *args, **kwargs)
+
+    io.text_encoding = utf8_text_encoding
+    builtins.open = io.open = utf8_open
+
+
 def pytest_configure(config: pytest.Config) -> None:
     global _REPORT_TO_JSON, _COLUMNS_BEFORE
     simulate = config.getoption("--simulate-platform")
@@ -133,6 +171,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from tests.simulated_platform import apply
 
         apply(simulate)
+    _utf8_text_files()
     from fsyncbench.report import store
 
     _COLUMNS_BEFORE = os.environ.get("COLUMNS")
@@ -147,7 +186,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    global _OPEN_BEFORE
     subprocess.Popen.__init__ = _POPEN_INIT  # type: ignore[method-assign]
+    if _OPEN_BEFORE is not None:
+        io.text_encoding, builtins.open, io.open = _OPEN_BEFORE
+        _OPEN_BEFORE = None
     if _COLUMNS_BEFORE is None:
         os.environ.pop("COLUMNS", None)
     else:

@@ -205,12 +205,18 @@ def _ours(filename: str) -> bool:
     )
 
 
+#: The harness: this simulation and the suite's conftest (its UTF-8 file default wraps
+#: open() for everyone, as the standard library would).
+_HARNESS = (str(Path(__file__).resolve()), str(ROOT / "tests" / "conftest.py"))
+
+
 def _library(filename: str) -> bool:
     """The standard library's own code (frozen modules included, not site-packages), and
-    this simulation's."""
+    the harness's."""
     return (
         filename.startswith("<frozen")
         or filename == __file__
+        or filename in _HARNESS
         or (filename.startswith(_STDLIB) and not any(p in filename for p in _PACKAGES))
     )
 
@@ -459,12 +465,42 @@ def windows_pipes() -> None:
     """Standard output and error as a Windows process that is not on a console has them
     (Python before 3.15): what cp1252 cannot encode fails. For the processes the tests start
     (their output is a pipe or a file): tests/fixtures/simulate/sitecustomize.py."""
-    if sys.version_info >= (3, 15):
+    if sys.version_info >= (3, 15) or os.environ.get("PYTHONIOENCODING"):
+        return
+    if os.environ.get("PYTHONUTF8") == "1":
         return
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         if stream is not None and not stream.isatty() and hasattr(stream, "errors"):
             setattr(sys, name, _WindowsPipe(stream))
+
+
+def _windows_text_encoding() -> None:
+    """A text file opened without an encoding is read and written in the ANSI code page,
+    cp1252, as on Windows before Python 3.15 (fsyncbench's and the tests' code only)."""
+    real_text_encoding = io.text_encoding
+    real_open = builtins.open
+
+    def text_encoding(encoding: Any, stacklevel: int = 2) -> Any:
+        if encoding is None and _first_caller_is_ours(0):
+            return WINDOWS_PIPE_ENCODING
+        return real_text_encoding(encoding, stacklevel + 1)
+
+    def open_text(
+        file: Any,
+        mode: str = "r",
+        buffering: int = -1,
+        encoding: Any = None,
+        *args: Any,
+        **kwargs: Any,
+    ) -> Any:
+        if encoding is None and "b" not in mode and _first_caller_is_ours(0):
+            encoding = WINDOWS_PIPE_ENCODING
+        return real_open(file, mode, buffering, encoding, *args, **kwargs)
+
+    io.text_encoding = text_encoding
+    builtins.open = open_text
+    io.open = open_text
 
 
 def _as_windows() -> None:
@@ -492,6 +528,7 @@ def _as_windows() -> None:
         return real_realpath(path, *args, **kwargs)
 
     os.path.realpath = realpath
+    _windows_text_encoding()
     ctypes.WinDLL = _WinDLL  # type: ignore[attr-defined,misc]
     ctypes.WinError = _win_error  # type: ignore[attr-defined]
     ctypes.get_last_error = lambda: _LAST_ERROR[0]  # type: ignore[attr-defined]
