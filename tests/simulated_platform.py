@@ -332,15 +332,15 @@ def _take_away(module: Any, names: tuple[str, ...]) -> None:
 
 
 def _refuse_modules(names: tuple[str, ...]) -> None:
-    """``import fcntl`` (and the other ``names``) fails in fsyncbench's and the tests' code."""
+    """``import fcntl`` (and the other ``names``) fails in the project's code (the frame
+    that imports: a module's, a function's, ``python -c``'s)."""
     real_import = builtins.__import__
 
     def __import__(name: str, globals: Any = None, *args: Any, **kwargs: Any) -> Any:
-        if name.split(".")[0] in names and globals is not None:
-            if _ours(str(globals.get("__file__") or "")):
-                raise ModuleNotFoundError(
-                    f"No module named {name!r} (simulated {_SWAP.simulated})", name=name
-                )
+        if name.split(".")[0] in names and _caller_is_ours(1):
+            raise ModuleNotFoundError(
+                f"No module named {name!r} (simulated {_SWAP.simulated})", name=name
+            )
         return real_import(name, globals, *args, **kwargs)
 
     builtins.__import__ = __import__

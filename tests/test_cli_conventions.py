@@ -580,7 +580,7 @@ DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 def _readme_commands() -> list[str]:
     """Every fsyncbench command line in the shell blocks of the README and docs/ (comments
     dropped)."""
-    text = "\n".join(p.read_text() for p in DOCUMENTS)
+    text = "\n".join(p.read_text(encoding="utf-8") for p in DOCUMENTS)
     found = []
     for block in re.findall(r"```sh\n(.*?)```", text, re.S):
         for line in block.replace("\\\n", " ").splitlines():  # a continued line is one
