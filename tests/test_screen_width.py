@@ -307,3 +307,11 @@ def test_key_value_pairs_wrap_their_values_under_the_value_column():
     lines = fit_pairs([("disk vda", "model ? (vendor 0x1af4), transport virtio, " * 3)], cols=50)
     assert max(map(len, lines)) <= 50 and len(lines) > 1
     assert all(line.startswith(" " * 10) for line in lines[1:])
+
+
+def test_panels_repeat_every_key_column():
+    headers = ["configuration", "stat", *(f"column {i}" for i in range(6))]
+    rows = [["wal/full", "p50", *("1.00 ms",) * 6], ["", "p99", *("9.99 ms",) * 6]]
+    lines = fit_table(headers, rows, right=set(range(2, 8)), cols=45, keys=2)
+    panels = "\n".join(lines).split("\n\n")
+    assert len(panels) > 1 and all("stat" in p and "p99" in p for p in panels)

@@ -96,12 +96,13 @@ def add_verbose_option(
     p: argparse.ArgumentParser,
     whole: str = "the whole report (findings with their evidence, device counters, host, "
     "method, glossary) instead of the bottom line and a compact table",
+    always: str = "Markdown, HTML and the saved report are always whole",
 ) -> None:
     p.add_argument(
         "--verbose",
         "-v",
         action="store_true",
-        help=f"with --format text: {whole}; Markdown, HTML and the saved report are always whole",
+        help=f"with --format text: {whole}; {always}",
     )
 
 

@@ -242,7 +242,7 @@ def listen(
         host, bound_port = server.address
         log(
             f"listening on {protocol.format_address(host, bound_port)}; state "
-            f"{state_path} ({runs} runs, {acks} commits recorded); Ctrl-C stops"
+            f"{state_path} ({runs:,} runs, {acks:,} commits recorded); Ctrl-C stops"
         )
         if keys.path is None:
             log(f"peers must prove the secret in {ENV_VAR}")

@@ -13,7 +13,7 @@ from fsyncbench.fmt import fmt_ns
 from fsyncbench.model import Report, Result
 from fsyncbench.report.document import Block, Cell, Paragraph, Section, Table
 from fsyncbench.report.latency import P999_MIN_SAMPLES
-from fsyncbench.report.vocabulary import STRENGTH_MEANING
+from fsyncbench.report.vocabulary import STRENGTH_DEFINITION
 
 __all__ = [
     "NO_INTERVAL_MEANS",
@@ -316,7 +316,7 @@ def method_section(report: Report) -> Section:
     blocks.append(
         Paragraph(
             "Verdict strengths: "
-            + "; ".join(f"{k}: {v}" for k, v in STRENGTH_MEANING.items() if k != "none")
+            + "; ".join(f"{k}: {v}" for k, v in STRENGTH_DEFINITION.items())
             + "."
         )
     )

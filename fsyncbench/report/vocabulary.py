@@ -22,6 +22,7 @@ __all__ = [
     "NOT_DURABLE",
     "NOT_STATED",
     "PROMISE_HEADER",
+    "STRENGTH_DEFINITION",
     "STRENGTH_MEANING",
     "VERDICT_MEANING",
     "promise",
@@ -34,6 +35,13 @@ __all__ = [
 
 #: The column that holds :func:`promise` in every table.
 PROMISE_HEADER = "durable"
+
+#: What each verdict strength means (fsyncbench.model.STRENGTHS), for the method section.
+STRENGTH_DEFINITION = {
+    "proven": "a real power cut showed it",
+    "measured": "timings or counters taken here showed it",
+    "inferred": "reasoned from facts read here (a model string, a latency floor), not measured",
+}
 
 #: How each verdict strength reads in a sentence (fsyncbench.model.STRENGTHS).
 STRENGTH_MEANING = {

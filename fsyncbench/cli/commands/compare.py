@@ -96,6 +96,7 @@ def add_parser(sub: Subparsers) -> None:
         cmp_,
         "two reports in the whole table (each report's interval, n, p-values, the "
         "detectable slowdown, P(B>A)) with its notes, instead of the compact one",
+        "Markdown, HTML and JSON are always whole",
     )
 
 
