@@ -265,6 +265,10 @@ def test_sigkilled_writer_loses_nothing(tmp_path, listener, procs):
     # same boot: a pass proves nothing about power loss and the verdict says so
     assert report.verdict.path_verdict == UNVERIFIABLE
     assert report.verdict.decided_by == "powercut-no-reboot"
+    # and the headline says so: a PASS alone read as proof (a new user's review)
+    assert "but no power cut came between writing and verifying: this run says nothing" in (
+        " ".join(proc.stdout.split())
+    )
 
 
 @pytest.mark.slow

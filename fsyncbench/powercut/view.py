@@ -260,13 +260,25 @@ def render_verify(f: PowercutFacts, jm: Judgement, info: dict[str, Any], notes: 
     return "\n".join(out) + "\n"
 
 
+#: The findings that decide a verify saw no power cut: the writer stopped cleanly first, or
+#: the machine never rebooted (a pass then proves nothing of power loss).
+NO_POWER_CUT = frozenset({"powercut-clean-stop", "powercut-no-reboot"})
+
+
 def headline(jm: Judgement, n_acked: int) -> str:
     """The Result line: PASS, INCONCLUSIVE or FAIL of ``n_acked`` acknowledged commits, and
     for a FAIL whether the loss is the storage's or the configuration's."""
     if jm.outcome == "pass":
+        proved_nothing = jm.decided_by in NO_POWER_CUT
         return (
             f"Result: PASS: all {n_acked:,} acknowledged commits survived and the journal "
-            "is intact."
+            "is intact"
+            + (
+                ", but no power cut came between writing and verifying: this run says "
+                "nothing about power loss."
+                if proved_nothing
+                else "."
+            )
         )
     if jm.outcome == "inconclusive":
         return "Result: INCONCLUSIVE: the listener holds no acknowledged commit of this run."
