@@ -127,7 +127,10 @@ def machine_paragraph(report: Report) -> Paragraph | None:
         else "run again at a quieter time (nothing else writing to this disk or busy on the CPUs)"
     )
     return Paragraph(
-        f"{_plural(len(still), 'round')} of {rounds} stayed disturbed ({what}; {why_left})"
+        # what disturbed the rounds that stayed so, and whom the next step names: the same
+        # rounds (the first attempts' culprits may have left by the retakes)
+        f"{_plural(len(still), 'round')} of {rounds} stayed disturbed "
+        f"({disturbance.phrase(still)}; {why_left})"
         + (f": {effect}" if effect else "")
         + f'. Next step: {step}. Gates (--max-p99, compare) call this run "cannot tell" '
         "unless --accept-disturbed.",
