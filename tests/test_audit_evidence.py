@@ -12,6 +12,7 @@ import types
 from pathlib import Path
 
 import pytest
+import this_platform
 from factories import BARE, VM, WB_SSD, commit, flush, host, write
 from test_host_linux import STAT_11, STAT_17, FakeRoot, line
 
@@ -264,6 +265,7 @@ def fake(tmp_path: Path) -> FakeRoot:
 
 
 @pytest.mark.skipif(not LINUX, reason="raw syscalls are measured on Linux")
+@this_platform.linux_trees
 def test_md_raid_counts_the_least_flushed_leaf(fake, tmp_path):
     sda1 = fake.partition(fake.sata_disk("sda", "8:0", 0), "sda1", "8:1")
     sdb1 = fake.partition(fake.sata_disk("sdb", "8:16", 1), "sdb1", "8:17")
@@ -285,6 +287,7 @@ def test_md_raid_counts_the_least_flushed_leaf(fake, tmp_path):
 
 
 @pytest.mark.skipif(not LINUX, reason="raw syscalls are measured on Linux")
+@this_platform.linux_trees
 def test_old_kernel_degrades_to_counter_not_available(fake, tmp_path):
     sda = fake.sata_disk("sda", "8:0", 0, stat=STAT_11)
     fake.partition(sda, "sda1", "8:1")
@@ -317,6 +320,7 @@ def test_counter_reasons():
     assert "unknown" in flush_checks.counter_reason(Host("h", "Linux", StorageTarget("/x")))
 
 
+@this_platform.linux_trees
 def test_partition_counters_come_from_the_whole_disk(fake):
     sda = fake.sata_disk("sda", "8:0", 0, stat=STAT_17)
     fake.partition(sda, "sda1", "8:1")
@@ -1699,6 +1703,7 @@ def _vm_text(seen):
     )
 
 
+@this_platform.linux_trees
 def test_virtualized_flushes_reach_the_virtual_disk_exact():
     virt = Virtualization(
         hypervisor_flag=True, dmi_vendor="QEMU", detect_virt="kvm", kernel_hint="virtio"
@@ -1735,6 +1740,7 @@ def test_flushes_per_sync_is_one_figure_with_its_correction_named():
     assert rule_facts.flushes_per_sync_words(quiet, r) == "1.03 device flushes per sync counted"
 
 
+@this_platform.linux_trees
 def test_virtualized_kernel_time_per_flush_is_read_on_the_media():
     """flush_ms_per_flush comes from the disk holding the bytes, not the partition above."""
     h = _partitioned(VM, VDA, "vda1")
@@ -1746,6 +1752,7 @@ def test_virtualized_kernel_time_per_flush_is_read_on_the_media():
     )
 
 
+@this_platform.linux_trees
 def test_virtualized_flushes_other_io_could_explain_exact():
     """0.5 flushes per sync (REACHED_FLUSH_RATIO, inclusive) of which the no-sync baseline's
     rate explains 0.1: 0.4 reached, below the ratio."""
@@ -1765,6 +1772,7 @@ def test_virtualized_flushes_other_io_could_explain_exact():
     )
 
 
+@this_platform.linux_trees
 def test_virtualized_few_flushes_exact():
     r = flush("fdatasync", 1_000_000, flushes=100, device="vda")
     assert platform_rules.rule_virtualized(
@@ -1774,6 +1782,7 @@ def test_virtualized_few_flushes_exact():
     )
 
 
+@this_platform.linux_trees
 def test_virtualized_without_counters_on_a_physical_looking_disk_exact():
     r = flush("fdatasync", 1_000_000)
     assert platform_rules.rule_virtualized(
@@ -1781,12 +1790,14 @@ def test_virtualized_without_counters_on_a_physical_looking_disk_exact():
     ) == _vm_finding(_vm_text("fdatasync goes to whatever this stack ends in"))
 
 
+@this_platform.linux_trees
 def test_virtualized_path_on_a_virtual_disk_exact():
     assert platform_rules.rule_virtualized(
         _facts(host(disks=(VDA,), virt=VM)), None
     ) == _vm_finding(_vm_text("fdatasync goes to the virtual disk"), subject="path", p50=None)
 
 
+@this_platform.linux_trees
 def test_virtualized_write_through_virtual_disk_exact():
     vda = BlockDevice("vda", write_cache="write through", transport="virtio")
     r = flush("fdatasync", 1_000_000)

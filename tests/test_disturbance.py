@@ -18,6 +18,7 @@ from pathlib import Path
 import factories
 import pytest
 import sampled
+import this_platform
 from clitools import fsb
 from factories import host
 
@@ -198,6 +199,7 @@ PSI_IO = (
 )
 
 
+@this_platform.linux_trees
 def test_a_recorded_proc_tree_is_read(tmp_path):
     root = _tree(tmp_path, STAT, {"cpu": PSI_CPU, "io": PSI_IO}, "154782125 60380254 557\n")
     snap = _activity.snapshot(str(root))

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import factories
 import pytest
+import this_platform
 
 import fsyncbench.host as host_pkg
 from fsyncbench.host import (
@@ -26,6 +27,9 @@ from fsyncbench.host import (
 )
 from fsyncbench.judge import engine
 from fsyncbench.model import FlushDelta, Host, Mount
+
+#: Linux's host collector over recorded /proc and /sys trees (this_platform.linux_trees)
+pytestmark = this_platform.linux_trees
 
 FIXTURES = Path(__file__).parent / "fixtures" / "host"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import this_platform
 from test_host_linux import FakeRoot, line
 
 from fsyncbench.host import _linux, counter_devices
@@ -20,6 +21,9 @@ from fsyncbench.model import (
     FLUSH_TO_DEVICE,
     FLUSH_TO_HOST,
 )
+
+#: Linux's host collector over recorded /proc and /sys trees (this_platform.linux_trees)
+pytestmark = this_platform.linux_trees
 
 
 @pytest.fixture

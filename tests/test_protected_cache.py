@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 import pytest
+import this_platform
 from factories import commit, flush, write
 from test_host_linux import FakeRoot, line
 
@@ -32,6 +33,9 @@ from fsyncbench.model import (
     Virtualization,
 )
 from fsyncbench.report import host_text
+
+#: Linux's host collector over recorded /proc and /sys trees (this_platform.linux_trees)
+pytestmark = this_platform.linux_trees
 
 RAID = Path(__file__).parent / "fixtures" / "raid"
 BARE = Virtualization(hypervisor_flag=False)

@@ -19,6 +19,8 @@ import platform
 import sys
 from pathlib import Path
 
+import pytest
+
 from fsyncbench.judge.promises import DURABLE, documented
 from fsyncbench.measure import plan, workloads
 from fsyncbench.model import Pragmas
@@ -26,6 +28,15 @@ from fsyncbench.model import Pragmas
 LINUX = sys.platform.startswith("linux")
 MACOS = sys.platform == "darwin"
 WINDOWS = sys.platform == "win32"
+
+#: For tests that drive Linux's host collector (fsyncbench.host._linux, _sysblock, _stack,
+#: _raid, ...) over /proc and /sys trees recorded from Linux: it runs on Linux only and reads
+#: those paths with os.path, which on Windows is ntpath (backslashes, drive letters), so
+#: there the trees' paths are not the ones it would meet. macOS runs them as Linux does.
+linux_trees = pytest.mark.skipif(
+    WINDOWS,
+    reason="Linux's /proc and /sys trees, read with os.path: the Linux collector runs on Linux",
+)
 
 
 def os_name() -> str:
