@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 import sampled
+import this_platform
 from clitools import assert_usage_error, fsb
 from factories import host
 
@@ -242,7 +243,9 @@ def test_an_earlier_widened_report_gives_its_own_se_not_the_widened_one(tmp_path
 
 # --------------------------------------------------------------------------- real runs
 
+#: One configuration, wal/full (with fullfsync on on macOS, its one durable wal/full)
 RUN = ("--no-primitives", "--journal-mode", "wal", "--synchronous", "full", "--samples", "400")
+RUN += this_platform.ONE_FULLFSYNC
 
 
 @pytest.mark.slow
