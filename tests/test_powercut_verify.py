@@ -2010,3 +2010,25 @@ def test_read_journal_never_creates_a_journal_that_vanished(tmp_path):
         read_journal(path, RUN_A, 64)
     assert str(err.value) == f"cannot read the journal {path}: unable to open database file"
     assert sorted(tmp_path.iterdir()) == []
+
+
+def test_windows_gives_the_boots_time_as_its_boot_id(monkeypatch):
+    """Windows has neither Linux's boot_id nor macOS's kern.boottime: the boot's time (psutil,
+    to the second) tells one boot from the next, so verify can say that no power cut came
+    between a killed writer and itself (it had no boot id there, and passed such a run as
+    honest_flush)."""
+    import types
+
+    import psutil
+
+    from fsyncbench.powercut import run
+
+    monkeypatch.setattr(run, "sys", types.SimpleNamespace(platform="win32"))
+    monkeypatch.setattr(psutil, "boot_time", lambda: 1_765_000_000.4)
+    assert run.boot_id() == "boot-time:1765000000"
+
+    def unreadable() -> float:
+        raise OSError("no boot time here")
+
+    monkeypatch.setattr(psutil, "boot_time", unreadable)
+    assert run.boot_id() is None
