@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import sampled
+import this_platform
 from clitools import fsb
 from factories import host as fake_host
 
@@ -37,8 +38,11 @@ QUICK_RUN = [
     "wal",
     "--synchronous",
     "off,full",
+    *this_platform.ONE_FULLFSYNC,  # two workloads everywhere (macOS: with fullfsync on)
     "--quiet",
 ]
+#: Pseudo-terminals (the pty module) are POSIX.
+needs_pty = pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals (pty)")
 
 
 # --------------------------------------------------------------------------- the parser
@@ -310,6 +314,7 @@ def test_output_dash_is_standard_output(saved, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="crash forks and SIGKILLs (no fork here)")
 def test_crash_format_json_to_a_file(tmp_path):
     target = tmp_path / "t"
     target.mkdir()
@@ -521,6 +526,7 @@ def _stderr_on_a_pty(argv, cwd) -> tuple[int, bytes]:
 
 
 @pytest.mark.slow
+@needs_pty
 def test_progress_bar_on_a_terminal_of_unknown_size(tmp_path):
     argv = [
         "run",
@@ -537,19 +543,21 @@ def test_progress_bar_on_a_terminal_of_unknown_size(tmp_path):
 
 
 @pytest.mark.slow
+@needs_pty
 def test_progress_never_counts_past_its_total(tmp_path):
     """A run-budgeted run takes as many samples as its time allows, never near its sample
     cap: the bar never passes its total, and the counter shows samples, not n/cap."""
     argv = ["run", tmp_path, "--run-budget-seconds", "3", "--rounds", "2", "--warmup", "2"]
     argv += ["--no-primitives", "--journal-mode", "wal", "--synchronous", "off,full"]
+    argv += this_platform.ONE_FULLFSYNC
     code, seen = _stderr_on_a_pty([*argv, "--report-dir", tmp_path / "o"], tmp_path)
     assert code == 0, seen
     bars = re.findall(rb"([\d.]+)/(\d+) workloads", seen)
-    counters = re.findall(rb"wal/\w+ (?:\(round \d/2\) )?(\d+)/(\d+)", seen)
+    counters = re.findall(rb"wal/[\w/-]+ (?:\(round \d/2\) )?(\d+)/(\d+)", seen)
     assert bars and all(float(n) <= float(total) for n, total in bars), seen
     assert all(int(n) <= int(target) for n, target in counters), seen
     # stopped by time, not by a sample count: the samples are counted, not set against a cap
-    assert not counters and re.search(rb"wal/\w+ \(round \d/2\) [\d,]+ samples", seen), seen
+    assert not counters and re.search(rb"wal/[\w/-]+ \(round \d/2\) [\d,]+ samples", seen), seen
 
 
 @pytest.mark.slow
