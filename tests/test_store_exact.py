@@ -7,6 +7,7 @@ import errno
 import json
 import os
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -298,6 +299,7 @@ def test_write_durably_missing_dir_message(tmp_path):
     assert str(e.value) == f"cannot write {target}: No such file or directory"
 
 
+@pytest.mark.skipif(not hasattr(os, "fchmod"), reason="no os.fchmod here (Windows before 3.13)")
 def test_write_durably_chmod_failure_cleans_up(tmp_path, monkeypatch):
     def fail(fd, mode):
         raise OSError(errno.EPERM, "Operation not permitted")
@@ -323,6 +325,7 @@ def test_write_durably_fsync_failure_removes_temp(tmp_path, monkeypatch):
 # --- claim_name -----------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX permission bits (Windows has none)")
 def test_claim_name_mode_follows_umask(tmp_path):
     old = os.umask(0o022)
     try:
