@@ -503,6 +503,24 @@ def _windows_text_encoding() -> None:
     io.open = open_text
 
 
+def _windows_send_signal() -> None:
+    """Popen.send_signal as CPython has it on Windows: SIGTERM ends the process
+    (TerminateProcess), CTRL_C_EVENT and CTRL_BREAK_EVENT go to its console group; any other
+    signal is a ValueError (SIGINT, SIGKILL, ...)."""
+    import signal
+    import subprocess
+
+    real = subprocess.Popen.send_signal
+    allowed = {signal.SIGTERM, 0, 1}  # (CTRL_C_EVENT, CTRL_BREAK_EVENT)
+
+    def send_signal(self: Any, sig: int) -> None:
+        if sig not in allowed and _first_caller_is_ours(0):
+            raise ValueError(f"Unsupported signal: {sig} (simulated win32)")
+        real(self, sig)
+
+    subprocess.Popen.send_signal = send_signal  # type: ignore[method-assign]
+
+
 def _as_windows() -> None:
     import ctypes
     import ntpath
@@ -529,6 +547,7 @@ def _as_windows() -> None:
 
     os.path.realpath = realpath
     _windows_text_encoding()
+    _windows_send_signal()
     ctypes.WinDLL = _WinDLL  # type: ignore[attr-defined,misc]
     ctypes.WinError = _win_error  # type: ignore[attr-defined]
     ctypes.get_last_error = lambda: _LAST_ERROR[0]  # type: ignore[attr-defined]

@@ -12,6 +12,7 @@ test files that depend on the platform pass under both (the slow tier: a few min
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,6 +22,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PLANTED = "tests/fixtures/simulate/planted"
+
+#: The simulations pretend from Linux: on macOS and Windows (CI) the suite meets the real
+#: thing, and under a simulation these checks would simulate twice.
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or "FSYNCBENCH_SIMULATE_PLATFORM" in os.environ,
+    reason="the simulations of macOS and Windows run on Linux, not under one",
+)
 
 #: The test files whose expectations depend on the platform (the primitives, the
 #: configurations, paths, signals, devices and encodings they meet): their fast tiers.
