@@ -514,7 +514,7 @@ def _windows_send_signal() -> None:
     allowed = {signal.SIGTERM, 0, 1}  # (CTRL_C_EVENT, CTRL_BREAK_EVENT)
 
     def send_signal(self: Any, sig: int) -> None:
-        if sig not in allowed and _first_caller_is_ours(0):
+        if sig not in allowed and _caller_is_ours(1):  # (Popen.kill: TerminateProcess)
             raise ValueError(f"Unsupported signal: {sig} (simulated win32)")
         real(self, sig)
 

@@ -9,6 +9,7 @@ their minimum first, costed with their slices' overheads (runner._minimum_first)
 from __future__ import annotations
 
 import math
+import sys
 import time
 
 import pytest
@@ -26,6 +27,9 @@ pytestmark = pytest.mark.slow
 MARGIN = 1.2
 
 
+@pytest.mark.skipif(
+    sys.platform == "win32", reason="the Mac's fcntl primitives cannot be made on Windows (fcntl)"
+)
 def test_a_default_mac_run_gives_every_durable_configuration_a_p99_interval(tmp_path, monkeypatch):
     mac = fake_host(os_name="Darwin", fs_type="apfs")
     plan = options.run_plan(tmp_path, platform="darwin")
