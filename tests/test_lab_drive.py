@@ -148,6 +148,7 @@ needs_nbdkit = pytest.mark.skipif(bool(cuts.missing_parts()), reason=cuts.missin
 
 @pytest.mark.system
 @needs_nbdkit
+@needs_pread
 def test_the_honest_drive_loses_nothing_acknowledged_in_30_cuts():
     rng = random.Random(30)
     done = [
@@ -167,6 +168,7 @@ def test_the_honest_drive_loses_nothing_acknowledged_in_30_cuts():
 
 @pytest.mark.system
 @needs_nbdkit
+@needs_pread
 def test_lying_drives_lose_what_they_acknowledged():
     rng = random.Random(7)
     lying = cuts.cut("lying", rng, max_after_s=0.3)
@@ -213,6 +215,7 @@ def _greeting(sock: Path) -> bytes:
 
 @pytest.mark.system
 @needs_nbdkit
+@needs_pread
 @pytest.mark.parametrize("kind", ["socket", "file"])
 def test_a_socket_left_by_an_earlier_run_is_never_taken_for_the_drive(tmp_path, kind):
     """drive() hands out its socket only once the new nbdkit accepts on it: a stale socket
@@ -226,6 +229,7 @@ def test_a_socket_left_by_an_earlier_run_is_never_taken_for_the_drive(tmp_path, 
 
 @pytest.mark.system
 @needs_nbdkit
+@needs_pread
 def test_a_drive_that_does_not_start_says_why_within_its_bounded_wait(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError) as err:
         with cuts.drive(tmp_path, "fast"):  # not a mode: the plugin refuses to load
@@ -241,6 +245,7 @@ def test_a_drive_that_does_not_start_says_why_within_its_bounded_wait(tmp_path, 
 
 @pytest.mark.system
 @needs_nbdkit
+@needs_pread
 def test_the_lab_script_prints_a_line_per_scenario_and_the_tally():
     import subprocess
 
