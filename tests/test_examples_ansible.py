@@ -379,7 +379,9 @@ def test_a_failing_host_fails_alone_after_the_others_are_fetched_and_compared(fa
     gate = failures.task("Fail the hosts whose gate failed")
     assert gate["good"] == "skipping: [good]"
     assert gate["gated"].startswith("fatal: [gated]")
-    assert "GATE FAILED [max-p99] wal/full: p99" in " ".join(gate["gated"].split())
+    # failed, or (a busy machine: its rounds stayed disturbed) could not tell: both fail it
+    said = " ".join(gate["gated"].split())
+    assert "GATE FAILED [max-p99] wal/full: p99" in said or "CANNOT TELL [max-p99]" in said
     printed = fsb("compare", failures.fleet).stdout
     assert printed.startswith("fsyncbench fleet: 2 reports")
     assert "gated/" in printed and "good/" in printed
