@@ -7,7 +7,9 @@ workers, the writers) applies it too: :data:`SIMULATE_ENV` names the platform an
 ``tests/fixtures/simulate`` (first on ``PYTHONPATH``) holds a ``sitecustomize`` that reads it.
 ``tests/test_platform_simulation.py`` runs the platform-dependent test files that way.
 
-What is simulated, for the package's own code and the tests:
+What is simulated, for the project's own code (fsyncbench, the tests, scripts, ``python -c``;
+libraries such as psutil, numpy and pytest keep Linux's, as they keep their own system's on a
+real Mac or Windows machine):
 
 - ``sys.platform`` (``darwin``, ``win32``) and ``platform.system()`` (``Darwin``,
   ``Windows``): what fsyncbench dispatches on (its plans, primitives, host facts, judge);
@@ -16,27 +18,29 @@ What is simulated, for the package's own code and the tests:
   finds no declaration of it there), ``memfd_create``, ``sched_getaffinity``,
   ``posix_fadvise``, ``O_DIRECT``, ...; on Windows every POSIX call as in
   ``tests/fixtures/windows/import_as_windows.py`` (``fork``, ``geteuid``, ``pwrite``,
-  ``O_DSYNC``, ...), with the POSIX-only modules (``fcntl``, ``resource``, ...) and the POSIX
-  signals (``SIGKILL``, ``SIGHUP``, ...);
+  ``O_DSYNC``, ...), with the POSIX-only modules (``fcntl``, ``resource``, ...), the POSIX
+  signals (``SIGKILL``, ``SIGHUP``, ...), ``socket.AF_UNIX`` and ``time.tzset``;
 - Linux's pseudo-filesystems: ``/proc``, ``/sys``, ``/dev/shm`` and ``/dev/full`` do not
-  exist for code under ``fsyncbench/`` and ``tests/`` (libraries such as psutil still read
-  them, as they read their own system's sources on a real Mac or Windows machine);
-- on Windows, ``os.chmod`` as CPython has it there: only the write bit of a file counts
-  (read-only or not), a directory's mode is ignored; and the kernel32 calls fsyncbench makes
-  through ctypes: ``MoveFileExW`` renames, every other call fails as it would on a volume
-  that does not answer.
-
+  exist;
 - on macOS, the fcntl commands Linux lacks, as a Mac's APFS volume answers them:
   F_FULLFSYNC and F_BARRIERFSYNC accepted (done as an fsync), F_GETPATH (the path a
-  descriptor names now); and ``sysctl`` first on PATH answering macOS's names
-  (``kern.boottime``: tests/fixtures/simulate/darwin/sysctl).
+  descriptor names now); and a ``sysctl`` first on PATH answering macOS's names
+  (``kern.boottime``, ``kern.hv_vmm_present``: tests/fixtures/simulate/darwin/sysctl);
+- on Windows, ``os.chmod`` as CPython has it there (only a file's write bit counts, a
+  directory's mode is ignored); the kernel32 calls fsyncbench makes through ctypes
+  (``MoveFileExW`` renames, every other call fails as on a volume that does not answer);
+  ``Popen.send_signal`` taking only SIGTERM and the console events; a drive path
+  (``C:\\data``) resolved as Windows resolves it; and the ANSI code page of Python before
+  3.15: text files opened without an encoding are cp1252, and so are the standard streams of
+  the processes the tests start (what cp1252 lacks fails, as there).
 
 What is not (and is left to the real CI runners): path syntax (``os.sep`` stays ``/``,
-``os.name`` ``posix``, ``os.devnull`` ``/dev/null``), the kernels' own behaviour (the
-latency of F_FULLFSYNC; SQLite here is Linux's build, whose PRAGMA fullfsync does nothing),
-text encodings, the user (this VM runs the tests as root; the CI runners do not), and how the
-standard library chose its own behaviour when it was imported (multiprocessing's start
-method, subprocess's POSIX implementation).
+``os.name`` ``posix``, ``os.devnull`` ``/dev/null``, ``os.path`` is ``posixpath``), the
+kernels' own behaviour (the latency of F_FULLFSYNC; SQLite here is Linux's build, whose
+PRAGMA fullfsync does nothing; Windows' refusal to rename a directory with open files), the
+user (this VM runs the tests as root; the CI runners do not), what ``shutil.which`` finds on
+a runner's PATH, and how the standard library chose its own behaviour when it was imported
+(multiprocessing's start method, subprocess's POSIX implementation).
 """
 
 from __future__ import annotations
