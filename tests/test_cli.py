@@ -818,7 +818,8 @@ def test_output_to_dev_null_keeps_only_the_exit_code(disk_run):
     report = next(out.glob("*.json"))
     proc = fsb("show", report, "-o", os.devnull)  # /dev/null; nul on Windows
     assert (proc.returncode, proc.stdout, proc.stderr) == (0, "", "")
-    gated = fsb("show", report, "-o", os.devnull, "--max-p99", "1ns")
+    # (a busy machine's run would be 'cannot tell', exit 4: this test is about the output)
+    gated = fsb("show", report, "-o", os.devnull, "--max-p99", "1ns", "--accept-disturbed")
     assert gated.returncode == 1 and gated.stdout.startswith("GATE FAILED [max-p99]")
     assert stat_mod.S_ISCHR(os.stat(os.devnull).st_mode)
 

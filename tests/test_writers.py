@@ -714,14 +714,19 @@ def test_max_p99_gates_each_writers_point_and_names_a_starved_one(run_report):
         concurrency.summarize(lanes, window * MS, 1),
     )
     rep = dataclasses.replace(report, writers=(point,))
-    # the p99 over commits (0.2 ms) passes 10 ms; the oldest wait over time is named
-    failures, notes, _untold = gates.review(rep, max_p99_ns=10 * MS, names=(FULL_NAME,))
+    # the p99 over commits (0.2 ms) passes 10 ms; the oldest wait over time is named (the
+    # fixture's run may have stayed disturbed on a busy machine: this is about the points)
+    failures, notes, _untold = gates.review(
+        rep, max_p99_ns=10 * MS, names=(FULL_NAME,), accept_disturbed=True
+    )
     assert not [f for f in failures if f.subject == f"{FULL_NAME} x4"]
     assert any(
         n.startswith(f"{FULL_NAME} x4: over time") and "writer 3 starved" in n for n in notes
     )
     # a limit below the p99 over commits fails the point by name
-    failures, _notes, _untold = gates.review(rep, max_p99_ns=100_000, names=(FULL_NAME,))
+    failures, _notes, _untold = gates.review(
+        rep, max_p99_ns=100_000, names=(FULL_NAME,), accept_disturbed=True
+    )
     assert any(f.subject == f"{FULL_NAME} x4" and "above --max-p99" in f.message for f in failures)
     # points of a configuration the gate does not look at are left alone
     failures, notes, _untold = gates.review(rep, max_p99_ns=100_000, names=(NORMAL_NAME,))
@@ -828,6 +833,10 @@ def test_max_p99_cannot_tell_from_a_disturbed_point_unless_accepted(run_report):
     from fsyncbench.model import RoundActivity
 
     _target, report = run_report
+    # the rounds quiet, so that only the point's own activity can make it 'cannot tell'
+    report = dataclasses.replace(
+        report, activity=tuple(dataclasses.replace(a, disturbed=()) for a in report.activity)
+    )
     point = report.writers[0]
     busy = RoundActivity(
         round=1, attempt=1, elapsed_ns=10**9, cpu_other_pct=74.0, disturbed=("cpu",)
