@@ -29,13 +29,14 @@ real Mac or Windows machine):
 - on Windows, ``os.chmod`` as CPython has it there (only a file's write bit counts, a
   directory's mode is ignored); the kernel32 calls fsyncbench makes through ctypes
   (``MoveFileExW`` renames, every other call fails as on a volume that does not answer);
-  ``Popen.send_signal`` taking only SIGTERM and the console events; a drive path
+  ``Popen.send_signal`` taking only SIGTERM and the console events; ``os.devnull`` ``nul``,
+  the null device by that name in any directory; a drive path
   (``C:\\data``) resolved as Windows resolves it; and the ANSI code page of Python before
   3.15: text files opened without an encoding are cp1252, and so are the standard streams of
   the processes the tests start (what cp1252 lacks fails, as there).
 
 What is not (and is left to the real CI runners): path syntax (``os.sep`` stays ``/``,
-``os.name`` ``posix``, ``os.devnull`` ``/dev/null``, ``os.path`` is ``posixpath``), the
+``os.name`` ``posix``, ``os.path`` is ``posixpath``), the
 kernels' own behaviour (the latency of F_FULLFSYNC; SQLite here is Linux's build, whose
 PRAGMA fullfsync does nothing; Windows' refusal to rename a directory with open files), the
 user (this VM runs the tests as root; the CI runners do not), what ``shutil.which`` finds on
@@ -268,7 +269,11 @@ def apply(platform: str) -> None:
     os.environ.update(child_environ(platform))
     setattr(sys, _MARK, platform)
     _SWAP.simulated = platform
-    _take_away(os, NOT_ON_WINDOWS if platform == "win32" else NOT_ON_MACOS)
+    _take_away(
+        os,
+        NOT_ON_WINDOWS if platform == "win32" else NOT_ON_MACOS,
+        {"devnull": WINDOWS_DEVNULL} if platform == "win32" else None,
+    )
     _swap_system(PLATFORMS[platform])
     _hide_linux_paths()
     if platform == "darwin":
@@ -314,18 +319,22 @@ class _Swap:
 _SWAP = _Swap()
 
 
-def _take_away(module: Any, names: tuple[str, ...]) -> None:
-    """Remove ``names`` from ``module`` for fsyncbench's and the tests' code; any other code
-    (the standard library, psutil, numpy) still finds them (PEP 562 ``__getattr__``), as it
-    was built for this system."""
-    kept = {name: getattr(module, name) for name in names if hasattr(module, name)}
+def _take_away(module: Any, names: tuple[str, ...], ours: dict[str, Any] | None = None) -> None:
+    """Remove ``names`` from ``module`` for the project's code (or give it ``ours``' value
+    instead); any other code (the standard library, psutil, numpy) still finds them (PEP 562
+    ``__getattr__``), as it was built for this system."""
+    ours = ours or {}
+    kept = {n: getattr(module, n) for n in (*names, *ours) if hasattr(module, n)}
     for name in kept:
         delattr(module, name)
     before = module.__dict__.get("__getattr__")
 
     def __getattr__(name: str) -> Any:
-        if name in kept and not _caller_is_ours(1):
-            return kept[name]
+        if name in kept:
+            if not _caller_is_ours(1):
+                return kept[name]
+            if name in ours:
+                return ours[name]
         if before is not None:
             return before(name)
         raise AttributeError(
@@ -635,12 +644,27 @@ def _linux_only(path: Any) -> bool:
 
 
 _REAL_READLINK = os.readlink
+#: Windows' null device (os.devnull there): its name in any directory opens the device.
+WINDOWS_DEVNULL = "nul"
+
+
+def _windows_null_device(path: Any) -> bool:
+    if not isinstance(path, (str, os.PathLike)):
+        return False
+    text = os.fspath(path)
+    return isinstance(text, str) and Path(text).name.lower() == WINDOWS_DEVNULL
 
 
 def _hide_linux_paths() -> None:
     def wrap(function: Any, keyword: str) -> Any:
         def call(*args: Any, **kwargs: Any) -> Any:
             path = args[0] if args else kwargs.get(keyword)
+            if _SWAP.simulated == "win32" and _windows_null_device(path):
+                path = "/dev/null"  # the device Windows' "nul" is
+                if args:
+                    args = (path, *args[1:])
+                else:
+                    kwargs[keyword] = path
             if _linux_only(path):
                 raise FileNotFoundError(
                     errno.ENOENT, f"No such file or directory (simulated {_SWAP.simulated})", path
