@@ -203,6 +203,8 @@ def _ours(filename: str) -> bool:
     """The code the simulation is for: fsyncbench's, the tests', the project's scripts and
     code run with ``python -c`` (``<string>``); not the standard library's, an installed
     package's (psutil, numpy, pytest) or a built-in module's."""
+    if any(p + "fsyncbench" + os.sep in filename for p in _PACKAGES):
+        return True  # fsyncbench installed (not editable), as CI's clean clone has it
     return not (
         _library(filename)
         or any(p in filename for p in _PACKAGES)
