@@ -350,7 +350,13 @@ def render_compare(
             out.append(f"Writers points only in A: {', '.join(only_a)}")
         if only_b:
             out.append(f"Writers points only in B: {', '.join(only_b)}")
-    if tablefmt == "simple":  # a terminal: running text wrapped (tables are fitted)
+    return _joined(out, tablefmt)
+
+
+def _joined(out: list[str], tablefmt: str) -> str:
+    """``out``'s lines as the text of a comparison: on a terminal ("simple") a line of
+    running text longer than the width wrapped (its tables are fitted already)."""
+    if tablefmt == "simple":
         cols = width()
         out = [line if "\n" in line or len(line) <= cols else wrap_text(line) for line in out]
     return "\n".join(out) + "\n"
@@ -389,10 +395,7 @@ def _compact_compare(
         out.append(f"Only in A: {', '.join(pair.only_a)}")
     if pair.only_b:
         out.append(f"Only in B: {', '.join(pair.only_b)}")
-    if tablefmt == "simple":
-        cols = width()
-        out = [line if "\n" in line or len(line) <= cols else wrap_text(line) for line in out]
-    return "\n".join(out) + "\n"
+    return _joined(out, tablefmt)
 
 
 def compare_jsonable(
