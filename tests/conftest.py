@@ -199,3 +199,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         from fsyncbench.report import store
 
         store.report_to_json = _REPORT_TO_JSON
+
+
+@pytest.fixture
+def wide_screen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal wide enough that no table is dealt into panels: for tests that read a
+    table's rows whole (tests/test_screen_width.py checks the layout at 80 and 100)."""
+    monkeypatch.setenv("COLUMNS", "1000")

@@ -18,12 +18,8 @@ from fsyncbench.measure import stats
 from fsyncbench.model import BlockDevice, Virtualization
 from fsyncbench.report import compare, fleet, regression, store
 
-
-@pytest.fixture(autouse=True)
-def _wide_screen(monkeypatch):
-    """These tests read a comparison's rows whole: a screen wide enough that no column is
-    dealt into a second panel (tests/test_screen_width.py checks the layout at 80 and 100)."""
-    monkeypatch.setenv("COLUMNS", "400")
+# rows read whole (tests/test_screen_width.py checks the layout at 80 and 100)
+pytestmark = pytest.mark.usefixtures("wide_screen")
 
 
 # --------------------------------------------------------------------------- statistics

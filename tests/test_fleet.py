@@ -29,11 +29,8 @@ SSD = BlockDevice(
 NVME = BlockDevice("nvme0n1", model="PM9A3", rotational=False, has_flush_counters=True)
 
 
-@pytest.fixture(autouse=True)
-def _wide_screen(monkeypatch):
-    """These tests read a fleet table's rows whole: a screen wide enough that no column is
-    dealt into a second panel (tests/test_screen_width.py checks the layout at 80 and 100)."""
-    monkeypatch.setenv("COLUMNS", "400")
+# rows read whole (tests/test_screen_width.py checks the layout at 80 and 100)
+pytestmark = pytest.mark.usefixtures("wide_screen")
 
 
 def _host(name: str, disk: BlockDevice, release: str, vm: bool):

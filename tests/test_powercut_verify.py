@@ -904,11 +904,8 @@ FAIL_CONFIG = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _wide_screen(monkeypatch):
-    """These tests read verify's words line by line; tests/test_screen_width.py checks
-    that the same screen fits 80 and 100 columns."""
-    monkeypatch.setenv("COLUMNS", "1000")
+# rows read whole (tests/test_screen_width.py checks the layout at 80 and 100)
+pytestmark = pytest.mark.usefixtures("wide_screen")
 
 
 def _lines(*lines):
