@@ -17,12 +17,11 @@ from factories import BARE, VM, WB_SSD, commit, flush, host, write
 from test_host_linux import STAT_11, STAT_17, FakeRoot, line
 
 from fsyncbench.errors import FsyncbenchError
-from fsyncbench.host import _linux, read_flush_counters
+from fsyncbench.host import _linux, knowledge, read_flush_counters
 from fsyncbench.host.layers import SYNC_DISABLING_LIBS, disk_layer, filesystem_layer
 from fsyncbench.judge import (
     commit_rules,
     counter_rules,
-    devices,
     engine,
     evidence_rules,
     path_rules,
@@ -906,9 +905,12 @@ def test_power_protected_media_declared_or_known_family():
     micron = BlockDevice(
         "sdb", vendor="Micron_5300_MTFDDAK", model="", rotational=False, write_cache="write back"
     )
+    row = knowledge.known(micron.vendor, micron.model, knowledge.PLP)
+    assert row is not None and row.id == "plp-micron-5300"
     assert rule_facts._power_protected_media(host(disks=(micron,))) == (
-        devices._MICRON_DC + "; 5300"
+        row.source(knowledge.PLP) + "; 5300"
     )
+    assert "https://www.micron.com/" in row.source(knowledge.PLP)
     assert rule_facts._power_protected_media(host(disks=(micron, WB_SSD))) == ""
     assert rule_facts._power_protected_media(host()) == ""
 

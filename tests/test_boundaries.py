@@ -429,14 +429,17 @@ def test_latency_floor_of_each_device_class(cls_name, const, the_host, side):
         the_host.os_name, "fdatasync"
     )
     v = engine.judge(the_host, [flush(primitive, floor + _step(side))])
-    if side == BELOW:
-        assert decision(v) == (VOLATILE_CACHE, "flush-below-device-floor")
-        f = finding(v, "flush-below-device-floor")
+    code = "flush-below-device-floor" if side == BELOW else "flush-latency-plausible"
+    f = finding(v, code)
+    if cls_name == "network block storage":
+        # Hyper-V's (and Azure's) disk names a guest whatever the CPU flag says: the VM rule
+        # decides, and the floor of its class is a weaker signal beside it
+        assert decision(v) == (UNVERIFIABLE, "virtualized-storage")
+        assert f.stance == "disagrees"
     else:
-        assert decision(v) == (HONEST_FLUSH, "flush-latency-plausible")
-        f = finding(v, "flush-latency-plausible")
+        assert decision(v) == (VOLATILE_CACHE if side == BELOW else HONEST_FLUSH, code)
     assert (f.evidence["device_class"], f.evidence["floor_ns"]) == (cls_name, floor)
-    assert f.source == devices.LATENCY_BANDS_DOC
+    assert f.source.startswith(devices.LATENCY_BANDS_DOC)
 
 
 @pytest.mark.parametrize("side", SIDES)

@@ -169,8 +169,8 @@ def test_a_volume_of_each_raid_family_is_recorded_with_its_controller(
 def test_without_proc_name_the_scsi_vendor_and_model_name_the_family(fake, vendor, model, driver):
     scsi_volume(fake, "sda", "8:0", 0, driver=None, vendor=vendor, model=model)
     c = storage(fake).disks[0].controller
-    assert c is not None and c.driver == driver
-    assert "inferred from the volume's SCSI vendor/model" in c.note
+    assert c is not None and c.driver == driver and c.from_model_string
+    assert "inferred from the volume's vendor/model" in c.note
 
 
 def test_a_sas_hba_has_no_cache_of_its_own_and_an_ahci_disk_no_controller(fake):

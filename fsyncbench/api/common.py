@@ -129,6 +129,18 @@ def command_line_of(given: Sequence[str] | None) -> tuple[str, ...]:
     return tuple(given) if given is not None else (tuple(sys.argv) if sys.argv else ("python",))
 
 
+def judged_now(report: Report) -> Report:
+    """A saved run or audit report with its verdict derived again from its recorded facts
+    by this version's judge and device knowledge (:func:`fsyncbench.judge.engine.rejudge`,
+    which adds a note where the recorded verdict differs), so ``show``, the gates and the
+    fleet view never depend on the version that wrote the report; other kinds as they are."""
+    if report.kind not in ("run", "audit"):
+        return report
+    from fsyncbench.judge import engine
+
+    return engine.rejudge(report)
+
+
 def redacted(report: Report, redact: bool) -> Report:
     if not redact:
         return report

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fsyncbench import options
-from fsyncbench.api.common import PathLike
+from fsyncbench.api.common import PathLike, judged_now
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.model import EXPERIMENT_KINDS, Report
 from fsyncbench.options import Outputs
@@ -221,7 +221,8 @@ def compare(
         raise FsyncbenchError("compare needs at least two reports")
     if outputs is not None:
         outputs.check()
-    loaded = [r if isinstance(r, Report) else store.load_report(r) for r in items]
+    # a saved report's verdict as this version judges it (the fleet's verdict column)
+    loaded = [r if isinstance(r, Report) else judged_now(store.load_report(r)) for r in items]
     left_out: list[tuple[str, str]] = []
     if is_fleet and kind is None:  # a report directory holds crash and powerloss reports too
         # never the baseline of a regression check: that one is refused below

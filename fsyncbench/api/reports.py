@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fsyncbench import options
-from fsyncbench.api.common import PathLike, redacted
+from fsyncbench.api.common import PathLike, judged_now, redacted
 from fsyncbench.api.comparing import Comparison
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.jsonable import to_jsonable
@@ -29,7 +29,9 @@ def load(
     outputs: Outputs | None = None,
 ) -> Report:
     """``fsyncbench show``'s report: read and check a saved report file (run, audit,
-    powercut, crash or powerloss; a newer schema raises "upgrade fsyncbench"), ``redact``-ed if asked. ``gates``'
+    powercut, crash or powerloss; a newer schema raises "upgrade fsyncbench"), a run or
+    audit report's verdict derived again by this version (:func:`.common.judged_now`: a
+    note says where it differs from the recorded one), ``redact``-ed if asked. ``gates``'
     configurations must be in it; ``outputs`` must not overwrite it (both checked)."""
     options.check_path(path, "path")
     options.check_instance(gates, Gates, "gates")
@@ -37,7 +39,7 @@ def load(
     path = Path(path)
     if outputs is not None:
         outputs.check(source=path)
-    report = redacted(store.load_report(path), redact)
+    report = redacted(judged_now(store.load_report(path)), redact)
     if gates is not None:
         gates.check_configs([r.name for r in report.results])
     return report

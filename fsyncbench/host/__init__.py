@@ -21,6 +21,7 @@ import sys
 
 from fsyncbench.model import Host, StorageTarget
 
+from . import known
 from ._activity import ActivitySnapshot, ProcessSample, run_queue_wait_ns
 from ._activity import snapshot as activity_snapshot
 from ._common import PlatformFacts, base_facts
@@ -84,16 +85,19 @@ def collect_host(target: str) -> Host:
     (:mod:`fsyncbench.host._darwin`); Windows asks the target's volume for its disks and each
     disk for its bus, model, seek penalty and write cache (IOCTL_STORAGE_QUERY_PROPERTY,
     :mod:`fsyncbench.host._windows`); anything else records what :mod:`platform` and
-    psutil give and leaves the rest None.
+    psutil give and leaves the rest None. Every platform's record is then completed with the
+    device knowledge table (:func:`fsyncbench.host.known.apply`: emulated disks, RAID volumes
+    named by their model string).
 
     Cost: about a second on first call (py-cpuinfo, cached per process) plus, on Linux,
     up to two ``systemd-detect-virt`` runs (2 s timeout each). Does not raise for missing
     files, tools or permissions: unknown facts are None or empty.
     """
     facts = _platform_facts(target, sys.platform)
-    return Host(
+    host = Host(
         **base_facts(),
         sqlite_library=facts.sqlite_library,
         virtualization=facts.virtualization,
         target=facts.target,
     )
+    return known.apply(host)

@@ -3,13 +3,12 @@ SQLite library actually mapped into this process."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Mapping
 
 from fsyncbench.model import StorageTarget
 
-from . import _mountinfo, _raid, _stack, _virt, layers
+from . import _mountinfo, _raid, _stack, _virt, known
 from ._common import PlatformFacts, sqlite_extension_file, under_root
 
 
@@ -89,11 +88,7 @@ def collect(
     (``Virtualization.virtual_disk_hint``, :func:`.layers.virtual_disk_hint`): its flush
     goes to a hypervisor whatever the CPU says."""
     storage = storage_target(target, root)
-    virt = _virt.collect_virtualization(root, environ, runner)
-    if virt.virtualized is not True:
-        hint = layers.virtual_disk_hint(storage.disks)
-        if hint:
-            virt = dataclasses.replace(virt, virtual_disk_hint=hint)
+    virt = known.virtualization(_virt.collect_virtualization(root, environ, runner), storage.disks)
     return PlatformFacts(
         target=storage,
         virtualization=virt,

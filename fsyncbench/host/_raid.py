@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 from fsyncbench.model import BlockDevice, RaidController, StorageLayer
 
-from . import _raidcli
+from . import _raidcli, knowledge
 from ._common import read_text, run_command, under_root
 
 #: Seconds one vendor tool may take (storcli's "show all" prints "it may take a while").
@@ -99,14 +99,6 @@ FAMILIES: dict[str, Family] = {
     ),
 }
 
-#: (pattern over "vendor model" lower case, driver of that family) where proc_name is missing.
-_MODEL_DRIVERS = (
-    (re.compile(r"\barc-\d|\bareca\b"), "arcmsr"),
-    (re.compile(r"megaraid|\bmr9\d|\bperc\b"), "megaraid_sas"),
-    (re.compile(r"^(hp|hpe|compaq)\s+logical volume|smart array"), "hpsa"),
-    (re.compile(r"servera|adaptec"), "aacraid"),
-)
-
 _HOST = re.compile(r"^host\d+$")
 
 
@@ -119,19 +111,39 @@ def sysfs_controller(
     root: str, resolved_dir: str, vendor: str | None, model: str | None
 ) -> RaidController | None:
     """The controller a whole disk is a volume of, from its SCSI host's driver (module
-    docstring), else from its vendor/model; None for anything else (a disk on AHCI, NVMe,
-    virtio...). The vendor tool is not run here (:func:`with_tool_readings`)."""
+    docstring), else from its vendor/model (:func:`model_controller`); None for anything
+    else (a disk on AHCI, NVMe, virtio...). The vendor tool is not run here
+    (:func:`with_tool_readings`)."""
     host = scsi_host(resolved_dir)
     driver = None
     if host is not None:
         driver = read_text(under_root(root, f"/sys/class/scsi_host/{host}/proc_name"))
-    note = ""
     if driver not in FAMILIES:
-        identity = " ".join(f"{vendor or ''} {model or ''}".lower().split())
-        driver = next((d for pattern, d in _MODEL_DRIVERS if pattern.search(identity)), None)
-        if driver is None:
-            return None
-        note = f"driver inferred from the volume's SCSI vendor/model ({identity})"
+        return model_controller(vendor, model, host)
+    return _controller(driver, vendor, host)
+
+
+def model_controller(
+    vendor: str | None, model: str | None, host: str | None = None
+) -> RaidController | None:
+    """The controller a disk is a volume of, by its vendor/model alone (the ``raid`` rows
+    of :mod:`fsyncbench.host.knowledge`: ``ARC-1882-VOL#000``, ``PERC H730P Mini``, ``HP
+    LOGICAL VOLUME``), marked ``from_model_string``; None when no row names one. Used where
+    no driver was read: a missing ``proc_name``, macOS and Windows, a stored report that
+    recorded no controller."""
+    row = knowledge.known(vendor, model, knowledge.RAID)
+    driver = None if row is None else row.fact(knowledge.RAID)
+    if row is None or driver not in FAMILIES:
+        return None
+    return dataclasses.replace(
+        _controller(driver, vendor, host),
+        from_model_string=True,
+        note=f"driver inferred from the volume's vendor/model ({knowledge.identity(vendor, model)}; "
+        f"{row.name})",
+    )
+
+
+def _controller(driver: str, vendor: str | None, host: str | None) -> RaidController:
     family = FAMILIES[driver]
     tool = family.tools[0] if family.tools else None
     if driver == "megaraid_sas" and (vendor or "").strip().upper() == "DELL":
@@ -143,7 +155,6 @@ def sysfs_controller(
         tool=tool,
         settles=family.settles.format(tool=tool) if tool else "",
         has_cache=family.has_cache,
-        note=note,
     )
 
 

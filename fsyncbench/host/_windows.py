@@ -57,6 +57,7 @@ from fsyncbench.model import (
     Virtualization,
 )
 
+from . import known
 from ._common import PlatformFacts, backslashes_to_slashes, psutil_mount
 from ._winioctl import (
     EXTENTS_BUFFER_BYTES,
@@ -81,7 +82,7 @@ from ._winioctl import (
     parse_write_cache,
     property_query,
 )
-from .layers import disk_layer, filesystem_layer, virtual_disk_hint
+from .layers import disk_layer, filesystem_layer
 
 _DRIVE = re.compile(r"^([A-Za-z]):")
 
@@ -339,6 +340,6 @@ def collect(
     st = storage_target(path, ioctl or device_io_control, volume_of or volume_of_path, partitions)
     return PlatformFacts(
         target=st,
-        virtualization=Virtualization(virtual_disk_hint=virtual_disk_hint(st.disks)),
+        virtualization=known.virtualization(Virtualization(), st.disks),
         sqlite_library=None,
     )

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fsyncbench.host import knowledge
 from fsyncbench.model import (
     FLUSH_DROPPED,
     FLUSH_FORWARDED,
@@ -97,15 +98,6 @@ VIRTUAL_TRANSPORTS = frozenset({"virtio", "xen", "hyperv", "uml", "virtual"})
 #: (followed to its backing file by the Linux walk), a Windows virtual hard disk file
 #: (``file-backed-virtual``: BusTypeFileBackedVirtual, not followed).
 FILE_BACKED_TRANSPORTS = frozenset({"loop", "file-backed-virtual"})
-#: Model strings of emulated disks (QEMU, VirtualBox, VMware, Hyper-V, Parallels), lower case.
-VIRTUAL_DISK_MODELS = (
-    "qemu harddisk",
-    "vbox harddisk",
-    "vmware virtual",
-    "virtual disk",
-    "msft virtual disk",
-    "parallels",
-)
 
 #: Layer kinds that hold the bytes at the bottom of a stack.
 MEDIA_KINDS = frozenset(
@@ -173,7 +165,6 @@ def disk_layer(device: BlockDevice, depth: int = 0, note: str = "") -> StorageLa
     backing file), by transport and model: RAM, network, a file not followed (kind
     ``loop``: a Linux loop device, a Windows VHD), virtual or physical disk."""
     transport = device.transport or ""
-    model = f"{device.vendor or ''} {device.model or ''}".lower()
     if transport in RAM_TRANSPORTS:
         return StorageLayer(
             "ram-disk",
@@ -218,7 +209,7 @@ def disk_layer(device: BlockDevice, depth: int = 0, note: str = "") -> StorageLa
             device=device,
             note=note or "backing file not recorded: the storage below is unknown",
         )
-    if transport in VIRTUAL_TRANSPORTS or any(m in model for m in VIRTUAL_DISK_MODELS):
+    if transport in VIRTUAL_TRANSPORTS or emulated_by(device):
         return StorageLayer(
             "virtual-disk", device.name, FLUSH_TO_HOST, depth, True, None, device=device, note=note
         )
@@ -268,10 +259,18 @@ def derived_layers(
     return tuple(out)
 
 
+def emulated_by(device: BlockDevice) -> str | None:
+    """The hypervisor or emulator whose emulated disk ``device`` is by its model string
+    (the ``emulated`` fact of :mod:`fsyncbench.host.knowledge`: ``QEMU`` for ``QEMU
+    HARDDISK`` and ``QEMU NVMe Ctrl``), or None."""
+    row = knowledge.known(device.vendor, device.model, knowledge.EMULATED)
+    return None if row is None else row.fact(knowledge.EMULATED)
+
+
 def virtual_disk_hint(disks: Sequence[BlockDevice]) -> str | None:
-    """The disks whose model names an emulated or virtual disk (``QEMU HARDDISK``, ``VBOX
-    HARDDISK``, ``VMware Virtual disk``, ``Msft Virtual Disk``: the models of
-    :data:`VIRTUAL_DISK_MODELS`) or whose bus is virtual
+    """The disks whose model names an emulated or virtual disk (``QEMU HARDDISK``, ``QEMU
+    NVMe Ctrl``, ``VBOX HARDDISK``, ``VMware Virtual disk``, ``Msft Virtual Disk``: the
+    ``emulated`` rows of :mod:`fsyncbench.host.knowledge`) or whose bus is virtual
     (BusTypeVirtual), as one text (``PhysicalDrive0 model 'QEMU QEMU HARDDISK'``), or None.
     A virtual hard disk file mounted here (BusTypeFileBackedVirtual) is not one: it tells
     nothing about this machine being a guest. Recorded on Windows, which reads no
@@ -284,7 +283,7 @@ def virtual_disk_hint(disks: Sequence[BlockDevice]) -> str | None:
             continue
         ident = " ".join(x for x in (d.vendor, d.model) if x)
         why = []
-        if any(m in ident.lower() for m in VIRTUAL_DISK_MODELS):
+        if emulated_by(d):
             why.append(f"model '{ident}'")
         if (d.transport or "") in VIRTUAL_TRANSPORTS:
             why.append(f"bus {d.transport}")

@@ -96,6 +96,8 @@ def _volume(d: BlockDevice) -> str:
     c = d.controller
     assert c is not None
     where = ", ".join(x for x in (c.driver, c.host) if x)
+    if c.from_model_string:
+        return f"{d.name} is a volume of {_a(c.family)} controller (named by its model string)"
     return f"{d.name} is a volume of {_a(c.family)} controller ({where})"
 
 
@@ -128,8 +130,10 @@ def rule_controller_cache(f: Facts, r: Result | None) -> tuple[str, Finding] | N
       behind it (fsyncbench.judge.devices, the controller ignored): read as protected ->
       ``honest_flush`` (``controller-cache-protected``), declared (``--assume
       protected-cache`` or ``plp``) -> ``honest_flush`` (``controller-cache-declared``),
-      both inferred; not read -> ``unverifiable`` (``controller-cache-unverified``, the
-      controller measured in /sys), naming the command that settles it.
+      both inferred; not read -> ``unverifiable`` (``controller-cache-unverified``,
+      measured where the controller was found by its driver in /sys, inferred where only
+      the volume's model string names it: :func:`fsyncbench.host._raid.model_controller`),
+      naming the command that settles it.
 
     A volume read as writing through leaves the fast flush to the latency floor (its
     controller's cache holds no writes); a flush as slow as the medium needs no cache."""
@@ -219,6 +223,8 @@ def rule_controller_cache(f: Facts, r: Result | None) -> tuple[str, Finding] | N
         )
     c = found[0]
     why = c.note or "its backup power was not read"
+    if c.from_model_string and not c.read_by:
+        why = f"its backup power was not read; {c.note}"
     if c.protection is not None and c.protection_detail:
         why = f"its backup power is not ready ({c.protection_detail})"
     return UNVERIFIABLE, Finding(
@@ -234,7 +240,9 @@ def rule_controller_cache(f: Facts, r: Result | None) -> tuple[str, Finding] | N
         "reads it). A power pull (fsyncbench powercut) settles it too.",
         _evidence(disks, extra),
         source,
-        MEASURED,
+        # the controller found by its driver in /sys is measured; named by a model string
+        # alone (a stored report, macOS, Windows) it is identity: inferred
+        INFERRED if any(x.from_model_string for x in found) else MEASURED,
     )
 
 

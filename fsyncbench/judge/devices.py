@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from fsyncbench.host import knowledge
+from fsyncbench.host.knowledge import KnownDevice
 from fsyncbench.judge import stack
 from fsyncbench.model import (
     POWER_PROTECTION_NV_CACHE,
@@ -44,11 +46,6 @@ SPINNING_FLOOR_NS = 2_000_000
 NETWORK_BLOCK_FLOOR_NS = 100_000
 APPLE_FULLFSYNC_FLOOR_NS = 1_000_000
 
-#: Model strings of cloud network block storage whose provider documents durable,
-#: replicated writes (fsyncbench.judge.rule_facts.CLOUD_BLOCK_DOC): AWS EBS on Nitro NVMe, GCP
-#: Persistent Disk (SCSI model "PersistentDisk", NVMe model "nvme_card-pd").
-CLOUD_BLOCK_MODELS = ("amazon elastic block store", "persistentdisk", "nvme_card-pd")
-
 #: The user's word for a fact the machine cannot show (``--assume plp``).
 DECLARED_PLP = "plp"
 #: Why a fast flush is allowed where the user declared power-loss protection.
@@ -56,63 +53,6 @@ DECLARED_PLP_REASON = "power-loss protection declared by the user (--assume plp)
 #: The user's word that the write-back cache in front of the disks (a RAID controller's
 #: battery- or flash-backed cache) survives a power cut (``--assume protected-cache``).
 DECLARED_PROTECTED_CACHE = "protected-cache"
-
-_INTEL_DC = (
-    "https://www.intel.com/content/www/us/en/products/details/memory-storage/"
-    "data-center-ssds.html (Intel/Solidigm data center SSD product briefs: 'enhanced "
-    "power-loss data protection')"
-)
-_INTEL_DC_OLD = (
-    _INTEL_DC + "; Intel SSD DC S3500/S3610/S3700 Series product specifications: 'Enhanced "
-    "power-loss data protection'; model strings SSDSC2BA = S3700/S3710, SSDSC2BX = S3610, "
-    "SSDSC2BB = S3500/S3510/S3520 per smartmontools drivedb.h ('Intel 730 and DC "
-    "S35x0/3610/3700 Series SSDs')"
-)
-_SAMSUNG_DC = (
-    "https://semiconductor.samsung.com/ssd/datacenter-ssd/ (Samsung PM883/PM893/"
-    "PM983/PM9A3 data sheets: 'Power Loss Protection')"
-)
-_MICRON_DC = (
-    "https://www.micron.com/products/storage/ssd/data-center-ssd (Micron 5300/5400/"
-    "7450 product briefs: 'power-loss protection')"
-)
-_KIOXIA_DC = (
-    "https://americas.kioxia.com/en-us/business/ssd/data-center-ssd.html (KIOXIA "
-    "CD6/CM6: 'power loss protection')"
-)
-
-#: Model-string prefixes of data-center drive families whose vendors document power-loss
-#: protection, lower case, matched against the start of any word of ``vendor model`` as
-#: Linux shows it (``device/model``; SATA keeps only the first 16 characters of the ATA
-#: model, drivers/ata/libata-scsi.c, so prefixes are short). Model strings per smartmontools
-#: drivedb.h where it lists the family (S4510/S4610, PM883/PM893, Micron 5300/5400) and the
-#: kernel's NVMe quirk table (Kioxia CD6); the PLP claims are the vendors' (URLs, not
-#: fetched from this machine). A match is identity, not measurement: verdicts relying on it
-#: are "inferred". Client drives advertising "power loss protection for data at rest"
-#: (Micron 1100, Crucial MX) do not protect data in flight and are not listed.
-PLP_MODELS: tuple[tuple[str, str], ...] = (
-    ("ssdsc2ba", _INTEL_DC_OLD + "; DC S3700/S3710"),
-    ("ssdsc2bx", _INTEL_DC_OLD + "; DC S3610"),
-    ("ssdsc2bb", _INTEL_DC_OLD + "; DC S3500/S3510/S3520"),
-    ("ssdsc2kb", _INTEL_DC + "; D3-S4510"),
-    ("ssdsc2kg", _INTEL_DC + "; D3-S4610"),
-    ("ssdpe2kx", _INTEL_DC + "; DC P4510"),
-    ("ssdpe2ke", _INTEL_DC + "; DC P4610"),
-    ("ssdpf2kx", _INTEL_DC + "; D7-P5510/P5520"),
-    ("ssdpe21k", _INTEL_DC + "; Optane DC P4800X"),
-    ("ssdpf21q", _INTEL_DC + "; Optane DC P5800X"),
-    ("mz7lh", _SAMSUNG_DC + "; PM883"),
-    ("mz7l3", _SAMSUNG_DC + "; PM893"),
-    ("mzqlb", _SAMSUNG_DC + "; PM983"),
-    ("mzql2", _SAMSUNG_DC + "; PM9A3"),
-    ("micron_5300", _MICRON_DC + "; 5300"),
-    ("micron_5400", _MICRON_DC + "; 5400"),
-    ("mtfddak", _MICRON_DC + "; 5100/5200/5300 (Dell OEM model strings)"),
-    ("micron_7450", _MICRON_DC + "; 7450"),
-    ("kcd6", _KIOXIA_DC + "; CD6"),
-    ("kcm6", _KIOXIA_DC + "; CM6"),
-)
-
 
 #: Every fact a user may declare (``StorageTarget.declared``), with its meaning.
 DECLARABLE = {
@@ -142,18 +82,33 @@ class DeviceClass:
     plp: str = ""
 
 
-def _model(device: BlockDevice) -> str:
-    return " ".join(f"{device.vendor or ''} {device.model or ''}".lower().split())
+def _azure_disk(d: BlockDevice) -> bool:
+    """A Hyper-V virtual disk (``Msft Virtual Disk``), Azure's managed disks among them:
+    held to the network block floor (fsyncbench.host.knowledge, row msft-virtual-disk)."""
+    row = knowledge.known(d.vendor, d.model, knowledge.EMULATED)
+    return row is not None and row.id == "msft-virtual-disk"
 
 
-def plp_source(model: str) -> str | None:
-    """The document saying the drive family of ``model`` (``vendor model``, any case) has
-    power-loss protection (:data:`PLP_MODELS`), or None."""
-    words = model.lower().split()
-    for prefix, source in PLP_MODELS:
-        if any(word.startswith(prefix) for word in words):
-            return source
-    return None
+def plp_source(vendor: str | None, model: str | None) -> str | None:
+    """Why the drive family of the disk ``vendor model`` is taken to have power-loss
+    protection: its ``plp`` row of the device knowledge table (fsyncbench.host.knowledge:
+    model-string prefixes of data-center families whose vendors document it, each row with
+    its document), or None. A match is identity, not measurement: verdicts relying on it
+    are "inferred". Client drives advertising "power loss protection for data at rest"
+    (Micron 1100, Crucial MX) do not protect data in flight and are not listed."""
+    row = knowledge.known(vendor, model, knowledge.PLP)
+    return None if row is None else f"{row.source(knowledge.PLP)}; {row.fact(knowledge.PLP)}"
+
+
+def cloud_block(d: BlockDevice) -> KnownDevice | None:
+    """The device knowledge row naming ``d`` network block storage of a cloud provider that
+    documents durable, replicated writes (AWS EBS, Google Cloud Persistent Disk), or None."""
+    return knowledge.known(d.vendor, d.model, knowledge.CLOUD_BLOCK)
+
+
+def hybrid(d: BlockDevice) -> KnownDevice | None:
+    """The device knowledge row naming ``d`` a hybrid drive (SSHD), or None."""
+    return knowledge.known(d.vendor, d.model, knowledge.HYBRID)
 
 
 #: Why a disk's write cache reported power-protected may acknowledge a flush from its cache
@@ -253,7 +208,7 @@ def _fast_flush_allowed(host: Host, disks: Sequence[BlockDevice]) -> str:
             "the disk reports no volatile write cache (queue/write_cache 'write through'; "
             "for NVMe the kernel sets it from the controller's VWC bit)"
         )
-    sources = [plp_source(_model(d)) for d in disks]
+    sources = [plp_source(d.vendor, d.model) for d in disks]
     if disks and all(sources):
         return "a drive family documented with power-loss protection: " + str(sources[0])
     return ""
@@ -277,8 +232,7 @@ def device_class(host: Host, primitive: str, *, cache_in_front: bool = True) -> 
             "Apple internal SSD (F_FULLFSYNC)", APPLE_FULLFSYNC_FLOOR_NS, LATENCY_BANDS_DOC
         )
     disks = [layer.device for layer in stack.media(target) if layer.device is not None]
-    models = " ".join(_model(d) for d in disks)
-    if any(s in models for s in CLOUD_BLOCK_MODELS) or "msft virtual disk" in models:
+    if any(cloud_block(d) or _azure_disk(d) for d in disks):
         return DeviceClass("network block storage", NETWORK_BLOCK_FLOOR_NS, LATENCY_BANDS_DOC)
     reported = reported_protection(disks)
     if reported:
@@ -299,6 +253,17 @@ def device_class(host: Host, primitive: str, *, cache_in_front: bool = True) -> 
             in_front,
         )
     if disks and all(d.rotational for d in disks) and not host.virtualization.virtualized:
+        hybrids = [hybrid(d) for d in disks]
+        if all(hybrids) and DECLARED_PLP not in declared_facts(host):
+            # its NAND cache, not the platter, may answer a flush: a flush that programs
+            # NAND takes what one on a consumer SSD does, so that is its floor
+            row = hybrids[0]
+            assert row is not None
+            return DeviceClass(
+                "hybrid drive (SSHD) whose NAND cache may answer a flush",
+                CONSUMER_SSD_FLOOR_NS,
+                f"{LATENCY_BANDS_DOC}; {row.name}: {row.source(knowledge.HYBRID)}",
+            )
         if DECLARED_PLP in declared_facts(host) and not controllers(disks):
             # "the drive holding the bytes has power-loss protection" (DECLARABLE), said of
             # a spinning disk: its cache survives a power cut, so a flush need not wait for

@@ -39,6 +39,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from fsyncbench.host import known
 from fsyncbench.judge import devices
 from fsyncbench.judge.commit_rules import (
     COMMIT_RULE_STRENGTH,
@@ -130,6 +131,8 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
     Every path verdict names its deciding finding and its strength (measured, inferred; see
     :data:`fsyncbench.model.STRENGTHS`); for the primitive the journal relies on, every
     weaker signal follows, marked as agreeing or disagreeing (:func:`weaker_signals`)."""
+    # the facts as the device knowledge table completes them, whichever version recorded them
+    host = known.apply(host)
     facts = Facts(host, tuple(results), evidence)
     findings: list[Finding] = []
     verdicts: list[ResultVerdict] = []

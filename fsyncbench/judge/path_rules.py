@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 
+from fsyncbench.host import known
 from fsyncbench.judge.cache_rules import rule_controller_cache
 from fsyncbench.judge.counter_rules import (
     rule_flush_counters,
@@ -77,7 +78,7 @@ def judge_primitive(
     """(path verdict, deciding finding code, its finding) for one flush result, or for the
     path itself (``r`` None) when no primitive was measured. The finding carries its
     strength, ``points_to`` the verdict and ``stance`` "decides"."""
-    facts = Facts(host, tuple(results), evidence)
+    facts = Facts(known.apply(host), tuple(results), evidence)
     for rule in PATH_RULES:
         hit = rule(facts, r)
         if hit:

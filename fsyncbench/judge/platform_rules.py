@@ -14,7 +14,7 @@ from typing import Any
 
 from fsyncbench.host.layers import NO_BARRIER_OPTIONS
 from fsyncbench.judge import stack
-from fsyncbench.judge.devices import CLOUD_BLOCK_MODELS
+from fsyncbench.judge.devices import cloud_block
 from fsyncbench.judge.rule_facts import (
     APPLE_BARRIER_DOC,
     APPLE_FSYNC_DOC,
@@ -37,7 +37,6 @@ from fsyncbench.judge.rule_facts import (
     _flush_ms_per_flush,
     _flush_results,
     _media_disks,
-    _models,
     _power_protected_media,
     _preload_names,
     _primitive,
@@ -312,18 +311,12 @@ def rule_hypervisor_ignores_flush(f: Facts, r: Result | None) -> tuple[str, Find
 
 def rule_cloud_block_storage(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """A disk whose model names a cloud block service that documents durable, replicated
-    writes (CLOUD_BLOCK_MODELS, CLOUD_BLOCK_DOC). Its identity answers what a guest cannot
+    writes (its ``cloud_block`` row of the device knowledge table, fsyncbench.host.knowledge;
+    CLOUD_BLOCK_DOC). Its identity answers what a guest cannot
     see of a generic virtual disk; a p50 below any real I/O (REAL_IO_FLOOR_NS) withholds it.
-    Identity, inferred."""
-    models = _models(f.host)
-    hit = next((m for m in CLOUD_BLOCK_MODELS if m in models), None)
+    Identity, inferred: every disk holding the bytes must be one."""
     disks = _media_disks(f.host)
-    if hit is None or not disks:
-        return None
-    if not all(
-        any(m in f"{d.vendor or ''} {d.model or ''}".lower() for m in CLOUD_BLOCK_MODELS)
-        for d in disks
-    ):
+    if not disks or not all(cloud_block(d) for d in disks):
         return None
     if r is not None and r.summary.p50_ns < REAL_IO_FLOOR_NS:
         return None

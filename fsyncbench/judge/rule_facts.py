@@ -378,7 +378,7 @@ def _power_protected_media(host: Host) -> str:
     in_front = devices.controller_protection(disks) or devices.declared_cache_protection(host)
     if in_front:
         return in_front
-    sources = [devices.plp_source(f"{d.vendor or ''} {d.model or ''}") for d in disks]
+    sources = [devices.plp_source(d.vendor, d.model) for d in disks]
     return str(sources[0]) if all(sources) else ""
 
 

@@ -50,6 +50,8 @@ class RaidController:
     write caches behind it ("enabled"/"disabled"). ``read_by`` is the command that was run
     ("" when none was); ``note`` says why something could not be read. ``has_cache`` False
     marks an adapter without a write cache of its own (a SAS HBA: its disks' caches count).
+    ``from_model_string`` is True where the controller was named by the volume's vendor and
+    model alone (fsyncbench.host.knowledge), not by its kernel driver.
     """
 
     driver: str
@@ -64,6 +66,7 @@ class RaidController:
     drive_cache: str | None = None
     read_by: str = ""
     note: str = ""
+    from_model_string: bool = False
 
 
 @dataclass(frozen=True)
