@@ -12,6 +12,8 @@ Two kinds of scenario:
   and must be called ``volatile_cache`` or ``no_flush``; the ``slow`` honest drive
   (``flush_latency_ms`` 10, like a platter) must be called ``honest_flush``.
 - **latency cannot tell**: the drive as an NVMe SSD with a volatile cache (floor 150 µs),
+  its model shown as ``LAB NVME SSD`` (QEMU's ``QEMU NVMe Ctrl`` is an emulated disk's to
+  fsyncbench, whose VM rule would decide: lab/guest.py HIDE_NVME_MODEL),
   honest and lying both at about 1 ms under TCG. Audit agrees when it does not give a clean
   bill: ``honest_flush`` for the honest drive, and for the lying one either a risk verdict
   or an answer that defers to a power cut (fsyncbench.report.answer.TRUST_UNPROVEN: "a drive
@@ -108,7 +110,10 @@ class Scenario:
     """One audit scenario: the drive's ``mode`` and options (lab/drive.py), how the guest
     sees it (``bus``: lab/guest.py DRIVE_BUSES), the truth (``honest``: every acknowledged
     flush reaches the image), and whether latency can tell this drive from its opposite
-    (``latency_tells``: module docstring)."""
+    (``latency_tells``: module docstring). ``hide_model``: the guest shows the NVMe drive
+    as ``LAB NVME SSD`` (lab/guest.py HIDE_NVME_MODEL), since QEMU's own model string,
+    ``QEMU NVMe Ctrl``, is an emulated disk's to fsyncbench and the VM rule would decide
+    before latency is weighed."""
 
     name: str
     mode: str
@@ -116,6 +121,7 @@ class Scenario:
     honest: bool
     latency_tells: bool
     options: dict[str, object] = field(default_factory=dict)
+    hide_model: bool = False
 
     @property
     def truth(self) -> str:
@@ -139,8 +145,9 @@ SCENARIOS = (
         True,
         {"flush_latency_ms": 10},
     ),
-    Scenario("honest drive as an NVMe SSD", "honest", "nvme", True, False),
-    Scenario("lying drive as an NVMe SSD", "lying", "nvme", False, False),
+    # these two rely on a disk the judge does not recognise as emulated: the model is hidden
+    Scenario("honest drive as an NVMe SSD", "honest", "nvme", True, False, hide_model=True),
+    Scenario("lying drive as an NVMe SSD", "lying", "nvme", False, False, hide_model=True),
 )
 
 
@@ -288,8 +295,9 @@ def run_audit(
         if dev.startswith("/dev/sd")
         else ""
     )
+    hide = guest.HIDE_NVME_MODEL if scenario.hide_model else ""
     command = (
-        f"{timeout}mkfs.ext4 -q {dev} && mount {dev} {guest.GUEST_DISK} && "
+        f"{hide}{timeout}mkfs.ext4 -q {dev} && mount {dev} {guest.GUEST_DISK} && "
         f"{fsb} audit {guest.GUEST_DISK} --no-report --quiet --format json "
         f"-o {guest.GUEST_RESULTS}/audit.json {' '.join(audit_args)}"
     )

@@ -42,6 +42,22 @@ DRIVE_DEVICE = {
 #: The ATA model string of a ``sata-hdd`` drive: no emulator's name (fsyncbench's
 #: host.layers.VIRTUAL_DISK_MODELS) and no drive family of judge.devices.PLP_MODELS.
 HDD_MODEL = "LAB HDD 7200"
+#: The model string an NVMe drive shows where a scenario needs a disk fsyncbench does not
+#: recognise as emulated: QEMU's NVMe controller names itself ``QEMU NVMe Ctrl``, an
+#: emulated disk in fsyncbench's device knowledge (fsyncbench/host/device_knowledge.json,
+#: row qemu-nvme), and has no property to change it (hw/nvme/ctrl.c; ``-device nvme,help``
+#: lists none), so a hidden hypervisor is still found by it and the VM rule decides. No
+#: drive family of the table either (no PLP, no RAID, no hybrid).
+NVME_MODEL = "LAB NVME SSD"
+#: A shell prefix for the guest's command that shows :data:`NVME_MODEL` in place of every
+#: NVMe controller's model: a file on the guest's tmpfs bind-mounted over
+#: ``/sys/class/nvme/nvme*/model`` (what ``/sys/block/nvme0n1/device/model`` resolves to).
+#: The kernel still has QEMU's identity; only what fsyncbench reads is hidden.
+HIDE_NVME_MODEL = (
+    f"printf '%s\\n' '{NVME_MODEL}' > /tmp/lab-nvme-model && "
+    'for m in /sys/class/nvme/nvme*/model; do mount --bind /tmp/lab-nvme-model "$m" || exit 9; '
+    "done && "
+)
 #: Where the guest mounts things inside this machine's root (existing directories, since
 #: the root is read-only): the results share and the drive's filesystem.
 GUEST_RESULTS = "/mnt"

@@ -27,6 +27,8 @@ show example              a ``text`` block: what ``fsyncbench show`` prints for 
 prometheus example        the command and an excerpt of what ``show --prometheus`` writes for it
 cycle FILE                a ``text`` block: ``powercut cycle``'s summary, rendered from the JSON
                           it printed (``--format json``), FILE relative to the repository
+devices                   a Markdown table: every row of the device knowledge table
+                          (fsyncbench/host/device_knowledge.json) with its facts and sources
 
 Sample screens of a real run are rendered from a committed JSON (examples/), never typed:
 ``python scripts/example_report.py`` refreshes the example report and then these blocks.
@@ -61,7 +63,7 @@ BLOCK = re.compile(
 OPENING = re.compile(r"(?<!`)<!-- fsyncbench:")
 CLOSING = re.compile(r"(?<!`)<!-- /fsyncbench -->")
 #: the kinds whose content is a block of lines (the others are inline)
-BLOCK_KINDS = {"defaults", "commands", "show", "prometheus", "cycle"}
+BLOCK_KINDS = {"defaults", "commands", "show", "prometheus", "cycle", "devices"}
 #: each command's page, for the commands table (a command without one is not linked)
 PAGES = {
     "run": "run.md",
@@ -344,7 +346,32 @@ def render_cycle(args: list[str]) -> str:
     return _fenced(format_summary(summary))
 
 
+def render_devices(args: list[str]) -> str:
+    """A Markdown table of the device knowledge table (fsyncbench/host/device_knowledge.json):
+    each row's id, pattern, what it is, and its facts with their sources."""
+    from tabulate import tabulate
+
+    from fsyncbench.host import knowledge
+
+    if args:
+        raise SyncError("devices takes no arguments")
+    t = knowledge.table()
+    rows = [
+        (
+            f"`{row.id}`",
+            "`" + row.pattern.replace("|", "\\|") + "`",
+            row.name,
+            "; ".join(f"{k}: {v}" for k, v in row.facts),
+            " ".join(f"({k}) {row.source(k)}" for k, _ in row.facts).replace("|", "\\|"),
+        )
+        for row in t.devices
+    ]
+    head = f"Version {t.version}, updated {t.updated}: {len(rows)} rows.\n\n"
+    return head + tabulate(rows, ["row", "pattern", "what", "facts", "sources"], tablefmt="github")
+
+
 RENDERERS: dict[str, Callable[[list[str]], str]] = {
+    "devices": render_devices,
     "default": render_default,
     "value": render_value,
     "defaults": render_defaults,

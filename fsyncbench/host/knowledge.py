@@ -7,6 +7,8 @@ source (a line of source code, a vendor document, smartmontools' drive database)
 - ``emulated``: the disk is emulated by this hypervisor or emulator (``QEMU``,
   ``VirtualBox``...): its flush goes to the host, whose cache mode cannot be seen from the
   guest;
+- ``ignores_flush``: the emulator acknowledges this disk's flushes without flushing by
+  default (the value says which setting changes it);
 - ``cloud_block``: network block storage of this cloud provider, which documents durable,
   replicated writes;
 - ``raid``: the disk is a volume of a hardware RAID controller of this family, named by the
@@ -43,13 +45,14 @@ from pathlib import Path
 TABLE_FILE = Path(__file__).with_name("device_knowledge.json")
 
 EMULATED = "emulated"
+IGNORES_FLUSH = "ignores_flush"
 CLOUD_BLOCK = "cloud_block"
 RAID = "raid"
 HYBRID = "hybrid"
 PLP = "plp"
 POWER_CUT = "power_cut"
 #: Every fact a row may carry, in the order a description names them.
-FACTS = (EMULATED, CLOUD_BLOCK, RAID, HYBRID, PLP, POWER_CUT)
+FACTS = (EMULATED, IGNORES_FLUSH, CLOUD_BLOCK, RAID, HYBRID, PLP, POWER_CUT)
 
 
 @dataclass(frozen=True)

@@ -253,8 +253,12 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
 
 def rejudge(report: Report) -> Report:
     """``report`` with its verdict derived again from its recorded facts alone (host,
-    results, evidence): ``fsyncbench audit --from``. When the recorded verdict differs (a
+    results, evidence), its host completed by the device knowledge table
+    (:func:`fsyncbench.host.known.apply`): ``fsyncbench audit --from``, ``show``, the fleet. When the recorded verdict differs (a
     report by an older engine, or edited by hand) a note says so."""
+    # its host as the device knowledge table completes it, so what a report shows of its
+    # disks (a guest named by its disk, a RAID volume's controller) agrees with its verdict
+    report = dataclasses.replace(report, host=known.apply(report.host))
     verdict = judge(report.host, report.results, report.evidence)
     notes = tuple(report.notes)
     old = report.verdict

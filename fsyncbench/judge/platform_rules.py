@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from fsyncbench.host import knowledge
 from fsyncbench.host.layers import NO_BARRIER_OPTIONS
 from fsyncbench.judge import stack
 from fsyncbench.judge.devices import cloud_block
@@ -270,7 +271,9 @@ def rule_macos_plain_fsync(f: Facts, r: Result | None) -> tuple[str, Finding] | 
 
 
 def _virtualbox(host: Host) -> list[str]:
-    """The signs naming VirtualBox: DMI vendor/product, disk model (VIRTUALBOX_DOC)."""
+    """The signs naming VirtualBox: DMI vendor/product, a disk whose model the device
+    knowledge table says VirtualBox acknowledges flushes of without flushing
+    (``ignores_flush``: its IDE/SATA disk, VIRTUALBOX_DOC)."""
     v = host.virtualization
     signs = []
     if (v.dmi_vendor or "").strip().lower() == "innotek gmbh":
@@ -280,7 +283,7 @@ def _virtualbox(host: Host) -> list[str]:
     if (v.detect_virt or "").strip().lower() == "oracle":
         signs.append("systemd-detect-virt oracle")
     for d in _media_disks(host):
-        if "vbox harddisk" in f"{d.vendor or ''} {d.model or ''}".lower():
+        if knowledge.known(d.vendor, d.model, knowledge.IGNORES_FLUSH):  # VBOX HARDDISK
             signs.append(f"disk {d.name} model {d.model}")
     return signs
 
