@@ -224,6 +224,8 @@ def _expected(row: knowledge.KnownDevice) -> tuple[float, str, str | None]:
         return FAST_NS, UNVERIFIABLE, "controller-cache-unverified"
     if row.fact(knowledge.HYBRID):  # 1 ms: half a platter's floor, what its NAND cache takes
         return NAND_NS, HONEST_FLUSH, "flush-latency-plausible"
+    if (row.fact(knowledge.POWER_CUT) or "").startswith("lost"):  # 1 ms: latency says fine
+        return NAND_NS, VOLATILE_CACHE, "published-power-cut-loss"
     if row.fact(knowledge.PLP):  # 30 us: below a consumer SSD's 150 us, as DRAM answers
         return PLP_NS, HONEST_FLUSH, "flush-latency-plausible"
     raise AssertionError(f"{row.id}: no expectation for {row.facts}")

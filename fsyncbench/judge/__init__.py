@@ -9,7 +9,8 @@ their honest-flush floors and drives known to have power-loss protection.
 Path rules, one function per signal, by family: ``platform_rules`` (what the path is made
 of: filesystem, RAM media, a sync-disabling preload, barriers, macOS fsync, hypervisor
 defaults, cloud block storage, layers forwarding the flush, virtualization, a stack that
-could not be followed), ``counter_rules`` (device flush and write counters, libc
+could not be followed, a model a published power-cut test saw lose writes), ``cache_rules``
+(a RAID controller's cache in front of the disks), ``counter_rules`` (device flush and write counters, libc
 interposition, flushes reaching a bare-metal disk) and ``timing_rules`` (sweep bandwidth,
 a flush that costs nothing, latency against the device-class floor). ``path_rules``: their
 order (``PATH_RULES``, strongest signal first), the verdict of one primitive

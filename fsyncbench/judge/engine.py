@@ -24,7 +24,8 @@ primitive get the verdict of the first path rule in
    of the stack;
 7. platform semantics (macOS fsync), hypervisor defaults (VirtualBox), identified cloud
    block storage, layers forwarding the flush (network filesystems, FUSE, network disks),
-   virtualization, a stack that could not be followed;
+   virtualization, a stack that could not be followed; a RAID controller's cache in
+   front of the disks; a model a published power-cut test saw lose acknowledged writes;
 8. flushes counted on bare metal, then latency against device-class floors
    (:mod:`fsyncbench.judge.devices`: power-loss protection and write cache decide the floor).
 
@@ -32,6 +33,10 @@ Every verdict carries its strength (measured, inferred; ``proven`` only from a p
 the weaker signals that agree or disagree with it. Latency never decides against a stronger
 signal: the latency rules come last. Slowness and tails are separate findings; so are config
 durability and the commit checks (syncs per commit, FULL vs OFF, commit vs S x flush).
+
+The host is first completed with the device knowledge table
+(:func:`fsyncbench.host.known.apply`: emulated disks, RAID volumes named by their model),
+so a report recorded before a row existed is judged as a live one is today.
 """
 
 from __future__ import annotations

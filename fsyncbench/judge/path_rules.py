@@ -23,6 +23,7 @@ from fsyncbench.judge.platform_rules import (
     rule_macos_plain_fsync,
     rule_network_filesystem,
     rule_no_flush_filesystem,
+    rule_published_power_cut,
     rule_ram_media,
     rule_stack_not_followed,
     rule_sync_disabling_preload,
@@ -67,6 +68,7 @@ PATH_RULES: tuple[PathRule, ...] = (
     rule_stack_not_followed,
     rule_virtualized,
     rule_controller_cache,
+    rule_published_power_cut,
     rule_flushes_reach_device,
     rule_latency_floor,
 )

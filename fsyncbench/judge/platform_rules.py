@@ -342,6 +342,39 @@ def rule_cloud_block_storage(f: Facts, r: Result | None) -> tuple[str, Finding] 
     )
 
 
+def rule_published_power_cut(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
+    """Every disk holding the bytes is a model a published power-cut test saw lose
+    acknowledged writes (the ``power_cut`` rows of the device knowledge table whose result
+    begins ``lost``, each with its source): ``volatile_cache``, inferred from the model
+    string and that test, whatever the flush's latency, which cannot tell a drive that
+    keeps its flushes from one that acknowledges them early. The firmware tested may not be
+    this one's, so the finding says what settles it. A published pass proves less (one
+    sample kept its data) and decides nothing."""
+    disks = _media_disks(f.host)
+    rows = [knowledge.known(d.vendor, d.model, knowledge.POWER_CUT) for d in disks]
+    results = [row.fact(knowledge.POWER_CUT) or "" if row else "" for row in rows]
+    if not disks or not all(x.startswith("lost") for x in results):
+        return None
+    first = rows[0]
+    assert first is not None
+    return VOLATILE_CACHE, Finding(
+        "published-power-cut-loss",
+        RISK,
+        _subject(r),
+        f"The target's bytes are on {first.name} ({', '.join(d.name for d in disks)}): a "
+        f"published power-cut test of this model lost acknowledged writes ({results[0]}).",
+        "Check the drive's firmware against the one tested, or pull the plug yourself "
+        "(fsyncbench powercut); until then keep the journal on another drive.",
+        {
+            "models": [d.model for d in disks],
+            "knowledge_rows": [row.id for row in rows if row],
+            "p50_ns": None if r is None else r.summary.p50_ns,
+        },
+        first.source(knowledge.POWER_CUT),
+        INFERRED,
+    )
+
+
 def rule_network_filesystem(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """A layer of the stack forwards the flush to a daemon or server whose storage cannot be
     seen from here: NFS, SMB, 9p, virtiofs, FUSE (which daemon: the mount source and
