@@ -847,7 +847,8 @@ def test_rejudge_keeps_the_old_notes_and_adds_the_difference():
     assert again.notes == (
         "an old note",
         "the report recorded honest_flush (decided by flush-latency-plausible); re-derived "
-        "from its facts: no_flush (decided by no-flush-filesystem)",
+        "from its facts: no_flush (decided by no-flush-filesystem; device knowledge version "
+        f"{knowledge.table().version})",
     )
 
 
@@ -2605,7 +2606,9 @@ def test_judge_without_a_flush_result_a_syncing_commit_stands_in():
 
 
 def test_judge_with_nothing_measured():
-    assert engine.judge(host(), []) == Verdict(UNVERIFIABLE, "no-evidence", (), (), "none")
+    assert engine.judge(host(), []) == Verdict(
+        UNVERIFIABLE, "no-evidence", (), (), "none", knowledge.table().version
+    )
     v = engine.judge(host(), [commit("WAL", "OFF", 2_000)])
     assert (v.path_verdict, v.decided_by, v.strength, v.results) == (
         UNVERIFIABLE,

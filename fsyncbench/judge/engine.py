@@ -44,7 +44,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from fsyncbench.host import known
+from fsyncbench.host import knowledge, known
 from fsyncbench.judge import devices
 from fsyncbench.judge.commit_rules import (
     COMMIT_RULE_STRENGTH,
@@ -253,7 +253,14 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
         )
     order = {r.name: i for i, r in enumerate(results)}
     verdicts.sort(key=lambda v: order.get(v.subject, len(order)))
-    return Verdict(path[0], path[1], tuple(verdicts), tuple(findings), path[2])
+    return Verdict(
+        path[0],
+        path[1],
+        tuple(verdicts),
+        tuple(findings),
+        path[2],
+        device_knowledge_version=knowledge.table().version,
+    )
 
 
 def rejudge(report: Report) -> Report:
@@ -271,6 +278,7 @@ def rejudge(report: Report) -> Report:
         notes += (
             f"the report recorded {old.path_verdict} (decided by {old.decided_by}); "
             f"re-derived from its facts: {verdict.path_verdict} (decided by "
-            f"{verdict.decided_by})",
+            f"{verdict.decided_by}; device knowledge version "
+            f"{verdict.device_knowledge_version})",
         )
     return dataclasses.replace(report, verdict=verdict, notes=notes)

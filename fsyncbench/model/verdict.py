@@ -71,10 +71,13 @@ class ResultVerdict:
 @dataclass(frozen=True)
 class Verdict:
     """All verdicts of a report; ``path_verdict`` is the storage path's overall verdict and
-    ``strength`` how it was established (``STRENGTHS``; "" in older reports)."""
+    ``strength`` how it was established (``STRENGTHS``; "" in older reports).
+    ``device_knowledge_version`` is the version of the device knowledge table the judge read
+    (fsyncbench/host/device_knowledge.json; None in reports before it existed)."""
 
     path_verdict: str
     decided_by: str
     results: tuple[ResultVerdict, ...] = ()
     findings: tuple[Finding, ...] = ()
     strength: str = ""
+    device_knowledge_version: int | None = None
