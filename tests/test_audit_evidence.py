@@ -3341,7 +3341,7 @@ def test_hypervisor_finding_counts_flushes_on_the_media():
 def test_cloud_block_storage_more_disks_and_names():
     pd = BlockDevice("sdb", vendor="Google", model="PersistentDisk", write_cache="write back")
     nvme_pd = BlockDevice("nvme0n1", model="nvme_card-pd", write_cache="write back")
-    r = flush("fdatasync", 10_000)  # REAL_IO_FLOOR_NS itself is real I/O
+    r = flush("fdatasync", 100_000)  # NETWORK_BLOCK_FLOOR_NS itself is a round trip
     hit = platform_rules.rule_cloud_block_storage(
         _facts(host(disks=(EBS, pd, nvme_pd), virt=VM)), r
     )[1]
@@ -3732,3 +3732,31 @@ def test_a_fullfsync_commit_as_slow_as_f_fullfsync_is_not_f_barrierfsync_whateve
     assert commit_rules.fullfsync_mapping(
         rule_facts.Facts(host(), (flush("fdatasync", 1e5),), None)
     ) == (None, None)
+
+
+def test_rejudge_names_configurations_whose_recorded_verdict_differs():
+    """A report whose overall verdict stands but one configuration's recorded verdict does
+    not (edited, or an older engine) gets a note naming that configuration."""
+    h = host(fs_type="tmpfs")
+    results = (flush("fdatasync", 1_000), commit("WAL", "FULL", 2_000))
+    judged = engine.judge(h, results)
+    edited = tuple(
+        dataclasses.replace(v, path_verdict=HONEST_FLUSH) if v.subject == "wal/full" else v
+        for v in judged.results
+    )
+    report = Report(
+        1,
+        "0.0.0",
+        "audit",
+        "2024-05-01T12:00:00Z",
+        ("fsyncbench", "audit"),
+        h,
+        results,
+        dataclasses.replace(judged, results=edited),
+    )
+    again = engine.rejudge(report)
+    assert again.verdict == judged
+    (note,) = again.notes
+    assert note.startswith(engine.REJUDGED) and note.endswith("wal/full honest_flush -> no_flush")
+    assert engine.rejudged_note(again) == note
+    assert engine.rejudge(again).notes == again.notes  # the same facts: nothing more to say

@@ -177,16 +177,17 @@ def test_flush_costs_nothing_at_the_real_io_floor(side):
 
 
 @pytest.mark.parametrize("side", SIDES)
-def test_cloud_block_storage_needs_a_real_io_p50(side):
-    """rule_cloud_block_storage: a p50 below REAL_IO_FLOOR_NS withholds the cloud identity
-    (``p50 < REAL_IO_FLOOR_NS``: at the floor the identity decides). Sources: CLOUD_BLOCK_DOC
-    (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volumes.html) and
-    docs/verdicts.md latency bands for the 10 us floor."""
+def test_cloud_block_storage_needs_a_network_round_trip_p50(side):
+    """rule_cloud_block_storage: a p50 below NETWORK_BLOCK_FLOOR_NS withholds the cloud
+    identity (``p50 < NETWORK_BLOCK_FLOOR_NS``: at the floor the identity decides): a flush
+    faster than a round trip to the provider's replicas was answered nearer. Sources:
+    CLOUD_BLOCK_DOC (https://docs.aws.amazon.com/ebs/latest/userguide/ebs-volumes.html) and
+    docs/verdicts.md latency bands for the 100 us floor of network block storage."""
     h = host(
         disks=(BlockDevice("nvme1n1", model="Amazon Elastic Block Store", rotational=False),),
         virt=VM,
     )
-    v = engine.judge(h, [flush("fdatasync", rule_facts.REAL_IO_FLOOR_NS + _step(side))])
+    v = engine.judge(h, [flush("fdatasync", devices.NETWORK_BLOCK_FLOOR_NS + _step(side))])
     if side == BELOW:
         assert decision(v) == (UNVERIFIABLE, "virtualized-storage")
         assert "cloud-block-storage" not in codes(v)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 
@@ -266,6 +267,9 @@ def test_without_the_table_each_recording_would_be_judged_otherwise(tmp_path, mo
 @pytest.mark.parametrize(
     ("vendor", "model", "why"),
     [
+        ("ATA", "MTFDDAK256TBN-1A", "a Micron 1100: MTFDDAK is every Micron 2.5-inch SATA"),
+        ("DELL", "PERC H330 Mini", "a PERC without a cache"),
+        ("DELL", "PERC S140", "Dell's software RAID"),
         ("ATA", "ST4000DX005-3GH1", "a FireCuda 3.5 HDD of 4 TB: no NAND (drivedb.h)"),
         ("ATA", "ST1000DM010-2EP1", "a Seagate BarraCuda: no NAND"),
         ("", "Samsung SSD 990 PRO 2TB", "a consumer NVMe SSD: no PLP"),
@@ -370,6 +374,8 @@ def test_show_audit_from_and_the_fleet_judge_a_saved_report_by_todays_table(
     assert data["verdict"]["strength"] == INFERRED
     assert any(f"the report recorded {recorded}" in n for n in data["notes"])
     assert words in json.dumps(data["verdict"]["findings"])
+    screen = fsb("show", str(path), env={**os.environ, "COLUMNS": "100"}).stdout
+    assert f"Judged again: The report recorded {recorded}" in " ".join(screen.split())
     # the gate over a saved report fails on what today's judge says
     gated = fsb("show", str(path), "--fail-on", "unverifiable")
     assert gated.returncode == 1, gated.stdout + gated.stderr
@@ -379,7 +385,10 @@ def test_show_audit_from_and_the_fleet_judge_a_saved_report_by_todays_table(
     _stale_report(tmp_path, "other", QEMU_NVME if disk is PERC else PERC, p50_ns, recorded)
     fleet = fsb("compare", str(tmp_path), "--format", "json")
     assert fleet.returncode == 0, fleet.stderr
-    rows = [r for g in json.loads(fleet.stdout)["groups"] for r in g["reports"]]
+    fleet_data = json.loads(fleet.stdout)
+    rows = [r for g in fleet_data["groups"] for r in g["reports"]]
+    again = next(n for n in fleet_data["notes"] if n.startswith("Verdicts judged again."))
+    assert f"old.json: {recorded} -> unverifiable" in again
     assert {r["path_verdict"] for r in rows} == {UNVERIFIABLE}
     # the guest is a guest in the fleet too (its disk named it)
     assert {r["virtualized"] for r in rows} == {True, False}

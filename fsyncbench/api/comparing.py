@@ -39,7 +39,8 @@ class Comparison:
     (``limit_pct`` set): ``gate`` (:class:`fsyncbench.report.regression.RegressionGate`), the ``regressions`` (:class:`fsyncbench.report.regression.Regression`)
     against the first report, the configurations ``not_checked`` and the ``lines`` that say
     so. ``left_out``: the (label, kind) of crash and powerloss reports a fleet did not read
-    (they hold no latency)."""
+    (they hold no latency). ``rejudged``: (label, what it recorded -> what it is judged now)
+    of each saved report whose recorded verdict this version does not repeat."""
 
     reports: tuple[Report, ...]
     labels: tuple[str, ...]
@@ -56,6 +57,7 @@ class Comparison:
     duplicates: tuple[tuple[str, str], ...] = ()
     left_out: tuple[tuple[str, str], ...] = ()
     head_to_head: tuple[RatioInterval, ...] = ()
+    rejudged: tuple[tuple[str, str], ...] = ()
 
 
 def _head_to_head(
@@ -222,7 +224,15 @@ def compare(
     if outputs is not None:
         outputs.check()
     # a saved report's verdict as this version judges it (the fleet's verdict column)
-    loaded = [r if isinstance(r, Report) else judged_now(store.load_report(r)) for r in items]
+    read = [r if isinstance(r, Report) else store.load_report(r) for r in items]
+    loaded = [
+        r if isinstance(r, Report) and r is items[i] else judged_now(r) for i, r in enumerate(read)
+    ]
+    rejudged = tuple(
+        (label, f"{a.verdict.path_verdict} -> {b.verdict.path_verdict}")
+        for a, b, label in zip(read, loaded, labels)
+        if a.verdict.path_verdict != b.verdict.path_verdict
+    )
     left_out: list[tuple[str, str]] = []
     if is_fleet and kind is None:  # a report directory holds crash and powerloss reports too
         # never the baseline of a regression check: that one is refused below
@@ -274,6 +284,7 @@ def compare(
             group_by=by,
             duplicates=tuple(duplicates),
             left_out=tuple(left_out),
+            rejudged=tuple(x for x in rejudged if x[0] in labels),
         )
         pairs = (
             []

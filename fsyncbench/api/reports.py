@@ -314,10 +314,12 @@ def _render_comparison_body(c: Comparison, fmt: str, verbose: bool) -> str:
         assert c.config is not None  # a fleet always has its configuration
         if fmt != "json":
             doc = fleets.describe_fleet(
-                c.groups, c.config, c.group_by, __version__, c.duplicates, c.left_out
+                c.groups, c.config, c.group_by, __version__, c.duplicates, c.left_out, c.rejudged
             )
             return render_document(doc, fmt)
-        data = fleets.fleet_jsonable(c.groups, c.config, c.group_by, c.duplicates, c.left_out)
+        data = fleets.fleet_jsonable(
+            c.groups, c.config, c.group_by, c.duplicates, c.left_out, c.rejudged
+        )
     if c.head_to_head:
         data["head_to_head"] = [
             {

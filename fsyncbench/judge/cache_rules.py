@@ -224,7 +224,7 @@ def rule_controller_cache(f: Facts, r: Result | None) -> tuple[str, Finding] | N
     c = found[0]
     why = c.note or "its backup power was not read"
     if c.from_model_string and not c.read_by:
-        why = f"its backup power was not read; {c.note}"
+        why = "only the volume's model string names the controller"
     if c.protection is not None and c.protection_detail:
         why = f"its backup power is not ready ({c.protection_detail})"
     return UNVERIFIABLE, Finding(

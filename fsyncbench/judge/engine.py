@@ -263,6 +263,16 @@ def judge(host: Host, results: Sequence[Result], evidence: Evidence | None = Non
     )
 
 
+#: How the note :func:`rejudge` adds begins (:func:`rejudged_note` finds it).
+REJUDGED = "the report recorded "
+
+
+def rejudged_note(report: Report) -> str | None:
+    """The note :func:`rejudge` added to ``report`` where its recorded verdict differed from
+    the one derived again, or None."""
+    return next((n for n in report.notes if n.startswith(REJUDGED)), None)
+
+
 def rejudge(report: Report) -> Report:
     """``report`` with its verdict derived again from its recorded facts alone (host,
     results, evidence), its host completed by the device knowledge table
@@ -274,9 +284,20 @@ def rejudge(report: Report) -> Report:
     verdict = judge(report.host, report.results, report.evidence)
     notes = tuple(report.notes)
     old = report.verdict
+    recorded = {v.subject: (v.path_verdict, v.config_durable) for v in old.results}
+    changed = [
+        f"{v.subject} {recorded[v.subject][0]} -> {v.path_verdict}"
+        for v in verdict.results
+        if v.subject in recorded and recorded[v.subject] != (v.path_verdict, v.config_durable)
+    ]
+    if (old.path_verdict, old.decided_by) == (verdict.path_verdict, verdict.decided_by) and changed:
+        notes += (
+            f"{REJUDGED}other verdicts for some configurations; re-derived from its facts "
+            f"(device knowledge version {verdict.device_knowledge_version}): " + "; ".join(changed),
+        )
     if (old.path_verdict, old.decided_by) != (verdict.path_verdict, verdict.decided_by):
         notes += (
-            f"the report recorded {old.path_verdict} (decided by {old.decided_by}); "
+            f"{REJUDGED}{old.path_verdict} (decided by {old.decided_by}); "
             f"re-derived from its facts: {verdict.path_verdict} (decided by "
             f"{verdict.decided_by}; device knowledge version "
             f"{verdict.device_knowledge_version})",

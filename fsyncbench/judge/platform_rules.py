@@ -12,10 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from fsyncbench.host import knowledge
+from fsyncbench.host import knowledge, layers
 from fsyncbench.host.layers import NO_BARRIER_OPTIONS
 from fsyncbench.judge import stack
-from fsyncbench.judge.devices import cloud_block
+from fsyncbench.judge.devices import NETWORK_BLOCK_FLOOR_NS, cloud_block
 from fsyncbench.judge.rule_facts import (
     APPLE_BARRIER_DOC,
     APPLE_FSYNC_DOC,
@@ -27,7 +27,6 @@ from fsyncbench.judge.rule_facts import (
     OVERLAY_VOLATILE_DOC,
     RAM_STACK_DOC,
     REACHED_FLUSH_RATIO,
-    REAL_IO_FLOOR_NS,
     VIRTUALBOX_DOC,
     ZFS_SYNC_DOC,
     Facts,
@@ -316,12 +315,14 @@ def rule_cloud_block_storage(f: Facts, r: Result | None) -> tuple[str, Finding] 
     """A disk whose model names a cloud block service that documents durable, replicated
     writes (its ``cloud_block`` row of the device knowledge table, fsyncbench.host.knowledge;
     CLOUD_BLOCK_DOC). Its identity answers what a guest cannot
-    see of a generic virtual disk; a p50 below any real I/O (REAL_IO_FLOOR_NS) withholds it.
+    see of a generic virtual disk; a p50 below a network round trip (NETWORK_BLOCK_FLOOR_NS,
+    the floor of network block storage: fsyncbench.judge.devices) withholds it, since
+    something nearer than the provider's replicas acknowledged that flush.
     Identity, inferred: every disk holding the bytes must be one."""
     disks = _media_disks(f.host)
     if not disks or not all(cloud_block(d) for d in disks):
         return None
-    if r is not None and r.summary.p50_ns < REAL_IO_FLOOR_NS:
+    if r is not None and r.summary.p50_ns < NETWORK_BLOCK_FLOOR_NS:
         return None
     return HONEST_FLUSH, Finding(
         "cloud-block-storage",
@@ -412,6 +413,25 @@ def rule_network_filesystem(f: Facts, r: Result | None) -> tuple[str, Finding] |
     )
 
 
+def _virtual_disk_advice(host: Host) -> str:
+    """Where to look on the host: the cache mode of the emulator the disk's model names
+    (the device knowledge table's ``emulated`` fact) first, else Firecracker's and QEMU's."""
+    names = {layers.emulated_by(d) for d in _media_disks(host)} - {None}
+    tail = " Or run fsyncbench on the host (or pull the plug: fsyncbench powercut)."
+    if names == {"QEMU"}:
+        return (
+            "Check the disk's cache mode in QEMU's command line on the host: cache=unsafe "
+            "ignores the guest's flushes, writeback, none, writethrough and directsync honour "
+            "them." + tail
+        )
+    return (
+        "Check the hypervisor's disk cache mode: Firecracker's default cache_type Unsafe "
+        "advertises no flush and never syncs on the host, Writeback fsyncs the backing file "
+        "on every guest flush; QEMU cache=unsafe ignores flushes, its other modes honour "
+        "them." + tail
+    )
+
+
 def rule_virtualized(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """Inside a VM the guest sees only that flushes reach the virtual disk; the host's
     cache mode decides the rest (FIRECRACKER_DOC). A virtual disk that
@@ -483,10 +503,7 @@ def rule_virtualized(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
         WARNING,
         _subject(r),
         text,
-        "Check the hypervisor's disk cache mode: Firecracker's default cache_type Unsafe "
-        "advertises no flush and never syncs on the host, Writeback fsyncs the backing file "
-        "on every guest flush; QEMU cache=unsafe ignores flushes, its other modes honour "
-        "them. Or run fsyncbench on the host (or pull the plug: fsyncbench powercut).",
+        _virtual_disk_advice(f.host),
         evidence,
         FIRECRACKER_DOC,
         INFERRED if by_model else MEASURED,

@@ -327,12 +327,15 @@ def fleet_notes(
     by: Sequence[str],
     duplicates: Sequence[tuple[str, str]] = (),
     left_out: Sequence[tuple[str, str]] = (),
+    rejudged: Sequence[tuple[str, str]] = (),
 ) -> list[Paragraph]:
     """What a reader must know to read the fleet: how its figures are made, which orderings
     the figures do not establish, groups whose reports disagree (and in what besides the
     verdict), redacted hostnames grouped together, duplicate reports read once, and the
-    reports ``left_out`` (label, kind) because they hold no latency (crash, powerloss). The
-    same notes go to every format, JSON included."""
+    reports ``left_out`` (label, kind) because they hold no latency (crash, powerloss), and
+    the reports ``rejudged`` (label, what it recorded and what it is judged now) whose
+    recorded verdict this version's judge and device knowledge do not repeat. The same notes
+    go to every format, JSON included."""
     out = [
         Paragraph(
             "p50 and p99 are the median over the group's reports of each report's own "
@@ -416,6 +419,16 @@ def fleet_notes(
                 "Duplicate reports.",
             )
         )
+    if rejudged:
+        said = "; ".join(f"{label}: {what}" for label, what in rejudged)
+        out.append(
+            Paragraph(
+                f"Each report is judged again from its recorded facts with this version's "
+                f"rules and device knowledge; these recorded another verdict: {said}.",
+                "Verdicts judged again.",
+                tone="caution",
+            )
+        )
     if left_out:
         named = "; ".join(f"{label} ({kind})" for label, kind in left_out)
         out.append(
@@ -435,6 +448,7 @@ def describe_fleet(
     tool_version: str,
     duplicates: Sequence[tuple[str, str]] = (),
     left_out: Sequence[tuple[str, str]] = (),
+    rejudged: Sequence[tuple[str, str]] = (),
 ) -> Document:
     """The :class:`Document` of a fleet: the groups (fastest p99 of ``config`` first),
     the notes of :func:`fleet_notes`, and every report with its own figures."""
@@ -450,7 +464,7 @@ def describe_fleet(
                 f"p99 of {config} by {', '.join(by) or 'report'}",
                 (
                     _group_table(groups, config, by),
-                    *fleet_notes(groups, by, duplicates, left_out),
+                    *fleet_notes(groups, by, duplicates, left_out, rejudged),
                 ),
             ),
             Section("fleet-reports", "The reports", (_report_table(groups),)),
@@ -464,6 +478,7 @@ def fleet_jsonable(
     by: Sequence[str],
     duplicates: Sequence[tuple[str, str]] = (),
     left_out: Sequence[tuple[str, str]] = (),
+    rejudged: Sequence[tuple[str, str]] = (),
 ) -> dict[str, Any]:
     """A fleet as JSON-ready data (durations in ns): ``groups``, fastest first, each with
     its key, figures, spread and its ``reports`` (the rows of :func:`fleet`); ``notes``
@@ -508,7 +523,7 @@ def fleet_jsonable(
         )
     notes = [
         (f"{p.lead} " if p.lead else "") + p.text.replace("`", "")
-        for p in fleet_notes(groups, by, duplicates, left_out)
+        for p in fleet_notes(groups, by, duplicates, left_out, rejudged)
     ]
     return {
         "kind": "fleet",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from fsyncbench.judge.engine import rejudged_note
 from fsyncbench.model import Report
 from fsyncbench.report.answer import DEFAULT_MODEL_CALL_MS, bottom_line
 from fsyncbench.report.answer_text import answer_section
@@ -45,6 +46,10 @@ def summarize(
     machine = machine_paragraph(report)
     if machine is not None:
         answer = dataclasses.replace(answer, blocks=(machine, *answer.blocks))
+    again = rejudged_note(report)
+    if again is not None:  # a saved report judged again: said on the screen, not only counted
+        said = Paragraph(again[:1].upper() + again[1:] + ".", lead="Judged again:", tone="caution")
+        answer = dataclasses.replace(answer, blocks=(*answer.blocks, said))
     sections = (
         dataclasses.replace(answer, title=""),
         *loss[:1],
