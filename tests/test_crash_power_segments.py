@@ -36,12 +36,13 @@ def _commit(state: RecordedState, seq: int) -> None:
     state.execute("COMMIT")
 
 
-def _rows_after_cut(tmp_path: Path, pragmas: Pragmas) -> list[int]:
+def _rows_after_cut(
+    tmp_path: Path, pragmas: Pragmas, power: PowerLoss = PowerLoss("synced-only")
+) -> list[int]:
     """A run that completes (seq 1, its connection closed), then a run killed after its own
-    commit (seq 2); the cut; the seqs the database holds afterwards."""
+    commit (seq 2); the cut under ``power``; the seqs the database holds afterwards."""
     agent = _lane(tmp_path, pragmas)
     stream = tmp_path / "ops.bin"
-    power = PowerLoss("synced-only")
     done = RecordedState(agent, "agent.db", stream, pragmas, power)
     _commit(done, 1)
     done.close()
@@ -77,6 +78,28 @@ def _rows_after_cut(tmp_path: Path, pragmas: Pragmas) -> list[int]:
 )
 def test_a_cut_takes_what_the_runs_since_the_last_cut_left_unsynced(tmp_path, pragmas, kept):
     assert _rows_after_cut(tmp_path, pragmas) == kept
+
+
+@pytest.mark.parametrize(
+    ("fullfsync", "kept"),
+    [
+        # plain fsync reaches only the drive's cache, which a power cut empties: the
+        # commits it acknowledged are gone with the segment
+        (False, []),
+        # F_FULLFSYNC (PRAGMA fullfsync=ON) flushes that cache: both commits stay
+        (True, [1, 2]),
+    ],
+)
+def test_a_cut_under_macos_semantics_keeps_only_what_full_syncs_flushed(
+    tmp_path, fullfsync, kept
+):
+    """The fast twin of the slow tier's ``crash --powerloss --semantics macos`` runs
+    (tests/test_crash_powerloss.py): the same cut in process, whose semantics must be the
+    cut's own (a cut taken under Linux's would keep both commits either way)."""
+    pragmas = Pragmas("WAL", "FULL", fullfsync)
+    assert _rows_after_cut(tmp_path, pragmas, PowerLoss("synced-only", "macos")) == kept
+    (tmp_path / "linux").mkdir()
+    assert _rows_after_cut(tmp_path / "linux", pragmas) == [1, 2]
 
 
 def test_the_files_after_a_cut_start_a_new_durable_segment(tmp_path):

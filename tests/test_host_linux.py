@@ -759,3 +759,14 @@ def test_cpu_brand_reads_proc_cpuinfo_before_py_cpuinfo(tmp_path: Path, monkeypa
     assert cpu_brand.__wrapped__(str(tmp_path / "arm")) == "X"
     assert cpu_brand.__wrapped__(str(tmp_path / "absent")) == "X"  # macOS, Windows
     assert len(calls) == 2
+
+
+def test_a_command_that_outlives_its_timeout_is_given_up():
+    """run_command's guard (host tools such as storcli and systemd-detect-virt can hang on a
+    sick controller or bus): a child still running at its timeout is not waited for."""
+    from fsyncbench.host import _common
+
+    slow = [sys.executable, "-c", "import time; time.sleep(30); print('done')"]
+    assert _common.run_command(slow, 0.3) is None
+    done = _common.run_command([sys.executable, "-c", "print('done')"], 30)
+    assert done is not None and (done[0], done[1].strip()) == (0, b"done")
