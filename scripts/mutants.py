@@ -361,6 +361,7 @@ def run(mutants: tuple[Mutant, ...], focus_only: bool) -> list[list[str]]:
         probe = subprocess.run(
             [sys.executable, "-c", "import fsyncbench; print(fsyncbench.__file__)"],
             env={**os.environ, "PYTHONPATH": str(copy)},
+            cwd=copy,
             capture_output=True,
             text=True,
             check=True,
