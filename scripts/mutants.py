@@ -70,8 +70,15 @@ NARROWED, QUANTIFIER, GUARD, KNOWLEDGE = "narrowed set", "all/any", "removed gua
 SLOW_ONLY = "slow tier only"
 LAYERS = "fsyncbench/host/layers.py"
 DEVICES = "fsyncbench/judge/devices.py"
-STACK_TESTS = ("tests/test_host_stack.py", "tests/test_stack_rules.py", "tests/test_cases.py")
+STACK_TESTS = (
+    "tests/test_fact_tables.py",
+    "tests/test_host_stack.py",
+    "tests/test_stack_rules.py",
+    "tests/test_cases.py",
+)
 JUDGE_TESTS = (
+    "tests/test_fact_tables.py",
+    "tests/test_device_quantifiers.py",
     "tests/test_boundaries.py",
     "tests/test_audit_evidence.py",
     "tests/test_protected_cache.py",
@@ -103,7 +110,7 @@ MUTANTS: tuple[Mutant, ...] = (
         'SYNC_DISABLING_LIBS = ("libeatmydata", "eatmydata", "libnosync", "disable-fsync", '
         '"nosync.so")',
         'SYNC_DISABLING_LIBS = ("libeatmydata",)',
-        ("tests/test_audit_evidence.py", "tests/test_cases.py"),
+        ("tests/test_fact_tables.py", "tests/test_audit_evidence.py", "tests/test_cases.py"),
     ),
     Mutant(
         "ram-transports",
@@ -151,7 +158,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "fsyncbench/host/_raidcli.py",
         '_OK_STATES = ("optimal", "ok", "okay", "ready", "charged", "zmm optimal")',
         '_OK_STATES = ("optimal",)',
-        ("tests/test_protected_cache.py",),
+        ("tests/test_fact_tables.py", "tests/test_protected_cache.py"),
     ),
     Mutant(
         "raid-failed-states",

@@ -36,11 +36,11 @@ def _commit(state: RecordedState, seq: int) -> None:
     state.execute("COMMIT")
 
 
-def _rows_after_cut(
-    tmp_path: Path, pragmas: Pragmas, power: PowerLoss = PowerLoss("synced-only")
-) -> list[int]:
+def _rows_after_cut(tmp_path: Path, pragmas: Pragmas, power: PowerLoss | None = None) -> list[int]:
     """A run that completes (seq 1, its connection closed), then a run killed after its own
-    commit (seq 2); the cut under ``power``; the seqs the database holds afterwards."""
+    commit (seq 2); the cut under ``power`` (synced-only, Linux); the seqs the database holds
+    afterwards."""
+    power = power or PowerLoss("synced-only")
     agent = _lane(tmp_path, pragmas)
     stream = tmp_path / "ops.bin"
     done = RecordedState(agent, "agent.db", stream, pragmas, power)
@@ -90,9 +90,7 @@ def test_a_cut_takes_what_the_runs_since_the_last_cut_left_unsynced(tmp_path, pr
         (True, [1, 2]),
     ],
 )
-def test_a_cut_under_macos_semantics_keeps_only_what_full_syncs_flushed(
-    tmp_path, fullfsync, kept
-):
+def test_a_cut_under_macos_semantics_keeps_only_what_full_syncs_flushed(tmp_path, fullfsync, kept):
     """The fast twin of the slow tier's ``crash --powerloss --semantics macos`` runs
     (tests/test_crash_powerloss.py): the same cut in process, whose semantics must be the
     cut's own (a cut taken under Linux's would keep both commits either way)."""

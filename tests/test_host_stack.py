@@ -294,3 +294,52 @@ def test_a_chain_deeper_than_the_limit_says_where_it_stopped(fake):
     t = target(fake, "/deep")
     assert "more than 16 layers deep" in t.layers[-1].note
     assert stack.ram_media(t) == []
+
+
+def test_a_chain_of_block_devices_deeper_than_the_limit_stops_at_the_limit(fake):
+    """The block half of the walk's depth guard on its own: loop devices backed by loop
+    devices (losetup on a device node), the last on a disk, so no filesystem lies below
+    where the other half of the guard would stop the walk instead."""
+    from fsyncbench.host import _stack
+
+    fake.sata_disk("sda", "8:0", 0)
+    backing = "/dev/sda"
+    for i in range(_stack.MAX_DEPTH + 2):
+        fake.virtual(f"loop{i}", f"7:{i}", backing_file=backing)
+        backing = f"/dev/loop{i}"
+    top = _stack.MAX_DEPTH + 1
+    fake.mountinfo(
+        line("0:5", "/dev", "devtmpfs", "udev", 10),
+        line(f"7:{top}", "/deep", "ext4", f"/dev/loop{top}", 40),
+    )
+    t = target(fake, "/deep")
+    assert "more than 16 layers deep" in t.layers[-1].note
+    assert max(layer.depth for layer in t.layers) == _stack.MAX_DEPTH
+    assert "sda" not in [layer.name for layer in t.layers]
+
+
+def test_a_chain_of_overlays_deeper_than_the_limit_stops_at_the_limit(fake):
+    """The filesystem half of the depth guard on its own: overlays whose upper directories
+    lie on further overlays, one filesystem a layer with no block device between them."""
+    from fsyncbench.host import _stack
+
+    fake.nvme_disk()
+    n = _stack.MAX_DEPTH + 3
+    lines = [line("259:0", "/", "ext4", "/dev/nvme0n1", 20)]
+    for i in range(n):
+        upper = f"/o{i + 1}/up" if i + 1 < n else "/var/up"
+        lines.append(
+            line(
+                f"0:{60 + i}",
+                f"/o{i}",
+                "overlay",
+                "overlay",
+                60 + i,
+                super_options=f"rw,lowerdir=/l,upperdir={upper},workdir={upper}w",
+            )
+        )
+    fake.mountinfo(*lines)
+    t = target(fake, "/o0/app")
+    assert "more than 16 layers deep" in t.layers[-1].note
+    assert max(layer.depth for layer in t.layers) == _stack.MAX_DEPTH
+    assert "nvme0n1" not in [layer.name for layer in t.layers]
