@@ -601,3 +601,121 @@ def test_the_report_records_and_shows_the_firmlink() -> None:
     assert from_jsonable(StorageTarget, data).firmlink is None
     on_slash, _ = _target("/usr/bin", APPLE_SILICON)
     assert "firmlink" not in dict(host_lines(Host("mac", "Darwin", on_slash)))
+
+
+# --------------------------------------------------------------------------- mutation gaps
+# (issue 45: each test below fails on a change mutmut made that the tests above let pass)
+
+
+def test_physical_stores_named_by_device_identifier_count_and_junk_is_skipped() -> None:
+    info = _darwin.parse_diskutil_info(
+        synthetic_plist(
+            APFSPhysicalStores=[
+                {"DeviceIdentifier": "disk1s2"},
+                {"APFSPhysicalStore": "disk0s2", "DeviceIdentifier": "disk9"},
+                {"Size": 1},
+            ]
+        )
+    )
+    assert info is not None and info["APFSPhysicalStores"] == ["disk1s2", "disk0s2"]
+
+
+def test_a_fusion_drive_has_both_whole_disks_once_each() -> None:
+    # a Fusion drive's container spans an SSD and a hard disk; two stores on one disk too
+    volume = {
+        "DeviceIdentifier": "disk2s1",
+        "APFSContainerReference": "disk2",
+        "APFSPhysicalStores": ["disk0s2", "disk1s2", "disk1s3", "notadisk"],
+    }
+    chain, wholes = _darwin.chain_and_whole_disks(volume)
+    assert wholes == ("disk0", "disk1")
+    assert chain == (
+        "disk2s1",
+        "disk2",
+        "disk0s2",
+        "disk1s2",
+        "disk1s3",
+        "notadisk",
+        "disk0",
+        "disk1",
+    )
+
+
+def test_a_partition_goes_to_its_parent_whole_disk_first_else_its_own_prefix() -> None:
+    parent = {"DeviceIdentifier": "disk2s1", "ParentWholeDisk": "disk0"}
+    assert _darwin.chain_and_whole_disks(parent)[1] == ("disk0",)
+    assert _darwin.chain_and_whole_disks({"DeviceIdentifier": "disk4s1"})[1] == ("disk4",)
+
+
+def test_trailing_slashes_and_the_root_in_the_firmlinks_file() -> None:
+    assert _darwin.parse_firmlinks("/Users/\tUsers\n/\tRoot\n") == (
+        ("/Users", "Users"),
+        ("/", "Root"),
+    )
+
+
+def test_the_root_is_never_the_firmlink_of_a_path() -> None:
+    links = (("/", "Root"), ("/Users", "Users"))
+    assert _darwin.firmlink_of("/etc/hosts", links) is None
+    assert _darwin.firmlink_of("/Users/me", links) == "/Users"
+
+
+def test_a_volume_that_is_its_whole_disk_is_asked_for_once() -> None:
+    whole = synthetic_plist(
+        DeviceIdentifier="disk5", BusProtocol="USB", MediaName="Stick", FilesystemType="msdos"
+    )
+    diskutil, calls = fake_diskutil({"/Volumes/Ext SSD": whole, "disk5": VBOX_DISK})
+    target = _darwin.storage_target("/Volumes/Ext SSD", diskutil, MAC_PARTITIONS)
+    assert calls == ["/Volumes/Ext SSD"]
+    assert [d.model for d in target.disks] == ["Stick"]
+
+
+def test_no_mount_or_no_diskutil_keeps_the_path_and_the_firmlink(tmp_path) -> None:
+    assert _darwin.storage_target("/x/y", fake_diskutil({})[0], []).path == "/x/y"
+    links = tmp_path / "firmlinks"
+    links.write_text("/Special\tSpecial\n")
+    target, _ = _target("/Special/j", APPLE_SILICON, firmlinks_file=links, volume=b"")
+    assert (target.path, target.firmlink) == ("/Special/j", "/Special")
+    assert target.mount is not None and target.mount.mount_point == "/System/Volumes/Data"
+
+
+def test_without_partitions_given_the_live_ones_are_read(tmp_path) -> None:
+    target = _darwin.storage_target(str(tmp_path), fake_diskutil({})[0])
+    assert target.mount is not None
+
+
+def test_sysctl_output_that_is_not_ascii_is_no_answer() -> None:
+    assert _darwin.parse_hv_vmm_present((0, b"\xff1\n")) is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "timeout"),
+    [
+        ([_darwin.DISKUTIL, "info", "-plist", "/"], _darwin.DISKUTIL_TIMEOUT_S),
+        ([_darwin.SYSCTL, "-n", "kern.hv_vmm_present"], _darwin.SYSCTL_TIMEOUT_S),
+        (["/usr/bin/true", _darwin.DISKUTIL], _darwin.SYSCTL_TIMEOUT_S),
+        ([], _darwin.SYSCTL_TIMEOUT_S),
+    ],
+)
+def test_diskutil_gets_its_own_timeout(monkeypatch, argv, timeout) -> None:
+    seen = []
+    monkeypatch.setattr(_darwin, "run_command", lambda a, t: seen.append(t) or (0, b""))
+    _darwin._default_runner(argv)
+    assert seen == [timeout] and _darwin.DISKUTIL_TIMEOUT_S != _darwin.SYSCTL_TIMEOUT_S
+
+
+def test_collect_names_the_sqlite_library_and_reads_the_given_firmlinks(tmp_path) -> None:
+    links = tmp_path / "firmlinks"
+    links.write_text("/Special\tSpecial\n")
+    outputs = {(_darwin.DISKUTIL, "info", "-plist", "/System/Volumes/Data"): (0, DATA_VOLUME)}
+    facts = _darwin.collect(
+        "/Special/j",
+        runner=lambda argv: outputs.get(tuple(argv)),
+        partitions=APPLE_SILICON,
+        firmlinks_file=str(links),
+    )
+    assert facts.target.firmlink == "/Special"
+    assert facts.sqlite_library == _darwin.pick_sqlite_image(
+        _darwin.loaded_images(), _common.sqlite_extension_file()
+    )
+    assert facts.sqlite_library is not None
