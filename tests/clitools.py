@@ -1,4 +1,4 @@
-"""Running the real CLI in a subprocess, shared by the CLI-level tests."""
+"""Running the real CLI, in a subprocess or in this process, shared by the CLI-level tests."""
 
 from __future__ import annotations
 
@@ -6,6 +6,19 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+
+
+def in_process(capsys, *argv) -> tuple[int, str, str]:
+    """``fsyncbench ARGV`` through ``cli.main`` in this process: (exit code, stdout,
+    stderr), read with pytest's ``capsys`` (output before the call is discarded). The fast
+    tier's twin of :func:`fsb`: the same argv and exit code without an interpreter of its
+    own."""
+    from fsyncbench import cli
+
+    capsys.readouterr()
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def fsb(*args, prefix=(), cwd=None, env=None, timeout=300) -> subprocess.CompletedProcess:

@@ -206,3 +206,16 @@ def wide_screen(monkeypatch: pytest.MonkeyPatch) -> None:
     """A terminal wide enough that no table is dealt into panels: for tests that read a
     table's rows whole (tests/test_screen_width.py checks the layout at 80 and 100)."""
     monkeypatch.setenv("COLUMNS", "1000")
+
+
+@pytest.fixture()
+def here(capsys):
+    """``clitools.fsb`` run as ``cli.main`` in this process (:func:`clitools.in_process`),
+    returning the same ``CompletedProcess``; keyword arguments of ``fsb`` are ignored."""
+    from clitools import in_process
+
+    def run(*args, **_kw) -> subprocess.CompletedProcess:
+        code, out, err = in_process(capsys, *args)
+        return subprocess.CompletedProcess(list(args), code, out, err)
+
+    return run

@@ -30,7 +30,8 @@ FAST = [
 ]
 LINUX = sys.platform.startswith("linux")
 # the live audits read device-wide flush counters and trace with strace: the system tier
-pytestmark = pytest.mark.system
+# (each is marked; the fast twins at the end run the CLI in this process on what needs no
+# live audit)
 REPORTS = Path(__file__).parent / "fixtures" / "reports"
 
 
@@ -49,6 +50,7 @@ def _has_counters(report) -> bool:
     return bool(disks) and all(d["has_flush_counters"] for d in disks)
 
 
+@pytest.mark.system
 @pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm")
 def test_dev_shm_is_no_flush():
     report = audit_json("/dev/shm", "--no-trace")
@@ -116,6 +118,7 @@ def on_a_quiet_disk(report, check) -> None:
         raise
 
 
+@pytest.mark.system
 def test_disk_is_unverifiable_in_this_vm_with_counter_evidence(disk_audit):
     target, out, proc = disk_audit
     assert proc.returncode == 0, proc.stderr
@@ -156,6 +159,7 @@ def test_disk_is_unverifiable_in_this_vm_with_counter_evidence(disk_audit):
     assert [p.name for p in target.iterdir()] == ["keep.txt"]
 
 
+@pytest.mark.system
 def test_disk_audit_records_syncs_per_commit_and_sweep(disk_audit):
     _target, out, _proc = disk_audit
     report = store.load_report(next(out.glob("*.json")))
@@ -184,6 +188,7 @@ def test_disk_audit_records_syncs_per_commit_and_sweep(disk_audit):
         assert "second-fd-sync-honoured" in {f.code for f in report.verdict.findings}
 
 
+@pytest.mark.system
 def test_from_reproduces_the_audit_verdict(disk_audit):
     _target, out, _proc = disk_audit
     path = next(out.glob("*.json"))
@@ -198,6 +203,7 @@ def test_from_reproduces_the_audit_verdict(disk_audit):
     assert text.returncode == 0 and "re-derived" not in text.stdout
 
 
+@pytest.mark.system
 def test_from_reproduces_a_run_report(tmp_path):
     out = tmp_path / "out"
     run = fsb(
@@ -226,6 +232,7 @@ def test_from_reproduces_a_run_report(tmp_path):
     )
 
 
+@pytest.mark.system
 @pytest.mark.skipif(
     not LINUX or shutil.which("eatmydata") is None,
     reason="needs eatmydata (apt-get install eatmydata; .ci/run does)",
@@ -286,6 +293,7 @@ def test_eatmydata_is_no_flush_by_measurement_not_by_name(tmp_path):
         assert [(f["stance"], f["strength"]) for f in agreeing] == [("agrees", "measured")]
 
 
+@pytest.mark.system
 def test_public_case_from_the_command_line():
     proc = fsb("audit", "--from", REPORTS / "zfs-on-debian-sync-disabled.json", "--no-report")
     assert proc.returncode == 0
@@ -300,6 +308,7 @@ def _usage_error(capsys, argv, text):
     assert err.startswith("fsyncbench: error: ") and text in err
 
 
+@pytest.mark.system
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     d = str(tmp_path)
     _usage_error(capsys, ["audit", str(tmp_path / "nope")], "does not exist")
@@ -319,6 +328,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
 
 
+@pytest.mark.system
 @pytest.mark.skipif(
     sys.platform == "win32", reason="a directory's mode does not stop files being made (Windows)"
 )
@@ -333,3 +343,53 @@ def test_unwritable_target_is_one_line(tmp_path):
         proc = fsb("audit", ro, "--quiet")
     assert proc.returncode == 2 and len(proc.stderr.splitlines()) == 1
     assert "cannot create a working directory" in proc.stderr
+
+
+# --------------------------------------------------------------------------- in this process
+
+
+def test_public_case_from_the_command_line_in_process(capsys):
+    assert (
+        cli.main(
+            ["audit", "--from", str(REPORTS / "zfs-on-debian-sync-disabled.json"), "--no-report"]
+        )
+        == 0
+    )
+    flat = " ".join(capsys.readouterr().out.split())
+    assert "Path verdict: no_flush, measured (decided by zfs-sync-disabled)" in flat
+
+
+@pytest.mark.skipif(
+    sys.platform == "win32", reason="a directory's mode does not stop files being made (Windows)"
+)
+def test_unwritable_target_is_one_line_in_process(tmp_path, capsys):
+    """The audit's working directory cannot be made: exit 2, one line, before measuring."""
+    if LINUX and os.geteuid() == 0:
+        target = "/proc"
+    elif os.geteuid() == 0:
+        pytest.skip("root writes anywhere a mode forbids, and there is no /proc here")
+    else:  # pragma: no cover - CI runs as root on Linux
+        ro = tmp_path / "ro"
+        ro.mkdir(mode=0o500)
+        target = str(ro)
+    assert cli.main(["audit", target, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1 and "cannot create a working directory" in err
+
+
+def test_from_reproduces_a_run_report_in_process(tmp_path, capsys):
+    """A run of one round in this process, then audit --from on its report."""
+    out = tmp_path / "out"
+    argv = ["run", str(tmp_path), "--report-dir", str(out), "--journal-mode", "wal"]
+    argv += ["--synchronous", "off,full", "--samples", "20", "--warmup", "2", "--quiet"]
+    assert cli.main([*argv, "--rounds", "1", "--no-primitives"]) == 0
+    path = next(out.glob("*.json"))
+    saved = store.load_report(path)
+    assert saved.evidence is None
+    capsys.readouterr()
+    assert cli.main(["audit", "--from", str(path), "--json", "--no-report"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert (again["verdict"]["path_verdict"], again["verdict"]["decided_by"]) == (
+        saved.verdict.path_verdict,
+        saved.verdict.decided_by,
+    )

@@ -74,3 +74,13 @@ def test_the_latency_bands_name_their_page_and_primary_sources():
     page = (ROOT / "docs" / "verdicts.md").read_text(encoding="utf-8")
     for floor in ("2 ms", "150 µs", "15 µs", "100 µs", "1 ms", "10 µs"):
         assert f"| {floor} |" in page, floor
+
+
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_no_printed_report_cites_a_path_outside_the_project(fmt):
+    """The slow test above without the HTML page (its charts take the time; its words are
+    the Markdown's): every finding's source and every paragraph, verbose too."""
+    rep = sampled.report(rounds=5)
+    assert not OUTSIDE.search(api.render(rep, fmt))
+    if fmt == "text":
+        assert not OUTSIDE.search(api.render(rep, fmt, verbose=True))

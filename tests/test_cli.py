@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import this_platform
-from clitools import assert_usage_error, fsb, leftovers, start_long_run
+from clitools import assert_usage_error, fsb, in_process, leftovers, start_long_run
 
 from fsyncbench.measure import timing as measure
 from fsyncbench.report import store
@@ -840,3 +840,262 @@ def test_output_to_a_named_pipe_is_written_not_replaced(disk_run, tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert got == [fsb("show", report).stdout]
     assert fifo.is_fifo()
+
+
+# --------------------------------------------------------------------------- in process
+# Fast twins of the slow tests above: cli.main in this process, tiny runs of one round (no
+# worker process), the failures planted where no small real one can be had here.
+
+TINY = [
+    "--samples",
+    "5",
+    "--rounds",
+    "1",
+    "--warmup",
+    "1",
+    "--no-primitives",
+    "--journal-mode",
+    "wal",
+    "--synchronous",
+    "off,full",
+    *this_platform.ONE_FULLFSYNC,
+    "--quiet",
+]
+
+
+def test_host_in_process_prints_text_json_and_the_old_json_flag(tmp_path, capsys):
+    code, out, _err = in_process(capsys, "host", tmp_path)
+    assert code == 0 and "filesystem" in out
+    code, out, _err = in_process(capsys, "host", tmp_path, "--format", "json")
+    data = json.loads(out)
+    assert code == 0 and data["target"]["path"] == str(tmp_path)
+    code, out, _err = in_process(capsys, "host", tmp_path, "--json")
+    assert code == 0 and json.loads(out)["target"] == data["target"]
+
+
+def test_show_in_process_renders_text_markdown_and_json(tmp_path, capsys):
+    import sampled
+
+    path = sampled.save(sampled.report(), tmp_path / "r.json")
+    code, out, _err = in_process(capsys, "show", path)
+    assert code == 0 and "Path verdict:" in out
+    code, out, _err = in_process(capsys, "show", path, "--format", "markdown")
+    assert code == 0 and out.startswith("# fsyncbench run")
+    code, out, _err = in_process(capsys, "show", path, "--format", "json")
+    assert code == 0 and json.loads(out) == json.loads(path.read_text())
+
+
+def test_a_tiny_run_on_tmpfs_is_no_flush(tmp_path, capsys):
+    shm = Path("/dev/shm")
+    if not shm.is_dir():
+        pytest.skip("no /dev/shm")
+    before = set(leftovers(shm))
+    code, out, err = in_process(capsys, "run", shm, "--report-dir", tmp_path, *TINY)
+    assert code == 0, err
+    assert "Path verdict: no_flush" in out
+    report = store.load_report(next(tmp_path.glob("*.json")))
+    assert report.verdict.path_verdict == "no_flush"
+    assert report.host.target.mount.fs_type == "tmpfs"
+    assert set(leftovers(shm)) <= before
+
+
+@needs_proc
+def test_a_run_in_proc_is_one_line_in_process_and_writes_nothing(tmp_path, capsys):
+    code, out, err = in_process(capsys, "run", "/proc", "--report-dir", tmp_path / "out", *TINY)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert err.startswith("fsyncbench: error: cannot create a working directory in /proc")
+    assert list(tmp_path.iterdir()) == []
+
+
+@needs_posix_signals
+@pytest.mark.parametrize("rounds", ["1", "3"])
+def test_sigterm_in_process_cleans_up_and_says_where(tmp_path, capsys, rounds):
+    """SIGTERM to this process while cli.main measures (its handler raises
+    KeyboardInterrupt, as Ctrl-C does): one line naming the workload, the working
+    directory (and with rounds the worker and its directory) gone, no report."""
+    import threading
+
+    target, out = tmp_path / "t", tmp_path / "out"
+    target.mkdir()
+
+    def measuring() -> bool:
+        inner = list(target.glob(".fsyncbench-*/.fsyncbench-*"))
+        return bool(leftovers(target)) and (rounds == "1" or bool(inner))
+
+    done = threading.Event()  # cli.main returned (or raised): never signal after that
+
+    def interrupt() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not done.is_set() and not measuring():
+            time.sleep(0.01)
+        if not done.wait(0.1):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    sender = threading.Thread(target=interrupt)
+    sender.start()
+    try:
+        code, _out, err = in_process(
+            capsys,
+            "run",
+            target,
+            "--report-dir",
+            out,
+            "--samples",
+            "100000000",
+            "--budget-seconds",
+            "60",
+            "--rounds",
+            rounds,
+            "--no-primitives",
+            "--journal-mode",
+            "wal",
+            "--synchronous",
+            "off",
+            "--quiet",
+        )
+    finally:
+        done.set()
+        sender.join(60)
+    assert code == 2, err
+    assert err.startswith("fsyncbench: interrupted while measuring "), err
+    assert err.rstrip().endswith("no report written") and len(err.splitlines()) == 1, err
+    assert leftovers(target) == [] and not out.exists()
+    assert _workers_of(target) == []
+
+
+def test_a_full_disk_mid_run_is_named_in_process(tmp_path, capsys, monkeypatch):
+    """SQLite's own "database or disk is full" (SQLITE_FULL, here from a page limit set on
+    each journal the run opens): ENOSPC named in one line, nothing left behind."""
+    import sqlite3
+
+    target = tmp_path / "t"
+    target.mkdir()
+    real_connect = sqlite3.connect
+
+    def small(path, *args, **kwargs):
+        conn = real_connect(path, *args, **kwargs)
+        if str(path).startswith(str(target)):
+            conn.execute("PRAGMA max_page_count = 16")
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", small)
+    code, out, err = in_process(
+        capsys,
+        "run",
+        target,
+        "--report-dir",
+        tmp_path / "out",
+        "--journal-mode",
+        "delete",
+        "--synchronous",
+        "off",
+        "--samples",
+        "5000",
+        "--rounds",
+        "1",
+        "--payload-bytes",
+        "4096",
+        "--no-primitives",
+        "--quiet",
+    )
+    assert code == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert "no space left on the device (ENOSPC)" in err
+    assert list(target.iterdir()) == [] and not (tmp_path / "out").exists()
+
+
+def test_a_closed_stdout_in_process_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    """sys.stdout is None (``>&-``): the line test_a_closed_stdout_is_one_line_and_exit_2
+    expects, from cli.main in this process."""
+    monkeypatch.setattr(sys, "stdout", None)
+    code, _out, err = in_process(capsys, "host", tmp_path)
+    assert (code, err) == (2, "fsyncbench: error: cannot write to standard output: it is closed\n")
+
+
+def test_a_run_whose_stdout_fails_keeps_its_report_in_process(tmp_path, capsys, monkeypatch):
+    """Standard output on a full device (every write ENOSPC): one line, exit 2, and the
+    report is saved all the same (before printing)."""
+    import errno
+    import io
+
+    class Full(io.TextIOBase):
+        def write(self, text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(sys, "stdout", Full())
+    out = tmp_path / "out"
+    code, _out, err = in_process(capsys, "run", tmp_path, "--report-dir", out, *TINY)
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "cannot write to standard output" in err
+    assert len(list(out.glob("*.json"))) == 1
+
+
+def test_a_failing_csv_leaves_no_reports_behind_in_process(tmp_path, capsys, monkeypatch):
+    """The CSV's write fails (a full device, planted) after the JSON and Markdown were
+    written: those are removed again, one line, exit 2."""
+    from fsyncbench.errors import FsyncbenchError
+
+    real_write = store.write_durably
+
+    def full_for_csv(path, text):
+        if Path(path).suffix == ".csv":
+            raise FsyncbenchError(f"cannot write {path}: No space left on device")
+        real_write(path, text)
+
+    monkeypatch.setattr(store, "write_durably", full_for_csv)
+    target, out, csv = tmp_path / "t", tmp_path / "out", tmp_path / "samples.csv"
+    target.mkdir()
+    code, _out, err = in_process(capsys, "run", target, "--report-dir", out, "--csv", csv, *TINY)
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert f"cannot write {csv}" in err
+    assert list(out.glob("*")) == [] and not csv.exists()
+
+
+@pytest.mark.parametrize("which", ["sampled", "example"])
+def test_the_summary_says_nothing_the_whole_report_does_not_in_process(which):
+    import sampled
+
+    from fsyncbench import report as report_out
+
+    if which == "sampled":
+        rep = sampled.report()
+    else:
+        root = Path(__file__).resolve().parent.parent
+        rep = store.load_report(sorted((root / "examples" / "report").glob("*.json"))[-1])
+    brief, whole = report_out.render(rep, "text"), report_out.render(rep, "text", verbose=True)
+    figure = re.compile(r"\d[\d.,]* (?:ns|us|ms|s)\b|\d[\d.,]*x\b|\d[\d,]* commits/s")
+    missing = set(figure.findall(brief)) - set(figure.findall(whole))
+    assert figure.findall(brief) and not missing
+
+
+def test_output_to_dev_null_in_process_keeps_only_the_exit_code(tmp_path, capsys):
+    import stat as stat_mod
+
+    import sampled
+
+    path = sampled.save(sampled.report(1.0, seed=0, n=20_000), tmp_path / "r.json")
+    assert in_process(capsys, "show", path, "-o", os.devnull) == (0, "", "")
+    code, out, _err = in_process(
+        capsys, "show", path, "-o", os.devnull, "--max-p99", "1ns", "--accept-disturbed"
+    )
+    assert code == 1 and out.startswith("GATE FAILED [max-p99]")
+    assert stat_mod.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_ctrl_c_while_importing_the_cli_is_one_line_in_process(monkeypatch, capsys):
+    """The entry point's guard around its imports (numpy and the rest: most of a second)
+    turns a Ctrl-C there into the one line and exit 2, in this process: the import of
+    fsyncbench.cli is interrupted."""
+    import builtins
+
+    from fsyncbench import entry
+
+    real_import = builtins.__import__
+
+    def interrupted(name, *args, **kwargs):
+        if name == "fsyncbench.cli":
+            raise KeyboardInterrupt
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", interrupted)
+    assert entry.main() == 2
+    assert capsys.readouterr().err == "fsyncbench: interrupted; nothing was written\n"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import sampled
 import this_platform
-from clitools import fsb
+from clitools import fsb, in_process
 from factories import host as fake_host
 
 from fsyncbench import cli
@@ -731,3 +731,198 @@ def test_a_stream_whose_code_page_lacks_a_character_gets_ascii_not_a_crash(monke
     from fsyncbench.cli.output import FALLBACK_ERRORS
 
     assert "a\u00e9\u4e2d".encode("cp1252", FALLBACK_ERRORS) == b"a\xe9\\u4e2d"
+
+
+# --------------------------------------------------------------------------- in process
+# Fast twins of the slow tests above: cli.main in this process (capsys for its output), one
+# round of a few samples, so no worker process is started.
+
+
+TINY_RUN = ["--samples", "5", *QUICK_RUN[2:]]
+
+
+@pytest.mark.parametrize(
+    "fmt,to_file",
+    [("json", True), ("markdown", True), ("html", False)],
+    ids=["json-to-file", "markdown-to-file", "html-printed"],
+)
+def test_run_in_process_saves_in_reports_and_prints_what_it_saved(
+    tmp_path, capsys, monkeypatch, fmt, to_file
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "target").mkdir()
+    printed = tmp_path / f"printed.{fmt}"
+    where = ("-o", printed) if to_file else ()
+    code, out, err = in_process(capsys, "run", "target", *TINY_RUN, "--format", fmt, *where)
+    assert code == 0, err
+    files = sorted((tmp_path / "reports").iterdir())
+    suffixes = [".json", ".md"] + ([".html"] if fmt == "html" else [])
+    assert sorted(p.suffix for p in files) == sorted(suffixes)
+    saved = next(
+        p for p in files if p.suffix == {"json": ".json", "markdown": ".md"}.get(fmt, ".html")
+    )
+    if to_file:
+        assert out == "" and printed.read_bytes() == saved.read_bytes()
+    else:
+        assert out.lstrip().lower().startswith("<!doctype html") and out == saved.read_text()
+    if fmt == "json":
+        assert json.loads(printed.read_text())["kind"] == "run"
+    assert err.startswith(f"Report written: reports{os.sep}")
+
+
+def test_run_in_process_with_no_report_saves_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = in_process(
+        capsys, "run", tmp_path, *TINY_RUN, "--no-report", "--format", "json"
+    )
+    assert code == 0, err
+    assert json.loads(out)["kind"] == "run"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    assert "Report written" not in out + err
+
+
+def test_audit_from_in_process_saves_in_report_dir_and_reads_the_old_json_flag(
+    tmp_path, capsys, monkeypatch
+):
+    a = sampled.save(sampled.report(1.0, seed=0), tmp_path / "a.json")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    code, _out, err = in_process(
+        capsys, "audit", "--from", a, "--format", "json", "-o", "printed.json"
+    )
+    assert code == 0, err
+    files = sorted((work / "reports").iterdir())
+    assert [p.suffix for p in files] == [".json", ".md"]
+    assert (work / "printed.json").read_bytes() == files[0].read_bytes()
+    assert json.loads(files[0].read_text())["kind"] == "run"
+    code, out, err = in_process(
+        capsys, "audit", "--from", a, "--report-dir", "other", "--format", "markdown"
+    )
+    assert code == 0, err
+    assert out == next((work / "other").glob("*.md")).read_text()
+    assert len(list((work / "reports").iterdir())) == 2
+    old = in_process(capsys, "audit", "--from", a, "--json", "--no-report")
+    new = in_process(capsys, "audit", "--from", a, "--format", "json", "--no-report")
+    assert old[0] == new[0] == 0
+    datas = [json.loads(got[1]) for got in (old, new)]
+    for data in datas:
+        data.pop("created_utc", None)
+        data.pop("command_line", None)
+    assert datas[0] == datas[1]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("show", "A"), ("compare", "A", "B", "--fail-on-regression", "20"), ("host", "DIR")],
+)
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_output_file_gets_exactly_what_stdout_shows_in_process(tmp_path, capsys, argv, fmt):
+    a = sampled.save(sampled.report(1.0, seed=0), tmp_path / "a.json")
+    b = sampled.save(sampled.report(1.0, seed=1), tmp_path / "b.json")
+    argv = [{"A": a, "B": b, "DIR": tmp_path}.get(x, x) for x in argv]
+    expected = 4 if "--fail-on-regression" in argv else 0
+    printed = in_process(capsys, *argv, "--format", fmt)
+    assert printed[0] == expected, printed[2]
+    out = tmp_path / "out.txt"
+    written = in_process(capsys, *argv, "--format", fmt, "-o", out)
+    assert written[0] == expected, written[2]
+    text = out.read_text()
+    if "--fail-on-regression" in argv:
+        gate = written[1]
+        assert gate.startswith("Gate CANNOT TELL at --fail-on-regression 20 % against a.json")
+        if fmt == "json":
+            assert printed[2] == gate
+            assert json.loads(text)["regression_check"]["verdict"] == "cannot tell"
+        else:
+            assert printed[1] == text and printed[2] == ""
+    else:
+        assert written[1] == "" and printed[1] == text
+    if fmt == "json":
+        json.loads(text)
+    else:
+        assert "|--" not in text
+
+
+class _Pty:
+    """A pseudo-terminal nobody sized, as this process's sys.stderr; what reached it."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.master, slave = os.openpty()
+        self.stream = open(slave, "w", encoding="utf-8", closefd=True)
+        self.chunks: list[bytes] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self.chunks.append(data)
+
+    def seen(self) -> bytes:
+        self.stream.close()  # the reader then gets EIO
+        self.thread.join(10)
+        os.close(self.master)
+        return b"".join(self.chunks)
+
+
+@needs_pty
+@pytest.mark.parametrize("quiet", [False, True])
+def test_progress_bar_in_process_on_a_terminal_of_unknown_size(tmp_path, monkeypatch, quiet):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+    terminal = _Pty()
+    monkeypatch.setattr(sys, "stderr", terminal.stream)
+    argv = [
+        "run",
+        tmp_path,
+        *[a for a in TINY_RUN if a != "--quiet"],
+        "--report-dir",
+        tmp_path / "o",
+    ]
+    code = cli.main([str(a) for a in argv] + (["--quiet"] if quiet else []))
+    monkeypatch.undo()
+    seen = terminal.seen()
+    assert code == 0, seen
+    if quiet:
+        assert b"workloads" not in seen, seen
+    else:
+        assert re.search(rb"\d+%\|.*\| [\d.]+/2 workloads", seen), seen
+
+
+def test_progress_in_process_never_counts_past_its_total(monkeypatch, capsys):
+    """A run-budgeted run (budget_ns 0: the index is the time spent) may run past its
+    workloads' share of the time: the bar stops at its total, and the counter shows the
+    samples taken, not n/cap."""
+    from fsyncbench.cli import progress as bar
+
+    monkeypatch.setattr(bar, "_isatty", lambda _stream: True)
+    with bar.Progress(quiet=False) as progress:
+        for index, done in ((0.5, 1_000), (1.4, 4_000), (2.3, 9_000), (2.9, 12_345)):
+            progress("wal/full (round 1/2)", index, 2, done, 200_000, 0, 0)
+    seen = capsys.readouterr().err.encode()
+    bars = re.findall(rb"([\d.]+)/(\d+) workloads", seen)
+    counters = re.findall(rb"wal/[\w/-]+ (?:\(round \d/2\) )?(\d+)/(\d+)", seen)
+    assert bars and all(float(n) <= float(total) for n, total in bars), seen
+    assert not counters and re.search(rb"wal/[\w/-]+ \(round \d/2\) [\d,]+ samples", seen), seen
+
+
+def test_no_progress_bar_in_process_when_stderr_is_not_a_terminal(tmp_path, capsys):
+    argv = [
+        "run",
+        tmp_path,
+        *[a for a in TINY_RUN if a != "--quiet"],
+        "--report-dir",
+        tmp_path / "o",
+    ]
+    code, _out, err = in_process(capsys, *argv)
+    assert code == 0, err
+    assert "workloads" not in err and "\r" not in err
+    assert err.startswith("Report written:")

@@ -235,8 +235,7 @@ def test_cli_compare_two_reports_prints_ratios_and_significance(two_runs):
     assert "REGRESSION" not in out
 
 
-@pytest.mark.slow
-def test_cli_fail_on_regression_exits_1_with_the_reason(two_runs):
+def _cli_fail_on_regression_exits_1_with_the_reason(fsb, two_runs):
     a, b = two_runs
     proc = fsb("compare", a, b, "--fail-on-regression", "20")
     assert proc.returncode == 1, proc.stderr
@@ -252,7 +251,15 @@ def test_cli_fail_on_regression_exits_1_with_the_reason(two_runs):
 
 
 @pytest.mark.slow
-def test_cli_fail_on_regression_exits_4_when_it_cannot_tell(tmp_path):
+def test_cli_fail_on_regression_exits_1_with_the_reason(two_runs):
+    _cli_fail_on_regression_exits_1_with_the_reason(fsb, two_runs)
+
+
+def test_cli_fail_on_regression_exits_1_with_the_reason_in_process(two_runs, here):
+    _cli_fail_on_regression_exits_1_with_the_reason(here, two_runs)
+
+
+def _cli_fail_on_regression_exits_4_when_it_cannot_tell(fsb, tmp_path):
     """Reports of one round each: nothing can be tested, and the gate says so with exit 4,
     never 0 (a pass in silence) nor 1 (a risk it did not find)."""
     a = sampled.save(sampled.report(1.0, seed=0), tmp_path / "a.json")
@@ -266,6 +273,15 @@ def test_cli_fail_on_regression_exits_4_when_it_cannot_tell(tmp_path):
     # one configuration asked for: only its two statistics
     one = fsb("compare", a, b, "--fail-on-regression", "20", "--gate", "wal/full")
     assert one.returncode == 4 and "2 statistics gated" in one.stdout
+
+
+@pytest.mark.slow
+def test_cli_fail_on_regression_exits_4_when_it_cannot_tell(tmp_path):
+    _cli_fail_on_regression_exits_4_when_it_cannot_tell(fsb, tmp_path)
+
+
+def test_cli_fail_on_regression_exits_4_when_it_cannot_tell_in_process(tmp_path, here):
+    _cli_fail_on_regression_exits_4_when_it_cannot_tell(here, tmp_path)
 
 
 def test_cli_compare_three_reports_prints_the_fleet(tmp_path):
@@ -322,8 +338,7 @@ def test_cli_compare_three_reports_prints_the_fleet(tmp_path):
     ]
 
 
-@pytest.mark.slow
-def test_cli_compare_refuses_mismatched_reports(tmp_path):
+def _cli_compare_refuses_mismatched_reports(fsb, tmp_path):
     a = sampled.save(sampled.report(), tmp_path / "a.json")
     big = sampled.save(sampled.report(payload_bytes=4096), tmp_path / "big.json")
     proc = fsb("compare", a, big)
@@ -353,6 +368,15 @@ def test_cli_compare_refuses_mismatched_reports(tmp_path):
     ):
         proc = fsb("compare", *args)
         assert proc.returncode == 2 and msg in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_cli_compare_refuses_mismatched_reports(tmp_path):
+    _cli_compare_refuses_mismatched_reports(fsb, tmp_path)
+
+
+def test_cli_compare_refuses_mismatched_reports_in_process(tmp_path, here):
+    _cli_compare_refuses_mismatched_reports(here, tmp_path)
 
 
 def test_a_statistic_without_an_interval_is_still_tested_on_its_rounds():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from clitools import assert_usage_error, fsb
+from test_crash_power_segments import _rows_after_cut
 
 import fsyncbench
 from fsyncbench import crash
@@ -26,8 +27,9 @@ needs_fork = pytest.mark.skipif(
     not hasattr(os, "fork") or not hasattr(signal, "SIGKILL"), reason="needs os.fork and SIGKILL"
 )
 
-# real SIGKILLs of the step journal under every power-loss model: the slow tier
-pytestmark = pytest.mark.slow
+# real SIGKILLs of the step journal under every power-loss model: the slow tier, each test
+# marked (the cuts, the refusals and the views on recorded matrices below are the fast
+# tier's, and so are the in-process cuts of tests/test_crash_power_segments.py)
 
 KILLS = [(seq, window) for seq in range(1, 11) for window in crash.WINDOWS]
 WRITE_SEQS = {2 * turn for turn, (_name, writes, _kind) in TOOLS.items() if writes}  # 4, 6, 8
@@ -101,6 +103,7 @@ def _by_label(result: crash.PowerLossExperiment) -> dict[str, crash.KillMatrix]:
 # --------------------------------------------------------------------------- the matrices
 
 
+@pytest.mark.slow
 @needs_fork
 def test_default_pragmas_and_real_kills(powerloss: crash.PowerLossExperiment, workdir: Path):
     assert list(_by_label(powerloss)) == ["wal/full", "wal/normal", "wal/off", "delete/full"]
@@ -116,6 +119,7 @@ def test_default_pragmas_and_real_kills(powerloss: crash.PowerLossExperiment, wo
     assert list(workdir.iterdir()) == []
 
 
+@pytest.mark.slow
 @needs_fork
 def test_wal_full_loses_nothing_acknowledged_so_it_is_the_sigkill_table(
     powerloss: crash.PowerLossExperiment, sigkill: crash.KillMatrix
@@ -126,6 +130,7 @@ def test_wal_full_loses_nothing_acknowledged_so_it_is_the_sigkill_table(
         assert _outcomes(row) == _outcomes(_rows(sigkill)[policy]), policy
 
 
+@pytest.mark.slow
 @needs_fork
 @pytest.mark.parametrize("label", ["wal/normal", "wal/off"])
 def test_an_unsynced_wal_loses_the_whole_killed_run(
@@ -148,6 +153,7 @@ def test_an_unsynced_wal_loses_the_whole_killed_run(
     assert keys.worst_extra_tokens == 37_000
 
 
+@pytest.mark.slow
 @needs_fork
 def test_delete_full_loses_the_last_commit(powerloss: crash.PowerLossExperiment):
     rows = _rows(_by_label(powerloss)["delete/full"])
@@ -158,6 +164,7 @@ def test_delete_full_loses_the_last_commit(powerloss: crash.PowerLossExperiment)
     assert _outcomes(rows["no_persistence"]) == _everything_lost(keys=False)
 
 
+@pytest.mark.slow
 @needs_fork
 def test_delete_extra_syncs_the_unlink_and_is_the_sigkill_table(
     tmp_path: Path, sigkill: crash.KillMatrix
@@ -170,6 +177,7 @@ def test_delete_extra_syncs_the_unlink_and_is_the_sigkill_table(
         assert _outcomes(row) == _outcomes(_rows(sigkill)[policy]), policy
 
 
+@pytest.mark.slow
 @needs_fork
 def test_each_platform_semantics_cuts_as_that_platform(tmp_path: Path, sigkill: crash.KillMatrix):
     # the same kills, cut as on macOS and Windows: macOS's plain fsync (these journals set no
@@ -188,6 +196,7 @@ def test_each_platform_semantics_cuts_as_that_platform(tmp_path: Path, sigkill: 
     assert _outcomes(rows["journal_idempotency"]) == _last_commit_lost(keys=True)
 
 
+@pytest.mark.slow
 @needs_fork
 def test_fullfsync_makes_wal_full_the_sigkill_table_under_macos_semantics(
     tmp_path: Path, sigkill: crash.KillMatrix
@@ -227,6 +236,7 @@ def test_cli_refuses_a_bad_fullfsync(tmp_path: Path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @needs_fork
 def test_a_planted_fault_that_skips_every_sync_breaks_wal_full(
     tmp_path: Path, sigkill: crash.KillMatrix
@@ -241,6 +251,7 @@ def test_a_planted_fault_that_skips_every_sync_breaks_wal_full(
     assert _outcomes(rows["journal_idempotency"]) == _everything_lost(keys=True)
 
 
+@pytest.mark.slow
 @needs_fork
 def test_the_answer_states_the_measured_numbers(powerloss: crash.PowerLossExperiment):
     from fsyncbench.crash.view import power_loss_answer
@@ -254,6 +265,7 @@ def test_the_answer_states_the_measured_numbers(powerloss: crash.PowerLossExperi
     )
 
 
+@pytest.mark.slow
 @needs_fork
 def test_json_and_markdown_have_a_table_per_pragma(powerloss: crash.PowerLossExperiment):
     data = json.loads(fsyncbench.render(powerloss, "json"))
@@ -268,9 +280,116 @@ def test_json_and_markdown_have_a_table_per_pragma(powerloss: crash.PowerLossExp
     assert md.count("| policy") == 4 and "## journal delete/full" in md
 
 
+# ------------------------------------------------- the fast tier: in-process cuts, recorded matrices
+# The cuts above in process (a completed run, then a killed one, then the cut: the children's
+# own RecordedState, no fork), and the views of an experiment recorded as the matrices above
+# must measure it (each kill's outcome from the expectations at the top of this file).
+
+
+def _cut_rows(where: Path, pragmas: Pragmas, power: crash.PowerLoss | None = None) -> list[int]:
+    where.mkdir()
+    return _rows_after_cut(where, pragmas, power)
+
+
+def test_delete_extra_keeps_both_runs_but_not_under_windows_semantics(tmp_path: Path):
+    # EXTRA syncs the directory after the journal's unlink: a cut keeps the killed run's
+    # commit as a SIGKILL does; SQLite on Windows never syncs a directory, so there the
+    # unlink is lost and the hot journal rolls the last commit back
+    extra = Pragmas("DELETE", "EXTRA")
+    assert _cut_rows(tmp_path / "linux", extra) == [1, 2]
+    win = crash.PowerLoss("synced-only", "windows")
+    assert _cut_rows(tmp_path / "windows", extra, win) == [1]
+
+
+def test_a_planted_fault_that_skips_every_sync_loses_both_runs_in_process(tmp_path: Path):
+    planted = crash.PowerLoss("synced-only", sync_filter=lambda _n: False)
+    assert _cut_rows(tmp_path / "planted", Pragmas("WAL", "FULL"), planted) == []
+    assert _cut_rows(tmp_path / "real", Pragmas("WAL", "FULL")) == [1, 2]
+
+
+def _sigkill_lost(keys: bool) -> dict[tuple[int, str], tuple[int, int]]:
+    """What a SIGKILL alone costs the journal: the step killed between effect and record."""
+    return {(s, w): _cost({s} if w == "effect" else set(), keys) for s, w in KILLS}
+
+
+def _recorded_matrix(pragmas: Pragmas, outcomes: dict[str, dict]) -> crash.KillMatrix:
+    from fsyncbench.crash.results import STEP_NAMES, policy_row
+
+    rows = []
+    for policy in crash.POLICIES:
+        kills = [
+            crash.KillOutcome(s, STEP_NAMES[s - 1], w, signal.SIGKILL, 1, *outcomes[policy][s, w])
+            for s, w in KILLS
+        ]
+        rows.append(policy_row(policy, kills, 37_000, 3))
+    return crash.KillMatrix(
+        requested=pragmas,
+        effective=pragmas,
+        rows=tuple(rows),
+        journal_commit_ns=(),
+        elapsed_ns=1,
+        kill_count=120,
+        model_tokens=crash.MODEL_TOKENS,
+        sqlite_version="test",
+    )
+
+
+def _recorded_experiment() -> crash.PowerLossExperiment:
+    """The default experiment (synced-only, linux) as the slow tier measures it."""
+    lost, last = _everything_lost(False), _last_commit_lost(False)
+    gone = {p: lost for p in crash.POLICIES} | {"journal_idempotency": _everything_lost(True)}
+    matrices = (
+        _recorded_matrix(
+            Pragmas("WAL", "FULL"),
+            {p: lost for p in crash.POLICIES[:2]}
+            | {"step_journal": _sigkill_lost(False), "journal_idempotency": _sigkill_lost(True)},
+        ),
+        _recorded_matrix(Pragmas("WAL", "NORMAL"), gone),
+        _recorded_matrix(Pragmas("WAL", "OFF"), gone),
+        _recorded_matrix(
+            Pragmas("DELETE", "FULL"),
+            {p: lost for p in crash.POLICIES[:2]}
+            | {"step_journal": last, "journal_idempotency": _last_commit_lost(True)},
+        ),
+    )
+    return crash.PowerLossExperiment("synced-only", "linux", "", matrices, 1, 480, "test")
+
+
+def test_the_views_of_a_recorded_experiment_state_its_numbers():
+    from fsyncbench.crash.view import power_loss_answer
+
+    recorded = _recorded_experiment()
+    assert power_loss_answer(recorded) == (
+        "After a power cut (synced-only, linux), synchronous=NORMAL (wal/normal) made the step "
+        "journal duplicate a ticket, page or status update in 20 of 30 kills (worst 3 in one "
+        "run) against 3 with wal/full; with idempotency keys 0 kills caused a duplicate (0 with "
+        "wal/full), but the agent re-billed a mean 17,967 extra tokens per kill (worst 37,000, "
+        "+100 %), as many as with no persistence, against 1,233 with wal/full."
+    )
+    data = json.loads(fsyncbench.render(recorded, "json"))
+    assert list(data["tables"]) == ["wal/full", "wal/normal", "wal/off", "delete/full"]
+    journal = {r["policy"]: r for r in data["tables"]["wal/normal"]}["step journal"]
+    assert (journal["kills_causing_duplicates"], journal["mean_extra_tokens"]) == (20, 17_967)
+    assert data["power_loss"]["model"] == "synced-only"
+    assert data["answer"].startswith("After a power cut (synced-only, linux)")
+    matrices = [from_jsonable(crash.KillMatrix, m) for m in data["matrices"]]
+    assert matrices == list(recorded.matrices)
+    md = fsyncbench.render(recorded, "markdown")
+    assert md.count("| policy") == 4 and "## journal delete/full" in md
+    # the text crash --powerloss prints: the answer, then a table per combination
+    out = fsyncbench.render(recorded, "text")
+    headings = re.findall(r"^journal (\S+)$", out, re.M)
+    assert headings == ["wal/full", "wal/normal", "wal/off", "delete/full"]
+    assert len(re.findall(r"^journal \+ idempotency keys +0 +0 ", out, re.M)) == 4
+    assert re.search(r"^step journal +20 +3 +17,967 +37,000 \(\+100 %\)$", out, re.M), out
+    answer = out.index("After a power cut (synced-only, ")
+    assert answer < out.index("synchronous=NORMAL (wal/normal)") < out.index("\npolicy ")
+
+
 # --------------------------------------------------------------------------- the CLI
 
 
+@pytest.mark.slow
 @needs_fork
 def test_cli_prints_a_table_per_pragma(tmp_path: Path):
     # Linux's semantics and pragmas on every platform (macOS's default: its own, each durable
@@ -290,6 +409,7 @@ def test_cli_prints_a_table_per_pragma(tmp_path: Path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @needs_fork
 def test_cli_json_with_one_pragma(tmp_path: Path):
     target = tmp_path / "t"

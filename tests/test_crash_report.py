@@ -161,3 +161,34 @@ def test_fleets_leave_crash_reports_out_and_pairs_refuse_them(crashed, tmp_path)
         proc,
         f"{crash_json.name} holds no latency results (a crash report): nothing to compare",
     )
+
+
+def test_crash_progress_on_a_terminal_never_passes_its_total(monkeypatch, capsys):
+    """The twin of the test above in this process: the parts and kills the crash experiment
+    reports (crash.matrix._Parts: one part per policy, 30 kills each, then the replay and
+    reorder part), through the API's adapter (_kills) to the terminal's bar."""
+    from fsyncbench import crash
+    from fsyncbench.api.experiments import _kills
+    from fsyncbench.cli import progress as bar
+    from fsyncbench.crash.matrix import _Parts
+
+    monkeypatch.setattr(bar, "_isatty", lambda _stream: True)
+    with bar.Progress(quiet=False, unit="parts") as progress:
+        parts = _Parts(_kills(progress), len(crash.POLICIES) + 1)
+        for policy in crash.POLICIES:
+            tick = parts.begin(f"wal/full {crash.POLICY_LABELS[policy]}", 30)
+            for done in range(1, 31):
+                tick(done)
+        tick = parts.begin("replay and reorder", 2)
+        tick(1)
+        tick(2)
+    seen = capsys.readouterr().err.encode()
+    bars = re.findall(rb"([\d.]+)/(\S+) parts", seen)  # (tqdm shows n/None past its total)
+    counters = re.findall(rb"(?:step journal|replay and reorder) (\d+)/(\d+)", seen)
+    assert bars and {total for _n, total in bars} == {b"5"}, seen
+    assert all(float(n) <= float(total) for n, total in bars), seen
+    assert bars[-1][0] == b"5.0" and counters, seen
+    assert all(int(n) <= int(target) for n, target in counters), seen
+    with bar.Progress(quiet=True, unit="parts") as progress:
+        _Parts(_kills(progress), 5).begin("wal/full step journal", 30)(1)
+    assert "parts" not in capsys.readouterr().err

@@ -514,6 +514,51 @@ def test_an_interferer_present_for_part_of_a_run_is_retaken_away(tmp_path):
         shutil.rmtree(work, ignore_errors=True)
 
 
+def test_a_round_disturbed_at_first_is_retaken_and_the_quiet_retake_kept(tmp_path, monkeypatch):
+    """measure_rounds' retakes without an interferer: recorded readings of the machine (the
+    hypervisor took 10 % of the CPUs during round 1's first attempt only), rounds that
+    measure recorded results and a clock that advances a second a round. Round 1 is taken
+    again within the retake budget, its quiet retake's samples replace the first's, and the
+    activity records both attempts, the first as not kept."""
+    from types import SimpleNamespace
+
+    from fsyncbench.measure import rounds
+    from fsyncbench.measure.plan import RunPlan, build_configs
+
+    now = [0.0]
+    monkeypatch.setattr(rounds, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    # (before, after) per attempt, in the order they run: rounds 1, 2, 3, then round 1 again
+    steal = [10.0, 0.0, 0.0, 0.0]
+    readings = iter(
+        snap for extra in steal for snap in (_snap(0, CPU0), _snap(1, _after(steal=extra)))
+    )
+    monkeypatch.setattr(rounds.hostmod, "activity_snapshot", lambda: next(readings))
+    measured = []
+
+    def one_round(plan, host, work, k, number, progress, floors):
+        now[0] += 1.0
+        seed = 10 * k + number
+        measured.append((k + 1, number))
+        results = sampled.report(seed=seed, n=200).results
+        return results, (), (), [], None
+
+    monkeypatch.setattr(rounds, "_worker_round", one_round)
+    plan = RunPlan(target=tmp_path, configs=build_configs("wal", "full"), rounds=3)
+    got = rounds.measure_rounds(plan, host(), floors=False, retake_fraction=0.5)
+    assert measured == [(1, 1), (2, 1), (3, 1), (1, 2)]
+    assert [(a.round, a.attempt, a.kept, a.disturbed) for a in got.activity] == [
+        (1, 1, False, ("steal",)),
+        (2, 1, True, ()),
+        (3, 1, True, ()),
+        (1, 2, True, ()),
+    ]
+    assert got.retake_budget_s == 1.5  # half of the three rounds' 3 s
+    # the kept samples are the retake's (seed 2), then rounds 2 and 3 (11, 21)
+    kept = [sampled.report(seed=seed, n=200).results[0].samples_ns for seed in (2, 11, 21)]
+    assert got.results[0].samples_ns == sum(kept, ())
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_run_that_stayed_disturbed_is_no_history_for_the_next(tmp_path):
     """Its spread is the neighbours', not the storage's: read_history leaves it out and
     names it; the quiet and the retaken-quietly runs are used."""

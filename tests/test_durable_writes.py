@@ -130,7 +130,7 @@ DURABLE = ["create-excl", "write", "fsync", "rename", "open-dir", "fsync-dir"]
 
 
 # strace of every durable write, and errors injected into its system calls: the system tier
-pytestmark = pytest.mark.system
+# (each such test is marked; the fast twins at the end record the same calls in this process)
 
 SNIPPET = """
 import sys
@@ -148,6 +148,7 @@ def _env() -> dict:
     return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
 
 
+@pytest.mark.system
 def test_write_durably_writes_temp_fsyncs_renames_and_fsyncs_the_directory(tmp_path):
     out = tmp_path / "reports" / "r.json"
     out.parent.mkdir()
@@ -164,6 +165,7 @@ def test_write_durably_writes_temp_fsyncs_renames_and_fsyncs_the_directory(tmp_p
     assert [p.name for p in out.parent.iterdir()] == ["r.json"]
 
 
+@pytest.mark.system
 def test_run_report_files_and_csv_are_each_written_durably(tmp_path):
     """JSON, Markdown, HTML and the raw-sample CSV of a real run, traced across the round
     worker processes: each final name is made the durable way."""
@@ -204,6 +206,7 @@ def test_run_report_files_and_csv_are_each_written_durably(tmp_path):
     assert not [p for p in tmp_path.rglob(".*.tmp")]
 
 
+@pytest.mark.system
 def test_show_output_file_is_written_durably(tmp_path):
     report = sampled.save(sampled.report(1.0, seed=3), tmp_path / "r.json")
     for fmt in ("markdown", "html", "json"):
@@ -226,6 +229,7 @@ def test_show_output_file_is_written_durably(tmp_path):
         assert durable_sequence(calls, target) == DURABLE, fmt
 
 
+@pytest.mark.system
 def test_powercut_run_record_is_written_durably(tmp_path):
     """The writer's run record (run.json), saved by the function the writer calls."""
     snippet = "\n".join(
@@ -263,6 +267,7 @@ def _nth(calls: list[Call], name: str, predicate) -> int:
     return next(i for i, c in enumerate(same, 1) if predicate(c))
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("step", ["create", "write", "fsync", "rename", "fsync-dir"])
 @pytest.mark.parametrize("existed", [False, True])
 def test_a_failure_at_each_step_leaves_no_partial_file(tmp_path, step, existed):
@@ -302,3 +307,169 @@ def test_a_failure_at_each_step_leaves_no_partial_file(tmp_path, step, existed):
         assert out.read_text() == "old\n"
     else:
         assert not out.exists()
+
+
+# --------------------------------------------------------------------------- in this process
+
+#: The fast twins: the same calls recorded here by wrapping os.open, os.fsync, os.replace and
+#: os.unlink (the temporary file's creation, flush, rename, the directory's open and flush),
+#: each file descriptor named by /proc/self/fd; errors injected by raising from a wrapper.
+linux_fds = pytest.mark.skipif(
+    not Path("/proc/self/fd").is_dir() or sys.platform != "linux",
+    reason="names descriptors by /proc/self/fd; fsync is the flush (macOS: F_FULLFSYNC)",
+)
+
+
+class Recorder:
+    def __init__(self, monkeypatch, fail: tuple[str, object] | None = None) -> None:
+        self.calls: list[tuple[str, str, str]] = []  # (call, path, detail)
+        self.fail = fail
+        real_open, real_fsync, real_replace = os.open, os.fsync, os.replace
+
+        def name(fd: int) -> str:
+            return os.readlink(f"/proc/self/fd/{fd}")
+
+        def check(call: str, path: str) -> None:
+            if self.fail and self.fail[0] == call and self.fail[1](path):
+                self.fail = None
+                raise OSError(5, os.strerror(5))  # EIO
+
+        def rec_open(path, flags, *args, **kw):
+            excl = bool(flags & os.O_EXCL)
+            check("create" if excl else "open", os.fspath(path))
+            fd = real_open(path, flags, *args, **kw)
+            self.calls.append(("create-excl" if excl else "open", os.fspath(path), ""))
+            return fd
+
+        def rec_fsync(fd):
+            where = name(fd)
+            check("fsync", where)
+            real_fsync(fd)
+            self.calls.append(("fsync", where, str(os.fstat(fd).st_size)))
+
+        def rec_replace(src, dst):
+            check("rename", os.fspath(src))
+            real_replace(src, dst)
+            self.calls.append(("rename", os.fspath(src), os.fspath(dst)))
+
+        monkeypatch.setattr(os, "open", rec_open)
+        monkeypatch.setattr(os, "fsync", rec_fsync)
+        monkeypatch.setattr(os, "replace", rec_replace)
+
+    def sequence(self, final: Path, size: int | None = None) -> list[str]:
+        """The steps that made ``final``, as durable_sequence reads them from strace."""
+        renames = [c for c in self.calls if c[0] == "rename" and c[2] == str(final)]
+        assert renames, f"nothing was renamed onto {final}"
+        tmp = renames[-1][1]
+        assert str(Path(tmp).parent) == str(final.parent), "the temporary file is elsewhere"
+        cut = self.calls.index(renames[-1])
+        steps = []
+        for call, path, detail in self.calls[:cut]:
+            if path == tmp and call in ("create-excl", "open"):
+                steps.append(call)
+            elif path == tmp and call == "fsync":
+                # every byte was in the file when it was flushed
+                assert size is None or int(detail) == size, (detail, size)
+                steps += ["write", "fsync"]
+        steps.append("rename")
+        for call, path, _ in self.calls[cut + 1 :]:
+            if path == str(final.parent) and call == "open":
+                steps.append("open-dir")
+            elif path == str(final.parent) and call == "fsync":
+                steps.append("fsync-dir")
+                break
+        return steps
+
+
+@linux_fds
+def test_write_durably_in_this_process_temp_fsync_rename_directory_fsync(tmp_path, monkeypatch):
+    from fsyncbench.report import store
+
+    out = tmp_path / "reports" / "r.json"
+    out.parent.mkdir()
+    text = "x" * 100_000 + "\n"
+    rec = Recorder(monkeypatch)
+    store.write_durably(out, text)
+    assert rec.sequence(out, len(text)) == DURABLE
+    assert out.read_text() == text
+    assert [p.name for p in out.parent.iterdir()] == ["r.json"]
+
+
+@linux_fds
+@pytest.mark.parametrize("step", ["create", "fsync", "rename", "fsync-dir"])
+@pytest.mark.parametrize("existed", [False, True])
+def test_a_failure_at_each_step_in_this_process_leaves_no_partial_file(
+    tmp_path, monkeypatch, step, existed
+):
+    """An error raised at one step (the write's own failure is the fsync's here: Python's
+    buffered write reaches the file at the flush before it)."""
+    from fsyncbench.errors import FsyncbenchError
+    from fsyncbench.report import store
+
+    out = tmp_path / "d" / "r.json"
+    out.parent.mkdir()
+    if existed:
+        out.write_text("old\n")
+    text = "new content\n" * 1000
+    tmp_marker = "/d/.r.json."
+    call, predicate = {
+        "create": ("create", lambda p: tmp_marker in p),
+        "fsync": ("fsync", lambda p: tmp_marker in p),
+        "rename": ("rename", lambda p: tmp_marker in p),
+        "fsync-dir": ("fsync", lambda p: p == str(out.parent)),
+    }[step]
+    Recorder(monkeypatch, (call, predicate))
+    with pytest.raises(FsyncbenchError, match=f"^cannot write {out}: {os.strerror(5)}"):
+        store.write_durably(out, text)
+    assert [p.name for p in out.parent.iterdir() if p.name != "r.json"] == []  # no temp left
+    if step == "fsync-dir":
+        assert out.read_text() == text
+    elif existed:
+        assert out.read_text() == "old\n"
+    else:
+        assert not out.exists()
+
+
+@linux_fds
+def test_show_output_and_the_powercut_run_record_in_this_process_are_written_durably(
+    tmp_path, monkeypatch
+):
+    from fsyncbench import cli
+    from fsyncbench.model import Pragmas
+    from fsyncbench.powercut import run
+
+    report = sampled.save(sampled.report(1.0, seed=3), tmp_path / "r.json")
+    rec = Recorder(monkeypatch)
+    for fmt in ("markdown", "json"):
+        target = tmp_path / f"out-{fmt}"
+        assert cli.main(["show", str(report), "--format", fmt, "-o", str(target)]) == 0
+        assert rec.sequence(target, target.stat().st_size) == DURABLE, fmt
+    p = Pragmas("WAL", "FULL")
+    from factories import host
+
+    record = run.RunRecord(
+        *(run.RUN_FORMAT, run.RUN_VERSION, "abc", "2026-12-01T00:00:00Z", 1, None),
+        *(str(tmp_path), "journal.db", "127.0.0.1:1", p, p, "fdatasync", 64, host()),
+    )
+    run.save_run(tmp_path, record)
+    final = tmp_path / run.RUN_FILE
+    assert rec.sequence(final, final.stat().st_size) == DURABLE
+
+
+@linux_fds
+def test_run_report_files_and_csv_in_this_process_are_each_written_durably(tmp_path, monkeypatch):
+    """The run of test_run_report_files_and_csv_are_each_written_durably, in one round in
+    this process."""
+    from fsyncbench import cli
+
+    out, csv = tmp_path / "reports", tmp_path / "samples.csv"
+    rec = Recorder(monkeypatch)
+    argv = ["run", str(tmp_path), "--report-dir", str(out), "--format", "html"]
+    argv += ["--csv", str(csv), "--journal-mode", "wal", "--synchronous", "full"]
+    argv += ["--no-primitives", "--samples", "30", "--rounds", "1", "--warmup", "2", "--quiet"]
+    assert cli.main(argv) in (0, 1)
+    finals = sorted(out.iterdir())
+    assert [p.suffix for p in finals] == [".html", ".json", ".md"]
+    for final in [*finals, csv]:
+        assert rec.sequence(final, final.stat().st_size) == DURABLE, final.name
+    assert not [p for p in tmp_path.rglob(".*.tmp")]

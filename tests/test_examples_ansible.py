@@ -226,7 +226,7 @@ def failures(tmp_path_factory, venv, fleet) -> Play:
         "good": {"fsyncbench_dir": str(work / "good")},
         "gated": {
             "fsyncbench_dir": str(work / "gated"),
-            "fsyncbench_run_args": [*SHORT_RUN, "--max-p99", "1ns"],
+            "fsyncbench_run_args": [*SHORT_RUN, "--max-p99", "1ns", "--accept-disturbed"],
         },
         "missing": {"fsyncbench_dir": str(work / "no-such-dir")},
     }

@@ -136,8 +136,7 @@ def test_the_chosen_configuration_sorts_the_fleet(fleet_dir):
     assert p99 == sorted(p99)
 
 
-@pytest.mark.slow
-def test_cli_fleet_text_markdown_html_json(fleet_dir):
+def _cli_fleet_text_markdown_html_json(fsb, fleet_dir):
     text = fsb("compare", fleet_dir)
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith("fsyncbench fleet: 5 reports sorted by p99 of wal/full\n")
@@ -165,6 +164,15 @@ def test_cli_fleet_text_markdown_html_json(fleet_dir):
     assert {r["os"] for r in db1["reports"]} == {"Linux 6.1.0", "Linux 6.12.0"}
 
 
+@pytest.mark.slow
+def test_cli_fleet_text_markdown_html_json(fleet_dir):
+    _cli_fleet_text_markdown_html_json(fsb, fleet_dir)
+
+
+def test_cli_fleet_text_markdown_html_json_in_process(fleet_dir, here):
+    _cli_fleet_text_markdown_html_json(here, fleet_dir)
+
+
 def test_cli_fleet_to_a_file_and_a_single_report_directory(fleet_dir, tmp_path):
     out = tmp_path / "fleet.html"
     proc = fsb("compare", fleet_dir / "db2", "--format", "html", "-o", out)
@@ -172,8 +180,7 @@ def test_cli_fleet_to_a_file_and_a_single_report_directory(fleet_dir, tmp_path):
     assert proc.stdout == "" and "fsyncbench fleet: 1 report sorted by p99" in out.read_text()
 
 
-@pytest.mark.slow
-def test_a_baseline_file_then_a_directory_gates_each_against_the_baseline(fleet_dir):
+def _a_baseline_file_then_a_directory_gates_each_against_the_baseline(fsb, fleet_dir):
     base = fleet_dir / "db2" / "db2-4.json"
     proc = fsb("compare", base, fleet_dir, "--fail-on-regression", "20")
     # the slowest hosts are 2-5x slower than the baseline: regressions, and the file is
@@ -186,7 +193,17 @@ def test_a_baseline_file_then_a_directory_gates_each_against_the_baseline(fleet_
 
 
 @pytest.mark.slow
-def test_bad_fleet_inputs(fleet_dir, tmp_path):
+def test_a_baseline_file_then_a_directory_gates_each_against_the_baseline(fleet_dir):
+    _a_baseline_file_then_a_directory_gates_each_against_the_baseline(fsb, fleet_dir)
+
+
+def test_a_baseline_file_then_a_directory_gates_each_against_the_baseline_in_process(
+    fleet_dir, here
+):
+    _a_baseline_file_then_a_directory_gates_each_against_the_baseline(here, fleet_dir)
+
+
+def _bad_fleet_inputs(fsb, fleet_dir, tmp_path):
     empty = tmp_path / "empty"
     (empty / "sub").mkdir(parents=True)
     (empty / "sub" / "notes.md").write_text("x")
@@ -211,6 +228,15 @@ def test_bad_fleet_inputs(fleet_dir, tmp_path):
     proc = fsb("compare", fleet_dir)
     assert proc.returncode == 2 and "inventory.json" in proc.stderr
     assert "Traceback" not in proc.stderr and len(proc.stderr.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_bad_fleet_inputs(fleet_dir, tmp_path):
+    _bad_fleet_inputs(fsb, fleet_dir, tmp_path)
+
+
+def test_bad_fleet_inputs_in_process(fleet_dir, tmp_path, here):
+    _bad_fleet_inputs(here, fleet_dir, tmp_path)
 
 
 @pytest.mark.skipif(
@@ -276,8 +302,7 @@ def test_a_fleet_gate_adjusts_over_every_report_at_once():
     assert sum(alone) < sum(r.p_adjusted for r in found)
 
 
-@pytest.mark.slow
-def test_a_report_without_intervals_is_not_checked_and_the_others_are(tmp_path):
+def _a_report_without_intervals_is_not_checked_and_the_others_are(fsb, tmp_path):
     """In a fleet gate, a report of one round (no spread between rounds) is "cannot tell";
     the other reports are still gated, and a regression among them still exits 1."""
     base = sampled.save(sampled.report(1.0, seed=0, rounds=5), tmp_path / "base.json")
@@ -303,6 +328,15 @@ def test_a_report_without_intervals_is_not_checked_and_the_others_are(tmp_path):
     assert proc.returncode == 4 and "8 statistics gated (p50 and p99), 0 failed" in flat
 
 
+@pytest.mark.slow
+def test_a_report_without_intervals_is_not_checked_and_the_others_are(tmp_path):
+    _a_report_without_intervals_is_not_checked_and_the_others_are(fsb, tmp_path)
+
+
+def test_a_report_without_intervals_is_not_checked_and_the_others_are_in_process(tmp_path, here):
+    _a_report_without_intervals_is_not_checked_and_the_others_are(here, tmp_path)
+
+
 def test_a_copy_of_a_report_is_read_once_and_said(fleet_dir, tmp_path):
     """The same run under two paths (a copy, the baseline found again) counts once; the
     output names the copy. Two different runs of one host stay two."""
@@ -324,8 +358,7 @@ def test_a_copy_of_a_report_is_read_once_and_said(fleet_dir, tmp_path):
     assert {k for _, k in c.duplicates} == {"base.json"}
 
 
-@pytest.mark.slow
-def test_mixed_kinds_under_a_directory_are_named_and_chosen_with_kind(fleet_dir):
+def _mixed_kinds_under_a_directory_are_named_and_chosen_with_kind(fsb, fleet_dir):
     rep = store.load_report(fleet_dir / "ci" / "ci-5.json")
     audit = dataclasses.replace(rep, kind="audit", created_utc="2026-12-01T00:00:00Z")
     sampled.save(audit, fleet_dir / "ci" / "audit.json")
@@ -339,6 +372,15 @@ def test_mixed_kinds_under_a_directory_are_named_and_chosen_with_kind(fleet_dir)
     assert [r.label for r in only.fleet] == ["ci/audit.json"]
     with pytest.raises(FsyncbenchError, match=r"no report of kind 'audit' \(found: run\)"):
         api.compare([fleet_dir / "db1"], kind="audit")
+
+
+@pytest.mark.slow
+def test_mixed_kinds_under_a_directory_are_named_and_chosen_with_kind(fleet_dir):
+    _mixed_kinds_under_a_directory_are_named_and_chosen_with_kind(fsb, fleet_dir)
+
+
+def test_mixed_kinds_under_a_directory_are_named_and_chosen_with_kind_in_process(fleet_dir, here):
+    _mixed_kinds_under_a_directory_are_named_and_chosen_with_kind(here, fleet_dir)
 
 
 def test_group_by_dir_keeps_redacted_hosts_apart(fleet_dir):

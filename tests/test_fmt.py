@@ -56,8 +56,7 @@ def test_round_spread_text():
     assert fmt_spread([310_000.0]) == "-"
 
 
-@pytest.mark.slow
-def test_one_sample_reports_no_interval_end_to_end(tmp_path, monkeypatch):
+def _one_sample_reports_no_interval_end_to_end(fsb, tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "1000")  # the statistics table's rows whole
     proc = fsb(
         "run",
@@ -82,7 +81,15 @@ def test_one_sample_reports_no_interval_end_to_end(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_every_rendering_shows_the_same_interval(tmp_path, monkeypatch):
+def test_one_sample_reports_no_interval_end_to_end(tmp_path, monkeypatch):
+    _one_sample_reports_no_interval_end_to_end(fsb, tmp_path, monkeypatch)
+
+
+def test_one_sample_reports_no_interval_end_to_end_in_process(tmp_path, monkeypatch, here):
+    _one_sample_reports_no_interval_end_to_end(here, tmp_path, monkeypatch)
+
+
+def _every_rendering_shows_the_same_interval(fsb, tmp_path, monkeypatch):
     monkeypatch.setenv("COLUMNS", "1000")  # the statistics table's rows whole
     report = sampled.report(1.0, seed=3)
     r = next(x for x in report.results if x.name == "wal/full")
@@ -109,6 +116,15 @@ def test_every_rendering_shows_the_same_interval(tmp_path, monkeypatch):
     out = fsb("compare", path, other, "--verbose").stdout
     row = next(ln for ln in out.splitlines() if ln.lstrip().startswith("p99") and cell in ln)
     assert cell in row
+
+
+@pytest.mark.slow
+def test_every_rendering_shows_the_same_interval(tmp_path, monkeypatch):
+    _every_rendering_shows_the_same_interval(fsb, tmp_path, monkeypatch)
+
+
+def test_every_rendering_shows_the_same_interval_in_process(tmp_path, monkeypatch, here):
+    _every_rendering_shows_the_same_interval(here, tmp_path, monkeypatch)
 
 
 def test_schema_1_reports_say_their_intervals_assume_independence():

@@ -10,7 +10,7 @@ import this_platform
 from clitools import fsb
 from factories import host
 
-from fsyncbench import api
+from fsyncbench import api, cli
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.judge import gates
 from fsyncbench.judge.gates import GateFailure
@@ -230,8 +230,7 @@ def test_strict_mode_never_passes_or_doubts_what_the_default_mode_fails():
         assert failures == [] and len(untold) == 1 and hint in untold[0], untold
 
 
-@pytest.mark.slow
-def test_cli_strict_max_p99_without_an_interval_exits_4(tmp_path):
+def _cli_strict_max_p99_without_an_interval_exits_4(fsb, tmp_path):
     """show of a report whose p99s have no interval: strict mode cannot tell (exit 4), the
     default mode judges the estimate (exit 0); --max-p99-strict alone is refused."""
     rep = sampled.report()
@@ -256,6 +255,15 @@ def test_cli_strict_max_p99_without_an_interval_exits_4(tmp_path):
     alone = fsb("show", path, "--max-p99-strict")
     assert alone.returncode == 2
     assert alone.stderr.strip() == "fsyncbench: error: --max-p99-strict needs --max-p99 DURATION"
+
+
+@pytest.mark.slow
+def test_cli_strict_max_p99_without_an_interval_exits_4(tmp_path):
+    _cli_strict_max_p99_without_an_interval_exits_4(fsb, tmp_path)
+
+
+def test_cli_strict_max_p99_without_an_interval_exits_4_in_process(tmp_path, here):
+    _cli_strict_max_p99_without_an_interval_exits_4(here, tmp_path)
 
 
 def test_fail_on_failure_message():
@@ -300,10 +308,9 @@ def test_fail_on_verdicts():
     assert gates.check(tmpfs, fail_on=("volatile_cache",)) == []
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm (Linux's tmpfs)")
-def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
-    """A real run on tmpfs: every sync is dropped, so --fail-on no_flush fails."""
+def _cli_gate_fails_with_exit_1_and_the_reason(fsb, tmp_path, *rounds):
+    """A real run on tmpfs: every sync is dropped, so --fail-on no_flush fails (``rounds``:
+    ``--rounds 1`` measures in this process, without the round workers)."""
     out = tmp_path / "out"
     proc = fsb(
         "run",
@@ -319,16 +326,30 @@ def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
         "volatile_cache,no_flush",
         "--config",
         "wal/full",
+        *rounds,
     )
     assert proc.returncode == 1, proc.stderr
     assert "GATE FAILED [fail-on] wal/full: path verdict no_flush" in proc.stdout, proc.stdout
     assert "1 gate failure in 1 configuration checked" in proc.stdout
     report = next(out.glob("*.json"))  # the report is still written
     # show gates the saved report the same way; a generous p99 limit passes
-    shown = fsb("show", report, "--max-p99", "1ns", "--config", "write+fsync")
+    shown = fsb(
+        "show", report, "--max-p99", "1ns", "--config", "write+fsync", "--accept-disturbed"
+    )
     assert shown.returncode == 1 and "GATE FAILED [max-p99] write+fsync: p99" in shown.stdout
-    ok = fsb("show", report, "--max-p99", "10s")
+    ok = fsb("show", report, "--max-p99", "10s", "--accept-disturbed")
     assert ok.returncode == 0 and "Gates passed" in ok.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm (Linux's tmpfs)")
+def test_cli_gate_fails_with_exit_1_and_the_reason(tmp_path):
+    _cli_gate_fails_with_exit_1_and_the_reason(fsb, tmp_path)
+
+
+@pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="no /dev/shm (Linux's tmpfs)")
+def test_cli_gate_fails_with_exit_1_and_the_reason_in_process(tmp_path, here):
+    _cli_gate_fails_with_exit_1_and_the_reason(here, tmp_path, "--rounds", "1")
 
 
 @pytest.mark.parametrize(
@@ -379,8 +400,6 @@ def test_a_verdict_gate_that_passes_names_the_storage_it_could_not_verify(capsys
     """The example report's path is unverifiable (a VM): --fail-on volatile_cache,no_flush
     passes it, and says the storage was not verified rather than a bare "Gates passed"."""
     from pathlib import Path
-
-    from fsyncbench import cli
 
     example = sorted(
         (Path(__file__).resolve().parent.parent / "examples" / "report").glob("*.json")

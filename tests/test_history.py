@@ -278,8 +278,7 @@ def test_three_real_runs_the_third_includes_the_spread_of_the_first_two(tmp_path
     assert "p99 95% CI" in flat  # the full table is there to not have that column
 
 
-@pytest.mark.slow
-def test_a_history_directory_with_other_files_still_runs_and_says_so(tmp_path):
+def _a_history_directory_with_other_files_still_runs_and_says_so(fsb, tmp_path, *rounds):
     hist = tmp_path / "hist"
     hist.mkdir()
     import socket
@@ -288,12 +287,23 @@ def test_a_history_directory_with_other_files_still_runs_and_says_so(tmp_path):
     # of this host, but of a newer schema: named
     newer = {"schema_version": 99, "host": {"hostname": socket.gethostname()}}
     (hist / "newer.json").write_text(json.dumps(newer))
-    proc = fsb("run", str(tmp_path), *RUN, "--history", str(hist), "--no-report", "-q")
+    proc = fsb("run", str(tmp_path), *RUN, *rounds, "--history", str(hist), "--no-report", "-q")
     assert proc.returncode == 0, proc.stderr
     assert (
         f"fsyncbench: note: 1 file(s) in {hist} are not reports this fsyncbench reads (not "
         "JSON, not a report, or of a newer schema) and give no earlier runs: newer.json"
     ) in " ".join(proc.stderr.split())  # wrapped to the terminal
+
+
+@pytest.mark.slow
+def test_a_history_directory_with_other_files_still_runs_and_says_so(tmp_path):
+    _a_history_directory_with_other_files_still_runs_and_says_so(fsb, tmp_path)
+
+
+def test_a_history_directory_with_other_files_still_runs_and_says_so_in_process(tmp_path, here):
+    _a_history_directory_with_other_files_still_runs_and_says_so(
+        here, tmp_path, "--rounds", "1", "--samples", "30"
+    )
 
 
 @pytest.mark.parametrize(
@@ -426,8 +436,7 @@ def test_newer_reports_of_other_configurations_do_not_hide_the_matching_ones(tmp
     assert history.read_history(tmp_path, base.host).earlier(wal_full) == ()
 
 
-@pytest.mark.slow
-def test_a_report_dir_that_is_a_file_names_the_way_out(tmp_path):
+def _a_report_dir_that_is_a_file_names_the_way_out(fsb, tmp_path):
     afile = tmp_path / "afile"
     afile.write_text("x")
     proc = fsb("run", str(tmp_path), *RUN, "--report-dir", str(afile), "--no-report")
@@ -436,6 +445,15 @@ def test_a_report_dir_that_is_a_file_names_the_way_out(tmp_path):
         f"cannot read earlier runs from {afile}: Not a directory (--history DIR reads them "
         "elsewhere, --no-history measures without)",
     )
+
+
+@pytest.mark.slow
+def test_a_report_dir_that_is_a_file_names_the_way_out(tmp_path):
+    _a_report_dir_that_is_a_file_names_the_way_out(fsb, tmp_path)
+
+
+def test_a_report_dir_that_is_a_file_names_the_way_out_in_process(tmp_path, here):
+    _a_report_dir_that_is_a_file_names_the_way_out(here, tmp_path)
 
 
 def test_the_caveat_names_only_intervals_that_earlier_runs_entered():

@@ -92,3 +92,33 @@ def test_cli_show_html_to_a_file(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and out.read_text().count("<svg") == 3
+
+
+def test_html_escapes_and_copes_with_no_samples_without_drawing_a_chart():
+    """The fast twin of the test above: no samples, so no chart is drawn (matplotlib is
+    what takes the time); the hostile filesystem name is still escaped."""
+    rep = sampled.report(the_host=host(fs_type="<b>fs</b>"))
+    bare = rep.__class__(
+        **{
+            **rep.__dict__,
+            "results": tuple(
+                r.__class__(**{**r.__dict__, "samples_ns": ()})
+                for r in rep.results
+                if r.kind == "commit"
+            ),
+        }
+    )
+    page = report_out.render(bare, "html")
+    assert "<b>fs</b>" not in page and "&lt;b&gt;fs&lt;/b&gt;" in page
+    assert page.count("<svg") == 0 and "<figure" not in page
+
+
+def test_cli_show_html_to_a_file_in_process(tmp_path, capsys):
+    from fsyncbench import cli
+
+    report = sampled.save(sampled.report(), tmp_path / "r.json")
+    out = tmp_path / "r.html"
+    code = cli.main(["show", str(report), "--format", "html", "--output", str(out)])
+    stdout, stderr = capsys.readouterr()
+    assert code == 0, stderr
+    assert stdout == "" and out.read_text().count("<svg") == 3

@@ -191,6 +191,66 @@ def test_lying_drives_lose_what_they_acknowledged():
     assert honest.acked > 0 and not cuts.truth_holds("lying", honest)
 
 
+def _cut_in_process(
+    tmp_path: Path, mode: str, records: int, *, batch: int = 1, sync: str = "flush", **kw
+) -> object:
+    """A cut as :func:`cuts.cut` makes it, without nbdkit: lab/cutcheck.py's client loop
+    (records, their flush or FUA, an ACK per durable record) run against the drive's own
+    :class:`Drive` in this process, one more record written but not yet made durable, then
+    the drive dropped without writing its cache back (the SIGKILL); the image checked by
+    cutcheck's checker. A :class:`cuts.Cut` for :func:`cuts.truth_holds`."""
+    check = cuts._CUTCHECK
+    seed = 11
+    image = tmp_path / f"image-{mode}-{batch}-{sync}"
+    image.write_bytes(bytes((records + batch + 2) * B))
+    log = image.with_suffix(".log")
+    d = drive_mod.Drive(str(image), mode, block_bytes=B, log=str(log), **kw)
+    acked: list[int] = []
+    n = 0
+    while n + batch <= records:
+        first = n + 1
+        for k in range(first, first + batch):
+            last = k == first + batch - 1
+            if last and sync == "fua" and batch > 1:
+                d.flush()
+            d.write(k * B, check.record(k, B, seed), fua=last and sync == "fua")
+        if sync == "flush":
+            d.flush()
+        n = first + batch - 1
+        acked += range(first, n + 1)
+    d.write((n + 1) * B, check.record(n + 1, B, seed))  # in flight at the cut
+    del d  # the cut: its cache is gone, the image keeps what reached it
+    lost = check.check(str(image), acked, B, seed)
+    lines = tuple(log.read_text().splitlines()) if log.exists() else ()
+    return cuts.Cut(mode, 0.0, max(acked, default=0), tuple(lost), lines)
+
+
+@needs_pread
+def test_cuts_of_the_drive_in_process_keep_what_each_mode_must(tmp_path):
+    """The fast twin of the three tests above: the same drive, client loop, checker and
+    verdict (cuts.truth_holds), without nbdkit's process and its socket."""
+    for batch, sync, cache in ((1, "flush", 8), (4, "flush", 1024), (1, "fua", 8), (4, "fua", 8)):
+        honest = _cut_in_process(tmp_path, "honest", 40, batch=batch, sync=sync, cache_blocks=cache)
+        assert honest.acked == 40 and honest.lost == () and cuts.truth_holds("honest", honest)
+    lying = _cut_in_process(tmp_path, "lying", 40)
+    assert lying.lost and cuts.truth_holds("lying", lying)
+    assert all(
+        " dropped " in line for line in lying.log if " flush " in line and "received" not in line
+    )
+    small = _cut_in_process(tmp_path, "lying", 40, cache_blocks=16)  # evicts the oldest
+    assert len(small.lost) in (15, 16) and cuts.truth_holds("lying", small, 16)
+    for seed in range(4):
+        some = _cut_in_process(tmp_path, "lying-sometimes", 7 + seed, lie_every=2, seed=seed)
+        assert cuts.truth_holds("lying-sometimes", some), some
+    # every other flush dropped: of two cuts one record apart, one loses its last record
+    pair = [_cut_in_process(tmp_path, "lying-sometimes", n, lie_every=2).lost for n in (6, 7)]
+    assert sorted(pair) in ([(), (6,)], [(), (7,)])
+    through = _cut_in_process(tmp_path, "write-through", 20)
+    assert through.lost == () and cuts.truth_holds("write-through", through)
+    # the checks can fail: an honest cut judged as a lying one does not hold
+    assert not cuts.truth_holds("lying", _cut_in_process(tmp_path, "honest", 20))
+
+
 def _left_over(path: Path, kind: str) -> None:
     """What an earlier run may leave at a drive's socket path: a unix socket bound by a
     process that has exited (as a killed nbdkit leaves its socket), or a plain file."""

@@ -287,10 +287,9 @@ def test_unmet_ci_target_is_said_in_notes_and_table():
     assert "+-23.5% (not met)" in text
 
 
-@pytest.mark.slow
-def test_measure_floors_records_each_floor(tmp_path):
+def _measure_floors_records_each_floor(tmp_path, *budget_s):
     plan = RunPlan(target=tmp_path, configs=(), min_samples=200, ci_target_pct=50)
-    floors = runner.measure_floors(plan)
+    floors = runner.measure_floors(plan, *budget_s)
     names = [f.name for f in floors]
     assert names[:2] == [stats.FLOOR_LOOP, stats.FLOOR_COMMIT]
     if workloads.MemoryFileWrite.available():
@@ -298,6 +297,16 @@ def test_measure_floors_records_each_floor(tmp_path):
     for f in floors:
         assert f.kind == "floor" and f.summary.count == len(f.samples_ns) >= 1
     assert list(tmp_path.iterdir()) == []  # nothing written under the target
+
+
+@pytest.mark.slow
+def test_measure_floors_records_each_floor(tmp_path):
+    _measure_floors_records_each_floor(tmp_path)
+
+
+def test_measure_floors_records_each_floor_in_a_short_budget(tmp_path):
+    """The same, each floor given 20 ms instead of runner.FLOOR_BUDGET_S (the fast tier's)."""
+    _measure_floors_records_each_floor(tmp_path, 0.02)
 
 
 # --------------------------------------------------------------------------- end to end

@@ -1143,3 +1143,293 @@ def test_a_listener_that_cannot_bind_leaves_no_state_file(tmp_path):
         assert foreign.returncode == 2 and list(tmp_path.iterdir()) == []
     finally:
         holder.close()
+
+
+# ------------------------------------------- the fast tier: the listener and writer in process
+# The twins of the real processes above: the same listener code in a thread of this process
+# (fsyncbench.powercut.listener.Listener, as listen and cycle run it), fed the same messages
+# on the same loopback sockets; the writer's own write() in this process.
+
+
+@pytest.fixture
+def inproc(tmp_path):
+    """An in-process listener on loopback with the secret ``Secret("k" * 22)``: (listener,
+    its log lines)."""
+    import threading
+
+    from fsyncbench.powercut.listener import Listener
+    from fsyncbench.powercut.listener_state import ListenerState
+
+    lines: list[str] = []
+    state = ListenerState(tmp_path / "state.db")
+    server = Listener(state, LOOPBACK, 0, lines.append, Secret("k" * 22))
+    halt = threading.Event()
+    thread = threading.Thread(target=server.serve, args=(halt,), daemon=True)
+    thread.start()
+    try:
+        yield server, lines
+    finally:
+        halt.set()
+        thread.join(timeout=DEADLINE_S)
+        state.close()
+
+
+def test_malformed_and_oversized_messages_are_refused_in_process(inproc):
+    server, lines = inproc
+    secret = server.secret
+    replies = _exchange(server.address, b"\n".join(BAD_LINES) + b"\n", secret)
+    assert [r["type"] for r in replies] == ["error"] * len(BAD_LINES)
+    text = "\n".join(lines)
+    assert text.count("rejected message from") == len(BAD_LINES)
+    assert "unsupported protocol version 1 (this fsyncbench speaks 2)" in text
+    assert "without hello" in text
+    bad_acks = [
+        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 5, "to": 4},
+        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 1, "to": 1 + protocol.MAX_ACK_SPAN},
+        {"v": 2, "type": "ack", "run_id": RUN_A, "from": True, "to": 1},
+        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 0, "to": 1},
+        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 1, "to": 2**60},
+        {"v": 2, "type": "ack", "run_id": RUN_B, "from": 1, "to": 1},  # another run
+    ]
+    payload = json.dumps(HELLO).encode() + b"\n"
+    payload += b"".join(json.dumps(m).encode() + b"\n" for m in bad_acks)
+    replies = _exchange(server.address, payload, secret)
+    assert [r["type"] for r in replies] == ["welcome"] + ["error"] * len(bad_acks)
+    for blob in (
+        b"x" * (3 * MAX_LINE_BYTES),
+        b'{"v":2,"type":"ping","p":"' + b"y" * MAX_LINE_BYTES + b'"}\n',
+    ):
+        with socket.create_connection(server.address, timeout=10) as s:
+            s.sendall(blob)
+            data = b""
+            while chunk := s.recv(65536):
+                data += chunk
+        assert json.loads(data.splitlines()[-1])["error"].startswith("message too long")
+    assert "\n".join(lines).count("exceeds the 8192-byte limit") == 2
+    idle = [socket.create_connection(server.address, timeout=10) for _ in range(MAX_CONNECTIONS)]
+    try:
+        wait_for(
+            lambda: (
+                (_try_exchange(server.address, b"") or [])[0:1]
+                == [{"v": 2, "type": "error", "error": "too many connections"}]
+            ),
+            "a refused connection",
+        )
+    finally:
+        for s in idle:
+            s.close()
+    pong = [{"v": 2, "type": "pong"}]
+    ping = b'{"v":2,"type":"ping"}\n'
+    assert wait_for(lambda: _try_exchange(server.address, ping, secret) == pong, "a pong")
+    assert protocol.fetch_run(server.address, secret, RUN_A)[1] == []  # no bad ack recorded
+
+
+def test_a_live_run_cannot_be_claimed_or_added_to_by_another_connection(inproc):
+    """The twin of the second-writer tests (here and in test_powercut_secret.py): while a
+    writer's connection holds run A, a third party's run cannot ack for A, and the same
+    identity on a second connection is refused; once the first connection is gone, the
+    identity may say hello again and carries on from A's record."""
+    server, lines = inproc
+    secret = server.secret
+    holder = socket.create_connection(server.address, timeout=10)
+    try:
+        handshake(holder, secret)
+        holder.sendall(json.dumps(HELLO).encode() + b"\n")
+        holder.sendall(encode("ack", run_id=RUN_A, **{"from": 1, "to": 5}))
+        wait_for(lambda: recorded_in(server, RUN_A) == [(1, 5)], "A's five commits")
+        rogue = {**HELLO, "run_id": "c" * 32}
+        forged = encode("ack", run_id=RUN_A, **{"from": 10**6, "to": 10**6})
+        replies = _exchange(server.address, json.dumps(rogue).encode() + b"\n" + forged, secret)
+        assert [r["type"] for r in replies] == ["welcome", "error"]
+        same = json.dumps(HELLO).encode() + b"\n"
+        replies = _exchange(server.address, same + forged, secret)
+        assert [r["type"] for r in replies] == ["error", "error"]
+        assert replies[0]["error"].startswith(protocol.RUN_BUSY + " (from 127.0.0.1:")
+        assert replies[0]["error"].endswith(
+            f"a second writer for run {RUN_A} is refused while it is open"
+        )
+        assert replies[1]["error"] == f"ack for run {RUN_A} on a connection without hello"
+        claim = {**HELLO, "run_id": RUN_A, "host": "elsewhere"}  # not A's writer at all
+        replies = _exchange(server.address, json.dumps(claim).encode() + b"\n" + forged, secret)
+        assert replies[0]["type"] == "error" and "another writer" in replies[0]["error"]
+    finally:
+        holder.close()
+    gone = re.compile(rf"run {RUN_A}: writer \S+ [^;]+; \d+ commits recorded on this connection")
+    wait_for(lambda: any(gone.search(line) for line in lines), "the listener to see it go")
+    assert recorded_in(server, RUN_A) == [(1, 5)]  # nothing of the other connections
+    replies = _exchange(server.address, json.dumps(HELLO).encode() + b"\n", secret)
+    assert replies == [{"v": 2, "type": "welcome", "run_id": RUN_A, "count": 5, "max_seq": 5}]
+
+
+def recorded_in(server, run_id: str) -> list[tuple[int, int]]:
+    try:
+        return protocol.fetch_run(server.address, server.secret, run_id, 10)[1]
+    except FsyncbenchError:
+        return []
+
+
+def test_a_silent_writer_is_closed_after_a_short_idle_timeout(tmp_path):
+    """test_silent_writer_times_out_and_leaves_its_last_seq_in_the_log with a 0.05 s idle
+    timeout."""
+    import threading
+
+    from fsyncbench.powercut.listener import Listener
+    from fsyncbench.powercut.listener_state import ListenerState
+
+    lines: list[str] = []
+    state = ListenerState(tmp_path / "state.db")
+    secret = Secret("k" * 22)
+    server = Listener(state, LOOPBACK, 0, lines.append, secret, idle_timeout_s=0.05)
+    stop = threading.Event()
+    thread = threading.Thread(target=server.serve, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        with socket.create_connection(server.address, timeout=10) as s:
+            handshake(s, secret)
+            s.sendall(json.dumps(HELLO).encode() + b"\n")
+            s.sendall(encode("ack", run_id=RUN_A, **{"from": 1, "to": 42}))
+            wait_for(lambda: any("highest seq 42" in line for line in lines), "the idle close")
+        assert any("idle for 0.05 s (power cut?)" in line for line in lines)
+        assert protocol.fetch_run(server.address, secret, RUN_A)[1] == [(1, 42)]
+    finally:
+        stop.set()
+        thread.join(timeout=DEADLINE_S)
+        state.close()
+
+
+def test_a_restarted_listener_keeps_its_record_and_the_writer_resumes(tmp_path):
+    """The listener's record survives its end (its state database), the restarted one says
+    what it holds and takes the same writer back where its record stops."""
+    import threading
+
+    from fsyncbench.powercut.listener import opened
+
+    state_path = tmp_path / "state.db"
+    env = {ENV_VAR: "k" * 22}
+    secret = Secret("k" * 22)
+    lines: list[str] = []
+    for first, acks in ((True, (1, 100)), (False, (101, 150))):
+        with opened(LOOPBACK, 0, state_path, None, env, lines.append) as (state, server, _k):
+            stop = threading.Event()
+            thread = threading.Thread(target=server.serve, args=(stop,), daemon=True)
+            thread.start()
+            try:
+                assert state.summary() == ((0, 0) if first else (1, 100))
+                with socket.create_connection(server.address, timeout=10) as s:
+                    handshake(s, secret)
+                    s.sendall(json.dumps(HELLO).encode() + b"\n")
+                    s.sendall(encode("ack", run_id=RUN_A, **{"from": acks[0], "to": acks[1]}))
+                    want = [(1, acks[1])]
+                    wait_for(lambda: recorded_in(server, RUN_A) == want, "the acks")  # noqa: B023
+            finally:
+                stop.set()
+                thread.join(timeout=DEADLINE_S)
+    assert sum(f"run {RUN_A}: writer" in line and "started" in line for line in lines) == 1
+    assert sum(f"run {RUN_A}: writer" in line and "resumed" in line for line in lines) == 1
+    assert "; 100 commits on record" in next(line for line in lines if "resumed" in line)
+    assert protocol_ranges_offline(state_path, RUN_A) == [(1, 150)]
+
+
+def test_a_listener_that_cannot_bind_leaves_no_state_file_in_process(tmp_path):
+    from fsyncbench.powercut.listener import opened
+
+    holder = socket.socket()
+    holder.bind((LOOPBACK, 0))
+    holder.listen()
+    try:
+        state = tmp_path / "state.db"
+        env = {ENV_VAR: "k" * 22}
+        for bind, port in ((LOOPBACK, holder.getsockname()[1]), ("192.0.2.1", 0)):
+            with pytest.raises(FsyncbenchError):
+                with opened(bind, port, state, None, env, lambda _line: None):
+                    pass
+            assert list(tmp_path.iterdir()) == []
+        sqlite3.connect(state).close()  # an existing state is kept
+        with pytest.raises(FsyncbenchError):
+            with opened(LOOPBACK, holder.getsockname()[1], state, None, env, lambda _l: None):
+                pass
+        assert state.exists()
+    finally:
+        holder.close()
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT to this process (POSIX)")
+def test_ctrl_c_stops_the_in_process_writer_cleanly(tmp_path, inproc):
+    """The writer's own write() in this process, Ctrl-C (SIGINT to this process) after its
+    first status line: a clean stop, every commit recorded by the listener, the run record
+    saying so, and verify judging it a clean stop; the secret in none of it."""
+    from fsyncbench.powercut.verify import verify as verify_run
+    from fsyncbench.powercut.writer import write
+
+    server, listener_lines = inproc
+    target = tmp_path / "data"
+    target.mkdir()
+    logs: list[str] = []
+
+    def status(_s) -> None:
+        if not logs or logs[-1] != "status":
+            logs.append("status")
+            signal.raise_signal(signal.SIGINT)
+
+    summary = write(
+        server.address, server.secret, target, Pragmas("WAL", "FULL"), 64, None, status,
+        logs.append, interval_s=0.0,
+    )  # fmt: skip
+    assert summary.reason == "stopped by Ctrl-C" and summary.commits >= 1
+    assert summary.recorded == summary.commits
+    record = json.loads((summary.run_dir / "run.json").read_text())
+    assert record["stop_reason"] == "stopped by Ctrl-C"
+    assert record["last_recorded_seq"] == record["last_committed_seq"] == summary.commits
+    outcome = verify_run(server.address, server.secret, target, None, tmp_path / "out", ["fsb"])
+    assert outcome.judgement.decided_by == "powercut-clean-stop"
+    assert outcome.judgement.path_verdict == UNVERIFIABLE
+    assert "but no power cut came between writing and verifying: this run says nothing" in (
+        " ".join(outcome.text.split())
+    )
+    (saved,) = (tmp_path / "out").glob("*-powercut.json")
+    places = [*logs, *listener_lines, outcome.text, saved.read_text(), json.dumps(record)]
+    assert not [p for p in places if server.secret.value in p]
+
+
+def test_cli_errors_in_process(tmp_path, inproc, monkeypatch, capsys):
+    """The lines of test_cli_errors that tests/test_bad_inputs.py's table does not hold:
+    cli.main in this process, against the in-process listener."""
+    from fsyncbench import cli
+
+    server, _lines = inproc
+    monkeypatch.setenv(ENV_VAR, server.secret.value)
+    monkeypatch.chdir(tmp_path)
+    to = f"{LOOPBACK}:{server.address[1]}"
+
+    def err(*args) -> str:
+        code = cli.main([str(a) for a in args])
+        out, text = capsys.readouterr()
+        assert code == 2 and len(text.splitlines()) == 1 and "Traceback" not in text, text
+        return text.removeprefix("fsyncbench: error: ").rstrip("\n")
+
+    port = _free_port()
+    target = tmp_path / "data"
+    target.mkdir()
+    unreachable = err("powercut", "write", "--to", f"{LOOPBACK}:{port}", target)
+    assert unreachable.startswith(f"cannot reach the listener at {LOOPBACK}:{port}: ")
+    if sys.platform != "win32":  # (Windows words it its own way)
+        assert unreachable.endswith(": Connection refused")
+    assert list(target.iterdir()) == []  # nothing created in DIR
+    assert (
+        err("powercut", "write", "--to", to, target, "--max-commits", "0")
+        == "--max-commits must be at least 1, got 0"
+    )
+    assert list(target.iterdir()) == []
+    assert (
+        err("powercut", "verify", "--from", to, target)
+        == f"no powercut run in {target / POWERCUT_DIRNAME}"
+    )
+    assert (
+        err("powercut", "verify", "--from", to, target, "--run-id", "f" * 32)
+        == f"the listener at {to} says: no record of run {'f' * 32} here"
+    )
+    junk = tmp_path / "junk.db"
+    junk.write_text("not a database at all" * 100)
+    assert err("powercut", "listen", "--port", "0", "--state", junk).startswith(
+        f"cannot open listener state {junk}"
+    )

@@ -541,3 +541,88 @@ def test_a_peer_that_never_starts_the_handshake_is_closed(tmp_path):
         halt.set()
         thread.join(timeout=DEADLINE_S)
         state.close()
+
+
+def test_peers_without_the_secret_are_refused_in_process(server):
+    """The listener's side of test_a_missing_secret_is_refused and test_a_wrong_secret_is_
+    refused: a hello without the handshake, a peer of version 1 and a wrong proof are each
+    refused with one error, the connection closed before anything after it is read, the
+    refusals logged without a secret; nothing recorded."""
+    srv, lines = server
+    replies = _exchange(srv.address, hello_line() + ack_line(HELLO["run_id"], 1))
+    assert replies == [
+        {
+            "v": 2,
+            "type": "error",
+            "error": "not authenticated: a connection starts with 'start', the handshake "
+            "that proves the listener's secret, not 'hello'",
+        }
+    ]
+    replies = _exchange(srv.address, hello_line(v=1))
+    assert replies == [
+        {
+            "v": 2,
+            "type": "error",
+            "error": "unsupported protocol version 1 (this fsyncbench speaks 2): run the same "
+            "fsyncbench version on both machines",
+        }
+    ]
+    with socket.create_connection(srv.address, timeout=10) as s:
+        s.sendall(b'{"v":2,"type":"start"}\n')
+        reader = protocol.LineReader(s, protocol.MAX_REPLY_BYTES)
+        challenge = json.loads(wait_for(reader.recv_lines, "the challenge")[0])
+        auth = encode("auth", proof=proof(OTHER, challenge["nonce"]))
+        s.sendall(auth + hello_line() + ack_line(HELLO["run_id"], 1))
+        replies = []
+        while (got := reader.recv_lines()) is not None:
+            replies += [json.loads(x) for x in got]
+    assert replies == [{"v": 2, "type": "error", "error": REFUSED}]
+    text = "\n".join(lines)
+    assert text.count("refused 127.0.0.1:") == 3
+    assert "unsupported protocol version 1 (this fsyncbench speaks 2)" in text
+    assert text.count("wrong secret: give write and verify") == 1
+    assert srv.secret.value not in text and OTHER.value not in text
+    assert protocol.list_runs(srv.address, srv.secret, 10) == []
+
+
+def test_write_and_verify_without_the_right_secret_are_one_line_in_process(
+    tmp_path, server, monkeypatch, capsys
+):
+    """The command lines of test_a_missing_secret_is_refused and test_a_wrong_secret_is_
+    refused, through cli.main in this process against the in-process listener: one line,
+    exit 2, nothing created in DIR, nothing recorded."""
+    from fsyncbench import cli
+
+    srv, _lines = server
+    to = protocol.format_address(*srv.address)
+    target = tmp_path / "data"
+    target.mkdir()
+    monkeypatch.delenv(ENV_VAR, raising=False)
+
+    def line(*args) -> str:
+        code = cli.main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, err
+        return err.removeprefix("fsyncbench: error: ").rstrip("\n")
+
+    assert line("powercut", "write", "--to", to, target) == MISSING
+    assert line("powercut", "verify", "--from", to, target) == MISSING
+    wrong = tmp_path / "wrong.secret"
+    wrong.write_text(OTHER.value + "\n")
+    refused = f"the listener at {to} refused the connection: {REFUSED}"
+    assert line("powercut", "write", "--to", to, "--secret-file", wrong, target) == refused
+    monkeypatch.setenv(ENV_VAR, OTHER.value)
+    assert line("powercut", "verify", "--from", to, target) == refused
+    monkeypatch.setenv(ENV_VAR, "short")
+    assert line("powercut", "write", "--to", to, target) == (
+        "FSYNCBENCH_POWERCUT_SECRET: not a powercut secret (16 to 256 printable ASCII "
+        "characters without spaces)"
+    )
+    junk = tmp_path / "junk.secret"
+    junk.write_text("two words that are long enough")
+    assert line("powercut", "write", "--to", to, "--secret-file", junk, target) == (
+        f"--secret-file {junk}: not a powercut secret (16 to 256 printable ASCII characters "
+        "without spaces)"
+    )
+    assert list(target.iterdir()) == []
+    assert protocol.list_runs(srv.address, srv.secret, 10) == []

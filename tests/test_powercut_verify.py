@@ -1280,6 +1280,28 @@ def test_read_journal_waits_only_as_long_as_it_is_told(tmp_path):
     assert read_journal(path, RUN_A, 64, busy_timeout_s=0.1).present == ((1, 1),)
 
 
+def test_read_journal_waits_as_long_as_it_is_told_in_a_fraction_of_a_second(tmp_path):
+    """The twin of the test above at a tenth of its waits: a lock held for 0.3 s outlasts a
+    0.05 s busy timeout, and a 5 s timeout waits the lock out and reads the journal."""
+    path = _make_journal(tmp_path / "journal-wal-full.db", [make_row(RUN_A, 1, 64)])
+
+    def held(busy_timeout_s: float):
+        holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        holder.execute("BEGIN EXCLUSIVE")
+        release = threading.Timer(0.3, lambda: holder.execute("ROLLBACK"))
+        release.start()
+        try:
+            return read_journal(path, RUN_A, 64, busy_timeout_s=busy_timeout_s)
+        finally:
+            release.join()
+            holder.close()
+
+    with pytest.raises(FsyncbenchError) as err:
+        held(0.05)
+    assert str(err.value) == f"cannot read the journal {path}: database is locked"
+    assert held(5.0).present == ((1, 1),)
+
+
 def _crafted(text, code=None):
     exc = sqlite3.DatabaseError(text)
     if code is not None:

@@ -211,6 +211,34 @@ def test_documented_promise_agrees_for_the_default_matrix(tmp_path):
     assert leftovers(tmp_path) == []
 
 
+def test_documented_promise_agrees_for_one_configuration_of_each_kind(tmp_path):
+    """The twin of the test above on four of its nine configurations, two commits each,
+    under synced-only (prefix's states: the known answers above): one durable, one losing
+    the commits since the last checkpoint, one losing the last commit through its unsynced
+    unlink, one losing everything."""
+    configs = (
+        Pragmas("WAL", "FULL"),
+        Pragmas("WAL", "NORMAL"),
+        Pragmas("DELETE", "FULL"),
+        Pragmas("TRUNCATE", "OFF"),
+    )
+    plan = PowerlossPlan(configs, models=("synced-only",), semantics="linux", commits=2)
+    result = run_matrix(tmp_path, plan)
+    assert [c.pragmas for c in result.configs] == list(configs)
+    verdicts = {
+        (c.pragmas.label, m.model): (c.agreement(m), m.worst_lost, m.corrupt_states)
+        for c in result.configs
+        for m in c.models
+    }
+    assert all(v[0] == "agrees" for v in verdicts.values()), verdicts
+    assert all(m.checker_proven for c in result.configs for m in c.models)
+    assert verdicts["wal/full", "synced-only"] == ("agrees", 0, 0)
+    assert verdicts["wal/normal", "synced-only"] == ("agrees", 2, 0)
+    assert verdicts["delete/full", "synced-only"] == ("agrees", 1, 0)
+    assert verdicts["truncate/off", "synced-only"] == ("agrees", 2, 0)
+    assert leftovers(tmp_path) == []
+
+
 # ------------------------------------------------------------------ a planted fault
 
 
@@ -724,6 +752,28 @@ def test_keep_failures_is_checked_before_any_work(tmp_path):
         fsb("powerloss", tmp_path, "--keep-failures", link),
         f"--keep-failures {link}: not a directory",
     )
+
+
+def test_keep_failures_is_checked_before_any_work_in_process(tmp_path, monkeypatch, capsys):
+    from fsyncbench import cli
+
+    bad = tmp_path / "no" / "such"
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    for keep, line in (
+        (bad, f"--keep-failures {bad}: {bad.parent} does not exist"),
+        (afile / "sub", f"--keep-failures {afile / 'sub'}: {afile} is not a directory"),
+        (link, f"--keep-failures {link}: not a directory"),
+    ):
+        with pytest.raises(FsyncbenchError) as err:
+            options.powerloss_plan(keep_failures=keep)
+        assert str(err.value) == line
+        assert cli.main(["powerloss", str(tmp_path), "--keep-failures", str(keep)]) == 2
+        assert capsys.readouterr().err == f"fsyncbench: error: {line}\n"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["afile", "link"]
 
 
 def test_keep_failures_never_touches_what_is_already_there(tmp_path):

@@ -592,3 +592,79 @@ def test_the_api_refuses_a_bad_prometheus_argument(tmp_path):
         fsyncbench.save(report, None, prometheus=5)
     with pytest.raises(FsyncbenchError, match="prometheus must be a path"):
         fsyncbench.Outputs(prometheus=5)
+
+
+# --------------------------------------------------------------------------- fast twins
+# The slow tests above through cli.main in this process (show and audit --from, no
+# measuring), and every fixture through the renderer the CLI calls.
+
+
+def _main(capsys, *argv) -> tuple[int, str, str]:
+    from fsyncbench import cli
+
+    code = cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_every_fixture_gives_the_metrics_of_its_report():
+    for path in [*FIXTURES, EXAMPLE]:
+        report = store.load_report(path)
+        assert differences(prometheus.render_textfile(report), report) == [], path.name
+    audit = dataclasses.replace(store.load_report(EXAMPLE), kind="audit")
+    text = prometheus.render_textfile(audit)
+    assert differences(text, audit) == []
+    assert {dict(k[1])["report_kind"] for k in series(text)} == {"audit"}
+
+
+def test_show_in_process_writes_the_metrics_beside_its_output(tmp_path, capsys):
+    prom, md = tmp_path / "fsyncbench.prom", tmp_path / "report.md"
+    code, _out, err = _main(
+        capsys, "show", FIXTURES[0], "--prometheus", prom, "--format", "markdown", "-o", md
+    )
+    assert code == 0, err
+    assert md.read_text().startswith("# fsyncbench")
+    assert differences(prom.read_text(), store.load_report(FIXTURES[0])) == []
+
+
+def test_audit_from_in_process_writes_the_rederived_verdict(tmp_path, capsys):
+    """A small synthetic run (the example's 14 configurations take seconds to re-judge)."""
+    import sampled
+
+    prom = tmp_path / "x.prom"
+    path = sampled.save(sampled.report(1.0, seed=0, n=1200), tmp_path / "r.json")
+    code, out, err = _main(
+        capsys, "audit", "--from", path, "--no-report", "--format", "json", "--prometheus", prom
+    )
+    assert code == 0, err
+    assert differences(prom.read_text(), store.report_from_json(out)) == []
+
+
+def test_the_example_leaves_out_the_intervals_it_lacks_in_process(tmp_path, capsys):
+    prom = tmp_path / "fsyncbench.prom"
+    assert _main(capsys, "show", EXAMPLE, "--prometheus", prom)[0] == 0
+    text = prom.read_text()
+    both = {(q, b) for q in ("0.5", "0.99") for b in ("low", "high")}
+    assert ci_series(text, "write (O_SYNC)") == {("0.5", "low"), ("0.5", "high")}
+    assert ci_series(text, "delete/normal") == {("0.5", "low"), ("0.5", "high")}
+    assert ci_series(text, "truncate/off") == {("0.99", "low"), ("0.99", "high")}
+    assert ci_series(text, "wal/full") == both
+    values = series(text)
+    assert [dict(k[1])["verdict"] for k in values if k[0] == "fsyncbench_path_verdict"] == [
+        "unverifiable"
+    ]
+    durable = {
+        dict(k[1])["config"]: v for k, v in values.items() if k[0] == "fsyncbench_config_durable"
+    }
+    assert durable["wal/full"] == 1 and durable["wal/normal"] == 0
+    assert "write+fsync" not in durable
+
+
+def test_show_redact_reaches_the_metrics_in_process(tmp_path, capsys):
+    prom = tmp_path / "fsyncbench.prom"
+    original = store.load_report(FIXTURES[0])
+    assert _main(capsys, "show", FIXTURES[0], "--redact", "--prometheus", prom)[0] == 0
+    labels = {(k, v) for key in series(prom.read_text()) for k, v in key[1]}
+    assert ("host", "redacted-host") in labels and ("path", "[redacted]") in labels
+    assert ("host", original.host.hostname) not in labels
+    assert ("path", original.host.target.path) not in labels

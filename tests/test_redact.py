@@ -10,6 +10,7 @@ import sampled
 from clitools import fsb
 from factories import host
 
+from fsyncbench import api
 from fsyncbench.model import BlockDevice, Mount, StorageLayer
 from fsyncbench.report import compare, redact, store
 
@@ -143,6 +144,25 @@ def real_run(tmp_path_factory):
     return target, out, next(out.glob("*.json"))
 
 
+@pytest.fixture(scope="module")
+def run_here(tmp_path_factory):
+    """The same small real run, in this process and in one round (the fast tier's)."""
+    target = tmp_path_factory.mktemp("data-here") / f"{HOSTNAME}-data"
+    target.mkdir()
+    out = tmp_path_factory.mktemp("out-here")
+    report = api.run(
+        target,
+        journal_modes="wal",
+        synchronous="off,full",
+        samples=30,
+        warmup=2,
+        rounds=1,
+        command_line=["fsyncbench", "run", str(target), "--report-dir", str(out)],
+    )
+    api.save(report, out)
+    return target, out, next(out.glob("*.json"))
+
+
 @pytest.mark.slow
 def test_unredacted_report_does_name_the_host(real_run):
     """The control: without --redact the hostname is there (so the checks below mean something)."""
@@ -150,8 +170,12 @@ def test_unredacted_report_does_name_the_host(real_run):
     assert has_name(report.read_text(), HOSTNAME)
 
 
-@pytest.mark.slow
-def test_run_redact_leaves_no_hostname_in_any_format(real_run, tmp_path):
+def test_unredacted_report_does_name_the_host_in_process(run_here):
+    _target, _out, report = run_here
+    assert has_name(report.read_text(), HOSTNAME)
+
+
+def _run_redact_leaves_no_hostname_in_any_format(fsb, real_run, tmp_path, *rounds):
     target, _out, _report = real_run
     out = tmp_path / "out"
     csv = tmp_path / "samples.csv"
@@ -170,6 +194,7 @@ def test_run_redact_leaves_no_hostname_in_any_format(real_run, tmp_path):
         "html",
         "--csv",
         csv,
+        *rounds,
     )
     assert proc.returncode == 0, proc.stderr
     files = sorted(out.iterdir())
@@ -194,8 +219,15 @@ def test_run_redact_leaves_no_hostname_in_any_format(real_run, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("fmt", ["text", "markdown", "json", "html"])
-def test_show_redact_every_format(real_run, fmt):
+def test_run_redact_leaves_no_hostname_in_any_format(real_run, tmp_path):
+    _run_redact_leaves_no_hostname_in_any_format(fsb, real_run, tmp_path)
+
+
+def test_run_redact_leaves_no_hostname_in_any_format_in_process(run_here, tmp_path, here):
+    _run_redact_leaves_no_hostname_in_any_format(here, run_here, tmp_path, "--rounds", "1")
+
+
+def _show_redact_every_format(fsb, real_run, fmt):
     target, _out, report = real_run
     plain = fsb("show", report, "--format", fmt)
     assert plain.returncode == 0 and has_name(plain.stdout, HOSTNAME)
@@ -208,7 +240,19 @@ def test_show_redact_every_format(real_run, fmt):
 
 
 @pytest.mark.slow
-def test_show_redacted_report_compares_with_the_original(real_run, tmp_path):
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json", "html"])
+def test_show_redact_every_format(real_run, fmt):
+    _show_redact_every_format(fsb, real_run, fmt)
+
+
+# (html's redaction: the run's page in test_run_redact_leaves_no_hostname_in_any_format_in_process;
+# each HTML rendering takes most of a second)
+@pytest.mark.parametrize("fmt", ["text", "markdown", "json"])
+def test_show_redact_every_format_in_process(run_here, fmt, here):
+    _show_redact_every_format(here, run_here, fmt)
+
+
+def _show_redacted_report_compares_with_the_original(fsb, real_run, tmp_path):
     _target, _out, report = real_run
     red = tmp_path / "red.json"
     assert fsb("show", report, "--format", "json", "--redact", "--output", red).returncode == 0
@@ -218,13 +262,30 @@ def test_show_redacted_report_compares_with_the_original(real_run, tmp_path):
 
 
 @pytest.mark.slow
-def test_audit_redact(real_run):
+def test_show_redacted_report_compares_with_the_original(real_run, tmp_path):
+    _show_redacted_report_compares_with_the_original(fsb, real_run, tmp_path)
+
+
+def test_show_redacted_report_compares_with_the_original_in_process(run_here, tmp_path, here):
+    _show_redacted_report_compares_with_the_original(here, run_here, tmp_path)
+
+
+def _audit_redact(fsb, real_run):
     """audit --from re-judges a saved report without measuring; --redact applies there too."""
     _target, _out, report = real_run
     for extra in ((), ("--json",)):
         proc = fsb("audit", "--from", report, "--redact", *extra, "--no-report")
         assert proc.returncode == 0, proc.stderr
         assert not has_name(proc.stdout, HOSTNAME)
+
+
+@pytest.mark.slow
+def test_audit_redact(real_run):
+    _audit_redact(fsb, real_run)
+
+
+def test_audit_redact_in_process(run_here, here):
+    _audit_redact(here, run_here)
 
 
 def test_redaction_reaches_every_layer_of_the_storage_stack():

@@ -414,3 +414,27 @@ def test_running_text_wraps_to_columns(columns, monkeypatch):
     assert text_out.width() == text_out.MIN_WIDTH
     monkeypatch.setenv("COLUMNS", "wide")
     assert text_out.width() == text_out.WIDTH  # not a terminal here: the default
+
+
+def test_model_call_is_the_users_unit_in_process(tmp_path, capsys):
+    from fsyncbench import cli
+
+    rep = sampled.report()
+    path = sampled.save(rep, tmp_path / "r.json")
+    assert cli.main(["show", str(path), "--model-call-ms", "50"]) == 0
+    out = capsys.readouterr().out
+    p99 = next(r for r in rep.results if r.name == "wal/full").summary.p99_ns
+    assert f"adds {100 * p99 / 50e6:.2g} % to a 50 ms model call" in out
+    assert cli.main(["show", str(path), "--model-call-ms", "0"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--model-call-ms" in err
+
+
+def test_text_markdown_and_html_carry_the_same_facts_of_a_small_report():
+    """One build of the slow test above (the factories' two commits and a flush)."""
+    rep = _honest(commit("WAL", "OFF", 40_000), commit("WAL", "FULL", 1_000_000))
+    text, md, page = (report_out.render(rep, f, verbose=True) for f in ("text", "markdown", "html"))
+    facts = _facts(text)
+    assert facts == _facts(md)
+    assert facts == _facts(page)
+    assert sum(facts.values()) > 50

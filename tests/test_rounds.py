@@ -117,6 +117,22 @@ def test_a_failing_worker_is_one_line(tmp_path):
     assert proc.stderr.startswith("fsyncbench: ") and "Traceback" not in proc.stderr
 
 
+def test_a_round_plan_crosses_to_its_worker_unchanged(tmp_path):
+    """What a round's worker is sent (rounds._plan_jsonable, as JSON) is the plan it measures
+    (rounds._plan_from_jsonable): every field, the configurations and the target."""
+    plan = RunPlan(
+        target=tmp_path,
+        configs=build_configs("wal,delete", "off,full"),
+        samples=100,
+        run_budget_s=9.0,
+        budget_s=6.0,
+        rounds=3,
+    )
+    sub = rounds.round_plan(plan, 1, tmp_path / "work")
+    sent = json.loads(json.dumps(rounds._plan_jsonable(sub)))
+    assert rounds._plan_from_jsonable(sent) == sub
+
+
 @pytest.mark.slow
 def test_run_with_rounds_end_to_end(tmp_path):
     out = tmp_path / "out"

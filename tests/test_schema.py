@@ -88,3 +88,28 @@ def test_the_suite_checks_every_report_it_writes():
     store.report_to_json(report)
     with pytest.raises(AssertionError, match="does not meet docs/report.schema.json"):
         store.report_to_json(dataclasses.replace(report, kind=5))
+
+
+FIXTURES = sorted((ROOT / "tests" / "fixtures" / "reports").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[p.name for p in FIXTURES])
+def test_every_recorded_fixture_validates(path):
+    """The hand-written fixtures of the slow test above (the example report, a default
+    run's thousands of samples, is the slow one; the fast tier's own runs are checked as
+    they are written, below)."""
+    data = _load(path)
+    errors = list(validator().iter_errors(data))
+    assert not errors, f"{path.name}: {errors[0].message} at {list(errors[0].path)}"
+    store.report_from_json(path.read_text())
+
+
+def test_the_suite_checks_a_small_report_it_writes():
+    import dataclasses
+
+    import sampled
+
+    report = sampled.report(1.0, seed=0, n=50)
+    store.report_to_json(report)
+    with pytest.raises(AssertionError, match="does not meet docs/report.schema.json"):
+        store.report_to_json(dataclasses.replace(report, kind=5))

@@ -208,3 +208,46 @@ def test_macos_follows_a_moved_target_with_f_getpath(tmp_path, monkeypatch):
     assert calls == [(scratch.F_GETPATH, scratch.MAXPATHLEN)] and scratch.F_GETPATH == 50
     fail = True
     assert scratch._fd_path(3) is None
+
+
+# --------------------------------------------------------------------------- in process
+# Fast twins of the two real-process tests above: the leftover's owner record written by
+# hand (a dead process's, or this live one's), then a tiny run through cli.main.
+
+TINY_RUN = ["--samples", "5", "--quiet", "--rounds", "1", "--no-primitives"]
+TINY_RUN += ["--journal-mode", "wal", "--synchronous", "off"]
+
+
+def _run_in_process(capsys, target, out) -> tuple[int, str]:
+    from fsyncbench import cli
+
+    code = cli.main(["run", str(target), "--report-dir", str(out), *TINY_RUN])
+    return code, capsys.readouterr().err
+
+
+def test_a_dead_runs_leftover_is_removed_by_the_next_run_which_says_so(tmp_path, capsys):
+    target = tmp_path / "t"
+    target.mkdir()
+    pid = _dead_pid()
+    left = _leftover(target, "dead", {"pid": pid, "started": 1.0, "boot_id": scratch.boot_id()})
+    code, err = _run_in_process(capsys, target, tmp_path / "o")
+    assert code == 0, err
+    flat = " ".join(err.split())
+    assert f"fsyncbench: note: removed {left}, left behind by a run" in flat
+    assert f"(pid {pid}, no longer running)" in flat
+    assert leftovers(target) == []
+
+
+def test_a_live_runs_directory_is_left_alone_by_a_run_in_process(tmp_path, capsys):
+    target = tmp_path / "t"
+    target.mkdir()
+    me = psutil.Process()
+    theirs = _leftover(
+        target,
+        "live",
+        {"pid": os.getpid(), "started": me.create_time(), "boot_id": scratch.boot_id()},
+    )
+    code, err = _run_in_process(capsys, target, tmp_path / "o")
+    assert code == 0, err
+    assert f"another fsyncbench (pid {os.getpid()}) is working in {target}" in err
+    assert theirs.is_dir() and leftovers(target) == [theirs.name]

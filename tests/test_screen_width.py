@@ -338,3 +338,102 @@ def test_panels_repeat_every_key_column():
     lines = fit_table(headers, rows, right=set(range(2, 8)), cols=45, keys=2)
     panels = "\n".join(lines).split("\n\n")
     assert len(panels) > 1 and all("stat" in p and "p99" in p for p in panels)
+
+
+# --------------------------------------------------------------------------- in process
+# Fast twins of the slow tests above: no measuring; two synthetic run reports of the same
+# configurations stand for the runs, and the powercut protocol's screens are made from
+# recorded facts (its status line, its listener's start, a verify report).
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory) -> tuple[Path, list[Path]]:
+    import sampled
+
+    reports = tmp_path_factory.mktemp("fw")
+    runs = [
+        sampled.save(sampled.report(1.0, seed=0), reports / "a.json"),
+        sampled.save(sampled.report(1.3, seed=1), reports / "b.json"),
+    ]
+    return reports, runs
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_every_comparison_and_gate_of_recorded_runs_fits(two_runs, width, capsys, monkeypatch):
+    reports, runs = two_runs
+    wal_full, wal_normal = "wal/full", "wal/normal"
+    run = str(runs[-1])
+    views = [
+        ("show", run, "--fail-on", "volatile_cache,no_flush"),
+        ("show", run, "--config", wal_full, "--fail-on", "volatile_cache,no_flush"),
+        ("show", run, "--max-p99", "1us"),
+        ("show", run, "--vs", f"{wal_normal},{wal_full}"),
+        ("compare", str(runs[0]), run),
+        ("compare", str(runs[0]), run, "--fail-on-regression", "10"),
+        ("compare", str(runs[0]), run, "--vs", f"{wal_full},{wal_normal}"),
+        ("compare", str(reports), "--kind", "run"),
+    ]
+    for argv in views:
+        text = _shown(capsys, monkeypatch, width, *argv)
+        assert _long_lines(text, width) == [], " ".join(argv[:1] + argv[2:])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_tiny_run_and_powerloss_live_output_fits(tmp_path, width, capsys, monkeypatch):
+    """What run prints as it finishes (its gates' lines and the saved files' line too), in
+    process: one round of a few samples; and the smallest powerloss. (audit's and crash's
+    live output is the slow test's alone: seconds each.)"""
+    target = tmp_path / "target"
+    target.mkdir()
+    argv = (
+        "run", target, "--samples", "5", "--rounds", "1", "--warmup", "1", "--no-primitives",
+        "--journal-mode", "wal,truncate", "--synchronous", "normal,full",
+        *this_platform.ONE_FULLFSYNC, "--vs", f"{WAL_FULL},{TRUNCATE_FULL}",
+        "--max-p99", "1us", "--no-history", "--report-dir", tmp_path / "r",
+    )  # fmt: skip
+    text = _shown(capsys, monkeypatch, width, *argv)
+    assert "Report written" in text and _long_lines(text, width) == []
+    if width != min(WIDTHS):  # the narrowest is enough for the powerloss (it renders a page)
+        return
+    argv = (
+        "powerloss", target, "--journal-mode", "wal", "--synchronous", "full", "--model",
+        "synced-only", "--commits", "2", "--quiet", "--report-dir", tmp_path / "r",
+    )  # fmt: skip
+    text = _shown(capsys, monkeypatch, width, *argv)
+    assert "Report written" in text and _long_lines(text, width) == []
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_powercut_screens_fit_in_process(tmp_path, width, capsys, monkeypatch):
+    """The writer's status line on a terminal (every form, the longest configuration name,
+    large figures, the listener reachable or not), the listener's start, and show of a
+    verify report (pass and fail), at each width."""
+    from test_cli_conventions import _powercut_report
+
+    from fsyncbench.powercut.secret import ListenerSecret, ListenerStart, format_start
+    from fsyncbench.powercut.writer import WriterStatus, format_status
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    for config in ("wal/full", "wal/full/fullfsync", "truncate/extra/fullfsync"):
+        for connected in (True, False):
+            for scale in (1, 10**6):
+                s = WriterStatus(
+                    "a" * 32, config, 36.0 * scale, 92_028 * scale, 2_851.0 * scale,
+                    1_234_567.0, 98_765_432.0, 9_876_543_210.0, 92_023 * scale, connected,
+                )  # fmt: skip
+                line = format_status(s, width - 1)  # as the writer calls it on a terminal
+                assert len(line) <= width - 1 and _status_line(line), line
+    short = Path(tempfile.mkdtemp(prefix="pc", dir="/tmp" if os.path.isdir("/tmp") else None))
+    try:
+        secret = ListenerSecret(None, short / "state.db.secret", True)  # type: ignore[arg-type]
+        for bind in ("127.0.0.1", "0.0.0.0", "192.0.2.20"):
+            start = ListenerStart((bind if bind != "0.0.0.0" else "0.0.0.0", 5400), bind, secret)
+            text = format_start(start)
+            assert _long_lines(text, width) == [], bind
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+    for name, present in (("fail.json", [(1, 90)]), ("pass.json", [(1, 105)])):
+        path = _powercut_report(tmp_path, present=present, name=name)
+        for argv in (("show", path), ("show", path, "--verbose")):
+            text = _shown(capsys, monkeypatch, width, *argv)
+            assert _long_lines(text, width) == [], name
