@@ -333,9 +333,7 @@ def _cli_gate_fails_with_exit_1_and_the_reason(fsb, tmp_path, *rounds):
     assert "1 gate failure in 1 configuration checked" in proc.stdout
     report = next(out.glob("*.json"))  # the report is still written
     # show gates the saved report the same way; a generous p99 limit passes
-    shown = fsb(
-        "show", report, "--max-p99", "1ns", "--config", "write+fsync", "--accept-disturbed"
-    )
+    shown = fsb("show", report, "--max-p99", "1ns", "--config", "write+fsync", "--accept-disturbed")
     assert shown.returncode == 1 and "GATE FAILED [max-p99] write+fsync: p99" in shown.stdout
     ok = fsb("show", report, "--max-p99", "10s", "--accept-disturbed")
     assert ok.returncode == 0 and "Gates passed" in ok.stdout
