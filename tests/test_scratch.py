@@ -251,3 +251,24 @@ def test_a_live_runs_directory_is_left_alone_by_a_run_in_process(tmp_path, capsy
     assert code == 0, err
     assert f"another fsyncbench (pid {os.getpid()}) is working in {target}" in err
     assert theirs.is_dir() and leftovers(target) == [theirs.name]
+
+
+def test_ctrl_c_held_while_the_directory_is_made_still_removes_it(tmp_path, monkeypatch):
+    """Ctrl-C arriving while the directory is being made (sent to the process, as a terminal
+    does, while other threads run) is held back, then raised as the hold ends: the directory
+    must be removed then too, and the message say so."""
+    made = scratch.tempfile.mkdtemp
+
+    def mkdtemp_then_ctrl_c(*args, **kwargs):
+        path = made(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)  # pending: held until the owner record is in
+        return path
+
+    monkeypatch.setattr(scratch.tempfile, "mkdtemp", mkdtemp_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt) as caught, scratch.scratch_dir(tmp_path):
+        pytest.fail("the held Ctrl-C must end the run before it starts")
+    # raised as the hold ended, not where the signal came in
+    assert caught.traceback[-1].name != "mkdtemp_then_ctrl_c"
+    assert leftovers(tmp_path) == []
+    ours = {p: removed for p, removed in scratch._SCRATCH.items() if p.parent == tmp_path}
+    assert len(ours) == 1 and all(ours.values())  # what the error message says is true

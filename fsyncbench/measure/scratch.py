@@ -17,6 +17,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,32 +41,43 @@ def scratch_dir(target: Path) -> Iterator[Path]:
     record, removed on exit (also on error and KeyboardInterrupt). Raises FsyncbenchError if
     it cannot be made. Every directory made is recorded with whether its removal worked
     (:func:`scratch_cleanup`), so an error message can say what is true."""
-    with _signals_held():  # Ctrl-C must not land between making it and owning it
-        try:
-            path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=target))
-        except OSError as exc:
-            raise FsyncbenchError(
-                f"cannot create a working directory in {target}: {exc.strerror}"
-            ) from exc
-        _SCRATCH[path] = False
-        parent_fd = _open_dir(target)
-        with contextlib.suppress(OSError):
-            (path / OWNER_FILE).write_text(json.dumps(owner_record()))
+    path: Path | None = None
+    parent_fd: int | None = None
     try:
+        # Ctrl-C must not land between making it and owning it; one that came meanwhile is
+        # raised as the signals are let through again, inside this try, so it is removed
+        with _signals_held():
+            try:
+                path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=target))
+            except OSError as exc:
+                raise FsyncbenchError(
+                    f"cannot create a working directory in {target}: {exc.strerror}"
+                ) from exc
+            _SCRATCH[path] = False
+            parent_fd = _open_dir(target)
+            with contextlib.suppress(OSError):
+                (path / OWNER_FILE).write_text(json.dumps(owner_record()))
         yield path
     finally:
-        with _signals_held():  # nor in the middle of removing it
-            where = _current_path(path, parent_fd)
-            # where it was made and not followed: removed with the target, or still in it where
-            # the target was moved (then it is not removed, and the message must not say so)
-            lost = _moved_away(where, parent_fd)
-            shutil.rmtree(where, ignore_errors=True)
-            _SCRATCH[path] = _gone(where) and not lost
-            if where != path and not _SCRATCH[path]:
-                _SCRATCH.pop(path)
-                _SCRATCH[where] = False
-            if parent_fd is not None:
-                os.close(parent_fd)
+        if path is not None:
+            with _signals_held():  # nor in the middle of removing it
+                _remove(path, parent_fd)
+
+
+def _remove(path: Path, parent_fd: int | None) -> None:
+    """Remove the working directory ``path`` (made in the directory ``parent_fd`` names)
+    and record in :data:`_SCRATCH` whether that worked; closes ``parent_fd``."""
+    where = _current_path(path, parent_fd)
+    # where it was made and not followed: removed with the target, or still in it where
+    # the target was moved (then it is not removed, and the message must not say so)
+    lost = _moved_away(where, parent_fd)
+    shutil.rmtree(where, ignore_errors=True)
+    _SCRATCH[path] = _gone(where) and not lost
+    if where != path and not _SCRATCH[path]:
+        _SCRATCH.pop(path)
+        _SCRATCH[where] = False
+    if parent_fd is not None:
+        os.close(parent_fd)
 
 
 #: Signals a terminal or supervisor sends to end a run (they raise KeyboardInterrupt here).
@@ -76,17 +88,28 @@ STOP_SIGNALS = frozenset(
 
 @contextlib.contextmanager
 def _signals_held() -> Iterator[None]:
-    """Hold back the stop signals for a few system calls (they are delivered right after),
-    so a working directory is never made without an owner record or left half removed.
-    Where the platform cannot block signals (Windows), nothing is held."""
-    if sys.platform == "win32":
+    """Hold back the stop signals for a few system calls, so a working directory is never
+    made without an owner record or left half removed: while held, a stop signal is only
+    noted; it is raised again, to the handler that was in place, as the block ends.
+
+    Done with Python-level handlers, not the thread's signal mask: a signal sent to the
+    process (Ctrl-C in a terminal, ``kill``) goes to any thread that does not block it, and
+    Python then runs its handler in the main thread anyway
+    (https://docs.python.org/3/library/signal.html#signals-and-threads). Handlers can only
+    be set in the main thread: elsewhere nothing is held (the main thread gets the signal
+    and its handler runs there)."""
+    if threading.current_thread() is not threading.main_thread():
         yield
-    else:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
-        try:
-            yield
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        return
+    noted: list[int] = []
+    old = {s: signal.signal(s, lambda signum, _frame: noted.append(signum)) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        if noted:
+            signal.raise_signal(noted[0])
 
 
 def _open_dir(target: Path) -> int | None:
