@@ -104,9 +104,12 @@ def test_run_records_device_flush_counters(disk_run):
     sync = this_platform.sync_name()
     fdatasync = next(r for r in report.results if r.primitive == sync and r.kind == "flush")
     # the counters are read around every slice, warmup included, so its syncs count too;
-    # each of the 8 rounds (processes) warms up (2) and re-warms each later slice (2 each)
+    # each of the 8 rounds (processes) warms up (2) and re-warms each later slice (2 each),
+    # at least once a slice: a warmup stops early at a share of the slice's budget (a busy
+    # machine's slow syncs)
     per_round = [fdatasync.slice_rounds.count(k) for k in range(8)]
-    assert fdatasync.warmup == sum(2 + (n - 1) * measure.RESUME_WARMUP for n in per_round)
+    full = sum(2 + (n - 1) * measure.RESUME_WARMUP for n in per_round)
+    assert sum(per_round) <= fdatasync.warmup <= full
     assert fdatasync.syncs_issued == 30 + fdatasync.warmup
     assert min(d.flushes for d in fdatasync.device_flushes) >= fdatasync.syncs_issued
 
