@@ -341,6 +341,15 @@ def test_other_platform_target_has_mount_only() -> None:
     assert facts.virtualization.virtualized is None
 
 
+def test_on_other_systems_a_backslash_is_part_of_a_name() -> None:
+    # a file named "data\\x" in / is on /, not on the mount at /data (POSIX names may hold
+    # a backslash; only Windows reads it as a separator, and it has its own module)
+    parts = [Part("/dev/ada0p2", "/", "ufs", "rw"), Part("/dev/ada1p1", "/data", "ufs", "rw")]
+    target = _other.storage_target("/data\\x", parts)
+    assert target.mount is not None and target.mount.mount_point == "/"
+    assert _other.storage_target("/data/x", parts).mount.mount_point == "/data"
+
+
 # --------------------------------------------------------------------------- firmlinks
 # macOS 10.15+ boots from a read-only system volume at / and keeps what users write on the
 # Data volume at /System/Volumes/Data, joined by firmlinks (/usr/share/firmlinks): a path

@@ -13,15 +13,14 @@ from typing import Any
 
 from fsyncbench.model import StorageTarget, Virtualization
 
-from ._common import PlatformFacts, backslashes_to_slashes, psutil_mount
+from ._common import PlatformFacts, psutil_mount
 
 
 def storage_target(target: str, partitions: Sequence[Any] | None = None) -> StorageTarget:
-    """The psutil mount holding ``target`` (longest prefix); no chain, no disks."""
+    """The psutil mount holding ``target`` (longest prefix); no chain, no disks. Paths are
+    POSIX paths here (Windows has its own module): a backslash is a character of a name."""
     path = os.path.realpath(target)
-    return StorageTarget(
-        path=path, mount=psutil_mount(path, partitions, normalise=backslashes_to_slashes)
-    )
+    return StorageTarget(path=path, mount=psutil_mount(path, partitions))
 
 
 def collect(target: str, partitions: Sequence[Any] | None = None) -> PlatformFacts:
