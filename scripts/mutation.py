@@ -46,7 +46,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TARGET_PCT = 90.0
 KILLED = {"killed", "timeout", "caught by type check", "segfault"}
 EQUIVALENT_FILE = ROOT / "scripts" / "mutation_equivalent.txt"
-RESULT = re.compile(r"^\s+(?P<name>[\w.ǁ]+)__mutmut_\d+: (?P<status>.+)$")
+RESULT = re.compile(r"^\s+(?P<mutant>(?P<name>[\w.ǁ]+)__mutmut_\d+): (?P<status>.+)$")
 
 
 def configured_modules() -> list[str]:
@@ -120,7 +120,7 @@ def main() -> int:
         if not m or module_of(m["name"]) not in by_module:
             continue
         status = m["status"]
-        if status == "survived" and m["name"] in equivalent:
+        if status == "survived" and m["mutant"] in equivalent:
             status = "equivalent"
         by_module[module_of(m["name"])][status] += 1
         if status == "survived":
