@@ -672,3 +672,45 @@ def test_a_smartraid_output_is_read_in_ssacli_words():
         )
         for sd in ("sdb", "sdc")
     ]
+
+
+# --------------------------------------------------------------------------- older hpacucli
+# hpacucli (before ssacli) wrote "Accelerator Ratio" for "Cache Ratio", "Array Accelerator"
+# for a logical drive's "Caching", and named cciss block devices /dev/cciss/c0d0 (under
+# /sys/block: cciss!c0d0). Edits of the P822 recording into those words.
+
+P822_OK = "ssacli_ctrl_all_show_config_detail_p822_capacitors_ok.txt"
+
+
+def test_hpacucli_accelerator_ratio_with_no_write_share_writes_through():
+    text = replaced(
+        fixture(P822_OK),
+        "Cache Ratio: 10% Read / 90% Write",
+        "Accelerator Ratio: 100% Read / 0% Write",
+    )
+    text = replaced(text, "Battery/Capacitor Count: 1", "Battery/Capacitor Count: 0")
+    text = replaced(text, "   Battery/Capacitor Status: OK\n", "")
+    (reading,) = parse_ssacli(text)
+    assert (reading.write_cache, reading.protection) == (WRITE_THROUGH, PROTECTION_FAILED)
+    # the same controller giving writes a share caches them
+    back = replaced(text, "100% Read / 0% Write", "75% Read / 25% Write")
+    assert parse_ssacli(back)[0].write_cache == WRITE_BACK
+
+
+def test_hpacucli_array_accelerator_disabled_writes_through_and_cciss_names_the_disk():
+    text = replaced(fixture(P822_OK), "Caching:  Enabled", "Array Accelerator: Disabled")
+    text = replaced(text, "Disk Name: /dev/sda", "Disk Name: /dev/cciss/c0d0")
+    (reading,) = parse_ssacli(text)
+    assert (reading.disk, reading.write_cache) == ("cciss!c0d0", WRITE_THROUGH)
+
+
+def test_a_logical_drive_without_a_disk_name_does_not_take_a_physical_drives():
+    # a drive exposed beside the array (HBA mode) prints its own Disk Name further down
+    text = replaced(fixture(P822_OK), "         Disk Name: /dev/sda\n", "")
+    text = replaced(
+        text,
+        "      physicaldrive 5I:1:1\n",
+        "      physicaldrive 5I:1:1\n         Disk Name: /dev/sdb\n",
+    )
+    (reading,) = parse_ssacli(text)
+    assert reading.disk is None

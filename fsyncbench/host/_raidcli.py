@@ -23,7 +23,9 @@ is on. Words the tools print and what they mean, with the source of each:
   Status`` (``OK``, ``Recharging``, ``Failed (Replace Batteries)``), ``Battery/Capacitor
   Count``, ``No-Battery Write Cache`` (``Enabled``: write back even without backup power),
   ``Drive Write Cache`` or ``Configured Drive Write Cache Policy``; per logical drive
-  ``Caching: Enabled`` and ``Disk Name: /dev/sdX``. HPE: drive write caches "are not
+  ``Caching: Enabled`` and ``Disk Name: /dev/sdX``; older hpacucli prints ``Accelerator
+  Ratio`` for ``Cache Ratio``, ``Array Accelerator`` for ``Caching`` and cciss names
+  (``/dev/cciss/c0d0``, the kernel's block device ``cciss!c0d0``). HPE: drive write caches "are not
   protected. If the server loses power ... unwritten data in the physical drives' write
   caches will be lost" (HP ISS Technology Update, Volume 9, Number 3, "Risks of enabling
   physical drive write cache",
@@ -87,8 +89,13 @@ def protection_of(state: str) -> str:
 
 
 def _disk_name(text: str) -> str | None:
+    """``/dev/sda`` -> ``sda``; ``/dev/cciss/c0d0`` -> ``cciss!c0d0`` (the block device's
+    name under /sys/block, where the kernel writes ``!`` for the ``/`` of a device path);
+    None for anything not under /dev/."""
     text = text.strip()
-    return text[len("/dev/") :] if text.startswith("/dev/") and len(text) > 5 else None
+    if not text.startswith("/dev/") or len(text) <= 5:
+        return None
+    return text[len("/dev/") :].replace("/", "!")
 
 
 def _key_values(lines: list[str], sep: str) -> dict[str, str]:
@@ -269,7 +276,7 @@ def _ssa_controller_reading(kv: dict[str, str]) -> tuple[str | None, str | None,
     elif count == "0" or kv.get("Cache Board Present", "").lower() == "false":
         prot, detail = PROTECTION_FAILED, "no battery or capacitor (Battery/Capacitor Count: 0)"
     cache_status = kv.get("Cache Status", "")
-    ratio = _WRITE_RATIO.search(kv.get("Cache Ratio", ""))
+    ratio = _WRITE_RATIO.search(kv.get("Cache Ratio") or kv.get("Accelerator Ratio") or "")
     write: str | None = None
     if kv.get("Cache Board Present", "").lower() == "false":
         write = WRITE_THROUGH
@@ -289,6 +296,15 @@ def _ssa_controller_reading(kv: dict[str, str]) -> tuple[str | None, str | None,
     return write, prot, detail, drive_cache
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _outdented(line: str, depth: int) -> bool:
+    """A non-blank ``line`` indented no deeper than ``depth`` spaces."""
+    return bool(line.strip()) and _indent(line) <= depth
+
+
 def parse_ssacli(text: str) -> list[CacheReading]:
     """Logical drives of ``ssacli ctrl all show config detail`` (module docstring): each
     with its controller's cache, backup power and drive caches; a logical drive whose
@@ -306,9 +322,14 @@ def parse_ssacli(text: str) -> list[CacheReading]:
         starts = [i for i, ln in enumerate(block) if _SSA_LD.match(ln)]
         for k, start in enumerate(starts):
             end = starts[k + 1] if k + 1 < len(starts) else len(block)
+            # its keys are indented under it: the next line as far out (the physical drives'
+            # sections, the next array) ends it
+            depth = _indent(block[start])
+            end = next((j for j in range(start + 1, end) if _outdented(block[j], depth)), end)
             ld = _key_values(block[start + 1 : end], ":")
             ld_write = write
-            if ld.get("Caching", "").lower() == "disabled":
+            caching = ld.get("Caching") or ld.get("Array Accelerator") or ""
+            if caching.lower() == "disabled":
                 ld_write = WRITE_THROUGH
             readings.append(
                 CacheReading(
