@@ -256,6 +256,32 @@ def test_a_loop_device_on_a_block_device_follows_the_device_not_devtmpfs(fake):
     assert [d.name for d in t.disks] == [sda.name]
 
 
+def test_a_loop_device_on_a_device_node_missing_from_sys_is_not_taken_for_ram(fake):
+    """losetup /dev/mapper/vg-lv where device-mapper's block device is not under /sys (a
+    stale node, a recording without it): the node is on devtmpfs, but the bytes are not in
+    RAM; the walk stops there and says so instead of finding devtmpfs's RAM medium."""
+    fake.sata_disk("sda", "8:0", 0)
+    fake.virtual("loop3", "7:3", backing_file="/dev/mapper/vg-lv")
+    fake.mountinfo(
+        line("0:5", "/dev", "devtmpfs", "udev", 10),
+        line("8:0", "/", "ext4", "/dev/sda", 20),
+        line("7:3", "/mnt", "ext4", "/dev/loop3", 40),
+    )
+    t = target(fake, "/mnt")
+    assert [layer.name for layer in t.layers] == ["/mnt", "loop3"]
+    assert stack.ram_media(t) == []
+    assert "/dev/mapper/vg-lv is a device node whose block device is not found" in t.layers[1].note
+    # a file on a RAM filesystem under /dev (not devtmpfs) is still in RAM
+    fake.virtual("loop4", "7:4", backing_file="/dev/shm/img")
+    fake.mountinfo(
+        line("0:5", "/dev", "devtmpfs", "udev", 10),
+        line("0:6", "/dev/shm", "tmpfs", "tmpfs", 11),
+        line("8:0", "/", "ext4", "/dev/sda", 20),
+        line("7:4", "/mnt", "ext4", "/dev/loop4", 40),
+    )
+    assert [m.name for m in stack.ram_media(target(fake, "/mnt"))] == ["/dev/shm"]
+
+
 def test_a_loop_device_claiming_write_through_drops_flushes(fake):
     fake.sata_disk("sda", "8:0", 0)
     fake.virtual("loop0", "7:0", write_cache="write through", backing_file="/img")

@@ -209,6 +209,14 @@ class _Walk:
         if blockdev is not None:  # losetup on a block device: follow the device itself
             self.block(blockdev, depth + 1)
             return
+        held_by = _mountinfo.find_mount(os.path.normpath(path), self.mounts)
+        if held_by is not None and held_by.fs_type == "devtmpfs":
+            # devtmpfs holds device nodes: one whose block device is not under /sys is no
+            # file in RAM (following it would find devtmpfs's RAM medium)
+            self._annotate(
+                layer, f"{path} is a device node whose block device is not found: not followed"
+            )
+            return
         identity = _loop_identity(name) if self.root == "/" else None
         if identity is None:
             if self.root == "/" and not os.path.exists(path):
