@@ -20,12 +20,14 @@ wall time.
 A survivor listed in ``scripts/mutation_equivalent.txt`` (one per line: the mutant's name,
 then why no test can tell it from the original) is counted as equivalent; any other survivor
 is unclassed: a test is missing, or the list is.
-``--survivors`` also prints each unclassed survivor's diff. mutmut keeps its results in ``mutants/``
-(git-ignored): a second run re-tests only mutants of functions whose code changed.
+``--survivors`` also prints each unclassed survivor's diff. mutmut keeps its results in
+``mutants/`` (git-ignored): a second run re-tests only mutants of functions whose code
+changed.
 
-On this 2-core VM a full run of the default modules takes about an hour when the machine is
-otherwise idle (README, development section, has the last result). Not part of CI. Exits 0 when every module
-meets the target and no survivor is unclassed, 1 otherwise, 2 when mutmut is missing or fails. Python >= 3.11 (tomllib).
+On this 2-core VM a full run of every configured module (about 21,000 mutants) takes several
+hours; host/ alone (4,463) took two (docs/development.md, "Mutation testing", has the last
+results). Not part of CI. Exits 0 when every module meets the target and no survivor is
+unclassed, 1 otherwise, 2 when mutmut is missing or fails. Python >= 3.11 (tomllib).
 """
 
 from __future__ import annotations
