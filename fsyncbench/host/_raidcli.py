@@ -273,8 +273,10 @@ def _ssa_controller_reading(kv: dict[str, str]) -> tuple[str | None, str | None,
     if status:
         prot = protection_of(status)
         detail = f"Battery/Capacitor Status: {status}" + (f" ({source})" if source else "")
-    elif count == "0" or kv.get("Cache Board Present", "").lower() == "false":
+    elif count == "0":
         prot, detail = PROTECTION_FAILED, "no battery or capacitor (Battery/Capacitor Count: 0)"
+    elif kv.get("Cache Board Present", "").lower() == "false":
+        prot, detail = PROTECTION_FAILED, "no cache module (Cache Board Present: False)"
     cache_status = kv.get("Cache Status", "")
     ratio = _WRITE_RATIO.search(kv.get("Cache Ratio") or kv.get("Accelerator Ratio") or "")
     write: str | None = None
