@@ -225,9 +225,7 @@ def compare(
         outputs.check()
     # a saved report's verdict as this version judges it (the fleet's verdict column)
     read = [r if isinstance(r, Report) else store.load_report(r) for r in items]
-    loaded = [
-        r if isinstance(r, Report) and r is items[i] else judged_now(r) for i, r in enumerate(read)
-    ]
+    loaded = [r if isinstance(item, Report) else judged_now(r) for r, item in zip(read, items)]
     rejudged = tuple(
         (label, f"{a.verdict.path_verdict} -> {b.verdict.path_verdict}")
         for a, b, label in zip(read, loaded, labels)
