@@ -219,3 +219,12 @@ def here(capsys):
         return subprocess.CompletedProcess(list(args), code, out, err)
 
     return run
+
+
+@pytest.fixture()
+def fake(tmp_path):
+    """An empty recorded root (``/proc``, ``/sys``) under ``tmp_path`` that a test fills:
+    ``test_host_linux.FakeRoot``, the Linux readers' tests' shared tree."""
+    from test_host_linux import FakeRoot
+
+    return FakeRoot(tmp_path / "root")

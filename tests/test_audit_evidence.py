@@ -258,11 +258,6 @@ class BumpingCounters:
         return now
 
 
-@pytest.fixture
-def fake(tmp_path: Path) -> FakeRoot:
-    return FakeRoot(tmp_path / "root")
-
-
 @pytest.mark.skipif(not LINUX, reason="raw syscalls are measured on Linux")
 @this_platform.linux_trees
 def test_md_raid_counts_the_least_flushed_leaf(fake, tmp_path):

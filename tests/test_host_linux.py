@@ -178,11 +178,6 @@ class FakeRoot:
         )
 
 
-@pytest.fixture
-def fake(tmp_path: Path) -> FakeRoot:
-    return FakeRoot(tmp_path / "root")
-
-
 def line(
     dev: str,
     mount_point: str,

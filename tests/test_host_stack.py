@@ -4,8 +4,6 @@ flush. Real stacks built on this machine are in test_real_stacks.py."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import this_platform
 from test_host_linux import FakeRoot, line
@@ -24,11 +22,6 @@ from fsyncbench.model import (
 
 #: Linux's host collector over recorded /proc and /sys trees (this_platform.linux_trees)
 pytestmark = this_platform.linux_trees
-
-
-@pytest.fixture
-def fake(tmp_path: Path) -> FakeRoot:
-    return FakeRoot(tmp_path / "root")
 
 
 def target(fake: FakeRoot, path: str):

@@ -57,11 +57,6 @@ needs_live_disk = pytest.mark.skipif(LIVE_DISK is None, reason="needs Linux with
 
 
 @pytest.fixture
-def fake(tmp_path: Path) -> FakeRoot:
-    return FakeRoot(tmp_path / "root")
-
-
-@pytest.fixture
 def ascii_locale():
     """The C locale's character set (ASCII) for the test: a host whose locale is not UTF-8
     (Python's open() without an encoding then decodes with it)."""

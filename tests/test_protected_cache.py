@@ -47,11 +47,6 @@ def fixture(name: str) -> str:
     return (RAID / name).read_text()
 
 
-@pytest.fixture
-def fake(tmp_path: Path) -> FakeRoot:
-    return FakeRoot(tmp_path / "root")
-
-
 def scsi_volume(
     fake: FakeRoot,
     name: str,

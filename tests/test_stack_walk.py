@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 import this_platform
 from test_host_linux import FakeRoot, line
+from test_host_stack import target
 
-from fsyncbench.host import _linux, _mountinfo, _stack, _sysblock
+from fsyncbench.host import _mountinfo, _stack, _sysblock
 from fsyncbench.judge import stack
 from fsyncbench.model import (
     FLUSH_DROPPED,
@@ -33,15 +34,6 @@ from fsyncbench.model import (
 
 #: Linux's host collector over /proc and /sys trees (this_platform.linux_trees)
 pytestmark = this_platform.linux_trees
-
-
-@pytest.fixture
-def fake(tmp_path: Path) -> FakeRoot:
-    return FakeRoot(tmp_path / "root")
-
-
-def target(fake: FakeRoot, path: str):
-    return _linux.storage_target(path, str(fake.root))
 
 
 def rows(layers):
