@@ -21,6 +21,7 @@ import sampled
 import this_platform
 from clitools import fsb, in_process
 from factories import host as fake_host
+from test_screen_width import Terminal
 
 from fsyncbench import cli
 from fsyncbench.model import Pragmas
@@ -844,27 +845,12 @@ def test_output_file_gets_exactly_what_stdout_shows_in_process(tmp_path, capsys,
         assert "|--" not in text
 
 
-class _Pty:
+class _Pty(Terminal):
     """A pseudo-terminal nobody sized, as this process's sys.stderr; what reached it."""
 
     def __init__(self) -> None:
-        import threading
-
-        self.master, slave = os.openpty()
-        self.stream = open(slave, "w", encoding="utf-8", closefd=True)
-        self.chunks: list[bytes] = []
-        self.thread = threading.Thread(target=self._read, daemon=True)
-        self.thread.start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                data = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            self.chunks.append(data)
+        super().__init__()
+        self.stream = open(self.slave, "w", encoding="utf-8", closefd=True)
 
     def seen(self) -> bytes:
         self.stream.close()  # the reader then gets EIO
