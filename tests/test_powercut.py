@@ -14,6 +14,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import clitools
@@ -466,16 +467,17 @@ BAD_LINES = [
 ]
 
 
-@pytest.mark.slow
-def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
-    replies = _exchange(listener.address, b"\n".join(BAD_LINES) + b"\n", listener.secret)
+def _refuses_malformed_and_oversized(address, secret, log: Callable[[], str]) -> None:
+    """Malformed lines, bad acks, oversized messages and one connection too many, each
+    refused with an error (``log()``: the listener's log so far), and the listener still
+    answering afterwards with none of the bad acks recorded."""
+    replies = _exchange(address, b"\n".join(BAD_LINES) + b"\n", secret)
     assert [r["type"] for r in replies] == ["error"] * len(BAD_LINES)
-    text = listener.text()
+    text = log()
     assert text.count("rejected message from") == len(BAD_LINES)
     assert "unsupported protocol version 1 (this fsyncbench speaks 2)" in text
     assert "without hello" in text
 
-    hello = json.dumps(HELLO).encode()
     bad_acks = [
         {"v": 2, "type": "ack", "run_id": RUN_A, "from": 5, "to": 4},
         {"v": 2, "type": "ack", "run_id": RUN_A, "from": 1, "to": 1 + protocol.MAX_ACK_SPAN},
@@ -484,8 +486,9 @@ def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
         {"v": 2, "type": "ack", "run_id": RUN_A, "from": 1, "to": 2**60},
         {"v": 2, "type": "ack", "run_id": RUN_B, "from": 1, "to": 1},  # another run
     ]
-    payload = hello + b"\n" + b"".join(json.dumps(m).encode() + b"\n" for m in bad_acks)
-    replies = _exchange(listener.address, payload, listener.secret)
+    payload = json.dumps(HELLO).encode() + b"\n"
+    payload += b"".join(json.dumps(m).encode() + b"\n" for m in bad_acks)
+    replies = _exchange(address, payload, secret)
     assert [r["type"] for r in replies] == ["welcome"] + ["error"] * len(bad_acks)
 
     # oversized: without a newline, and as one complete line; each closes its connection
@@ -493,23 +496,20 @@ def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
         b"x" * (3 * MAX_LINE_BYTES),
         b'{"v":2,"type":"ping","p":"' + b"y" * MAX_LINE_BYTES + b'"}\n',
     ):
-        with socket.create_connection(listener.address, timeout=10) as s:
+        with socket.create_connection(address, timeout=10) as s:
             s.sendall(blob)
             data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
+            while chunk := s.recv(65536):
                 data += chunk
         assert json.loads(data.splitlines()[-1])["error"].startswith("message too long")
-    assert listener.text().count("exceeds the 8192-byte limit") == 2
+    assert log().count("exceeds the 8192-byte limit") == 2
 
     # too many connections: the extra one is refused, the listener carries on
-    idle = [socket.create_connection(listener.address, timeout=10) for _ in range(MAX_CONNECTIONS)]
+    idle = [socket.create_connection(address, timeout=10) for _ in range(MAX_CONNECTIONS)]
     try:
         wait_for(
             lambda: (
-                (_try_exchange(listener.address, b"") or [])[0:1]
+                (_try_exchange(address, b"") or [])[0:1]
                 == [{"v": 2, "type": "error", "error": "too many connections"}]
             ),
             "a refused connection",
@@ -518,17 +518,16 @@ def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
         for s in idle:
             s.close()
 
+    pong = [{"v": 2, "type": "pong"}]
+    ping = b'{"v":2,"type":"ping"}\n'
+    assert wait_for(lambda: _try_exchange(address, ping, secret) == pong, "a pong")
+    assert protocol.fetch_run(address, secret, RUN_A)[1] == []  # no bad ack recorded
+
+
+@pytest.mark.slow
+def test_malformed_and_oversized_messages_do_not_crash_the_listener(listener):
+    _refuses_malformed_and_oversized(listener.address, listener.secret, listener.text)
     assert listener.proc.poll() is None
-    ok = wait_for(
-        lambda: (
-            _try_exchange(listener.address, b'{"v":2,"type":"ping"}\n', listener.secret)
-            == [{"v": 2, "type": "pong"}]
-        ),
-        "a pong",
-    )
-    assert ok
-    _info, acked = protocol.fetch_run(listener.address, listener.secret, RUN_A)
-    assert acked == []  # none of the bad acks was recorded
     assert "Traceback" not in listener.text()
 
 
@@ -1176,52 +1175,7 @@ def inproc(tmp_path):
 
 def test_malformed_and_oversized_messages_are_refused_in_process(inproc):
     server, lines = inproc
-    secret = server.secret
-    replies = _exchange(server.address, b"\n".join(BAD_LINES) + b"\n", secret)
-    assert [r["type"] for r in replies] == ["error"] * len(BAD_LINES)
-    text = "\n".join(lines)
-    assert text.count("rejected message from") == len(BAD_LINES)
-    assert "unsupported protocol version 1 (this fsyncbench speaks 2)" in text
-    assert "without hello" in text
-    bad_acks = [
-        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 5, "to": 4},
-        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 1, "to": 1 + protocol.MAX_ACK_SPAN},
-        {"v": 2, "type": "ack", "run_id": RUN_A, "from": True, "to": 1},
-        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 0, "to": 1},
-        {"v": 2, "type": "ack", "run_id": RUN_A, "from": 1, "to": 2**60},
-        {"v": 2, "type": "ack", "run_id": RUN_B, "from": 1, "to": 1},  # another run
-    ]
-    payload = json.dumps(HELLO).encode() + b"\n"
-    payload += b"".join(json.dumps(m).encode() + b"\n" for m in bad_acks)
-    replies = _exchange(server.address, payload, secret)
-    assert [r["type"] for r in replies] == ["welcome"] + ["error"] * len(bad_acks)
-    for blob in (
-        b"x" * (3 * MAX_LINE_BYTES),
-        b'{"v":2,"type":"ping","p":"' + b"y" * MAX_LINE_BYTES + b'"}\n',
-    ):
-        with socket.create_connection(server.address, timeout=10) as s:
-            s.sendall(blob)
-            data = b""
-            while chunk := s.recv(65536):
-                data += chunk
-        assert json.loads(data.splitlines()[-1])["error"].startswith("message too long")
-    assert "\n".join(lines).count("exceeds the 8192-byte limit") == 2
-    idle = [socket.create_connection(server.address, timeout=10) for _ in range(MAX_CONNECTIONS)]
-    try:
-        wait_for(
-            lambda: (
-                (_try_exchange(server.address, b"") or [])[0:1]
-                == [{"v": 2, "type": "error", "error": "too many connections"}]
-            ),
-            "a refused connection",
-        )
-    finally:
-        for s in idle:
-            s.close()
-    pong = [{"v": 2, "type": "pong"}]
-    ping = b'{"v":2,"type":"ping"}\n'
-    assert wait_for(lambda: _try_exchange(server.address, ping, secret) == pong, "a pong")
-    assert protocol.fetch_run(server.address, secret, RUN_A)[1] == []  # no bad ack recorded
+    _refuses_malformed_and_oversized(server.address, server.secret, lambda: "\n".join(lines))
 
 
 def test_a_live_run_cannot_be_claimed_or_added_to_by_another_connection(inproc):
