@@ -191,13 +191,9 @@ def test_delete_full_loses_the_last_commit_only_through_the_unsynced_unlink(tmp_
     assert _evaluate(tmp_path, fixed, "synced-only").worst_lost == 0
 
 
-@pytest.mark.slow
-def test_documented_promise_agrees_for_the_default_matrix(tmp_path):
-    configs = tuple(
-        Pragmas(j, s) for j in ("DELETE", "TRUNCATE", "WAL") for s in ("OFF", "NORMAL", "FULL")
-    )
-    result = run_matrix(tmp_path, PowerlossPlan(configs, commits=4))
-    assert [c.pragmas for c in result.configs] == list(configs)
+def _agreements(result) -> dict[tuple[str, str], tuple[str, int, int]]:
+    """(configuration, model) -> (agreement, worst lost, corrupt states) of a matrix whose
+    every cell agrees with the documented promise, each proven by the checker."""
     verdicts = {
         (c.pragmas.label, m.model): (c.agreement(m), m.worst_lost, m.corrupt_states)
         for c in result.configs
@@ -205,6 +201,17 @@ def test_documented_promise_agrees_for_the_default_matrix(tmp_path):
     }
     assert all(v[0] == "agrees" for v in verdicts.values()), verdicts
     assert all(m.checker_proven for c in result.configs for m in c.models)
+    return verdicts
+
+
+@pytest.mark.slow
+def test_documented_promise_agrees_for_the_default_matrix(tmp_path):
+    configs = tuple(
+        Pragmas(j, s) for j in ("DELETE", "TRUNCATE", "WAL") for s in ("OFF", "NORMAL", "FULL")
+    )
+    result = run_matrix(tmp_path, PowerlossPlan(configs, commits=4))
+    assert [c.pragmas for c in result.configs] == list(configs)
+    verdicts = _agreements(result)
     assert verdicts["wal/full", "synced-only"] == ("agrees", 0, 0)
     assert verdicts["wal/normal", "synced-only"] == ("agrees", 4, 0)
     assert verdicts["delete/full", "prefix"] == ("agrees", 1, 0)
@@ -225,13 +232,7 @@ def test_documented_promise_agrees_for_one_configuration_of_each_kind(tmp_path):
     plan = PowerlossPlan(configs, models=("synced-only",), semantics="linux", commits=2)
     result = run_matrix(tmp_path, plan)
     assert [c.pragmas for c in result.configs] == list(configs)
-    verdicts = {
-        (c.pragmas.label, m.model): (c.agreement(m), m.worst_lost, m.corrupt_states)
-        for c in result.configs
-        for m in c.models
-    }
-    assert all(v[0] == "agrees" for v in verdicts.values()), verdicts
-    assert all(m.checker_proven for c in result.configs for m in c.models)
+    verdicts = _agreements(result)
     assert verdicts["wal/full", "synced-only"] == ("agrees", 0, 0)
     assert verdicts["wal/normal", "synced-only"] == ("agrees", 2, 0)
     assert verdicts["delete/full", "synced-only"] == ("agrees", 1, 0)
