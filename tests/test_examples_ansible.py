@@ -183,7 +183,16 @@ class Play:
         return sorted((self.fleet / host).glob(f"*{suffix}"))
 
     def __repr__(self) -> str:  # shown by pytest when an assertion fails
-        return f"Play(rc={self.rc})\n--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+        # pytest shows the first lines only: what failed first, then everything
+        failed = [
+            line
+            for line in self.output.splitlines()
+            if line.startswith(("fatal:", "failed:", "ERROR!")) or "FAILED!" in line
+        ]
+        return (
+            f"Play(rc={self.rc}) failed: {' | '.join(failed)[:2000]}\n"
+            f"--- stdout\n{self.stdout}\n--- stderr\n{self.stderr}"
+        )
 
 
 @pytest.fixture(scope="module")
