@@ -265,8 +265,14 @@ def test_ctrl_c_held_while_the_directory_is_made_still_removes_it(tmp_path, monk
         return path
 
     monkeypatch.setattr(scratch.tempfile, "mkdtemp", mkdtemp_then_ctrl_c)
-    with pytest.raises(KeyboardInterrupt) as caught, scratch.scratch_dir(tmp_path):
-        pytest.fail("the held Ctrl-C must end the run before it starts")
+    # as in a terminal, whatever this process inherited (a job started in the background by
+    # a non-interactive shell ignores SIGINT: Python then installs no handler of its own)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught, scratch.scratch_dir(tmp_path):
+            pytest.fail("the held Ctrl-C must end the run before it starts")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     # raised as the hold ended, not where the signal came in
     assert caught.traceback[-1].name != "mkdtemp_then_ctrl_c"
     assert leftovers(tmp_path) == []
