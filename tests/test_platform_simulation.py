@@ -40,6 +40,7 @@ PLATFORM_DEPENDENT = [
     "tests/test_gates.py",
     "tests/test_headtohead.py",
     "tests/test_host_darwin.py",
+    "tests/test_host_readers.py",
     "tests/test_host_windows.py",
     "tests/test_lab_drive.py",
     "tests/test_powercut_cycle.py",
@@ -51,6 +52,7 @@ PLATFORM_DEPENDENT = [
     "tests/test_scratch.py",
     "tests/test_store.py",
     "tests/test_windows_imports.py",
+    "tests/test_windows_readers.py",
     "tests/test_workloads.py",
 ]
 
