@@ -148,17 +148,35 @@ def test_the_worst_of_several_backup_units_stands_for_the_controller():
     }
 
 
-def test_a_backup_power_table_not_in_the_model_and_state_layout_is_not_trusted():
-    """``/cN/cv show all`` prints Cachevault_Info as Property/Value rows: no State column to
-    read, so the backup power is not ready (never ok), and the detail names only the unit."""
-    text = (
-        "Controller = 0\nStatus = Success\n\nCachevault_Info :\n===============\n\n"
-        "--------------------\nProperty    Value\n--------------------\n"
-        "Type        CVPM02\nTemperature 28 C\nState       Optimal\n--------------------\n"
-    )
-    ((prot, detail),) = storcli_protection(text).values()
-    assert prot == PROTECTION_NOT_READY
-    assert detail.replace(",", " ").split() == ["CacheVault"]  # and an empty state per row
+CV_PROPERTIES = (
+    "Controller = 0\nStatus = Success\n\nCachevault_Info :\n===============\n\n"
+    "--------------------\nProperty    Value\n--------------------\n"
+    "Type        CVPM02\nTemperature 28 C\n{state}--------------------\n"
+)
+
+
+@pytest.mark.parametrize(
+    "state,expected",
+    [
+        ("Optimal", (PROTECTION_OK, "CacheVault CVPM02 Optimal")),
+        ("Failed", (PROTECTION_FAILED, "CacheVault CVPM02 Failed")),
+        ("Learning", (PROTECTION_NOT_READY, "CacheVault CVPM02 Learning")),
+    ],
+)
+def test_a_backup_power_table_of_property_value_rows_is_read_by_its_state_row(state, expected):
+    """``/cN/cv show all`` prints Cachevault_Info as Property/Value rows (``Type CVPM02``,
+    ``State Optimal``; layout recorded in Checkmk's test_storcli_cache_vault.py): the State
+    row is the unit's state, Type its model."""
+    text = CV_PROPERTIES.format(state=f"State       {state}\n")
+    assert storcli_protection(text) == {0: expected}
+
+
+def test_a_property_value_table_without_a_state_row_is_not_trusted():
+    """No State to read: the backup power is not ready (never ok), and the detail names only
+    the unit."""
+    assert storcli_protection(CV_PROPERTIES.format(state="")) == {
+        0: (PROTECTION_NOT_READY, "CacheVault CVPM02")
+    }
 
 
 def vd_table(controller: int, vd: int, code: str, *, cache_column: bool = True) -> str:

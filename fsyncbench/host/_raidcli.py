@@ -175,6 +175,19 @@ def _cache_code(code: str) -> str | None:
     return WRITE_THROUGH if m.group(0) == "WT" else WRITE_BACK
 
 
+def _property_rows(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A storcli table as rows by column header, also where it is printed as one
+    ``Property Value`` pair per line (``storcli /cx/cv show all`` prints its
+    ``Cachevault_Info`` so: ``Type CVPM02``, ``State Optimal``; recorded in Checkmk's
+    tests/unit/cmk/base/plugins/agent_based/test_storcli_cache_vault.py,
+    https://github.com/Checkmk/checkmk): then one row of those properties."""
+    if rows and set(rows[0]) == {"Property", "Value"}:
+        # the header splits a line in two at its first space: one-word property names
+        # (Type, Temperature, State) come out whole
+        return [{r["Property"]: r["Value"].strip() for r in rows}]
+    return rows
+
+
 def storcli_protection(text: str) -> dict[int, tuple[str | None, str]]:
     """Per storcli controller number: (``PROTECTION_*`` or None, the words read), from the
     ``Cachevault_Info``/``BBU_Info`` tables (``State``) or ``BBU = Absent`` of a ``/call show
@@ -184,12 +197,12 @@ def storcli_protection(text: str) -> dict[int, tuple[str | None, str]]:
         lines = section.splitlines()
         found: tuple[str | None, str] = (None, "")
         for title, what in (("Cachevault_Info", "CacheVault"), ("BBU_Info", "BBU")):
-            rows = _table(lines, title)
+            rows = _property_rows(_table(lines, title))
             if rows:
                 states = [r.get("State", "") for r in rows]
-                models = " ".join(r.get("Model", "") for r in rows).strip()
+                models = " ".join(r.get("Model", r.get("Type", "")) for r in rows).strip()
                 worst = sorted({protection_of(s) for s in states}, key=_PROTECTION_ORDER.index)[-1]
-                found = (worst, f"{what} {models} {', '.join(states)}".replace("  ", " "))
+                found = (worst, f"{what} {models} {', '.join(states)}".replace("  ", " ").strip())
                 break
         if found[0] is None:
             bbu = _key_values(lines, " = ").get("BBU", "")
