@@ -247,7 +247,13 @@ def compare(
             )
         loaded, labels = [r for r, _ in kept], [lb for _, lb in kept]
     if kind is not None or is_fleet:  # two files of two kinds: check_comparable names them
+        given = labels
         loaded, labels = _of_kind(loaded, labels, kind)
+        if len(loaded) < 2 and not is_fleet:
+            dropped = ", ".join(lb for lb in given if lb not in labels)
+            raise FsyncbenchError(
+                f"compare needs two reports of kind {kind}, and {dropped} is not one"
+            )
     duplicates: list[tuple[str, str]] = []
     if is_fleet:
         loaded, labels, duplicates = _once(loaded, labels)
