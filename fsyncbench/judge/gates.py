@@ -183,7 +183,7 @@ def review(
             )
     if max_p99_ns is not None:
         for p in report.writers:
-            if names and p.requested.label not in names:
+            if names and p.requested.label.lower() not in {n.lower() for n in names}:
                 continue
             if p.activity is not None and p.activity.disturbed and not accept_disturbed:
                 untold.append(
