@@ -4,6 +4,7 @@ sets, the report and bad input."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -26,6 +27,7 @@ from fsyncbench.model import (
     Interval,
     Pragmas,
     Result,
+    RoundActivity,
     Summary,
     WriterLane,
     WritersPoint,
@@ -321,6 +323,46 @@ def test_the_bound_one_sync_per_commit_sets_fires_only_beyond_it(rate, sync_p50_
     assert f.evidence["bound_commits_per_s"] == pytest.approx(1e6 / sync_p50_us, rel=1e-3)
 
 
+#: A round (or a writers point) other processes disturbed: their flushes on the disk.
+FLUSHED = RoundActivity(
+    round=1, device="vda", device_flushes=1_000, other_flushes=400.0, disturbed=("disk",)
+)
+
+
+@pytest.mark.parametrize("where", ["point", "rounds"])
+def test_beyond_the_bound_on_a_disturbed_machine_cannot_tell(where):
+    """A flush waits for what other processes wrote: the primitive timed in disturbed rounds,
+    or commits counted while the machine was disturbed, are no bound on each other (seen on
+    this VM: fdatasync p50 3.7 ms in the rounds, one writer at 1,086/s, 4x the bound)."""
+    point = _point(17_000)
+    if where == "point":
+        point = dataclasses.replace(point, activity=FLUSHED)
+    rounds = (FLUSHED, RoundActivity(round=2)) if where == "rounds" else ()
+    f = writers_rules.sync_bound(point, [_flush("fdatasync", 90_000)], rounds)
+    assert f is not None and (f.code, f.level) == ("writers-bound-untold", INFO)
+    assert "1.5x the 11,111/s that one fdatasync of p50 90 us per commit allows, but " in (
+        f.message
+    )
+    assert "the machine was disturbed (other processes flushed vda about 400 times" in f.message
+    assert f.evidence["disturbed"] is True
+
+
+def test_a_disturbed_machine_changes_neither_a_rate_within_the_bound_nor_a_sync_of_no_device():
+    """Disturbance slows a flush down: it explains commits beyond the bound, never a rate
+    within it nor a sync faster than any device (those keep their codes)."""
+    busy = dataclasses.replace(_point(6_000), activity=FLUSHED)
+    assert writers_rules.sync_bound(busy, [_flush("fdatasync", 90_000)], (FLUSHED,)).code == (
+        "writers-within-sync-bound"
+    )
+    fast = dataclasses.replace(_point(37_000), activity=FLUSHED)
+    f = writers_rules.sync_bound(fast, [_flush("fdatasync", 1_200)], (FLUSHED,))
+    assert (f.code, f.level) == ("writers-sync-reaches-no-device", RISK)
+    # a retaken round's disturbed attempt is not the one whose samples were kept
+    retaken = (dataclasses.replace(FLUSHED, kept=False), RoundActivity(round=1, attempt=2))
+    f = writers_rules.sync_bound(_point(17_000), [_flush("fdatasync", 90_000)], retaken)
+    assert (f.code, f.level) == ("writers-beyond-sync-bound", RISK)
+
+
 def test_no_bound_without_a_per_commit_sync_or_without_the_primitive():
     normal = Pragmas("WAL", "NORMAL")
     assert (
@@ -505,7 +547,7 @@ def _bound_codes(report_json: str) -> set[str]:
     rep = report_from_json(report_json)
     return {
         f.code
-        for f in (writers_rules.sync_bound(p, rep.results) for p in rep.writers)
+        for f in (writers_rules.sync_bound(p, rep.results, rep.activity) for p in rep.writers)
         if f is not None
     }
 
@@ -523,7 +565,10 @@ def test_on_this_disk_the_writers_stay_within_the_bound(tmp_path):
         fs = mount.fs_type if mount is not None else ""
         if fs in ("tmpfs", "ramfs"):
             pytest.skip(f"{target} is on {fs}, not a disk")
-        assert _bound_codes(_cli_run(target)) == {"writers-within-sync-bound"}
+        # never beyond the bound: within it, or, on a machine disturbed while it ran (a
+        # shared runner), cannot tell
+        codes = _bound_codes(_cli_run(target))
+        assert codes and codes <= {"writers-within-sync-bound", "writers-bound-untold"}, codes
     finally:
         shutil.rmtree(target, ignore_errors=True)
 
@@ -784,10 +829,15 @@ def test_a_cpu_burner_beside_the_writers_disturbs_the_point_and_is_named(tmp_pat
     assert a is not None and a.cpu_other_pct is not None
     # one of this machine's CPUs burnt by another process the whole time
     assert a.cpu_other_pct >= 25 and "cpu" in a.disturbed, a
-    assert any(p.pid == burner.pid for p in a.processes), a.processes
     text = machine_text([point])
     assert text.startswith("Disturbed while 1 of 1 points ran (wal/full x1): other processes ")
-    assert f"pid {burner.pid}" in text
+    # the two busiest are named: the burner, unless busier ones took both places (a loaded
+    # machine: seen beside a mutation run)
+    ranked = [p.pid for p in sorted(a.processes, key=lambda p: -p.cpu_s)]
+    if burner.pid in ranked[:2]:
+        assert f"pid {burner.pid}" in text
+    else:
+        assert len(ranked) >= 2 and all(f"pid {pid}" in text for pid in ranked[:2]), text
 
 
 def test_a_process_fsyncing_on_the_same_disk_disturbs_the_point(tmp_path):

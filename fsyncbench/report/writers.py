@@ -146,7 +146,9 @@ def config_paragraph(
     starved = _starved_text(points)
     if starved:
         sentences.append(starved)
-    risks = [f for f in (sync_bound(p, report.results) for p in points) if f is not None]
+    risks = [
+        f for f in (sync_bound(p, report.results, report.activity) for p in points) if f is not None
+    ]
     flagged = [f for f in risks if f.level == RISK]
     if flagged:
         sentences.append(flagged[0].message + " " + flagged[0].advice)
