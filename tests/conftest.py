@@ -228,3 +228,16 @@ def fake(tmp_path):
     from test_host_linux import FakeRoot
 
     return FakeRoot(tmp_path / "root")
+
+
+@pytest.fixture()
+def journal_db():
+    """An in-memory SQLite database with the step journal's schema (autocommit)."""
+    import sqlite3
+
+    from fsyncbench.measure.workloads import SCHEMA
+
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    conn.execute(SCHEMA)
+    yield conn
+    conn.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from fsyncbench.measure import stats
 from fsyncbench.model import (
     BlockDevice,
@@ -9,7 +11,10 @@ from fsyncbench.model import (
     Host,
     Mount,
     Pragmas,
+    ProcessActivity,
+    Report,
     Result,
+    RoundActivity,
     StorageTarget,
     Summary,
     Virtualization,
@@ -115,3 +120,26 @@ def commit(
     p = Pragmas(mode, sync, fullfsync)
     prim = "none" if sync == "OFF" else primitive
     return _result("commit", p.label, prim, p50_ns, requested=p, effective=p, payload_bytes=512)
+
+
+#: fio writing beside a run (pid 812, 0.4 CPU seconds, 80 MiB written).
+FIO = ProcessActivity(812, "fio", 0.4, 80 << 20)
+
+
+def disturbed_by_fio(rep: Report) -> Report:
+    """``rep`` as if its 3 rounds all stayed disturbed by fio's flushes on vda (4,000 of
+    10,000), with a retake budget of 10 s spent."""
+    rounds = tuple(
+        RoundActivity(
+            round=k,
+            elapsed_ns=4_000_000_000,
+            device="vda",
+            device_flushes=10_000,
+            other_flushes=4000.0,
+            cpu_wait_pct=0.5,
+            processes=(FIO,),
+            disturbed=("disk",),
+        )
+        for k in range(1, 4)
+    )
+    return dataclasses.replace(rep, activity=rounds, retake_budget_s=10.0)

@@ -16,7 +16,7 @@ import math
 
 import pytest
 import sampled
-from factories import _result, summary_at
+from factories import _result, disturbed_by_fio, summary_at
 
 from fsyncbench import api
 from fsyncbench.api import comparing
@@ -27,8 +27,6 @@ from fsyncbench.model import (
     EarlierRun,
     Interval,
     Pragmas,
-    ProcessActivity,
-    RoundActivity,
     WriterLane,
     WritersPoint,
 )
@@ -544,29 +542,12 @@ def test_the_lines_at_the_boundaries_of_their_wording():
 
 # --------------------------------------------------------------------------- disturbed runs
 
-FIO = ProcessActivity(812, "fio", 0.4, 80 << 20)
-
-
-def _disturbed(rep):
-    loud = dict(
-        elapsed_ns=4_000_000_000,
-        device="vda",
-        device_flushes=10_000,
-        other_flushes=4000.0,
-        cpu_wait_pct=0.5,
-        processes=(FIO,),
-        disturbed=("disk",),
-    )
-    rounds = tuple(RoundActivity(round=k, **loud) for k in range(1, 4))
-    return dataclasses.replace(rep, activity=rounds, retake_budget_s=10.0)
-
-
 STAYED = "stayed disturbed in 3 of 3 rounds"
 
 
 def test_a_disturbed_candidate_that_is_slower_cannot_tell_unless_accepted():
     a = report(config("wal/full", 100.0, 0.03))
-    b = _disturbed(report(config("wal/full", 150.0, 0.03), at=LATE))
+    b = disturbed_by_fio(report(config("wal/full", 150.0, 0.03), at=LATE))
     c = api.compare([a, b], fail_on_regression=20)
     assert c.regressions == ()
     (reason,) = {s.reason for s in c.gate.statistics}
@@ -583,7 +564,7 @@ def test_a_disturbed_candidate_that_is_slower_cannot_tell_unless_accepted():
 
 
 def test_a_disturbed_baseline_shows_no_candidate_as_fast_unless_accepted():
-    a = _disturbed(report(config("wal/full", 100.0, 0.02)))
+    a = disturbed_by_fio(report(config("wal/full", 100.0, 0.02)))
     b = report(config("wal/full", 100.0, 0.02), at=LATE)
     c = api.compare([a, b], fail_on_regression=20)
     assert {s.outcome for s in c.gate.statistics} == {regression.CANNOT_TELL}
@@ -600,7 +581,7 @@ def test_a_disturbed_baseline_shows_no_candidate_as_fast_unless_accepted():
         f"Judged although disturbed (--accept-disturbed): {label(a)} {phrase}.",
     )
     # both disturbed, both accepted: each named, the baseline first
-    both = _disturbed(b)
+    both = disturbed_by_fio(b)
     c2 = api.compare([a, both], fail_on_regression=20, accept_disturbed=True)
     assert c2.lines[-1] == (
         f"Judged although disturbed (--accept-disturbed): {label(a)} {phrase}; "

@@ -13,7 +13,6 @@ import pytest
 from fsyncbench import crash
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.jsonable import from_jsonable, to_jsonable
-from fsyncbench.measure.workloads import SCHEMA
 
 needs_fork = pytest.mark.skipif(
     not hasattr(os, "fork") or not hasattr(signal, "SIGKILL"), reason="needs os.fork and SIGKILL"
@@ -172,14 +171,6 @@ def test_reordered_steps_after_a_crash_stop_with_nondeterminism(tmp_path: Path) 
 
 def _journal(conn: sqlite3.Connection, run_id: str = "r1", **kw: object) -> crash.Journal:
     return crash.Journal(conn, run_id, **kw)  # type: ignore[arg-type]
-
-
-@pytest.fixture()
-def journal_db() -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    conn.execute(SCHEMA)
-    yield conn
-    conn.close()
 
 
 def test_journal_replays_recorded_output_without_calling_again(

@@ -30,17 +30,8 @@ from fsyncbench.crash.results import (
     model_call_tokens,
     policy_row,
 )
-from fsyncbench.measure.workloads import SCHEMA
 from fsyncbench.model import Pragmas
 from fsyncbench.powerloss.rebase import read_ops
-
-
-@pytest.fixture()
-def journal_db() -> sqlite3.Connection:
-    conn = sqlite3.connect(":memory:", isolation_level=None)
-    conn.execute(SCHEMA)
-    yield conn
-    conn.close()
 
 
 def _windows() -> tuple[list[tuple[int, str]], object]:

@@ -18,13 +18,12 @@ import math
 import pytest
 import reference
 import sampled
-from factories import host
+from factories import disturbed_by_fio, host
 from scipy.stats import t as student_t
 
 from fsyncbench import api
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.measure import between
-from fsyncbench.model import ProcessActivity, RoundActivity
 from fsyncbench.options import Gates
 from fsyncbench.report import regression
 from fsyncbench.report.compare import ConfigComparison, PairComparison, QuantileComparison
@@ -396,26 +395,8 @@ def test_the_api_gate_looks_only_at_the_configurations_named():
         ]
 
 
-def _disturbed(rep):
-    fio = ProcessActivity(812, "fio", 0.4, 80 << 20)
-    rounds = tuple(
-        RoundActivity(
-            round=k,
-            elapsed_ns=4_000_000_000,
-            device="vda",
-            device_flushes=10_000,
-            other_flushes=4000.0,
-            cpu_wait_pct=0.5,
-            processes=(fio,),
-            disturbed=("disk",),
-        )
-        for k in range(1, 4)
-    )
-    return dataclasses.replace(rep, activity=rounds, retake_budget_s=10.0)
-
-
 def test_the_api_gate_judges_a_disturbed_run_only_when_accepted():
-    rep = _disturbed(sampled.report(n=200))
+    rep = disturbed_by_fio(sampled.report(n=200))
     told = api.gate(rep, Gates.parse("1ns"))
     assert told.failures == () and len(told.cannot_tell) == 1
     assert told.cannot_tell[0].startswith("--max-p99 1 ns: cannot tell: 3 of 3 rounds stayed")
