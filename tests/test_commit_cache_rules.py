@@ -367,7 +367,47 @@ UNVERIFIED_ADVICE = (
                 protection=PROTECTION_NOT_READY,
                 protection_detail="Capacitor Charging",
             ),
+            "its backup power is not ready (Capacitor Charging), but the volume's write policy "
+            "was not read",
+            MEASURED,
+        ),
+        (
+            RaidController(
+                "hpsa",
+                "HPE Smart Array",
+                host="host1",
+                has_cache=True,
+                write_cache="write back",
+                protection=PROTECTION_NOT_READY,
+                protection_detail="Capacitor Charging",
+            ),
             "its backup power is not ready (Capacitor Charging)",
+            MEASURED,
+        ),
+        # a backup power read as ready (or failed) is not called "not ready": what was not
+        # read is the volume's write policy
+        (
+            RaidController(
+                "hpsa",
+                "HPE Smart Array",
+                host="host1",
+                protection=PROTECTION_OK,
+                protection_detail="Capacitor OK",
+            ),
+            "its backup power reads ready (Capacitor OK), but the volume's write policy was "
+            "not read",
+            MEASURED,
+        ),
+        (
+            RaidController(
+                "hpsa",
+                "HPE Smart Array",
+                host="host1",
+                protection=PROTECTION_FAILED,
+                protection_detail="Capacitor Failed",
+            ),
+            "its backup power has failed (Capacitor Failed), but the volume's write policy was "
+            "not read",
             MEASURED,
         ),
         # named by the volume's model string alone (a stored report, macOS, Windows): inferred

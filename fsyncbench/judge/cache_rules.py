@@ -42,6 +42,7 @@ from fsyncbench.model import (
     INFO,
     MEASURED,
     PROTECTION_FAILED,
+    PROTECTION_OK,
     RISK,
     UNVERIFIABLE,
     VOLATILE_CACHE,
@@ -226,7 +227,10 @@ def rule_controller_cache(f: Facts, r: Result | None) -> tuple[str, Finding] | N
     if c.from_model_string and not c.read_by:
         why = "only the volume's model string names the controller"
     if c.protection is not None and c.protection_detail:
-        why = f"its backup power is not ready ({c.protection_detail})"
+        state = {PROTECTION_OK: "reads ready", PROTECTION_FAILED: "has failed"}
+        why = f"its backup power {state.get(c.protection, 'is not ready')} ({c.protection_detail})"
+        if c.write_cache is None:
+            why += ", but the volume's write policy was not read"
     return UNVERIFIABLE, Finding(
         "controller-cache-unverified",
         WARNING,
