@@ -1477,6 +1477,19 @@ def test_macos_plain_fsync_exact():
         )
     assert platform_rules.rule_macos_plain_fsync(_facts(h), full) is None
     assert platform_rules.rule_macos_plain_fsync(_facts(), r) is None
+    # SQLite's fallback where the volume refuses F_FULLFSYNC is a plain fsync too (it was
+    # judged on its latency alone: honest_flush at 2 ms on a write-back SSD)
+    fallback = flush("fsync (F_FULLFSYNC refused: ENOTSUP)", 2_000_000)
+    hit = platform_rules.rule_macos_plain_fsync(_facts(h), fallback)
+    assert (hit[0], hit[1].code, hit[1].source) == (
+        VOLATILE_CACHE,
+        "macos-fsync-stops-at-cache",
+        rule_facts.APPLE_FSYNC_DOC,
+    )
+    assert hit[1].message == (
+        "On macOS fsync (F_FULLFSYNC refused: ENOTSUP) returns once data reaches the drive's "
+        "volatile cache."
+    )
 
 
 # ---- VirtualBox

@@ -239,15 +239,18 @@ def rule_barriers_disabled(f: Facts, r: Result | None) -> tuple[str, Finding] | 
     )
 
 
+#: The macOS syncs that stop at the drive's cache (rule_macos_plain_fsync).
+PLAIN_MACOS_SYNCS = ("fsync", "F_BARRIERFSYNC", "O_DSYNC", "O_SYNC")
+
+
 def rule_macos_plain_fsync(f: Facts, r: Result | None) -> tuple[str, Finding] | None:
     """On macOS plain fsync, F_BARRIERFSYNC and O_DSYNC/O_SYNC writes return once data
     reaches the drive, whose cache is volatile (APPLE_FSYNC_DOC, APPLE_BARRIER_DOC: only
     F_FULLFSYNC asks the drive to flush). Platform semantics, inferred."""
-    if (
-        r is None
-        or f.host.os_name != "Darwin"
-        or r.primitive not in ("fsync", "F_BARRIERFSYNC", "O_DSYNC", "O_SYNC")
-    ):
+    # a commit's primitive may carry a note: "fsync (F_FULLFSYNC refused: ENOTSUP)" is SQLite's
+    # fallback to plain fsync on a volume that refuses F_FULLFSYNC
+    base = r.primitive.split(" (")[0] if r is not None else ""
+    if r is None or f.host.os_name != "Darwin" or base not in PLAIN_MACOS_SYNCS:
         return None
     full = next((x for x in _flush_results(f.results) if x.primitive == "F_FULLFSYNC"), None)
     return VOLATILE_CACHE, Finding(
@@ -264,7 +267,7 @@ def rule_macos_plain_fsync(f: Facts, r: Result | None) -> tuple[str, Finding] | 
             if full is None
             else round(full.summary.p50_ns / r.summary.p50_ns),
         },
-        APPLE_FSYNC_DOC if r.primitive == "fsync" else APPLE_BARRIER_DOC,
+        APPLE_FSYNC_DOC if base == "fsync" else APPLE_BARRIER_DOC,
         INFERRED,
     )
 
