@@ -182,8 +182,9 @@ def review(
                 )
             )
     if max_p99_ns is not None:
+        wanted = {n.lower() for n in names}  # matched as select() matches results
         for p in report.writers:
-            if names and p.requested.label.lower() not in {n.lower() for n in names}:
+            if wanted and p.requested.label.lower() not in wanted:
                 continue
             if p.activity is not None and p.activity.disturbed and not accept_disturbed:
                 untold.append(

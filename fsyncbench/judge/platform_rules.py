@@ -31,6 +31,7 @@ from fsyncbench.judge.rule_facts import (
     ZFS_SYNC_DOC,
     Facts,
     _all_ram,
+    _base_primitive,
     _chain,
     _comparison,
     _counter_ratio,
@@ -249,7 +250,7 @@ def rule_macos_plain_fsync(f: Facts, r: Result | None) -> tuple[str, Finding] | 
     F_FULLFSYNC asks the drive to flush). Platform semantics, inferred."""
     # a commit's primitive may carry a note: "fsync (F_FULLFSYNC refused: ENOTSUP)" is SQLite's
     # fallback to plain fsync on a volume that refuses F_FULLFSYNC
-    base = r.primitive.split(" (")[0] if r is not None else ""
+    base = _base_primitive(r.primitive) if r is not None else ""
     if r is None or f.host.os_name != "Darwin" or base not in PLAIN_MACOS_SYNCS:
         return None
     full = next((x for x in _flush_results(f.results) if x.primitive == "F_FULLFSYNC"), None)
