@@ -899,3 +899,22 @@ def test_max_p99_cannot_tell_from_a_disturbed_point_unless_accepted(run_report):
         rep, max_p99_ns=1, names=(FULL_NAME,), accept_disturbed=True
     )
     assert any(f.subject == point.name for f in failures) and not untold
+
+
+def test_the_writers_text_says_a_disturbed_point_beyond_its_bound_cannot_tell():
+    """The paragraph says what the check found: beyond the bound on a disturbed machine is
+    neither "within the bound" nor a risk (marked as a bad sign)."""
+    import sampled
+
+    from fsyncbench.report.writers import config_paragraph
+
+    point = dataclasses.replace(_point(17_000), activity=FLUSHED)
+    rep = dataclasses.replace(
+        sampled.report(n=200), results=(_flush("fdatasync", 90_000),), writers=(point,)
+    )
+    para = config_paragraph([point], rep)
+    assert "1.5x the 11,111/s that one fdatasync of p50 90 us per commit allows, but " in (
+        para.text
+    )
+    assert "cannot tell whether the commits skipped their syncs" in para.text
+    assert "Within the bound" not in para.text and para.tone == ""

@@ -26,6 +26,9 @@ from fsyncbench.model import INFO, MEASURED, RISK, Finding, Result, RoundActivit
 #: unsynced commit beats the bound by far more (a no-op sync costs ~1 us, a flush 100s).
 BOUND_SLACK = 1.5
 
+#: The code of a point beyond its bound while the machine was disturbed (cannot tell).
+UNTOLD_CODE = "writers-bound-untold"
+
 SOURCE = (
     "SQLite holds the write lock through each commit's sync and does not group commits "
     "(https://www.sqlite.org/lockingv3.html; https://www.sqlite.org/wal.html#concurrency)"
@@ -102,7 +105,7 @@ def sync_bound(
     disturbed += disturbance.stayed_disturbed(activity)
     if rate > BOUND_SLACK * bound and disturbed:
         return Finding(
-            "writers-bound-untold",
+            UNTOLD_CODE,
             INFO,
             point.name,
             f"{point.name}: {rate:,.0f} commits/s, {rate / bound:.2g}x the {bound:,.0f}/s "

@@ -13,7 +13,7 @@ from itertools import groupby
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.fmt import fmt_interval, fmt_ns
 from fsyncbench.judge.gates import parse_duration
-from fsyncbench.judge.writers_rules import sync_bound
+from fsyncbench.judge.writers_rules import UNTOLD_CODE, sync_bound
 from fsyncbench.measure import disturbance
 from fsyncbench.measure.concurrency import STARVED_SHARE, STARVED_WAIT_SHARE
 from fsyncbench.measure.workloads import per_commit_sync
@@ -149,9 +149,13 @@ def config_paragraph(
     risks = [
         f for f in (sync_bound(p, report.results, report.activity) for p in points) if f is not None
     ]
+    # a risk first, then a bound that cannot tell (beyond it on a disturbed machine): only
+    # without either are the points within it
     flagged = [f for f in risks if f.level == RISK]
-    if flagged:
-        sentences.append(flagged[0].message + " " + flagged[0].advice)
+    untold = [f for f in risks if f.code == UNTOLD_CODE]
+    if flagged or untold:
+        said = (flagged or untold)[0]
+        sentences.append(said.message + " " + said.advice)
     elif risks and per_commit_sync(first.primitive):
         top = max(points, key=lambda p: p.summary.commits_per_s)
         bound = risks[0].evidence.get("bound_commits_per_s")
