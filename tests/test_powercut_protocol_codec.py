@@ -293,3 +293,12 @@ def test_encode_takes_a_line_of_exactly_the_limit_and_refuses_one_byte_more():
 def test_encode_checks_the_message_like_an_incoming_one():
     with pytest.raises(ProtocolError, match=re.escape("ping: unknown field(s) 'x'")):
         encode("ping", x=1)
+
+
+def test_an_ipv6_listener_address_is_written_in_brackets_and_read_back():
+    assert protocol.format_address("::1", 7000) == "[::1]:7000"
+    assert protocol.format_address("fe80::1%eth0", 1) == "[fe80::1%eth0]:1"
+    assert protocol.format_address("192.0.2.7", 65535) == "192.0.2.7:65535"
+    assert protocol.format_address("listener.example", 9) == "listener.example:9"
+    for host, port in (("::1", 7000), ("192.0.2.7", 65535)):
+        assert protocol.parse_address(protocol.format_address(host, port)) == (host, port)
