@@ -370,3 +370,14 @@ def test_a_drawn_seed_is_a_non_negative_31_bit_integer():
     seeds = [make_plan(NOOP, NOOP, NOOP).seed for _ in range(100)]
     assert all(0 <= s < 2**31 for s in seeds)  # half of them would not, below 2**32
     assert len(set(seeds)) > 90
+
+
+def test_the_host_placeholder_note_wraps_under_the_same_indent(monkeypatch):
+    # a listener on every address ends with what HOST stands for: wrapped like every other
+    # paragraph (its continuation lines indented), never a bare word on a line of its own
+    monkeypatch.setenv("COLUMNS", "60")
+    lines = _start("0.0.0.0", "0.0.0.0").splitlines()
+    assert lines[-2:] == [
+        "(HOST: this machine's address on the network the writer is",
+        "  on)",
+    ]

@@ -231,7 +231,7 @@ def format_start(s: ListenerStart) -> str:
     out.append("and after the power cut and the reboot:")
     out += shell_lines(f"fsyncbench powercut verify --from {where}{option} DIR")
     if kind == "any":
-        out += wrap("(HOST: this machine's address on the network the writer is on)")
+        out += wrap("(HOST: this machine's address on the network the writer is on)", "", "  ")
     return "\n".join(out) + "\n"
 
 
