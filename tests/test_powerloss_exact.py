@@ -1,0 +1,299 @@
+"""Exact behaviour of the powerloss building blocks: the op log a recording process streams
+to disk (:class:`~fsyncbench.powerloss.rebase.OpStream`: emptied unless appending, private to
+its user, closed once), a trace's counts after the barrier and its WAL checkpoints (each run
+of database writes, whatever syncs sit inside it), and test6's per-item draw, one random
+byte with SQLite's odds (src/test6.c, writeListSync)."""
+
+from __future__ import annotations
+
+import os
+import random
+import stat
+
+from fsyncbench.model import Pragmas
+from fsyncbench.powerloss import models, rebase
+from fsyncbench.powerloss.models import crash_states
+from fsyncbench.powerloss.trace import Op, Trace
+
+# --- OpStream -------------------------------------------------------------------------
+
+
+def test_op_stream_empties_an_old_log_unless_asked_to_append(tmp_path):
+    log = tmp_path / "ops.bin"
+    first, second = Op("create", "a"), Op("ack", seq=7)
+    stream = rebase.OpStream(log)
+    assert stream.path == log
+    stream.write(first)
+    stream.close()
+    again = rebase.OpStream(log)  # a new run: the old ops are gone
+    again.write(second)
+    again.close()
+    assert rebase.read_ops(log) == [second]
+    more = rebase.OpStream(log, append=True)
+    more.write(first)
+    more.close()
+    assert rebase.read_ops(log) == [second, first]
+
+
+def test_op_stream_log_is_readable_by_its_owner_only(tmp_path):
+    log = tmp_path / "ops.bin"
+    rebase.OpStream(log).close()
+    assert stat.S_IMODE(os.stat(log).st_mode) == 0o600
+
+
+def test_op_stream_opens_where_there_is_no_o_cloexec(tmp_path, monkeypatch):
+    # Windows has no os.O_CLOEXEC (Python's os.open makes descriptors non-inheritable anyway,
+    # https://peps.python.org/pep-0446/): the stream must open and record without it
+    monkeypatch.delattr(rebase.os, "O_CLOEXEC", raising=False)
+    log = tmp_path / "ops.bin"
+    stream = rebase.OpStream(log)
+    stream.write(Op("barrier"))
+    stream.close()
+    assert rebase.read_ops(log) == [Op("barrier")]
+
+
+def test_op_stream_closes_its_descriptor_once_even_when_it_is_zero(tmp_path, monkeypatch):
+    closed: list[int] = []
+    monkeypatch.setattr(rebase.os, "close", closed.append)
+    monkeypatch.setattr(rebase.os, "open", lambda *a: 0)  # stdin was closed: fd 0 is free
+    stream = rebase.OpStream(tmp_path / "ops.bin")
+    stream.close()
+    stream.close()  # a second close closes nothing (not stdout, not someone else's fd)
+    assert closed == [0]
+
+
+def test_op_stream_second_close_touches_no_other_descriptor(tmp_path, monkeypatch):
+    stream = rebase.OpStream(tmp_path / "ops.bin")
+    stream.close()
+    closed: list[int] = []
+    monkeypatch.setattr(rebase.os, "close", closed.append)
+    stream.close()
+    assert closed == []
+
+
+# --- Trace counts and checkpoints -----------------------------------------------------
+
+
+def _trace(journal_mode: str, *ops: Op) -> Trace:
+    return Trace(
+        pragmas=Pragmas(journal_mode, "FULL"),
+        ops=ops,
+        roles=(("a", "main-db"), ("a-wal", "wal")),
+        db_name="a",
+        rows=(),
+        psow=False,
+        dirsync_modelled=True,
+        sqlite_version="test",
+    )
+
+
+SETUP = (Op("create", "a"), Op("sync", "a", flags=2), Op("write", "a", 0, b"x"), Op("barrier"))
+
+
+def test_count_takes_every_op_after_the_barrier_and_none_before():
+    trace = _trace("WAL", *SETUP, Op("write", "a", 0, b"y"), Op("sync", "a", flags=2))
+    assert trace.count("write") == 1  # the one right after the barrier, not the setup's
+    assert trace.count("sync") == 1
+    assert trace.count("barrier") == 0
+
+
+def test_checkpoints_are_zero_outside_wal_mode():
+    trace = _trace("DELETE", *SETUP, Op("write", "a", 0, b"y"), Op("ack", seq=1))
+    assert trace.checkpoints() == 0
+
+
+def test_checkpoint_right_after_the_barrier_counts_and_setup_writes_do_not():
+    trace = _trace("WAL", *SETUP, Op("write", "a", 0, b"y"), Op("ack", seq=1))
+    assert trace.checkpoints() == 1
+
+
+def test_checkpoint_of_truncations_only_counts():
+    trace = _trace("WAL", *SETUP, Op("truncate", "a", size_bytes=0), Op("ack", seq=1))
+    assert trace.checkpoints() == 1
+
+
+def test_checkpoint_run_spans_its_syncs_and_ends_at_a_wal_write():
+    trace = _trace(
+        "WAL",
+        *SETUP,
+        Op("write", "a-wal", 32, b"frame"),
+        Op("write", "a", 0, b"y"),  # checkpoint 1: writes, a sync, a truncation
+        Op("sync", "a", flags=2),
+        Op("dirsync"),
+        Op("truncate", "a", size_bytes=1),
+        Op("write", "a-wal", 0, b"header"),  # the WAL starts over: the run ends
+        Op("write", "a", 0, b"z"),  # checkpoint 2
+        Op("ack", seq=1),
+    )
+    assert trace.checkpoints() == 2
+
+
+def test_checkpoint_ends_at_a_create_delete_ack_or_wal_truncation():
+    ends = (Op("create", "b"), Op("delete", "b"), Op("ack", seq=1), Op("truncate", "a-wal"))
+    for between in ends:
+        trace = _trace("WAL", *SETUP, Op("write", "a", 0, b"y"), between, Op("write", "a", 0, b"z"))
+        assert trace.checkpoints() == 2, between
+
+
+def test_wal_restarts_count_each_wal_header_write_after_the_barrier_once():
+    trace = _trace(
+        "WAL",
+        Op("create", "a"),
+        Op("create", "a-wal"),
+        Op("write", "a-wal", 0, b"setup header"),  # before the barrier: not a restart
+        Op("barrier"),
+        Op("write", "a-wal", 0, b"header"),  # right after it: a restart
+        Op("write", "a-wal", 32, b"frame"),
+        Op("write", "a", 0, b"header of the db, not the wal"),
+        Op("ack", seq=1),
+    )
+    assert trace.wal_restarts() == 1
+
+
+# --- test6 draws ----------------------------------------------------------------------
+
+
+def _writelistsync(byte: int, truncation: bool) -> int:
+    """src/test6.c writeListSync: ``random &= 0x01`` when there is no buffer (a truncation);
+    trash when (random & 0x06) == 0x06, else left out when random & 0x01, else written."""
+    if truncation:
+        byte &= 0x01
+    if byte & 0x06 == 0x06:
+        return models._TRASHED
+    return models._LOST if byte & 0x01 else models._KEPT
+
+
+def test_test6_draws_one_random_byte_per_item_with_writelistsyncs_rule():
+    for seed in range(20):
+        for radix in (2, 3):
+            rng, ref = random.Random(seed), random.Random(seed)
+            got = [models._test6_action(rng, radix) for _ in range(50)]
+            want = [_writelistsync(ref.getrandbits(8), radix == 2) for _ in range(50)]
+            assert got == want, (seed, radix)
+
+
+def test_test6_sampled_truncations_are_kept_or_lost_never_trashed():
+    truncations = [Op("truncate", "a", size_bytes=i) for i in range(12, 0, -1)]
+    trace = _trace("WAL", *SETUP, *truncations, Op("ack", seq=1))
+    end = len(trace.ops)
+    drawn = [
+        s
+        for s in crash_states(trace, "test6", sector_bytes=4, max_states=64, samples=200, seed=5)
+        if s.point == end
+    ]
+    assert all(s.sampled for s in drawn)
+    letters = "".join(s.how.split("actions ")[1].split(" ")[0] for s in drawn[2:])
+    assert "T" not in letters
+    assert 0.4 < letters.count("K") / len(letters) < 0.6  # one bit: half kept, half lost
+
+
+def test_test6_trashes_the_sector_holding_a_writes_last_byte_each_with_its_own_garbage():
+    # the write [2, 5) overlaps sector [0, 4) and, by its last byte only, sector [4, 8)
+    trace = _trace("WAL", Op("create", "a"), Op("write", "a", 0, b"o" * 12), Op("barrier"))
+    trace = _trace("WAL", *trace.ops, Op("write", "a", 2, b"NNN"), Op("ack", seq=1))
+    end = len(trace.ops)
+    states = [s for s in crash_states(trace, "test6", sector_bytes=4) if s.point == end]
+    trashed = next(dict(s.files)["a"] for s in states if "actions T " in s.how)
+    assert trashed[8:] == b"oooo"  # the next sector is intact
+    first, second = trashed[:4], trashed[4:8]
+    assert first not in (b"oooo", b"ooNN") and second not in (b"oooo", b"Nooo")
+    assert first != second  # garbage seeded per sector, not one block repeated
+
+
+def _end_states(trace: Trace, model: str, **kw) -> dict[str, bytes]:
+    """label (``actions LT``, ``kept items 0x1``) -> file ``a`` after the last op."""
+    end = len(trace.ops)
+    return {
+        s.how.split(": ")[1].split(" of ")[0]: dict(s.files)["a"]
+        for s in crash_states(trace, model, **kw)
+        if s.point == end
+    }
+
+
+OLD12 = (Op("create", "a"), Op("write", "a", 0, b"o" * 12), Op("barrier"))
+
+
+def test_test6_trashed_sectors_rebuild_byte_for_byte_from_the_states_name():
+    # garbage for item k's j-th sector comes from random.Random("<seed>/<pragmas>/<model>/
+    # <point>/<label>/<k * 65536 + j>"): the seed and label a report prints rebuild it
+    trace = _trace("WAL", *OLD12, Op("write", "a", 0, b"A"), Op("write", "a", 5, b"BBBBB"))
+    states = _end_states(trace, "test6", sector_bytes=4)
+    name = f"0/{trace.pragmas.label}/test6/{len(trace.ops)}/actions LT"
+    want = b"".join(random.Random(f"{name}/{65536 + j}").randbytes(4) for j in range(2))
+    assert states["actions LT"] == b"oooo" + want
+    # an item after a trashed one is still applied
+    trace = _trace("WAL", *OLD12, Op("write", "a", 0, b"A"), Op("write", "a", 9, b"B"))
+    trashed_then_kept = _end_states(trace, "test6", sector_bytes=4)["actions TK"]
+    assert trashed_then_kept[4:] == b"oooooBoo" and trashed_then_kept[:4] != b"oooo"
+
+
+def test_torn_keeps_a_piece_without_spilling_into_a_lost_whole_sector():
+    # [2, 11) on 4-byte sectors: pieces [2, 4) (partial), [4, 8) (whole), [8, 11) (partial)
+    trace = _trace("WAL", *OLD12, Op("write", "a", 2, b"NNNNNNNNN"))
+    states = _end_states(trace, "torn", sector_bytes=4)
+    assert states["kept items 0x1"] == b"ooNN" + b"oooo" + bytes(4)
+    assert states["kept items 0x2"] == bytes(4) + b"NNNN" + bytes(4)
+    assert states["kept items 0x7"] == b"ooNNNNNNNNNo"
+
+
+def test_a_lost_append_past_the_end_does_not_grow_the_file():
+    trace = _trace("WAL", *OLD12, Op("write", "a", 13, b"NN"))  # sector [12, 16), past the end
+    for model in ("torn", "torn-garbage"):
+        states = _end_states(trace, model, sector_bytes=4)
+        assert states["kept items 0x0"] == b"o" * 12, model
+
+
+def test_torn_garbage_gives_each_destroyed_sector_its_own_bytes():
+    trace = _trace("WAL", *OLD12, Op("write", "a", 2, b"NNNNN"))  # [2, 4) and [4, 7): partial
+    lost = _end_states(trace, "torn-garbage", sector_bytes=4)["kept items 0x0"]
+    assert lost[8:] == b"oooo"
+    assert lost[:4] != lost[4:8]
+    assert b"oooo" not in (lost[:4], lost[4:8])
+
+
+def test_subset_labels_each_state_by_the_bit_of_every_kept_item():
+    trace = _trace("WAL", *OLD12, Op("write", "a", 0, b"A"), Op("write", "a", 1, b"B"))
+    states = _end_states(trace, "subset")
+    assert states == {
+        "kept items 0x0": b"oooooooooooo",
+        "kept items 0x1": b"Aooooooooooo",
+        "kept items 0x2": b"oBoooooooooo",
+        "kept items 0x3": b"ABoooooooooo",
+    }
+
+
+def test_op_describe_lines_name_each_kind_as_reports_print_them():
+    # flags: SQLITE_SYNC_NORMAL 2, FULL 3, DATAONLY 0x10 on top
+    # (https://www.sqlite.org/c3ref/c_sync_dataonly.html)
+    assert Op("write", "x.db-wal", 8272, b"w" * 24).describe() == "write x.db-wal @8272 +24 B"
+    assert Op("truncate", "x.db", size_bytes=3).describe() == "truncate x.db to 3 B"
+    assert Op("sync", "x.db", flags=3).describe() == "sync x.db (FULL)"
+    assert Op("sync", "x.db", flags=0x13).describe() == "sync x.db (FULL)"
+    assert Op("sync", "x.db", flags=2).describe() == "sync x.db (NORMAL)"
+    assert Op("sync", "x.db", flags=0x12).describe() == "sync x.db (NORMAL)"
+    assert Op("ack", seq=4).describe() == "commit 4 acknowledged"
+    assert Op("create", "x.db").describe() == "create x.db"
+    assert Op("dirsync").describe() == "dirsync"
+    assert Op("barrier").describe() == "barrier"
+
+
+def test_macos_full_fsync_of_one_file_leaves_later_changes_to_others_pending():
+    # F_FULLFSYNC flushes the drive cache; what another file did after it (never fsynced)
+    # stays pending and may or may not survive the next F_FULLFSYNC's cut
+    trace = _trace(
+        "WAL",
+        Op("create", "a"),
+        Op("create", "b"),
+        Op("barrier"),
+        Op("sync", "b", flags=3),
+        Op("write", "a", 0, b"X"),
+        Op("create", "c"),
+        Op("sync", "b", flags=3),
+    )
+    end = len(trace.ops)
+    states = [
+        dict(s.files) for s in crash_states(trace, "subset", semantics="macos") if s.point == end
+    ]
+    assert len(states) == 4
+    assert {"a": b"X", "b": b"", "c": b""} in states
+    assert {"a": b"", "b": b""} in states
