@@ -179,6 +179,13 @@ def test_a_property_value_table_without_a_state_row_is_not_trusted():
     }
 
 
+def test_a_property_value_table_without_a_type_row_reads_its_state_alone():
+    """No Type (nor Model) row: the unit is named by its kind and state, with no model and
+    no doubled space where the model would be."""
+    text = CV_PROPERTIES.format(state="State       Optimal\n").replace("Type        CVPM02\n", "")
+    assert storcli_protection(text) == {0: (PROTECTION_OK, "CacheVault Optimal")}
+
+
 def vd_table(controller: int, vd: int, code: str, *, cache_column: bool = True) -> str:
     """The ``/cN/vM :`` table of ``storcli /call/vall show all`` (recorded layout)."""
     header = "DG/VD TYPE  State Access Consist Cache Cac sCC       Size Name"
@@ -472,6 +479,19 @@ def test_each_logical_drive_reads_its_own_lines():
         (None, WRITE_BACK),
         ("sdd", WRITE_THROUGH),
     ]
+
+
+def test_a_logical_drive_without_lines_of_its_own_takes_none_of_the_next_section():
+    """A logical drive header followed at once by a physical drive as far out (its lines
+    trimmed away): the drive's Disk Name and Caching below are not the logical drive's."""
+    text = P822_HEAD + (
+        "   Array: A\n"
+        "      Logical Drive: 1\n"
+        "      physicaldrive 1I:1:1\n"
+        "         Disk Name: /dev/sdb\n"
+        "         Caching:  Disabled\n"
+    )
+    assert [(r.disk, r.write_cache) for r in parse_ssacli(text)] == [(None, WRITE_BACK)]
 
 
 # --------------------------------------------------------------------------- arcconf

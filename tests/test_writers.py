@@ -23,6 +23,7 @@ from fsyncbench.judge import writers_rules
 from fsyncbench.measure import concurrency, lanes, workloads, writers
 from fsyncbench.model import (
     INFO,
+    MEASURED,
     RISK,
     Interval,
     Pragmas,
@@ -345,6 +346,22 @@ def test_beyond_the_bound_on_a_disturbed_machine_cannot_tell(where):
     )
     assert "the machine was disturbed (other processes flushed vda about 400 times" in f.message
     assert f.evidence["disturbed"] is True
+
+
+def test_the_cannot_tell_finding_names_its_point_source_and_advice():
+    """The whole finding, beyond its words: the point it is about, the bound's source, how it
+    was established, and what to do; a rate exactly at 1.5x the bound is within it, disturbed
+    or not."""
+    point = dataclasses.replace(_point(17_000), activity=FLUSHED)
+    f = writers_rules.sync_bound(point, [_flush("fdatasync", 90_000)])
+    assert f is not None and f.code == writers_rules.UNTOLD_CODE
+    assert (f.subject, f.source, f.strength) == (point.name, writers_rules.SOURCE, MEASURED)
+    assert f.advice == (
+        "Run again on a quiet machine, or trace the commits' syncs (fsyncbench audit)."
+    )
+    at_slack = dataclasses.replace(_point(15_000), activity=FLUSHED)
+    f = writers_rules.sync_bound(at_slack, [_flush("fdatasync", 100_000)])
+    assert f is not None and f.code == "writers-within-sync-bound"
 
 
 def test_a_disturbed_machine_changes_neither_a_rate_within_the_bound_nor_a_sync_of_no_device():
