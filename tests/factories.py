@@ -6,12 +6,14 @@ import dataclasses
 
 from fsyncbench.measure import stats
 from fsyncbench.model import (
+    PROTECTION_OK,
     BlockDevice,
     FlushDelta,
     Host,
     Mount,
     Pragmas,
     ProcessActivity,
+    RaidController,
     Report,
     Result,
     RoundActivity,
@@ -143,3 +145,47 @@ def disturbed_by_fio(rep: Report) -> Report:
         for k in range(1, 4)
     )
     return dataclasses.replace(rep, activity=rounds, retake_budget_s=10.0)
+
+
+#: A MegaRAID controller whose write-back cache reads protected (CacheVault optimal).
+PROTECTED = RaidController(
+    "megaraid_sas",
+    "Broadcom/LSI MegaRAID (also Dell PERC, Intel RAID)",
+    host="host0",
+    tool="storcli64",
+    write_cache="write back",
+    protection=PROTECTION_OK,
+    protection_detail="CacheVault CVPM05 Optimal",
+    drive_cache="disabled",
+    read_by="storcli64 /call show all",
+)
+
+
+class ScriptedClock:
+    """Stands in for time.perf_counter_ns: only the workload's run() moves it, by the next
+    scripted duration, so every timed sample must equal exactly one scripted duration."""
+
+    def __init__(self):
+        self.now = 0
+
+    def __call__(self):
+        return self.now
+
+
+class ScriptedWorkload:
+    """Each run() (timed or not) advances the clock by the next scripted duration."""
+
+    def __init__(self, clock, durations):
+        self.clock = clock
+        self.durations = iter(durations)
+        self.prepared = []
+
+    def prepare(self, i):
+        self.prepared.append(i)
+        return i
+
+    def run(self, i):
+        self.clock.now += next(self.durations)
+
+    def close(self):
+        pass

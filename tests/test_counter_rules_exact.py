@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from factories import BARE, WB_SSD, flush, host, write
+from factories import BARE, PROTECTED, WB_SSD, flush, host, write
 
 from fsyncbench.judge import counter_rules, rule_facts
 from fsyncbench.model import (
     MEASURED,
-    PROTECTION_OK,
     RISK,
     VOLATILE_CACHE,
     BlockDevice,
@@ -98,18 +97,6 @@ def test_too_few_syncs_beside_a_counted_baseline_are_not_judged_on_counters():
     assert counter_rules.rule_flush_counters(_facts(h, [_baseline(10), few]), few) is None
 
 
-#: A MegaRAID controller whose write-back cache reads protected (CacheVault optimal).
-PROTECTED = RaidController(
-    "megaraid_sas",
-    "Broadcom/LSI MegaRAID (also Dell PERC, Intel RAID)",
-    host="host0",
-    tool="storcli64",
-    write_cache="write back",
-    protection=PROTECTION_OK,
-    protection_detail="CacheVault CVPM05 Optimal",
-    drive_cache="disabled",
-    read_by="storcli64 /call show all",
-)
 #: The same controller with its backup power not read.
 UNREAD = RaidController("megaraid_sas", "Broadcom/LSI MegaRAID (also Dell PERC, Intel RAID)")
 

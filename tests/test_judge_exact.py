@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from factories import BARE, WB_SSD, commit, flush, host, write
+from factories import BARE, PROTECTED, WB_SSD, commit, flush, host, write
 
 from fsyncbench.host import known
 from fsyncbench.judge import devices, engine, rule_facts
@@ -23,7 +23,6 @@ from fsyncbench.model import (
     INFERRED,
     MEASURED,
     NO_FLUSH,
-    PROTECTION_OK,
     VOLATILE_CACHE,
     BlockDevice,
     FlushDelta,
@@ -257,18 +256,6 @@ def test_rejudge_returns_the_host_completed_by_the_device_knowledge_table():
 
 # --------------------------------------------------------------------------- device classes
 
-#: A MegaRAID controller whose write-back cache reads protected (CacheVault optimal).
-PROTECTED = RaidController(
-    "megaraid_sas",
-    "Broadcom/LSI MegaRAID (also Dell PERC, Intel RAID)",
-    host="host0",
-    tool="storcli64",
-    write_cache="write back",
-    protection=PROTECTION_OK,
-    protection_detail="CacheVault CVPM05 Optimal",
-    drive_cache="disabled",
-    read_by="storcli64 /call show all",
-)
 PROTECTED_TEXT = (
     "the RAID controller's write-back cache has its backup power ready (CacheVault CVPM05 "
     "Optimal; read with storcli64 /call show all): read, not verified by a power cut"

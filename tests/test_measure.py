@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import reference
 from clitools import fsb
-from factories import _result, commit, flush, host, write
+from factories import ScriptedClock, ScriptedWorkload, _result, commit, flush, host, write
 
 from fsyncbench import api
 from fsyncbench import report as report_out
@@ -22,34 +22,6 @@ from fsyncbench.measure import timing as measure
 from fsyncbench.measure.plan import RunPlan
 from fsyncbench.model import Pragmas
 from fsyncbench.report import store
-
-
-class ScriptedClock:
-    """Stands in for time.perf_counter_ns: only the workload's run() moves it, by the next
-    scripted duration, so every timed sample must equal exactly one scripted duration."""
-
-    def __init__(self):
-        self.now = 0
-
-    def __call__(self):
-        return self.now
-
-
-class ScriptedWorkload:
-    def __init__(self, clock, durations):
-        self.clock = clock
-        self.durations = iter(durations)
-        self.prepared = []
-
-    def prepare(self, i):
-        self.prepared.append(i)
-        return i
-
-    def run(self, i):
-        self.clock.now += next(self.durations)
-
-    def close(self):
-        pass
 
 
 @pytest.fixture

@@ -13,38 +13,13 @@ import math
 import re
 
 import pytest
+from factories import ScriptedClock, ScriptedWorkload
 
 from fsyncbench.measure import intervals
 from fsyncbench.measure import timing as measure
 
 SAMPLER_ARGS = "max_samples >= 1, min_samples >= 1 and warmup >= 0 are required"
 MEASURE_ARGS = "target_samples >= 1, budget_s > 0 and warmup >= 0 are required"
-
-
-class ScriptedClock:
-    """time.perf_counter_ns that only the workload's run() moves."""
-
-    def __init__(self):
-        self.now = 0
-
-    def __call__(self):
-        return self.now
-
-
-class ScriptedWorkload:
-    """Each run() (timed or not) advances the clock by the next scripted duration."""
-
-    def __init__(self, clock, durations):
-        self.clock = clock
-        self.durations = iter(durations)
-        self.prepared = []
-
-    def prepare(self, i):
-        self.prepared.append(i)
-        return i
-
-    def run(self, i):
-        self.clock.now += next(self.durations)
 
 
 @pytest.fixture
