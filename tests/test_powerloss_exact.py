@@ -297,3 +297,54 @@ def test_macos_full_fsync_of_one_file_leaves_later_changes_to_others_pending():
     assert len(states) == 4
     assert {"a": b"X", "b": b"", "c": b""} in states
     assert {"a": b"", "b": b""} in states
+
+
+# --- the filesystem model's sync rules, state by state ------------------------------------
+
+SYNC_FULL, SYNC_NORMAL = 3, 2
+
+
+def _fs(semantics: str, *ops: Op) -> models._Fs:
+    fs = models._Fs(semantics)
+    for op in ops:
+        fs.apply(op)
+    return fs
+
+
+def test_macos_plain_fsync_caches_the_ops_so_far_and_full_fsync_of_another_file_keeps_the_rest():
+    # a plain fsync of "a" hands its first write to the drive's cache; F_FULLFSYNC of "b"
+    # makes that durable and leaves only the write after the plain fsync pending
+    first, second = Op("write", "a", 0, b"AA"), Op("write", "a", 4, b"BB")
+    fs = _fs(
+        "macos",
+        Op("create", "a"),
+        Op("create", "b"),
+        Op("barrier"),
+        first,
+        Op("sync", "a", flags=SYNC_NORMAL),
+        second,
+    )
+    assert fs.cached_ops == [1, 0] and fs.cached[0] == b"AA"
+    assert fs.durable[0] == b"" and fs.pending[0] == [first, second]
+    fs.apply(Op("sync", "b", flags=SYNC_FULL))
+    assert fs.durable[0] == b"AA" and fs.pending[0] == [second]
+    assert fs.cached_ops == [0, 0]
+
+
+def test_windows_flush_makes_every_directory_change_of_its_name_durable_and_no_other():
+    fs = _fs(
+        "windows",
+        Op("create", "a"),
+        Op("barrier"),
+        Op("delete", "a"),  # (False, "a", 0)
+        Op("create", "b"),  # (True, "b", 1): another name, left pending
+        Op("create", "a"),  # (True, "a", 2): "a" again, a new file
+        Op("write", "a", 0, b"new"),
+        Op("sync", "a", flags=SYNC_FULL),
+    )
+    assert fs.durable_names == {"a": 2}
+    assert fs.dir_pending == [(True, "b", 1)]
+    assert fs.cached_names == {"a": 2}
+    assert fs.durable[2] == b"new" and fs.pending[2] == []
+    fs.apply(Op("sync", "b", flags=SYNC_FULL))
+    assert fs.durable_names == {"a": 2, "b": 1} and fs.dir_pending == []
