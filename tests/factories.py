@@ -189,3 +189,15 @@ class ScriptedWorkload:
 
     def close(self):
         pass
+
+
+#: A powercut writer's run id and its HELLO (what it tells the listener when it connects).
+WRITER_RUN_ID = "a" * 32
+WRITER_HELLO = {
+    "run_id": WRITER_RUN_ID,
+    "host": "writer-host",
+    "dir": "/data",
+    "config": "wal/full",
+    "pid": 4242,
+    "started_utc": "2024-05-01T12:00:00Z",
+}

@@ -17,21 +17,15 @@ import time
 from pathlib import Path
 
 import pytest
+from factories import WRITER_HELLO, WRITER_RUN_ID
 
 from fsyncbench.errors import FsyncbenchError
 from fsyncbench.powercut import listener_state
 from fsyncbench.powercut.listener_state import Conflict, ListenerState, utc_now
 
-RUN_A = "a" * 32
+RUN_A = WRITER_RUN_ID
 RUN_B = "b" * 32
-HELLO = {
-    "run_id": RUN_A,
-    "host": "writer-host",
-    "dir": "/data",
-    "config": "wal/full",
-    "pid": 4242,
-    "started_utc": "2024-05-01T12:00:00Z",
-}
+HELLO = WRITER_HELLO
 SEEN = "2024-05-01T12:00:05Z"
 
 

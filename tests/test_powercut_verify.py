@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from factories import WRITER_HELLO, WRITER_RUN_ID
 from factories import host as fake_host
 
 import fsyncbench
@@ -59,7 +60,7 @@ from fsyncbench.powercut.verify import _label_to_pragmas, save_report, select_ru
 from fsyncbench.powercut.view import render_verify
 from fsyncbench.report import store
 
-RUN_A = "a" * 32
+RUN_A = WRITER_RUN_ID
 SECRET = Secret("test-secret-0123456789")
 LISTENER = "127.0.0.1:5400"
 DB = "/data/j.db"
@@ -882,12 +883,7 @@ def test_judge_gives_the_whole_judgement(facts, expected):
 # --------------------------------------------------------------------------- render_verify
 
 RUN_INFO = {
-    "run_id": RUN_A,
-    "host": "writer-host",
-    "dir": "/data",
-    "config": "wal/full",
-    "pid": 4242,
-    "started_utc": "2024-05-01T12:00:00Z",
+    **WRITER_HELLO,
     "first_seen_utc": "2024-05-01T12:00:01Z",
     "last_seen_utc": "2024-05-01T12:05:00Z",
     "count": 100,
