@@ -16,7 +16,7 @@ from fsyncbench.crash import view
 from fsyncbench.crash.power import PowerLoss, RecordedState, cut
 from fsyncbench.measure.workloads import SCHEMA, step_row
 from fsyncbench.model import KillMatrix, Pragmas
-from fsyncbench.powerloss.rebase import restore
+from fsyncbench.powerloss.rebase import OpStream, restore, snapshot_ops
 
 
 def _lane(tmp_path: Path, pragmas: Pragmas) -> Path:
@@ -150,3 +150,22 @@ def test_subset_is_labelled_as_the_one_state_it_explored():
     assert f"({label} model, linux semantics" in view.describe_power_loss(subset).sections[1].title
     plain = view.power_loss_answer(_experiment("synced-only"))
     assert plain.startswith("After a power cut (synced-only, linux),")
+
+
+@pytest.mark.parametrize("model", ["synced-only", "prefix", "subset"])
+@pytest.mark.parametrize("recorded", [0, 1, 2], ids=["empty-stream", "create-only", "no-barrier"])
+def test_a_child_killed_while_its_stream_starts_leaves_the_files_as_they_were(
+    tmp_path, model, recorded
+):
+    # the kill lands after the stream file exists but before snapshot_ops' barrier is in it:
+    # the recorder was not open yet, so nothing changed and every file stays
+    pragmas = Pragmas("WAL", "FULL")
+    agent = _lane(tmp_path, pragmas)
+    before = {p.name: p.read_bytes() for p in agent.iterdir()}
+    stream = tmp_path / "ops.bin"
+    start = OpStream(stream)
+    start.write_all(snapshot_ops(agent)[:recorded])
+    start.close()
+    assert cut(agent, "agent.db", stream, pragmas, PowerLoss(model)) is None
+    assert not stream.exists()
+    assert {p.name: p.read_bytes() for p in agent.iterdir()} == before

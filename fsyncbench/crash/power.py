@@ -170,11 +170,18 @@ def cut(
     completed since the last cut), rebuild the state ``power`` leaves
     (:func:`fsyncbench.powerloss.rebase.state_after_cut`) and make ``directory`` hold exactly
     its files; the stream is removed, so the next child starts a new segment. Returns the
-    state (its ``files`` and ``how``), or None when there is no stream (no child held a
-    state database open). Raises OSError."""
+    state (its ``files`` and ``how``), or None when the child changed nothing: there is no
+    stream (no child held a state database open), or it ends before its start's barrier (the
+    child was killed while writing :func:`fsyncbench.powerloss.rebase.snapshot_ops`; the
+    recorder opens only after it, so the files are as durable as they were and stay as they
+    are). Raises OSError."""
     if not stream_path.exists():
         return None
-    trace = segment_trace(read_ops(stream_path), pragmas, db_name, power.psow)
+    ops = read_ops(stream_path)
+    if not any(op.kind == "barrier" for op in ops):
+        stream_path.unlink()
+        return None
+    trace = segment_trace(ops, pragmas, db_name, power.psow)
     state = state_after_cut(trace, power.model, semantics=power.semantics)
     restore(directory, state.files)
     stream_path.unlink()
