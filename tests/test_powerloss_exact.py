@@ -348,3 +348,94 @@ def test_windows_flush_makes_every_directory_change_of_its_name_durable_and_no_o
     assert fs.durable[2] == b"new" and fs.pending[2] == []
     fs.apply(Op("sync", "b", flags=SYNC_FULL))
     assert fs.durable_names == {"a": 2, "b": 1} and fs.dir_pending == []
+
+
+def test_macos_full_fsync_leaves_what_no_plain_fsync_cached_pending():
+    # after the barrier nothing is cached: F_FULLFSYNC of "a" leaves "b"'s write, and the
+    # create and write of "c" (never fsynced, never dirsynced) pending, "c" durable as empty
+    write_b, write_c = Op("write", "b", 0, b"B"), Op("write", "c", 0, b"C")
+    fs = _fs(
+        "macos",
+        Op("create", "a"),
+        Op("create", "b"),
+        Op("barrier"),
+        write_b,
+        Op("create", "c"),
+        write_c,
+        Op("sync", "a", flags=SYNC_FULL),
+    )
+    assert fs.pending[1] == [write_b] and fs.durable[1] == b""
+    assert fs.dir_pending == [(True, "c", 2)]
+    assert fs.durable[2] == b"" and fs.pending[2] == [write_c]
+    assert fs.durable_names == {"a": 0, "b": 1}
+
+
+def test_a_sync_right_after_the_barrier_is_a_crash_point():
+    trace = _trace("WAL", Op("create", "a"), Op("barrier"), Op("sync", "a", flags=SYNC_FULL))
+    assert models.crash_points(trace) == [2, 3]
+    acked = _trace("WAL", Op("create", "a"), Op("barrier"), Op("ack", seq=1), Op("dirsync"))
+    assert models.crash_points(acked) == [3, 4]
+
+
+def test_prefix_states_include_the_one_right_after_a_create():
+    trace = _trace(
+        "WAL",
+        Op("create", "a"),
+        Op("barrier"),
+        Op("create", "b"),
+        Op("write", "b", 0, b"x"),
+        Op("sync", "b", flags=SYNC_FULL),
+    )
+    states = [dict(s.files) for s in crash_states(trace, "prefix") if s.point == 4]
+    assert states == [{"a": b""}, {"a": b"", "b": b""}, {"a": b"", "b": b"x"}]
+
+
+def test_torn_cuts_at_512_byte_sectors_by_default():
+    big = Op("write", "a", 0, b"y" * 1024)
+    trace = _trace("WAL", *SETUP, big, Op("ack", seq=1))
+    default = [s.files for s in crash_states(trace, "torn")]
+    assert default == [s.files for s in crash_states(trace, "torn", sector_bytes=512)]
+    assert default != [s.files for s in crash_states(trace, "torn", sector_bytes=513)]
+
+
+def _at_end(trace: Trace, **kw) -> list:
+    end = len(trace.ops)
+    return [s for s in crash_states(trace, "subset", **kw) if s.point == end]
+
+
+def test_subset_enumerates_up_to_max_states_or_samples_plus_two_and_samples_beyond():
+    # two pending writes: 4 subsets
+    trace = _trace(
+        "WAL", *SETUP, Op("write", "a", 0, b"1"), Op("write", "a", 1, b"2"), Op("ack", seq=1)
+    )
+    exactly = _at_end(trace, max_states=4, samples=0)
+    assert len(exactly) == 4 and not any(s.sampled for s in exactly)
+    # max_states below 4, but samples + 2 reaches it: still every subset, once each
+    by_samples = _at_end(trace, max_states=1, samples=2)
+    assert len(by_samples) == 4 and not any(s.sampled for s in by_samples)
+    by_more_samples = _at_end(trace, max_states=1, samples=3)
+    assert len(by_more_samples) == 4 and not any(s.sampled for s in by_more_samples)
+    # beyond both: nothing kept, everything kept, then the draws
+    drawn = _at_end(trace, max_states=1, samples=1)
+    assert len(drawn) == 3 and all(s.sampled for s in drawn)
+
+
+def test_subset_draws_one_random_mask_per_state_seeded_by_the_cut():
+    # a seed keeps its figures: state k beyond the two fixed ones keeps exactly the items
+    # whose bits are set in the k-th getrandbits(items) of Random("seed/label/subset/point")
+    writes = [Op("write", "a", i, b"w") for i in range(4)]
+    trace = _trace("WAL", *SETUP, *writes, Op("ack", seq=1))
+    end = len(trace.ops)
+    drawn = _at_end(trace, max_states=1, samples=8, seed=3)
+    rng = random.Random(f"3/{trace.pragmas.label}/subset/{end}")
+    masks = [rng.getrandbits(4) for _ in range(8)]
+    assert [s.how.split(": ")[1].split(" of ")[0] for s in drawn] == [
+        "kept items 0x0",
+        "kept items 0xf",
+        *(f"kept items {m:#x}" for m in masks),
+    ]
+
+
+def test_macos_full_fsync_before_any_barrier_leaves_undirsynced_creates_pending():
+    fs = _fs("macos", Op("create", "a"), Op("sync", "a", flags=SYNC_FULL))
+    assert fs.dir_pending == [(True, "a", 0)] and fs.durable_names == {}

@@ -251,3 +251,45 @@ def test_known_corrupt_states_default_seed_is_0_and_the_seed_reaches_the_garbage
     seeded = {s.name: s for s in proofs.known_corrupt_states(recorded, 5)}
     assert seeded["garbage-sector"] == proofs._garbage_sector(recorded, 5)
     assert seeded["garbage-sector"].how.endswith("(seed 5)")
+
+
+def test_last_batch_is_the_last_one_holding_an_index_page_not_merely_the_last():
+    setup = _setup()
+    b = len(setup)
+    ops = (*setup, _index_page(4096), Op("sync", DB), _table_page(8192), Op("sync", DB))
+    assert proofs._last_batch(_trace(ops)) == (b, b + 1)
+    # a batch right after a sync starts at its first write
+    ops2 = (*setup, Op("sync", DB), _index_page(4096), _table_page(8192))
+    assert proofs._last_batch(_trace(ops2)) == (b + 1, b + 3)
+
+
+def test_half_index_drops_the_index_pages_and_both_journal_headers_and_says_so():
+    wal, journal = DB + "-wal", DB + "-journal"
+    setup = (
+        Op("create", DB),
+        _table_page(0),
+        Op("create", journal),
+        Op("write", journal, 0, b"J" * 600),
+        Op("create", wal),
+        Op("write", wal, 0, b"W" * 40),
+        Op("barrier"),
+    )
+    b = len(setup)
+    ops = (*setup, _index_page(4096), _table_page(8192), _index_page(12288), Op("sync", DB))
+    trace = dataclasses.replace(_trace(ops), roles=((DB, "db"), (journal, "journal"), (wal, "wal")))
+    state = proofs.half_index(trace)
+    assert state is not None
+    assert state.how == (
+        f"ops up to {b} as issued, then the database writes {b}-{b + 2} except those of index "
+        f"pages (2 lost); the header of {journal}, {wal} lost"
+    )
+    files = dict(state.files)
+    assert files[journal] == bytes(512) + b"J" * 88 and files[wal] == bytes(32) + b"W" * 8
+    assert files[DB] == bytes([0x0D]) + bytes(4095) + bytes(4096) + bytes([0x0D]) + bytes(4095)
+    control = proofs.half_index(trace, lose_header=False)
+    assert control is not None
+    assert control.how == (
+        f"ops up to {b} as issued, then the database writes {b}-{b + 2} except those of index "
+        "pages (2 lost)"
+    )
+    assert dict(control.files)[journal] == b"J" * 600

@@ -195,7 +195,7 @@ def state_after_cut(
     ):
         if state.point == end:
             return state
-    raise RuntimeError("crash_states gave no state after the last op")  # pragma: no cover
+    raise RuntimeError("crash_states gave no state after the last op")
 
 
 def restore(directory: Path, files: Iterable[tuple[str, bytes]]) -> None:
