@@ -20,11 +20,20 @@ from __future__ import annotations
 import builtins
 import io
 import os
+import signal
 import subprocess
 import sys
 from typing import Any
 
 import pytest
+
+# pytest started with SIGINT ignored (a background job of a shell without job control, as
+# `(pytest &)` makes it) hands that on to every process a test starts, and Python there then
+# never raises KeyboardInterrupt: the tests that send Ctrl-C to fsyncbench would see it
+# ignored (the run completes, or never stops). The processes the tests start get Ctrl-C as
+# a terminal gives it.
+if hasattr(signal, "SIGINT") and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: the markers of the tiers plain ``pytest`` leaves out (pyproject.toml names them)
 SLOW_TIERS = ("slow", "system")

@@ -310,7 +310,7 @@ def test_ctrl_c_once_the_kill_matrix_started_is_one_clean_line(tmp_path):
     from clitools import leftovers
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fsyncbench", "crash", str(tmp_path)],
+        [sys.executable, "-m", "fsyncbench", "crash", str(tmp_path), "--report-dir", str(tmp_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
