@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 from fsyncbench.measure import stats
+from fsyncbench.measure.intervals import METHOD_BLOCKS
 from fsyncbench.model import (
     PROTECTION_OK,
     BlockDevice,
     FlushDelta,
     Host,
+    Interval,
     Mount,
     Pragmas,
     ProcessActivity,
@@ -201,3 +203,46 @@ WRITER_HELLO = {
     "pid": 4242,
     "started_utc": "2024-05-01T12:00:00Z",
 }
+
+
+def summary_only(
+    name: str,
+    p99,
+    p50=None,
+    kind: str = "commit",
+    primitive: str | None = None,
+    count: int = 1000,
+    p99_ns: float | None = None,
+    rounds50: tuple[float, ...] = (),
+    rounds99: tuple[float, ...] = (),
+    earlier: tuple = (),
+) -> Result:
+    """A summary-only result (no raw samples, as an old report holds it) whose summary stores
+    ``p50``/``p99`` as its interval records (``p50`` None: 100 ns, 95-105; ``p99`` None: no
+    record and no bounds, the percentile then ``p99_ns``), each round's p50/p99
+    (``rounds50``/``rounds99``) and ``earlier`` runs; ``primitive`` None: ``none`` for a
+    write, else fdatasync."""
+    p50 = p50 or Interval(100.0, 95.0, 105.0, 0.02, 9.0, 10, METHOD_BLOCKS, None)
+    s = dataclasses.replace(
+        summary_at(100.0),
+        count=count,
+        p50_ns=p50.estimate_ns,
+        p99_ns=p99.estimate_ns if p99 is not None else p99_ns,
+        p50_ci_ns=p50.bounds,
+        p99_ci_ns=p99.bounds if p99 is not None else None,
+        p50_interval=p50,
+        p99_interval=p99,
+        ci_method=METHOD_BLOCKS,
+        round_p50_ns=rounds50,
+        round_p99_ns=rounds99,
+    )
+    if primitive is None:
+        primitive = "none" if kind == "write" else "fdatasync"
+    return dataclasses.replace(
+        _result(kind, name, primitive, 100.0),
+        summary=s,
+        samples_ns=(),
+        slice_counts=(),
+        payload_bytes=512,
+        earlier=earlier,
+    )

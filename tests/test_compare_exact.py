@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import reference
 import sampled
-from factories import _result, even_slices, summary_at
+from factories import _result, even_slices, summary_at, summary_only
 from scipy.stats import mannwhitneyu
 from scipy.stats import t as student_t
 
@@ -51,38 +51,10 @@ def given(
     p50: Interval | None = None,
     kind: str = "commit",
     primitive: str = "fdatasync",
-    count: int = 1000,
-    p99_ns: float | None = None,
-    rounds50: tuple[float, ...] = (),
-    rounds99: tuple[float, ...] = (),
-    earlier: tuple = (),
+    **kw,
 ):
-    """A summary-only result (no raw samples) whose summary stores ``p50``/``p99`` as its
-    interval records (None: no record, no bounds; the percentile is then ``p99_ns``) and
-    each round's p50/p99 (``rounds50``/``rounds99``), with ``earlier`` runs recorded."""
-    p50 = p50 or iv(100.0, 95.0, 105.0, 0.02, 9.0)
-    p99_est = p99.estimate_ns if p99 is not None else p99_ns
-    s = dataclasses.replace(
-        summary_at(100.0),
-        count=count,
-        p50_ns=p50.estimate_ns,
-        p99_ns=p99_est,
-        p50_ci_ns=p50.bounds,
-        p99_ci_ns=p99.bounds if p99 is not None else None,
-        p50_interval=p50,
-        p99_interval=p99,
-        ci_method=BLOCKS,
-        round_p50_ns=rounds50,
-        round_p99_ns=rounds99,
-    )
-    return dataclasses.replace(
-        _result(kind, name, primitive, 100.0),
-        summary=s,
-        samples_ns=(),
-        slice_counts=(),
-        payload_bytes=512,
-        earlier=earlier,
-    )
+    """:func:`factories.summary_only`, fdatasync's unless told."""
+    return summary_only(name, p99, p50, kind, primitive, **kw)
 
 
 def report_of(*results, verdict: Verdict | None = None, floors=()):

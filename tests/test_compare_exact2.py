@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import reference
 import sampled
-from factories import _result, even_slices, summary_at
+from factories import _result, even_slices, summary_only
 from scipy.stats import t as student_t
 
 from fsyncbench.measure import between, intervals, stats
@@ -42,27 +42,8 @@ def given(
     rounds99: tuple[float, ...] = (),
     earlier: tuple[EarlierRun, ...] = (),
 ):
-    """A summary-only result (no raw samples) storing ``p50``/``p99`` as its interval
-    records, each round's p50/p99 and ``earlier`` runs recorded."""
-    s = dataclasses.replace(
-        summary_at(p50.estimate_ns),
-        p50_ns=p50.estimate_ns,
-        p99_ns=p99.estimate_ns,
-        p50_ci_ns=p50.bounds,
-        p99_ci_ns=p99.bounds,
-        p50_interval=p50,
-        p99_interval=p99,
-        ci_method=BLOCKS,
-        round_p50_ns=rounds50,
-        round_p99_ns=rounds99,
-    )
-    return dataclasses.replace(
-        _result(kind, name, "none" if kind == "write" else "fdatasync", 100.0),
-        summary=s,
-        samples_ns=(),
-        slice_counts=(),
-        earlier=earlier,
-    )
+    """:func:`factories.summary_only` with ``p50`` first."""
+    return summary_only(name, p99, p50, kind, rounds50=rounds50, rounds99=rounds99, earlier=earlier)
 
 
 def at(name: str, est: float, kind: str = "commit"):
